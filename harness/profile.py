@@ -1,0 +1,768 @@
+"""YAML -> frozen, validated :class:`Profile`.
+
+Theory of operation: the YAML is *composed* (not loaded) so every value keeps the line it
+came from; ``--set`` overrides are applied to that tree; then one generic walker turns the tree
+into the frozen dataclasses below, driven by their type hints and a few per-field constraints.
+Every error is a :class:`ProfileError` naming file, line and dotted field -- the CLI turns it
+into exit code 2 and nowhere else.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import math
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Union, get_args, get_origin
+
+import yaml
+
+Priority = Literal["critical", "standard", "batch"]
+PRIORITIES: tuple[Priority, ...] = ("critical", "standard", "batch")
+
+
+class ProfileError(Exception):
+    """A bad profile or override: carries file, line and field for a one-line message."""
+
+    def __init__(self, file: str, line: int | None, field_path: str, message: str) -> None:
+        self.file = file
+        self.line = line
+        self.field_path = field_path
+        self.message = message
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        if self.line is None:
+            where = self.file
+        elif self.line == 0:  # the value came from a --set override
+            where = f"{self.file} (--set)"
+        else:
+            where = f"{self.file}:{self.line}"
+        return f"{where}: {self.field_path or '<root>'}: {self.message}"
+
+
+def _c(**kw: Any) -> dict[str, Any]:
+    """Per-field constraints, kept in dataclass field metadata."""
+    return kw
+
+
+# ---------------------------------------------------------------------------------------------
+# The schema. Field order = the order --print shows. Constraints: gt/ge (numbers), doc.
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Latency:
+    dist: Literal["fixed", "uniform", "exponential", "lognormal"]
+    value_s: float | None = field(default=None, metadata=_c(ge=0))
+    low_s: float | None = field(default=None, metadata=_c(ge=0))
+    high_s: float | None = field(default=None, metadata=_c(ge=0))
+    mean_s: float | None = field(default=None, metadata=_c(gt=0))
+    median_s: float | None = field(default=None, metadata=_c(gt=0))
+    sigma: float | None = field(default=None, metadata=_c(ge=0))
+
+    def mean(self) -> float:
+        if self.dist == "fixed":
+            return float(self.value_s or 0.0)
+        if self.dist == "uniform":
+            return (float(self.low_s or 0.0) + float(self.high_s or 0.0)) / 2
+        if self.dist == "exponential":
+            return float(self.mean_s or 0.0)
+        s = float(self.sigma or 0.0)
+        return float(self.median_s or 0.0) * math.exp(s * s / 2)
+
+
+_LATENCY_PARAMS = {
+    "fixed": ("value_s",),
+    "uniform": ("low_s", "high_s"),
+    "exponential": ("mean_s",),
+    "lognormal": ("median_s", "sigma"),
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Phase:
+    until_s: float = field(metadata=_c(gt=0))
+    rate_per_s: float = field(metadata=_c(gt=0))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Arrivals:
+    process: Literal["poisson", "constant", "gamma", "trace"] = "poisson"
+    phases: tuple[Phase, ...] = ()
+    burstiness: float | None = field(default=None, metadata=_c(gt=0))
+    file: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Pool:
+    pool: int = field(metadata=_c(gt=0))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PromptRepeat:
+    text: str
+    times: int = field(metadata=_c(ge=0))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RequestClass:
+    weight: float = field(default=1.0, metadata=_c(ge=0))
+    priority: Priority = "standard"
+    prompt: str | None = None
+    prompt_repeat: PromptRepeat | None = None
+    max_tokens: int = field(default=256, metadata=_c(gt=0))
+    tenant: str | Pool = "default"
+    key: str | Pool | None = None
+    deadline_s: float | None = field(default=None, metadata=_c(gt=0))
+    stream: bool = False
+    latency: Latency | None = None
+
+    def prompt_text(self) -> str:
+        if self.prompt_repeat is not None:
+            return self.prompt_repeat.text * self.prompt_repeat.times
+        return self.prompt if self.prompt is not None else "Hello"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TokenCount:
+    """Completion length in tokens (capped by the class's max_tokens)."""
+
+    dist: Literal["fixed", "uniform"] = "fixed"
+    value: int | None = field(default=None, metadata=_c(ge=0))
+    low: int | None = field(default=None, metadata=_c(ge=0))
+    high: int | None = field(default=None, metadata=_c(ge=0))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Upstream:
+    latency: Latency = Latency(dist="uniform", low_s=5.0, high_s=30.0)
+    timeout_s: float = field(default=120.0, metadata=_c(gt=0))
+    # Streaming: the first token arrives after this fraction of the sampled latency; the
+    # remaining tokens are spread evenly over the rest.
+    ttft_fraction: float = field(default=0.1, metadata=_c(ge=0, le=1))
+    completion_tokens: TokenCount | None = None
+
+
+FAULT_KINDS = (
+    "latency",
+    "status",
+    "rate_limit",
+    "hang",
+    "reset",
+    "stream_error",
+    "truncate",
+    "metrics_outage",
+    "ack_loss",
+)
+_FAULT_REQUIRED = {
+    "latency": ("add_s",),
+    "status": ("status",),
+    "rate_limit": ("rate_per_s",),
+    "stream_error": (),
+    "truncate": (),
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Fault:
+    kind: Literal[
+        "latency",
+        "status",
+        "rate_limit",
+        "hang",
+        "reset",
+        "stream_error",
+        "truncate",
+        "metrics_outage",
+        "ack_loss",
+    ]
+    at_s: float | None = field(default=None, metadata=_c(ge=0))
+    for_s: float | None = field(default=None, metadata=_c(gt=0))
+    probability: float = field(default=1.0, metadata=_c(ge=0, le=1))
+    add_s: float | None = field(default=None, metadata=_c(ge=0))
+    status: int | None = field(default=None, metadata=_c(ge=400, le=599))
+    retry_after_s: float | None = field(default=None, metadata=_c(ge=0))
+    rate_per_s: float | None = field(default=None, metadata=_c(gt=0))
+    max_concurrent: int | None = field(default=None, metadata=_c(gt=0))
+    after_chunks: int | None = field(default=None, metadata=_c(ge=0))
+
+    def active(self, t: float) -> bool:
+        start = self.at_s or 0.0
+        if t < start:
+            return False
+        return self.for_s is None or t < start + self.for_s
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Executors:
+    initial: int = field(default=4, metadata=_c(ge=0))
+    jobs_per_executor: int = field(default=1, metadata=_c(gt=0))
+    startup_s: float = field(default=0.0, metadata=_c(ge=0))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TenantRate:
+    rate_per_s: float = field(metadata=_c(gt=0))
+    burst: float = field(default=1.0, metadata=_c(ge=1))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Admission:
+    admit_always: bool = False
+    tenant_rate: TenantRate | None = None
+    max_queue_depth: int | None = field(default=None, metadata=_c(ge=0))
+    shed_fill: float | None = field(default=None, metadata=_c(gt=0, le=1))
+    shed_fill_standard: float | None = field(default=None, metadata=_c(gt=0, le=1))
+    age_reject_s: float | None = field(default=None, metadata=_c(ge=0))
+    depth_mult: float | None = field(default=None, metadata=_c(ge=0))
+    deadline_slack: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Scaling:
+    enabled: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Breaker:
+    failure_ratio: float = field(default=0.5, metadata=_c(gt=0, le=1))
+    window_s: float = field(default=30.0, metadata=_c(gt=0))
+    open_s: float = field(default=15.0, metadata=_c(gt=0))
+    min_calls: int = field(default=10, metadata=_c(gt=0))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Dependency:
+    max_retries: int = field(default=2, metadata=_c(ge=0))
+    retry_budget_ratio: float = field(default=0.1, metadata=_c(ge=0))
+    backoff_base_s: float = field(default=0.5, metadata=_c(ge=0))
+    backoff_max_s: float = field(default=8.0, metadata=_c(ge=0))
+    breaker: Breaker = Breaker()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Engine:
+    executors: Executors = Executors()
+    admission: Admission = Admission()
+    scaling: Scaling = Scaling()
+    dependency: Dependency = Dependency()
+    service_time_prior_s: float | None = field(default=None, metadata=_c(gt=0))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClientRetry:
+    max_retries: int = field(default=2, metadata=_c(ge=0))
+    honour_retry_after: bool = True
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Clients:
+    retry: ClientRetry | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Slo:
+    turnaround_p95_s: float = field(default=60.0, metadata=_c(gt=0))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AlertRule:
+    """signal > threshold, held for for_s (0: at once), over rolling window_s windows."""
+
+    signal: Literal["oldest_age_s", "rejection_rate", "turnaround_p95_s"]
+    threshold: float
+    for_s: float = field(default=0.0, metadata=_c(ge=0))
+    window_s: float = field(default=60.0, metadata=_c(gt=0))
+    severity: Literal["warn", "page"] = "warn"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AlertOverride:
+    threshold: float | None = None
+    for_s: float | None = field(default=None, metadata=_c(ge=0))
+    window_s: float | None = field(default=None, metadata=_c(gt=0))
+    enabled: bool = True
+
+
+DEFAULT_ALERTS: dict[str, AlertRule] = {
+    "oldest_age_warn": AlertRule(signal="oldest_age_s", threshold=15, for_s=120),
+    "oldest_age_page": AlertRule(signal="oldest_age_s", threshold=25, for_s=60, severity="page"),
+    "rejection_rate_warn": AlertRule(signal="rejection_rate", threshold=0.05, for_s=300),
+    "rejection_rate_page": AlertRule(
+        signal="rejection_rate", threshold=0.20, for_s=300, severity="page"
+    ),
+    "turnaround_p95_warn": AlertRule(signal="turnaround_p95_s", threshold=45),
+    "turnaround_p95_page": AlertRule(signal="turnaround_p95_s", threshold=60, severity="page"),
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Generator:
+    max_in_flight: int = field(default=10000, metadata=_c(gt=0))
+    lateness_p99_limit_s: float = field(default=0.01, metadata=_c(gt=0))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Profile:
+    name: str
+    description: str = ""
+    duration_s: float = field(default=300.0, metadata=_c(gt=0))
+    seed: int = 1
+    slo: Slo = Slo()
+    arrivals: Arrivals = Arrivals()
+    classes: dict[str, RequestClass] = field(default_factory=dict)
+    upstream: Upstream = Upstream()
+    faults: tuple[Fault, ...] = ()
+    engine: Engine = Engine()
+    clients: Clients = Clients()
+    thresholds: tuple[str, ...] = ()
+    alerts: dict[str, AlertOverride] = field(default_factory=dict)
+    generator: Generator = Generator()
+    # Not part of the YAML: where it came from, for messages and the summary.
+    source: str = field(default="<profile>", metadata=_c(internal=True))
+    sha256: str = field(default="", metadata=_c(internal=True))
+
+    def service_time_prior(self) -> float:
+        if self.engine.service_time_prior_s is not None:
+            return self.engine.service_time_prior_s
+        total = sum(c.weight for c in self.classes.values()) or 1.0
+        mean = 0.0
+        for c in self.classes.values():
+            mean += c.weight / total * (c.latency or self.upstream.latency).mean()
+        return mean if mean > 0 else self.upstream.latency.mean() or 1.0
+
+    def alert_rules(self) -> dict[str, AlertRule]:
+        rules: dict[str, AlertRule] = {}
+        for name, rule in DEFAULT_ALERTS.items():
+            o = self.alerts.get(name)
+            if o is None:
+                rules[name] = rule
+            elif o.enabled:
+                rules[name] = dataclasses.replace(
+                    rule,
+                    threshold=rule.threshold if o.threshold is None else o.threshold,
+                    for_s=rule.for_s if o.for_s is None else o.for_s,
+                    window_s=rule.window_s if o.window_s is None else o.window_s,
+                )
+        return rules
+
+
+# ---------------------------------------------------------------------------------------------
+# Generic walker: YAML node tree -> dataclasses.
+
+_Lines = dict[str, int]
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    h = _HINTS.get(cls)
+    if h is None:
+        h = typing.get_type_hints(cls)
+        _HINTS[cls] = h
+    return h
+
+
+class _Ctx:
+    def __init__(self, file: str, lines: _Lines) -> None:
+        self.file = file
+        self.lines = lines
+
+    def err(self, path: str, msg: str) -> ProfileError:
+        p = path
+        while p and p not in self.lines:
+            p = p.rpartition(".")[0]
+        return ProfileError(self.file, self.lines.get(p), path, msg)
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _type_name(tp: Any) -> str:
+    origin = get_origin(tp)
+    if origin is Literal:
+        return " | ".join(repr(a) for a in get_args(tp))
+    if origin in (Union, types.UnionType):
+        return " or ".join(_type_name(a) for a in get_args(tp))
+    if tp is type(None):
+        return "null"
+    if dataclasses.is_dataclass(tp):
+        return "a mapping"
+    if origin is tuple:
+        return "a list"
+    if origin is dict:
+        return "a mapping"
+    return {float: "a number", int: "an integer", bool: "true/false", str: "a string"}.get(
+        tp, str(tp)
+    )
+
+
+def _convert(ctx: _Ctx, tp: Any, value: Any, path: str) -> Any:
+    origin = get_origin(tp)
+    if origin in (Union, types.UnionType):
+        args = get_args(tp)
+        if value is None and type(None) in args:
+            return None
+        candidates = [a for a in args if a is not type(None)]
+        errors: list[ProfileError] = []
+        for a in candidates:
+            try:
+                return _convert(ctx, a, value, path)
+            except ProfileError as e:
+                errors.append(e)
+        # Prefer the error from the branch whose shape matched (deeper path).
+        deep = [e for e in errors if e.field_path != path]
+        if deep:
+            raise deep[0]
+        raise ctx.err(path, f"expected {_type_name(tp)}, got {_show(value)}")
+    if origin is Literal:
+        if value not in get_args(tp):
+            raise ctx.err(path, f"expected one of {_type_name(tp)}, got {_show(value)}")
+        return value
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ctx.err(path, f"expected true/false, got {_show(value)}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, float) and value.is_integer():
+                return int(value)
+            raise ctx.err(path, f"expected an integer, got {_show(value)}")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ctx.err(path, f"expected a number, got {_show(value)}")
+        f = float(value)
+        if not math.isfinite(f):
+            raise ctx.err(path, f"expected a finite number, got {_show(value)}")
+        return f
+    if tp is str:
+        if not isinstance(value, str):
+            raise ctx.err(path, f"expected a string, got {_show(value)}")
+        return value
+    if origin is tuple:
+        (item_tp, _ell) = get_args(tp)
+        if not isinstance(value, list):
+            raise ctx.err(path, f"expected a list, got {_show(value)}")
+        return tuple(_convert(ctx, item_tp, v, _join(path, str(i))) for i, v in enumerate(value))
+    if origin is dict:
+        (_k, item_tp) = get_args(tp)
+        if not isinstance(value, dict):
+            raise ctx.err(path, f"expected a mapping, got {_show(value)}")
+        return {str(k): _convert(ctx, item_tp, v, _join(path, str(k))) for k, v in value.items()}
+    if dataclasses.is_dataclass(tp):
+        return _build(ctx, tp, value, path)
+    raise TypeError(f"unsupported schema type {tp!r}")  # a bug in the schema, not bad input
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if value is None:
+        return "null"
+    return repr(value)
+
+
+def _build(ctx: _Ctx, cls: Any, value: Any, path: str) -> Any:
+    if not isinstance(value, dict):
+        raise ctx.err(path, f"expected a mapping, got {_show(value)}")
+    hints = _hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls) if not f.metadata.get("internal")}
+    for key in value:
+        if key not in fields:
+            known = ", ".join(fields)
+            raise ctx.err(_join(path, str(key)), f"unknown key (known keys: {known})")
+    kwargs: dict[str, Any] = {}
+    for name, f in fields.items():
+        fpath = _join(path, name)
+        if name not in value:
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise ctx.err(fpath, "required field is missing")
+            continue
+        v = _convert(ctx, hints[name], value[name], fpath)
+        _check_bounds(ctx, f, v, fpath)
+        kwargs[name] = v
+    return cls(**kwargs)
+
+
+def _check_bounds(ctx: _Ctx, f: dataclasses.Field[Any], v: Any, path: str) -> None:
+    if not isinstance(v, int | float) or isinstance(v, bool):
+        return
+    m = f.metadata
+    if "gt" in m and not v > m["gt"]:
+        raise ctx.err(path, f"must be > {m['gt']}, got {v}")
+    if "ge" in m and not v >= m["ge"]:
+        raise ctx.err(path, f"must be >= {m['ge']}, got {v}")
+    if "le" in m and not v <= m["le"]:
+        raise ctx.err(path, f"must be <= {m['le']}, got {v}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Cross-field checks the type walk cannot express.
+
+
+def check_latency(ctx: _Ctx, lat: Latency, path: str) -> None:
+    needed = _LATENCY_PARAMS[lat.dist]
+    for name in needed:
+        if getattr(lat, name) is None:
+            raise ctx.err(_join(path, name), f"required for dist: {lat.dist}")
+    for name in ("value_s", "low_s", "high_s", "mean_s", "median_s", "sigma"):
+        if name not in needed and getattr(lat, name) is not None:
+            raise ctx.err(_join(path, name), f"not a parameter of dist: {lat.dist}")
+    if lat.dist == "uniform" and (lat.high_s or 0) < (lat.low_s or 0):
+        raise ctx.err(_join(path, "high_s"), "must be >= low_s")
+
+
+def check_fault(ctx: _Ctx, fault: Fault, path: str, *, timeline: bool) -> None:
+    if timeline and fault.at_s is None:
+        raise ctx.err(_join(path, "at_s"), "required in a profile's fault timeline")
+    if timeline and fault.for_s is None:
+        raise ctx.err(_join(path, "for_s"), "required in a profile's fault timeline")
+    for name in _FAULT_REQUIRED.get(fault.kind, ()):
+        if getattr(fault, name) is None:
+            raise ctx.err(_join(path, name), f"required for kind: {fault.kind}")
+    if fault.kind == "status" and fault.status is not None and not (
+        fault.status == 429 or 500 <= fault.status <= 599
+    ):
+        raise ctx.err(_join(path, "status"), "must be 429 or a 5xx status")
+
+
+def _check(ctx: _Ctx, p: Profile) -> None:
+    a = p.arrivals
+    if a.process == "trace":
+        if not a.file:
+            raise ctx.err("arrivals.file", "required for process: trace")
+    else:
+        if not a.phases:
+            raise ctx.err("arrivals.phases", "at least one phase is required")
+        last = 0.0
+        for i, ph in enumerate(a.phases):
+            if ph.until_s <= last:
+                raise ctx.err(
+                    f"arrivals.phases.{i}.until_s",
+                    f"phases out of order: {ph.until_s} is not after {last}",
+                )
+            last = ph.until_s
+    if a.process == "gamma" and a.burstiness is None:
+        raise ctx.err("arrivals.burstiness", "required for process: gamma (shape k)")
+    if a.process != "gamma" and a.burstiness is not None:
+        raise ctx.err("arrivals.burstiness", "only used with process: gamma")
+    if not p.classes:
+        raise ctx.err("classes", "at least one class is required")
+    if sum(c.weight for c in p.classes.values()) <= 0:
+        raise ctx.err("classes", "class weights sum to 0")
+    for name, c in p.classes.items():
+        if c.prompt is not None and c.prompt_repeat is not None:
+            raise ctx.err(f"classes.{name}.prompt_repeat", "give prompt or prompt_repeat, not both")
+        if c.latency is not None:
+            check_latency(ctx, c.latency, f"classes.{name}.latency")
+    check_latency(ctx, p.upstream.latency, "upstream.latency")
+    tc = p.upstream.completion_tokens
+    if tc is not None:
+        need = ("value",) if tc.dist == "fixed" else ("low", "high")
+        for n in need:
+            if getattr(tc, n) is None:
+                raise ctx.err(f"upstream.completion_tokens.{n}", f"required for dist: {tc.dist}")
+    for i, fault in enumerate(p.faults):
+        check_fault(ctx, fault, f"faults.{i}", timeline=True)
+    adm = p.engine.admission
+    if adm.shed_fill is not None and adm.max_queue_depth is None:
+        raise ctx.err("engine.admission.shed_fill", "needs engine.admission.max_queue_depth")
+    if adm.shed_fill_standard is not None and adm.shed_fill is None:
+        raise ctx.err("engine.admission.shed_fill_standard", "needs engine.admission.shed_fill")
+    if p.engine.scaling.enabled:
+        raise ctx.err(
+            "engine.scaling.enabled",
+            "autoscaling is not available yet in this version; the pool is fixed",
+        )
+    dep = p.engine.dependency
+    if dep.backoff_max_s < dep.backoff_base_s:
+        raise ctx.err("engine.dependency.backoff_max_s", "must be >= backoff_base_s")
+    for name in p.alerts:
+        if name not in DEFAULT_ALERTS:
+            raise ctx.err(f"alerts.{name}", f"unknown alert (known: {', '.join(DEFAULT_ALERTS)})")
+    # Threshold expressions are checked by the results layer (it knows summary paths).
+    from harness.results.thresholds import ThresholdError, parse_threshold
+
+    for i, expr in enumerate(p.thresholds):
+        try:
+            parse_threshold(expr)
+        except ThresholdError as e:
+            raise ctx.err(f"thresholds.{i}", str(e)) from None
+
+
+# ---------------------------------------------------------------------------------------------
+# YAML with line numbers, overrides, public entry points.
+
+
+def _node_to_py(node: yaml.Node, path: str, lines: _Lines, file: str) -> Any:
+    lines.setdefault(path, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        out: dict[str, Any] = {}
+        for k, v in node.value:
+            if not isinstance(k, yaml.ScalarNode):
+                raise ProfileError(file, k.start_mark.line + 1, path, "keys must be plain names")
+            key = str(k.value)
+            kpath = _join(path, key)
+            if key in out:
+                raise ProfileError(file, k.start_mark.line + 1, kpath, "duplicate key")
+            lines[kpath] = k.start_mark.line + 1
+            out[key] = _node_to_py(v, kpath, lines, file)
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        return [_node_to_py(v, _join(path, str(i)), lines, file) for i, v in enumerate(node.value)]
+    assert isinstance(node, yaml.ScalarNode)
+    return _scalar(node)
+
+
+def _scalar(node: yaml.ScalarNode) -> Any:
+    loader = yaml.SafeLoader("")
+    try:
+        return loader.construct_object(node, deep=True)
+    finally:
+        loader.dispose()
+
+
+def apply_override(raw: dict[str, Any], assignment: str, file: str) -> None:
+    """Apply one ``dotted.path=value`` (value parsed as YAML) to the raw tree."""
+    path, sep, text = assignment.partition("=")
+    path = path.strip()
+    if not sep or not path:
+        raise ProfileError(file, None, assignment, "--set expects dotted.path=value")
+    try:
+        value = yaml.safe_load(text) if text.strip() else None
+    except yaml.YAMLError as e:
+        raise ProfileError(file, None, path, f"--set value is not valid YAML: {e}") from None
+    if isinstance(value, dict | list):
+        raise ProfileError(file, None, path, "--set overrides scalars only")
+    parts = path.split(".")
+    node: Any = raw
+    for i, part in enumerate(parts[:-1]):
+        where = ".".join(parts[: i + 1])
+        if isinstance(node, list):
+            if not part.isdigit() or int(part) >= len(node):
+                raise ProfileError(file, None, where, "--set: no such list element")
+            node = node[int(part)]
+        elif isinstance(node, dict):
+            nxt = node.get(part)
+            if nxt is None:
+                nxt = {}
+                node[part] = nxt
+            node = nxt
+        else:
+            raise ProfileError(file, None, where, "--set: not a mapping or list")
+        if not isinstance(node, dict | list):
+            raise ProfileError(file, None, where, "--set: cannot descend into a scalar")
+    last = parts[-1]
+    if isinstance(node, list):
+        if not last.isdigit() or int(last) >= len(node):
+            raise ProfileError(file, None, path, "--set: no such list element")
+        node[int(last)] = value
+    else:
+        node[last] = value
+
+
+BUNDLED_PACKAGE = "harness.bundled_profiles"
+
+
+def bundled_dir() -> Path:
+    import importlib.resources
+
+    return Path(str(importlib.resources.files(BUNDLED_PACKAGE)))
+
+
+def resolve(spec: str) -> Path:
+    """A path, or the name of a bundled profile (``seed-burst``)."""
+    p = Path(spec)
+    if p.exists():
+        return p
+    if "/" not in spec and not spec.endswith((".yaml", ".yml")):
+        cand = bundled_dir() / f"{spec}.yaml"
+        if cand.exists():
+            return cand
+    if p.suffix in (".yaml", ".yml") and "/" not in spec:
+        cand = bundled_dir() / spec
+        if cand.exists():
+            return cand
+    return p
+
+
+def load(spec: str, overrides: typing.Sequence[str] = ()) -> Profile:
+    """Read, override and validate a profile; raises ProfileError on any problem."""
+    path = resolve(spec)
+    file = str(spec)
+    try:
+        text = path.read_bytes()
+    except OSError as e:
+        raise ProfileError(file, None, "", f"cannot read profile: {e.strerror or e}") from None
+    return loads(text, file=file, overrides=overrides, base_dir=path.parent)
+
+
+def loads(
+    text: bytes | str,
+    *,
+    file: str = "<profile>",
+    overrides: typing.Sequence[str] = (),
+    base_dir: Path | None = None,
+) -> Profile:
+    data = text.encode() if isinstance(text, str) else text
+    try:
+        node = yaml.compose(data.decode("utf-8"), Loader=yaml.SafeLoader)
+    except UnicodeDecodeError:
+        raise ProfileError(file, None, "", "not UTF-8 text") from None
+    except yaml.MarkedYAMLError as e:
+        line = e.problem_mark.line + 1 if e.problem_mark else None
+        raise ProfileError(file, line, "", f"YAML syntax: {e.problem}") from None
+    except yaml.YAMLError as e:
+        raise ProfileError(file, None, "", f"YAML: {e}") from None
+    if node is None:
+        raise ProfileError(file, None, "", "empty profile")
+    lines: _Lines = {}
+    try:
+        raw = _node_to_py(node, "", lines, file)
+    except yaml.YAMLError as e:
+        raise ProfileError(file, None, "", f"YAML: {e}") from None
+    if not isinstance(raw, dict):
+        raise ProfileError(file, 1, "", "a profile is a mapping")
+    for assignment in overrides:
+        apply_override(raw, assignment, file)
+        lines[assignment.partition("=")[0].strip()] = 0
+    ctx = _Ctx(file, lines)
+    prof: Profile = _build(ctx, Profile, raw, "")
+    if prof.arrivals.file and base_dir is not None and not Path(prof.arrivals.file).is_absolute():
+        prof = dataclasses.replace(
+            prof,
+            arrivals=dataclasses.replace(prof.arrivals, file=str(base_dir / prof.arrivals.file)),
+        )
+    _check(ctx, prof)
+    digest = hashlib.sha256(data).hexdigest()
+    return dataclasses.replace(prof, source=file, sha256=digest)
+
+
+def to_dict(obj: Any) -> Any:
+    """The effective (fully defaulted) profile as plain data, for --print and summary.json."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {
+            f.name: to_dict(getattr(obj, f.name))
+            for f in dataclasses.fields(obj)
+            if not f.metadata.get("internal")
+        }
+    if isinstance(obj, tuple | list):
+        return [to_dict(v) for v in obj]
+    if isinstance(obj, dict):
+        return {k: to_dict(v) for k, v in obj.items()}
+    return obj
+
+
+def parse_fault_list(data: Any, *, source: str = "faults") -> tuple[Fault, ...]:
+    """Fault entries from an API body (the stub's PUT /_stub/faults): at_s/for_s optional."""
+    ctx = _Ctx(source, {})
+    faults = _convert(ctx, tuple[Fault, ...], data, "")
+    for i, f in enumerate(faults):
+        check_fault(ctx, f, str(i), timeline=False)
+    return typing.cast(tuple[Fault, ...], faults)

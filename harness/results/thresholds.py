@@ -1,0 +1,144 @@
+"""k6-style threshold gates over summary.json, parsed safely (no eval).
+
+Grammar: ``PATH OP NUMBER`` or ``PATH / PATH OP NUMBER``; OP is one of < <= > >= == !=;
+PATH is a dotted path into summary.json. Paths are checked against the summary's shape at
+validation time so a typo fails fast (exit 2) rather than silently never firing.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+class ThresholdError(ValueError):
+    """A threshold expression that cannot be parsed or names an unknown path."""
+
+
+_OPS: dict[str, Callable[[float, float], bool]] = {
+    "<=": operator.le,
+    ">=": operator.ge,
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    ">": operator.gt,
+}
+_PATH = r"[A-Za-z_][A-Za-z0-9_\-]*(?:\.[A-Za-z0-9_\-]+)*"
+_NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
+_RE = re.compile(
+    rf"^\s*(?P<num>{_PATH})\s*(?:/\s*(?P<den>{_PATH})\s*)?(?P<op><=|>=|==|!=|<|>)\s*(?P<value>{_NUM})\s*$"
+)
+
+_STATS = {"mean", "p50", "p90", "p95", "p99", "max", "min", "count"}
+_COUNTS = {
+    "arrivals", "admitted", "rejected", "completed", "failed", "expired", "in_flight_at_end",
+    "slo_breach", "scheduled", "dropped_by_generator", "attempts", "cancelled",
+}  # fmt: skip
+# The shape of summary.json, for path checks: "*" is any key; a set lists the leaf names.
+_SHAPE: dict[str, Any] = {
+    "counts": {**{k: None for k in _COUNTS}, "rejected_by_reason": {"*": None},
+               "failed_by_reason": {"*": None}},
+    "turnaround_s": {k: None for k in _STATS},
+    "proxy_turnaround_s": {k: None for k in _STATS},
+    "queue_wait_s": {k: None for k in _STATS},
+    "ttft_s": {k: None for k in _STATS},
+    "itl_s": {k: None for k in _STATS},
+    "output_tokens_per_s": None,
+    "goodput_per_s": None,
+    "seed": None,
+    "scaling": {"replicas": {"min": None, "max": None, "mean": None}, "scale_events": None,
+                "seconds_at_ceiling": None, "seconds_blind": None},
+    "generator": {"offered_rate_per_s": None, "achieved_rate_per_s": None,
+                  "schedule_lag_s": {k: None for k in _STATS}},
+    "rates": {"*": None},
+}  # fmt: skip
+_SHAPE["by_class"] = {"*": {"counts": _SHAPE["counts"], "turnaround_s": _SHAPE["turnaround_s"],
+                            "queue_wait_s": _SHAPE["queue_wait_s"]}}  # fmt: skip
+_SHAPE["by_priority"] = _SHAPE["by_class"]
+
+
+def known_path(path: str) -> bool:
+    node: Any = _SHAPE
+    for part in path.split("."):
+        if not isinstance(node, dict):
+            return False
+        if part in node:
+            node = node[part]
+        elif "*" in node:
+            node = node["*"]
+        else:
+            return False
+    return node is None
+
+
+@dataclass(frozen=True, slots=True)
+class Threshold:
+    expr: str
+    num: str
+    den: str | None
+    op: str
+    limit: float
+
+    def evaluate(self, summary: Mapping[str, Any]) -> dict[str, Any]:
+        """``{"expr", "value", "ok"}`` plus ``"why"`` when the value is missing or undefined."""
+        value: float | None
+        num = lookup(summary, self.num)
+        why = None
+        if num is None:
+            value, why = None, f"{self.num} is not in the results"
+        elif self.den is None:
+            value = num
+        else:
+            den = lookup(summary, self.den)
+            if den is None:
+                value, why = None, f"{self.den} is not in the results"
+            elif den == 0:
+                value, why = None, f"division by zero: {self.den} is 0"
+            else:
+                value = num / den
+        out: dict[str, Any] = {"expr": self.expr, "value": value}
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            out["ok"] = False
+            out["why"] = why or "value is undefined"
+        else:
+            out["ok"] = bool(_OPS[self.op](value, self.limit))
+        return out
+
+
+def lookup(summary: Mapping[str, Any], path: str) -> float | None:
+    node: Any = summary
+    for part in path.split("."):
+        if not isinstance(node, Mapping):
+            return None
+        if part not in node:
+            # Missing reason keys mean "zero of those", not "unknown".
+            parent = path.rsplit(".", 1)[0]
+            if parent.endswith(("_by_reason", "rejected_by_reason", "failed_by_reason")):
+                return 0.0
+            return None
+        node = node[part]
+    if isinstance(node, bool) or not isinstance(node, int | float):
+        return None
+    return float(node)
+
+
+def parse_threshold(expr: str) -> Threshold:
+    m = _RE.match(expr)
+    if m is None:
+        raise ThresholdError(
+            f"cannot parse threshold {expr!r}: expected 'PATH OP NUMBER' or "
+            "'PATH / PATH OP NUMBER' with OP one of < <= > >= == !="
+        )
+    num, den = m.group("num"), m.group("den")
+    for p in (num, den):
+        if p is not None and not known_path(p):
+            raise ThresholdError(f"unknown path {p!r} in threshold {expr!r}")
+    return Threshold(expr.strip(), num, den, m.group("op"), float(m.group("value")))
+
+
+def evaluate_all(exprs: list[str] | tuple[str, ...], summary: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [parse_threshold(e).evaluate(summary) for e in exprs]
