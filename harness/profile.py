@@ -526,8 +526,10 @@ def check_fault(ctx: _Ctx, fault: Fault, path: str, *, timeline: bool) -> None:
     for name in _FAULT_REQUIRED.get(fault.kind, ()):
         if getattr(fault, name) is None:
             raise ctx.err(_join(path, name), f"required for kind: {fault.kind}")
-    if fault.kind == "status" and fault.status is not None and not (
-        fault.status == 429 or 500 <= fault.status <= 599
+    if (
+        fault.kind == "status"
+        and fault.status is not None
+        and not (fault.status == 429 or 500 <= fault.status <= 599)
     ):
         raise ctx.err(_join(path, "status"), "must be 429 or a 5xx status")
 

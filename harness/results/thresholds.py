@@ -140,5 +140,7 @@ def parse_threshold(expr: str) -> Threshold:
     return Threshold(expr.strip(), num, den, m.group("op"), float(m.group("value")))
 
 
-def evaluate_all(exprs: list[str] | tuple[str, ...], summary: Mapping[str, Any]) -> list[dict[str, Any]]:
+def evaluate_all(
+    exprs: list[str] | tuple[str, ...], summary: Mapping[str, Any]
+) -> list[dict[str, Any]]:
     return [parse_threshold(e).evaluate(summary) for e in exprs]

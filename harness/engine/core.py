@@ -1,0 +1,296 @@
+"""The engine: ``Engine.handle(event, now) -> list[Action]`` and ``Engine.next_deadline()``.
+
+Theory of operation. A driver (the simulation's event heap, or the live proxy's asyncio loop)
+owns the clock and all I/O. It feeds events stamped with ``now`` (seconds since the run began,
+never decreasing) and carries out the actions returned. The engine owns every timer it needs
+(deadlines, retry backoffs, the breaker's open period, executor start-up) and reports the
+earliest through ``next_deadline()``; the driver sends a ``Tick`` at or after that time.
+
+House rules: (1) the engine reads no clock, draws only from the ``random.Random`` it was given,
+and does no I/O -- so the same events give the same actions, byte for byte. (2) every admitted
+request ends in exactly one of ``Complete``, ``Fail`` or ``Expire``; the job's state machine
+(WAITING -> RUNNING -> [RETRY_WAIT -> RUNNING]* -> DONE) guarantees it, and late or duplicate
+events for a finished job are ignored.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from harness.engine.admission import TenantBuckets, build_rules, retry_after
+from harness.engine.dependency import CircuitBreaker, RetryBudget, backoff_s
+from harness.engine.events import (
+    Action,
+    Admit,
+    Arrived,
+    BreakerChange,
+    Cancelled,
+    Complete,
+    Dispatch,
+    Event,
+    Expire,
+    Fail,
+    Failed,
+    Finished,
+    MetricsSample,
+    Reject,
+    Retry,
+    StopAdmitting,
+    Tick,
+)
+from harness.engine.queue import DONE, RETRY_WAIT, RUNNING, WAITING, Job, JobQueue
+from harness.engine.scaling import Pool
+
+if TYPE_CHECKING:
+    from harness.profile import Engine as EngineConfig
+
+EWMA_ALPHA = 0.1  # weight of each new service-time observation
+
+
+class Counts:
+    """The engine's own outcome counts (drivers cross-check them for conservation)."""
+
+    __slots__ = ("admitted", "arrivals", "completed", "expired", "failed", "rejected",
+                 "retries")  # fmt: skip
+
+    def __init__(self) -> None:
+        self.arrivals = self.admitted = self.rejected = 0
+        self.completed = self.failed = self.expired = self.retries = 0
+
+
+class Engine:
+    def __init__(
+        self, cfg: EngineConfig, *, service_time_prior_s: float, rng: random.Random
+    ) -> None:
+        self.cfg = cfg
+        self.rng = rng
+        self.queue = JobQueue()
+        self.pool = Pool(cfg.executors)
+        self.busy = 0
+        self.service_time_s = service_time_prior_s
+        self.jobs: dict[str, Job] = {}  # admitted and not yet ended
+        self.counts = Counts()
+        self.admit_always = cfg.admission.admit_always
+        self.rules = build_rules(cfg.admission)
+        tr = cfg.admission.tenant_rate
+        self.tenants = TenantBuckets(tr.rate_per_s, tr.burst) if tr is not None else None
+        self.breaker = CircuitBreaker(cfg.dependency.breaker)
+        self.budget = RetryBudget(cfg.dependency.retry_budget_ratio)
+        self.signals_known = True
+        self.admitting = True
+        self._retries: list[tuple[float, int, Job]] = []  # (due, seq, job) for RETRY_WAIT jobs
+        self._seq = 0
+        self.now = 0.0
+        self._handlers: dict[type, Callable[[Any, float, list[Action]], None]] = {
+            Arrived: self._arrived,
+            Finished: self._finished,
+            Failed: self._failed,
+            Cancelled: self._cancelled,
+            Tick: self._tick,
+            MetricsSample: self._metrics,
+            StopAdmitting: self._stop,
+        }
+
+    # -- the public surface -------------------------------------------------------------------
+
+    def handle(self, event: Event, now: float) -> list[Action]:
+        if now > self.now:
+            self.now = now
+        out: list[Action] = []
+        handler = self._handlers.get(type(event))
+        if handler is None:  # a driver's subclass of an event type (arrivals.Arrival, say)
+            handler = next(h for t, h in self._handlers.items() if isinstance(event, t))
+            self._handlers[type(event)] = handler
+        handler(event, self.now, out)
+        return out
+
+    def next_deadline(self) -> float | None:
+        best: float | None = self.queue.next_expiry()
+        for t in (
+            self._retries[0][0] if self._retries else None,
+            self.breaker.next_deadline(),
+            self.pool.next_deadline(),
+        ):
+            if t is not None and (best is None or t < best):
+                best = t
+        return best
+
+    def oldest_age(self, now: float) -> float:
+        job = self.queue.oldest()
+        return now - job.admitted_at if job is not None else 0.0
+
+    @property
+    def in_flight(self) -> int:
+        return self.busy
+
+    # -- handlers ----------------------------------------------------------------------------
+
+    def _arrived(self, ev: Arrived, now: float, out: list[Action]) -> None:
+        counts = self.counts
+        counts.arrivals += 1
+        q = self.queue
+        c = self.pool.concurrency
+        est = q.ahead_of(ev.priority) / c * self.service_time_s if c > 0 else self.service_time_s
+        if not self.admitting:
+            self._reject(ev, now, "shutting_down", 1.0, est, out)
+            return
+        bypass = self.admit_always
+        if not bypass:
+            for name, rule in self.rules:
+                raw = rule(self, ev, now, est)
+                if raw is not None:
+                    self._reject(ev, now, name, raw, est, out)
+                    return
+            if self.tenants is not None:
+                self.tenants.tokens(ev.tenant, now)[0] -= 1.0
+        counts.admitted += 1
+        self._seq += 1
+        dl = ev.deadline_s
+        job = Job(ev.id, ev.cls, ev.priority, ev.tenant, ev.key, now,
+                  None if dl is None else now + dl, self._seq)  # fmt: skip
+        self.jobs[ev.id] = job
+        oldest = q.oldest()
+        age = now - oldest.admitted_at if oldest is not None else 0.0
+        out.append(Admit(ev.id, ev.cls, ev.priority, ev.tenant, est, q.depth, age, self.busy,
+                         "admit_always" if bypass else None))  # fmt: skip
+        q.push(job)
+        if self.busy < c:
+            self._dispatch(now, out)
+
+    def _reject(
+        self, ev: Arrived, now: float, reason: str, raw: float, est: float, out: list[Action]
+    ) -> None:
+        self.counts.rejected += 1
+        q = self.queue
+        oldest = q.oldest()
+        age = now - oldest.admitted_at if oldest is not None else 0.0
+        out.append(Reject(ev.id, ev.cls, ev.priority, ev.tenant, reason, retry_after(raw), est,
+                          q.depth, age, self.busy))  # fmt: skip
+
+    def _finished(self, ev: Finished, now: float, out: list[Action]) -> None:
+        job = self.jobs.get(ev.id)
+        if job is None or job.state != RUNNING:
+            return  # late news of a request that already ended (cancelled, say)
+        service = now - job.started_at
+        self.service_time_s += EWMA_ALPHA * (service - self.service_time_s)
+        self._breaker_record(now, True, out)
+        self._end(job, out)
+        self.counts.completed += 1
+        out.append(Complete(job.id, service))
+        self._dispatch(now, out)
+
+    def _failed(self, ev: Failed, now: float, out: list[Action]) -> None:
+        job = self.jobs.get(ev.id)
+        if job is None or job.state != RUNNING:
+            return
+        if ev.retryable:
+            self._breaker_record(now, False, out)
+        dep = self.cfg.dependency
+        if ev.retryable and job.attempt <= dep.max_retries and self.budget.withdraw():
+            delay = backoff_s(dep, job.attempt, self.rng)
+            if ev.retry_after_s is not None and ev.retry_after_s > delay:
+                delay = ev.retry_after_s
+            job.state = RETRY_WAIT
+            self.counts.retries += 1
+            self._seq += 1
+            heapq.heappush(self._retries, (now + delay, self._seq, job))
+            out.append(Retry(job.id, job.attempt + 1, delay, ev.reason))
+        else:
+            reason = ev.reason
+            if ev.retryable and job.attempt <= dep.max_retries:
+                reason = "retry_budget"  # it would have retried, but the budget was spent
+            self._end(job, out)
+            self.counts.failed += 1
+            out.append(Fail(job.id, reason, job.attempt, True))
+        self._dispatch(now, out)
+
+    def _cancelled(self, ev: Cancelled, now: float, out: list[Action]) -> None:
+        job = self.jobs.get(ev.id)
+        if job is None or job.state == DONE:
+            return
+        if job.state == WAITING:
+            self.queue.remove(job)
+            del self.jobs[job.id]
+            was_running = False
+        else:
+            self._end(job, out)
+            was_running = True
+        self.counts.failed += 1
+        out.append(Fail(job.id, "cancelled", job.attempt, was_running))
+        self._dispatch(now, out)
+
+    def _tick(self, ev: Tick, now: float, out: list[Action]) -> None:
+        self._dispatch(now, out)
+
+    def _metrics(self, ev: MetricsSample, now: float, out: list[Action]) -> None:
+        self.signals_known = ev.known
+
+    def _stop(self, ev: StopAdmitting, now: float, out: list[Action]) -> None:
+        self.admitting = False
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _end(self, job: Job, out: list[Action]) -> None:
+        """A running (or retry-waiting) job ends: free its slot and its partition key."""
+        job.state = DONE
+        self.busy -= 1
+        del self.jobs[job.id]
+        if job.key is not None:
+            self.queue.release_key(job.key)
+        if self.pool.draining:
+            self.pool.settle(self.busy)
+
+    def _breaker_record(self, now: float, ok: bool, out: list[Action]) -> None:
+        change = self.breaker.record(now, ok)
+        if change is not None:
+            out.append(BreakerChange(*change))
+
+    def _dispatch(self, now: float, out: list[Action]) -> None:
+        """Expire what is due, resume due retries, then fill free slots by priority."""
+        q = self.queue
+        if q._expiry:
+            for job in q.pop_expired(now):
+                q.remove(job)
+                del self.jobs[job.id]
+                self.counts.expired += 1
+                out.append(Expire(job.id, now - job.admitted_at))
+        if self.pool.starting and self.pool.poll(now):
+            pass
+        br = self.breaker
+        if br.state == "open":
+            change = br.poll(now)
+            if change is not None:
+                out.append(BreakerChange(*change))
+        retries = self._retries
+        while retries and retries[0][0] <= now:
+            job = retries[0][2]
+            if job.state != RETRY_WAIT:
+                heapq.heappop(retries)
+                continue
+            if not br.allows():
+                # Hold the retry until the breaker lets calls through again.
+                if br.state == "open":
+                    heapq.heapreplace(retries, (br.open_until, retries[0][1], job))
+                break
+            heapq.heappop(retries)
+            br.on_start()
+            job.state = RUNNING
+            job.attempt += 1
+            job.started_at = now
+            out.append(Dispatch(job.id, job.cls, job.attempt, 0.0))
+        c = self.pool.concurrency
+        while self.busy < c and q.depth and br.allows():
+            nxt = q.pop()
+            if nxt is None:
+                break
+            job = nxt
+            br.on_start()
+            self.busy += 1
+            job.state = RUNNING
+            job.attempt = 1
+            job.started_at = now
+            self.budget.deposit()
+            out.append(Dispatch(job.id, job.cls, 1, now - job.admitted_at))

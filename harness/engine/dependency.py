@@ -1,0 +1,118 @@
+"""Upstream health: retry budget, backoff with jitter, circuit breaker.
+
+- Retry budget (Finagle-style): every first attempt deposits ``retry_budget_ratio`` tokens, a
+  retry withdraws one. The balance starts at, and is capped by, ``RESERVE`` tokens, so a quiet
+  dependency can absorb a short burst of retries but a sustained failure cannot multiply load
+  by more than ``1 + ratio``.
+- Backoff: ``min(max, base * 2**(attempt-1))`` with "equal jitter" (half fixed, half drawn from
+  the rng the driver passed in), and never shorter than the upstream's ``Retry-After``.
+- Breaker: closed -> open when, over the last ``window_s``, at least ``min_calls`` calls ended
+  and the failed fraction reached ``failure_ratio``; open -> half-open after ``open_s``; one
+  probe call in half-open decides: success closes, failure re-opens.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # config types only; the engine imports nothing outside the stdlib
+    from harness.profile import Breaker as BreakerConfig
+    from harness.profile import Dependency as DependencyConfig
+
+CLOSED, OPEN, HALF_OPEN = "closed", "open", "half_open"
+RESERVE = 10.0
+
+
+class RetryBudget:
+    __slots__ = ("ratio", "tokens")
+
+    def __init__(self, ratio: float) -> None:
+        self.ratio = ratio
+        self.tokens = RESERVE
+
+    def deposit(self) -> None:
+        t = self.tokens + self.ratio
+        self.tokens = RESERVE if t > RESERVE else t
+
+    def withdraw(self) -> bool:
+        if self.tokens >= 1.0:
+            self.tokens -= 1.0
+            return True
+        return False
+
+
+def backoff_s(cfg: DependencyConfig, attempt: int, rng: random.Random) -> float:
+    """Delay before attempt ``attempt + 1`` after ``attempt`` failed (attempt counts from 1)."""
+    cap = min(cfg.backoff_max_s, cfg.backoff_base_s * (2.0 ** (attempt - 1)))
+    return cap / 2 + rng.uniform(0.0, cap / 2)
+
+
+class CircuitBreaker:
+    def __init__(self, cfg: BreakerConfig) -> None:
+        self.cfg = cfg
+        self.state = CLOSED
+        self.open_until = 0.0
+        self.probe_in_flight = False
+        self._window: deque[tuple[float, bool]] = deque()
+        self._failures = 0
+
+    def allows(self) -> bool:
+        """May a new call start now? (Call ``poll`` first so open -> half-open happens.)"""
+        if self.state == CLOSED:
+            return True
+        if self.state == HALF_OPEN:
+            return not self.probe_in_flight
+        return False
+
+    def on_start(self) -> None:
+        if self.state == HALF_OPEN:
+            self.probe_in_flight = True
+
+    def poll(self, now: float) -> tuple[str, str, float] | None:
+        """Time-driven transition (open -> half-open); returns (state, reason, ratio) if any."""
+        if self.state == OPEN and now >= self.open_until:
+            self.state = HALF_OPEN
+            self.probe_in_flight = False
+            return (HALF_OPEN, "open_elapsed", self.failure_ratio())
+        return None
+
+    def record(self, now: float, ok: bool) -> tuple[str, str, float] | None:
+        win = self._window
+        win.append((now, ok))
+        if not ok:
+            self._failures += 1
+        self._trim(now)
+        if self.state == HALF_OPEN:
+            self.probe_in_flight = False
+            if ok:
+                self.state = CLOSED
+                win.clear()
+                self._failures = 0
+                return (CLOSED, "probe_succeeded", 0.0)
+            self._open(now)
+            return (OPEN, "probe_failed", self.failure_ratio())
+        if self.state == CLOSED and not ok and len(win) >= self.cfg.min_calls:
+            ratio = self._failures / len(win)
+            if ratio >= self.cfg.failure_ratio:
+                self._open(now)
+                return (OPEN, "failure_ratio", ratio)
+        return None
+
+    def _open(self, now: float) -> None:
+        self.state = OPEN
+        self.open_until = now + self.cfg.open_s
+
+    def _trim(self, now: float) -> None:
+        win = self._window
+        horizon = now - self.cfg.window_s
+        while win and win[0][0] < horizon:
+            if not win.popleft()[1]:
+                self._failures -= 1
+
+    def failure_ratio(self) -> float:
+        return self._failures / len(self._window) if self._window else 0.0
+
+    def next_deadline(self) -> float | None:
+        return self.open_until if self.state == OPEN else None

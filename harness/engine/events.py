@@ -1,0 +1,242 @@
+"""The engine's vocabulary: events in, actions out.
+
+Events are what a driver tells the engine (a request arrived, an upstream call finished or
+failed, a client went away, time passed). Actions are what the engine decides. Both are small
+slotted classes, not frozen dataclasses: the simulation builds millions of them and a frozen
+dataclass costs noticeably more to construct (STYLE.md, section 4).
+
+Priorities are small ints on the hot path: 0 critical, 1 standard, 2 batch.
+"""
+
+from __future__ import annotations
+
+CRITICAL, STANDARD, BATCH = 0, 1, 2
+PRIORITY_NAMES: tuple[str, str, str] = ("critical", "standard", "batch")
+PRIORITY_OF: dict[str, int] = {n: i for i, n in enumerate(PRIORITY_NAMES)}
+
+
+# -- events ----------------------------------------------------------------------------------
+
+
+class Event:
+    __slots__ = ()
+
+
+class Arrived(Event):
+    """A logical request reached admission. ``deadline_s`` is the class's useful life."""
+
+    __slots__ = ("cls", "deadline_s", "id", "key", "priority", "tenant")
+
+    def __init__(
+        self,
+        id: str,
+        cls: str,
+        priority: int = STANDARD,
+        tenant: str = "default",
+        key: str | None = None,
+        deadline_s: float | None = None,
+    ) -> None:
+        self.id = id
+        self.cls = cls
+        self.priority = priority
+        self.tenant = tenant
+        self.key = key
+        self.deadline_s = deadline_s
+
+
+class Finished(Event):
+    """The upstream call for a dispatched request succeeded."""
+
+    __slots__ = ("id",)
+
+    def __init__(self, id: str) -> None:
+        self.id = id
+
+
+class Failed(Event):
+    """The upstream call failed. ``reason``: upstream_429, upstream_503, upstream_timeout,
+    upstream_reset, upstream_stream_error, ... ``retryable`` is False for errors a retry cannot
+    fix (a 400 from the upstream, say)."""
+
+    __slots__ = ("id", "reason", "retry_after_s", "retryable")
+
+    def __init__(
+        self, id: str, reason: str, retry_after_s: float | None = None, retryable: bool = True
+    ) -> None:
+        self.id = id
+        self.reason = reason
+        self.retry_after_s = retry_after_s
+        self.retryable = retryable
+
+
+class Cancelled(Event):
+    """The client went away; whatever state the request is in, it ends as failed/cancelled."""
+
+    __slots__ = ("id",)
+
+    def __init__(self, id: str) -> None:
+        self.id = id
+
+
+class Tick(Event):
+    """Time passed: the driver calls this at ``Engine.next_deadline()`` (or any time)."""
+
+    __slots__ = ()
+
+
+class MetricsSample(Event):
+    """Whether the engine's signals are known right now (False during a metrics outage)."""
+
+    __slots__ = ("known",)
+
+    def __init__(self, known: bool) -> None:
+        self.known = known
+
+
+class StopAdmitting(Event):
+    """Shutdown began: every later arrival is rejected as ``shutting_down``."""
+
+    __slots__ = ()
+
+
+# -- actions ---------------------------------------------------------------------------------
+
+
+class Action:
+    __slots__ = ()
+
+
+class Admit(Action):
+    __slots__ = ("age_s", "cls", "depth", "estimated_wait_s", "id", "in_flight", "priority",
+                 "reason", "tenant")  # fmt: skip
+
+    def __init__(
+        self,
+        id: str,
+        cls: str,
+        priority: int,
+        tenant: str,
+        estimated_wait_s: float,
+        depth: int,
+        age_s: float,
+        in_flight: int,
+        reason: str | None = None,
+    ) -> None:
+        self.id = id
+        self.cls = cls
+        self.priority = priority
+        self.tenant = tenant
+        self.estimated_wait_s = estimated_wait_s
+        self.depth = depth
+        self.age_s = age_s
+        self.in_flight = in_flight
+        self.reason = reason  # set only for the admit_always bypass
+
+
+class Reject(Action):
+    __slots__ = ("age_s", "cls", "depth", "estimated_wait_s", "id", "in_flight", "priority",
+                 "reason", "retry_after_s", "tenant")  # fmt: skip
+
+    def __init__(
+        self,
+        id: str,
+        cls: str,
+        priority: int,
+        tenant: str,
+        reason: str,
+        retry_after_s: float,
+        estimated_wait_s: float,
+        depth: int,
+        age_s: float,
+        in_flight: int,
+    ) -> None:
+        self.id = id
+        self.cls = cls
+        self.priority = priority
+        self.tenant = tenant
+        self.reason = reason
+        self.retry_after_s = retry_after_s
+        self.estimated_wait_s = estimated_wait_s
+        self.depth = depth
+        self.age_s = age_s
+        self.in_flight = in_flight
+
+
+class Dispatch(Action):
+    """Start an upstream call now. ``queue_wait_s`` is set on the first attempt."""
+
+    __slots__ = ("attempt", "cls", "id", "queue_wait_s")
+
+    def __init__(self, id: str, cls: str, attempt: int, queue_wait_s: float) -> None:
+        self.id = id
+        self.cls = cls
+        self.attempt = attempt
+        self.queue_wait_s = queue_wait_s
+
+
+class Retry(Action):
+    """An attempt failed and will be dispatched again after ``delay_s`` (the engine times it)."""
+
+    __slots__ = ("attempt", "delay_s", "id", "reason")
+
+    def __init__(self, id: str, attempt: int, delay_s: float, reason: str) -> None:
+        self.id = id
+        self.attempt = attempt
+        self.delay_s = delay_s
+        self.reason = reason
+
+
+class Complete(Action):
+    """Final outcome: completed. ``service_s`` is the successful attempt's duration."""
+
+    __slots__ = ("id", "service_s")
+
+    def __init__(self, id: str, service_s: float) -> None:
+        self.id = id
+        self.service_s = service_s
+
+
+class Fail(Action):
+    """Final outcome: failed (``reason`` names why: upstream_429, retry_budget, cancelled...)."""
+
+    __slots__ = ("attempts", "id", "reason", "was_running")
+
+    def __init__(self, id: str, reason: str, attempts: int, was_running: bool) -> None:
+        self.id = id
+        self.reason = reason
+        self.attempts = attempts
+        self.was_running = was_running
+
+
+class Expire(Action):
+    """Final outcome: expired -- waited past its class's deadline without starting."""
+
+    __slots__ = ("age_s", "id")
+
+    def __init__(self, id: str, age_s: float) -> None:
+        self.id = id
+        self.age_s = age_s
+
+
+class BreakerChange(Action):
+    __slots__ = ("failure_ratio", "reason", "state")
+
+    def __init__(self, state: str, reason: str, failure_ratio: float) -> None:
+        self.state = state
+        self.reason = reason
+        self.failure_ratio = failure_ratio
+
+
+class Scale(Action):
+    __slots__ = ("bound_by", "from_replicas", "reason", "to_replicas")
+
+    def __init__(
+        self, from_replicas: int, to_replicas: int, reason: str, bound_by: str | None
+    ) -> None:
+        self.from_replicas = from_replicas
+        self.to_replicas = to_replicas
+        self.reason = reason
+        self.bound_by = bound_by
+
+
+FINAL_ACTIONS = (Complete, Fail, Expire)

@@ -1,0 +1,169 @@
+"""The waiting room: priority tiers, FIFO within a tier, partition keys, deadlines.
+
+Design note. Items are admitted in time order, so a global admission sequence number is both
+the FIFO order within a tier and the age order across tiers. Each tier keeps a deque of
+key-less items (the fast path: append, popleft) and a heap of keyed items that have become
+eligible; dispatch takes whichever head has the lower sequence number. A partition key admits
+one item at a time: its later items wait in a per-key deque and only the key's head is in a
+tier. Items that leave early (expired, cancelled) are marked dead and skipped lazily, so no
+removal is ever O(n). ``oldest`` reads a global admission-order deque, also lazily cleaned.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+
+WAITING, RUNNING, RETRY_WAIT, DONE = 0, 1, 2, 3
+
+
+class Job:
+    __slots__ = ("admitted_at", "attempt", "cls", "deadline_at", "id", "key", "priority",
+                 "seq", "started_at", "state", "tenant")  # fmt: skip
+
+    def __init__(
+        self,
+        id: str,
+        cls: str,
+        priority: int,
+        tenant: str,
+        key: str | None,
+        admitted_at: float,
+        deadline_at: float | None,
+        seq: int,
+    ) -> None:
+        self.id = id
+        self.cls = cls
+        self.priority = priority
+        self.tenant = tenant
+        self.key = key
+        self.admitted_at = admitted_at
+        self.deadline_at = deadline_at
+        self.seq = seq
+        self.state = WAITING
+        self.attempt = 0
+        self.started_at = 0.0
+
+
+class JobQueue:
+    def __init__(self) -> None:
+        self._plain: tuple[deque[Job], ...] = (deque(), deque(), deque())
+        self._keyed: tuple[list[tuple[int, Job]], ...] = ([], [], [])
+        self._key_waiting: dict[str, deque[Job]] = {}
+        self._key_busy: set[str] = set()
+        self._order: deque[Job] = deque()
+        self._expiry: list[tuple[float, int, Job]] = []
+        self.depth_by_tier = [0, 0, 0]
+        self.depth = 0
+
+    # -- entering and leaving -----------------------------------------------------------------
+
+    def push(self, job: Job) -> None:
+        self._order.append(job)
+        if job.deadline_at is not None:
+            heapq.heappush(self._expiry, (job.deadline_at, job.seq, job))
+        self.depth += 1
+        self.depth_by_tier[job.priority] += 1
+        key = job.key
+        if key is None:
+            self._plain[job.priority].append(job)
+            return
+        pending = self._key_waiting.get(key)
+        if key in self._key_busy or pending:
+            if pending is None:
+                pending = self._key_waiting[key] = deque()
+            pending.append(job)
+        else:
+            # The key's head is eligible; it holds the key until it starts.
+            self._key_busy.add(key)
+            heapq.heappush(self._keyed[job.priority], (job.seq, job))
+
+    def pop(self) -> Job | None:
+        """The next job to start: highest tier first, oldest first within it."""
+        for tier in (0, 1, 2):
+            if not self.depth_by_tier[tier]:
+                continue
+            plain = self._plain[tier]
+            while plain and plain[0].state != WAITING:
+                plain.popleft()
+            keyed = self._keyed[tier]
+            while keyed and keyed[0][1].state != WAITING:
+                heapq.heappop(keyed)
+            if plain and (not keyed or plain[0].seq < keyed[0][0]):
+                job = plain.popleft()
+            elif keyed:
+                job = heapq.heappop(keyed)[1]
+            else:
+                continue  # all of this tier's waiting items are blocked behind their key
+            self._leave(job)
+            return job
+        return None
+
+    def remove(self, job: Job) -> None:
+        """A waiting job leaves without starting (expired or cancelled)."""
+        self._leave(job)
+        if job.key is not None and job.key in self._key_busy:
+            head_dead = not any(j is job for j in self._key_waiting.get(job.key, ()))
+            if head_dead:
+                # It was the key's eligible head: hand the key to the next in line.
+                self.release_key(job.key)
+
+    def _leave(self, job: Job) -> None:
+        job.state = DONE
+        self.depth -= 1
+        self.depth_by_tier[job.priority] -= 1
+
+    def release_key(self, key: str) -> None:
+        """The key's running item ended: its next waiting item becomes eligible."""
+        pending = self._key_waiting.get(key)
+        while pending:
+            nxt = pending.popleft()
+            if nxt.state == WAITING:
+                heapq.heappush(self._keyed[nxt.priority], (nxt.seq, nxt))
+                if not pending:
+                    del self._key_waiting[key]
+                return
+        self._key_waiting.pop(key, None)
+        self._key_busy.discard(key)
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def oldest(self) -> Job | None:
+        order = self._order
+        while order and order[0].state != WAITING:
+            order.popleft()
+        return order[0] if order else None
+
+    def count_older_than(self, t: float, limit: int = 512) -> int:
+        """How many waiting items were admitted before ``t`` (scan capped at ``limit``)."""
+        n = 0
+        for job in self._order:
+            if job.admitted_at >= t or n >= limit:
+                break
+            if job.state == WAITING:
+                n += 1
+        return n
+
+    def next_expiry(self) -> float | None:
+        exp = self._expiry
+        while exp and exp[0][2].state != WAITING:
+            heapq.heappop(exp)
+        return exp[0][0] if exp else None
+
+    def pop_expired(self, now: float) -> list[Job]:
+        out: list[Job] = []
+        exp = self._expiry
+        while exp and (exp[0][2].state != WAITING or exp[0][0] <= now):
+            job = heapq.heappop(exp)[2]
+            if job.state == WAITING:
+                out.append(job)
+        return out
+
+    def ahead_of(self, priority: int) -> int:
+        """Items that would start before a new arrival of this priority."""
+        d = self.depth_by_tier
+        if priority == 0:
+            return d[0]
+        if priority == 1:
+            return d[0] + d[1]
+        return self.depth

@@ -1,0 +1,216 @@
+"""summary.json: build it from a Collector, check conservation, gate thresholds, write it.
+
+Deterministic by construction: sorted keys, rounded floats, and every wall-clock figure
+(start time, wall seconds, versions) only under ``meta`` -- so two sims of the same profile and
+seed give byte-identical files once ``meta`` is set aside, and golden tests stay cheap.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import tempfile
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+import harness
+from harness.profile import Profile, to_dict
+from harness.results.stats import Collector, Tally
+from harness.results.thresholds import evaluate_all
+
+SCHEMA_VERSION = 1
+
+
+def percentiles(
+    values: Sequence[float], keys: Sequence[str] = ("mean", "p50", "p90", "p95", "p99", "max")
+) -> dict[str, float | None]:
+    """Linear-interpolation percentiles (numpy's default), rounded to the millisecond."""
+    if not values:
+        return {k: None for k in keys}
+    xs = sorted(values)
+    n = len(xs)
+    out: dict[str, float | None] = {}
+    for k in keys:
+        if k == "mean":
+            v = sum(xs) / n
+        elif k == "max":
+            v = xs[-1]
+        elif k == "min":
+            v = xs[0]
+        else:
+            q = float(k[1:]) / 100.0
+            pos = q * (n - 1)
+            lo = int(pos)
+            hi = min(lo + 1, n - 1)
+            v = xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+        out[k] = round(v, 3)
+    return out
+
+
+def _tally(t: Tally) -> dict[str, Any]:
+    return {
+        "counts": {"arrivals": t.arrivals, "admitted": t.admitted, "rejected": t.rejected,
+                   "completed": t.completed, "failed": t.failed, "expired": t.expired},
+        "turnaround_s": percentiles(t.turnarounds),
+        "queue_wait_s": percentiles(t.queue_waits),
+    }  # fmt: skip
+
+
+def conservation(
+    counts: Mapping[str, Any], mode: str, engine_counts: Mapping[str, int] | None = None
+) -> dict[str, Any]:
+    c = counts
+    violations: list[str] = []
+
+    def check(name: str, left: int, right: int) -> None:
+        if left != right:
+            violations.append(f"{name}: {left} != {right}")
+
+    if mode == "sim":
+        check("scheduled == arrivals", c["scheduled"], c["arrivals"])
+    else:
+        check("scheduled == arrivals + dropped_by_generator", c["scheduled"],
+              c["arrivals"] + c["dropped_by_generator"])  # fmt: skip
+    check("arrivals == admitted + rejected", c["arrivals"], c["admitted"] + c["rejected"])
+    check("admitted == completed + failed + expired + in_flight_at_end", c["admitted"],
+          c["completed"] + c["failed"] + c["expired"] + c["in_flight_at_end"])  # fmt: skip
+    check(
+        "rejected == sum(rejected_by_reason)", c["rejected"], sum(c["rejected_by_reason"].values())
+    )
+    check("failed == sum(failed_by_reason)", c["failed"], sum(c["failed_by_reason"].values()))
+    if engine_counts is not None:
+        for k, v in engine_counts.items():
+            check(f"engine {k} == recorded {k}", v, c[k])
+    return {"ok": not violations, "violations": violations}
+
+
+def git_sha() -> str | None:
+    try:
+        root = Path(harness.__file__).resolve().parent.parent
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
+                             text=True, timeout=5, check=False)  # fmt: skip
+        return out.stdout.strip() or None if out.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def meta(started_at: datetime, wall_s: float) -> dict[str, Any]:
+    return {
+        "harness_version": harness.__version__,
+        "git_sha": git_sha(),
+        "python": platform.python_version(),
+        "started_at": started_at.astimezone(UTC).isoformat(timespec="seconds"),
+        "wall_s": round(wall_s, 3),
+    }
+
+
+def build(
+    *,
+    profile: Profile,
+    mode: str,
+    seed: int,
+    col: Collector,
+    duration_s: float,
+    scheduled: int,
+    in_flight_at_end: int,
+    engine_counts: Mapping[str, int] | None,
+    alerts: list[dict[str, Any]],
+    timeline: Sequence[Mapping[str, Any]],
+    extra_thresholds: Sequence[str] = (),
+    complete: bool = True,
+) -> dict[str, Any]:
+    counts: dict[str, Any] = {
+        "scheduled": scheduled, "arrivals": col.arrivals, "admitted": col.admitted,
+        "rejected": col.rejected, "rejected_by_reason": dict(sorted(col.rejected_by_reason.items())),
+        "completed": col.completed, "failed": col.failed,
+        "failed_by_reason": dict(sorted(col.failed_by_reason.items())),
+        "expired": col.expired, "in_flight_at_end": in_flight_at_end,
+        "slo_breach": col.slo_breach, "dropped_by_generator": 0, "attempts": col.arrivals,
+        "cancelled": col.failed_by_reason.get("cancelled", 0),
+    }  # fmt: skip
+    cons = conservation(counts, mode, engine_counts)
+    replicas = [s["replicas_ready"] for s in timeline] or [profile.engine.executors.initial]
+    span = max(duration_s, 1e-9)
+    good = sum(1 for t in col.turnarounds if t <= profile.slo.turnaround_p95_s)
+    summary: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "complete": complete,
+        "mode": mode,
+        "profile": {"name": profile.name, "sha256": profile.sha256},
+        "seed": seed,
+        "effective": to_dict(profile),
+        "counts": counts,
+        "conservation": cons,
+        "turnaround_s": percentiles(col.turnarounds),
+        "queue_wait_s": percentiles(col.queue_waits),
+        "ttft_s": {"p50": None, "p95": None},
+        "itl_s": {"p50": None, "p95": None},
+        "output_tokens_per_s": None,
+        "goodput_per_s": round(good / span, 4),
+        "by_class": {k: _tally(v) for k, v in sorted(col.by_class.items())},
+        "by_priority": {k: _tally(v) for k, v in sorted(col.by_priority.items())},
+        "scaling": {
+            "replicas": {
+                "min": min(replicas),
+                "max": max(replicas),
+                "mean": round(sum(replicas) / len(replicas), 3),
+            },
+            "scale_events": 0,
+            "seconds_at_ceiling": 0,
+            "seconds_blind": col.blind_s,
+        },
+        "alerts": alerts,
+        "generator": {
+            "offered_rate_per_s": round(scheduled / max(profile.duration_s, 1e-9), 4),
+            "achieved_rate_per_s": round(col.arrivals / max(profile.duration_s, 1e-9), 4),
+            "schedule_lag_s": {"p50": 0.0, "p99": 0.0, "max": 0.0},
+        },
+        "duration_s": round(duration_s, 3),
+    }
+    finish(summary, list(profile.thresholds) + list(extra_thresholds))
+    return summary
+
+
+def finish(summary: dict[str, Any], thresholds: Sequence[str]) -> None:
+    """Evaluate thresholds and set the verdict (invalid beats fail beats pass)."""
+    summary["thresholds"] = evaluate_all(list(thresholds), summary)
+    if not summary["conservation"]["ok"] or summary.get("generator_saturated"):
+        summary["verdict"] = "invalid"
+    elif any(not t["ok"] for t in summary["thresholds"]):
+        summary["verdict"] = "fail"
+    else:
+        summary["verdict"] = "pass"
+
+
+def dumps(obj: Any) -> bytes:
+    return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2) + b"\n"
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_summary(folder: Path, summary: Mapping[str, Any]) -> Path:
+    path = folder / "summary.json"
+    write_atomic(path, dumps(summary))
+    return path
+
+
+def write_jsonl(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
+    opt = orjson.OPT_SORT_KEYS
+    write_atomic(path, b"".join(orjson.dumps(r, option=opt) + b"\n" for r in rows))

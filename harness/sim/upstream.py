@@ -1,0 +1,124 @@
+"""The simulated model endpoint: latency models and the fault timeline, in virtual time.
+
+``SimUpstream.call(now, cls)`` decides the fate of one upstream attempt at dispatch time and
+returns ``(duration_s, failure)``: the attempt ends ``duration_s`` later, with ``failure`` None
+(success) or a reason and an optional Retry-After. Each fault draws its probability from the
+upstream's own rng stream, so a fault's presence does not disturb latency draws of the others.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+from collections.abc import Callable
+
+from harness.profile import Fault, Latency, Profile
+
+Sampler = Callable[[], float]
+FAST_FAIL_S = 0.05  # how long an upstream takes to answer with an error status
+RESET_S = 0.01
+
+
+def sampler(lat: Latency, rng: random.Random) -> Sampler:
+    if lat.dist == "fixed":
+        v = float(lat.value_s or 0.0)
+        return lambda: v
+    if lat.dist == "uniform":
+        lo, hi = float(lat.low_s or 0.0), float(lat.high_s or 0.0)
+        u = rng.random
+        width = hi - lo
+        return lambda: lo + width * u()
+    if lat.dist == "exponential":
+        rate = 1.0 / float(lat.mean_s or 1.0)
+        e = rng.expovariate
+        return lambda: e(rate)
+    mu = math.log(float(lat.median_s or 1.0))
+    sigma = float(lat.sigma or 0.0)
+    ln = rng.lognormvariate
+    return lambda: ln(mu, sigma)
+
+
+class SimUpstream:
+    def __init__(
+        self, profile: Profile, latency_rng: random.Random, fault_rng: random.Random
+    ) -> None:
+        self.timeout_s = profile.upstream.timeout_s
+        default = sampler(profile.upstream.latency, latency_rng)
+        self.samplers: dict[str, Sampler] = {
+            name: sampler(c.latency, latency_rng) if c.latency is not None else default
+            for name, c in profile.classes.items()
+        }
+        self.faults: tuple[Fault, ...] = tuple(
+            f for f in profile.faults if f.kind not in ("metrics_outage",)
+        )
+        self.fault_rng = fault_rng
+        self._buckets: dict[int, list[float]] = {}  # rate_limit fault -> [tokens, last_t]
+        self._ends: dict[int, list[float]] = {}
+        self.mean_latency_s = profile.service_time_prior()
+
+    def active_faults(self, now: float) -> list[Fault]:
+        return [f for f in self.faults if f.active(now)]
+
+    def call(self, now: float, cls: str) -> tuple[float, str | None, float | None]:
+        """(duration_s, failure reason or None, retry_after_s) for an attempt starting now."""
+        latency = self.samplers[cls]()
+        if self.faults:
+            for i, f in enumerate(self.faults):
+                if not f.active(now):
+                    continue
+                if f.kind == "rate_limit":
+                    if not self._take(i, f, now):
+                        ra = (
+                            f.retry_after_s
+                            if f.retry_after_s is not None
+                            else 1.0 / (f.rate_per_s or 1.0)
+                        )
+                        return (FAST_FAIL_S, "upstream_429", ra)
+                    continue
+                if f.probability < 1.0 and self.fault_rng.random() >= f.probability:
+                    continue
+                kind = f.kind
+                if kind == "latency":
+                    latency += f.add_s or 0.0
+                elif kind == "status":
+                    return (FAST_FAIL_S, f"upstream_{f.status}", f.retry_after_s)
+                elif kind == "hang":
+                    return (self.timeout_s, "upstream_timeout", None)
+                elif kind == "reset":
+                    return (RESET_S, "upstream_reset", None)
+                elif kind == "stream_error":
+                    return (min(latency * 0.5, self.timeout_s), "upstream_stream_error", None)
+                elif kind == "truncate":
+                    return (min(latency * 0.5, self.timeout_s), "upstream_truncated", None)
+                elif kind == "ack_loss":
+                    # The work is done upstream but the answer never arrives: a timeout.
+                    return (self.timeout_s, "upstream_timeout", None)
+        if latency >= self.timeout_s:
+            return (self.timeout_s, "upstream_timeout", None)
+        return (latency, None, None)
+
+    def _take(self, i: int, f: Fault, now: float) -> bool:
+        """A provider-style limit: a token bucket (burst = one second of rate) plus a cap on
+        concurrent calls (calls are assumed to hold a slot for the class's mean latency)."""
+        rate = f.rate_per_s or 1.0
+        st = self._buckets.get(i)
+        burst = max(1.0, rate)
+        if st is None:
+            st = self._buckets[i] = [burst, now]
+        tokens = min(burst, st[0] + (now - st[1]) * rate)
+        st[1] = now
+        if f.max_concurrent is not None:
+            ends = self._ends.setdefault(i, [])
+            while ends and ends[0] <= now:
+                heapq.heappop(ends)
+            if len(ends) >= f.max_concurrent:
+                st[0] = tokens
+                return False
+        if tokens >= 1.0:
+            st[0] = tokens - 1.0
+            if f.max_concurrent is not None:
+                heapq.heappush(self._ends[i], now + self.mean_latency_s)
+            return True
+        st[0] = tokens
+        return False
