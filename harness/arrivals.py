@@ -152,11 +152,29 @@ def schedule(profile: Profile, seed: int | None = None) -> Iterator[Arrival]:
     pool_rng = stream(s, "pools")
     choose = class_rng.random
     single = len(classes) == 1
+    index_of = {n: i for i, n in enumerate(names)}
+    last = len(cum) - 1
+    plain = all(c.tenant == "default" and c.key is None for c in classes)
+    if profile.arrivals.process != "trace" and plain:
+        # The common case, kept lean: the simulation draws hundreds of thousands of these.
+        cls_info = [(names[j], prio[j], classes[j].deadline_s) for j in range(len(classes))]
+        i = 0
+        for t in _times(profile, stream(s, "times")):
+            i += 1
+            if single:
+                j = 0
+            else:
+                x = choose() * total
+                j = 0
+                while j < last and cum[j] <= x:
+                    j += 1
+            name, pr, dl = cls_info[j]
+            yield Arrival(i, t, name, pr, "default", None, dl)
+        return
     if profile.arrivals.process == "trace":
         source: Iterator[tuple[float, str | None, str | None]] = _trace(profile)
     else:
         source = ((t, None, None) for t in _times(profile, stream(s, "times")))
-    index_of = {n: i for i, n in enumerate(names)}
     for i, (t, cname, tenant) in enumerate(source, 1):
         if cname is not None:
             j = index_of[cname]
@@ -165,7 +183,7 @@ def schedule(profile: Profile, seed: int | None = None) -> Iterator[Arrival]:
         else:
             x = choose() * total
             j = 0
-            while cum[j] <= x and j < len(cum) - 1:
+            while j < last and cum[j] <= x:
                 j += 1
         c = classes[j]
         ten = tenant or _pick(c.tenant, "tenant", pool_rng) or "default"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
+import re
 import types
 import typing
 from dataclasses import dataclass, field
@@ -433,6 +434,8 @@ def _convert(ctx: _Ctx, tp: Any, value: Any, path: str) -> Any:
             raise ctx.err(path, f"expected an integer, got {_show(value)}")
         return value
     if tp is float:
+        if isinstance(value, str) and _SCI.match(value):
+            value = float(value)  # YAML 1.1 reads "1e9" as a string; a number was meant
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ctx.err(path, f"expected a number, got {_show(value)}")
         f = float(value)
@@ -456,6 +459,9 @@ def _convert(ctx: _Ctx, tp: Any, value: Any, path: str) -> Any:
     if dataclasses.is_dataclass(tp):
         return _build(ctx, tp, value, path)
     raise TypeError(f"unsupported schema type {tp!r}")  # a bug in the schema, not bad input
+
+
+_SCI = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+$")
 
 
 def _show(value: Any) -> str:

@@ -98,8 +98,7 @@ def build_rules(cfg: AdmissionConfig) -> list[tuple[str, Rule]]:
         limit = cfg.age_reject_s
 
         def queue_age(eng: Engine, ev: Arrived, now: float, est: float) -> float | None:
-            oldest = eng.queue.oldest()
-            if oldest is None or now - oldest.admitted_at <= limit:
+            if eng.age_now <= limit:
                 return None
             # Admission resumes once every item older than the limit has started.
             return _drain(eng, eng.queue.count_older_than(now - limit))
@@ -128,12 +127,4 @@ def build_rules(cfg: AdmissionConfig) -> list[tuple[str, Rule]]:
     return rules
 
 
-def retry_after(raw_s: float) -> float:
-    """Rounded up to whole seconds, at least 1 s (and finite)."""
-    if not raw_s < 86400.0:  # also catches inf and nan
-        return 86400.0
-    r = math.ceil(raw_s)
-    return float(r) if r >= 1 else 1.0
-
-
-__all__ = ["CRITICAL", "Rule", "TenantBuckets", "build_rules", "retry_after"]
+__all__ = ["CRITICAL", "Rule", "TenantBuckets", "build_rules"]

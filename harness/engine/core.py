@@ -16,11 +16,11 @@ events for a finished job are ignored.
 from __future__ import annotations
 
 import heapq
-import random
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from harness.engine.admission import TenantBuckets, build_rules, retry_after
+from harness.engine.admission import TenantBuckets, build_rules
 from harness.engine.dependency import CircuitBreaker, RetryBudget, backoff_s
 from harness.engine.events import (
     Action,
@@ -45,6 +45,8 @@ from harness.engine.queue import DONE, RETRY_WAIT, RUNNING, WAITING, Job, JobQue
 from harness.engine.scaling import Pool
 
 if TYPE_CHECKING:
+    import random
+
     from harness.profile import Engine as EngineConfig
 
 EWMA_ALPHA = 0.1  # weight of each new service-time observation
@@ -80,6 +82,7 @@ class Engine:
         self.breaker = CircuitBreaker(cfg.dependency.breaker)
         self.budget = RetryBudget(cfg.dependency.retry_budget_ratio)
         self.signals_known = True
+        self.age_now = 0.0  # oldest waiting age at the current arrival (for the rules)
         self.admitting = True
         self._retries: list[tuple[float, int, Job]] = []  # (due, seq, job) for RETRY_WAIT jobs
         self._seq = 0
@@ -108,11 +111,16 @@ class Engine:
         return out
 
     def next_deadline(self) -> float | None:
-        best: float | None = self.queue.next_expiry()
+        q = self.queue
+        br = self.breaker
+        pool = self.pool
+        if not (q._expiry or self._retries or br.state == "open" or pool.starting):
+            return None  # the common case, on the hot path of every event
+        best: float | None = q.next_expiry()
         for t in (
             self._retries[0][0] if self._retries else None,
-            self.breaker.next_deadline(),
-            self.pool.next_deadline(),
+            br.next_deadline(),
+            pool.next_deadline(),
         ):
             if t is not None and (best is None or t < best):
                 best = t
@@ -128,47 +136,54 @@ class Engine:
 
     # -- handlers ----------------------------------------------------------------------------
 
+    def arrive(self, ev: Arrived, now: float) -> list[Action]:
+        """``handle(ev, now)`` for an ``Arrived`` event, without the dispatch by type: the
+        simulation's hot path. Same decisions, same state changes."""
+        if now > self.now:
+            self.now = now
+        out: list[Action] = []
+        self._arrived(ev, self.now, out)
+        return out
+
     def _arrived(self, ev: Arrived, now: float, out: list[Action]) -> None:
         counts = self.counts
         counts.arrivals += 1
         q = self.queue
         c = self.pool.concurrency
         est = q.ahead_of(ev.priority) / c * self.service_time_s if c > 0 else self.service_time_s
-        if not self.admitting:
-            self._reject(ev, now, "shutting_down", 1.0, est, out)
-            return
+        oldest = q.oldest()
+        age = now - oldest.admitted_at if oldest is not None else 0.0
+        self.age_now = age  # read by the queue_age rule
+        reason: str | None = None
+        raw = 0.0
         bypass = self.admit_always
-        if not bypass:
+        if not self.admitting:
+            reason, raw = "shutting_down", 1.0
+        elif not bypass:
             for name, rule in self.rules:
-                raw = rule(self, ev, now, est)
-                if raw is not None:
-                    self._reject(ev, now, name, raw, est, out)
-                    return
-            if self.tenants is not None:
-                self.tenants.tokens(ev.tenant, now)[0] -= 1.0
+                r = rule(self, ev, now, est)
+                if r is not None:
+                    reason, raw = name, r
+                    break
+        if reason is not None:
+            counts.rejected += 1
+            ra = math.ceil(raw) if raw < 86400.0 else 86400
+            out.append(Reject(ev.id, ev.cls, ev.priority, ev.tenant, reason,
+                              float(ra) if ra >= 1 else 1.0, est, q.depth, age, self.busy))  # fmt: skip
+            return
+        if self.tenants is not None and not bypass:
+            self.tenants.tokens(ev.tenant, now)[0] -= 1.0
         counts.admitted += 1
         self._seq += 1
         dl = ev.deadline_s
         job = Job(ev.id, ev.cls, ev.priority, ev.tenant, ev.key, now,
                   None if dl is None else now + dl, self._seq)  # fmt: skip
         self.jobs[ev.id] = job
-        oldest = q.oldest()
-        age = now - oldest.admitted_at if oldest is not None else 0.0
         out.append(Admit(ev.id, ev.cls, ev.priority, ev.tenant, est, q.depth, age, self.busy,
                          "admit_always" if bypass else None))  # fmt: skip
         q.push(job)
         if self.busy < c:
             self._dispatch(now, out)
-
-    def _reject(
-        self, ev: Arrived, now: float, reason: str, raw: float, est: float, out: list[Action]
-    ) -> None:
-        self.counts.rejected += 1
-        q = self.queue
-        oldest = q.oldest()
-        age = now - oldest.admitted_at if oldest is not None else 0.0
-        out.append(Reject(ev.id, ev.cls, ev.priority, ev.tenant, reason, retry_after(raw), est,
-                          q.depth, age, self.busy))  # fmt: skip
 
     def _finished(self, ev: Finished, now: float, out: list[Action]) -> None:
         job = self.jobs.get(ev.id)
@@ -176,11 +191,21 @@ class Engine:
             return  # late news of a request that already ended (cancelled, say)
         service = now - job.started_at
         self.service_time_s += EWMA_ALPHA * (service - self.service_time_s)
-        self._breaker_record(now, True, out)
-        self._end(job, out)
+        change = self.breaker.record(now, True)
+        if change is not None:
+            out.append(BreakerChange(*change))
+        # _end, inlined: this is the hot path of every completion
+        job.state = DONE
+        self.busy -= 1
+        del self.jobs[job.id]
+        if job.key is not None:
+            self.queue.release_key(job.key)
+        if self.pool.draining:
+            self.pool.settle(self.busy)
         self.counts.completed += 1
         out.append(Complete(job.id, service))
-        self._dispatch(now, out)
+        if self.queue.depth or self._retries or self.queue._expiry:
+            self._dispatch(now, out)
 
     def _failed(self, ev: Failed, now: float, out: list[Action]) -> None:
         job = self.jobs.get(ev.id)

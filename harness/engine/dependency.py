@@ -13,11 +13,13 @@
 
 from __future__ import annotations
 
-import random
 from collections import deque
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # config types only; the engine imports nothing outside the stdlib
+if TYPE_CHECKING:
+    import random
+
+    # config types only; the engine imports nothing outside the stdlib
     from harness.profile import Breaker as BreakerConfig
     from harness.profile import Dependency as DependencyConfig
 
@@ -50,12 +52,16 @@ def backoff_s(cfg: DependencyConfig, attempt: int, rng: random.Random) -> float:
 
 
 class CircuitBreaker:
+    """Outcomes are counted in one-second buckets, so recording a call is O(1) and the window
+    is exact to within a second."""
+
     def __init__(self, cfg: BreakerConfig) -> None:
         self.cfg = cfg
         self.state = CLOSED
         self.open_until = 0.0
         self.probe_in_flight = False
-        self._window: deque[tuple[float, bool]] = deque()
+        self._window: deque[list[int]] = deque()  # [second, calls, failures]
+        self._calls = 0
         self._failures = 0
 
     def allows(self) -> bool:
@@ -80,22 +86,31 @@ class CircuitBreaker:
 
     def record(self, now: float, ok: bool) -> tuple[str, str, float] | None:
         win = self._window
-        win.append((now, ok))
+        sec = int(now)
+        if win and win[-1][0] == sec:
+            bucket = win[-1]
+        else:
+            bucket = [sec, 0, 0]
+            win.append(bucket)
+            self._trim(now)
+        bucket[1] += 1
+        self._calls += 1
         if not ok:
+            bucket[2] += 1
             self._failures += 1
-        self._trim(now)
         if self.state == HALF_OPEN:
             self.probe_in_flight = False
             if ok:
                 self.state = CLOSED
                 win.clear()
-                self._failures = 0
+                self._calls = self._failures = 0
                 return (CLOSED, "probe_succeeded", 0.0)
             self._open(now)
             return (OPEN, "probe_failed", self.failure_ratio())
-        if self.state == CLOSED and not ok and len(win) >= self.cfg.min_calls:
-            ratio = self._failures / len(win)
-            if ratio >= self.cfg.failure_ratio:
+        if not ok and self.state == CLOSED and self._calls >= self.cfg.min_calls:
+            self._trim(now)
+            ratio = self._failures / self._calls if self._calls else 0.0
+            if self._calls >= self.cfg.min_calls and ratio >= self.cfg.failure_ratio:
                 self._open(now)
                 return (OPEN, "failure_ratio", ratio)
         return None
@@ -107,12 +122,13 @@ class CircuitBreaker:
     def _trim(self, now: float) -> None:
         win = self._window
         horizon = now - self.cfg.window_s
-        while win and win[0][0] < horizon:
-            if not win.popleft()[1]:
-                self._failures -= 1
+        while win and win[0][0] + 1 <= horizon:
+            _sec, calls, failures = win.popleft()
+            self._calls -= calls
+            self._failures -= failures
 
     def failure_ratio(self) -> float:
-        return self._failures / len(self._window) if self._window else 0.0
+        return self._failures / self._calls if self._calls else 0.0
 
     def next_deadline(self) -> float | None:
         return self.open_until if self.state == OPEN else None

@@ -12,6 +12,7 @@ removal is ever O(n). ``oldest`` reads a global admission-order deque, also lazi
 from __future__ import annotations
 
 import heapq
+from bisect import bisect_left
 from collections import deque
 
 WAITING, RUNNING, RETRY_WAIT, DONE = 0, 1, 2, 3
@@ -51,7 +52,9 @@ class JobQueue:
         self._keyed: tuple[list[tuple[int, Job]], ...] = ([], [], [])
         self._key_waiting: dict[str, deque[Job]] = {}
         self._key_busy: set[str] = set()
-        self._order: deque[Job] = deque()
+        self._order: list[Job] = []  # admission order; [_head:] may still be waiting
+        self._order_t: list[float] = []  # their admission times, for bisect
+        self._head = 0
         self._expiry: list[tuple[float, int, Job]] = []
         self.depth_by_tier = [0, 0, 0]
         self.depth = 0
@@ -60,6 +63,7 @@ class JobQueue:
 
     def push(self, job: Job) -> None:
         self._order.append(job)
+        self._order_t.append(job.admitted_at)
         if job.deadline_at is not None:
             heapq.heappush(self._expiry, (job.deadline_at, job.seq, job))
         self.depth += 1
@@ -130,19 +134,26 @@ class JobQueue:
 
     def oldest(self) -> Job | None:
         order = self._order
-        while order and order[0].state != WAITING:
-            order.popleft()
-        return order[0] if order else None
+        h = self._head
+        n = len(order)
+        if h < n and order[h].state == WAITING:
+            return order[h]  # the usual case: nothing left since the last look
+        while h < n and order[h].state != WAITING:
+            h += 1
+        if h > 4096 and h * 2 > n:  # compact: amortised O(1) per item
+            del order[:h]
+            del self._order_t[:h]
+            h = 0
+        self._head = h
+        return order[h] if h < len(order) else None
 
-    def count_older_than(self, t: float, limit: int = 512) -> int:
-        """How many waiting items were admitted before ``t`` (scan capped at ``limit``)."""
-        n = 0
-        for job in self._order:
-            if job.admitted_at >= t or n >= limit:
-                break
-            if job.state == WAITING:
-                n += 1
-        return n
+    def count_older_than(self, t: float) -> int:
+        """About how many waiting items were admitted before ``t``: a bisect over admission
+        order. Items that already left from the middle (another tier started first) are
+        still counted, so this errs high -- it feeds an estimate (``retry_after_s``) only."""
+        self.oldest()
+        h = self._head
+        return bisect_left(self._order_t, t, lo=h) - h
 
     def next_expiry(self) -> float | None:
         exp = self._expiry

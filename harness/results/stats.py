@@ -1,7 +1,7 @@
 """Tallies a run from the engine's actions: counts, latency samples, and a per-second timeline.
 
-Driver-agnostic: the simulation and the live proxy both call ``arrived`` for each logical
-request, ``apply`` with each batch of actions, and ``advance`` as time passes so the timeline
+Driver-agnostic: the simulation and the live proxy both call ``apply`` with each batch of
+actions (arrivals are counted from the Admit/Reject decisions), and ``advance`` as time passes so the timeline
 gets one line per second (state sampled at the second's end). Turnaround runs from the
 scheduled send time (in sim, the arrival) to the final outcome.
 """
@@ -41,22 +41,24 @@ def _bucket_value(b: int) -> float:
 
 
 class Tally:
-    __slots__ = ("admitted", "arrivals", "completed", "expired", "failed", "queue_waits",
-                 "rejected", "turnarounds")  # fmt: skip
+    """Counts for one class or priority; arrivals = admitted + rejected."""
+
+    __slots__ = ("admitted", "completed", "expired", "failed", "queue_waits", "rejected",
+                 "turnarounds")  # fmt: skip
 
     def __init__(self) -> None:
-        self.arrivals = self.admitted = self.rejected = 0
+        self.admitted = self.rejected = 0
         self.completed = self.failed = self.expired = 0
         self.turnarounds: list[float] = []
         self.queue_waits: list[float] = []
 
 
 class Second:
-    __slots__ = ("admitted", "arrivals", "completed", "expired", "failed", "hist", "rejected",
+    __slots__ = ("admitted", "completed", "expired", "failed", "hist", "rejected",
                  "rejected_by_reason", "state")  # fmt: skip
 
     def __init__(self) -> None:
-        self.arrivals = self.admitted = self.rejected = 0
+        self.admitted = self.rejected = 0
         self.completed = self.failed = self.expired = 0
         self.rejected_by_reason: dict[str, int] = {}
         self.hist: Counter[int] = Counter()
@@ -75,31 +77,37 @@ class Collector:
         self.turnarounds: list[float] = []
         self.completions: list[tuple[float, float]] = []  # (end time, turnaround)
         self.queue_waits: list[float] = []
-        self.arrivals = self.admitted = self.rejected = 0
+        self.admitted = self.rejected = 0
         self.completed = self.failed = self.expired = self.slo_breach = 0
+        self._pairs: dict[tuple[str, int], tuple[Tally, Tally]] = {}
+        self._t0: dict[str, float] = {}
         self.seconds: list[Second] = [Second()]
         self.blind_s = 0.0
 
     # -- feeding ------------------------------------------------------------------------------
 
     def _tallies(self, cls: str, priority: int) -> tuple[Tally, Tally]:
-        c = self.by_class.get(cls)
-        if c is None:
-            c = self.by_class[cls] = Tally()
-        pname = PRIORITY_NAMES[priority]
-        p = self.by_priority.get(pname)
-        if p is None:
-            p = self.by_priority[pname] = Tally()
-        return c, p
+        key = (cls, priority)
+        pair = self._pairs.get(key)
+        if pair is None:
+            c = self.by_class.get(cls)
+            if c is None:
+                c = self.by_class[cls] = Tally()
+            pname = PRIORITY_NAMES[priority]
+            p = self.by_priority.get(pname)
+            if p is None:
+                p = self.by_priority[pname] = Tally()
+            pair = self._pairs[key] = (c, p)
+        return pair
 
-    def arrived(self, rid: str, t0: float, cls: str, priority: int) -> None:
-        """A logical request; ``t0`` is its scheduled send time (turnaround counts from it)."""
-        c, p = self._tallies(cls, priority)
-        c.arrivals += 1
-        p.arrivals += 1
-        self.arrivals += 1
-        self.seconds[-1].arrivals += 1
-        self.requests[rid] = (t0, c, p)
+    def arrived(self, rid: str, t0: float) -> None:
+        """Optional: the request's scheduled send time, when it precedes its admission (a live
+        client's intended time). Without it, turnaround counts from the admission."""
+        self._t0[rid] = t0
+
+    @property
+    def arrivals(self) -> int:
+        return self.admitted + self.rejected
 
     def apply(self, now: float, actions: list[Action]) -> None:
         sec = self.seconds[-1]
@@ -107,20 +115,23 @@ class Collector:
             tp = type(a)
             if tp is Reject:
                 assert isinstance(a, Reject)
-                _t0, c, p = self.requests.pop(a.id)
+                c, p = self._tallies(a.cls, a.priority)
                 c.rejected += 1
                 p.rejected += 1
                 self.rejected += 1
                 sec.rejected += 1
+                self._t0.pop(a.id, None)
                 r = a.reason
                 self.rejected_by_reason[r] = self.rejected_by_reason.get(r, 0) + 1
                 sec.rejected_by_reason[r] = sec.rejected_by_reason.get(r, 0) + 1
             elif tp is Admit:
-                _t0, c, p = self.requests[a.id]  # type: ignore[attr-defined]
+                assert isinstance(a, Admit)
+                c, p = self._tallies(a.cls, a.priority)
                 c.admitted += 1
                 p.admitted += 1
                 self.admitted += 1
                 sec.admitted += 1
+                self.requests[a.id] = (self._t0.pop(a.id, now) if self._t0 else now, c, p)
             elif tp is Dispatch:
                 assert isinstance(a, Dispatch)
                 if a.attempt == 1:
@@ -196,7 +207,7 @@ class Collector:
                 window.subtract(secs[i - w].hist)
             out.append({
                 "t": i,
-                "arrivals": s.arrivals,
+                "arrivals": s.admitted + s.rejected,
                 "admitted": s.admitted,
                 "rejected": s.rejected,
                 "rejected_by_reason": dict(sorted(s.rejected_by_reason.items())),

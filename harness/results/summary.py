@@ -54,7 +54,7 @@ def percentiles(
 
 def _tally(t: Tally) -> dict[str, Any]:
     return {
-        "counts": {"arrivals": t.arrivals, "admitted": t.admitted, "rejected": t.rejected,
+        "counts": {"arrivals": t.admitted + t.rejected, "admitted": t.admitted, "rejected": t.rejected,
                    "completed": t.completed, "failed": t.failed, "expired": t.expired},
         "turnaround_s": percentiles(t.turnarounds),
         "queue_wait_s": percentiles(t.queue_waits),

@@ -35,6 +35,7 @@ class SimResult:
     timeline: list[dict[str, Any]] = field(default_factory=list)
     decisions: int = 0
     arrivals_per_s_wall: float = 0.0
+    collector: Collector | None = None  # the raw samples, for tests and benchmarks
 
 
 def simulate(
@@ -65,6 +66,7 @@ def simulate(
     tick_at = math.inf
     tick = Tick()
     handle = engine.handle
+    arrive = engine.arrive
     apply = col.apply
     call = upstream.call
     push = heapq.heappush
@@ -80,8 +82,7 @@ def simulate(
                 col.advance(now, engine)
                 sec_end = float(len(col.seconds))
             scheduled += 1
-            col.arrived(nxt.id, now, nxt.cls, nxt.priority)
-            actions = handle(nxt, now)
+            actions = arrive(nxt, now)
             nxt = next(arrivals, None)
         elif heap:
             now, _s, kind, payload = pop(heap)
@@ -137,7 +138,7 @@ def simulate(
     wall = time.perf_counter() - wall0
     summary["meta"] = summ.meta(started, wall)
     return SimResult(summary, timeline, log.written if log else 0,
-                     scheduled / wall if wall > 0 else 0.0)  # fmt: skip
+                     scheduled / wall if wall > 0 else 0.0, col)  # fmt: skip
 
 
 def run_to_folder(

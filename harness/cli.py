@@ -1,0 +1,239 @@
+"""The `harness` command line: each command parses, calls one driver, maps errors to exit codes.
+
+Exit codes (DESIGN.md): 0 success and every threshold held; 1 a threshold or a comparison
+failed, or the load generator saturated; 2 bad input; 3 the run itself broke (conservation
+violated, port in use, interrupted). Human output goes to stderr through one rich Console;
+files (and stdout, where a command prints data) carry the machine-readable output.
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from harness.profile import Profile, ProfileError, load
+
+app = typer.Typer(
+    name="harness",
+    help="Rehearse bursts and faults against LLM job queues: open-loop load, an admission "
+    "engine, fault injection, and the same engine in virtual time.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+err = Console(stderr=True, highlight=False)
+EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT, EXIT_BROKEN = 0, 1, 2, 3
+
+ProfileArg = Annotated[str, typer.Argument(help="A profile YAML file, or the name of a bundled profile (see `harness profiles`).")]
+SetOpt = Annotated[list[str] | None, typer.Option("--set", help="Override a scalar: dotted.path=value (YAML). Repeatable.", metavar="PATH=VALUE")]
+OutOpt = Annotated[Path | None, typer.Option("--out", help="Results folder [default: results/<profile>-<UTC timestamp>/].")]
+ThresholdOpt = Annotated[list[str] | None, typer.Option("--threshold", help="An extra gate, e.g. 'turnaround_s.p95 < 60'. Repeatable.", metavar="EXPR")]  # fmt: skip
+
+
+def _bad_input(message: str) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {message}", soft_wrap=True)
+    return typer.Exit(EXIT_BAD_INPUT)
+
+
+def _load(spec: str, overrides: list[str] | None) -> Profile:
+    try:
+        return load(spec, overrides or [])
+    except ProfileError as e:
+        raise _bad_input(str(e)) from None
+
+
+def _check_thresholds(exprs: list[str] | None) -> tuple[str, ...]:
+    from harness.results.thresholds import ThresholdError, parse_threshold
+
+    for e in exprs or []:
+        try:
+            parse_threshold(e)
+        except ThresholdError as ex:
+            raise _bad_input(f"--threshold: {ex}") from None
+    return tuple(exprs or [])
+
+
+def default_out(profile: Profile, suffix: str = "") -> Path:
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return Path("results") / f"{profile.name}{suffix}-{stamp}"
+
+
+def exit_code(summary: dict[str, Any]) -> int:
+    if not summary.get("conservation", {}).get("ok", True) or not summary.get("complete", True):
+        return EXIT_BROKEN
+    if summary.get("verdict") in ("fail", "invalid"):
+        return EXIT_FAIL
+    return EXIT_OK
+
+
+@app.command()
+def validate(
+    profile: ProfileArg,
+    set_: SetOpt = None,
+    print_: Annotated[bool, typer.Option("--print", help="Print the effective, fully defaulted profile (YAML) to stdout.")] = False,
+) -> None:
+    """Check a profile: exit 0 when valid, 2 with file, line and field when not."""
+    prof = _load(profile, set_)
+    if print_:
+        import yaml
+
+        from harness.profile import to_dict
+
+        sys.stdout.write(yaml.safe_dump(to_dict(prof), sort_keys=False, allow_unicode=True))
+    err.print(f"[green]ok[/] {profile}: {prof.name} ({len(prof.classes)} classes, "
+              f"{len(prof.faults)} faults, {prof.duration_s:g} s)")  # fmt: skip
+
+
+@app.command()
+def profiles() -> None:
+    """List the bundled profiles (usable by name: `harness sim seed-burst`)."""
+    from rich.table import Table
+
+    from harness.profile import bundled_dir
+
+    table = Table("name", "description", box=None)
+    for path in sorted(bundled_dir().glob("*.yaml")):
+        try:
+            prof = load(str(path))
+            table.add_row(path.stem, prof.description)
+        except ProfileError as e:
+            table.add_row(path.stem, f"[red]invalid: {e}[/]")
+    Console().print(table)
+
+
+@app.command()
+def sim(
+    profile: ProfileArg,
+    seed: Annotated[int | None, typer.Option(help="Seed [default: the profile's].")] = None,
+    seeds: Annotated[int | None, typer.Option(help="Run N seeds (seed, seed+1, ...) and write each beside an aggregate.", min=1)] = None,
+    set_: SetOpt = None,
+    out: OutOpt = None,
+    threshold: ThresholdOpt = None,
+    jobs: Annotated[int, typer.Option(help="Processes for --seeds.", min=1)] = 2,
+    report: Annotated[bool, typer.Option(help="Write report.md/.html and timeline.png.")] = True,
+) -> None:
+    """Run a profile in virtual time: a 300 s burst takes well under a second."""
+    from harness.sim.driver import run_many, run_one
+
+    prof = _load(profile, set_)
+    extra = _check_thresholds(threshold)
+    folder = out or default_out(prof)
+    if seeds is not None:
+        code = run_many(profile, set_ or [], prof, seed, seeds, folder, extra, jobs, err)
+    else:
+        code = run_one(prof, seed, folder, extra, report, err)
+    raise typer.Exit(code)
+
+
+@app.command()
+def report(folder: Annotated[Path, typer.Argument(help="A results folder (with summary.json).")]) -> None:
+    """Draw timeline.png and write report.md and report.html for a results folder."""
+    from harness.results.report import write_report
+
+    if not (folder / "summary.json").is_file():
+        raise _bad_input(f"{folder}: no summary.json here")
+    for p in write_report(folder):
+        err.print(f"wrote {p}")
+
+
+@app.command()
+def compare(
+    base: Annotated[Path, typer.Argument(help="Baseline: summary.json, a results folder, a --seeds folder, or sweep.json.")],
+    new: Annotated[Path, typer.Argument(help="Candidate, same kinds as BASE.")],
+    tolerance: Annotated[list[str] | None, typer.Option(help="PATH=5% (relative) or PATH=2.0 (absolute). Repeatable.")] = None,
+    format_: Annotated[str, typer.Option("--format", help="md or json.")] = "md",
+) -> None:
+    """Compare two results; print a Markdown table of deltas; exit 1 on a regression."""
+    from harness.results.compare import CompareError, compare_paths, parse_tolerance
+
+    if format_ not in ("md", "json"):
+        raise _bad_input("--format must be md or json")
+    tols = {}
+    for t in tolerance or []:
+        try:
+            k, v = parse_tolerance(t)
+        except ValueError as e:
+            raise _bad_input(f"--tolerance {t}: {e}") from None
+        tols[k] = v
+    for p in (base, new):
+        if not p.exists():
+            raise _bad_input(f"{p}: no such file or folder")
+    try:
+        cmp = compare_paths(base, new, tols)
+    except (CompareError, ValueError, OSError) as e:
+        raise _bad_input(str(e)) from None
+    sys.stdout.write(cmp.to_markdown() if format_ == "md" else cmp.to_json())
+    sys.stdout.write("\n")
+    raise typer.Exit(EXIT_FAIL if cmp.regressions else EXIT_OK)
+
+
+@app.command()
+def sweep(
+    profile: ProfileArg,
+    param: Annotated[list[str], typer.Option(help="PATH=START:STOP:STEP (STOP inclusive). One or two.")],
+    seeds: Annotated[int, typer.Option(help="Seeds per point.", min=1)] = 10,
+    jobs: Annotated[int, typer.Option(help="Worker processes [default: CPU count].", min=1)] = 0,
+    objective: Annotated[str | None, typer.Option(help="min:EXPR or max:EXPR [default: min:counts.rejected / counts.arrivals].")] = None,
+    constraint: Annotated[list[str] | None, typer.Option(help="A threshold expression every seed must meet. Repeatable [default: the SLO and the profile's thresholds].")] = None,
+    set_: SetOpt = None,
+    out: OutOpt = None,
+) -> None:
+    """Grid-sweep parameters in virtual time and recommend a value robust across seeds."""
+    from harness.sim.driver import run_sweep_cli
+
+    prof = _load(profile, set_)
+    folder = out or default_out(prof, "-sweep")
+    raise typer.Exit(run_sweep_cli(profile, prof, set_ or [], param, seeds, jobs, objective,
+                                   constraint or [], folder, err))  # fmt: skip
+
+
+@app.command()
+def stub(
+    host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to bind.")] = 8000,
+    profile: Annotated[str | None, typer.Option(help="Take latency and faults from this profile.")] = None,
+    latency_s: Annotated[float | None, typer.Option(help="A fixed latency in seconds (overrides the profile's).")] = None,
+    seed: Annotated[int, typer.Option(help="Seed for latency and fault draws.")] = 1,
+    time_scale: Annotated[float, typer.Option(help="Multiply every duration by F.")] = 1.0,
+) -> None:
+    """Serve the OpenAI-compatible slow stub with fault injection."""
+    from harness.stub.server import serve
+
+    prof = _load(profile, None) if profile else None
+    if time_scale <= 0:
+        raise _bad_input("--time-scale must be > 0")
+    try:
+        serve(host=host, port=port, profile=prof, latency_s=latency_s, seed=seed, time_scale=time_scale)
+    except OSError as e:
+        err.print(f"[bold red]error:[/] cannot serve on {host}:{port}: {e.strerror or e}")
+        raise typer.Exit(EXIT_BROKEN) from None
+
+
+@app.command()
+def proxy(
+    upstream: Annotated[str, typer.Option(help="The OpenAI-compatible endpoint to forward to (base URL).")],
+    profile: Annotated[str | None, typer.Option(help="Engine settings from this profile.")] = None,
+    host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to bind.")] = 8080,
+    set_: SetOpt = None,
+    out: OutOpt = None,
+    time_scale: Annotated[float, typer.Option(help="Profile seconds per wall second divisor (see DESIGN).")] = 1.0,
+    grace_s: Annotated[float, typer.Option(help="Drain time on SIGTERM/SIGINT before results are marked incomplete.")] = 30.0,
+) -> None:
+    """Serve the admission proxy alone in front of any endpoint; results written on stop."""
+    from harness.live.proxy_server import default_profile, serve_proxy
+
+    prof = _load(profile, set_) if profile else default_profile(set_ or [])
+    folder = out or default_out(prof, "-proxy")
+    code = serve_proxy(upstream=upstream, profile=prof, host=host, port=port, out=folder,
+                       grace_s=grace_s, time_scale=time_scale)  # fmt: skip
+    raise typer.Exit(code)
+
+
+def main() -> None:  # pragma: no cover
+    app()

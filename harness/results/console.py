@@ -1,0 +1,64 @@
+"""The rich table printed at the end of a run (to stderr; files carry the data)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.3g}" if abs(v) < 1000 else f"{v:.0f}"
+    return str(v)
+
+
+def print_summary(console: Console, s: dict[str, Any], folder: Path | None = None) -> None:
+    c = s["counts"]
+    arrivals = c["arrivals"] or 0
+    t = Table(title=f"{s['profile']['name']} ({s['mode']}, seed {s['seed']})", box=None,
+              show_header=False, title_justify="left")  # fmt: skip
+    t.add_column(style="bold")
+    t.add_column()
+    rej = ", ".join(f"{k} {v}" for k, v in c["rejected_by_reason"].items()) or "none"
+    fail = ", ".join(f"{k} {v}" for k, v in c["failed_by_reason"].items()) or "none"
+    frac = f" ({c['rejected'] / arrivals:.1%})" if arrivals else ""
+    t.add_row("arrivals", f"{arrivals}  admitted {c['admitted']}  rejected {c['rejected']}{frac}")
+    t.add_row("rejected by", rej)
+    t.add_row("outcomes", f"completed {c['completed']}  failed {c['failed']}  expired "
+                          f"{c['expired']}  in flight at end {c['in_flight_at_end']}")  # fmt: skip
+    t.add_row("failed by", fail)
+    ta = s["turnaround_s"]
+    t.add_row(
+        "turnaround s", "  ".join(f"{k} {_fmt(ta.get(k))}" for k in ("p50", "p95", "p99", "max"))
+    )
+    qw = s["queue_wait_s"]
+    t.add_row(
+        "queue wait s", "  ".join(f"{k} {_fmt(qw.get(k))}" for k in ("p50", "p95", "p99", "max"))
+    )
+    t.add_row("SLO breaches", f"{c['slo_breach']}  goodput {_fmt(s.get('goodput_per_s'))}/s")
+    cons = s["conservation"]
+    t.add_row(
+        "conservation",
+        "[green]ok[/]" if cons["ok"] else "[red]" + "; ".join(cons["violations"]) + "[/]",
+    )
+    for a in s.get("alerts", []):
+        end = a.get("resolved_at_s")
+        t.add_row(
+            "alert",
+            f"{a['name']} at {a['fired_at_s']:g} s"
+            + (f" until {end:g} s" if end is not None else " (still firing)"),
+        )
+    for th in s.get("thresholds", []):
+        mark = "[green]ok[/]" if th["ok"] else "[red]FAIL[/]"
+        why = f" ({th['why']})" if th.get("why") else ""
+        t.add_row("threshold", f"{mark} {th['expr']}  value {_fmt(th['value'])}{why}")
+    colour = {"pass": "green", "fail": "red", "invalid": "red"}.get(s["verdict"], "yellow")
+    t.add_row("verdict", f"[bold {colour}]{s['verdict']}[/]")
+    if folder is not None:
+        t.add_row("results", str(folder))
+    console.print(t)
