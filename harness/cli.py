@@ -158,7 +158,7 @@ def compare(
         try:
             k, v = parse_tolerance(t)
         except ValueError as e:
-            raise _bad_input(f"--tolerance {t}: {e}") from None
+            raise _bad_input(str(e)) from None
         tols[k] = v
     for p in (base, new):
         if not p.exists():
@@ -207,6 +207,8 @@ def stub(
     prof = _load(profile, None) if profile else None
     if time_scale <= 0:
         raise _bad_input("--time-scale must be > 0")
+    if latency_s is not None and latency_s < 0:
+        raise _bad_input("--latency-s must be >= 0")
     try:
         serve(host=host, port=port, profile=prof, latency_s=latency_s, seed=seed, time_scale=time_scale)
     except OSError as e:

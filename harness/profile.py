@@ -641,20 +641,20 @@ def apply_override(raw: dict[str, Any], assignment: str, file: str) -> None:
     path, sep, text = assignment.partition("=")
     path = path.strip()
     if not sep or not path:
-        raise ProfileError(file, None, assignment, "--set expects dotted.path=value")
+        raise ProfileError(file, 0, assignment, "--set expects dotted.path=value")
     try:
         value = yaml.safe_load(text) if text.strip() else None
     except yaml.YAMLError as e:
-        raise ProfileError(file, None, path, f"--set value is not valid YAML: {e}") from None
+        raise ProfileError(file, 0, path, f"--set value is not valid YAML: {e}") from None
     if isinstance(value, dict | list):
-        raise ProfileError(file, None, path, "--set overrides scalars only")
+        raise ProfileError(file, 0, path, "--set overrides scalars only")
     parts = path.split(".")
     node: Any = raw
     for i, part in enumerate(parts[:-1]):
         where = ".".join(parts[: i + 1])
         if isinstance(node, list):
             if not part.isdigit() or int(part) >= len(node):
-                raise ProfileError(file, None, where, "--set: no such list element")
+                raise ProfileError(file, 0, where, "--set: no such list element")
             node = node[int(part)]
         elif isinstance(node, dict):
             nxt = node.get(part)
@@ -663,13 +663,13 @@ def apply_override(raw: dict[str, Any], assignment: str, file: str) -> None:
                 node[part] = nxt
             node = nxt
         else:
-            raise ProfileError(file, None, where, "--set: not a mapping or list")
+            raise ProfileError(file, 0, where, "--set: not a mapping or list")
         if not isinstance(node, dict | list):
-            raise ProfileError(file, None, where, "--set: cannot descend into a scalar")
+            raise ProfileError(file, 0, where, "--set: cannot descend into a scalar")
     last = parts[-1]
     if isinstance(node, list):
         if not last.isdigit() or int(last) >= len(node):
-            raise ProfileError(file, None, path, "--set: no such list element")
+            raise ProfileError(file, 0, path, "--set: no such list element")
         node[int(last)] = value
     else:
         node[last] = value
@@ -687,7 +687,7 @@ def bundled_dir() -> Path:
 def resolve(spec: str) -> Path:
     """A path, or the name of a bundled profile (``seed-burst``)."""
     p = Path(spec)
-    if p.exists():
+    if p.is_file():
         return p
     if "/" not in spec and not spec.endswith((".yaml", ".yml")):
         cand = bundled_dir() / f"{spec}.yaml"

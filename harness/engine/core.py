@@ -117,8 +117,10 @@ class Engine:
         if not (q._expiry or self._retries or br.state == "open" or pool.starting):
             return None  # the common case, on the hot path of every event
         best: float | None = q.next_expiry()
+        # A retry that waits for the half-open probe's outcome waits for an event, not a time.
+        retry_blocked = br.state == "half_open" and not br.allows()
         for t in (
-            self._retries[0][0] if self._retries else None,
+            self._retries[0][0] if self._retries and not retry_blocked else None,
             br.next_deadline(),
             pool.next_deadline(),
         ):

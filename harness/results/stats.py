@@ -1,15 +1,19 @@
 """Tallies a run from the engine's actions: counts, latency samples, and a per-second timeline.
 
 Driver-agnostic: the simulation and the live proxy both call ``apply`` with each batch of
-actions (arrivals are counted from the Admit/Reject decisions), and ``advance`` as time passes so the timeline
-gets one line per second (state sampled at the second's end). Turnaround runs from the
-scheduled send time (in sim, the arrival) to the final outcome.
+actions (arrivals are counted from the Admit/Reject decisions) and ``advance`` as time passes,
+so the timeline gets one line per second (state sampled at the second's end). Turnaround runs
+from the request's scheduled send time (``arrived``; in sim, the arrival itself) to its result.
+
+Hot-path design: each (class, priority) pair gets one ``Group`` of counters, and every sample
+is appended once to a flat list with the group's index beside it; per-class and per-priority
+figures are cut from those lists at the end. Per completion that is three appends, not eight.
 """
 
 from __future__ import annotations
 
 import math
-from collections import Counter
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from harness.engine.events import (
@@ -27,41 +31,39 @@ if TYPE_CHECKING:
     from harness.engine.core import Engine
     from harness.profile import Fault
 
-# Rolling-p95 histogram buckets: 2 % wide, from 1 ms up.
-_LOG_STEP = math.log(1.02)
-_MIN_S = 0.001
 
+class Group:
+    """Counters for one (class, priority) pair; arrivals = admitted + rejected."""
 
-def _bucket(x: float) -> int:
-    return 0 if x <= _MIN_S else int(math.log(x / _MIN_S) / _LOG_STEP) + 1
+    __slots__ = ("admitted", "cls", "completed", "expired", "failed", "index", "priority",
+                 "rejected")  # fmt: skip
 
-
-def _bucket_value(b: int) -> float:
-    return _MIN_S if b == 0 else _MIN_S * math.exp((b - 0.5) * _LOG_STEP)
+    def __init__(self, index: int, cls: str, priority: int) -> None:
+        self.index = index
+        self.cls = cls
+        self.priority = priority
+        self.admitted = self.rejected = self.completed = self.failed = self.expired = 0
 
 
 class Tally:
-    """Counts for one class or priority; arrivals = admitted + rejected."""
+    """Counts and samples for a class or a priority, assembled from its groups at the end."""
 
     __slots__ = ("admitted", "completed", "expired", "failed", "queue_waits", "rejected",
                  "turnarounds")  # fmt: skip
 
     def __init__(self) -> None:
-        self.admitted = self.rejected = 0
-        self.completed = self.failed = self.expired = 0
+        self.admitted = self.rejected = self.completed = self.failed = self.expired = 0
         self.turnarounds: list[float] = []
         self.queue_waits: list[float] = []
 
 
 class Second:
-    __slots__ = ("admitted", "completed", "expired", "failed", "hist", "rejected",
-                 "rejected_by_reason", "state")  # fmt: skip
+    __slots__ = ("admitted", "completed", "expired", "failed", "rejected", "rejected_by_reason",
+                 "state")  # fmt: skip
 
     def __init__(self) -> None:
-        self.admitted = self.rejected = 0
-        self.completed = self.failed = self.expired = 0
+        self.admitted = self.rejected = self.completed = self.failed = self.expired = 0
         self.rejected_by_reason: dict[str, int] = {}
-        self.hist: Counter[int] = Counter()
         self.state: dict[str, Any] = {}
 
 
@@ -69,36 +71,28 @@ class Collector:
     def __init__(self, faults: tuple[Fault, ...] = (), slo_s: float = math.inf) -> None:
         self.faults = faults
         self.slo_s = slo_s
-        self.requests: dict[str, tuple[float, Tally, Tally]] = {}  # id -> (t0, class, prio)
-        self.by_class: dict[str, Tally] = {}
-        self.by_priority: dict[str, Tally] = {}
+        self.requests: dict[str, tuple[float, Group]] = {}  # admitted, not yet ended
+        self.groups: dict[tuple[str, int], Group] = {}
         self.rejected_by_reason: dict[str, int] = {}
         self.failed_by_reason: dict[str, int] = {}
         self.turnarounds: list[float] = []
-        self.completions: list[tuple[float, float]] = []  # (end time, turnaround)
+        self.completed_at: list[float] = []
+        self.turnaround_group: list[int] = []
         self.queue_waits: list[float] = []
+        self.queue_wait_group: list[int] = []
         self.admitted = self.rejected = 0
         self.completed = self.failed = self.expired = self.slo_breach = 0
-        self._pairs: dict[tuple[str, int], tuple[Tally, Tally]] = {}
-        self._t0: dict[str, float] = {}
         self.seconds: list[Second] = [Second()]
         self.blind_s = 0.0
+        self._t0: dict[str, float] = {}
 
     # -- feeding ------------------------------------------------------------------------------
 
-    def _tallies(self, cls: str, priority: int) -> tuple[Tally, Tally]:
-        key = (cls, priority)
-        pair = self._pairs.get(key)
-        if pair is None:
-            c = self.by_class.get(cls)
-            if c is None:
-                c = self.by_class[cls] = Tally()
-            pname = PRIORITY_NAMES[priority]
-            p = self.by_priority.get(pname)
-            if p is None:
-                p = self.by_priority[pname] = Tally()
-            pair = self._pairs[key] = (c, p)
-        return pair
+    def _group(self, cls: str, priority: int) -> Group:
+        g = self.groups.get((cls, priority))
+        if g is None:
+            g = self.groups[(cls, priority)] = Group(len(self.groups), cls, priority)
+        return g
 
     def arrived(self, rid: str, t0: float) -> None:
         """Optional: the request's scheduled send time, when it precedes its admission (a live
@@ -115,58 +109,49 @@ class Collector:
             tp = type(a)
             if tp is Reject:
                 assert isinstance(a, Reject)
-                c, p = self._tallies(a.cls, a.priority)
-                c.rejected += 1
-                p.rejected += 1
+                g = self.groups.get((a.cls, a.priority)) or self._group(a.cls, a.priority)
+                g.rejected += 1
                 self.rejected += 1
                 sec.rejected += 1
-                self._t0.pop(a.id, None)
+                if self._t0:
+                    self._t0.pop(a.id, None)
                 r = a.reason
                 self.rejected_by_reason[r] = self.rejected_by_reason.get(r, 0) + 1
                 sec.rejected_by_reason[r] = sec.rejected_by_reason.get(r, 0) + 1
-            elif tp is Admit:
-                assert isinstance(a, Admit)
-                c, p = self._tallies(a.cls, a.priority)
-                c.admitted += 1
-                p.admitted += 1
-                self.admitted += 1
-                sec.admitted += 1
-                self.requests[a.id] = (self._t0.pop(a.id, now) if self._t0 else now, c, p)
             elif tp is Dispatch:
                 assert isinstance(a, Dispatch)
                 if a.attempt == 1:
-                    _t0, c, p = self.requests[a.id]
-                    w = a.queue_wait_s
-                    self.queue_waits.append(w)
-                    c.queue_waits.append(w)
-                    p.queue_waits.append(w)
+                    self.queue_waits.append(a.queue_wait_s)
+                    self.queue_wait_group.append(self.requests[a.id][1].index)
             elif tp is Complete:
-                t0, c, p = self.requests.pop(a.id)  # type: ignore[attr-defined]
+                t0, g = self.requests.pop(a.id)  # type: ignore[attr-defined]
                 ta = now - t0
-                c.completed += 1
-                p.completed += 1
+                g.completed += 1
                 self.completed += 1
                 sec.completed += 1
                 self.turnarounds.append(ta)
-                self.completions.append((now, ta))
-                c.turnarounds.append(ta)
-                p.turnarounds.append(ta)
-                sec.hist[_bucket(ta)] += 1
+                self.completed_at.append(now)
+                self.turnaround_group.append(g.index)
                 if ta > self.slo_s:
                     self.slo_breach += 1
+            elif tp is Admit:
+                assert isinstance(a, Admit)
+                g = self.groups.get((a.cls, a.priority)) or self._group(a.cls, a.priority)
+                g.admitted += 1
+                self.admitted += 1
+                sec.admitted += 1
+                self.requests[a.id] = (self._t0.pop(a.id, now) if self._t0 else now, g)
             elif tp is Fail:
                 assert isinstance(a, Fail)
-                _t0, c, p = self.requests.pop(a.id)
-                c.failed += 1
-                p.failed += 1
+                _t0, g = self.requests.pop(a.id)
+                g.failed += 1
                 self.failed += 1
                 sec.failed += 1
                 r = a.reason
                 self.failed_by_reason[r] = self.failed_by_reason.get(r, 0) + 1
             elif tp is Expire:
-                _t0, c, p = self.requests.pop(a.id)  # type: ignore[attr-defined]
-                c.expired += 1
-                p.expired += 1
+                _t0, g = self.requests.pop(a.id)  # type: ignore[attr-defined]
+                g.expired += 1
                 self.expired += 1
                 sec.expired += 1
 
@@ -192,19 +177,48 @@ class Collector:
 
     # -- reading ------------------------------------------------------------------------------
 
-    def in_flight(self) -> int:
-        return len(self.requests)
+    @property
+    def completions(self) -> list[tuple[float, float]]:
+        """(completion time, turnaround) pairs, in completion order."""
+        return list(zip(self.completed_at, self.turnarounds, strict=True))
+
+    def tallies(self) -> tuple[dict[str, Tally], dict[str, Tally]]:
+        """Per class and per priority: counts summed over groups, samples cut by group."""
+        by_class: dict[str, Tally] = {}
+        by_prio: dict[str, Tally] = {}
+        owners: list[tuple[Tally, Tally]] = []
+        for g in sorted(self.groups.values(), key=lambda g: g.index):
+            c = by_class.setdefault(g.cls, Tally())
+            p = by_prio.setdefault(PRIORITY_NAMES[g.priority], Tally())
+            for t in (c, p):
+                t.admitted += g.admitted
+                t.rejected += g.rejected
+                t.completed += g.completed
+                t.failed += g.failed
+                t.expired += g.expired
+            owners.append((c, p))
+        for v, gi in zip(self.turnarounds, self.turnaround_group, strict=True):
+            c, p = owners[gi]
+            c.turnarounds.append(v)
+            p.turnarounds.append(v)
+        for v, gi in zip(self.queue_waits, self.queue_wait_group, strict=True):
+            c, p = owners[gi]
+            c.queue_waits.append(v)
+            p.queue_waits.append(v)
+        return by_class, by_prio
+
+    def closed_seconds(self) -> Iterator[tuple[int, Second]]:
+        secs = self.seconds[:-1] if len(self.seconds) > 1 else self.seconds
+        return enumerate(secs)
 
     def timeline(self, window_s: float = 60.0) -> list[dict[str, Any]]:
         """One dict per closed second; ``turnaround_p95_s`` is over the trailing window."""
+        from harness.results.alerts import rolling_p95
+
+        rows = list(self.closed_seconds())
+        p95 = rolling_p95([float(i) for i, _ in rows], self.completions, window_s)
         out: list[dict[str, Any]] = []
-        window: Counter[int] = Counter()
-        w = int(window_s)
-        secs = self.seconds[:-1] if len(self.seconds) > 1 else self.seconds
-        for i, s in enumerate(secs):
-            window.update(s.hist)
-            if i >= w:
-                window.subtract(secs[i - w].hist)
+        for (i, s), q in zip(rows, p95, strict=True):
             out.append({
                 "t": i,
                 "arrivals": s.admitted + s.rejected,
@@ -216,19 +230,6 @@ class Collector:
                 "expired": s.expired,
                 **s.state,
                 "faults": sorted({f.kind for f in self.faults if f.active(i + 0.5)}),
-                "turnaround_p95_s": _hist_quantile(window, 0.95),
+                "turnaround_p95_s": None if q is None else round(q, 3),
             })  # fmt: skip
         return out
-
-
-def _hist_quantile(h: Counter[int], q: float) -> float | None:
-    total = sum(v for v in h.values() if v > 0)
-    if total == 0:
-        return None
-    rank = q * total
-    acc = 0
-    for b in sorted(k for k, v in h.items() if v > 0):
-        acc += h[b]
-        if acc >= rank:
-            return round(_bucket_value(b), 3)
-    return None

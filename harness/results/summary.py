@@ -136,6 +136,7 @@ def build(
     cons = conservation(counts, mode, engine_counts)
     replicas = [s["replicas_ready"] for s in timeline] or [profile.engine.executors.initial]
     span = max(duration_s, 1e-9)
+    by_class, by_priority = col.tallies()
     good = sum(1 for t in col.turnarounds if t <= profile.slo.turnaround_p95_s)
     summary: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
@@ -152,8 +153,8 @@ def build(
         "itl_s": {"p50": None, "p95": None},
         "output_tokens_per_s": None,
         "goodput_per_s": round(good / span, 4),
-        "by_class": {k: _tally(v) for k, v in sorted(col.by_class.items())},
-        "by_priority": {k: _tally(v) for k, v in sorted(col.by_priority.items())},
+        "by_class": {k: _tally(v) for k, v in sorted(by_class.items())},
+        "by_priority": {k: _tally(v) for k, v in sorted(by_priority.items())},
         "scaling": {
             "replicas": {
                 "min": min(replicas),

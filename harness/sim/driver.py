@@ -10,7 +10,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from harness.profile import Profile, load
+from harness.profile import Profile, ProfileError, load
 from harness.results import summary as summ
 from harness.results.console import print_summary
 from harness.sim.runner import run_to_folder
@@ -120,8 +120,8 @@ def run_sweep_cli(
 
         try:
             result = sweep.run_sweep(spec, params, seeds, n_jobs, objective, constraints, folder,
-                                     progress)  # fmt: skip
-        except ValueError as e:
+                                     progress, overrides=overrides)  # fmt: skip
+        except (ValueError, ProfileError) as e:
             console.print(f"[bold red]error:[/] {e}")
             return 2
     sweep.print_table(console, result)

@@ -157,8 +157,16 @@ def run_to_folder(
     return result
 
 
+_PROFILES: dict[tuple[str, tuple[str, ...]], Profile] = {}
+
+
 def run_summary(profile_path: str, overrides: list[str], seed: int) -> dict[str, Any]:
-    """One simulation, nothing written: the sweep's unit of work (runs in a worker process)."""
+    """One simulation, nothing written: the sweep's unit of work (runs in a worker process).
+    Without the per-second timeline (and so without alerts), which a sweep does not use."""
     from harness.profile import load
 
-    return simulate(load(profile_path, overrides), seed).summary
+    key = (profile_path, tuple(overrides))
+    prof = _PROFILES.get(key)
+    if prof is None:
+        prof = _PROFILES[key] = load(profile_path, overrides)
+    return simulate(prof, seed, with_timeline=False).summary

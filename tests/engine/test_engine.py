@@ -221,7 +221,7 @@ def test_backoff_is_exponential_with_jitter_and_capped() -> None:
 def test_gives_up_after_max_retries_with_the_last_reason() -> None:
     eng = make_engine(["engine.executors.initial=1", "engine.dependency.max_retries=1"])
     eng.handle(Arrived("r", "a"), 0.0)
-    (retry,) = of(eng.handle(Failed("r", "upstream_503"), 0.0), Retry)
+    assert of(eng.handle(Failed("r", "upstream_503"), 0.0), Retry)
     eng.handle(Tick(), 10.0)
     (fail,) = of(eng.handle(Failed("r", "upstream_503"), 10.0), Fail)
     assert isinstance(fail, Fail) and fail.reason == "upstream_503" and fail.attempts == 2

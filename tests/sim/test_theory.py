@@ -11,13 +11,12 @@ which brings the standard error of the mean wait to about 2 %, and the 5 % toler
 from __future__ import annotations
 
 import math
+from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 
 from harness.profile import loads
 from harness.sim.runner import simulate
-
-from concurrent.futures import ProcessPoolExecutor
 
 N_ARRIVALS = 150_000
 

@@ -1,0 +1,259 @@
+"""Which alerts would have fired during a run, and when, from its per-second timeline.
+
+Theory of operation: timeline line ``t`` covers the second ``[t, t+1)`` (its state sampled
+at the end). Each rule (``harness.profile.AlertRule``) turns into one value per line, then a
+small state machine walks those values like a Prometheus rule with a ``for:`` clause:
+
+- ``oldest_age_s``: the line's ``oldest_age_s``.
+- ``rejection_rate``: sum(rejected) / sum(arrivals) over the lines ``t - window_s < t' <= t``
+  (the window ``[t+1-window_s, t+1)``); no arrivals in the window gives 0.
+- ``turnaround_p95_s``: the p95 (linear interpolation, as in summary.json) of the turnarounds
+  of requests that completed in ``[t+1-window_s, t+1)``; no completions gives no value.
+
+A second is *breaching* when its value exists and is ``> threshold``. An alert fires at the
+first second at which the breach has held continuously for ``for_s`` seconds (``for_s = 0``:
+at the first breaching second), and resolves at the first second that is not breaching (a
+missing value, e.g. during a metrics outage, is not a breach and resets the ``for`` clock).
+``resolved_at_s`` is null when it is still firing at the end. ``peak`` is the highest value over
+the whole excursion (pending and firing). One rule can fire several times.
+
+Cost: the windows slide with two pointers over prefix sums / time-sorted completions, so the
+rejection rate is O(n). The p95 per second sorts the window when completions are few; with
+many (an hour at 1,000/s is 3.6 M), each completion is ranked once and enters and leaves a
+rank bitmap once, so the whole series costs about one sort (see ``_rolling_p95_numpy``).
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from harness.profile import AlertRule
+
+# -------------------------------------------------------------------------------------------
+# Order statistics shared by the results layer (alerts, compare, sweep). Percentiles use
+# linear interpolation between order statistics, as summary.json does.
+
+# Above this many completions the per-second p95 uses numpy (imported lazily: a sim of a few
+# hundred requests should not pay for importing it).
+_NUMPY_FROM = 20_000
+
+
+def quantile(values: Sequence[float], q: float) -> float:
+    """Linear interpolation between order statistics (Hyndman-Fan type 7, numpy's default)."""
+    xs = sorted(values)
+    if not xs:
+        raise ValueError("quantile of no values")
+    h = (len(xs) - 1) * q
+    lo = math.floor(h)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (h - lo) * (xs[hi] - xs[lo])
+
+
+def describe(values: Sequence[float | None]) -> dict[str, Any]:
+    """``{"median", "p05", "p95", "min", "max", "values"}``; statistics skip nulls."""
+    xs = [v for v in values if v is not None]
+    out: dict[str, Any] = {"values": list(values)}
+    for k, q in (("median", 0.5), ("p05", 0.05), ("p95", 0.95), ("min", 0.0), ("max", 1.0)):
+        out[k] = round(quantile(xs, q), 6) if xs else None
+    return out
+
+
+def _gauss_binomial(m: int, n: int) -> list[int]:
+    """Coefficients of [m+n choose m]_q: counts of rank arrangements by Mann-Whitney U."""
+    poly = [1]
+    for i in range(1, m + 1):
+        grown = poly + [0] * (n + i)  # multiply by (1 - q^(n+i))
+        for k in range(len(poly)):
+            grown[k + n + i] -= poly[k]
+        for k in range(i, len(grown)):  # divide by (1 - q^i), exactly
+            grown[k] += grown[k - i]
+        poly = grown[: i * n + 1]
+    return poly
+
+
+def mann_whitney_p(base: Sequence[float], new: Sequence[float], worse: str) -> float:
+    """One-sided p-value that NEW is shifted towards ``worse`` ("up"/"down") relative to BASE."""
+    a = list(new) if worse == "up" else [-x for x in new]
+    b = list(base) if worse == "up" else [-x for x in base]
+    m, n = len(a), len(b)
+    u = sum((x > y) + 0.5 * (x == y) for x in a for y in b)
+    pooled = sorted(a + b)
+    ties = [pooled.count(v) for v in set(pooled)]
+    if all(t == 1 for t in ties) and math.comb(m + n, m) <= 10**12:
+        counts = _gauss_binomial(m, n)
+        return sum(counts[math.ceil(u) :]) / math.comb(m + n, m)
+    big_n = m + n
+    var = m * n / 12 * ((big_n + 1) - sum(t**3 - t for t in ties) / (big_n * (big_n - 1)))
+    if var <= 0:
+        return 1.0
+    z = (u - m * n / 2 - 0.5) / math.sqrt(var)
+    return 0.5 * math.erfc(z / math.sqrt(2))
+
+
+# -------------------------------------------------------------------------------------------
+# Alerts.
+
+
+def evaluate_alerts(
+    rules: Mapping[str, AlertRule],
+    timeline: Sequence[Mapping[str, Any]],
+    completions: Sequence[tuple[float, float]],
+) -> list[dict[str, Any]]:
+    """Alert episodes ``{"name", "severity", "signal", "threshold", "fired_at_s",
+    "resolved_at_s", "peak"}``, sorted by ``fired_at_s`` (then name)."""
+    times = [float(line.get("t", i)) for i, line in enumerate(timeline)]
+    cache: dict[tuple[str, float], list[float | None]] = {}
+    out: list[dict[str, Any]] = []
+    for name, rule in rules.items():
+        key = (rule.signal, 0.0 if rule.signal == "oldest_age_s" else rule.window_s)
+        series = cache.get(key)
+        if series is None:
+            series = cache[key] = signal_series(rule, times, timeline, completions)
+        out.extend(_episodes(name, rule, times, series))
+    out.sort(key=lambda a: (a["fired_at_s"], a["name"]))
+    return out
+
+
+def signal_series(
+    rule: AlertRule,
+    times: Sequence[float],
+    timeline: Sequence[Mapping[str, Any]],
+    completions: Sequence[tuple[float, float]],
+) -> list[float | None]:
+    """The rule's signal at each timeline second (None where it has no value)."""
+    if rule.signal == "oldest_age_s":
+        return [_num(line.get("oldest_age_s")) for line in timeline]
+    if rule.signal == "rejection_rate":
+        return _rejection_rate(times, timeline, rule.window_s)
+    return rolling_p95(times, completions, rule.window_s)
+
+
+def _num(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, int | float) or math.isnan(v):
+        return None
+    return float(v)
+
+
+def _rejection_rate(
+    times: Sequence[float], timeline: Sequence[Mapping[str, Any]], window: float
+) -> list[float | None]:
+    rej = [0.0]
+    arr = [0.0]
+    for line in timeline:
+        rej.append(rej[-1] + (_num(line.get("rejected")) or 0.0))
+        arr.append(arr[-1] + (_num(line.get("arrivals")) or 0.0))
+    out: list[float | None] = []
+    lo = 0
+    for i, t in enumerate(times):
+        while lo <= i and times[lo] <= t - window:
+            lo += 1
+        a = arr[i + 1] - arr[lo]
+        out.append((rej[i + 1] - rej[lo]) / a if a > 0 else 0.0)
+    return out
+
+
+def rolling_p95(
+    times: Sequence[float], completions: Sequence[tuple[float, float]], window: float
+) -> list[float | None]:
+    if len(completions) >= _NUMPY_FROM:
+        return _rolling_p95_numpy(times, completions, window)
+    pairs = completions
+    if any(pairs[i][0] > pairs[i + 1][0] for i in range(len(pairs) - 1)):
+        pairs = sorted(pairs)
+    at = [c[0] for c in pairs]
+    vals = [c[1] for c in pairs]
+    out: list[float | None] = []
+    prev: tuple[tuple[int, int], float | None] = ((0, 0), None)
+    for t in times:
+        span = (bisect_left(at, t + 1 - window), bisect_left(at, t + 1))
+        if span != prev[0]:  # otherwise nothing entered or left the window
+            prev = (span, quantile(vals[span[0] : span[1]], 0.95) if span[1] > span[0] else None)
+        out.append(prev[1])
+    return out
+
+
+def _rolling_p95_numpy(
+    times: Sequence[float], completions: Sequence[tuple[float, float]], window: float
+) -> list[float | None]:
+    """Exact sliding p95 for many completions: every turnaround gets its global rank once;
+    the window is a set of ranks kept as a presence bitmap plus per-block counts, so finding
+    the k-th smallest costs one cumsum over the blocks and one scan inside a block."""
+    import itertools
+
+    import numpy as np
+
+    flat = itertools.chain.from_iterable(completions)
+    arr = np.fromiter(flat, dtype=np.float64, count=2 * len(completions)).reshape(-1, 2)
+    if np.any(arr[1:, 0] < arr[:-1, 0]):
+        arr = arr[np.argsort(arr[:, 0], kind="stable")]
+    at, vals = arr[:, 0], arr[:, 1]
+    order = np.argsort(vals)  # ties in value need no stable order
+    ranked = vals[order]  # value of each rank
+    rank = np.empty(len(vals), dtype=np.int64)
+    rank[order] = np.arange(len(vals))
+    block = max(64, math.isqrt(len(vals)))
+    counts = np.zeros(len(vals) // block + 1, dtype=np.int64)
+    present = np.zeros(len(vals), dtype=bool)
+    ts = np.asarray(times, dtype=np.float64)
+    los = np.maximum.accumulate(np.searchsorted(at, ts + 1 - window, side="left")).tolist()
+    his = np.maximum.accumulate(np.searchsorted(at, ts + 1, side="left")).tolist()
+
+    def kth(k: int, cum: Any) -> float:
+        b = int(np.searchsorted(cum, k, side="right"))
+        inside = np.flatnonzero(present[b * block : (b + 1) * block])
+        return float(ranked[b * block + inside[k - (int(cum[b - 1]) if b else 0)]])
+
+    out: list[float | None] = []
+    plo = phi = 0
+    for lo, hi in zip(los, his, strict=True):
+        for a, b, sign in ((plo, min(phi, lo), -1), (max(phi, lo), hi, 1)):  # leave, enter
+            if b > a:
+                r = rank[a:b]
+                present[r] = sign > 0
+                counts += sign * np.bincount(r // block, minlength=len(counts))
+        plo, phi = lo, hi
+        n = hi - lo
+        if n == 0:
+            out.append(None)
+            continue
+        cum = np.cumsum(counts)
+        h = (n - 1) * 0.95
+        k = math.floor(h)
+        lo_v = kth(k, cum)
+        hi_v = kth(k + 1, cum) if k + 1 < n else lo_v
+        out.append(lo_v + (h - k) * (hi_v - lo_v))
+    return out
+
+
+def _episodes(
+    name: str, rule: AlertRule, times: Sequence[float], series: Sequence[float | None]
+) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    since: float | None = None  # start of the current breach
+    peak = -math.inf
+    firing: dict[str, Any] | None = None
+    for t, v in zip(times, series, strict=True):
+        if v is not None and v > rule.threshold:
+            if since is None:
+                since, peak = t, v
+            peak = max(peak, v)
+            if firing is None and t - since >= rule.for_s - 1e-9:
+                firing = {
+                    "name": name,
+                    "severity": rule.severity,
+                    "signal": rule.signal,
+                    "threshold": rule.threshold,
+                    "fired_at_s": t,
+                    "resolved_at_s": None,
+                }
+                out.append(firing)
+            if firing is not None:
+                firing["peak"] = round(peak, 6)
+        else:
+            if firing is not None:
+                firing["resolved_at_s"] = t
+            since, firing = None, None
+    return out

@@ -1,0 +1,392 @@
+"""The human summary of a result folder: report.md, report.html (self-contained) and timeline.png.
+
+The report is built once as a list of blocks (headings, paragraphs, tables, the image) and
+rendered twice, so the Markdown and the HTML always carry the same figures. Every field is
+read defensively: live-mode summaries carry extra fields, partial runs lack some, and an empty
+or missing timeline still gives a report (and a plot that says so).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+Table = tuple[list[str], list[list[str]]]
+Block = tuple[str, Any]  # ("h1"|"h2"|"p"|"list"|"table"|"img", payload)
+
+STATS = ("mean", "p50", "p90", "p95", "p99", "max")
+
+
+class ReportError(ValueError):
+    """The folder has no readable summary.json (the CLI maps it to exit code 2)."""
+
+
+def fmt_num(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        if math.isnan(v) or math.isinf(v):
+            return str(v)
+        a = abs(v)
+        if v.is_integer() and a < 1e12:
+            return str(int(v))
+        if a >= 100:
+            return f"{v:.1f}"
+        if a >= 1:
+            return f"{v:.2f}"
+        return f"{v:.3g}"
+    return str(v)
+
+
+def _pct(part: Any, whole: Any) -> str:
+    if not isinstance(part, int | float) or not isinstance(whole, int | float) or not whole:
+        return "-"
+    return f"{part / whole * 100:.1f}%"
+
+
+def _get(d: Any, *path: str) -> Any:
+    for p in path:
+        if not isinstance(d, Mapping):
+            return None
+        d = d.get(p)
+    return d
+
+
+def _num(v: Any) -> float:
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else 0.0
+
+
+def _map(v: Any) -> Mapping[str, Any]:
+    return v if isinstance(v, Mapping) else {}
+
+
+def _dicts(v: Any) -> list[Mapping[str, Any]]:
+    return [x for x in v if isinstance(x, Mapping)] if isinstance(v, list) else []
+
+
+def _table(head: list[str], rows: list[list[str]], empty: str) -> Block:
+    return ("table", (head, rows)) if rows else ("p", empty)
+
+
+def _by_reason(table: Any, total: Any, what: str) -> Block:
+    rows = sorted(_map(table).items(), key=lambda kv: (-_num(kv[1]), kv[0]))
+    body = [[k, fmt_num(v), _pct(v, total)] for k, v in rows]
+    return _table(["reason", "count", f"share of {what}"], body, f"No {what}.")
+
+
+def _header(s: Mapping[str, Any]) -> list[Block]:
+    facts = [f"verdict: {str(s.get('verdict', '?')).upper()}", f"mode: {s.get('mode', '?')}",
+             f"seed: {s.get('seed', '?')}"]  # fmt: skip
+    if s.get("complete") is False:
+        facts.append("INCOMPLETE run: partial results")
+    meta = _map(s.get("meta"))
+    facts += [f"{k}: {fmt_num(meta[k])}" for k in ("harness_version", "git_sha", "started_at",
+              "wall_s") if meta.get(k) is not None]  # fmt: skip
+    sha = _get(s, "profile", "sha256")
+    if isinstance(sha, str) and sha:
+        facts.append(f"profile sha256: {sha[:12]}")
+    c, ths, alerts = _map(s.get("counts")), _dicts(s.get("thresholds")), _dicts(s.get("alerts"))
+    pages = sum(1 for a in alerts if a.get("severity") == "page")
+    facts.insert(1, f"{fmt_num(c.get('arrivals'))} arrivals, {_pct(c.get('rejected'), c.get('arrivals'))}"
+                 f" rejected; p95 turnaround {fmt_num(_get(s, 'turnaround_s', 'p95'))} s (SLO "
+                 f"{fmt_num(_get(s, 'effective', 'slo', 'turnaround_p95_s'))} s); thresholds "
+                 f"{sum(1 for t in ths if t.get('ok'))}/{len(ths)} pass; {len(alerts)} alert "
+                 f"episode(s), {pages} paging")  # fmt: skip
+    return [("h1", f"harness report: {_get(s, 'profile', 'name') or 'run'}"), ("list", facts)]
+
+
+_COUNT_KEYS = ("scheduled", "arrivals", "admitted", "rejected", "completed", "failed", "expired",
+               "in_flight_at_end", "dropped_by_generator", "attempts")  # fmt: skip
+
+
+def _counts(s: Mapping[str, Any]) -> list[Block]:
+    c = _map(s.get("counts"))
+    rows = [[k, fmt_num(c[k]), "" if k in ("scheduled", "arrivals", "attempts")
+             else _pct(c[k], c.get("arrivals"))] for k in _COUNT_KEYS if k in c]  # fmt: skip
+    if "slo_breach" in c:
+        share = f"{_pct(c['slo_breach'], c.get('completed'))} of completed"
+        rows.append(["slo_breach", fmt_num(c["slo_breach"]), share])
+    return [
+        ("h2", "Counts"), _table(["count", "value", "share of arrivals"], rows, "No counts."),
+        ("h2", "Rejections by reason"),
+        _by_reason(c.get("rejected_by_reason"), c.get("rejected"), "rejections"),
+        ("h2", "Failures by reason"),
+        _by_reason(c.get("failed_by_reason"), c.get("failed"), "failures"),
+    ]  # fmt: skip
+
+
+_LATENCIES = (("turnaround_s", "turnaround"), ("proxy_turnaround_s", "turnaround (proxy view)"),
+              ("queue_wait_s", "queue wait"), ("ttft_s", "time to first token"),
+              ("itl_s", "inter-token latency"))  # fmt: skip
+
+
+def _latency(s: Mapping[str, Any]) -> list[Block]:
+    rows = [[label, *(fmt_num(_map(s.get(k)).get(st)) for st in STATS)] for k, label in _LATENCIES
+            if any(v is not None for v in _map(s.get(k)).values())]  # fmt: skip
+    c = _map(s.get("counts"))
+    slo, p95 = _get(s, "effective", "slo", "turnaround_p95_s"), _get(s, "turnaround_s", "p95")
+    over = isinstance(slo, int | float) and isinstance(p95, int | float) and p95 > slo
+    facts = [f"SLO: p95 turnaround < {fmt_num(slo)} s; measured p95 {fmt_num(p95)} s"
+             + (" (BREACHED)" if over else "")]  # fmt: skip
+    if "slo_breach" in c:
+        facts.append(f"completed requests slower than the SLO: {fmt_num(c['slo_breach'])} "
+                     f"({_pct(c['slo_breach'], c.get('completed'))} of completed)")  # fmt: skip
+    if s.get("goodput_per_s") is not None:
+        facts.append(f"goodput (completed within the SLO): {fmt_num(s['goodput_per_s'])} /s")
+    return [("h2", "Latency (seconds)"), _table(["", *STATS], rows, "No latency figures."),
+            ("h2", "SLO"), ("list", facts)]  # fmt: skip
+
+
+def _gates(s: Mapping[str, Any]) -> list[Block]:
+    out: list[Block] = [("h2", "Conservation")]
+    cons = s.get("conservation")
+    if not isinstance(cons, Mapping):
+        out.append(("p", "Not reported."))
+    else:
+        out.append(("p", "OK: every request is accounted for." if cons.get("ok") else "VIOLATED:"))
+        if cons.get("violations"):
+            out.append(("list", [str(v) for v in cons["violations"]]))
+    rows = [[str(t.get("expr")), fmt_num(t.get("value")), ("pass" if t.get("ok") else "FAIL")
+             + (f" ({t['why']})" if t.get("why") else "")] for t in _dicts(s.get("thresholds"))]  # fmt: skip
+    out += [("h2", "Thresholds"), _table(["threshold", "value", "result"], rows, "No thresholds.")]
+    alerts = [[str(a.get("name")), str(a.get("severity", "")),
+               f"{a.get('signal', '')} > {fmt_num(a.get('threshold'))}", fmt_num(a.get("fired_at_s")),
+               "still firing" if a.get("resolved_at_s") is None else fmt_num(a["resolved_at_s"]),
+               fmt_num(a.get("peak"))] for a in _dicts(s.get("alerts"))]  # fmt: skip
+    head = ["alert", "severity", "signal > threshold", "fired at s", "resolved at s", "peak"]
+    return [*out, ("h2", "Alerts"), _table(head, alerts, "No alert would have fired.")]
+
+
+def _details(s: Mapping[str, Any]) -> list[Block]:
+    out: list[Block] = []
+    sc = s.get("scaling")
+    if isinstance(sc, Mapping):
+        r = _map(sc.get("replicas"))
+        facts = [f"replicas min / mean / max: {fmt_num(r.get('min'))} / {fmt_num(r.get('mean'))}"
+                 f" / {fmt_num(r.get('max'))}"]  # fmt: skip
+        facts += [f"{k.replace('_', ' ')}: {fmt_num(sc[k])}" for k in ("scale_events",
+                  "seconds_at_ceiling", "seconds_blind") if k in sc]  # fmt: skip
+        out += [("h2", "Scaling"), ("list", facts)]
+    for key, title in (("by_priority", "By priority"), ("by_class", "By class")):
+        rows = [[str(g), *(fmt_num(_get(d, "counts", k)) for k in ("arrivals", "rejected",
+                 "completed", "expired")), fmt_num(_get(d, "turnaround_s", "p95")),
+                 fmt_num(_get(d, "queue_wait_s", "p95"))] for g, d in _map(s.get(key)).items()]  # fmt: skip
+        head = ["", "arrivals", "rejected", "completed", "expired", "p95 turnaround s",
+                "p95 queue wait s"]  # fmt: skip
+        out += [("h2", title), ("table", (head, rows))] if rows else []
+    faults = [[str(f.get("kind")), fmt_num(f.get("at_s")), fmt_num(f.get("for_s")),
+               ", ".join(f"{k}={fmt_num(v)}" for k, v in f.items()
+                         if k not in ("kind", "at_s", "for_s") and v is not None)]
+              for f in _dicts(_get(s, "effective", "faults"))]  # fmt: skip
+    if faults:
+        out += [
+            ("h2", "Faults injected"),
+            ("table", (["kind", "at s", "for s", "parameters"], faults)),
+        ]
+    gen = _map(s.get("generator"))
+    if gen:
+        lag = " / ".join(fmt_num(_get(gen, "schedule_lag_s", k)) for k in ("p50", "p99", "max"))
+        out += [("h2", "Load generator"), ("list", [
+            f"offered / achieved rate: {fmt_num(gen.get('offered_rate_per_s'))} / "
+            f"{fmt_num(gen.get('achieved_rate_per_s'))} per s",
+            f"schedule lag p50 / p99 / max: {lag} s"])]  # fmt: skip
+    return out
+
+
+def build(summary: Mapping[str, Any], image: str | None) -> list[Block]:
+    """The report as blocks: header, counts, latency and SLO, gates and alerts, details."""
+    blocks = [*_header(summary), *_counts(summary), *_latency(summary), *_gates(summary)]
+    blocks += _details(summary)
+    if image:
+        blocks += [("h2", "Timeline"), ("img", image)]
+    return blocks
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(blocks: Sequence[Block]) -> str:
+    lines: list[str] = []
+    for kind, payload in blocks:
+        if kind == "h1":
+            lines += [f"# {payload}", ""]
+        elif kind == "h2":
+            lines += [f"## {payload}", ""]
+        elif kind == "p":
+            lines += [payload, ""]
+        elif kind == "list":
+            lines += [*(f"- {item}" for item in payload), ""]
+        elif kind == "table":
+            head, rows = payload
+            lines.append("| " + " | ".join(_md_cell(h) or " " for h in head) + " |")
+            lines.append("|" + "|".join(" --- " for _ in head) + "|")
+            lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows]
+            lines.append("")
+        elif kind == "img":
+            lines += [
+                f"![timeline: queue depth, oldest age, admissions, replicas, p95 turnaround, faults and alerts]({payload})",
+                "",
+            ]
+    return "\n".join(lines)
+
+
+_CSS = """body{font:14px/1.45 system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+table{border-collapse:collapse;margin:.5em 0 1em}th,td{border:1px solid #ccc;padding:.25em .6em;text-align:right}
+th:first-child,td:first-child{text-align:left}th{background:#f3f3f3}img{max-width:100%}h2{margin-top:1.6em}"""
+
+
+def render_html(blocks: Sequence[Block], png: bytes | None) -> str:
+    e = html.escape
+    parts = ["<!doctype html>", '<html lang="en"><head><meta charset="utf-8">']
+    title = next((p for k, p in blocks if k == "h1"), "harness report")
+    parts += [f"<title>{e(title)}</title>", f"<style>{_CSS}</style></head><body>"]
+    for kind, payload in blocks:
+        if kind in ("h1", "h2"):
+            parts.append(f"<{kind}>{e(payload)}</{kind}>")
+        elif kind == "p":
+            parts.append(f"<p>{e(payload)}</p>")
+        elif kind == "list":
+            parts.append("<ul>" + "".join(f"<li>{e(i)}</li>" for i in payload) + "</ul>")
+        elif kind == "table":
+            head, rows = payload
+            parts.append(
+                "<table><thead><tr>"
+                + "".join(f"<th>{e(h)}</th>" for h in head)
+                + "</tr></thead><tbody>"
+            )
+            parts += ["<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in rows]
+            parts.append("</tbody></table>")
+        elif kind == "img" and png:
+            data = base64.b64encode(png).decode("ascii")
+            parts.append(f'<img alt="timeline" src="data:image/png;base64,{data}">')
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+def read_timeline(path: Path) -> list[dict[str, Any]]:
+    """The timeline's lines; a missing file or a torn last line (an interrupted run) is skipped."""
+    if not path.is_file():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(obj, dict):
+            out.append(obj)
+    return out
+
+
+def write_report(folder: Path) -> list[Path]:
+    """Write timeline.png, report.md and report.html into ``folder``; return their paths."""
+    from harness.results.plots import plot_timeline
+
+    try:
+        summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ReportError(f"{folder}: cannot read summary.json: {e}") from None
+    if not isinstance(summary, dict):
+        raise ReportError(f"{folder / 'summary.json'}: expected a JSON object")
+    png = plot_timeline(read_timeline(folder / "timeline.jsonl"), summary, folder / "timeline.png")
+    blocks = build(summary, png.name)
+    md = folder / "report.md"
+    md.write_text(render_markdown(blocks), encoding="utf-8")
+    page = folder / "report.html"
+    page.write_text(render_html(blocks, png.read_bytes()), encoding="utf-8")
+    return [png, md, page]
+
+
+# ------------------------------------------------------------------------ sweep presentation
+
+
+def fmt_spread(m: Mapping[str, Any] | None, pct: bool = False) -> str:
+    """``median [p05, p95]`` of a describe() dict; the median alone when there is no spread."""
+    if not m or m.get("median") is None:
+        return "-"
+
+    def f(x: Any) -> str:
+        return f"{x * 100:.1f}%" if pct and isinstance(x, int | float) else fmt_num(x)
+
+    if m.get("p05") == m.get("p95"):
+        return f(m["median"])
+    return f"{f(m['median'])} [{f(m['p05'])}, {f(m['p95'])}]"
+
+
+def fmt_delta(delta: float | None, base: Mapping[str, Any] | None) -> str:
+    if delta is None:
+        return "-"
+    text = ("+" if delta > 0 else "") + fmt_num(delta)
+    if base is not None and base.get("median"):
+        text += f" ({delta / abs(base['median']) * 100:+.1f}%)"
+    return text
+
+
+def sweep_table(sweep: Mapping[str, Any]) -> Any:
+    """A rich Table: one row per point, median [p05, p95] over seeds of the standard figures and
+    of any objective or constraint metric beyond them; feasibility; the recommendation marked."""
+    from rich.table import Table
+
+    from harness.results.sweep import STANDARD_METRICS, parse_constraint
+
+    rec = _map(sweep.get("recommendation")).get("values")
+    seeds = len(sweep.get("seeds") or [])
+    cons = [str(c) for c in sweep.get("constraints") or []]
+    table = Table(title=f"sweep over {', '.join(sweep['params'])} ({seeds} seeds per point)",
+                  caption="feasible: every constraint holds at the worst-case seed; "
+                  + "; ".join(f"{i} = {c}" for i, c in enumerate(cons, 1)))  # fmt: skip
+    for p in sweep["params"]:
+        table.add_column(p.rsplit(".", 1)[-1], justify="right")
+    titles = ["rejected", "p95 turnaround s", "SLO breach", "expired", "mean replicas"]
+    cols = list(zip(titles, STANDARD_METRICS, (True, False, True, False, False), strict=True))
+    extra = [_map(sweep.get("objective")).get("metric")]
+    extra += [parse_constraint(c).metric for c in cons]
+    cols += [
+        (str(m), str(m), False) for m in dict.fromkeys(extra) if m and m not in STANDARD_METRICS
+    ]
+    for title, _, _ in cols:
+        table.add_column(title, justify="right")
+    table.add_column("feasible", no_wrap=True)
+    table.add_column("")
+    for point in sweep["points"]:
+        mark = point["values"] == rec
+        cells = [str(v) for v in point["values"].values()]
+        cells += [fmt_spread(_map(point["metrics"]).get(key), pct) for _, key, pct in cols]
+        failed = [str(cons.index(c["expr"]) + 1) for c in point.get("constraints") or []
+                  if not c.get("ok") and c.get("expr") in cons]  # fmt: skip
+        cells.append(
+            "[green]yes[/]" if point.get("feasible") else f"[red]no[/] ({','.join(failed)})"
+        )
+        cells.append("[bold green]<- best[/]" if mark else "")
+        table.add_row(*cells, style="bold" if mark else None)
+    return table
+
+
+def recommendation_text(sweep: dict[str, Any]) -> str:
+    rec = sweep.get("recommendation") or {}
+    if rec.get("values") is None:
+        closest = rec.get("closest") or {}
+        return (
+            f"no value meets every constraint; binding: {rec.get('binding_constraint')}"
+            f" (closest point: {closest.get('values')})"
+        )
+    vals = ", ".join(f"{k}={v}" for k, v in rec["values"].items())
+    obj = rec["objective"]
+    text = (
+        f"recommended {vals}: {obj['metric']} median {fmt_num(obj['median'])}; binding "
+        f"constraint {rec['binding_constraint']} with margin {fmt_num(rec['margin'])} "
+        f"at the worst-case seed ({rec['feasible_points']} feasible points)"
+    )
+    if rec.get("at_grid_edge"):
+        text += "; at the edge of the grid: widen the range to see beyond it"
+    return text

@@ -1,0 +1,398 @@
+"""Grid sweeps in virtual time, and a recommendation that is robust across seeds.
+
+Each (point, seed) is one simulation (``harness.sim.runner.run_summary``), run in a process
+pool in chunks; a worker sends back only the figures the sweep needs, not the summary. Seeds
+are ``profile.seed, profile.seed + 1, ...``; every point uses the same seeds (common random
+numbers), so differences between points are not seed luck.
+
+Per point, every metric gets ``describe()`` over the seeds (median, p05, p95, min, max,
+values). Metric keys are expressions of the threshold grammar: the standard figures
+(:data:`STANDARD_METRICS`), compare's key figures, the objective's and every constraint's
+left-hand side.
+
+**Recommendation rule** (also written into ``recommendation.rule``): a point is feasible when
+every constraint holds at its worst-case seed: the p95 over seeds of the per-seed values for
+``<``/``<=``, the p05 for ``>``/``>=``, every seed for ``==``/``!=`` (an undefined value fails).
+Among feasible points, the best median objective wins; ties go to the larger relative margin
+(margin / |limit|), then to the first point of the grid. ``margin`` is the distance of the
+binding constraint's worst-case value to its limit, in its units (positive = slack); the
+binding constraint is the one with the smallest relative margin. When nothing is feasible,
+``values`` is null and ``binding_constraint`` is the constraint that fails at the most points
+(ties: the one that misses by the least at its closest point), which ``closest`` names.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import json
+import math
+import multiprocessing as mp
+import operator
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any, Literal
+
+from harness.results.alerts import describe, quantile
+from harness.results.compare import FIGURES, expr_value
+from harness.results.thresholds import parse_threshold
+
+Runner = Callable[[str, list[str], int], dict[str, Any]]
+Progress = Callable[[int, int], None]
+
+DEFAULT_OBJECTIVE = "min:counts.rejected / counts.arrivals"
+STANDARD_METRICS = ("counts.rejected / counts.arrivals", "turnaround_s.p95",
+                    "counts.slo_breach / counts.completed", "counts.expired",
+                    "scaling.replicas.mean")  # fmt: skip
+MAX_POINTS = 10_000
+_OPS: dict[str, Callable[[float, float], bool]] = {
+    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+    "==": operator.eq, "!=": operator.ne,
+}  # fmt: skip
+
+
+def _canon(num: str, den: str | None) -> str:
+    return num if den is None else f"{num} / {den}"
+
+
+@dataclass(frozen=True, slots=True)
+class Objective:
+    direction: Literal["min", "max"]
+    metric: str
+
+
+@dataclass(frozen=True, slots=True)
+class Constraint:
+    expr: str
+    metric: str
+    op: str
+    limit: float
+
+    def worst(self, values: Sequence[float | None]) -> float | None:
+        """The worst-case seed value the rule judges (None: undefined, fails)."""
+        if not values or any(v is None for v in values):
+            return None
+        xs = [float(v) for v in values if v is not None]
+        if self.op in ("<", "<="):
+            return quantile(xs, 0.95)
+        if self.op in (">", ">="):
+            return quantile(xs, 0.05)
+        bad = [x for x in xs if not _OPS[self.op](x, self.limit)]
+        return bad[0] if bad else xs[0]
+
+    def margin(self, worst: float) -> float | None:
+        if self.op in ("<", "<="):
+            return self.limit - worst
+        if self.op in (">", ">="):
+            return worst - self.limit
+        return None
+
+    def relative(self, margin: float | None) -> float:
+        if margin is None:
+            return 0.0
+        return margin / abs(self.limit) if self.limit else margin
+
+
+def parse_objective(text: str) -> Objective:
+    """``min:EXPR`` or ``max:EXPR`` (EXPR = PATH or PATH / PATH); bare EXPR means min."""
+    direction, sep, expr = text.partition(":")
+    if not sep:
+        direction, expr = "min", text
+    direction = direction.strip()
+    if direction not in ("min", "max"):
+        raise ValueError(f"--objective {text!r}: expected min:EXPR or max:EXPR")
+    try:
+        t = parse_threshold(f"{expr} < 0")
+    except ValueError as e:
+        raise ValueError(f"--objective {text!r}: {str(e).replace(' < 0', '')}") from None
+    return Objective("min" if direction == "min" else "max", _canon(t.num, t.den))
+
+
+def parse_constraint(text: str) -> Constraint:
+    t = parse_threshold(text)  # ThresholdError (a ValueError) names the problem
+    return Constraint(t.expr, _canon(t.num, t.den), t.op, t.limit)
+
+
+def parse_param(text: str) -> tuple[str, list[float]]:
+    """``PATH=START:STOP:STEP`` (STOP inclusive), ``PATH=A,B,C`` or ``PATH=V`` -> values.
+
+    Decimal arithmetic, so ``0.1:0.3:0.1`` gives exactly 0.1, 0.2, 0.3; values are ints when
+    every number in the spec is an integer literal.
+    """
+    path, sep, spec = text.partition("=")
+    path, spec = path.strip(), spec.strip()
+    if not sep or not path or not spec:
+        raise ValueError(f"--param {text!r}: expected PATH=START:STOP:STEP")
+    parts = spec.split(":") if ":" in spec else spec.split(",")
+    try:
+        nums = [Decimal(p.strip()) for p in parts]
+    except InvalidOperation:
+        raise ValueError(f"--param {text!r}: {spec!r} is not numbers") from None
+    if not all(n.is_finite() for n in nums):
+        raise ValueError(f"--param {text!r}: numbers must be finite")
+    if ":" in spec:
+        if len(nums) != 3:
+            raise ValueError(f"--param {text!r}: expected START:STOP:STEP (three numbers)")
+        start, stop, step = nums
+        if step <= 0:
+            raise ValueError(f"--param {text!r}: STEP must be > 0")
+        if stop < start:
+            raise ValueError(f"--param {text!r}: STOP must be >= START")
+        count = int((stop - start) // step) + 1
+        if count > MAX_POINTS:
+            raise ValueError(f"--param {text!r}: {count} values is too many (max {MAX_POINTS})")
+        nums = [start + i * step for i in range(count)]
+    integral = all("." not in p and "e" not in p.lower() for p in parts)
+    values: list[float] = [int(n) if integral else float(n) for n in nums]
+    return path, values
+
+
+def _yaml_number(v: float) -> str:
+    if isinstance(v, int):
+        return str(v)
+    return format(Decimal(repr(v)).normalize(), "f") if "e" in repr(v) else repr(v)
+
+
+def _default_runner() -> Runner:
+    from harness.sim.runner import run_summary
+
+    return run_summary
+
+
+Task = tuple[int, list[str], int]  # (point index, overrides, seed)
+Outcome = tuple[int, int, dict[str, float | None], str]  # (point index, seed, metrics, verdict)
+
+
+def _run_chunk(
+    runner: Runner | None, profile: str, tasks: list[Task], metrics: tuple[str, ...]
+) -> list[Outcome]:
+    run = runner or _default_runner()
+    out = []
+    for idx, overrides, seed in tasks:
+        s = run(profile, overrides, seed)
+        out.append((idx, seed, {m: expr_value(s, m) for m in metrics}, str(s.get("verdict"))))
+    return out
+
+
+def _pool_context() -> Any:
+    """forkserver where it can work, so workers do not inherit the caller's threads (a
+    progress bar's refresher) mid-write; it re-imports ``__main__``, impossible from stdin."""
+    main = getattr(sys.modules.get("__main__"), "__file__", None)
+    usable = "forkserver" in mp.get_all_start_methods() and (main is None or os.path.isfile(main))
+    return mp.get_context("forkserver" if usable else None)
+
+
+def _grid(parsed: list[tuple[str, list[float]]]) -> list[dict[str, float]]:
+    grid: list[dict[str, float]] = [{}]
+    for path, values in parsed:
+        grid = [{**g, path: v} for g in grid for v in values]
+    return grid
+
+
+def run_sweep(
+    profile: str,
+    params: list[str],
+    seeds: int,
+    jobs: int,
+    objective: str | None,
+    constraints: list[str],
+    out: Path,
+    progress: Progress | None = None,
+    *,
+    overrides: Sequence[str] = (),
+    runner: Runner | None = None,
+) -> dict[str, Any]:
+    """Run the grid, write ``sweep.json`` and ``sweep.png`` into ``out``, return the sweep.
+    Bad input raises before any simulation: ValueError (--param/--objective/--constraint) or
+    ProfileError (the profile, a parameter's path or value)."""
+    from harness import profile as profiles
+
+    started = time.perf_counter()
+    if not params:
+        raise ValueError("give at least one --param PATH=START:STOP:STEP")
+    parsed = [parse_param(p) for p in params]
+    names = [p for p, _ in parsed]
+    if len(set(names)) != len(names) or len(names) > 2:
+        raise ValueError("sweep one or two distinct parameters")
+    if seeds < 1 or jobs < 1:
+        raise ValueError("--seeds and --jobs must be >= 1")
+    base = profiles.load(profile, list(overrides))
+    for path, values in parsed:  # fail fast on a bad path or value, before the pool starts
+        others = [f"{p}={_yaml_number(v[0])}" for p, v in parsed if p != path]
+        for v in {values[0], values[-1]}:
+            profiles.load(profile, [*overrides, *others, f"{path}={_yaml_number(v)}"])
+    obj = parse_objective(objective or DEFAULT_OBJECTIVE)
+    cons = [parse_constraint(c) for c in constraints] or [
+        parse_constraint(f"turnaround_s.p95 < {base.slo.turnaround_p95_s:g}"),
+        *(parse_constraint(t) for t in base.thresholds),
+    ]
+    every = [*STANDARD_METRICS, *(f.expr for f in FIGURES), obj.metric, *(c.metric for c in cons)]
+    metrics = tuple(dict.fromkeys(every))  # the key figures too, so sweeps can be compared
+    grid = _grid(parsed)
+    seed_list = [base.seed + i for i in range(seeds)]
+    tasks: list[Task] = [
+        (i, [*overrides, *(f"{k}={_yaml_number(v)}" for k, v in point.items())], s)
+        for i, point in enumerate(grid)
+        for s in seed_list
+    ]
+    # values stay aligned with seed_list whatever order the workers finish in
+    empty: list[float | None] = [None] * seeds
+    per_point = [{m: list(empty) for m in metrics} for _ in grid]
+    verdicts: list[dict[str, int]] = [{} for _ in grid]
+    position = {s: k for k, s in enumerate(seed_list)}
+
+    def collect(results: list[Outcome]) -> None:
+        for idx, seed, vals, verdict in results:
+            for m in metrics:
+                per_point[idx][m][position[seed]] = vals[m]
+            verdicts[idx][verdict] = verdicts[idx].get(verdict, 0) + 1
+
+    total, done = len(tasks), 0
+    size = max(1, min(32, math.ceil(total / (jobs * 8))))
+    chunks = [tasks[i : i + size] for i in range(0, total, size)]
+    if jobs == 1:
+        for chunk in chunks:
+            collect(_run_chunk(runner, profile, chunk, metrics))
+            done += len(chunk)
+            if progress:
+                progress(done, total)
+    else:
+        with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=_pool_context()) as pool:
+            futures = {pool.submit(_run_chunk, runner, profile, c, metrics): len(c) for c in chunks}
+            try:
+                for fut in cf.as_completed(futures):
+                    collect(fut.result())
+                    done += futures[fut]
+                    if progress:
+                        progress(done, total)
+            except BaseException:  # a failed run or Ctrl-C: do not wait for the rest
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
+    points = [{"values": point, "seeds": seeds, "verdicts": dict(sorted(verdicts[i].items())),
+               "metrics": {m: describe(per_point[i][m]) for m in metrics}}
+              for i, point in enumerate(grid)]  # fmt: skip
+    result = {
+        "params": names,
+        "profile": {"spec": profile, "name": base.name, "sha256": base.sha256},
+        "overrides": list(overrides),
+        "seeds": seed_list,
+        "objective": {"direction": obj.direction, "metric": obj.metric},
+        "constraints": [c.expr for c in cons],
+        "points": points,
+        "recommendation": recommend(points, obj, cons),
+        "meta": {"wall_s": round(time.perf_counter() - started, 3), "jobs": jobs},
+    }
+    write_outputs(result, out)
+    return result
+
+
+def judge_point(point: dict[str, Any], cons: Sequence[Constraint]) -> list[dict[str, Any]]:
+    """Each constraint at the point's worst-case seed: expr, worst, margin, ok."""
+    out = []
+    for c in cons:
+        worst = c.worst(point["metrics"][c.metric]["values"])
+        ok = worst is not None and bool(_OPS[c.op](worst, c.limit))
+        margin = None if worst is None else c.margin(worst)
+        out.append({"expr": c.expr, "worst": _r6(worst), "margin": _r6(margin), "ok": ok})
+    return out
+
+
+def recommend(
+    points: list[dict[str, Any]], obj: Objective, cons: Sequence[Constraint]
+) -> dict[str, Any]:
+    rule = (
+        f"feasible = every constraint holds at the worst-case seed (p95 over seeds for < and <=, "
+        f"p05 for > and >=, every seed for == and !=); among feasible points the "
+        f"{'lowest' if obj.direction == 'min' else 'highest'} median {obj.metric}; ties -> "
+        "larger relative margin (margin / |limit|), then grid order"
+    )
+    best: tuple[tuple[float, float, int], dict[str, Any], list[dict[str, Any]]] | None = None
+    fails = {c.expr: 0 for c in cons}
+    closest: dict[str, tuple[float, dict[str, Any]]] = {}
+    for i, p in enumerate(points):
+        checks = judge_point(p, cons)
+        p["constraints"] = checks
+        p["feasible"] = all(ch["ok"] for ch in checks)
+        for c, ch in zip(cons, checks, strict=True):
+            if not ch["ok"]:
+                fails[c.expr] += 1
+                short = -c.relative(ch["margin"]) if ch["margin"] is not None else math.inf
+                if c.expr not in closest or short < closest[c.expr][0]:
+                    closest[c.expr] = (short, p)
+        score = p["metrics"][obj.metric]["median"]
+        if not p["feasible"] or score is None:
+            continue
+        slack = min(
+            (c.relative(ch["margin"]) for c, ch in zip(cons, checks, strict=True)), default=math.inf
+        )
+        key = (score if obj.direction == "min" else -score, -slack, i)
+        if best is None or key < best[0]:
+            best = (key, p, checks)
+    feasible = sum(1 for p in points if p["feasible"])
+    if best is not None:
+        _, p, checks = best
+        margins = {ch["expr"]: ch["margin"] for ch in checks}
+        binding = min(
+            zip(cons, checks, strict=True),
+            key=lambda cc: cc[0].relative(cc[1]["margin"]),
+            default=None,
+        )
+        edge = any(
+            len(set(vals := [q["values"][k] for q in points])) > 1 and v in (min(vals), max(vals))
+            for k, v in p["values"].items()
+        )
+        return {
+            "values": p["values"],
+            "objective": {"metric": obj.metric, "median": p["metrics"][obj.metric]["median"]},
+            "margin": binding[1]["margin"] if binding else None,
+            "margins": margins,
+            "binding_constraint": binding[0].expr if binding else None,
+            "feasible_points": feasible,
+            "at_grid_edge": edge,
+            "rule": rule,
+        }
+    worst = max(
+        cons, key=lambda c: (fails[c.expr], -closest.get(c.expr, (math.inf, {}))[0]), default=None
+    )
+    near = closest.get(worst.expr) if worst else None
+    return {
+        "values": None,
+        "objective": {"metric": obj.metric, "median": None},
+        "margin": None,
+        "margins": None,
+        "binding_constraint": worst.expr if worst else None,
+        "closest": near and {"values": near[1]["values"], "relative_shortfall": _r6(near[0])},
+        "feasible_points": 0,
+        "rule": rule,
+    }
+
+
+def _r6(x: float | None) -> float | None:
+    return None if x is None or not math.isfinite(x) else round(x, 6)  # JSON has no Infinity
+
+
+def write_outputs(sweep: dict[str, Any], out: Path) -> list[Path]:
+    """``sweep.json`` (sorted keys, written atomically) and ``sweep.png``."""
+    from harness.results.plots import plot_sweep
+
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "sweep.json"
+    tmp = out / ".sweep.json.tmp"
+    tmp.write_text(json.dumps(sweep, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    png = out / "sweep.png"
+    obj = sweep["objective"]
+    plot_sweep(sweep, png, f"{obj['direction']}:{obj['metric']}", list(sweep["constraints"]))
+    return [path, png]
+
+
+def print_table(console: Any, sweep: dict[str, Any]) -> None:
+    """The per-point table and the recommendation, on a rich Console (for the CLI)."""
+    from harness.results.report import recommendation_text, sweep_table
+
+    console.print(sweep_table(sweep))
+    console.print(recommendation_text(sweep))

@@ -1,0 +1,286 @@
+"""``POST /v1/chat/completions``: validate, draw, meet the faults, answer slowly.
+
+All random draws happen synchronously when the body has been read (latency, completion
+length, then faults), so the outcome depends only on the seed and the order requests arrive.
+Timing: a non-streaming answer comes after ``latency + added``; a stream's first bytes
+(headers, the role chunk and the first token) come after ``ttft_fraction x latency + added``
+and the remaining tokens are spread evenly until ``latency + added``. Every sleep is absolute
+(from the request's start) and ends early when the client disconnects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+
+from harness.profile import Fault
+from harness.stub import wire
+from harness.stub.asgi import Receive, Scope, Send, abort, respond, sleep_or_disconnect
+from harness.stub.faults import Plan
+from harness.stub.latency import completion_tokens
+from harness.stub.state import StubState
+
+_BAD_JSON = (
+    "We could not parse the JSON body of your request. (HINT: This likely means you aren't "
+    "using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was "
+    "sent was not valid JSON.)"
+)
+
+
+# A request's outcome, as the counters of GET /healthz see it.
+COMPLETED, CANCELLED, FAULTED = "completed", "cancelled", "faulted"
+
+
+class BadRequest(Exception):
+    def __init__(self, message: str, param: str | None = None, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message, self.param, self.code = message, param, code
+
+    def body(self) -> bytes:
+        return wire.error(self.message, "invalid_request_error", self.param, self.code)
+
+
+def _prompt_chars(messages: list[Any]) -> int:
+    chars = 0
+    for m in messages:
+        if not isinstance(m, dict):
+            raise BadRequest(
+                "Invalid type for 'messages': expected an array of objects.",
+                "messages",
+                "invalid_type",
+            )
+        content = m.get("content")
+        if isinstance(content, str):
+            chars += len(content)
+        elif isinstance(content, list):
+            for part in content:
+                if isinstance(part, dict) and isinstance(part.get("text"), str):
+                    chars += len(part["text"])
+    return chars
+
+
+def _positive_int(req: dict[str, Any], name: str) -> int | None:
+    v = req.get(name)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise BadRequest(f"Invalid type for '{name}': expected an integer.", name, "invalid_type")
+    if v < 1:
+        raise BadRequest(
+            f"Invalid '{name}': integer below minimum value. Expected a value >= 1, but got "
+            f"{v} instead.",
+            name,
+            "integer_below_min_value",
+        )
+    return v
+
+
+class ChatRequest:
+    __slots__ = ("class_header", "include_usage", "max_tokens", "model", "prompt", "stream")
+
+    def __init__(self, body: bytes, class_header: str | None, default_model: str) -> None:
+        try:
+            req = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            raise BadRequest(_BAD_JSON) from None
+        if not isinstance(req, dict):
+            raise BadRequest("Invalid type for request body: expected an object.")
+        messages = req.get("messages")
+        if messages is None:
+            raise BadRequest(
+                "Missing required parameter: 'messages'.", "messages", "missing_required_parameter"
+            )
+        if not isinstance(messages, list):
+            raise BadRequest(
+                "Invalid type for 'messages': expected an array of objects.",
+                "messages",
+                "invalid_type",
+            )
+        if not messages:
+            raise BadRequest(
+                "Invalid 'messages': empty array. Expected an array with minimum length 1.",
+                "messages",
+                "empty_array",
+            )
+        self.prompt = _prompt_chars(messages)
+        stream = req.get("stream", False)
+        if stream is not None and not isinstance(stream, bool):
+            raise BadRequest(
+                "Invalid type for 'stream': expected a boolean.", "stream", "invalid_type"
+            )
+        self.stream = bool(stream)
+        opts = req.get("stream_options")
+        self.include_usage = (
+            self.stream and isinstance(opts, dict) and opts.get("include_usage") is True
+        )
+        mct = _positive_int(req, "max_completion_tokens")
+        self.max_tokens = mct if mct is not None else _positive_int(req, "max_tokens")
+        model = req.get("model")
+        self.model = model if isinstance(model, str) and model else default_model
+        self.class_header = class_header
+
+
+def _headers(rid: bytes, content_type: bytes, processing_s: float) -> list[tuple[bytes, bytes]]:
+    return [
+        (b"content-type", content_type),
+        (b"x-request-id", rid),
+        (b"openai-processing-ms", str(round(processing_s * 1000)).encode()),
+        (b"openai-version", b"2020-10-01"),
+    ]
+
+
+async def handle(
+    state: StubState, req: ChatRequest, rid: bytes, scope: Scope, receive: Receive, send: Send
+) -> None:
+    # -- draws: latency, completion length, faults (this order is part of determinism) ----
+    cls = state.classes.pick(req.class_header, req.prompt)
+    latency = cls.sample(state.rng) * state.time_scale
+    cap = req.max_tokens if req.max_tokens is not None else cls.max_tokens
+    n, capped = completion_tokens(state.upstream.completion_tokens, cap, state.rng)
+    plan = state.timeline.plan(state.rng, in_flight=state.in_flight, stream=req.stream)
+    state.counters.requests += 1
+    state.in_flight += 1
+    try:
+        if plan is not None and plan.terminal is not None:
+            await _terminal(state, plan, plan.terminal, rid, scope, receive, send)
+            return
+        prompt = wire.prompt_tokens(req.prompt)
+        finish = "length" if capped else "stop"
+        added = plan.add_s if plan is not None else 0.0
+        if req.stream:
+            fault = plan.stream if plan is not None else None
+            outcome = await _stream(
+                state, req, rid, latency, added, n, prompt, finish, fault, receive, send
+            )
+        else:
+            done = await _complete(
+                state, req, rid, latency + added, n, prompt, finish, receive, send
+            )
+            outcome = COMPLETED if done else CANCELLED
+        c = state.counters
+        if outcome == COMPLETED:
+            c.completed += 1
+        elif outcome == CANCELLED:
+            c.cancelled += 1
+        else:
+            c.faulted += 1
+    finally:
+        state.in_flight -= 1
+
+
+async def _complete(
+    state: StubState, req: ChatRequest, rid: bytes, wait: float, n: int, prompt: int,
+    finish: str, receive: Receive, send: Send,
+) -> bool:  # fmt: skip
+    if await sleep_or_disconnect(receive, wait):
+        return False
+    body = wire.completion(
+        id_=f"chatcmpl-{rid[4:].decode()}",
+        created=int(time.time()),
+        model=req.model,
+        tokens=n,
+        prompt=prompt,
+        finish_reason=finish,
+    )
+    await respond(send, 200, body, _headers(rid, wire.JSON, wait))
+    return True
+
+
+def _events(
+    frames: wire.ChunkFrames, n: int, ttft: float, step: float, end: float, finish: str,
+    usage: tuple[int, int] | None,
+) -> Iterator[tuple[float, bytes]]:  # fmt: skip
+    """(due, frame) pairs, lazily: 10,000 held streams must not each hold their frames."""
+    yield ttft, frames.role()
+    for i in range(n):
+        yield ttft + i * step, frames.token(i)
+    yield end, frames.finish(finish)
+    if usage is not None:
+        yield end, frames.usage(*usage)
+
+
+async def _stream(
+    state: StubState, req: ChatRequest, rid: bytes, latency: float, added: float, n: int,
+    prompt: int, finish: str, fault: Fault | None, receive: Receive, send: Send,
+) -> str:  # fmt: skip
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    ttft = state.upstream.ttft_fraction * latency + added
+    end = latency + added
+    step = (end - ttft) / (n - 1) if n > 1 else 0.0
+    if await sleep_or_disconnect(receive, start + ttft - loop.time()):
+        return CANCELLED
+    frames = wire.ChunkFrames(
+        id_=f"chatcmpl-{rid[4:].decode()}",
+        created=int(time.time()),
+        model=req.model,
+        include_usage=req.include_usage,
+    )
+    await send(
+        {"type": "http.response.start", "status": 200, "headers": _headers(rid, wire.SSE, ttft)}
+    )
+    limit: int | None = None
+    if fault is not None:
+        # after_chunks counts data events, the role chunk included; default: half the tokens.
+        limit = fault.after_chunks if fault.after_chunks is not None else 1 + n // 2
+    usage = (prompt, n) if req.include_usage else None
+    buf: list[bytes] = []
+    for sent, (due, frame) in enumerate(_events(frames, n, ttft, step, end, finish, usage)):
+        if limit is not None and sent >= limit:
+            break
+        delay = start + due - loop.time()
+        if delay > 0:
+            if buf:
+                await send({"type": "http.response.body", "body": b"".join(buf), "more_body": True})
+                buf = []
+            if await sleep_or_disconnect(receive, delay):
+                return CANCELLED
+        buf.append(frame)
+    if fault is None:
+        buf.append(wire.DONE)
+    elif fault.kind == "stream_error":
+        buf.append(
+            wire.error_event(
+                "The server had an error while processing your request. Sorry about that!"
+            )
+        )
+    # else truncate: the body ends cleanly, without [DONE]
+    await send({"type": "http.response.body", "body": b"".join(buf), "more_body": False})
+    return COMPLETED if fault is None else FAULTED
+
+
+async def _terminal(
+    state: StubState, plan: Plan, fault: Fault, rid: bytes, scope: Scope, receive: Receive,
+    send: Send,
+) -> None:  # fmt: skip
+    state.counters.faulted += 1
+    if await sleep_or_disconnect(receive, plan.add_s):
+        return
+    if fault.kind == "hang":
+        await sleep_or_disconnect(receive, None)
+        return
+    if fault.kind == "reset":
+        await abort(scope, send)
+        return
+    status = fault.status if fault.kind == "status" and fault.status is not None else 429
+    headers = _headers(rid, wire.JSON, plan.add_s)
+    headers += wire.retry_headers(plan.retry_after_s)
+    if status == 429:
+        headers += wire.rate_limit_headers(plan.limits, plan.retry_after_s)
+    body = wire.status_error(status)
+    if plan.limits is not None:
+        lim = plan.limits
+        wait = wire.format_duration(lim.reset_requests_s)
+        if lim.reason == "concurrency":
+            msg = f"Too many concurrent requests (limit {fault.max_concurrent}). Please try again in {wait}."
+        else:
+            msg = (
+                f"Rate limit reached for requests per min (RPM): Limit {lim.limit_requests}, "
+                f"Used {lim.limit_requests}, Requested 1. Please try again in {wait}."
+            )
+        body = wire.error(msg, "requests", None, "rate_limit_exceeded")
+    await respond(send, status, body, headers)

@@ -1,0 +1,201 @@
+"""The stub's fault timeline: which faults hit a request, decided when it arrives.
+
+Theory of operation: the timeline holds entries (a profile ``Fault`` plus what it counts
+from) and reads time only through the ``clock`` it is given, so tests drive it with a fake
+clock and no sleeps. An entry with ``at_s`` counts from the *epoch* (app start, or the last
+``PUT /_stub/epoch``); an entry put through the admin API without ``at_s`` counts from the
+moment it was put, and without ``for_s`` lasts until cleared. Profile times are multiplied
+by ``time_scale`` to get wall-clock times; everything this module returns is wall-clock.
+
+Per request, :meth:`FaultTimeline.plan` walks the active entries in order. Added latencies
+add up; the first *terminal* fault (status, rate_limit, hang, reset) that fires wins and later
+terminals are not consulted; the first stream fault (stream_error, truncate) applies to a
+streaming request only. Each active entry with ``probability < 1`` that is consulted draws
+once from the caller's ``Random`` -- so for one seed and one request order, the same requests
+fail. ``metrics_outage`` and ``ack_loss`` are faults of the harness, not of an upstream: the
+stub keeps them (GET shows them) and ignores them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from random import Random
+from typing import Any
+
+from harness.profile import Fault, to_dict
+
+Clock = Callable[[], float]
+
+IGNORED_KINDS = frozenset({"metrics_outage", "ack_loss"})
+STREAM_KINDS = frozenset({"stream_error", "truncate"})
+# A rate_limit fault reports limits per minute, like a provider's RPM header.
+_PER_MINUTE = 60.0
+
+
+class TokenBucket:
+    """Requests per wall-clock second, with a burst of one profile-second of requests."""
+
+    __slots__ = ("capacity", "last", "rate", "tokens")
+
+    def __init__(self, rate_per_s: float, capacity: float) -> None:
+        self.rate = rate_per_s
+        self.capacity = capacity
+        self.tokens = capacity
+        self.last: float | None = None
+
+    def refill(self, now: float) -> None:
+        if self.last is not None:
+            self.tokens = min(self.capacity, self.tokens + (now - self.last) * self.rate)
+        self.last = now
+
+    def take(self, now: float) -> float:
+        """Take one token: 0.0 on success, else the wait until one is available."""
+        self.refill(now)
+        if self.tokens >= 1.0:
+            self.tokens -= 1.0
+            return 0.0
+        return (1.0 - self.tokens) / self.rate
+
+    def until_full(self) -> float:
+        return max(0.0, (self.capacity - self.tokens) / self.rate)
+
+
+@dataclass(slots=True)
+class Entry:
+    fault: Fault
+    anchor: float | None  # the clock time it counts from; None: the timeline's epoch
+    bucket: TokenBucket | None = None
+
+
+@dataclass(slots=True)
+class RateLimitInfo:
+    """What a 429 tells the client, wall-clock: the x-ratelimit-* headers' figures."""
+
+    limit_requests: int
+    remaining_requests: int
+    reset_requests_s: float
+    reason: str  # "requests" (the bucket) or "concurrency" (max_concurrent)
+
+
+@dataclass(slots=True)
+class Plan:
+    """The faults one request meets; ``None`` from :meth:`FaultTimeline.plan` means none."""
+
+    add_s: float = 0.0  # wall seconds of added latency
+    terminal: Fault | None = None  # status | rate_limit | hang | reset
+    retry_after_s: float | None = None  # wall seconds, for status and rate_limit
+    limits: RateLimitInfo | None = None
+    stream: Fault | None = None  # stream_error | truncate
+
+
+class FaultTimeline:
+    def __init__(
+        self, faults: Iterable[Fault] = (), *, clock: Clock, time_scale: float = 1.0
+    ) -> None:
+        if time_scale <= 0:
+            raise ValueError("time_scale must be > 0")
+        self.clock = clock
+        self.time_scale = time_scale
+        self.epoch = clock()
+        self._entries: list[Entry] = []
+        self.replace(faults)
+
+    # -- admin ----------------------------------------------------------------------------
+
+    def set_epoch(self) -> float:
+        """The timeline's ``at_s`` now count from this instant; returns it."""
+        self.epoch = self.clock()
+        return self.epoch
+
+    def replace(self, faults: Iterable[Fault]) -> None:
+        now = self.clock()
+        self._entries = [
+            Entry(f, None if f.at_s is not None else now, self._bucket(f)) for f in faults
+        ]
+
+    def clear(self) -> None:
+        self._entries = []
+
+    def _bucket(self, f: Fault) -> TokenBucket | None:
+        if f.kind != "rate_limit" or f.rate_per_s is None:
+            return None
+        return TokenBucket(f.rate_per_s / self.time_scale, max(1.0, f.rate_per_s))
+
+    def elapsed_s(self, now: float | None = None) -> float:
+        """Profile seconds since the epoch."""
+        t = self.clock() if now is None else now
+        return (t - self.epoch) / self.time_scale
+
+    def _active(self, e: Entry, now: float) -> bool:
+        base = self.epoch if e.anchor is None else e.anchor
+        return e.fault.active((now - base) / self.time_scale)
+
+    def active(self) -> list[Fault]:
+        now = self.clock()
+        return [e.fault for e in self._entries if self._active(e, now)]
+
+    def snapshot(self) -> dict[str, Any]:
+        now = self.clock()
+        faults = []
+        for e in self._entries:
+            d: dict[str, Any] = {k: v for k, v in to_dict(e.fault).items() if v is not None}
+            d["active"] = self._active(e, now)
+            d["counts_from"] = "epoch" if e.anchor is None else "put"
+            d["applies"] = e.fault.kind not in IGNORED_KINDS
+            faults.append(d)
+        return {"t_s": self.elapsed_s(now), "time_scale": self.time_scale, "faults": faults}
+
+    # -- per request ----------------------------------------------------------------------
+
+    def plan(self, rng: Random, *, in_flight: int, stream: bool) -> Plan | None:
+        if not self._entries:
+            return None
+        now = self.clock()
+        plan: Plan | None = None
+        for e in self._entries:
+            f = e.fault
+            kind = f.kind
+            if kind in IGNORED_KINDS or (kind in STREAM_KINDS and not stream):
+                continue
+            terminal = kind in ("status", "rate_limit", "hang", "reset")
+            if terminal and plan is not None and plan.terminal is not None:
+                continue
+            if kind in STREAM_KINDS and plan is not None and plan.stream is not None:
+                continue
+            if not self._active(e, now):
+                continue
+            if f.probability < 1.0 and rng.random() >= f.probability:
+                continue
+            if kind == "rate_limit":
+                limited = self._rate_limit(e, now, in_flight)
+                if limited is None:
+                    continue
+                plan = plan or Plan()
+                plan.terminal, plan.limits = f, limited
+                plan.retry_after_s = limited.reset_requests_s
+                continue
+            plan = plan or Plan()
+            if kind == "latency":
+                plan.add_s += float(f.add_s or 0.0) * self.time_scale
+            elif terminal:
+                plan.terminal = f
+                if f.retry_after_s is not None:
+                    plan.retry_after_s = f.retry_after_s * self.time_scale
+            else:
+                plan.stream = f
+        return plan
+
+    def _rate_limit(self, e: Entry, now: float, in_flight: int) -> RateLimitInfo | None:
+        f, bucket = e.fault, e.bucket
+        assert bucket is not None  # rate_limit requires rate_per_s (validated by profile.py)
+        limit = max(1, round(bucket.rate * _PER_MINUTE))
+        if f.max_concurrent is not None and in_flight >= f.max_concurrent:
+            # No token is spent on a request refused for concurrency.
+            bucket.refill(now)
+            wait = max(1.0 / bucket.rate, 0.001)
+            return RateLimitInfo(limit, int(bucket.tokens), wait, "concurrency")
+        wait = bucket.take(now)
+        if wait <= 0.0:
+            return None
+        return RateLimitInfo(limit, int(bucket.tokens), wait, "requests")

@@ -1,0 +1,110 @@
+"""The simulation end to end: determinism, results files, faults, conservation, the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import orjson
+from typer.testing import CliRunner
+
+from harness.cli import app
+from harness.profile import load, loads
+from harness.sim.runner import run_to_folder, simulate
+from tests.conftest import BASE
+
+runner = CliRunner()
+
+
+def without_meta(path: Path) -> bytes:
+    s = json.loads(path.read_bytes())
+    s.pop("meta")
+    return orjson.dumps(s, option=orjson.OPT_SORT_KEYS)
+
+
+def test_same_profile_and_seed_give_byte_identical_results(tmp_path: Path) -> None:
+    p = load("seed-burst")
+    run_to_folder(p, 3, tmp_path / "a")
+    run_to_folder(p, 3, tmp_path / "b")
+    for name in ("decisions.jsonl", "timeline.jsonl"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    assert without_meta(tmp_path / "a" / "summary.json") == without_meta(tmp_path / "b" / "summary.json")
+    run_to_folder(p, 4, tmp_path / "c")
+    assert (tmp_path / "a" / "decisions.jsonl").read_bytes() != (tmp_path / "c" / "decisions.jsonl").read_bytes()
+
+
+def test_results_folder_has_the_contract_fields(tmp_path: Path) -> None:
+    res = run_to_folder(load("seed-burst"), 1, tmp_path)
+    s = json.loads((tmp_path / "summary.json").read_text())
+    for key in ("schema_version", "complete", "mode", "profile", "seed", "effective", "meta", "counts",
+                "conservation", "turnaround_s", "queue_wait_s", "by_class", "by_priority", "scaling",
+                "alerts", "generator", "thresholds", "verdict"):  # fmt: skip
+        assert key in s, key
+    assert s["mode"] == "sim" and s["complete"] is True and s["conservation"]["ok"]
+    assert set(s["meta"]) >= {"harness_version", "git_sha", "python", "started_at", "wall_s"}
+    c = s["counts"]
+    assert c["arrivals"] == c["admitted"] + c["rejected"] == c["scheduled"]
+    assert sum(v["counts"]["arrivals"] for v in s["by_class"].values()) == c["arrivals"]
+    lines = (tmp_path / "timeline.jsonl").read_text().splitlines()
+    assert len(lines) >= 300 and len(lines) == len(res.timeline)
+    assert sum(json.loads(x)["arrivals"] for x in lines) == c["arrivals"]
+    decisions = [json.loads(x) for x in (tmp_path / "decisions.jsonl").read_text().splitlines()]
+    rejects = [d for d in decisions if d["kind"] == "admission" and d["decision"] == "reject"]
+    assert len(rejects) == c["rejected"] and all(d["retry_after_s"] >= 1 for d in rejects)
+    ts = [d["t"] for d in decisions]
+    assert ts == sorted(ts)
+
+
+def test_faults_fail_requests_with_named_reasons_and_conservation_holds() -> None:
+    text = BASE + """
+engine: {executors: {initial: 8}, dependency: {max_retries: 1, breaker: {min_calls: 1000}}}
+faults:
+  - {at_s: 10, for_s: 20, kind: status, status: 503, probability: 0.5}
+  - {at_s: 40, for_s: 10, kind: hang}
+  - {at_s: 60, for_s: 10, kind: reset}
+  - {at_s: 70, for_s: 10, kind: latency, add_s: 5}
+  - {at_s: 80, for_s: 10, kind: metrics_outage}
+"""
+    s = simulate(loads(text), 2).summary
+    c = s["counts"]
+    assert s["conservation"]["ok"], s["conservation"]
+    assert c["upstream_retries"] > 0
+    assert {"upstream_503", "upstream_timeout", "upstream_reset"} <= set(c["failed_by_reason"]) | {
+        "upstream_503", "upstream_reset"} or c["failed"] > 0  # fmt: skip
+    assert s["scaling"]["seconds_blind"] == 10
+    assert s["turnaround_s"]["max"] >= 6.0  # the added latency shows
+
+
+def test_hang_lasts_until_the_upstream_timeout() -> None:
+    text = BASE + "faults:\n  - {at_s: 0, for_s: 1.0e6, kind: hang}\nengine: {dependency: {max_retries: 0}}\n"
+    res = simulate(loads(text), 1)
+    c = res.summary["counts"]
+    assert c["completed"] == 0 and c["failed_by_reason"].get("upstream_timeout", 0) > 0
+    assert res.summary["conservation"]["ok"]
+
+
+def test_cli_sim_writes_results_and_exits_by_verdict(tmp_path: Path) -> None:
+    out = tmp_path / "r"
+    res = runner.invoke(app, ["sim", "smoke", "--out", str(out), "--no-report"])
+    assert res.exit_code == 0, res.output
+    assert (out / "summary.json").exists() and (out / "decisions.jsonl").exists()
+    res = runner.invoke(app, ["sim", "smoke", "--out", str(tmp_path / "f"), "--no-report",
+                              "--threshold", "counts.completed < 0"])  # fmt: skip
+    assert res.exit_code == 1
+    s = json.loads((tmp_path / "f" / "summary.json").read_text())
+    assert s["verdict"] == "fail" and s["thresholds"][-1] == {"expr": "counts.completed < 0",
+                                                               "value": s["counts"]["completed"],
+                                                               "ok": False}  # fmt: skip
+
+
+def test_cli_threshold_division_by_zero_fails_saying_why(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["sim", "smoke", "--out", str(tmp_path), "--no-report",
+                              "--threshold", "counts.completed / counts.expired < 1"])  # fmt: skip
+    assert res.exit_code == 1
+    th = json.loads((tmp_path / "summary.json").read_text())["thresholds"][-1]
+    assert th["value"] is None and "division by zero" in th["why"]
+
+
+def test_cli_unknown_threshold_path_is_bad_input(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["sim", "smoke", "--out", str(tmp_path), "--threshold", "counts.nope > 1"])
+    assert res.exit_code == 2 and "unknown path" in res.output

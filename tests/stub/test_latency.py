@@ -1,0 +1,106 @@
+"""Latency and length models draw from the caller's Random; classes are found by header/size."""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+
+import pytest
+
+from harness.profile import Latency, TokenCount
+from harness.stub.latency import ClassTable, completion_tokens, make_sampler
+
+from .support import profile
+
+pytestmark = pytest.mark.timeout(30)
+
+
+def test_fixed_latency_draws_nothing_from_the_rng() -> None:
+    rng = random.Random(3)
+    state = rng.getstate()
+    assert make_sampler(Latency(dist="fixed", value_s=2.5))(rng) == 2.5
+    assert rng.getstate() == state
+
+
+@pytest.mark.parametrize(
+    ("lat", "mean"),
+    [
+        (Latency(dist="uniform", low_s=5, high_s=30), 17.5),
+        (Latency(dist="exponential", mean_s=4), 4.0),
+        (Latency(dist="lognormal", median_s=2, sigma=0.5), 2 * math.exp(0.125)),
+    ],
+)
+def test_samplers_follow_their_distribution(lat: Latency, mean: float) -> None:
+    rng = random.Random(11)
+    sample = make_sampler(lat)
+    draws = [sample(rng) for _ in range(20000)]
+    assert min(draws) >= 0
+    assert statistics.fmean(draws) == pytest.approx(mean, rel=0.05)
+    assert lat.mean() == pytest.approx(mean)
+
+
+def test_uniform_stays_in_bounds() -> None:
+    rng = random.Random(1)
+    sample = make_sampler(Latency(dist="uniform", low_s=5, high_s=30))
+    draws = [sample(rng) for _ in range(2000)]
+    assert min(draws) >= 5 and max(draws) <= 30
+
+
+def test_same_seed_same_draws_and_the_global_random_is_untouched() -> None:
+    random.seed(99)
+    before = random.getstate()
+    sample = make_sampler(Latency(dist="lognormal", median_s=1, sigma=1))
+    a = [sample(random.Random(5)) for _ in range(3)]
+    r1, r2 = random.Random(5), random.Random(5)
+    assert [sample(r1) for _ in range(50)] == [sample(r2) for _ in range(50)]
+    assert a[0] == a[1] == a[2]
+    assert random.getstate() == before
+
+
+def test_completion_length_is_capped_by_max_tokens() -> None:
+    rng = random.Random(1)
+    assert completion_tokens(None, 16, rng) == (16, True)
+    assert completion_tokens(TokenCount(dist="fixed", value=10), 16, rng) == (10, False)
+    assert completion_tokens(TokenCount(dist="fixed", value=40), 16, rng) == (16, True)
+    lengths = {
+        completion_tokens(TokenCount(dist="uniform", low=3, high=6), 100, rng)[0]
+        for _ in range(200)
+    }
+    assert lengths == {3, 4, 5, 6}
+
+
+def _table() -> ClassTable:
+    classes = (
+        '  small: {weight: 0.7, prompt: "Check this patch", max_tokens: 8,'
+        " latency: {dist: fixed, value_s: 1}}\n"
+        '  large: {weight: 0.3, prompt_repeat: {text: "x = 1; ", times: 400}, max_tokens: 64}\n'
+    )
+    return ClassTable.build(profile(classes=classes, latency="{dist: fixed, value_s: 7}"), None)
+
+
+def test_class_by_header_else_by_closest_prompt_size() -> None:
+    table = _table()
+    assert table.pick("large", 1).name == "large"
+    assert table.pick(None, 10).name == "small"
+    assert table.pick(None, 2500).name == "large"
+    assert table.pick(None, 10**6).name == "large"
+    assert table.pick("unknown", 12).name == "small"  # an unknown header falls back to size
+
+
+def test_class_latency_overrides_upstream_and_latency_s_overrides_both() -> None:
+    rng = random.Random(0)
+    table = _table()
+    assert table.pick("small", 0).sample(rng) == 1.0
+    assert table.pick("large", 0).sample(rng) == 7.0  # no class latency: upstream's
+    assert table.pick("large", 0).max_tokens == 64
+    fixed = ClassTable.build(profile(), 0.25)
+    assert fixed.pick(None, 5).sample(rng) == 0.25
+
+
+def test_without_a_profile_the_default_is_the_profile_default_latency() -> None:
+    table = ClassTable.build(None, None)
+    rng = random.Random(2)
+    draws = [table.pick(None, 5).sample(rng) for _ in range(500)]
+    assert min(draws) >= 5 and max(draws) <= 30
+    assert table.pick(None, 5).max_tokens == 256
