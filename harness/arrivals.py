@@ -158,9 +158,7 @@ def schedule(profile: Profile, seed: int | None = None) -> Iterator[Arrival]:
     if profile.arrivals.process != "trace" and plain:
         # The common case, kept lean: the simulation draws hundreds of thousands of these.
         cls_info = [(names[j], prio[j], classes[j].deadline_s) for j in range(len(classes))]
-        i = 0
-        for t in _times(profile, stream(s, "times")):
-            i += 1
+        for i, t in enumerate(_times(profile, stream(s, "times")), 1):
             if single:
                 j = 0
             else:

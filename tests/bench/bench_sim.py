@@ -19,6 +19,7 @@ import random
 import sys
 import tempfile
 import time
+from collections import deque
 from pathlib import Path
 
 import simpy
@@ -42,14 +43,14 @@ def simpy_model(seed: int) -> int:
     env = simpy.Environment()
     workers = simpy.Resource(env, capacity=400)
     phases = [(120.0, 80.0), (240.0, 160.0), (300.0, 80.0)]
-    waiting: list[float] = []  # admission times of queued requests, oldest first
+    waiting: deque[float] = deque()  # admission times of queued requests, oldest first
     stats = {"arrivals": 0, "admitted": 0, "rejected": 0}
     turnarounds: list[float] = []
 
     def job(t0: float):  # type: ignore[no-untyped-def]
         with workers.request() as req:
             yield req
-            waiting.remove(t0) if waiting and waiting[0] == t0 else waiting.remove(t0)
+            waiting.popleft()  # FIFO: the request being served is the oldest waiting
             yield env.timeout(rng.uniform(5.0, 30.0))
         turnarounds.append(env.now - t0)
 
