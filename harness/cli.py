@@ -177,7 +177,7 @@ def sweep(
     profile: ProfileArg,
     param: Annotated[list[str], typer.Option(help="PATH=START:STOP:STEP (STOP inclusive). One or two.")],
     seeds: Annotated[int, typer.Option(help="Seeds per point.", min=1)] = 10,
-    jobs: Annotated[int, typer.Option(help="Worker processes [default: CPU count].", min=1)] = 0,
+    jobs: Annotated[int, typer.Option(help="Worker processes (0: one per CPU).", min=0)] = 0,
     objective: Annotated[str | None, typer.Option(help="min:EXPR or max:EXPR [default: min:counts.rejected / counts.arrivals].")] = None,
     constraint: Annotated[list[str] | None, typer.Option(help="A threshold expression every seed must meet. Repeatable [default: the SLO and the profile's thresholds].")] = None,
     set_: SetOpt = None,

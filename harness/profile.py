@@ -291,7 +291,7 @@ class AlertOverride:
 DEFAULT_ALERTS: dict[str, AlertRule] = {
     "oldest_age_warn": AlertRule(signal="oldest_age_s", threshold=15, for_s=120),
     "oldest_age_page": AlertRule(signal="oldest_age_s", threshold=25, for_s=60, severity="page"),
-    "rejection_rate_warn": AlertRule(signal="rejection_rate", threshold=0.05, for_s=300),
+    "rejection_rate_warn": AlertRule(signal="rejection_rate", threshold=0.05),
     "rejection_rate_page": AlertRule(
         signal="rejection_rate", threshold=0.20, for_s=300, severity="page"
     ),
