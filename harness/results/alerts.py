@@ -101,11 +101,13 @@ def evaluate_alerts(
     rules: Mapping[str, AlertRule],
     timeline: Sequence[Mapping[str, Any]],
     completions: Sequence[tuple[float, float]],
+    cache: dict[tuple[str, float], list[float | None]] | None = None,
 ) -> list[dict[str, Any]]:
     """Alert episodes ``{"name", "severity", "signal", "threshold", "fired_at_s",
-    "resolved_at_s", "peak"}``, sorted by ``fired_at_s`` (then name)."""
+    "resolved_at_s", "peak"}``, sorted by ``fired_at_s`` (then name). ``cache`` may carry
+    series already computed, keyed by (signal, window_s) -- the timeline's rolling p95, say."""
     times = [float(line.get("t", i)) for i, line in enumerate(timeline)]
-    cache: dict[tuple[str, float], list[float | None]] = {}
+    cache = {} if cache is None else dict(cache)
     out: list[dict[str, Any]] = []
     for name, rule in rules.items():
         key = (rule.signal, 0.0 if rule.signal == "oldest_age_s" else rule.window_s)

@@ -32,6 +32,9 @@ if TYPE_CHECKING:
     from harness.profile import Fault
 
 
+TIMELINE_P95_WINDOW_S = 60.0
+
+
 class Group:
     """Counters for one (class, priority) pair; arrivals = admitted + rejected."""
 
@@ -211,12 +214,18 @@ class Collector:
         secs = self.seconds[:-1] if len(self.seconds) > 1 else self.seconds
         return enumerate(secs)
 
-    def timeline(self, window_s: float = 60.0) -> list[dict[str, Any]]:
-        """One dict per closed second; ``turnaround_p95_s`` is over the trailing window."""
+    def p95_series(self, window_s: float = 60.0) -> list[float | None]:
+        """The rolling p95 turnaround at the end of each closed second."""
         from harness.results.alerts import rolling_p95
 
+        times = [float(i) for i, _ in self.closed_seconds()]
+        return rolling_p95(times, self.completions, window_s)
+
+    def timeline(self, p95: list[float | None] | None = None) -> list[dict[str, Any]]:
+        """One dict per closed second; ``turnaround_p95_s`` over the trailing 60 s."""
         rows = list(self.closed_seconds())
-        p95 = rolling_p95([float(i) for i, _ in rows], self.completions, window_s)
+        if p95 is None:
+            p95 = self.p95_series(TIMELINE_P95_WINDOW_S)
         out: list[dict[str, Any]] = []
         for (i, s), q in zip(rows, p95, strict=True):
             out.append({

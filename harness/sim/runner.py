@@ -23,7 +23,7 @@ from harness.profile import Profile
 from harness.results import summary as summ
 from harness.results.alerts import evaluate_alerts
 from harness.results.recorder import DecisionLog
-from harness.results.stats import Collector
+from harness.results.stats import TIMELINE_P95_WINDOW_S, Collector
 from harness.sim.upstream import SimUpstream
 
 _FINISH, _FAIL, _TICK, _METRICS = 0, 1, 2, 3
@@ -122,10 +122,13 @@ def simulate(
     col.advance(math.ceil(end) if end > 0 else 1.0, engine)
     if log is not None:
         log.flush()
-    timeline = col.timeline() if with_timeline else []
-    alerts = (
-        evaluate_alerts(profile.alert_rules(), timeline, col.completions) if with_timeline else []
-    )
+    timeline: list[dict[str, Any]] = []
+    alerts: list[dict[str, Any]] = []
+    if with_timeline:
+        p95 = col.p95_series(TIMELINE_P95_WINDOW_S)  # once, for the timeline and the alerts
+        timeline = col.timeline(p95)
+        cache = {("turnaround_p95_s", TIMELINE_P95_WINDOW_S): p95}
+        alerts = evaluate_alerts(profile.alert_rules(), timeline, col.completions, cache)
     ec = engine.counts
     engine_counts = {"arrivals": ec.arrivals, "admitted": ec.admitted, "rejected": ec.rejected,
                      "completed": ec.completed, "failed": ec.failed, "expired": ec.expired}  # fmt: skip
