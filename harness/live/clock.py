@@ -1,0 +1,85 @@
+"""The live driver's clock: monotonic, run-relative, in profile seconds.
+
+The engine works in profile seconds. ``--time-scale F`` runs a profile F times as fast (F < 1)
+or slow, so one profile second lasts F wall seconds: ``now() = wall_elapsed / F``. HTTP
+headers speak wall-clock seconds (``wall(profile_s) = profile_s * F``), which is what a client
+experiences. The clock is injected (trio's ``Clock``, simpy's ``Environment``): tests pass a
+:class:`ManualClock` and move time by hand.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Protocol
+
+
+class RunClock(Protocol):
+    """Run-relative time. ``now()`` never decreases."""
+
+    @property
+    def scale(self) -> float:
+        """Wall seconds per profile second (``--time-scale``)."""
+        ...
+
+    def now(self) -> float:
+        """Profile seconds since the run began."""
+        ...
+
+    def wall_delay(self, at: float) -> float:
+        """Wall seconds from now until profile time ``at`` (0 if it has passed)."""
+        ...
+
+
+class MonotonicClock:
+    """``time.monotonic()`` based; the run begins when the clock is made (or at ``start``)."""
+
+    __slots__ = ("_inv", "_scale", "_t0")
+
+    def __init__(self, scale: float = 1.0, start: float | None = None) -> None:
+        if not scale > 0:
+            raise ValueError(f"time scale must be > 0, got {scale}")
+        self._scale = scale
+        self._inv = 1.0 / scale
+        self._t0 = time.monotonic() if start is None else start
+
+    @property
+    def scale(self) -> float:
+        return self._scale
+
+    @property
+    def started_at(self) -> float:
+        """The ``time.monotonic()`` reading at which the run began."""
+        return self._t0
+
+    def now(self) -> float:
+        return (time.monotonic() - self._t0) * self._inv
+
+    def wall_delay(self, at: float) -> float:
+        d = (at - self.now()) * self._scale
+        return d if d > 0.0 else 0.0
+
+
+class ManualClock:
+    """A clock that moves only when told to: for tests that must not depend on timing."""
+
+    __slots__ = ("_now", "_scale")
+
+    def __init__(self, start: float = 0.0, scale: float = 1.0) -> None:
+        self._now = start
+        self._scale = scale
+
+    @property
+    def scale(self) -> float:
+        return self._scale
+
+    def now(self) -> float:
+        return self._now
+
+    def advance(self, seconds: float) -> None:
+        if seconds < 0:
+            raise ValueError("a clock does not go back")
+        self._now += seconds
+
+    def wall_delay(self, at: float) -> float:
+        d = (at - self._now) * self._scale
+        return d if d > 0.0 else 0.0

@@ -1,0 +1,313 @@
+"""The live driver: the sans-I/O engine on an asyncio loop, with a run-relative clock.
+
+Theory of operation. Every event the proxy sees (an arrival, an upstream outcome, a client
+that went away) is stamped with ``clock.now()`` and fed to ``Engine.handle``; the actions that
+come back are applied in one place (:meth:`LiveDriver._apply`): counted by the results
+collector, written to ``decisions.jsonl``, counted in the Prometheus metrics, and routed to the
+:class:`Ticket` of the request they concern, which wakes the request's coroutine. The engine's
+own timers (deadlines, retry backoff, breaker, executor start-up) come back through
+``next_deadline()`` and are kept as a single ``loop.call_later`` handle. A housekeeping task
+closes each profile second of the timeline, applies ``metrics_outage`` faults and flushes the
+decision log, so a crash loses at most about a second of decisions.
+
+Nothing here speaks HTTP: the proxy (``proxy.py``) owns requests and responses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from harness.arrivals import stream
+from harness.engine.core import Engine
+from harness.engine.events import (
+    Action,
+    Admit,
+    Arrived,
+    Cancelled,
+    Complete,
+    Dispatch,
+    Event,
+    Expire,
+    Fail,
+    MetricsSample,
+    Reject,
+    StopAdmitting,
+    Tick,
+)
+from harness.live.clock import RunClock
+from harness.live.metrics import ProxyMetrics, QueueState
+from harness.profile import Profile
+from harness.results import summary as summ
+from harness.results.alerts import evaluate_alerts
+from harness.results.recorder import DecisionLog
+from harness.results.stats import TIMELINE_P95_WINDOW_S, Collector
+
+_TIMER_SLACK_S = 0.0005  # fire just after a deadline, never just before it
+_MIN_REARM_S = 0.005  # a deadline already past after a Tick is retried at this pace, not spun
+
+
+class Ticket:
+    """One request as the driver sees it: its arrival fields, and where its actions go."""
+
+    __slots__ = ("cls", "deadline_s", "final", "fut", "id", "key", "pending", "priority",
+                 "t0", "tenant")  # fmt: skip
+
+    def __init__(
+        self, cls: str, priority: int, tenant: str, key: str | None, deadline_s: float | None
+    ) -> None:
+        self.id = ""
+        self.cls = cls
+        self.priority = priority
+        self.tenant = tenant
+        self.key = key
+        self.deadline_s = deadline_s
+        self.t0 = 0.0
+        self.pending: Action | None = None
+        self.final: Action | None = None  # Complete, Fail or Expire once the engine decided
+        self.fut: asyncio.Future[Action] | None = None
+
+    def wake(self, action: Action) -> None:
+        f = self.fut
+        if f is not None and not f.done():
+            self.fut = None
+            f.set_result(action)
+        else:
+            self.pending = action
+
+    async def next_action(self) -> Action:
+        """The next Dispatch (or the final outcome) for this request."""
+        a = self.pending
+        if a is not None:
+            self.pending = None
+            return a
+        f: asyncio.Future[Action] = asyncio.get_running_loop().create_future()
+        self.fut = f
+        return await f
+
+
+class LiveDriver:
+    def __init__(
+        self,
+        profile: Profile,
+        *,
+        clock: RunClock,
+        seed: int | None = None,
+        out: Path | None = None,
+    ) -> None:
+        self.profile = profile
+        self.clock = clock
+        self.seed = profile.seed if seed is None else seed
+        self.engine = Engine(profile.engine, service_time_prior_s=profile.service_time_prior(),
+                             rng=stream(self.seed, "engine"))  # fmt: skip
+        self.collector = Collector(profile.faults, profile.slo.turnaround_p95_s)
+        self.metrics = ProxyMetrics(self.queue_state)
+        self.out = out
+        self.log: DecisionLog | None = None
+        if out is not None:
+            out.mkdir(parents=True, exist_ok=True)
+            self.log = DecisionLog.open(out / "decisions.jsonl")
+        self.tickets: dict[str, Ticket] = {}
+        # Waiting (admitted, not yet started) ids per tier, in admission order: the oldest age
+        # per tier for the gauges, which the engine does not keep.
+        self._waiting: tuple[dict[str, float], ...] = ({}, {}, {})
+        self._n = 0
+        self._sec_end = 1.0
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = math.inf
+        self._housekeeper: asyncio.Task[None] | None = None
+        self._signals_known = True
+        self._outages = tuple(f for f in profile.faults if f.kind == "metrics_outage")
+        self.started_at = datetime.now(UTC)
+        self._wall0 = time.perf_counter()
+        self.stopping = False
+        self.drained = asyncio.Event()
+        self.summary: dict[str, Any] | None = None
+
+    # -- events in ---------------------------------------------------------------------------
+
+    def arrive(self, t: Ticket) -> Admit | Reject:
+        """A new request: returns the engine's decision (its Dispatch, if any, is routed)."""
+        now = self.clock.now()
+        self._n += 1
+        rid = t.id = f"r-{self._n:06d}"
+        t.t0 = now
+        self.tickets[rid] = t
+        actions = self.engine.arrive(
+            Arrived(rid, t.cls, t.priority, t.tenant, t.key, t.deadline_s), now
+        )
+        decision = actions[0]  # the engine answers an arrival first, then dispatches
+        if type(decision) is Reject:
+            del self.tickets[rid]
+        self._apply(now, actions)
+        assert isinstance(decision, Admit | Reject)
+        return decision
+
+    def report(self, event: Event) -> None:
+        now = self.clock.now()
+        self._apply(now, self.engine.handle(event, now))
+
+    def cancel(self, rid: str) -> None:
+        if rid in self.tickets:
+            self.report(Cancelled(rid))
+
+    def stop_admitting(self) -> None:
+        if not self.stopping:
+            self.stopping = True
+            self.report(StopAdmitting())
+            if not self.engine.jobs:
+                self.drained.set()
+
+    # -- actions out -------------------------------------------------------------------------
+
+    def _apply(self, now: float, actions: list[Action]) -> None:
+        col = self.collector
+        if now >= self._sec_end:
+            col.advance(now, self.engine)
+            self._sec_end = float(len(col.seconds))
+        if actions:
+            col.apply(now, actions)
+            if self.log is not None:
+                self.log.write(now, actions)
+            m = self.metrics
+            tickets = self.tickets
+            waiting = self._waiting
+            for a in actions:
+                tp = type(a)
+                if tp is Dispatch:
+                    t = tickets.get(a.id)  # type: ignore[attr-defined]
+                    if t is not None:
+                        waiting[t.priority].pop(t.id, None)
+                        t.wake(a)
+                elif tp is Admit:
+                    assert isinstance(a, Admit)
+                    m.admitted(a.reason)
+                    waiting[a.priority][a.id] = now
+                elif tp is Reject:
+                    m.rejected(a.reason)  # type: ignore[attr-defined]
+                elif tp is Complete or tp is Fail or tp is Expire:
+                    t = tickets.pop(a.id, None)  # type: ignore[attr-defined]
+                    if tp is Complete:
+                        m.outcome("completed")
+                        if t is not None:
+                            m.observe_turnaround(now - t.t0)
+                    elif tp is Fail:
+                        m.outcome("failed", a.reason)  # type: ignore[attr-defined]
+                    else:
+                        m.outcome("expired")
+                    if t is not None:
+                        waiting[t.priority].pop(t.id, None)
+                        t.final = a
+                        t.wake(a)
+            if self.stopping and not self.engine.jobs:
+                self.drained.set()
+        self._arm()
+
+    def _arm(self) -> None:
+        nd = self.engine.next_deadline()
+        if nd is None or nd >= self._timer_at:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer_at = nd
+        delay = self.clock.wall_delay(nd)
+        delay = delay + _TIMER_SLACK_S if delay > 0 else _MIN_REARM_S
+        self._timer = asyncio.get_running_loop().call_later(delay, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._timer_at = math.inf
+        self.report(Tick())
+
+    # -- housekeeping ------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._housekeeper is None:
+            self._housekeeper = asyncio.get_running_loop().create_task(self._housekeep())
+
+    async def aclose(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        task, self._housekeeper = self._housekeeper, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _housekeep(self) -> None:
+        # Wake at each profile second (to sample the timeline at its end), and at least once a
+        # wall second (to flush decisions when --time-scale stretches a profile second).
+        while True:
+            self.tick_second()
+            now = self.clock.now()
+            await asyncio.sleep(min(self.clock.wall_delay(math.floor(now) + 1.0) + 0.001, 1.0))
+
+    def tick_second(self) -> None:
+        """Close finished seconds of the timeline, apply metric outages, flush decisions."""
+        now = self.clock.now()
+        known = not any(f.active(now) for f in self._outages)
+        if known != self._signals_known:
+            self._signals_known = known
+            self.report(MetricsSample(known))
+        if now >= self._sec_end:
+            self.collector.advance(now, self.engine)
+            self._sec_end = float(len(self.collector.seconds))
+        if self.log is not None:
+            self.log.flush()
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def queue_state(self) -> QueueState:
+        eng = self.engine
+        now = self.clock.now()
+        ages = [0.0, 0.0, 0.0]
+        for i, w in enumerate(self._waiting):
+            for admitted_at in w.values():
+                ages[i] = round(max(0.0, now - admitted_at), 6)
+                break
+        d = eng.queue.depth_by_tier
+        c = eng.pool.concurrency
+        depth = eng.queue.depth
+        drain = depth / c * eng.service_time_s if c > 0 else (math.inf if depth else 0.0)
+        return QueueState(depth=(d[0], d[1], d[2]), oldest_age_s=(ages[0], ages[1], ages[2]),
+                          in_flight=eng.busy, desired_replicas=eng.pool.desired,
+                          ready_replicas=eng.pool.ready, drain_time_s=drain)  # fmt: skip
+
+    # -- the end -----------------------------------------------------------------------------
+
+    def finish(self, *, complete: bool, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Build summary.json (and write the folder, if any). Call once, at shutdown."""
+        eng, col = self.engine, self.collector
+        end = self.clock.now()
+        col.advance(math.ceil(end) if end > 0 else 1.0, eng)
+        p95 = col.p95_series(TIMELINE_P95_WINDOW_S)  # once, for the timeline and the alerts
+        timeline = col.timeline(p95)
+        cache = {("turnaround_p95_s", TIMELINE_P95_WINDOW_S): p95}
+        alerts = evaluate_alerts(self.profile.alert_rules(), timeline, col.completions, cache)
+        ec = eng.counts
+        engine_counts = {"arrivals": ec.arrivals, "admitted": ec.admitted, "rejected": ec.rejected,
+                         "completed": ec.completed, "failed": ec.failed, "expired": ec.expired}  # fmt: skip
+        summary = summ.build(
+            profile=self.profile, mode="live", seed=self.seed, col=col, duration_s=end,
+            scheduled=col.arrivals, in_flight_at_end=len(eng.jobs), engine_counts=engine_counts,
+            alerts=alerts, timeline=timeline, complete=complete,
+        )  # fmt: skip
+        summary["counts"]["upstream_retries"] = ec.retries
+        summary["proxy_turnaround_s"] = summ.percentiles(col.turnarounds)
+        if extra:
+            summary.update(extra)
+        summary["meta"] = summ.meta(self.started_at, time.perf_counter() - self._wall0)
+        if self.out is not None:
+            if self.log is not None:
+                self.log.close()
+                self.log = None
+            summ.write_jsonl(self.out / "timeline.jsonl", timeline)
+            summ.write_summary(self.out, summary)
+        self.summary = summary
+        return summary

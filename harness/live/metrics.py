@@ -1,0 +1,135 @@
+"""Prometheus metrics of the live proxy, under the names in DESIGN.md.
+
+Counters and the turnaround histogram are updated as decisions happen; the gauges (queue
+depth, oldest age, in flight, replicas, drain time) are read from the engine only when
+``/metrics`` is scraped, through a custom collector, so the request path pays nothing for
+them. Each proxy has its own registry (two proxies in one test process do not collide).
+Times are in profile seconds, like the results and the thresholds that ``harness export``
+writes into alert rules; with ``--time-scale 1`` (any real deployment) they are wall seconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+PRIORITY_LABELS = ("critical", "standard", "batch")
+WEIGHTS = (3.0, 1.0, 0.5)  # priority weights of the weighted backlog (DESIGN.md, Scaling)
+TURNAROUND_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 15.0, 30.0,
+                      45.0, 60.0, 90.0, 120.0, 300.0, 600.0)  # fmt: skip
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+@dataclass(slots=True)
+class QueueState:
+    """The engine's state at one instant, as the gauges show it."""
+
+    depth: tuple[int, int, int]
+    oldest_age_s: tuple[float, float, float]
+    in_flight: int
+    desired_replicas: int
+    ready_replicas: int
+    drain_time_s: float
+
+
+class _Gauges(Collector):
+    def __init__(self, read: Callable[[], QueueState]) -> None:
+        self._read = read
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        s = self._read()
+        depth = GaugeMetricFamily(
+            "agent_queue_depth", "Admitted requests waiting to start, by priority tier",
+            labels=["priority"],
+        )  # fmt: skip
+        age = GaugeMetricFamily(
+            "agent_queue_oldest_age_seconds", "Age of the oldest waiting request, by tier",
+            labels=["priority"],
+        )  # fmt: skip
+        for i, name in enumerate(PRIORITY_LABELS):
+            depth.add_metric([name], s.depth[i])
+            age.add_metric([name], s.oldest_age_s[i])
+        yield depth
+        yield age
+        yield GaugeMetricFamily(
+            "agent_queue_weighted_depth", "Priority-weighted backlog (critical 3, standard 1, "
+            "batch 0.5)", value=sum(w * d for w, d in zip(WEIGHTS, s.depth, strict=True)),
+        )  # fmt: skip
+        yield GaugeMetricFamily(
+            "agent_jobs_inflight", "Requests being served upstream (slots in use)",
+            value=s.in_flight,
+        )  # fmt: skip
+        yield GaugeMetricFamily(
+            "agent_scaling_desired_replicas", "Executors wanted (ready + starting)",
+            value=s.desired_replicas,
+        )  # fmt: skip
+        yield GaugeMetricFamily(
+            "agent_scaling_ready_replicas", "Executors ready to take work",
+            value=s.ready_replicas,
+        )  # fmt: skip
+        yield GaugeMetricFamily(
+            "agent_queue_drain_time_seconds", "Waiting requests / concurrency x service time",
+            value=s.drain_time_s,
+        )  # fmt: skip
+
+
+class ProxyMetrics:
+    def __init__(self, read_state: Callable[[], QueueState]) -> None:
+        self.registry = CollectorRegistry(auto_describe=False)
+        r = self.registry
+        self.decisions = Counter(
+            "agent_admission_decisions_total", "Admission decisions by outcome and reason "
+            "(reason 'none' for a plain admit)", ["decision", "reason"], registry=r,
+        )  # fmt: skip
+        self.turnaround = Histogram(
+            "agent_turnaround_seconds", "Enqueue-to-result time of completed requests",
+            buckets=TURNAROUND_BUCKETS, registry=r,
+        )  # fmt: skip
+        self.upstream = Counter(
+            "agent_upstream_responses_total", "Upstream attempts by HTTP status, or by the "
+            "transport failure (timeout, reset, connect, stream_error)", ["status"], registry=r,
+        )  # fmt: skip
+        self.outcomes = Counter(
+            "agent_request_outcomes_total", "Final outcomes of admitted requests",
+            ["outcome", "reason"], registry=r,
+        )  # fmt: skip
+        r.register(_Gauges(read_state))
+        # Label children are cached: ``labels()`` costs more than the increment itself.
+        self._admit = self.decisions.labels("admit", "none")
+        self._reject: dict[str, Counter] = {}
+        self._status: dict[int | str, Counter] = {}
+        self._outcome: dict[tuple[str, str], Counter] = {}
+        self.observe_turnaround = self.turnaround.observe
+
+    def admitted(self, reason: str | None) -> None:
+        if reason is None:
+            self._admit.inc()
+        else:
+            self.decisions.labels("admit", reason).inc()
+
+    def rejected(self, reason: str) -> None:
+        c = self._reject.get(reason)
+        if c is None:
+            c = self._reject[reason] = self.decisions.labels("reject", reason)
+        c.inc()
+
+    def upstream_response(self, status: int | str) -> None:
+        c = self._status.get(status)
+        if c is None:
+            label = status.removeprefix("upstream_") if isinstance(status, str) else str(status)
+            c = self._status[status] = self.upstream.labels(label)
+        c.inc()
+
+    def outcome(self, outcome: str, reason: str = "none") -> None:
+        key = (outcome, reason)
+        c = self._outcome.get(key)
+        if c is None:
+            c = self._outcome[key] = self.outcomes.labels(outcome, reason)
+        c.inc()
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

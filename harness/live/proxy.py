@@ -1,0 +1,396 @@
+"""The admission proxy: an ASGI app that runs the engine in front of an OpenAI-compatible API.
+
+A POST is one logical request. Its class, priority and tenant come from ``x-class``,
+``x-priority`` and ``x-tenant`` (defaults: the profile's first class and that class's priority
+and tenant). The engine decides at once: a reject is answered 429 (503 while shutting down)
+with ``Retry-After``, ``x-admission-reason`` and an OpenAI-style error body; an admitted
+request waits for its ``Dispatch``, and every attempt's outcome goes back to the engine as
+``Finished`` or ``Failed``. The client hears nothing until the engine's final word
+(``Complete``, ``Fail``, ``Expire``), so a retried attempt stays invisible -- except in a
+stream: once its first byte went out, a failure is final (``Failed(retryable=False)``).
+
+The request path is a raw ASGI callable (no routing framework: it measured faster, see
+docs/proxy.md). ``GET /metrics`` and ``GET /healthz`` are the proxy's own; any other non-POST
+request is forwarded as is, outside admission (``GET /v1/models``, say).
+
+Client disconnects: a watcher task waits on ``receive()`` for ``http.disconnect``; it tells the
+engine (``Cancelled``: counted as failed/cancelled) and cancels the request's task, which
+aborts the upstream call. A request malformed (400) or too large (413) is no arrival.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import cast
+
+import orjson
+
+from harness.engine.events import (
+    PRIORITY_OF,
+    Admit,
+    Complete,
+    Dispatch,
+    Expire,
+    Fail,
+    Failed,
+    Finished,
+    Reject,
+)
+from harness.live import wire
+from harness.live.driver import LiveDriver, Ticket
+from harness.live.upstream import Upstream, UpstreamError, UpstreamResponse
+from harness.live.wire import Receive, Scope, Send
+
+DEFAULT_MAX_BODY = 8 * 1024 * 1024
+RETRYABLE_STATUS = frozenset((408, 409, 429))  # and every 5xx, as the OpenAI SDKs retry
+
+
+class Call(Ticket):
+    """A ticket plus the HTTP side of one admitted request."""
+
+    __slots__ = ("aborted", "body", "committed", "est_wait", "fwd", "gone", "last", "method",
+                 "queue_wait_ms", "responded", "stream", "target", "task")  # fmt: skip
+
+    def __init__(
+        self, cls: str, priority: int, tenant: str, key: str | None, deadline_s: float | None
+    ) -> None:
+        super().__init__(cls, priority, tenant, key, deadline_s)
+        self.task: asyncio.Task[object] | None = None
+        self.gone = self.aborted = self.committed = self.responded = False
+        self.last: tuple[int, wire.Headers, bytes] | None = None
+        self.est_wait = b"0.000"
+        self.queue_wait_ms = b"0.0"
+        self.stream = False
+        self.method = "POST"
+        self.target = ""
+        self.body = b""
+        self.fwd: wire.Headers = []
+
+
+class ProxyApp:
+    def __init__(
+        self, driver: LiveDriver, upstream: Upstream, *, max_body_bytes: int = DEFAULT_MAX_BODY
+    ) -> None:
+        self.driver = driver
+        self.upstream = upstream
+        self.max_body = max_body_bytes
+        self.scale = driver.clock.scale
+        self.timeout_s = driver.profile.upstream.timeout_s * self.scale
+        self.closed = False  # results written: later requests are refused and not counted
+        self._classes: dict[bytes, tuple[str, int, str, str | None, float | None]] = {}
+        for name, c in driver.profile.classes.items():
+            tenant = c.tenant if isinstance(c.tenant, str) else "default"
+            key = c.key if isinstance(c.key, str) else None
+            self._classes[name.encode()] = (name, PRIORITY_OF[c.priority], tenant, key,
+                                            c.deadline_s)  # fmt: skip
+        self._default = next(iter(self._classes.values()))
+
+    # -- ASGI --------------------------------------------------------------------------------
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "http":
+            if scope["method"] == "POST":
+                await self._admission(scope, receive, send)
+            elif scope["path"] == "/metrics":
+                body = self.driver.metrics.render()
+                await send({"type": "http.response.start", "status": 200, "headers": [
+                    (b"content-type", b"text/plain; version=0.0.4; charset=utf-8"),
+                    (b"content-length", b"%d" % len(body))]})  # fmt: skip
+                await send({"type": "http.response.body", "body": body})
+            elif scope["path"] == "/healthz":
+                up = not (self.driver.stopping or self.closed)
+                await wire.send_json(send, 200 if up else 503, orjson.dumps(
+                    {"status": "ok" if up else "shutting_down", "admitting": up}))  # fmt: skip
+            else:
+                await self._passthrough(scope, receive, send)
+        elif kind == "lifespan":
+            while True:
+                msg = await receive()
+                if msg["type"] == "lifespan.startup":
+                    self.driver.start()
+                    await send({"type": "lifespan.startup.complete"})
+                elif msg["type"] == "lifespan.shutdown":
+                    await self.aclose()
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+
+    async def aclose(self) -> None:
+        await self.driver.aclose()
+        await self.upstream.aclose()
+
+    def abort_all(self) -> None:
+        """Shutdown with work still in flight: every waiting client gets a 503 now."""
+        for t in list(self.driver.tickets.values()):
+            call = cast(Call, t)
+            call.aborted = True
+            if call.task is not None and not call.task.done():
+                call.task.cancel()
+
+    # -- admission ---------------------------------------------------------------------------
+
+    async def _admission(self, scope: Scope, receive: Receive, send: Send) -> None:
+        split = wire.split_request_headers(scope["headers"])
+        cl = split.content_length
+        if cl is not None and cl > self.max_body:
+            return await self._too_large(send, receive, cl > 0)
+        try:
+            body = await wire.read_body(receive, self.max_body)
+        except wire.BodyTooLarge as e:
+            return await self._too_large(send, receive, e.more)
+        except wire.ClientGone:
+            return
+        try:
+            doc = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            return await self._bad(send, "invalid_json", "The request body is not valid JSON.")
+        if type(doc) is not dict:
+            return await self._bad(send, "invalid_json", "The request body must be a JSON object.")
+        call = self._classify(split.control)
+        if isinstance(call, str):
+            return await self._bad(send, "invalid_header", call)
+        if self.closed:
+            return await self._refuse_closed(send)
+        call.stream = doc.get("stream") is True
+        call.method = "POST"
+        qs = scope.get("query_string", b"")
+        call.target = scope["path"] + ("?" + qs.decode("latin-1") if qs else "")
+        call.body = body
+        call.fwd = split.forward
+        decision = self.driver.arrive(call)
+        if type(decision) is not Admit:
+            return await self._reject(send, cast(Reject, decision))
+        call.est_wait = wire.seconds(decision.estimated_wait_s * self.scale)
+        task = call.task = asyncio.current_task()
+        watcher = asyncio.get_running_loop().create_task(self._watch(receive, call))
+        try:
+            await self._serve(call, send)
+        except asyncio.CancelledError:
+            if not (call.gone or call.aborted) or task is None:
+                raise
+            task.uncancel()
+            if call.aborted and not call.gone:
+                await self._send_aborted(call, send)
+        finally:
+            watcher.cancel()
+
+    def _classify(self, control: dict[bytes, bytes]) -> Call | str:
+        cls = control.get(b"x-class")
+        spec = self._default if cls is None else self._classes.get(cls.strip())
+        if spec is None:
+            known = ", ".join(c.decode() for c in self._classes)
+            return f"Unknown x-class {cls!r}; this proxy's classes are: {known}."
+        name, prio, tenant, key, deadline = spec
+        p = control.get(b"x-priority")
+        if p is not None:
+            v = PRIORITY_OF.get(p.strip().lower().decode("latin-1"))
+            if v is None:
+                return "x-priority must be critical, standard or batch."
+            prio = v
+        t = control.get(b"x-tenant")
+        if t is not None:
+            if not 0 < len(t) <= 128:
+                return "x-tenant must be 1 to 128 characters."
+            tenant = t.decode("latin-1")
+        k = control.get(b"x-key")
+        if k is not None:
+            if not 0 < len(k) <= 256:
+                return "x-key must be 1 to 256 characters."
+            key = k.decode("latin-1")
+        return Call(name, prio, tenant, key, deadline)
+
+    async def _serve(self, call: Call, send: Send) -> None:
+        act = await call.next_action()
+        while call.final is None:
+            if type(act) is Dispatch:
+                assert isinstance(act, Dispatch)
+                if act.attempt == 1:
+                    call.queue_wait_ms = b"%.1f" % (act.queue_wait_s * self.scale * 1000.0)
+                await self._attempt(call, send)
+                if call.final is not None:
+                    break
+            act = await call.next_action()
+        await self._respond(call, send)
+
+    # -- one upstream attempt ----------------------------------------------------------------
+
+    async def _attempt(self, call: Call, send: Send) -> None:
+        report = self.driver.report
+        m = self.driver.metrics
+        call.last = None
+        try:
+            resp = await self.upstream.send(call.method, call.target, call.fwd, call.body,
+                                            timeout_s=self.timeout_s, stream=call.stream)  # fmt: skip
+        except UpstreamError as e:
+            m.upstream_response(e.reason)
+            return report(Failed(call.id, e.reason))
+        try:
+            status = resp.status
+            m.upstream_response(status)
+            if 200 <= status < 300 and call.stream:
+                return await self._pipe(call, resp, send)
+            try:
+                data = await resp.read()
+            except UpstreamError as e:
+                return report(Failed(call.id, e.reason))
+            call.last = (status, resp.headers, data)
+            if 200 <= status < 300:
+                return report(Finished(call.id))
+            ra = wire.retry_after_s(resp.headers)
+            retryable = status >= 500 or status in RETRYABLE_STATUS
+            report(Failed(call.id, f"upstream_{status}",
+                          None if ra is None else ra / self.scale, retryable))  # fmt: skip
+        finally:
+            resp.close()
+
+    async def _pipe(self, call: Call, resp: UpstreamResponse, send: Send) -> None:
+        """Pass a 2xx stream through chunk by chunk; commit on the first chunk."""
+        it = resp.chunks()
+        status, headers = resp.status, resp.headers
+        report = self.driver.report
+        try:
+            first = await anext(it)
+        except UpstreamError as e:
+            return report(Failed(call.id, e.reason))
+        except StopAsyncIteration:
+            return report(Failed(call.id, "upstream_empty_stream"))
+        sse = (wire.header(headers, b"content-type") or b"").startswith(b"text/event-stream") \
+            and wire.header(headers, b"content-encoding") in (None, b"identity")  # fmt: skip
+        out = wire.response_headers(headers)
+        out.append((b"x-estimated-wait", call.est_wait))
+        out.append((b"x-queue-wait-ms", call.queue_wait_ms))
+        call.committed = True
+        await send({"type": "http.response.start", "status": status, "headers": out})
+        await send({"type": "http.response.body", "body": first, "more_body": True})
+        tail = first[-32:]
+        try:
+            async for chunk in it:
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                tail = (tail + chunk)[-32:]
+        except UpstreamError as e:
+            return report(Failed(call.id, e.reason, retryable=False))
+        if sse and not tail.rstrip().endswith(b"[DONE]"):
+            return report(Failed(call.id, "upstream_truncated", retryable=False))
+        report(Finished(call.id))
+
+    # -- answers -----------------------------------------------------------------------------
+
+    async def _respond(self, call: Call, send: Send) -> None:
+        final = call.final
+        call.responded = True
+        if call.committed:  # a stream already under way: end it, with an error event if failed
+            body = b""
+            if type(final) is Fail:
+                r = final.reason
+                body = wire.sse_error(f"The upstream stream failed: {r}.", r)
+            await send({"type": "http.response.body", "body": body, "more_body": False})
+            return
+        extra = [(b"x-estimated-wait", call.est_wait), (b"x-queue-wait-ms", call.queue_wait_ms)]
+        if type(final) is Complete and call.last is not None:
+            status, headers, data = call.last
+            out = wire.response_headers(headers)
+            out.extend(extra)
+            out.append((b"content-length", b"%d" % len(data)))
+            await send({"type": "http.response.start", "status": status, "headers": out})
+            await send({"type": "http.response.body", "body": data})
+        elif type(final) is Fail:
+            assert isinstance(final, Fail)
+            if final.reason == "cancelled":
+                return
+            extra += [(b"x-proxy-outcome", b"failed"), (b"x-proxy-reason", final.reason.encode()),
+                      (b"x-proxy-attempts", b"%d" % final.attempts)]  # fmt: skip
+            if call.last is not None:  # the upstream's own error answer, passed through
+                status, headers, data = call.last
+                out = wire.response_headers(headers) + extra
+                out.append((b"content-length", b"%d" % len(data)))
+                await send({"type": "http.response.start", "status": status, "headers": out})
+                await send({"type": "http.response.body", "body": data})
+                return
+            status = 504 if final.reason == "upstream_timeout" else 502
+            msg = f"The upstream call failed after {final.attempts} attempt(s): {final.reason}."
+            await wire.send_json(send, status, wire.error_body(msg, "upstream_error",
+                                                               final.reason), extra)  # fmt: skip
+        elif type(final) is Expire:
+            assert isinstance(final, Expire)
+            age = final.age_s * self.scale
+            msg = f"The request waited {age:.3f} s in the queue, past its class's deadline."
+            extra.append((b"x-proxy-outcome", b"expired"))
+            await wire.send_json(send, 504, wire.error_body(msg, "timeout_error",
+                                                            "deadline_expired"), extra)  # fmt: skip
+
+    async def _reject(self, send: Send, r: Reject) -> None:
+        wall = r.retry_after_s * self.scale
+        shutting = r.reason == "shutting_down"
+        msg = (f"The proxy is shutting down and admits no new requests; retry in {wall:.3f} s."
+               if shutting else f"Request rejected by admission control ({r.reason}); "
+               f"retry in {wall:.3f} s.")  # fmt: skip
+        headers = wire.retry_after_headers(wall)
+        headers += [(b"x-admission-reason", r.reason.encode()),
+                    (b"x-estimated-wait", wire.seconds(r.estimated_wait_s * self.scale))]  # fmt: skip
+        body = wire.error_body(msg, "service_unavailable" if shutting else "rate_limit_error",
+                               r.reason)  # fmt: skip
+        await wire.send_json(send, 503 if shutting else 429, body, headers)
+
+    async def _too_large(self, send: Send, receive: Receive, more: bool) -> None:
+        if more:  # read the rest first, so the client hears this rather than a reset
+            await wire.drain_body(receive)
+        msg = f"The request body is larger than this proxy's limit of {self.max_body} bytes."
+        await wire.send_json(send, 413, wire.error_body(msg, "invalid_request_error",
+                                                        "body_too_large"),
+                             [(b"connection", b"close")])  # fmt: skip
+
+    async def _bad(self, send: Send, code: str, msg: str) -> None:
+        await wire.send_json(send, 400, wire.error_body(msg, "invalid_request_error", code))
+
+    async def _refuse_closed(self, send: Send) -> None:
+        await wire.send_json(send, 503, wire.error_body(
+            "The proxy has stopped.", "service_unavailable", "shutting_down"),
+            [*wire.retry_after_headers(1.0), (b"x-admission-reason", b"shutting_down")])  # fmt: skip
+
+    async def _send_aborted(self, call: Call, send: Send) -> None:
+        if call.committed:
+            body = wire.sse_error("The proxy shut down before the stream ended.", "shutting_down")
+            await send({"type": "http.response.body", "body": body, "more_body": False})
+        elif not call.responded:
+            await self._refuse_closed(send)
+
+    async def _watch(self, receive: Receive, call: Call) -> None:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        if call.responded or call.final is not None:
+            return
+        call.gone = True
+        self.driver.cancel(call.id)
+        if call.task is not None and not call.task.done():
+            call.task.cancel()
+
+    # -- outside admission -------------------------------------------------------------------
+
+    async def _passthrough(self, scope: Scope, receive: Receive, send: Send) -> None:
+        split = wire.split_request_headers(scope["headers"])
+        try:
+            body = await wire.read_body(receive, self.max_body)
+        except wire.BodyTooLarge as e:
+            return await self._too_large(send, receive, e.more)
+        except wire.ClientGone:
+            return
+        qs = scope.get("query_string", b"")
+        target = scope["path"] + ("?" + qs.decode("latin-1") if qs else "")
+        try:
+            resp = await self.upstream.send(scope["method"], target, split.forward, body,
+                                            timeout_s=self.timeout_s, stream=False)  # fmt: skip
+            try:
+                data = await resp.read()
+            finally:
+                resp.close()
+        except UpstreamError as e:
+            msg = f"The upstream call failed: {e.reason}."
+            return await wire.send_json(send, 504 if e.reason == "upstream_timeout" else 502,
+                                        wire.error_body(msg, "upstream_error", e.reason))  # fmt: skip
+        out = wire.response_headers(resp.headers)
+        out.append((b"content-length", b"%d" % len(data)))
+        await send({"type": "http.response.start", "status": resp.status, "headers": out})
+        await send({"type": "http.response.body", "body": data})
+
+
+__all__ = ["DEFAULT_MAX_BODY", "Call", "ProxyApp"]

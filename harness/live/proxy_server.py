@@ -1,0 +1,270 @@
+"""``harness proxy``: serve the admission proxy with uvicorn until SIGTERM/SIGINT.
+
+Shutdown, in order: the first signal stops admission (new requests get 503 + Retry-After,
+counted as ``rejected_by_reason.shutting_down``) while the listener stays open; in-flight work
+drains for up to ``grace_s`` wall seconds; results are written -- ``"complete": false`` if work
+was still in flight -- and any request still waiting is answered 503; then uvicorn closes the
+listener and its connections. A second signal cuts the drain short.
+
+Exit codes (DESIGN.md): 0 results complete and every threshold held; 1 a threshold failed;
+3 the run broke (port in use, upstream unreachable at start, drain cut short, conservation
+violated).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import sys
+import time
+from collections.abc import Callable, Generator, Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import orjson
+import uvicorn
+from rich.console import Console
+
+from harness.live.clock import MonotonicClock, RunClock
+from harness.live.driver import LiveDriver
+from harness.live.h1 import H1Upstream
+from harness.live.proxy import DEFAULT_MAX_BODY, ProxyApp
+from harness.live.upstream import AiohttpUpstream, Upstream
+from harness.profile import Profile, loads
+
+EXIT_OK, EXIT_THRESHOLD, EXIT_BROKEN = 0, 1, 3
+
+DEFAULT_PROFILE = """\
+name: proxy-default
+description: the proxy's built-in policy (no --profile) -- 32 upstream slots, a 1024-deep queue
+duration_s: 3600
+arrivals:
+  phases: [{until_s: 3600, rate_per_s: 1}]
+classes:
+  default: {priority: standard}
+upstream:
+  latency: {dist: fixed, value_s: 2}
+  timeout_s: 600
+engine:
+  executors: {initial: 32, jobs_per_executor: 1}
+  admission: {max_queue_depth: 1024}
+"""
+
+
+def default_profile(overrides: Sequence[str] = ()) -> Profile:
+    """The profile used when none is given (``--set`` overrides still apply)."""
+    return loads(DEFAULT_PROFILE, file="<built-in proxy profile>", overrides=overrides)
+
+
+def public_url(url: str) -> str:
+    """The upstream URL as it may be written to results: no user info, query or fragment."""
+    p = urlsplit(url)
+    host = p.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = host if p.port is None else f"{host}:{p.port}"
+    return f"{p.scheme}://{netloc}{p.path}"
+
+
+CLIENTS: dict[str, Callable[[str], Upstream]] = {"h1": H1Upstream, "aiohttp": AiohttpUpstream}
+
+
+def make_upstream(url: str, client: str = "h1") -> Upstream:
+    """The upstream client for ``url``: ``h1`` (the default, chosen by measurement) or
+    ``aiohttp``. Raises ValueError for a URL that is not http(s)."""
+    return CLIENTS[client](url)
+
+
+def build_proxy(
+    *,
+    upstream: str | Upstream,
+    profile: Profile,
+    out: Path | None,
+    time_scale: float = 1.0,
+    seed: int | None = None,
+    clock: RunClock | None = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY,
+    client: str = "h1",
+) -> ProxyApp:
+    """The ASGI app with its driver and upstream client (call ``driver.start()`` on the loop
+    that serves it, or let ASGI lifespan do it)."""
+    client_ = make_upstream(upstream, client) if isinstance(upstream, str) else upstream
+    driver = LiveDriver(profile, clock=clock or MonotonicClock(time_scale), seed=seed, out=out)
+    return ProxyApp(driver, client_, max_body_bytes=max_body_bytes)
+
+
+def bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(2048)
+        sock.setblocking(False)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+async def reachable(url: str, timeout_s: float = 5.0) -> str | None:
+    """None if a TCP connection to the upstream opens, else why not."""
+    p = urlsplit(url)
+    port = p.port or (443 if p.scheme == "https" else 80)
+    try:
+        async with asyncio.timeout(timeout_s):
+            _r, w = await asyncio.open_connection(p.hostname, port)
+    except (OSError, TimeoutError) as e:
+        return getattr(e, "strerror", None) or type(e).__name__
+    w.close()
+    with contextlib.suppress(OSError):
+        await w.wait_closed()
+    return None
+
+
+class _Server(uvicorn.Server):
+    """uvicorn, with SIGTERM/SIGINT routed to our drain instead of an immediate stop."""
+
+    def __init__(self, config: uvicorn.Config, on_signal: Any) -> None:
+        super().__init__(config)
+        self._on_signal = on_signal
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        loop = asyncio.get_running_loop()
+        installed = []
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.add_signal_handler(sig, self._on_signal, sig)
+                installed.append(sig)
+            except (NotImplementedError, RuntimeError, ValueError):  # not the main thread
+                pass
+        try:
+            yield
+        finally:
+            for sig in installed:
+                loop.remove_signal_handler(sig)
+
+
+def write_ready(path: Path, url: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(orjson.dumps({"url": url, "pid": os.getpid()}) + b"\n")
+    tmp.replace(path)
+
+
+async def run_proxy(
+    app: ProxyApp,
+    sock: socket.socket,
+    *,
+    grace_s: float,
+    ready_file: Path | None = None,
+    extra: dict[str, Any] | None = None,
+    stop: asyncio.Event | None = None,
+    console: Console | None = None,
+) -> int:
+    """Serve ``app`` on ``sock`` until a signal (or ``stop`` is set); drain; write results."""
+    con = console or Console(stderr=True, highlight=False)
+    stop = stop or asyncio.Event()
+    signals = 0
+
+    def on_signal(sig: int) -> None:
+        nonlocal signals
+        signals += 1
+        stop.set()
+        if signals > 1:
+            force.set()
+
+    force = asyncio.Event()
+    config = uvicorn.Config(app, loop="none", http="httptools", lifespan="off", access_log=False,
+                            log_level="warning", server_header=False, date_header=False,
+                            proxy_headers=False,
+                            timeout_graceful_shutdown=2, timeout_keep_alive=30)  # fmt: skip
+    server = _Server(config, on_signal)
+    app.driver.start()
+    serving = asyncio.create_task(server.serve(sockets=[sock]))
+    while not server.started and not serving.done():
+        await asyncio.sleep(0.01)
+    host, port = sock.getsockname()[:2]
+    url = f"http://{host}:{port}" if ":" not in host else f"http://[{host}]:{port}"
+    if ready_file is not None and server.started:
+        write_ready(ready_file, url)
+    con.print(f"proxy on {url} (Ctrl+C or SIGTERM to stop and write results)")
+    waiter = asyncio.create_task(stop.wait())
+    await asyncio.wait([waiter, serving], return_when=asyncio.FIRST_COMPLETED)
+    t_stop = time.monotonic()
+    app.driver.stop_admitting()
+    drained = app.driver.drained
+    if not serving.done() and not drained.is_set():
+        con.print(f"stopping: draining {len(app.driver.engine.jobs)} request(s), "
+                  f"up to {grace_s:g} s (signal again to cut short)")  # fmt: skip
+        tasks = [asyncio.create_task(drained.wait()), asyncio.create_task(force.wait())]
+        await asyncio.wait(tasks, timeout=grace_s, return_when=asyncio.FIRST_COMPLETED)
+        for t in tasks:
+            t.cancel()
+    complete = drained.is_set()
+    summary = app.driver.finish(complete=complete, extra=extra)
+    app.closed = True
+    app.abort_all()
+    server.should_exit = True
+    with contextlib.suppress(asyncio.CancelledError):
+        await serving
+    waiter.cancel()
+    await app.aclose()
+    con.print(f"results written to {app.driver.out} ({'complete' if complete else 'INCOMPLETE'}, "
+              f"verdict {summary['verdict']}, drain {time.monotonic() - t_stop:.1f} s)")  # fmt: skip
+    if not complete or not summary["conservation"]["ok"]:
+        return EXIT_BROKEN
+    return EXIT_THRESHOLD if summary["verdict"] != "pass" else EXIT_OK
+
+
+def serve_proxy(
+    *,
+    upstream: str,
+    profile: Profile,
+    host: str = "127.0.0.1",
+    port: int = 8080,
+    out: Path,
+    grace_s: float = 30.0,
+    time_scale: float = 1.0,
+    ready_file: Path | None = None,
+) -> int:
+    """Serve the proxy in front of ``upstream`` until SIGTERM/SIGINT; returns the exit code."""
+    con = Console(stderr=True, highlight=False)
+    if time_scale <= 0:
+        con.print("[bold red]error:[/] --time-scale must be > 0")
+        return 2
+    try:
+        make_upstream(upstream)
+    except ValueError as e:
+        con.print(f"[bold red]error:[/] {e}")
+        return 2
+    try:
+        sock = bind(host, port)
+    except OSError as e:
+        con.print(f"[bold red]error:[/] cannot serve on {host}:{port}: {e.strerror or e}")
+        return EXIT_BROKEN
+
+    async def main() -> int:
+        why = await reachable(upstream)
+        if why is not None:
+            con.print(f"[bold red]error:[/] upstream {public_url(upstream)} unreachable: {why}")
+            sock.close()
+            return EXIT_BROKEN
+        app = build_proxy(upstream=upstream, profile=profile, out=out, time_scale=time_scale)
+        extra = {"live": {"upstream": public_url(upstream), "time_scale": time_scale,
+                          "listen": f"{host}:{sock.getsockname()[1]}"}}  # fmt: skip
+        return await run_proxy(app, sock, grace_s=grace_s, ready_file=ready_file,
+                               extra=extra, console=con)  # fmt: skip
+
+    try:
+        import uvloop
+
+        return int(uvloop.run(main()))
+    except ImportError:  # pragma: no cover - uvloop is a dependency through uvicorn[standard]
+        return asyncio.run(main())
+    finally:
+        sys.stderr.flush()
