@@ -31,7 +31,7 @@ EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT, EXIT_BROKEN = 0, 1, 2, 3
 
 ProfileArg = Annotated[str, typer.Argument(help="A profile YAML file, or the name of a bundled profile (see `harness profiles`).")]
 SetOpt = Annotated[list[str] | None, typer.Option("--set", help="Override a scalar: dotted.path=value (YAML). Repeatable.", metavar="PATH=VALUE")]
-OutOpt = Annotated[Path | None, typer.Option("--out", help="Results folder [default: results/<profile>-<UTC timestamp>/].")]
+OutOpt = Annotated[Path | None, typer.Option("--out", help="Results folder (default: results/<profile>-<UTC timestamp>/).")]
 ThresholdOpt = Annotated[list[str] | None, typer.Option("--threshold", help="An extra gate, e.g. 'turnaround_s.p95 < 60'. Repeatable.", metavar="EXPR")]  # fmt: skip
 
 
@@ -109,7 +109,7 @@ def profiles() -> None:
 @app.command()
 def sim(
     profile: ProfileArg,
-    seed: Annotated[int | None, typer.Option(help="Seed [default: the profile's].")] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed (default: the profile's).")] = None,
     seeds: Annotated[int | None, typer.Option(help="Run N seeds (seed, seed+1, ...) and write each beside an aggregate.", min=1)] = None,
     set_: SetOpt = None,
     out: OutOpt = None,
@@ -178,18 +178,23 @@ def sweep(
     param: Annotated[list[str], typer.Option(help="PATH=START:STOP:STEP (STOP inclusive). One or two.")],
     seeds: Annotated[int, typer.Option(help="Seeds per point.", min=1)] = 10,
     jobs: Annotated[int, typer.Option(help="Worker processes (0: one per CPU).", min=0)] = 0,
-    objective: Annotated[str | None, typer.Option(help="min:EXPR or max:EXPR [default: min:counts.rejected / counts.arrivals].")] = None,
-    constraint: Annotated[list[str] | None, typer.Option(help="A threshold expression every seed must meet. Repeatable [default: the SLO and the profile's thresholds].")] = None,
+    objective: Annotated[str | None, typer.Option(help="min:EXPR or max:EXPR (default: min:counts.rejected / counts.arrivals).")] = None,
+    constraint: Annotated[list[str] | None, typer.Option(help="A threshold expression every seed must meet. Repeatable (default: the SLO and the profile's thresholds).")] = None,
     set_: SetOpt = None,
     out: OutOpt = None,
+    verify_live: Annotated[bool, typer.Option("--verify-live", help="Re-run the recommended point live against the stub and report whether it agrees with the sweep's seed band.")] = False,
+    time_scale: Annotated[float, typer.Option(help="--time-scale for --verify-live.")] = 0.1,
 ) -> None:
     """Grid-sweep parameters in virtual time and recommend a value robust across seeds."""
     from harness.sim.driver import run_sweep_cli
 
     prof = _load(profile, set_)
+    if time_scale <= 0:
+        raise _bad_input("--time-scale must be > 0")
     folder = out or default_out(prof, "-sweep")
     raise typer.Exit(run_sweep_cli(profile, prof, set_ or [], param, seeds, jobs, objective,
-                                   constraint or [], folder, err))  # fmt: skip
+                                   constraint or [], folder, err,
+                                   time_scale if verify_live else None))  # fmt: skip
 
 
 @app.command()
@@ -235,6 +240,51 @@ def proxy(
     code = serve_proxy(upstream=upstream, profile=prof, host=host, port=port, out=folder,
                        grace_s=grace_s, time_scale=time_scale)  # fmt: skip
     raise typer.Exit(code)
+
+
+@app.command()
+def run(
+    profile: ProfileArg,
+    target: Annotated[str, typer.Option(help="'stub' (the bundled slow stub, started for you) or the base URL of an OpenAI-compatible endpoint.")] = "stub",
+    no_proxy: Annotated[bool, typer.Option("--no-proxy", help="Send straight to the target, without the admission proxy (a bare baseline).")] = False,
+    time_scale: Annotated[float, typer.Option(help="Multiply every duration by F (0.1: a 300 s rehearsal in 30 s). Results stay in profile seconds.")] = 1.0,
+    seed: Annotated[int | None, typer.Option(help="Seed (default: the profile's).")] = None,
+    set_: SetOpt = None,
+    out: OutOpt = None,
+    workers: Annotated[int, typer.Option(help="Locust worker processes on this machine (0: one generator process).", min=0)] = 0,
+    api_key_env: Annotated[str, typer.Option(help="Environment variable holding the API key for --target URL (never written anywhere).")] = "OPENAI_API_KEY",
+    model: Annotated[str | None, typer.Option(help="Model name to send with --target URL.")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print how many requests and prompt tokens the run would send, then exit.")] = False,
+    max_requests: Annotated[int | None, typer.Option(help="Send at most N requests (a cost cap for real endpoints).", min=1)] = None,
+    threshold: ThresholdOpt = None,
+    remote_workers: Annotated[int, typer.Option(help="Wait for M workers on other machines (`harness worker --master HOST`).", min=0)] = 0,
+    master_port: Annotated[int, typer.Option(help="Locust master port for remote workers.")] = 5557,
+    public_host: Annotated[str | None, typer.Option(help="Address remote workers use to reach this machine's proxy.")] = None,
+) -> None:
+    """Run a profile live: open-loop Locust load -> admission proxy -> the stub or a real endpoint."""
+    from harness.live.run import run_live
+
+    prof = _load(profile, set_)
+    extra = _check_thresholds(threshold)
+    code = run_live(profile_spec=profile, overrides=set_ or [], profile=prof, target=target,
+                    no_proxy=no_proxy, time_scale=time_scale, seed=seed,
+                    out=out or default_out(prof, "-live"), workers=workers,
+                    api_key_env=api_key_env, model=model, dry_run=dry_run,
+                    max_requests=max_requests, extra_thresholds=extra, console=err,
+                    remote_workers=remote_workers, master_port=master_port,
+                    public_host=public_host)  # fmt: skip
+    raise typer.Exit(code)
+
+
+@app.command()
+def worker(
+    master: Annotated[str, typer.Option(help="Host of the `harness run --remote-workers M` master.")],
+    master_port: Annotated[int, typer.Option(help="The master's Locust port.")] = 5557,
+) -> None:
+    """Join a `harness run` on another machine as a Locust worker (it ships the plan)."""
+    from harness.live.run import run_worker
+
+    raise typer.Exit(run_worker(master, master_port))
 
 
 def main() -> None:  # pragma: no cover
