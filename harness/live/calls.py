@@ -1,0 +1,374 @@
+"""The load generator's vocabulary, shared by the CLI side and the Locust side.
+
+The CLI side builds a run config (``make_config``: a JSON-able dict, written to a file for
+Locust); each Locust process turns it into a :class:`Plan` (its share of the schedule), and its
+driver uses :class:`RequestSpec`, :class:`Call` and :class:`Retry` to send and record each
+arrival. Nothing here imports Locust or gevent: the CLI's process must never be monkey-patched
+(STYLE.md, section 8), and these parts stay testable without a network.
+
+Record schema (``requests.jsonl``, one line per scheduled arrival; times in profile seconds
+from the run's start, ``latency_s`` and ``ttft_s`` counted from the *intended* send time)::
+
+    {"id", "class", "priority", "tenant", "worker", "t_intended", "t_sent", "lag_s",
+     "attempts", "status", "outcome", "reason", "history", "queue_wait_s", "ttft_s",
+     "latency_s", "t_end", "tokens": {"prompt", "completion"} | null}
+
+``outcome`` is ``completed``, ``rejected`` (``reason`` = the proxy's ``x-admission-reason``),
+``failed`` (``reason`` e.g. ``upstream_503``, ``client_timeout``), ``expired`` (the proxy's
+queue deadline), ``dropped`` (the in-flight cap was full: never sent) or ``in_flight``
+(abandoned when the run was interrupted). ``history`` has one entry per attempt.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import random
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+import orjson
+import yaml
+
+from harness.arrivals import Arrival, schedule
+from harness.engine.events import PRIORITY_NAMES
+from harness.profile import Profile, loads, to_dict
+
+CHARS_PER_TOKEN = 4  # the usual rough estimate for English text and code
+RETRY_STATUSES = frozenset({429, 503})
+
+
+def client_timeout_s(profile: Profile) -> float:
+    """A caller's per-request patience, in profile seconds: the SDKs' 600 s default, or more
+    when the upstream timeout times its retries needs it (hangs must end at the proxy)."""
+    dep = profile.engine.dependency
+    return max(600.0, profile.upstream.timeout_s * (dep.max_retries + 2) + 60.0)
+
+
+# -- the plan ------------------------------------------------------------------------------------
+
+
+def make_config(
+    profile: Profile,
+    *,
+    seed: int,
+    time_scale: float,
+    base_url: str,
+    path: str,
+    model: str,
+    api_key_env: str | None,
+    proxied: bool,
+    max_requests: int | None,
+    workdir: Path,
+    lead_s: float = 1.0,
+    stop_drain_s: float = 3.0,
+) -> dict[str, Any]:
+    """The run config the Locust side reads. Holds the NAME of the key's variable, never a key."""
+    trace = None
+    if profile.arrivals.process == "trace" and profile.arrivals.file:
+        f = Path(profile.arrivals.file)
+        trace = {"text": f.read_text(), "suffix": f.suffix}
+    return {"profile_yaml": yaml.safe_dump(to_dict(profile), sort_keys=False),
+            "profile_name": profile.name, "trace": trace, "seed": seed, "time_scale": time_scale,
+            "base_url": base_url.rstrip("/"), "path": path, "model": model,
+            "api_key_env": api_key_env, "proxied": proxied, "max_requests": max_requests,
+            "lead_s": lead_s, "stop_drain_s": stop_drain_s,
+            "records": str(workdir / "requests.jsonl"),
+            "start_file": str(workdir / "start.json")}  # fmt: skip
+
+
+_PLAN_KEYS = ("seed", "time_scale", "base_url", "path", "model", "api_key_env", "proxied",
+              "max_requests", "start_epoch", "index", "n", "stop_drain_s")  # fmt: skip
+
+
+@dataclass(slots=True)
+class Plan:
+    """One process's share: arrivals ``index, index + n, ...`` of the schedule."""
+
+    profile: Profile
+    seed: int
+    time_scale: float
+    base_url: str
+    path: str
+    model: str
+    api_key_env: str | None
+    proxied: bool
+    max_requests: int | None
+    start_epoch: float
+    index: int
+    n: int
+    stop_drain_s: float
+    stopped: bool = False
+
+    @classmethod
+    def from_message(cls, data: dict[str, Any]) -> Plan:
+        prof = loads(data["profile_yaml"], file=data.get("profile_name", "<plan>"))
+        trace = data.get("trace")
+        if trace is not None:
+            fd, name = tempfile.mkstemp(suffix=trace["suffix"], prefix="harness-trace-")
+            with os.fdopen(fd, "w") as fh:
+                fh.write(trace["text"])
+            arr = dataclasses.replace(prof.arrivals, file=name)
+            prof = dataclasses.replace(prof, arrivals=arr)
+        return cls(profile=prof, **{k: data[k] for k in _PLAN_KEYS})
+
+    def arrivals(self) -> Iterator[Arrival]:
+        arr: Iterator[Arrival] = schedule(self.profile, self.seed)
+        if self.max_requests is not None:
+            arr = islice(arr, self.max_requests)
+        if self.n > 1:
+            arr = islice(arr, self.index, None, self.n)
+        return arr
+
+
+# -- one request ---------------------------------------------------------------------------------
+
+
+class Call:
+    """What happened to one arrival, in the generator's monotonic clock (wall seconds).
+
+    ``history`` has one entry per attempt: ``completed``, ``rejected:<reason>``,
+    ``failed:<reason>``, ``expired`` or ``in_flight`` -- the cross-check against the proxy's
+    per-attempt counts reads it."""
+
+    __slots__ = ("a", "actual", "attempts", "due", "end", "history", "outcome", "reason",
+                 "retry_after", "sent", "status", "tokens", "ttft", "wait_ms")  # fmt: skip
+
+    def __init__(self, a: Arrival, due: float, actual: float) -> None:
+        self.a = a
+        self.due = due
+        self.actual = actual  # when the request greenlet ran: lateness = actual - due
+        self.sent = actual
+        self.attempts = 0
+        self.status: int | None = None
+        self.outcome = "in_flight"
+        self.reason: str | None = None
+        self.history: list[str] = []
+        self.retry_after: float | None = None
+        self.wait_ms: float | None = None
+        self.ttft: float | None = None
+        self.end: float | None = None
+        self.tokens: dict[str, int] | None = None
+
+    def begin(self) -> None:
+        self.attempts += 1
+        self.outcome, self.reason, self.status, self.retry_after = "in_flight", None, None, None
+        self.end = self.ttft = None
+
+    def settle(self, outcome: str, reason: str | None = None) -> None:
+        self.outcome, self.reason = outcome, reason
+        self.history.append(outcome if reason is None else f"{outcome}:{reason}")
+
+    def answered(self, status: int, headers: Any, body: bytes | None, proxied: bool) -> None:
+        """Classify an answer other than 200: the proxy says what happened in its headers."""
+        self.status = status
+        h = headers if headers is not None else {}
+        admission = h.get("x-admission-reason")
+        said = h.get("x-proxy-outcome")
+        if proxied and admission and status in (429, 503):
+            self.settle("rejected", str(admission))
+        elif proxied and said == "expired":
+            self.settle("expired", "deadline_expired")
+        elif proxied and said == "failed":
+            self.settle("failed", str(h.get("x-proxy-reason") or f"http_{status}"))
+        else:
+            self.settle("failed", _failure_reason(status, body, proxied))
+        self.retry_after = _retry_after(headers)
+
+    def abandon(self) -> None:
+        """The run was interrupted: an attempt still out is in flight (its end unknown); one
+        waiting to be retried keeps the last attempt's outcome."""
+        if self.end is None:
+            if self.history and self.history[-1] == "in_flight":
+                return
+            self.settle("in_flight", "interrupted")
+
+
+def _failure_reason(status: int, body: bytes | None, proxied: bool) -> str:
+    if not proxied:
+        return f"upstream_{status}"
+    if body:
+        with contextlib.suppress(orjson.JSONDecodeError, AttributeError):
+            code = (orjson.loads(body).get("error") or {}).get("code")
+            if isinstance(code, str) and code:
+                return code
+    return f"http_{status}"
+
+
+def _retry_after(headers: Any) -> float | None:
+    """Seconds from ``retry-after-ms`` or ``retry-after`` (as the OpenAI SDK reads them)."""
+    if headers is None:
+        return None
+    for name, mult in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        v = headers.get(name)
+        if v is not None:
+            try:
+                return float(v) * mult
+            except ValueError:
+                continue
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Retry:
+    """Callers' retries of a 429/503, like the official SDKs: Retry-After when it is sane
+    (0 < s <= 60, wall seconds as sent), else exponential backoff with jitter."""
+
+    max_retries: int
+    honour_retry_after: bool
+    time_scale: float
+    rng: random.Random
+
+    @classmethod
+    def from_profile(cls, profile: Profile, time_scale: float, seed: str) -> Retry:
+        r = profile.clients.retry
+        return cls(r.max_retries if r else 0, r.honour_retry_after if r else True, time_scale,
+                   random.Random(seed))  # fmt: skip
+
+    def delay(self, call: Call) -> float | None:
+        """Wall seconds to wait before the next attempt, or None to stop."""
+        if call.outcome == "completed" or call.attempts > self.max_retries:
+            return None
+        if call.status not in RETRY_STATUSES:
+            return None
+        ra = call.retry_after
+        if self.honour_retry_after and ra is not None and 0 < ra <= 60:
+            return ra
+        n = call.attempts - 1
+        backoff = min(0.5 * 2.0**n, 8.0) * (1 - 0.25 * self.rng.random())
+        return backoff * self.time_scale
+
+
+class RequestSpec:
+    """Bodies and headers per class, built once; records built per call."""
+
+    def __init__(self, plan: Plan) -> None:
+        prof = plan.profile
+        self.base_url = plan.base_url
+        self.path = plan.path
+        self.proxied = plan.proxied
+        self.timeout_wall_s = client_timeout_s(prof) * plan.time_scale
+        self.body: dict[str, bytes] = {}
+        self.stream: dict[str, bool] = {}
+        self.headers: dict[str, dict[str, str]] = {}
+        key = os.environ.get(plan.api_key_env) if plan.api_key_env else None
+        for name, c in prof.classes.items():
+            msgs = [{"role": "user", "content": c.prompt_text()}]
+            body: dict[str, Any] = {"model": plan.model, "max_tokens": c.max_tokens}
+            body["messages"] = msgs
+            if c.stream:
+                body["stream"] = True
+                body["stream_options"] = {"include_usage": True}
+            self.body[name] = orjson.dumps(body)
+            self.stream[name] = c.stream
+            h = {"content-type": "application/json", "x-class": name, "x-priority": c.priority}
+            if key:
+                h["authorization"] = f"Bearer {key}"
+            self.headers[name] = h
+
+    def headers_for(self, a: Arrival, attempt: int) -> dict[str, str]:
+        h = dict(self.headers[a.cls])
+        h["x-tenant"] = a.tenant
+        h["x-request-id"] = a.id if attempt == 1 else f"{a.id}.{attempt}"
+        return h
+
+    def dropped(self, a: Arrival, t_now: float, worker: int) -> dict[str, Any]:
+        return _record(a, worker, None, round(t_now - a.t, 6), 0, None, "dropped",
+                       "generator_full", [], None, None, None, None, None)  # fmt: skip
+
+    def record(self, call: Call, start: float, scale: float, worker: int) -> dict[str, Any]:
+        def t(x: float | None) -> float | None:
+            return None if x is None else round((x - start) / scale, 6)
+
+        def d(x: float | None) -> float | None:
+            return None if x is None else round((x - call.due) / scale, 6)
+
+        wait = None if call.wait_ms is None else round(call.wait_ms / 1000.0 / scale, 6)
+        lag = round((call.actual - call.due) / scale, 6)
+        return _record(call.a, worker, t(call.sent), lag, call.attempts, call.status, call.outcome,
+                       call.reason, call.history, wait, d(call.ttft), d(call.end), t(call.end),
+                       call.tokens)  # fmt: skip
+
+
+RECORD_KEYS = ("id", "class", "priority", "tenant", "worker", "t_intended", "t_sent", "lag_s",
+               "attempts", "status", "outcome", "reason", "history", "queue_wait_s", "ttft_s",
+               "latency_s", "t_end", "tokens")  # fmt: skip
+
+
+def _record(a: Arrival, worker: int, *rest: Any) -> dict[str, Any]:
+    head = (a.id, a.cls, PRIORITY_NAMES[a.priority], a.tenant, worker, round(a.t, 6))
+    return dict(zip(RECORD_KEYS, head + rest, strict=True))
+
+
+# -- reading answers (duck-typed: a FastResponse, or a test double) ---------------------------
+
+
+def read_all(r: Any) -> bytes | None:
+    try:
+        content = r.content
+    except Exception:  # the status already tells the story
+        return None
+    return content if isinstance(content, bytes) else None
+
+
+def _tokens(usage: Any) -> dict[str, int] | None:
+    if not isinstance(usage, dict):
+        return None
+    return {"prompt": int(usage.get("prompt_tokens") or 0),
+            "completion": int(usage.get("completion_tokens") or 0)}  # fmt: skip
+
+
+def read_body(content: bytes | None, call: Call) -> None:
+    obj = orjson.loads(content) if content else None
+    if not isinstance(obj, dict) or "error" in obj or not obj.get("choices"):
+        call.settle("failed", "bad_body")
+        return
+    call.tokens = _tokens(obj.get("usage"))
+    call.settle("completed")
+
+
+def read_stream(r: Any, call: Call, perf: Any, proxied: bool) -> None:
+    """Server-sent events: the first content delta is the first token; ``[DONE]`` ends it."""
+    resp = r._response
+    chunks = 0
+    while True:
+        line = resp.readline(b"\n")
+        if not line:
+            break
+        line = line.strip()
+        if not line.startswith(b"data:"):
+            continue
+        data = line[5:].strip()
+        if data == b"[DONE]":
+            call.settle("completed")
+            if call.tokens is None:
+                call.tokens = {"prompt": 0, "completion": chunks}
+            return
+        obj = orjson.loads(data)
+        if "error" in obj:
+            code = (obj.get("error") or {}).get("code") if proxied else None
+            call.settle("failed", code if isinstance(code, str) and code else "stream_error")
+            return
+        choices = obj.get("choices") or []
+        if choices:
+            delta = choices[0].get("delta") or {}
+            if delta.get("content"):
+                chunks += 1
+                if call.ttft is None:
+                    call.ttft = perf()
+        if obj.get("usage"):
+            call.tokens = _tokens(obj["usage"])
+    call.settle("failed", "truncated")
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """Complete lines only (a line being written is left for the next read)."""
+    if not path.exists():
+        return []
+    data = path.read_bytes()
+    return [orjson.loads(line) for line in data.split(b"\n")[:-1] if line.strip()]

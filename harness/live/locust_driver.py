@@ -1,0 +1,397 @@
+"""The open-loop load generator, run INSIDE a Locust process (``locust -f`` this file).
+
+Theory of operation. Locust users are closed-loop: each waits for its response before it sends
+again, so a rate collapses when responses take 5-30 s (locust#2347). Here one ``Driver`` user
+per process does no request itself: it walks the precomputed schedule (``harness.arrivals``, the
+same one ``harness sim`` uses), sleeps until each arrival's intended time and spawns one greenlet
+per arrival, never waiting on a response. A bounded in-flight count caps the greenlets; when it
+is full the arrival is dropped and recorded as ``dropped`` (``dropped_by_generator``). All
+requests share one ``FastHttpSession`` whose connection pool is at least the in-flight cap
+(the default of 10 would silently queue requests inside the client).
+
+Timing. The plan carries a common start time as a Unix timestamp; each process maps it onto its
+own monotonic clock once. libev's timers round up to the millisecond, so a sleep ends early and
+the rest is spun with ``gevent.sleep(0)``: at most 1.5 ms, and at most a tenth of the recent
+mean gap between arrivals (spinning costs CPU; at high rates the loop is busy anyway). Up to 32
+connections are opened before the start, and long-lived objects are frozen out of the garbage
+collector. Lateness is measured inside the request greenlet, just before the request goes out,
+and every latency counts from the intended time, so a slow generator cannot hide queueing
+(coordinated omission).
+
+Distribution. The master sends each worker a plan (profile, seed, start, index i of N) in a
+``harness_plan`` message from ``test_start``; worker i sends arrivals i, i+N, i+2N...; workers
+stream their records back (``harness_records``) and say ``harness_done``; when every worker
+is done the master quits, which writes Locust's HTML report. Records are one JSON line per
+scheduled arrival (schema in ``harness.live.calls``). SIGUSR1 to the master (or the standalone
+process) stops the load early: the CLI's Ctrl-C.
+"""
+
+import locust  # first: Locust monkey-patches the stdlib with gevent on import
+
+# isort: split
+
+import contextlib
+import gc
+import json
+import os
+import resource
+import signal
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import gevent
+import orjson
+from gevent.event import Event
+from geventhttpclient.response import HTTPConnectionClosed
+from locust import User, events, task
+from locust.contrib.fasthttp import FastHttpSession
+from locust.env import Environment
+from locust.runners import MasterRunner, WorkerRunner
+
+from harness.live.calls import Call, Plan, RequestSpec, Retry, read_all, read_body, read_stream
+
+SPIN_S = 0.0015  # at most this last stretch before an arrival is spun, not slept...
+SPIN_SHARE = 0.1  # ...and at most this share of the recent mean gap between arrivals
+WARM_CONNECTIONS = 32
+FLUSH_EVERY_S = 0.25
+
+
+class OpenLoop:
+    """One process's share of the schedule, sent open-loop; records go to ``sink``."""
+
+    def __init__(self, env: Environment, plan: Plan, sink: Any) -> None:
+        self.plan = plan
+        self.sink = sink
+        self.spec = RequestSpec(plan)
+        self.scale = plan.time_scale
+        cap = max(1, -(-plan.profile.generator.max_in_flight // plan.n))
+        self.cap = cap
+        self.session = FastHttpSession(base_url=self.spec.base_url,
+                                       request_event=env.events.request, user=None,
+                                       concurrency=cap + 16,
+                                       network_timeout=self.spec.timeout_wall_s,
+                                       connection_timeout=min(30.0, self.spec.timeout_wall_s),
+                                       max_retries=0, max_redirects=0)  # fmt: skip
+        # 4xx/5xx are answers we classify ourselves, not exceptions (and no debug dump per 429).
+        agent: Any = self.session.client
+        agent.valid_response_codes = frozenset(range(100, 600))
+        agent.cookiejar = None  # LLM APIs set no cookies; the jar costs ~40 us a request
+        self.retry = Retry.from_profile(plan.profile, self.scale, f"{plan.seed}:{plan.index}")
+        self.in_flight: dict[str, gevent.Greenlet] = {}
+        self.buf: list[bytes] = []
+        self.stopping = Event()
+        self.start = 0.0
+
+    # -- the walk -------------------------------------------------------------------------
+
+    def run(self) -> None:
+        plan = self.plan
+        perf = time.perf_counter
+        self.start = perf() + (plan.start_epoch - time.time())
+        gc.collect()
+        gc.freeze()  # Locust's and our long-lived objects: no full collection walks them again
+        flusher = gevent.spawn(self._flush_loop)
+        self._warm(min(self.cap, WARM_CONNECTIONS), self.start - 0.05)
+        start, scale, cap = self.start, self.scale, self.cap
+        prev, gap = start, 1.0
+        for a in plan.arrivals():
+            due = start + a.t * scale
+            gap += 0.05 * (due - prev - gap)  # the mean gap, recently: spin CPU <= SPIN_SHARE
+            spin = min(SPIN_S, SPIN_SHARE * gap)
+            prev = due
+            d = due - perf()
+            if d > spin and self.stopping.wait(d - spin):
+                break
+            while perf() < due:
+                gevent.sleep(0)
+            if self.stopping.is_set():
+                break
+            if len(self.in_flight) >= cap:
+                self.emit(self.spec.dropped(a, (perf() - start) / scale, plan.index))
+                continue
+            self.in_flight[a.id] = gevent.spawn(self._request, a, due)
+        self._drain()
+        flusher.kill()
+        self.flush()
+
+    def _warm(self, n: int, until: float) -> None:
+        """Open ``n`` connections before the start, side by side: a run's first burst should
+        not pay for handshakes (they were most of a short run's late arrivals)."""
+        try:
+            url = self.spec.base_url + self.spec.path
+            pool = self.session.client.clientpool.get_client(url)._connection_pool
+        except Exception:  # another geventhttpclient: no warm-up, nothing else changes
+            return
+        socks: list[Any] = []
+        jobs = [gevent.spawn(lambda: socks.append(pool.get_socket())) for _ in range(n)]
+        gevent.joinall(jobs, timeout=max(0.0, until - time.perf_counter()))
+        gevent.killall(jobs)
+        for sock in socks:
+            pool.return_socket(sock)
+
+    def _drain(self) -> None:
+        """Wait for the in-flight requests; after a stop, only briefly, then abandon them."""
+        while self.in_flight:
+            if self.stopping.is_set():
+                gevent.joinall(list(self.in_flight.values()), timeout=self.plan.stop_drain_s)
+                gevent.killall(list(self.in_flight.values()), block=True, timeout=5)
+                break
+            gevent.joinall(list(self.in_flight.values()), timeout=0.2)
+
+    # -- one arrival ----------------------------------------------------------------------
+
+    def _request(self, a: Any, due: float) -> None:
+        perf = time.perf_counter
+        call = Call(a, due, perf())
+        try:
+            while True:
+                self._attempt(call)
+                delay = self.retry.delay(call)
+                if delay is None:
+                    break
+                gevent.sleep(delay)
+        except gevent.GreenletExit:
+            call.abandon()
+        finally:
+            self.in_flight.pop(a.id, None)
+            self.emit(self.spec.record(call, self.start, self.scale, self.plan.index))
+
+    def _attempt(self, call: Call) -> None:
+        spec, a, perf = self.spec, call.a, time.perf_counter
+        call.begin()
+        stream = spec.stream[a.cls]
+        body: Any = spec.body[a.cls]  # bytes go out as they are
+        with self.session.request(
+            "POST",
+            spec.path,
+            data=body,
+            name=a.cls,
+            headers=spec.headers_for(a, call.attempts),
+            stream=stream,
+            catch_response=True,
+        ) as r:
+            status = r.status_code
+            if status == 0:  # no answer: Locust counts the error itself
+                call.settle("failed", _error_reason(getattr(r, "error", None)))
+                call.end = perf()
+                return
+            call.status = status
+            headers = r.headers
+            wait = headers.get("x-queue-wait-ms") if headers is not None else None
+            if wait is not None:
+                with contextlib.suppress(ValueError):
+                    call.wait_ms = float(wait)
+            if status != 200:
+                call.answered(status, headers, read_all(r), spec.proxied)
+            else:
+                try:
+                    if stream:
+                        read_stream(r, call, perf, spec.proxied)
+                    else:
+                        read_body(r.content, call)
+                except Exception as e:  # a reset mid-body is an outcome, not a bug
+                    call.settle("failed", _error_reason(e, during_body=True))
+            call.end = perf()
+            if call.outcome != "completed":
+                r.failure(f"{status} {call.outcome} {call.reason}")
+
+    # -- records --------------------------------------------------------------------------
+
+    def emit(self, rec: dict[str, Any]) -> None:
+        self.buf.append(orjson.dumps(rec, option=orjson.OPT_SORT_KEYS))
+
+    def flush(self) -> None:
+        if self.buf:
+            blob = b"\n".join(self.buf) + b"\n"
+            self.buf = []
+            self.sink(blob)
+
+    def _flush_loop(self) -> None:
+        while True:
+            gevent.sleep(FLUSH_EVERY_S)
+            self.flush()
+
+
+def _error_reason(e: BaseException | None, during_body: bool = False) -> str:
+    if isinstance(e, gevent.Timeout | TimeoutError | socket.timeout):
+        return "client_timeout"
+    if isinstance(e, ConnectionRefusedError):
+        return "connection_refused"
+    if isinstance(e, ConnectionResetError | HTTPConnectionClosed | BrokenPipeError):
+        return "stream_reset" if during_body else "connection_reset"
+    if during_body:
+        return "bad_body"
+    return "connection_error"
+
+
+# -- process state -----------------------------------------------------------------------------
+
+
+class _State:
+    config: dict[str, Any] | None = None
+    plan: Plan | None = None
+    plan_ready = Event()
+    loop: OpenLoop | None = None
+    driving = False
+    records_fh: Any = None
+    done: set[int] = set()  # noqa: RUF012 -- process-wide, one run per process
+    expected = 0
+
+
+STATE = _State()
+
+
+def _raise_nofile() -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = hard if hard != resource.RLIM_INFINITY else max(soft, 65536)
+    if soft < want:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+
+
+def _write_json(path: str, obj: dict[str, Any]) -> None:
+    tmp = f"{path}.tmp"
+    Path(tmp).write_bytes(orjson.dumps(obj))
+    os.replace(tmp, path)
+
+
+def _append_records(blob: bytes) -> None:
+    fh = STATE.records_fh
+    if fh is None:
+        assert STATE.config is not None
+        fh = STATE.records_fh = open(STATE.config["records"], "ab")  # noqa: SIM115
+    fh.write(blob)
+    fh.flush()
+
+
+def _quit(env: Environment) -> None:
+    if STATE.records_fh is not None:
+        STATE.records_fh.flush()
+    runner = env.runner
+    if runner is not None:
+        gevent.spawn_later(0.05, runner.quit)
+
+
+# -- Locust hooks --------------------------------------------------------------------------------
+
+
+def _args(parser: Any) -> None:
+    parser.add_argument("--harness-config", default="", help="harness run: the run's config JSON")
+
+
+def _init(environment: Environment, **_kw: Any) -> None:
+    _raise_nofile()
+    opts = environment.parsed_options
+    path = getattr(opts, "harness_config", "") if opts is not None else ""
+    runner = environment.runner
+    if path and not isinstance(runner, WorkerRunner):
+        STATE.config = json.loads(Path(path).read_text())
+    if isinstance(runner, MasterRunner):
+        runner.register_message(
+            "harness_records", lambda msg, **kw: _append_records(msg.data["blob"])
+        )
+        runner.register_message("harness_done", lambda msg, **kw: _worker_done(environment, msg))
+    elif isinstance(runner, WorkerRunner):
+        runner.register_message("harness_plan", lambda msg, **kw: _got_plan(msg.data))
+        runner.register_message("harness_stop", lambda msg, **kw: _stop())
+    if not isinstance(runner, WorkerRunner):
+        gevent.signal_handler(signal.SIGUSR1, lambda: _stop_all(environment))
+
+
+def _got_plan(data: dict[str, Any]) -> None:
+    STATE.plan = Plan.from_message(data)
+    STATE.plan_ready.set()
+
+
+def _stop() -> None:
+    if STATE.loop is not None:
+        STATE.loop.stopping.set()
+    elif STATE.plan is not None:
+        STATE.plan.stopped = True
+
+
+def _stop_all(env: Environment) -> None:
+    runner = env.runner
+    if isinstance(runner, MasterRunner):
+        runner.send_message("harness_stop", None)
+    else:
+        _stop()
+
+
+def _worker_done(env: Environment, msg: Any) -> None:
+    STATE.done.add(int(msg.data["index"]))
+    if len(STATE.done) >= STATE.expected:
+        _quit(env)
+
+
+def _test_start(environment: Environment, **_kw: Any) -> None:
+    runner = environment.runner
+    cfg = STATE.config
+    if isinstance(runner, WorkerRunner) or cfg is None:
+        return
+    start_epoch = time.time() + float(cfg["lead_s"])
+    Path(cfg["records"]).write_bytes(b"")
+    if isinstance(runner, MasterRunner):
+        nodes = sorted(runner.clients.ready + runner.clients.running, key=lambda c: c.id)
+        STATE.expected = len(nodes)
+        for i, node in enumerate(nodes):
+            msg = {**cfg, "start_epoch": start_epoch, "index": i, "n": len(nodes)}
+            runner.send_message("harness_plan", msg, client_id=node.id)
+        workers = len(nodes)
+    else:
+        _got_plan({**cfg, "start_epoch": start_epoch, "index": 0, "n": 1})
+        workers = 0
+    _write_json(
+        cfg["start_file"], {"start_epoch": start_epoch, "workers": workers, "pid": os.getpid()}
+    )
+
+
+_events: Any = events  # Locust's event hooks are untyped
+_events.init_command_line_parser.add_listener(_args)
+_events.init.add_listener(_init)
+_events.test_start.add_listener(_test_start)
+
+
+class Driver(User):
+    """Walks this process's share of the schedule; one per process, the others idle."""
+
+    abstract = False
+
+    @task
+    def drive(self) -> None:
+        if STATE.driving:
+            gevent.sleep(3600)
+            return
+        STATE.driving = True
+        STATE.plan_ready.wait()
+        plan = STATE.plan
+        assert plan is not None
+        runner = self.environment.runner
+        if isinstance(runner, WorkerRunner):
+
+            def sink(blob: bytes) -> None:
+                assert runner is not None
+                runner.send_message("harness_records", {"blob": blob})
+
+        else:
+            sink = _append_records
+        loop = STATE.loop = OpenLoop(self.environment, plan, sink)
+        if plan.stopped:
+            loop.stopping.set()
+        try:
+            loop.run()
+        except Exception as e:  # a bug must not hang the run: report it, then finish
+            print(f"harness driver: {type(e).__name__}: {e}", file=sys.stderr)
+            raise
+        finally:
+            if isinstance(runner, WorkerRunner):
+                runner.send_message("harness_done", {"index": plan.index})
+            else:
+                _quit(self.environment)
+        gevent.sleep(3600)
+
+
+__all__ = ["Driver", "OpenLoop", "locust"]

@@ -1,0 +1,308 @@
+"""Merge a live run's two sides into one results folder (DESIGN.md's schema, ``mode: "live"``).
+
+The generator's records (``requests.jsonl``) are the logical view: one line per scheduled
+arrival, its final outcome, and latencies from the *intended* send time. The proxy's folder
+(``summary.json``, ``decisions.jsonl``, ``timeline.jsonl``) is the per-attempt view: every
+attempt is an arrival there. The merged ``counts`` are logical; ``proxy`` keeps the proxy's own
+counts, and conservation is checked on both sides and across them (per attempt).
+
+Clocks: the proxy's run clock starts when the proxy starts, a few seconds before the load. The
+offset is measured, not guessed: the proxy's first admission decision against the generator's
+first send (loopback adds well under a millisecond). Decisions are shifted by it exactly, the
+per-second timeline by it rounded to whole seconds.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from harness.profile import AlertRule, Profile, to_dict
+from harness.results import summary as summ
+from harness.results.alerts import evaluate_alerts, signal_series
+
+# Attempts that may not have reached the proxy (no connection was made).
+_UNREACHED = ("failed:connection_refused", "failed:connection_error")
+WALL_FLOOR_S = 0.005  # the capacity benchmark's criterion: p99 lateness under 5 ms
+_P95 = AlertRule(signal="turnaround_p95_s", threshold=0.0, window_s=60.0)
+
+
+def _tally(recs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    by = Counter(r["outcome"] for r in recs)
+    rejected = by["rejected"]
+    sent = len(recs) - by["dropped"]
+    return {"counts": {"arrivals": sent, "admitted": sent - rejected, "rejected": rejected,
+            "completed": by["completed"], "failed": by["failed"], "expired": by["expired"]},
+            "turnaround_s": summ.percentiles([r["latency_s"] for r in recs if r["outcome"] == "completed"]),
+            "queue_wait_s": summ.percentiles(_waits(recs))}  # fmt: skip
+
+
+def _waits(recs: Iterable[Mapping[str, Any]]) -> list[float]:
+    return [r["queue_wait_s"] for r in recs if r["queue_wait_s"] is not None and r["outcome"] in ("completed",
+            "failed")]  # fmt: skip
+
+
+def client_counts(recs: Sequence[Mapping[str, Any]], slo_s: float) -> dict[str, Any]:
+    by = Counter(r["outcome"] for r in recs)
+    rej = Counter(r["reason"] for r in recs if r["outcome"] == "rejected")
+    fail = Counter(r["reason"] for r in recs if r["outcome"] == "failed")
+    sent = len(recs) - by["dropped"]
+    slow = sum(1 for r in recs if r["outcome"] == "completed" and r["latency_s"] > slo_s)
+    return {"scheduled": len(recs), "arrivals": sent, "admitted": sent - by["rejected"],
+            "rejected": by["rejected"], "rejected_by_reason": dict(sorted(rej.items())),
+            "completed": by["completed"], "failed": by["failed"],
+            "failed_by_reason": dict(sorted(fail.items())), "expired": by["expired"],
+            "in_flight_at_end": by["in_flight"], "slo_breach": slow,
+            "dropped_by_generator": by["dropped"], "attempts": sum(r["attempts"] for r in recs),
+            "cancelled": fail.get("cancelled", 0)}  # fmt: skip
+
+
+def attempt_counts(recs: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """What the proxy should have counted, one arrival per attempt that reached it."""
+    hist = Counter(h for r in recs for h in r["history"] if h not in _UNREACHED)
+    rej = {k.split(":", 1)[1]: v for k, v in hist.items() if k.startswith("rejected:")}
+    failed = sum(v for k, v in hist.items() if k.startswith("failed:") or k == "in_flight")
+    arrivals = sum(hist.values())
+    rejected = sum(rej.values())
+    return {"arrivals": arrivals, "rejected": rejected, "admitted": arrivals - rejected,
+            "rejected_by_reason": dict(sorted(rej.items())), "completed": hist["completed"],
+            "failed": failed, "expired": hist["expired"]}  # fmt: skip
+
+
+def cross_check(expected: Mapping[str, Any], proxy: Mapping[str, Any]) -> list[str]:
+    out = []
+    for k in ("arrivals", "admitted", "rejected", "completed", "failed", "expired"):
+        if expected[k] != proxy.get(k):
+            out.append(f"client attempts {k} == proxy {k}: {expected[k]} != {proxy.get(k)}")
+    pr = {k: v for k, v in (proxy.get("rejected_by_reason") or {}).items() if v}
+    if expected["rejected_by_reason"] != pr:
+        out.append(
+            f"client rejections by reason == proxy's: {expected['rejected_by_reason']} != {pr}"
+        )
+    return out
+
+
+def id_check(recs: Sequence[Mapping[str, Any]], scheduled: int, complete: bool) -> list[str]:
+    """Every scheduled arrival has exactly one record (ids r-000001 ... in schedule order)."""
+    ids = Counter(r["id"] for r in recs)
+    out = [f"duplicate records for {k}" for k, v in sorted(ids.items()) if v > 1][:5]
+    if complete:
+        missing = [f"r-{i:06d}" for i in range(1, scheduled + 1) if f"r-{i:06d}" not in ids]
+        if missing:
+            shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
+            out.append(f"every scheduled arrival has a record: {len(missing)} missing ({shown})")
+    return out
+
+
+def lateness_wall_limit(limit_s: float, time_scale: float) -> float:
+    """The lateness p99 limit in wall seconds: the profile's limit (profile seconds) times the
+    time scale, but a time scale below 1 lowers it no further than WALL_FLOOR_S, the timer
+    and scheduling precision a generator process has (a stricter profile limit still holds)."""
+    return max(limit_s * time_scale, min(limit_s, WALL_FLOOR_S))
+
+
+def lag_percentiles(lags: Sequence[float]) -> dict[str, float | None]:
+    """Schedule lag, to the microsecond (summary.json's usual millisecond would hide it)."""
+    xs = sorted(lags)
+    out: dict[str, float | None] = {}
+    for k, q in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("max", 1.0)):
+        if not xs:
+            out[k] = None
+            continue
+        pos = q * (len(xs) - 1)
+        lo = int(pos)
+        hi = min(lo + 1, len(xs) - 1)
+        out[k] = round(xs[lo] + (xs[hi] - xs[lo]) * (pos - lo), 6)
+    return out
+
+
+# -- the proxy's side ----------------------------------------------------------------------------
+
+
+def _jsonl(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    return [orjson.loads(x) for x in path.read_bytes().splitlines() if x.strip()]
+
+
+def proxy_offset(
+    decisions: Sequence[Mapping[str, Any]], recs: Sequence[Mapping[str, Any]]
+) -> float:
+    """Proxy time minus generator time, in profile seconds (0 when either side saw nothing)."""
+    first_proxy = next((d["t"] for d in decisions if d.get("kind") == "admission"), None)
+    sends = [r["t_sent"] for r in recs if r["t_sent"] is not None]
+    if first_proxy is None or not sends:
+        return 0.0
+    return float(first_proxy) - float(min(sends))
+
+
+def shift_timeline(lines: Sequence[Mapping[str, Any]], offset: float) -> list[dict[str, Any]]:
+    k = round(offset)
+    return [{**line, "t": line["t"] - k} for line in lines if line["t"] - k >= 0]
+
+
+def client_timeline(
+    recs: Sequence[Mapping[str, Any]], profile: Profile, end: float
+) -> list[dict[str, Any]]:
+    """The per-second timeline from the generator's records alone (no proxy in between)."""
+    n = max(1, math.ceil(end))
+    rows: list[dict[str, Any]] = [{"t": i, "arrivals": 0, "admitted": 0, "rejected": 0,
+               "rejected_by_reason": {}, "completed": 0, "failed": 0, "expired": 0, "in_flight": 0,
+               "depth": {"critical": 0, "standard": 0, "batch": 0}, "oldest_age_s": 0.0,
+               "faults": sorted({f.kind for f in profile.faults if f.active(i + 0.5)})}
+               for i in range(n)]  # fmt: skip
+    delta = [0] * (n + 1)
+    for r in recs:
+        if r["t_sent"] is None:
+            continue
+        i = min(n - 1, max(0, int(r["t_sent"])))
+        rows[i]["arrivals"] += 1
+        rows[i]["admitted"] += 1
+        delta[i] += 1
+        if r["t_end"] is not None and r["outcome"] in ("completed", "failed", "expired"):
+            j = min(n - 1, max(0, int(r["t_end"])))
+            rows[j][r["outcome"]] += 1
+            delta[j] -= 1
+    level = 0
+    for i in range(n):
+        level += delta[i]
+        rows[i]["in_flight"] = level
+    return rows
+
+
+def _rewrite_decisions(src: Path, dst: Path, offset: float) -> None:
+    with src.open("rb") as fin, dst.open("wb") as fout:
+        for line in fin:
+            if not line.strip():
+                continue
+            d = orjson.loads(line)
+            d["t"] = round(d["t"] - offset, 6)
+            fout.write(orjson.dumps(d, option=orjson.OPT_SORT_KEYS) + b"\n")
+
+
+# -- the summary ---------------------------------------------------------------------------------
+
+
+def merge(
+    *,
+    out: Path,
+    profile: Profile,
+    seed: int,
+    records: list[dict[str, Any]],
+    scheduled: int,
+    proxy_dir: Path | None,
+    live: dict[str, Any],
+    started_at: datetime,
+    wall_s: float,
+    complete: bool,
+    extra_thresholds: Sequence[str] = (),
+) -> dict[str, Any]:
+    """Write summary.json, requests.jsonl, timeline.jsonl (and decisions.jsonl) into ``out``."""
+    recs = sorted(records, key=lambda r: r["id"])
+    scale = float(live["time_scale"])
+    counts = client_counts(recs, profile.slo.turnaround_p95_s)
+    if complete:  # the schedule's own count: a lost record then breaks conservation
+        counts["scheduled"] = scheduled
+    done = [r for r in recs if r["outcome"] == "completed"]
+    ends = [r["t_end"] for r in recs if r["t_end"] is not None]
+    end = max([profile.duration_s, *ends])
+    proxy: dict[str, Any] | None = None
+    decisions: list[dict[str, Any]] = []
+    offset = 0.0
+    if proxy_dir is not None and (proxy_dir / "summary.json").is_file():
+        proxy = orjson.loads((proxy_dir / "summary.json").read_bytes())
+        decisions = _jsonl(proxy_dir / "decisions.jsonl")
+        offset = proxy_offset(decisions, recs)
+        timeline = shift_timeline(_jsonl(proxy_dir / "timeline.jsonl"), offset)
+    else:
+        timeline = client_timeline(recs, profile, end)
+    completions = sorted((r["t_end"], r["latency_s"]) for r in done)
+    p95 = signal_series(_P95, [float(x["t"]) for x in timeline], timeline, completions)
+    for line, v in zip(timeline, p95, strict=True):
+        line["turnaround_p95_s"] = None if v is None else round(v, 3)
+    violations = id_check(recs, scheduled, complete)
+    if proxy is not None and complete and proxy.get("complete", False):
+        violations += cross_check(attempt_counts(recs), proxy["counts"])
+    if live.get("proxy") and proxy is None:
+        violations.append("the proxy wrote no summary.json")
+    cons = summ.conservation(counts, "live")
+    cons["violations"] += violations
+    cons["ok"] = not cons["violations"]
+    lags = [r["lag_s"] for r in recs if r["lag_s"] is not None]
+    # Rates over the schedule's span; an interrupted run only over the part it reached.
+    window, offered = profile.duration_s, scheduled
+    if not complete and recs:
+        window, offered = max(1e-9, max(r["t_intended"] for r in recs)), len(recs)
+    lag = lag_percentiles(lags)
+    limit = profile.generator.lateness_p99_limit_s
+    wall_limit = lateness_wall_limit(limit, scale)
+    saturated = counts["dropped_by_generator"] > 0 or (lag["p99"] or 0.0) * scale > wall_limit
+    span = max(end, 1e-9)
+    good = sum(1 for r in done if r["latency_s"] <= profile.slo.turnaround_p95_s)
+    ttft = [r["ttft_s"] for r in done if r["ttft_s"] is not None]
+    toks = sum((r["tokens"] or {}).get("completion", 0) for r in done)
+    by_class = {
+        c: _tally([r for r in recs if r["class"] == c]) for c in sorted({r["class"] for r in recs})
+    }
+    by_prio = {
+        p: _tally([r for r in recs if r["priority"] == p])
+        for p in sorted({r["priority"] for r in recs})
+    }
+    summary: dict[str, Any] = {"schema_version": summ.SCHEMA_VERSION, "complete": complete,
+                  "mode": "live", "profile": {"name": profile.name, "sha256": profile.sha256},
+                  "seed": seed, "effective": to_dict(profile), "counts": counts,
+                  "conservation": cons,
+                  "turnaround_s": summ.percentiles([r["latency_s"] for r in done]),
+                  "queue_wait_s": summ.percentiles(_waits(recs)), "ttft_s": summ.percentiles(ttft,
+                  ("p50", "p95")), "itl_s": {"p50": None, "p95": None},
+                  "output_tokens_per_s": round(toks / span, 4), "goodput_per_s": round(good / span,
+                  4), "by_class": by_class, "by_priority": by_prio,
+                  "scaling": (proxy or {}).get("scaling") or {"replicas": {"min": None,
+                  "max": None, "mean": None}, "scale_events": 0, "seconds_at_ceiling": 0,
+                  "seconds_blind": 0}, "alerts": evaluate_alerts(profile.alert_rules(), timeline,
+                  completions),
+                  "generator": {"offered_rate_per_s": round(offered / window, 4),
+                  "achieved_rate_per_s": round(counts["arrivals"] / window, 4),
+                  "schedule_lag_s": lag, "lateness_p99_limit_s": limit,
+                  "lateness_p99_limit_wall_s": round(wall_limit, 6),
+                  "dropped": counts["dropped_by_generator"], "unsent": max(0,
+                  scheduled - len(recs)), "max_in_flight": profile.generator.max_in_flight,
+                  "workers": live.get("workers", 0)}, "generator_saturated": saturated,
+                  "duration_s": round(end, 3), "live": {**live,
+                  "proxy_clock_offset_s": round(offset, 6)}}  # fmt: skip
+    if proxy is not None:
+        summary["proxy_turnaround_s"] = proxy.get("proxy_turnaround_s") or proxy.get("turnaround_s")
+        summary["proxy"] = {k: proxy.get(k) for k in ("complete", "counts", "conservation",
+                "turnaround_s", "queue_wait_s")}  # fmt: skip
+    summ.finish(summary, list(profile.thresholds) + list(extra_thresholds))
+    summary["meta"] = summ.meta(started_at, wall_s)
+    summary["meta"]["wall_per_profile_s"] = scale
+    write(out, summary, recs, timeline, proxy_dir, offset)
+    return summary
+
+
+def write(
+    out: Path,
+    summary: Mapping[str, Any],
+    recs: Sequence[Mapping[str, Any]],
+    timeline: Sequence[Mapping[str, Any]],
+    proxy_dir: Path | None,
+    offset: float,
+) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    summ.write_jsonl(out / "requests.jsonl", recs)
+    summ.write_jsonl(out / "timeline.jsonl", timeline)
+    if proxy_dir is not None and (proxy_dir / "decisions.jsonl").is_file():
+        _rewrite_decisions(proxy_dir / "decisions.jsonl", out / "decisions.jsonl", offset)
+    elif proxy_dir is None:
+        (out / "decisions.jsonl").write_bytes(b"")  # no proxy, no decisions
+    if proxy_dir is not None and proxy_dir.exists() and proxy_dir != out / "proxy":
+        shutil.copytree(proxy_dir, out / "proxy", dirs_exist_ok=True)
+    summ.write_summary(out, summary)

@@ -1,0 +1,382 @@
+"""``harness run``: a live rehearsal -- Locust load -> admission proxy -> stub or real endpoint.
+
+Order of operations, each step bounded in time: start the stub (the profile's latency and
+faults, ``--seed``, ``--time-scale``) and the proxy (the profile's engine) as child processes on
+loopback; wait until both answer; start Locust (``loadgen``); when its driver fixes the common
+start time, set the stub's fault epoch at that instant; show progress until the load has drained;
+SIGTERM the proxy so it writes its results; stop the stub; merge both sides (``merge``); write the
+report; print the summary. Children run in their own sessions, so Ctrl-C reaches only this
+process, which then stops them in that order (the first Ctrl-C drains briefly and keeps partial
+results, marked incomplete, exit 3; a second one stops at once). An API key is read from the
+environment by the Locust processes themselves: it is never passed on a command line, written to
+a file or logged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from array import array
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from types import FrameType
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+import orjson
+import yaml
+from rich.console import Console
+
+from harness.arrivals import schedule
+from harness.live import calls, loadgen
+from harness.live.merge import merge
+from harness.live.progress import LiveView, print_dry_run, show_results
+from harness.profile import Profile, to_dict
+
+EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT, EXIT_BROKEN = 0, 1, 2, 3
+UPSTREAM_FAULTS = ("latency", "status", "rate_limit", "hang", "reset", "stream_error", "truncate")
+STUB_MODEL = "harness-stub"
+PROXY_GRACE_S = 5.0
+CHAT = "/v1/chat/completions"
+
+_STUB = """import sys; from pathlib import Path; from harness.profile import loads
+from harness.stub.server import serve
+a = sys.argv
+serve(host=a[2], port=int(a[3]), profile=loads(Path(a[1]).read_text(), file=a[6]),
+      seed=int(a[4]), time_scale=float(a[5]), log_level="warning")"""
+_PROXY = """import sys; from pathlib import Path; from harness.profile import loads
+from harness.live.proxy_server import serve_proxy
+a = sys.argv
+sys.exit(serve_proxy(upstream=a[2], profile=loads(Path(a[1]).read_text(), file=a[7]), host=a[3],
+         port=int(a[4]), out=Path(a[5]), grace_s=float(a[6]), time_scale=float(a[8]),
+         ready_file=Path(a[9])))"""
+
+
+class RunError(Exception):
+    """Bad input (``code`` 2) or a run that could not start (3)."""
+
+    def __init__(self, message: str, code: int = EXIT_BROKEN) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def endpoint(url: str) -> tuple[str, str]:
+    """(base URL, chat completions path) for a ``--target`` such as ``https://host/v1``."""
+    p = urlsplit(url)
+    if p.scheme not in ("http", "https") or not p.hostname:
+        raise RunError(f"--target must be 'stub' or an http(s) URL, got {url!r}", EXIT_BAD_INPUT)
+    path = p.path.rstrip("/") or "/v1"
+    if not path.endswith("/chat/completions"):
+        path += "/chat/completions"
+    return public(f"{p.scheme}://{p.netloc}"), path
+
+
+def public(url: str) -> str:
+    """A URL without user info, query or fragment: credentials travel only as --api-key-env."""
+    p = urlsplit(url)
+    host = p.hostname or ""
+    netloc = (f"[{host}]" if ":" in host else host) + (f":{p.port}" if p.port else "")
+    return f"{p.scheme}://{netloc}{p.path}"
+
+
+def plan_size(profile: Profile, seed: int, cap: int | None) -> tuple[array[float], Counter[str]]:
+    """The schedule's intended times and its count per class (nothing else kept in memory)."""
+    times: array[float] = array("d")
+    per_class: Counter[str] = Counter()
+    for i, a in enumerate(schedule(profile, seed)):
+        if cap is not None and i >= cap:
+            break
+        times.append(a.t)
+        per_class[a.cls] += 1
+    return times, per_class
+
+
+class _Interrupts:
+    """SIGINT counts instead of raising wherever the main thread happens to be."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[_Interrupts]:
+        if threading.current_thread() is not threading.main_thread():
+            yield self
+            return
+        old = signal.signal(signal.SIGINT, self._on)
+        try:
+            yield self
+        finally:
+            signal.signal(signal.SIGINT, old)
+
+    def _on(self, _sig: int, _frame: FrameType | None) -> None:
+        self.count += 1
+
+
+@dataclass
+class Run:
+    """One live run's settings, resolved from the command line."""
+
+    profile: Profile
+    seed: int
+    scale: float
+    out: Path
+    stub: bool
+    proxied: bool
+    target: str
+    base: str
+    path: str
+    model: str
+    key_env: str | None
+    workers: int
+    remote: int
+    master_port: int
+    public_host: str | None
+    max_requests: int | None
+    extra: tuple[str, ...]
+    spec: str
+    overrides: list[str]
+    live: dict[str, Any] = field(default_factory=dict)
+
+
+def run_live(
+    *,
+    profile_spec: str,
+    overrides: list[str],
+    profile: Profile,
+    target: str = "stub",
+    no_proxy: bool = False,
+    time_scale: float = 1.0,
+    seed: int | None = None,
+    out: Path,
+    workers: int = 0,
+    api_key_env: str = "OPENAI_API_KEY",
+    model: str | None = None,
+    dry_run: bool = False,
+    max_requests: int | None = None,
+    extra_thresholds: tuple[str, ...] = (),
+    console: Console,
+    remote_workers: int = 0,
+    master_port: int = 5557,
+    public_host: str | None = None,
+) -> int:
+    """Run the profile live; returns the exit code (DESIGN.md: 0, 1, 2 or 3)."""
+    try:
+        if not time_scale > 0:
+            raise RunError("--time-scale must be > 0", EXIT_BAD_INPUT)
+        if workers < 0 or remote_workers < 0 or (max_requests is not None and max_requests < 1):
+            raise RunError("--workers must be >= 0 and --max-requests >= 1", EXIT_BAD_INPUT)
+        stub = target == "stub"
+        base, path = ("", CHAT) if stub else endpoint(target)
+        if model is None and not stub:
+            raise RunError("--model is required with --target URL", EXIT_BAD_INPUT)
+        if remote_workers and stub and no_proxy:
+            raise RunError("workers on other machines need the proxy or a --target URL", 2)
+        run = Run(profile=profile, seed=profile.seed if seed is None else seed, scale=time_scale,
+                  out=out.resolve(), stub=stub, proxied=not no_proxy, target=target, base=base,
+                  path=path, model=model or STUB_MODEL, key_env=None if stub else api_key_env,
+                  workers=workers, remote=remote_workers, master_port=master_port,
+                  public_host=public_host, max_requests=max_requests, extra=extra_thresholds,
+                  spec=profile_spec, overrides=list(overrides))  # fmt: skip
+        times, per_class = plan_size(profile, run.seed, max_requests)
+        where = "the bundled stub" if stub else public(target)
+        where += "" if no_proxy else " via the proxy"
+        if dry_run:
+            print_dry_run(console, profile, per_class, where)
+            return EXIT_OK
+        _notes(run, console)
+        return _execute(run, times, where, console)
+    except (RunError, loadgen.StartError) as e:
+        console.print(f"[bold red]error:[/] {e}", soft_wrap=True)
+        return getattr(e, "code", EXIT_BROKEN)
+
+
+def _notes(run: Run, console: Console) -> None:
+    if run.stub:
+        return
+    up = sorted({f.kind for f in run.profile.faults if f.kind in UPSTREAM_FAULTS})
+    if up:
+        console.print(
+            f"[yellow]note:[/] upstream faults ({', '.join(up)}) cannot be injected into "
+            "a real endpoint: they are skipped (the proxy still applies the others)"
+        )
+    if run.key_env and not os.environ.get(run.key_env):
+        console.print(f"[yellow]note:[/] ${run.key_env} is empty: requests go without a key")
+
+
+def _execute(run: Run, times: array[float], where: str, console: Console) -> int:
+    run.out.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=".live-", dir=run.out))
+    logs = run.out / "logs"
+    logs.mkdir(exist_ok=True)
+    kids = loadgen.Children(logs)
+    started_at, wall0 = datetime.now(UTC), time.monotonic()
+    try:
+        with _Interrupts().installed() as intr:
+            stub_url, metrics = _start_servers(run, kids, work)
+            lc = _start_locust(run, work, logs, console)
+            kids.procs.extend((f"locust-{i}", q) for i, q in enumerate(lc.procs))
+            note = f"{where}; Ctrl-C stops (partial results are kept)"
+            with LiveView(console, run.profile, time_scale=run.scale, due_times=times,
+                          records=work / "requests.jsonl", metrics_url=metrics, note=note) as view:  # fmt: skip
+                complete, interrupted = _follow(run, lc, view, intr, stub_url)
+            lc.kill()
+            proxy = next((p for name, p in kids.procs if name == "proxy"), None)
+            if proxy is not None and kids.stop(proxy, PROXY_GRACE_S + 20) is None:
+                complete = False
+            kids.stop_all()
+            run.live = {"target": "stub" if run.stub else public(run.target), "proxy": run.proxied,
+                        "time_scale": run.scale, "workers": run.workers + run.remote,
+                        "model": run.model, "profile_spec": run.spec, "overrides": run.overrides,
+                        "upstream_faults_injected": run.stub, "interrupted": interrupted,
+                        "locust_report": "locust.html"}  # fmt: skip
+            summary = merge(out=run.out, profile=run.profile, seed=run.seed,
+                            records=calls.read_records(work / "requests.jsonl"),
+                            scheduled=len(times),
+                            proxy_dir=run.out / "proxy" if run.proxied else None, live=run.live,
+                            started_at=started_at, wall_s=time.monotonic() - wall0,
+                            complete=complete, extra_thresholds=run.extra)  # fmt: skip
+    finally:
+        kids.stop_all()
+        shutil.rmtree(work, ignore_errors=True)
+    return _finish(console, run.out, summary)
+
+
+def _start_servers(run: Run, kids: loadgen.Children, work: Path) -> tuple[str | None, str | None]:
+    """The stub and the proxy, healthy; sets ``run.base``/``run.path``. Returns the stub's URL
+    (for its epoch) and the proxy's /metrics URL."""
+    prof_file = work / "profile.yaml"  # the children's seed is the run's
+    prof_file.write_text(yaml.safe_dump(to_dict(dataclasses.replace(run.profile, seed=run.seed))))
+    bind = "0.0.0.0" if run.remote else "127.0.0.1"
+    host = run.public_host or "127.0.0.1"
+    py, name = sys.executable, run.profile.name
+    stub_url = metrics = None
+    if run.stub:
+        port = loadgen.free_port()
+        p = kids.start("stub", [py, "-c", _STUB, str(prof_file),
+                       "127.0.0.1" if run.proxied else bind, str(port), str(run.seed),
+                       repr(run.scale), name])  # fmt: skip
+        stub_url = f"http://127.0.0.1:{port}"
+        kids.wait_healthy(stub_url, p, "stub")
+        run.base = f"http://{host}:{port}"
+    if run.proxied:
+        ready = work / "proxy-ready.json"
+        upstream = stub_url or public(run.target)
+        p = kids.start("proxy", [py, "-c", _PROXY, str(prof_file), upstream, bind, "0",
+                       str(run.out / "proxy"), repr(PROXY_GRACE_S), name, repr(run.scale),
+                       str(ready)])  # fmt: skip
+        url = str(orjson.loads(kids.wait_file(ready, p, "proxy"))["url"])
+        port = int(url.rsplit(":", 1)[1])
+        kids.wait_healthy(f"http://127.0.0.1:{port}", p, "proxy")
+        run.base, run.path = f"http://{host}:{port}", CHAT
+        metrics = f"http://127.0.0.1:{port}/metrics"
+    elif not run.stub:
+        with contextlib.suppress(httpx.HTTPError):
+            httpx.get(run.base, timeout=5.0)
+            return None, None
+        raise loadgen.StartError(f"the target {public(run.target)} is unreachable")
+    return stub_url, metrics
+
+
+def _start_locust(run: Run, work: Path, logs: Path, console: Console) -> loadgen.Locust:
+    config = calls.make_config(run.profile, seed=run.seed, time_scale=run.scale, base_url=run.base,
+                               path=run.path, model=run.model, api_key_env=run.key_env,
+                               proxied=run.proxied, max_requests=run.max_requests, workdir=work)  # fmt: skip
+    port = run.master_port if run.remote else loadgen.free_port()
+    lc = loadgen.Locust(config, work, workers=run.workers, remote_workers=run.remote,
+                        master_port=port, html=run.out / "locust.html", logs=logs)  # fmt: skip
+    lc.start()
+    if run.remote:
+        console.print(
+            f"waiting for {run.remote} worker(s): harness worker --master "
+            f"{run.public_host or '<this host>'} --master-port {port}"
+        )
+    return lc
+
+
+def _follow(
+    run: Run, lc: loadgen.Locust, view: LiveView, intr: _Interrupts, stub_url: str | None
+) -> tuple[bool, bool]:
+    """Wait for the load to start, set the stub's epoch, follow it to the end.
+    Returns (complete, interrupted)."""
+    deadline = time.monotonic() + (150.0 if run.workers + run.remote else 60.0)
+    info = lc.started()
+    while info is None:
+        if not lc.alive():
+            raise loadgen.StartError(
+                f"Locust exited at start:\n{loadgen.tail(lc.logs / 'locust.log')}"
+            )
+        if intr.count or time.monotonic() > deadline:
+            return False, bool(intr.count)
+        time.sleep(0.02)
+        info = lc.started()
+    start = float(info["start_epoch"])
+    view.started(start)
+    if stub_url is not None:
+        threading.Thread(target=_set_epoch, args=(stub_url, start), daemon=True).start()
+    prof = run.profile
+    retries = prof.clients.retry.max_retries if prof.clients.retry else 0
+    bound = (prof.duration_s + calls.client_timeout_s(prof) * (1 + retries)) * run.scale
+    deadline = start + bound + 60.0 * (1 + retries)
+    stopped_at: float | None = None
+    while lc.alive():
+        view.update()
+        if stopped_at is None and (intr.count or time.time() > deadline):
+            view.status = "interrupted: draining" if intr.count else "time limit: draining"
+            lc.stop()
+            stopped_at = time.monotonic()
+        if intr.count > 1 or (stopped_at is not None and time.monotonic() - stopped_at > 20):
+            break
+        time.sleep(0.05 if time.time() < start + 2 else 0.5)
+    view.update()
+    return stopped_at is None and lc.wait(5) == 0, bool(intr.count)
+
+
+def _set_epoch(stub_url: str, start_epoch: float) -> None:
+    """The stub's fault timeline counts from the moment the load starts."""
+    time.sleep(max(0.0, start_epoch - time.time()))
+    with contextlib.suppress(httpx.HTTPError):
+        httpx.put(f"{stub_url}/_stub/epoch", timeout=5.0)
+
+
+def _finish(console: Console, out: Path, summary: dict[str, Any]) -> int:
+    show_results(console, out, summary)
+    if not summary.get("complete"):
+        console.print("[bold red]incomplete run:[/] partial results were written (exit 3)")
+        return EXIT_BROKEN
+    if not summary["conservation"]["ok"]:
+        console.print("[bold red]conservation violated:[/] the run is invalid (exit 3)")
+        return EXIT_BROKEN
+    return EXIT_OK if summary.get("verdict") == "pass" else EXIT_FAIL
+
+
+def run_worker(master_host: str, master_port: int = 5557) -> int:
+    """``harness worker --master HOST``: a Locust worker joining a master on another machine.
+
+    It gets its plan (profile, seed, start time, its index) from the master, and the API key,
+    if any, from its own environment. Returns 0 when the run ended normally, else 3."""
+    work = Path(tempfile.mkdtemp(prefix="harness-worker-"))
+    try:
+        shim = loadgen.write_shim(work)
+        proc = subprocess.Popen(loadgen.worker_command(shim, master_host, master_port), cwd=work,
+                                env=loadgen.locust_env())  # fmt: skip
+        try:
+            rc = proc.wait()
+        except KeyboardInterrupt:
+            proc.terminate()
+            proc.wait(10)
+            return EXIT_BROKEN
+        return EXIT_OK if rc == 0 else EXIT_BROKEN
+    finally:
+        shutil.rmtree(work, ignore_errors=True)

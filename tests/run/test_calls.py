@@ -1,0 +1,202 @@
+"""The generator's vocabulary without a network: plans, requests, retries, answers, records."""
+
+from __future__ import annotations
+
+import random
+from itertools import count
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from harness.arrivals import schedule
+from harness.live.calls import (
+    Call,
+    Plan,
+    RequestSpec,
+    Retry,
+    make_config,
+    read_body,
+    read_stream,
+)
+from harness.profile import load, loads
+
+STREAMY = """
+name: streamy
+duration_s: 10
+seed: 5
+arrivals: {phases: [{until_s: 10, rate_per_s: 3}]}
+classes:
+  chat: {weight: 1, prompt: "Say hello", max_tokens: 8}
+  live: {weight: 1, prompt: "Stream it", max_tokens: 8, stream: true, priority: critical}
+upstream: {latency: {dist: fixed, value_s: 0.1}}
+"""
+
+
+def plan(tmp_path: Path, max_requests: int | None = None) -> Plan:
+    cfg = make_config(loads(STREAMY), seed=5, time_scale=0.5, base_url="http://127.0.0.1:1",
+                      path="/v1/chat/completions", model="m", api_key_env=None, proxied=True,
+                      max_requests=max_requests, workdir=tmp_path)  # fmt: skip
+    return Plan.from_message({**cfg, "start_epoch": 0.0, "index": 0, "n": 1})
+
+
+def test_workers_split_the_one_schedule_round_robin(tmp_path: Path) -> None:
+    cfg = make_config(load("smoke"), seed=7, time_scale=1.0, base_url="http://x", path="/p",
+                      model="m", api_key_env=None, proxied=True, max_requests=None,
+                      workdir=tmp_path)  # fmt: skip
+    full = [a.id for a in schedule(load("smoke"), 7)]
+    shares = [[a.id for a in Plan.from_message({**cfg, "start_epoch": 0.0, "index": i,
+                                                "n": 3}).arrivals()] for i in range(3)]  # fmt: skip
+    for i, share in enumerate(shares):
+        assert share == full[i::3]
+    assert sorted(x for share in shares for x in share) == sorted(full)
+
+
+def test_max_requests_caps_the_schedule_before_the_split(tmp_path: Path) -> None:
+    p = plan(tmp_path, max_requests=5)
+    assert [a.id for a in p.arrivals()] == [f"r-{i:06d}" for i in range(1, 6)]
+
+
+def test_the_config_names_the_key_variable_and_never_holds_the_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HARNESS_TEST_KEY", "sk-test-do-not-leak")
+    cfg = make_config(loads(STREAMY), seed=1, time_scale=1.0, base_url="http://x", path="/p",
+                      model="m", api_key_env="HARNESS_TEST_KEY", proxied=False,
+                      max_requests=None, workdir=tmp_path)  # fmt: skip
+    assert b"sk-test-do-not-leak" not in orjson.dumps(cfg)
+    spec = RequestSpec(Plan.from_message({**cfg, "start_epoch": 0.0, "index": 0, "n": 1}))
+    assert spec.headers["chat"]["authorization"] == "Bearer sk-test-do-not-leak"
+
+
+def test_requests_carry_class_priority_tenant_and_a_stream_flag(tmp_path: Path) -> None:
+    p = plan(tmp_path)
+    spec = RequestSpec(p)
+    a = next(x for x in p.arrivals() if x.cls == "live")
+    h = spec.headers_for(a, 2)
+    assert h["x-class"] == "live" and h["x-priority"] == "critical"
+    assert h["x-tenant"] == "default" and h["x-request-id"] == f"{a.id}.2"
+    body = orjson.loads(spec.body["live"])
+    assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
+    assert body["model"] == "m" and body["max_tokens"] == 8
+    assert "stream" not in orjson.loads(spec.body["chat"])
+    assert "authorization" not in spec.headers["chat"]
+
+
+def _call(status: int, retry_after: float | None = None, attempts: int = 1) -> Call:
+    a = next(iter(schedule(loads(STREAMY), 1)))
+    c = Call(a, 0.0, 0.0)
+    c.attempts, c.status, c.retry_after = attempts, status, retry_after
+    c.outcome = "rejected" if status == 429 else "failed"
+    return c
+
+
+def test_retries_honour_retry_after_like_the_sdks() -> None:
+    r = Retry(max_retries=2, honour_retry_after=True, time_scale=0.1, rng=random.Random(1))
+    assert r.delay(_call(429, retry_after=2.5)) == 2.5
+    backoff = r.delay(_call(429, retry_after=120.0))  # beyond 60 s: backoff instead
+    assert backoff is not None and 0.375 * 0.1 <= backoff <= 0.5 * 0.1
+    second = r.delay(_call(503, attempts=2))
+    assert second is not None and 0.75 * 0.1 <= second <= 1.0 * 0.1
+    assert r.delay(_call(429, attempts=3)) is None  # max_retries reached
+    assert r.delay(_call(500)) is None  # only 429 and 503 are retried
+    done = _call(200)
+    done.outcome = "completed"
+    assert r.delay(done) is None
+    ignore = Retry(max_retries=1, honour_retry_after=False, time_scale=1.0, rng=random.Random(1))
+    d = ignore.delay(_call(429, retry_after=2.5))
+    assert d is not None and 0.375 <= d <= 0.5
+
+
+@pytest.mark.parametrize(
+    ("status", "headers", "proxied", "outcome", "reason"),
+    [
+        (429, {"x-admission-reason": "queue_age", "retry-after-ms": "1500"}, True, "rejected",
+         "queue_age"),
+        (503, {"x-admission-reason": "shutting_down"}, True, "rejected", "shutting_down"),
+        (504, {"x-proxy-outcome": "expired"}, True, "expired", "deadline_expired"),
+        (502, {"x-proxy-outcome": "failed", "x-proxy-reason": "upstream_reset"}, True, "failed",
+         "upstream_reset"),
+        (429, {"retry-after": "2"}, False, "failed", "upstream_429"),
+        (500, {}, True, "failed", "http_500"),
+    ],
+)  # fmt: skip
+def test_answers_are_classified_from_the_proxys_headers(
+    status: int, headers: dict[str, str], proxied: bool, outcome: str, reason: str
+) -> None:
+    c = _call(0)
+    c.answered(status, headers, None, proxied)
+    assert (c.outcome, c.reason) == (outcome, reason)
+    assert c.history == [f"{outcome}:{reason}"]
+    if "retry-after-ms" in headers:
+        assert c.retry_after == 1.5
+
+
+class FakeStream:
+    """The part of a FastResponse the stream reader uses: ``_response.readline``."""
+
+    def __init__(self, lines: list[bytes]) -> None:
+        self._lines = iter(lines)
+        self._response = self
+
+    def readline(self, sep: bytes = b"\n") -> bytes:
+        return next(self._lines, b"")
+
+
+def _sse(*objs: Any) -> list[bytes]:
+    out = []
+    for o in objs:
+        out += [b"data: " + (o if isinstance(o, bytes) else orjson.dumps(o)) + b"\n", b"\n"]
+    return out
+
+
+def test_a_stream_gives_the_first_token_time_and_usage() -> None:
+    c = _call(200)
+    clock = count(10.0)
+    role = {"choices": [{"delta": {"role": "assistant"}}]}
+    tok = {"choices": [{"delta": {"content": "Hi"}}]}
+    usage = {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 2}}
+    read_stream(FakeStream(_sse(role, tok, tok, usage, b"[DONE]")), c, lambda: next(clock), True)
+    assert c.outcome == "completed" and c.ttft == 10.0
+    assert c.tokens == {"prompt": 3, "completion": 2}
+
+
+def test_a_stream_without_done_is_truncated_and_an_error_event_fails_it() -> None:
+    c = _call(200)
+    read_stream(FakeStream(_sse({"choices": [{"delta": {"content": "x"}}]})), c, lambda: 1.0, True)
+    assert (c.outcome, c.reason) == ("failed", "truncated")
+    c = _call(200)
+    err = {"error": {"message": "boom", "code": "upstream_stream_error"}}
+    read_stream(FakeStream(_sse(err)), c, lambda: 1.0, True)
+    assert (c.outcome, c.reason) == ("failed", "upstream_stream_error")
+
+
+def test_a_body_without_choices_is_a_failure() -> None:
+    c = _call(200)
+    read_body(b'{"choices": [{"message": {}}], "usage": {"prompt_tokens": 1}}', c)
+    assert c.outcome == "completed" and c.tokens == {"prompt": 1, "completion": 0}
+    c = _call(200)
+    read_body(b'{"error": {"message": "x"}}', c)
+    assert (c.outcome, c.reason) == ("failed", "bad_body")
+
+
+def test_records_count_from_the_intended_time_in_profile_seconds(tmp_path: Path) -> None:
+    p = plan(tmp_path)
+    spec = RequestSpec(p)
+    a = next(iter(p.arrivals()))
+    start = 100.0
+    due = start + a.t * 0.5
+    c = Call(a, due, due + 0.001)
+    c.begin()
+    c.settle("completed")
+    c.status, c.wait_ms, c.end = 200, 250.0, due + 1.0
+    rec = spec.record(c, start, 0.5, 0)
+    assert rec["latency_s"] == pytest.approx(2.0)
+    assert rec["lag_s"] == pytest.approx(0.002)
+    assert rec["queue_wait_s"] == pytest.approx(0.5)
+    assert rec["t_end"] == pytest.approx(a.t + 2.0, abs=1e-6)
+    assert rec["history"] == ["completed"] and rec["attempts"] == 1
+    drop = spec.dropped(a, a.t, 0)
+    assert drop["outcome"] == "dropped" and drop["attempts"] == 0 and drop["t_sent"] is None
+    assert set(drop) == set(rec)

@@ -1,0 +1,157 @@
+"""Merging the generator's records with the proxy's results: schema, conservation, clocks."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from harness.live.merge import (
+    attempt_counts,
+    cross_check,
+    lateness_wall_limit,
+    merge,
+    proxy_offset,
+)
+from harness.profile import loads
+
+PROFILE = loads("""
+name: merge-test
+duration_s: 10
+arrivals: {phases: [{until_s: 10, rate_per_s: 1}]}
+classes:
+  a: {weight: 1}
+  b: {weight: 1, priority: batch}
+upstream: {latency: {dist: fixed, value_s: 1}}
+slo: {turnaround_p95_s: 5}
+""")
+LIVE = {"time_scale": 1.0, "proxy": False, "workers": 0}
+
+
+def rec(i: int, outcome: str = "completed", reason: str | None = None, *, t: float | None = None,
+        latency: float = 1.0, history: list[str] | None = None, lag: float = 0.0001,
+        cls: str = "a") -> dict[str, Any]:  # fmt: skip
+    t0 = float(i) if t is None else t
+    sent = outcome != "dropped"
+    hist = history if history is not None else ([outcome if reason is None else
+                                                 f"{outcome}:{reason}"] if sent else [])  # fmt: skip
+    done = outcome in ("completed", "failed", "rejected", "expired")
+    return {"id": f"r-{i:06d}", "class": cls, "priority": "batch" if cls == "b" else "standard",
+            "tenant": "default", "worker": 0, "t_intended": t0, "t_sent": t0 if sent else None,
+            "lag_s": lag, "attempts": len(hist), "status": 200 if outcome == "completed" else 429,
+            "outcome": outcome, "reason": reason, "history": hist,
+            "queue_wait_s": 0.1 if outcome == "completed" else None, "ttft_s": None,
+            "latency_s": latency if done else None, "t_end": t0 + latency if done else None,
+            "tokens": {"prompt": 1, "completion": 4} if outcome == "completed" else None}  # fmt: skip
+
+
+def run_merge(tmp: Path, recs: list[dict[str, Any]], scheduled: int | None = None,
+              proxy_dir: Path | None = None, complete: bool = True,
+              scale: float = 1.0) -> dict[str, Any]:  # fmt: skip
+    live = {**LIVE, "proxy": proxy_dir is not None, "time_scale": scale}
+    return merge(out=tmp / "out", profile=PROFILE, seed=1, records=recs,
+                 scheduled=len(recs) if scheduled is None else scheduled, proxy_dir=proxy_dir,
+                 live=live, started_at=datetime.now(UTC), wall_s=1.0, complete=complete)  # fmt: skip
+
+
+def test_the_merged_summary_has_the_design_schema(tmp_path: Path) -> None:
+    recs = [rec(1), rec(2, "rejected", "queue_age"), rec(3, cls="b", latency=6.0),
+            rec(4, "failed", "upstream_503"), rec(5, "dropped", "generator_full")]  # fmt: skip
+    s = run_merge(tmp_path, recs)
+    for key in ("schema_version", "complete", "mode", "profile", "seed", "effective", "meta",
+                "counts", "conservation", "turnaround_s", "queue_wait_s", "ttft_s", "itl_s",
+                "output_tokens_per_s", "goodput_per_s", "by_class", "by_priority", "scaling",
+                "alerts", "generator", "thresholds", "verdict"):  # fmt: skip
+        assert key in s, key
+    c = s["counts"]
+    assert s["mode"] == "live" and s["conservation"]["ok"], s["conservation"]
+    assert (c["scheduled"], c["arrivals"], c["dropped_by_generator"]) == (5, 4, 1)
+    assert (c["admitted"], c["rejected"], c["completed"], c["failed"]) == (3, 1, 2, 1)
+    assert c["slo_breach"] == 1 and c["rejected_by_reason"] == {"queue_age": 1}
+    assert s["by_class"]["b"]["counts"]["completed"] == 1
+    assert s["turnaround_s"]["max"] == 6.0
+    assert s["generator_saturated"] is True and s["verdict"] == "invalid"  # a drop
+    out = tmp_path / "out"
+    lines = (out / "requests.jsonl").read_bytes().splitlines()
+    assert [orjson.loads(x)["id"] for x in lines] == [r["id"] for r in recs]
+    timeline = [orjson.loads(x) for x in (out / "timeline.jsonl").read_bytes().splitlines()]
+    assert sum(x["arrivals"] for x in timeline) == 4
+    assert (out / "summary.json").is_file() and (out / "decisions.jsonl").is_file()
+
+
+def test_a_lost_record_breaks_conservation(tmp_path: Path) -> None:
+    s = run_merge(tmp_path, [rec(1), rec(3)], scheduled=3)
+    assert not s["conservation"]["ok"] and s["verdict"] == "invalid"
+    assert any("r-000002" in v for v in s["conservation"]["violations"])
+
+
+def test_late_sends_mark_the_generator_saturated(tmp_path: Path) -> None:
+    ok = run_merge(tmp_path, [rec(i) for i in range(1, 5)])
+    assert ok["generator_saturated"] is False and ok["verdict"] == "pass"
+    late = run_merge(tmp_path, [rec(i, lag=0.05) for i in range(1, 5)])
+    assert late["generator_saturated"] is True and late["verdict"] == "invalid"
+    assert late["generator"]["schedule_lag_s"]["p99"] == 0.05
+
+
+def test_the_lateness_limit_scales_with_time_down_to_a_timer_floor(tmp_path: Path) -> None:
+    assert lateness_wall_limit(0.01, 1.0) == 0.01
+    assert lateness_wall_limit(0.01, 0.1) == 0.005  # not 1 ms: below timer precision
+    assert lateness_wall_limit(0.002, 1.0) == 0.002  # a stricter profile limit holds
+    assert lateness_wall_limit(0.01, 2.0) == 0.02
+    # at --time-scale 0.1, 30 ms of profile lateness is 3 ms of wall time: fine; 60 ms is not
+    ok = run_merge(tmp_path, [rec(i, lag=0.03) for i in range(1, 5)], scale=0.1)
+    assert ok["generator_saturated"] is False
+    assert ok["generator"]["lateness_p99_limit_wall_s"] == 0.005
+    late = run_merge(tmp_path, [rec(i, lag=0.06) for i in range(1, 5)], scale=0.1)
+    assert late["generator_saturated"] is True
+
+
+def test_attempts_are_cross_checked_against_the_proxys_counts() -> None:
+    recs = [rec(1, history=["rejected:queue_age", "completed"]),
+            rec(2, "rejected", "queue_age", history=["rejected:queue_age"] * 3),
+            rec(3, "failed", "connection_refused", history=["failed:connection_refused"])]  # fmt: skip
+    exp = attempt_counts(recs)
+    assert exp == {"arrivals": 5, "admitted": 1, "rejected": 4, "completed": 1, "failed": 0,
+                   "expired": 0, "rejected_by_reason": {"queue_age": 4}}  # fmt: skip
+    proxy = {**exp, "rejected_by_reason": {"queue_age": 4, "queue_depth": 0}}
+    assert cross_check(exp, proxy) == []
+    off = cross_check(exp, {**proxy, "arrivals": 6, "completed": 0})
+    assert len(off) == 2 and any("arrivals" in v for v in off)
+
+
+def test_the_proxys_clock_is_aligned_to_the_load_start(tmp_path: Path) -> None:
+    recs = [rec(1, t=1.0), rec(2, t=2.5)]
+    proxy = tmp_path / "proxy"
+    proxy.mkdir()
+    decisions = [{"t": 5.2, "kind": "admission", "decision": "admit", "id": "r-000001"},
+                 {"t": 5.2, "kind": "dispatch", "id": "r-000001"},
+                 {"t": 6.7, "kind": "admission", "decision": "admit", "id": "r-000002"}]  # fmt: skip
+    (proxy / "decisions.jsonl").write_bytes(b"\n".join(orjson.dumps(d) for d in decisions))
+    timeline = [{"t": t, "arrivals": 1 if t in (5, 6) else 0, "admitted": 0, "rejected": 0,
+                 "oldest_age_s": 0.0} for t in range(12)]  # fmt: skip
+    (proxy / "timeline.jsonl").write_bytes(b"\n".join(orjson.dumps(x) for x in timeline))
+    counts = {"arrivals": 2, "admitted": 2, "rejected": 0, "completed": 2, "failed": 0,
+              "expired": 0, "rejected_by_reason": {}}  # fmt: skip
+    (proxy / "summary.json").write_bytes(orjson.dumps({"complete": True, "counts": counts}))
+    assert proxy_offset(decisions, recs) == 4.2
+    s = run_merge(tmp_path, recs, proxy_dir=proxy)
+    assert s["conservation"]["ok"], s["conservation"]
+    assert s["live"]["proxy_clock_offset_s"] == 4.2
+    out = tmp_path / "out"
+    shifted = [orjson.loads(x) for x in (out / "decisions.jsonl").read_bytes().splitlines()]
+    assert [d["t"] for d in shifted] == [1.0, 1.0, 2.5]
+    lines = [orjson.loads(x) for x in (out / "timeline.jsonl").read_bytes().splitlines()]
+    assert [x["t"] for x in lines if x["arrivals"]] == [1, 2]
+    bad = {**counts, "completed": 1, "failed": 1}
+    (proxy / "summary.json").write_bytes(orjson.dumps({"complete": True, "counts": bad}))
+    assert not run_merge(tmp_path, recs, proxy_dir=proxy)["conservation"]["ok"]
+
+
+def test_an_interrupted_run_is_incomplete_and_keeps_what_it_has(tmp_path: Path) -> None:
+    recs = [rec(1), rec(2, "in_flight", "interrupted", history=["in_flight"])]
+    recs[1]["latency_s"] = recs[1]["t_end"] = None
+    s = run_merge(tmp_path, recs, scheduled=10, complete=False)
+    assert s["complete"] is False and s["conservation"]["ok"], s["conservation"]
+    assert s["counts"]["in_flight_at_end"] == 1 and s["generator"]["unsent"] == 8
