@@ -36,11 +36,11 @@ import orjson
 import yaml
 
 from harness.arrivals import Arrival, schedule
+from harness.clients import retry_delay
 from harness.engine.events import PRIORITY_NAMES
 from harness.profile import Profile, loads, to_dict
 
 CHARS_PER_TOKEN = 4  # the usual rough estimate for English text and code
-RETRY_STATUSES = frozenset({429, 503})
 
 
 def client_timeout_s(profile: Profile) -> float:
@@ -232,16 +232,16 @@ class Retry:
 
     def delay(self, call: Call) -> float | None:
         """Wall seconds to wait before the next attempt, or None to stop."""
-        if call.outcome == "completed" or call.attempts > self.max_retries:
+        if call.outcome == "completed":
             return None
-        if call.status not in RETRY_STATUSES:
+        d = retry_delay(status=call.status, attempts=call.attempts, max_retries=self.max_retries,
+                        retry_after_s=call.retry_after, honour_retry_after=self.honour_retry_after,
+                        rng=self.rng)  # fmt: skip
+        if d is None:
             return None
-        ra = call.retry_after
-        if self.honour_retry_after and ra is not None and 0 < ra <= 60:
-            return ra
-        n = call.attempts - 1
-        backoff = min(0.5 * 2.0**n, 8.0) * (1 - 0.25 * self.rng.random())
-        return backoff * self.time_scale
+        seconds, from_server = d
+        # Retry-After already speaks wall seconds; the SDK's own backoff is in profile seconds.
+        return seconds if from_server else seconds * self.time_scale
 
 
 class RequestSpec:

@@ -158,6 +158,13 @@ class Collector:
                 self.expired += 1
                 sec.expired += 1
 
+    def withdraw(self, rid: str) -> None:
+        """An admitted attempt failed and its caller will try again: it is no longer this
+        logical request's outcome, so its admission is taken back (the next attempt counts)."""
+        _t0, g = self.requests.pop(rid)
+        g.admitted -= 1
+        self.admitted -= 1
+
     def advance(self, now: float, engine: Engine) -> None:
         """Close every whole second before ``now``, sampling the engine's state at its end."""
         secs = self.seconds

@@ -123,6 +123,7 @@ def build(
     timeline: Sequence[Mapping[str, Any]],
     extra_thresholds: Sequence[str] = (),
     complete: bool = True,
+    attempts: int | None = None,
 ) -> dict[str, Any]:
     counts: dict[str, Any] = {
         "scheduled": scheduled, "arrivals": col.arrivals, "admitted": col.admitted,
@@ -130,7 +131,8 @@ def build(
         "completed": col.completed, "failed": col.failed,
         "failed_by_reason": dict(sorted(col.failed_by_reason.items())),
         "expired": col.expired, "in_flight_at_end": in_flight_at_end,
-        "slo_breach": col.slo_breach, "dropped_by_generator": 0, "attempts": col.arrivals,
+        "slo_breach": col.slo_breach, "dropped_by_generator": 0,
+        "attempts": col.arrivals if attempts is None else attempts,
         "cancelled": col.failed_by_reason.get("cancelled", 0),
     }  # fmt: skip
     cons = conservation(counts, mode, engine_counts)

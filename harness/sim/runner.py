@@ -10,23 +10,93 @@ from __future__ import annotations
 
 import heapq
 import math
+import random
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from harness.arrivals import schedule, stream
+from harness.arrivals import Arrival, schedule, stream
+from harness.clients import retry_delay
 from harness.engine.core import Engine
-from harness.engine.events import Dispatch, Failed, Finished, MetricsSample, Tick
-from harness.profile import Profile
+from harness.engine.events import (
+    Action,
+    Complete,
+    Dispatch,
+    Expire,
+    Fail,
+    Failed,
+    Finished,
+    MetricsSample,
+    Reject,
+    Tick,
+)
+from harness.profile import ClientRetry, Profile
 from harness.results import summary as summ
 from harness.results.alerts import evaluate_alerts
 from harness.results.recorder import DecisionLog
 from harness.results.stats import TIMELINE_P95_WINDOW_S, Collector
 from harness.sim.upstream import SimUpstream
 
-_FINISH, _FAIL, _TICK, _METRICS = 0, 1, 2, 3
+_FINISH, _FAIL, _TICK, _METRICS, _CLIENT = 0, 1, 2, 3, 4
+# What a caller sees for a final failure, by reason (the proxy passes the upstream's status on).
+_FAIL_STATUS = {"upstream_429": 429, "upstream_503": 503}
+
+
+class ClientRetries:
+    """``clients.retry`` in virtual time: a rejected (429/503) or failed-with-429/503 attempt is
+    sent again by its caller, as the official SDKs do, as a new arrival with id ``r-000123.2``.
+    Only the last attempt is the logical request's outcome; every attempt is an engine arrival
+    (``counts.attempts``), and the per-second timeline shows attempts, as a proxy would."""
+
+    def __init__(self, cfg: ClientRetry, rng: random.Random) -> None:
+        self.cfg = cfg
+        self.rng = rng
+        self.attempt: dict[str, tuple[Arrival, int]] = {}  # attempt id -> (first arrival, n)
+        self.retried_rejects = 0
+        self.retried_fails = 0
+
+    def screen(
+        self, now: float, actions: list[Action], col: Collector
+    ) -> tuple[list[Action], list[tuple[float, Arrival]]]:
+        """The actions that are final outcomes, and the attempts to send again (when, what)."""
+        keep: list[Action] = []
+        again: list[tuple[float, Arrival]] = []
+        for a in actions:
+            tp = type(a)
+            if tp is Reject or tp is Fail:
+                if tp is Reject:
+                    assert isinstance(a, Reject)
+                    status = 503 if a.reason == "shutting_down" else 429
+                    ra: float | None = a.retry_after_s
+                else:
+                    assert isinstance(a, Fail)
+                    status, ra = _FAIL_STATUS.get(a.reason, 0), None
+                first, n = self.attempt.pop(a.id, (None, 1))
+                d = retry_delay(status=status, attempts=n, max_retries=self.cfg.max_retries,
+                                retry_after_s=ra, honour_retry_after=self.cfg.honour_retry_after,
+                                rng=self.rng)  # fmt: skip
+                if d is not None and first is not None:
+                    nxt = Arrival(first.index, now + d[0], first.cls, first.priority,
+                                  first.tenant, first.key, first.deadline_s)  # fmt: skip
+                    nxt.id = f"{first.id}.{n + 1}"
+                    self.attempt[nxt.id] = (first, n + 1)
+                    col.arrived(nxt.id, first.t)  # turnaround still counts from the first send
+                    if tp is Reject:
+                        self.retried_rejects += 1
+                    else:
+                        self.retried_fails += 1
+                        col.withdraw(a.id)
+                    again.append((nxt.t, nxt))
+                    continue
+            elif tp is Complete or tp is Expire:
+                self.attempt.pop(a.id, None)  # type: ignore[attr-defined]
+            keep.append(a)
+        return keep, again
+
+    def track(self, arrival: Arrival) -> None:
+        self.attempt[arrival.id] = (arrival, 1)
 
 
 @dataclass
@@ -61,6 +131,8 @@ def simulate(
             heap.append((f.at_s + f.for_s, seq + 1, _METRICS, True))
             seq += 2
     heapq.heapify(heap)
+    cr = profile.clients.retry
+    clients = ClientRetries(cr, stream(seed, "clients")) if cr is not None else None
     arrivals = schedule(profile, seed)
     nxt = next(arrivals, None)
     tick_at = math.inf
@@ -82,6 +154,8 @@ def simulate(
                 col.advance(now, engine)
                 sec_end = float(len(col.seconds))
             scheduled += 1
+            if clients is not None:
+                clients.track(nxt)
             actions = arrive(nxt, now)
             nxt = next(arrivals, None)
         elif heap:
@@ -93,6 +167,8 @@ def simulate(
                 actions = handle(Finished(payload), now)
             elif kind == _FAIL:
                 actions = handle(Failed(*payload), now)
+            elif kind == _CLIENT:
+                actions = arrive(payload, now)
             elif kind == _TICK:
                 if now >= tick_at:
                     tick_at = math.inf
@@ -102,9 +178,14 @@ def simulate(
         else:
             break
         if actions:
-            apply(now, actions)
             if write is not None:
-                write(now, actions)
+                write(now, actions)  # every engine decision, retried attempts included
+            if clients is not None:
+                actions, again = clients.screen(now, actions, col)
+                for t_again, attempt in again:
+                    seq += 1
+                    push(heap, (t_again, seq, _CLIENT, attempt))
+            apply(now, actions)
             for a in actions:
                 if type(a) is Dispatch:
                     dur, failure, ra = call(now, a.cls)
@@ -130,13 +211,18 @@ def simulate(
         cache = {("turnaround_p95_s", TIMELINE_P95_WINDOW_S): p95}
         alerts = evaluate_alerts(profile.alert_rules(), timeline, col.completions, cache)
     ec = engine.counts
-    engine_counts = {"arrivals": ec.arrivals, "admitted": ec.admitted, "rejected": ec.rejected,
-                     "completed": ec.completed, "failed": ec.failed, "expired": ec.expired}  # fmt: skip
+    rr = clients.retried_rejects if clients else 0
+    rf = clients.retried_fails if clients else 0
+    # The engine saw every attempt; the results count logical requests. Cross-check the two.
+    engine_counts = {"arrivals": ec.arrivals - rr - rf, "admitted": ec.admitted - rf,
+                     "rejected": ec.rejected - rr, "completed": ec.completed,
+                     "failed": ec.failed - rf, "expired": ec.expired}  # fmt: skip
     summary = summ.build(
         profile=profile, mode="sim", seed=seed, col=col, duration_s=end, scheduled=scheduled,
         in_flight_at_end=len(engine.jobs), engine_counts=engine_counts, alerts=alerts,
-        timeline=timeline, extra_thresholds=extra_thresholds,
+        timeline=timeline, extra_thresholds=extra_thresholds, attempts=ec.arrivals,
     )  # fmt: skip
+    summary["counts"]["client_retries"] = rr + rf
     summary["counts"]["upstream_retries"] = ec.retries
     wall = time.perf_counter() - wall0
     summary["meta"] = summ.meta(started, wall)

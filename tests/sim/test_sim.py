@@ -108,3 +108,36 @@ def test_cli_threshold_division_by_zero_fails_saying_why(tmp_path: Path) -> None
 def test_cli_unknown_threshold_path_is_bad_input(tmp_path: Path) -> None:
     res = runner.invoke(app, ["sim", "smoke", "--out", str(tmp_path), "--threshold", "counts.nope > 1"])
     assert res.exit_code == 2 and "unknown path" in res.output
+
+
+def test_client_retries_amplify_attempts_but_count_each_request_once() -> None:
+    text = BASE + """
+engine: {executors: {initial: 1}, admission: {max_queue_depth: 2}}
+clients: {retry: {max_retries: 2, honour_retry_after: true}}
+"""
+    res = simulate(loads(text, overrides=["arrivals.phases.0.rate_per_s=3"]), 4)
+    c = res.summary["counts"]
+    assert res.summary["conservation"]["ok"], res.summary["conservation"]
+    assert c["scheduled"] == c["arrivals"] == c["admitted"] + c["rejected"]
+    assert c["attempts"] == c["arrivals"] + c["client_retries"] and c["client_retries"] > 0
+    # every logical request made at most 1 + max_retries attempts
+    assert c["attempts"] <= 3 * c["arrivals"]
+    plain = simulate(loads(BASE + "engine: {executors: {initial: 1}, admission: {max_queue_depth: 2}}\n",
+                           overrides=["arrivals.phases.0.rate_per_s=3"]), 4).summary["counts"]  # fmt: skip
+    assert plain["attempts"] == plain["arrivals"] and c["arrivals"] == plain["arrivals"]
+
+
+def test_client_retries_of_upstream_429s_in_sim() -> None:
+    text = BASE + """
+engine: {executors: {initial: 4}, dependency: {max_retries: 0, breaker: {min_calls: 10000}}}
+clients: {retry: {max_retries: 3}}
+faults:
+  - {at_s: 0, for_s: 200, kind: status, status: 429, probability: 0.5, retry_after_s: 1}
+"""
+    s = simulate(loads(text), 9).summary
+    c = s["counts"]
+    assert s["conservation"]["ok"], s["conservation"]
+    assert c["client_retries"] > 0 and c["completed"] > 0
+    # with 4 tries at p=0.5 most requests get through; the rest fail as upstream_429
+    assert set(c["failed_by_reason"]) <= {"upstream_429"}
+    assert c["failed"] < 0.2 * c["arrivals"]
