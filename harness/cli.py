@@ -231,11 +231,20 @@ def proxy(
     out: OutOpt = None,
     time_scale: Annotated[float, typer.Option(help="Profile seconds per wall second divisor (see DESIGN).")] = 1.0,
     grace_s: Annotated[float, typer.Option(help="Drain time on SIGTERM/SIGINT before results are marked incomplete.")] = 30.0,
+    threshold: ThresholdOpt = None,
 ) -> None:
     """Serve the admission proxy alone in front of any endpoint; results written on stop."""
+    import dataclasses
+
     from harness.live.proxy_server import default_profile, serve_proxy
 
-    prof = _load(profile, set_) if profile else default_profile(set_ or [])
+    try:
+        prof = _load(profile, set_) if profile else default_profile(set_ or [])
+    except ProfileError as e:
+        raise _bad_input(str(e)) from None
+    extra = _check_thresholds(threshold)
+    if extra:
+        prof = dataclasses.replace(prof, thresholds=(*prof.thresholds, *extra))
     folder = out or default_out(prof, "-proxy")
     code = serve_proxy(upstream=upstream, profile=prof, host=host, port=port, out=folder,
                        grace_s=grace_s, time_scale=time_scale)  # fmt: skip
