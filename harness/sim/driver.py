@@ -39,7 +39,10 @@ def run_one(
     report: bool,
     console: Console,
 ) -> int:
-    result = run_to_folder(profile, seed, folder, extra_thresholds=extra)
+    with _progress(console) as prog:
+        task = prog.add_task("simulating (virtual s)", total=profile.duration_s)
+        result = run_to_folder(profile, seed, folder, extra_thresholds=extra,
+                               progress=lambda t: prog.update(task, completed=min(t, profile.duration_s)))  # fmt: skip
     if report:
         _report(folder, console)
     print_summary(console, result.summary, folder)

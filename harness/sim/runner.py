@@ -12,6 +12,7 @@ import heapq
 import math
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -115,7 +116,10 @@ def simulate(
     log: DecisionLog | None = None,
     extra_thresholds: tuple[str, ...] = (),
     with_timeline: bool = True,
+    progress: Callable[[float], None] | None = None,
 ) -> SimResult:
+    """Run ``profile`` in virtual time. ``progress(t)`` is called with the simulated time every
+    16,384 arrivals (long runs show a progress bar)."""
     seed = profile.seed if seed is None else seed
     started = datetime.now(UTC)
     wall0 = time.perf_counter()
@@ -154,6 +158,8 @@ def simulate(
                 col.advance(now, engine)
                 sec_end = float(len(col.seconds))
             scheduled += 1
+            if progress is not None and not scheduled & 0x3FFF:
+                progress(now)
             if clients is not None:
                 clients.track(nxt)
             actions = arrive(nxt, now)
@@ -231,14 +237,21 @@ def simulate(
 
 
 def run_to_folder(
-    profile: Profile, seed: int | None, out: Path, *, extra_thresholds: tuple[str, ...] = ()
+    profile: Profile,
+    seed: int | None,
+    out: Path,
+    *,
+    extra_thresholds: tuple[str, ...] = (),
+    progress: Callable[[float], None] | None = None,
 ) -> SimResult:
     """Simulate and write summary.json, decisions.jsonl and timeline.jsonl into ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     tmp = out / ".decisions.jsonl.partial"
     with tmp.open("wb") as fh:
         log = DecisionLog(fh, block=8192)
-        result = simulate(profile, seed, log=log, extra_thresholds=extra_thresholds)
+        result = simulate(
+            profile, seed, log=log, extra_thresholds=extra_thresholds, progress=progress
+        )
         log.flush()
     tmp.replace(out / "decisions.jsonl")
     summ.write_jsonl(out / "timeline.jsonl", result.timeline)
