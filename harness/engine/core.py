@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from harness.engine.admission import TenantBuckets, build_rules
-from harness.engine.dependency import CircuitBreaker, RetryBudget, backoff_s
+from harness.engine.dependency import CircuitBreaker, RetryBudget, Rng, backoff_s
 from harness.engine.events import (
     Action,
     Admit,
@@ -45,8 +45,6 @@ from harness.engine.queue import DONE, RETRY_WAIT, RUNNING, WAITING, Job, JobQue
 from harness.engine.scaling import Pool
 
 if TYPE_CHECKING:
-    import random
-
     from harness.profile import Engine as EngineConfig
 
 EWMA_ALPHA = 0.1  # weight of each new service-time observation
@@ -64,9 +62,7 @@ class Counts:
 
 
 class Engine:
-    def __init__(
-        self, cfg: EngineConfig, *, service_time_prior_s: float, rng: random.Random
-    ) -> None:
+    def __init__(self, cfg: EngineConfig, *, service_time_prior_s: float, rng: Rng) -> None:
         self.cfg = cfg
         self.rng = rng
         self.queue = JobQueue()

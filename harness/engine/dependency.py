@@ -14,16 +14,22 @@
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    import random
-
     # config types only; the engine imports nothing outside the stdlib
     from harness.profile import Breaker as BreakerConfig
     from harness.profile import Dependency as DependencyConfig
 
 CLOSED, OPEN, HALF_OPEN = "closed", "open", "half_open"
+
+
+class Rng(Protocol):
+    """What the engine needs of a random source: the driver passes a seeded random.Random."""
+
+    def uniform(self, a: float, b: float) -> float: ...
+
+
 RESERVE = 10.0
 
 
@@ -45,7 +51,7 @@ class RetryBudget:
         return False
 
 
-def backoff_s(cfg: DependencyConfig, attempt: int, rng: random.Random) -> float:
+def backoff_s(cfg: DependencyConfig, attempt: int, rng: Rng) -> float:
     """Delay before attempt ``attempt + 1`` after ``attempt`` failed (attempt counts from 1)."""
     cap = min(cfg.backoff_max_s, cfg.backoff_base_s * (2.0 ** (attempt - 1)))
     return cap / 2 + rng.uniform(0.0, cap / 2)
