@@ -7,6 +7,7 @@ seed give byte-identical files once ``meta`` is set aside, and golden tests stay
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import subprocess
@@ -89,7 +90,9 @@ def conservation(
     return {"ok": not violations, "violations": violations}
 
 
+@functools.cache
 def git_sha() -> str | None:
+    """The checkout's commit, once per process (a sweep runs hundreds of sims)."""
     try:
         root = Path(harness.__file__).resolve().parent.parent
         out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
