@@ -123,6 +123,7 @@ class LiveDriver:
         self._housekeeper: asyncio.Task[None] | None = None
         self._signals_known = True
         self._outages = tuple(f for f in profile.faults if f.kind == "metrics_outage")
+        self.epoch = 0.0  # the fault timeline counts from here (PUT /_proxy/epoch moves it)
         self.started_at = datetime.now(UTC)
         self._wall0 = time.perf_counter()
         self.stopping = False
@@ -248,10 +249,17 @@ class LiveDriver:
             now = self.clock.now()
             await asyncio.sleep(min(self.clock.wall_delay(math.floor(now) + 1.0) + 0.001, 1.0))
 
+    def set_epoch(self) -> float:
+        """Start the fault timeline now, as ``PUT /_stub/epoch`` does for the stub: ``harness
+        run`` calls both at the instant its load starts, so a metrics outage at ``at_s`` lands
+        at the same profile second as the stub's faults."""
+        self.epoch = self.clock.now()
+        return self.epoch
+
     def tick_second(self) -> None:
         """Close finished seconds of the timeline, apply metric outages, flush decisions."""
         now = self.clock.now()
-        known = not any(f.active(now) for f in self._outages)
+        known = not any(f.active(now - self.epoch) for f in self._outages)
         if known != self._signals_known:
             self._signals_known = known
             self.report(MetricsSample(known))

@@ -98,6 +98,9 @@ class ProxyApp:
                     (b"content-type", b"text/plain; version=0.0.4; charset=utf-8"),
                     (b"content-length", b"%d" % len(body))]})  # fmt: skip
                 await send({"type": "http.response.body", "body": body})
+            elif scope["path"] == "/_proxy/epoch" and scope["method"] == "PUT":
+                epoch = self.driver.set_epoch()
+                await wire.send_json(send, 200, orjson.dumps({"epoch_s": epoch}))
             elif scope["path"] == "/healthz":
                 up = not (self.driver.stopping or self.closed)
                 await wire.send_json(send, 200 if up else 503, orjson.dumps(

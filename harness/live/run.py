@@ -230,7 +230,7 @@ def _execute(run: Run, times: array[float], where: str, console: Console) -> int
             note = f"{where}; Ctrl-C stops (partial results are kept)"
             with LiveView(console, run.profile, time_scale=run.scale, due_times=times,
                           records=work / "requests.jsonl", metrics_url=metrics, note=note) as view:  # fmt: skip
-                complete, interrupted = _follow(run, lc, view, intr, stub_url)
+                complete, interrupted = _follow(run, lc, view, intr, stub_url, metrics)
             lc.kill()
             proxy = next((p for name, p in kids.procs if name == "proxy"), None)
             if proxy is not None and kids.stop(proxy, PROXY_GRACE_S + 20) is None:
@@ -306,9 +306,15 @@ def _start_locust(run: Run, work: Path, logs: Path, console: Console) -> loadgen
 
 
 def _follow(
-    run: Run, lc: loadgen.Locust, view: LiveView, intr: _Interrupts, stub_url: str | None
+    run: Run,
+    lc: loadgen.Locust,
+    view: LiveView,
+    intr: _Interrupts,
+    stub_url: str | None,
+    proxy_metrics_url: str | None = None,
 ) -> tuple[bool, bool]:
-    """Wait for the load to start, set the stub's epoch, follow it to the end.
+    """Wait for the load to start, set the stub's and the proxy's fault epoch, follow it to
+    the end.
     Returns (complete, interrupted)."""
     deadline = time.monotonic() + (150.0 if run.workers + run.remote else 60.0)
     info = lc.started()
@@ -323,8 +329,11 @@ def _follow(
         info = lc.started()
     start = float(info["start_epoch"])
     view.started(start)
-    if stub_url is not None:
-        threading.Thread(target=_set_epoch, args=(stub_url, start), daemon=True).start()
+    urls = [] if stub_url is None else [f"{stub_url}/_stub/epoch"]
+    if proxy_metrics_url is not None:
+        urls.append(proxy_metrics_url.rsplit("/metrics", 1)[0] + "/_proxy/epoch")
+    if urls:
+        threading.Thread(target=_set_epoch, args=(urls, start), daemon=True).start()
     prof = run.profile
     retries = prof.clients.retry.max_retries if prof.clients.retry else 0
     bound = (prof.duration_s + calls.client_timeout_s(prof) * (1 + retries)) * run.scale
@@ -343,11 +352,12 @@ def _follow(
     return stopped_at is None and lc.wait(5) == 0, bool(intr.count)
 
 
-def _set_epoch(stub_url: str, start_epoch: float) -> None:
-    """The stub's fault timeline counts from the moment the load starts."""
+def _set_epoch(urls: list[str], start_epoch: float) -> None:
+    """The stub's and the proxy's fault timelines count from the moment the load starts."""
     time.sleep(max(0.0, start_epoch - time.time()))
-    with contextlib.suppress(httpx.HTTPError):
-        httpx.put(f"{stub_url}/_stub/epoch", timeout=5.0)
+    for url in urls:
+        with contextlib.suppress(httpx.HTTPError):
+            httpx.put(url, timeout=5.0)
 
 
 def _finish(console: Console, out: Path, summary: dict[str, Any]) -> int:

@@ -51,6 +51,23 @@ def test_a_metrics_outage_in_the_profile_blinds_the_engine_for_its_window() -> N
     run(go())
 
 
+def test_the_epoch_moves_the_metrics_outage_window() -> None:
+    async def go() -> None:
+        clock = ManualClock()
+        prof = profile(extra="faults:\n  - {at_s: 1, for_s: 2, kind: metrics_outage}\n")
+        d = LiveDriver(prof, clock=clock)
+        clock.advance(10.0)
+        assert d.set_epoch() == 10.0  # the load starts 10 s after the proxy
+        seen = []
+        for t in (10.5, 11.5, 12.5, 13.5):
+            clock.advance(t - clock.now())
+            d.tick_second()
+            seen.append(d.engine.signals_known)
+        assert seen == [True, False, False, True]
+
+    run(go())
+
+
 def test_gauges_show_depth_and_oldest_age_per_tier() -> None:
     async def go() -> None:
         clock = ManualClock()
