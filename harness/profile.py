@@ -15,14 +15,42 @@ import math
 import re
 import types
 import typing
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin
 
 import yaml
 
-Priority = Literal["critical", "standard", "batch"]
-PRIORITIES: tuple[Priority, ...] = ("critical", "standard", "batch")
+from harness.schema import (
+    DEFAULT_ALERTS,
+    FAULT_KINDS,
+    FAULT_REQUIRED,
+    LATENCY_PARAMS,
+    PRIORITIES,
+    Admission,
+    AlertOverride,
+    AlertRule,
+    Arrivals,
+    Breaker,
+    ClientRetry,
+    Clients,
+    Dependency,
+    Engine,
+    Executors,
+    Fault,
+    Generator,
+    Latency,
+    Phase,
+    Pool,
+    Priority,
+    Profile,
+    PromptRepeat,
+    RequestClass,
+    Scaling,
+    Slo,
+    TenantRate,
+    TokenCount,
+    Upstream,
+)
 
 
 class ProfileError(Exception):
@@ -43,312 +71,6 @@ class ProfileError(Exception):
         else:
             where = f"{self.file}:{self.line}"
         return f"{where}: {self.field_path or '<root>'}: {self.message}"
-
-
-def _c(**kw: Any) -> dict[str, Any]:
-    """Per-field constraints, kept in dataclass field metadata."""
-    return kw
-
-
-# ---------------------------------------------------------------------------------------------
-# The schema. Field order = the order --print shows. Constraints: gt/ge (numbers), doc.
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Latency:
-    dist: Literal["fixed", "uniform", "exponential", "lognormal"]
-    value_s: float | None = field(default=None, metadata=_c(ge=0))
-    low_s: float | None = field(default=None, metadata=_c(ge=0))
-    high_s: float | None = field(default=None, metadata=_c(ge=0))
-    mean_s: float | None = field(default=None, metadata=_c(gt=0))
-    median_s: float | None = field(default=None, metadata=_c(gt=0))
-    sigma: float | None = field(default=None, metadata=_c(ge=0))
-
-    def mean(self) -> float:
-        if self.dist == "fixed":
-            return float(self.value_s or 0.0)
-        if self.dist == "uniform":
-            return (float(self.low_s or 0.0) + float(self.high_s or 0.0)) / 2
-        if self.dist == "exponential":
-            return float(self.mean_s or 0.0)
-        s = float(self.sigma or 0.0)
-        return float(self.median_s or 0.0) * math.exp(s * s / 2)
-
-
-_LATENCY_PARAMS = {
-    "fixed": ("value_s",),
-    "uniform": ("low_s", "high_s"),
-    "exponential": ("mean_s",),
-    "lognormal": ("median_s", "sigma"),
-}
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Phase:
-    until_s: float = field(metadata=_c(gt=0))
-    rate_per_s: float = field(metadata=_c(gt=0))
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Arrivals:
-    process: Literal["poisson", "constant", "gamma", "trace"] = "poisson"
-    phases: tuple[Phase, ...] = ()
-    burstiness: float | None = field(default=None, metadata=_c(gt=0))
-    file: str | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Pool:
-    pool: int = field(metadata=_c(gt=0))
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PromptRepeat:
-    text: str
-    times: int = field(metadata=_c(ge=0))
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RequestClass:
-    weight: float = field(default=1.0, metadata=_c(ge=0))
-    priority: Priority = "standard"
-    prompt: str | None = None
-    prompt_repeat: PromptRepeat | None = None
-    max_tokens: int = field(default=256, metadata=_c(gt=0))
-    tenant: str | Pool = "default"
-    key: str | Pool | None = None
-    deadline_s: float | None = field(default=None, metadata=_c(gt=0))
-    stream: bool = False
-    latency: Latency | None = None
-
-    def prompt_text(self) -> str:
-        if self.prompt_repeat is not None:
-            return self.prompt_repeat.text * self.prompt_repeat.times
-        return self.prompt if self.prompt is not None else "Hello"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TokenCount:
-    """Completion length in tokens (capped by the class's max_tokens)."""
-
-    dist: Literal["fixed", "uniform"] = "fixed"
-    value: int | None = field(default=None, metadata=_c(ge=0))
-    low: int | None = field(default=None, metadata=_c(ge=0))
-    high: int | None = field(default=None, metadata=_c(ge=0))
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Upstream:
-    latency: Latency = Latency(dist="uniform", low_s=5.0, high_s=30.0)
-    timeout_s: float = field(default=120.0, metadata=_c(gt=0))
-    # Streaming: the first token arrives after this fraction of the sampled latency; the
-    # remaining tokens are spread evenly over the rest.
-    ttft_fraction: float = field(default=0.1, metadata=_c(ge=0, le=1))
-    completion_tokens: TokenCount | None = None
-
-
-FAULT_KINDS = (
-    "latency",
-    "status",
-    "rate_limit",
-    "hang",
-    "reset",
-    "stream_error",
-    "truncate",
-    "metrics_outage",
-    "ack_loss",
-)
-_FAULT_REQUIRED = {
-    "latency": ("add_s",),
-    "status": ("status",),
-    "rate_limit": ("rate_per_s",),
-    "stream_error": (),
-    "truncate": (),
-}
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Fault:
-    kind: Literal[
-        "latency",
-        "status",
-        "rate_limit",
-        "hang",
-        "reset",
-        "stream_error",
-        "truncate",
-        "metrics_outage",
-        "ack_loss",
-    ]
-    at_s: float | None = field(default=None, metadata=_c(ge=0))
-    for_s: float | None = field(default=None, metadata=_c(gt=0))
-    probability: float = field(default=1.0, metadata=_c(ge=0, le=1))
-    add_s: float | None = field(default=None, metadata=_c(ge=0))
-    status: int | None = field(default=None, metadata=_c(ge=400, le=599))
-    retry_after_s: float | None = field(default=None, metadata=_c(ge=0))
-    rate_per_s: float | None = field(default=None, metadata=_c(gt=0))
-    max_concurrent: int | None = field(default=None, metadata=_c(gt=0))
-    after_chunks: int | None = field(default=None, metadata=_c(ge=0))
-
-    def active(self, t: float) -> bool:
-        start = self.at_s or 0.0
-        if t < start:
-            return False
-        return self.for_s is None or t < start + self.for_s
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Executors:
-    initial: int = field(default=4, metadata=_c(ge=0))
-    jobs_per_executor: int = field(default=1, metadata=_c(gt=0))
-    startup_s: float = field(default=0.0, metadata=_c(ge=0))
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TenantRate:
-    rate_per_s: float = field(metadata=_c(gt=0))
-    burst: float = field(default=1.0, metadata=_c(ge=1))
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Admission:
-    admit_always: bool = False
-    tenant_rate: TenantRate | None = None
-    max_queue_depth: int | None = field(default=None, metadata=_c(ge=0))
-    shed_fill: float | None = field(default=None, metadata=_c(gt=0, le=1))
-    shed_fill_standard: float | None = field(default=None, metadata=_c(gt=0, le=1))
-    age_reject_s: float | None = field(default=None, metadata=_c(ge=0))
-    depth_mult: float | None = field(default=None, metadata=_c(ge=0))
-    deadline_slack: bool = False
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Scaling:
-    enabled: bool = False
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Breaker:
-    failure_ratio: float = field(default=0.5, metadata=_c(gt=0, le=1))
-    window_s: float = field(default=30.0, metadata=_c(gt=0))
-    open_s: float = field(default=15.0, metadata=_c(gt=0))
-    min_calls: int = field(default=10, metadata=_c(gt=0))
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Dependency:
-    max_retries: int = field(default=2, metadata=_c(ge=0))
-    retry_budget_ratio: float = field(default=0.1, metadata=_c(ge=0))
-    backoff_base_s: float = field(default=0.5, metadata=_c(ge=0))
-    backoff_max_s: float = field(default=8.0, metadata=_c(ge=0))
-    breaker: Breaker = Breaker()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Engine:
-    executors: Executors = Executors()
-    admission: Admission = Admission()
-    scaling: Scaling = Scaling()
-    dependency: Dependency = Dependency()
-    service_time_prior_s: float | None = field(default=None, metadata=_c(gt=0))
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ClientRetry:
-    max_retries: int = field(default=2, metadata=_c(ge=0))
-    honour_retry_after: bool = True
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Clients:
-    retry: ClientRetry | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Slo:
-    turnaround_p95_s: float = field(default=60.0, metadata=_c(gt=0))
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AlertRule:
-    """signal > threshold, held for for_s (0: at once), over rolling window_s windows."""
-
-    signal: Literal["oldest_age_s", "rejection_rate", "turnaround_p95_s"]
-    threshold: float
-    for_s: float = field(default=0.0, metadata=_c(ge=0))
-    window_s: float = field(default=60.0, metadata=_c(gt=0))
-    severity: Literal["warn", "page"] = "warn"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AlertOverride:
-    threshold: float | None = None
-    for_s: float | None = field(default=None, metadata=_c(ge=0))
-    window_s: float | None = field(default=None, metadata=_c(gt=0))
-    enabled: bool = True
-
-
-DEFAULT_ALERTS: dict[str, AlertRule] = {
-    "oldest_age_warn": AlertRule(signal="oldest_age_s", threshold=15, for_s=120),
-    "oldest_age_page": AlertRule(signal="oldest_age_s", threshold=25, for_s=60, severity="page"),
-    "rejection_rate_warn": AlertRule(signal="rejection_rate", threshold=0.05),
-    "rejection_rate_page": AlertRule(
-        signal="rejection_rate", threshold=0.20, for_s=300, severity="page"
-    ),
-    "turnaround_p95_warn": AlertRule(signal="turnaround_p95_s", threshold=45),
-    "turnaround_p95_page": AlertRule(signal="turnaround_p95_s", threshold=60, severity="page"),
-}
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Generator:
-    max_in_flight: int = field(default=10000, metadata=_c(gt=0))
-    lateness_p99_limit_s: float = field(default=0.01, metadata=_c(gt=0))
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Profile:
-    name: str
-    description: str = ""
-    duration_s: float = field(default=300.0, metadata=_c(gt=0))
-    seed: int = 1
-    slo: Slo = Slo()
-    arrivals: Arrivals = Arrivals()
-    classes: dict[str, RequestClass] = field(default_factory=dict)
-    upstream: Upstream = Upstream()
-    faults: tuple[Fault, ...] = ()
-    engine: Engine = Engine()
-    clients: Clients = Clients()
-    thresholds: tuple[str, ...] = ()
-    alerts: dict[str, AlertOverride] = field(default_factory=dict)
-    generator: Generator = Generator()
-    # Not part of the YAML: where it came from, for messages and the summary.
-    source: str = field(default="<profile>", metadata=_c(internal=True))
-    sha256: str = field(default="", metadata=_c(internal=True))
-
-    def service_time_prior(self) -> float:
-        if self.engine.service_time_prior_s is not None:
-            return self.engine.service_time_prior_s
-        total = sum(c.weight for c in self.classes.values()) or 1.0
-        mean = 0.0
-        for c in self.classes.values():
-            mean += c.weight / total * (c.latency or self.upstream.latency).mean()
-        return mean if mean > 0 else self.upstream.latency.mean() or 1.0
-
-    def alert_rules(self) -> dict[str, AlertRule]:
-        rules: dict[str, AlertRule] = {}
-        for name, rule in DEFAULT_ALERTS.items():
-            o = self.alerts.get(name)
-            if o is None:
-                rules[name] = rule
-            elif o.enabled:
-                rules[name] = dataclasses.replace(
-                    rule,
-                    threshold=rule.threshold if o.threshold is None else o.threshold,
-                    for_s=rule.for_s if o.for_s is None else o.for_s,
-                    window_s=rule.window_s if o.window_s is None else o.window_s,
-                )
-        return rules
 
 
 # ---------------------------------------------------------------------------------------------
@@ -513,7 +235,7 @@ def _check_bounds(ctx: _Ctx, f: dataclasses.Field[Any], v: Any, path: str) -> No
 
 
 def check_latency(ctx: _Ctx, lat: Latency, path: str) -> None:
-    needed = _LATENCY_PARAMS[lat.dist]
+    needed = LATENCY_PARAMS[lat.dist]
     for name in needed:
         if getattr(lat, name) is None:
             raise ctx.err(_join(path, name), f"required for dist: {lat.dist}")
@@ -529,7 +251,7 @@ def check_fault(ctx: _Ctx, fault: Fault, path: str, *, timeline: bool) -> None:
         raise ctx.err(_join(path, "at_s"), "required in a profile's fault timeline")
     if timeline and fault.for_s is None:
         raise ctx.err(_join(path, "for_s"), "required in a profile's fault timeline")
-    for name in _FAULT_REQUIRED.get(fault.kind, ()):
+    for name in FAULT_REQUIRED.get(fault.kind, ()):
         if getattr(fault, name) is None:
             raise ctx.err(_join(path, name), f"required for kind: {fault.kind}")
     if (
@@ -774,3 +496,46 @@ def parse_fault_list(data: Any, *, source: str = "faults") -> tuple[Fault, ...]:
     for i, f in enumerate(faults):
         check_fault(ctx, f, str(i), timeline=False)
     return typing.cast(tuple[Fault, ...], faults)
+
+
+__all__ = [
+    "DEFAULT_ALERTS",
+    "FAULT_KINDS",
+    "FAULT_REQUIRED",
+    "LATENCY_PARAMS",
+    "PRIORITIES",
+    "Admission",
+    "AlertOverride",
+    "AlertRule",
+    "Arrivals",
+    "Breaker",
+    "ClientRetry",
+    "Clients",
+    "Dependency",
+    "Engine",
+    "Executors",
+    "Fault",
+    "Generator",
+    "Latency",
+    "Phase",
+    "Pool",
+    "Priority",
+    "Profile",
+    "ProfileError",
+    "PromptRepeat",
+    "RequestClass",
+    "Scaling",
+    "Slo",
+    "TenantRate",
+    "TokenCount",
+    "Upstream",
+    "apply_override",
+    "bundled_dir",
+    "check_fault",
+    "check_latency",
+    "load",
+    "loads",
+    "parse_fault_list",
+    "resolve",
+    "to_dict",
+]
