@@ -45,6 +45,7 @@ from harness.live.metrics import ProxyMetrics, QueueState
 from harness.profile import Profile
 from harness.results import summary as summ
 from harness.results.alerts import evaluate_alerts
+from harness.results.quantiles import percentiles
 from harness.results.recorder import DecisionLog
 from harness.results.stats import TIMELINE_P95_WINDOW_S, Collector
 
@@ -307,7 +308,7 @@ class LiveDriver:
             alerts=alerts, timeline=timeline, complete=complete,
         )  # fmt: skip
         summary["counts"]["upstream_retries"] = ec.retries
-        summary["proxy_turnaround_s"] = summ.percentiles(col.turnarounds)
+        summary["proxy_turnaround_s"] = percentiles(col.turnarounds)
         if extra:
             summary.update(extra)
         summary["meta"] = summ.meta(self.started_at, time.perf_counter() - self._wall0)

@@ -27,6 +27,7 @@ import orjson
 from harness.profile import AlertRule, Profile, to_dict
 from harness.results import summary as summ
 from harness.results.alerts import evaluate_alerts, signal_series
+from harness.results.quantiles import percentiles
 
 # Attempts that may not have reached the proxy (no connection was made).
 _UNREACHED = ("failed:connection_refused", "failed:connection_error")
@@ -40,8 +41,8 @@ def _tally(recs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     sent = len(recs) - by["dropped"]
     return {"counts": {"arrivals": sent, "admitted": sent - rejected, "rejected": rejected,
             "completed": by["completed"], "failed": by["failed"], "expired": by["expired"]},
-            "turnaround_s": summ.percentiles([r["latency_s"] for r in recs if r["outcome"] == "completed"]),
-            "queue_wait_s": summ.percentiles(_waits(recs))}  # fmt: skip
+            "turnaround_s": percentiles([r["latency_s"] for r in recs if r["outcome"] == "completed"]),
+            "queue_wait_s": percentiles(_waits(recs))}  # fmt: skip
 
 
 def _waits(recs: Iterable[Mapping[str, Any]]) -> list[float]:
@@ -259,8 +260,8 @@ def merge(
                   "mode": "live", "profile": {"name": profile.name, "sha256": profile.sha256},
                   "seed": seed, "effective": to_dict(profile), "counts": counts,
                   "conservation": cons,
-                  "turnaround_s": summ.percentiles([r["latency_s"] for r in done]),
-                  "queue_wait_s": summ.percentiles(_waits(recs)), "ttft_s": summ.percentiles(ttft,
+                  "turnaround_s": percentiles([r["latency_s"] for r in done]),
+                  "queue_wait_s": percentiles(_waits(recs)), "ttft_s": percentiles(ttft,
                   ("p50", "p95")), "itl_s": {"p50": None, "p95": None},
                   "output_tokens_per_s": round(toks / span, 4), "goodput_per_s": round(good / span,
                   4), "by_class": by_class, "by_priority": by_prio,

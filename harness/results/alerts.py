@@ -7,7 +7,7 @@ small state machine walks those values like a Prometheus rule with a ``for:`` cl
 - ``oldest_age_s``: the line's ``oldest_age_s``.
 - ``rejection_rate``: sum(rejected) / sum(arrivals) over the lines ``t - window_s < t' <= t``
   (the window ``[t+1-window_s, t+1)``); no arrivals in the window gives 0.
-- ``turnaround_p95_s``: the p95 (linear interpolation, as in summary.json) of the turnarounds
+- ``turnaround_p95_s``: the p95 (linear interpolation, as in summary.json; see quantiles.py) of the turnarounds
   of requests that completed in ``[t+1-window_s, t+1)``; no completions gives no value.
 
 A second is *breaching* when its value exists and is ``> threshold``. An alert fires at the
@@ -31,66 +31,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.profile import AlertRule
-
-# -------------------------------------------------------------------------------------------
-# Order statistics shared by the results layer (alerts, compare, sweep). Percentiles use
-# linear interpolation between order statistics, as summary.json does.
+from harness.results.quantiles import quantile
 
 # Above this many completions the per-second p95 uses numpy (imported lazily: a sim of a few
 # hundred requests should not pay for importing it).
 _NUMPY_FROM = 20_000
-
-
-def quantile(values: Sequence[float], q: float) -> float:
-    """Linear interpolation between order statistics (Hyndman-Fan type 7, numpy's default)."""
-    xs = sorted(values)
-    if not xs:
-        raise ValueError("quantile of no values")
-    h = (len(xs) - 1) * q
-    lo = math.floor(h)
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (h - lo) * (xs[hi] - xs[lo])
-
-
-def describe(values: Sequence[float | None]) -> dict[str, Any]:
-    """``{"median", "p05", "p95", "min", "max", "values"}``; statistics skip nulls."""
-    xs = [v for v in values if v is not None]
-    out: dict[str, Any] = {"values": list(values)}
-    for k, q in (("median", 0.5), ("p05", 0.05), ("p95", 0.95), ("min", 0.0), ("max", 1.0)):
-        out[k] = round(quantile(xs, q), 6) if xs else None
-    return out
-
-
-def _gauss_binomial(m: int, n: int) -> list[int]:
-    """Coefficients of [m+n choose m]_q: counts of rank arrangements by Mann-Whitney U."""
-    poly = [1]
-    for i in range(1, m + 1):
-        grown = poly + [0] * (n + i)  # multiply by (1 - q^(n+i))
-        for k in range(len(poly)):
-            grown[k + n + i] -= poly[k]
-        for k in range(i, len(grown)):  # divide by (1 - q^i), exactly
-            grown[k] += grown[k - i]
-        poly = grown[: i * n + 1]
-    return poly
-
-
-def mann_whitney_p(base: Sequence[float], new: Sequence[float], worse: str) -> float:
-    """One-sided p-value that NEW is shifted towards ``worse`` ("up"/"down") relative to BASE."""
-    a = list(new) if worse == "up" else [-x for x in new]
-    b = list(base) if worse == "up" else [-x for x in base]
-    m, n = len(a), len(b)
-    u = sum((x > y) + 0.5 * (x == y) for x in a for y in b)
-    pooled = sorted(a + b)
-    ties = [pooled.count(v) for v in set(pooled)]
-    if all(t == 1 for t in ties) and math.comb(m + n, m) <= 10**12:
-        counts = _gauss_binomial(m, n)
-        return sum(counts[math.ceil(u) :]) / math.comb(m + n, m)
-    big_n = m + n
-    var = m * n / 12 * ((big_n + 1) - sum(t**3 - t for t in ties) / (big_n * (big_n - 1)))
-    if var <= 0:
-        return 1.0
-    z = (u - m * n / 2 - 0.5) / math.sqrt(var)
-    return 0.5 * math.erfc(z / math.sqrt(2))
 
 
 # -------------------------------------------------------------------------------------------

@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from harness.results.alerts import describe, mann_whitney_p
+from harness.results.quantiles import describe, mann_whitney_p
 from harness.results.report import fmt_delta, fmt_spread
 from harness.results.thresholds import lookup
 

@@ -21,36 +21,11 @@ import orjson
 
 import harness
 from harness.profile import Profile, to_dict
+from harness.results.quantiles import percentiles
 from harness.results.stats import Collector, Tally
 from harness.results.thresholds import evaluate_all
 
 SCHEMA_VERSION = 1
-
-
-def percentiles(
-    values: Sequence[float], keys: Sequence[str] = ("mean", "p50", "p90", "p95", "p99", "max")
-) -> dict[str, float | None]:
-    """Linear-interpolation percentiles (numpy's default), rounded to the millisecond."""
-    if not values:
-        return {k: None for k in keys}
-    xs = sorted(values)
-    n = len(xs)
-    out: dict[str, float | None] = {}
-    for k in keys:
-        if k == "mean":
-            v = sum(xs) / n
-        elif k == "max":
-            v = xs[-1]
-        elif k == "min":
-            v = xs[0]
-        else:
-            q = float(k[1:]) / 100.0
-            pos = q * (n - 1)
-            lo = int(pos)
-            hi = min(lo + 1, n - 1)
-            v = xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
-        out[k] = round(v, 3)
-    return out
 
 
 def _tally(t: Tally) -> dict[str, Any]:

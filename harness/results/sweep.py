@@ -37,8 +37,8 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, Literal
 
-from harness.results.alerts import describe, quantile
 from harness.results.compare import FIGURES, expr_value
+from harness.results.quantiles import describe, quantile
 from harness.results.thresholds import parse_threshold
 
 Runner = Callable[[str, list[str], int], dict[str, Any]]

@@ -9,7 +9,8 @@ import pytest
 
 from harness.profile import DEFAULT_ALERTS, AlertRule
 from harness.results import alerts
-from harness.results.alerts import describe, evaluate_alerts, mann_whitney_p, quantile
+from harness.results.alerts import evaluate_alerts
+from harness.results.quantiles import describe, mann_whitney_p, quantile
 
 
 def timeline(n: int, **series: Any) -> list[dict[str, Any]]:

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from harness.results.alerts import describe
 from harness.results.plots import plot_sweep, plot_timeline
+from harness.results.quantiles import describe
 from harness.results.report import ReportError, fmt_num, write_report
 
 PNG = b"\x89PNG\r\n\x1a\n"

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from harness.results.alerts import describe
+from harness.results.quantiles import describe
 from harness.results.report import recommendation_text, sweep_table
 from harness.results.sweep import (
     Constraint,

@@ -1,0 +1,89 @@
+"""Order statistics shared by the results layer (summary, alerts, compare, sweep).
+
+Percentiles use linear interpolation between order statistics (Hyndman-Fan type 7, numpy's
+default) everywhere, so a p95 in summary.json, an alert and a sweep table agree.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+
+def quantile(values: Sequence[float], q: float) -> float:
+    """Linear interpolation between order statistics (Hyndman-Fan type 7, numpy's default)."""
+    xs = sorted(values)
+    if not xs:
+        raise ValueError("quantile of no values")
+    h = (len(xs) - 1) * q
+    lo = math.floor(h)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (h - lo) * (xs[hi] - xs[lo])
+
+
+def describe(values: Sequence[float | None]) -> dict[str, Any]:
+    """``{"median", "p05", "p95", "min", "max", "values"}``; statistics skip nulls."""
+    xs = [v for v in values if v is not None]
+    out: dict[str, Any] = {"values": list(values)}
+    for k, q in (("median", 0.5), ("p05", 0.05), ("p95", 0.95), ("min", 0.0), ("max", 1.0)):
+        out[k] = round(quantile(xs, q), 6) if xs else None
+    return out
+
+
+def _gauss_binomial(m: int, n: int) -> list[int]:
+    """Coefficients of [m+n choose m]_q: counts of rank arrangements by Mann-Whitney U."""
+    poly = [1]
+    for i in range(1, m + 1):
+        grown = poly + [0] * (n + i)  # multiply by (1 - q^(n+i))
+        for k in range(len(poly)):
+            grown[k + n + i] -= poly[k]
+        for k in range(i, len(grown)):  # divide by (1 - q^i), exactly
+            grown[k] += grown[k - i]
+        poly = grown[: i * n + 1]
+    return poly
+
+
+def mann_whitney_p(base: Sequence[float], new: Sequence[float], worse: str) -> float:
+    """One-sided p-value that NEW is shifted towards ``worse`` ("up"/"down") relative to BASE."""
+    a = list(new) if worse == "up" else [-x for x in new]
+    b = list(base) if worse == "up" else [-x for x in base]
+    m, n = len(a), len(b)
+    u = sum((x > y) + 0.5 * (x == y) for x in a for y in b)
+    pooled = sorted(a + b)
+    ties = [pooled.count(v) for v in set(pooled)]
+    if all(t == 1 for t in ties) and math.comb(m + n, m) <= 10**12:
+        counts = _gauss_binomial(m, n)
+        return sum(counts[math.ceil(u) :]) / math.comb(m + n, m)
+    big_n = m + n
+    var = m * n / 12 * ((big_n + 1) - sum(t**3 - t for t in ties) / (big_n * (big_n - 1)))
+    if var <= 0:
+        return 1.0
+    z = (u - m * n / 2 - 0.5) / math.sqrt(var)
+    return 0.5 * math.erfc(z / math.sqrt(2))
+
+
+def percentiles(
+    values: Sequence[float], keys: Sequence[str] = ("mean", "p50", "p90", "p95", "p99", "max")
+) -> dict[str, float | None]:
+    """Linear-interpolation percentiles (numpy's default), rounded to the millisecond."""
+    if not values:
+        return {k: None for k in keys}
+    xs = sorted(values)
+    n = len(xs)
+    out: dict[str, float | None] = {}
+    for k in keys:
+        if k == "mean":
+            v = sum(xs) / n
+        elif k == "max":
+            v = xs[-1]
+        elif k == "min":
+            v = xs[0]
+        else:
+            q = float(k[1:]) / 100.0
+            pos = q * (n - 1)
+            lo = int(pos)
+            hi = min(lo + 1, n - 1)
+            v = xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+        out[k] = round(v, 3)
+    return out
