@@ -41,6 +41,14 @@ def print_summary(console: Console, s: dict[str, Any], folder: Path | None = Non
         "queue wait s", "  ".join(f"{k} {_fmt(qw.get(k))}" for k in ("p50", "p95", "p99", "max"))
     )
     t.add_row("SLO breaches", f"{c['slo_breach']}  goodput {_fmt(s.get('goodput_per_s'))}/s")
+    gen = s.get("generator") or {}
+    lag = gen.get("schedule_lag_s") or {}
+    if s.get("mode") == "live" and lag.get("p99") is not None:
+        sat = " [bold red]SATURATED: results not trustworthy[/]" if s.get("generator_saturated") else ""
+        t.add_row("generator", f"offered {_fmt(gen.get('offered_rate_per_s'))}/s  achieved "
+                               f"{_fmt(gen.get('achieved_rate_per_s'))}/s  lateness p99 "
+                               f"{lag['p99'] * 1000:.2f} ms  dropped {c.get('dropped_by_generator', 0)}"
+                               f"{sat}")  # fmt: skip
     cons = s["conservation"]
     t.add_row(
         "conservation",
