@@ -274,6 +274,8 @@ class RequestSpec:
     def headers_for(self, a: Arrival, attempt: int) -> dict[str, str]:
         h = dict(self.headers[a.cls])
         h["x-tenant"] = a.tenant
+        if a.key is not None:
+            h["x-key"] = a.key  # partition key: the proxy runs one request per key at a time
         h["x-request-id"] = a.id if attempt == 1 else f"{a.id}.{attempt}"
         return h
 

@@ -77,6 +77,9 @@ def test_requests_carry_class_priority_tenant_and_a_stream_flag(tmp_path: Path) 
     h = spec.headers_for(a, 2)
     assert h["x-class"] == "live" and h["x-priority"] == "critical"
     assert h["x-tenant"] == "default" and h["x-request-id"] == f"{a.id}.2"
+    assert "x-key" not in h  # this class has no partition key
+    a.key = "key-1"
+    assert spec.headers_for(a, 1)["x-key"] == "key-1"
     body = orjson.loads(spec.body["live"])
     assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
     assert body["model"] == "m" and body["max_tokens"] == 8
