@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 Priority = Literal["critical", "standard", "batch"]
 PRIORITIES: tuple[Priority, ...] = ("critical", "standard", "batch")
@@ -118,7 +118,7 @@ class Upstream:
     completion_tokens: TokenCount | None = None
 
 
-FAULT_KINDS = (
+FaultKind = Literal[
     "latency",
     "status",
     "rate_limit",
@@ -128,7 +128,8 @@ FAULT_KINDS = (
     "truncate",
     "metrics_outage",
     "ack_loss",
-)
+]
+FAULT_KINDS: tuple[str, ...] = get_args(FaultKind)
 FAULT_REQUIRED = {
     "latency": ("add_s",),
     "status": ("status",),
@@ -140,17 +141,7 @@ FAULT_REQUIRED = {
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Fault:
-    kind: Literal[
-        "latency",
-        "status",
-        "rate_limit",
-        "hang",
-        "reset",
-        "stream_error",
-        "truncate",
-        "metrics_outage",
-        "ack_loss",
-    ]
+    kind: FaultKind
     at_s: float | None = field(default=None, metadata=_c(ge=0))
     for_s: float | None = field(default=None, metadata=_c(gt=0))
     probability: float = field(default=1.0, metadata=_c(ge=0, le=1))
