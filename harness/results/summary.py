@@ -82,6 +82,7 @@ def meta(started_at: datetime, wall_s: float) -> dict[str, Any]:
         "harness_version": harness.__version__,
         "git_sha": git_sha(),
         "python": platform.python_version(),
+        "compiled": harness.compiled(),
         "started_at": started_at.astimezone(UTC).isoformat(timespec="seconds"),
         "wall_s": round(wall_s, 3),
     }
