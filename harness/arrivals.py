@@ -38,7 +38,7 @@ class Arrival(Arrived):
         deadline_s: float | None,
     ) -> None:
         self.index = index
-        self.id = f"r-{index:06d}"
+        self.id = "r-" + str(index).zfill(6)  # f"r-{index:06d}", at half the cost
         self.t = t
         self.cls = cls
         self.priority = priority
@@ -50,25 +50,33 @@ class Arrival(Arrived):
         return f"Arrival({self.id}, t={self.t:.3f}, {self.cls})"
 
 
+_CHUNK = 1024
+
+
 def stream(seed: int, name: str) -> random.Random:
     """A named, independent random stream (string seeds hash deterministically)."""
     return random.Random(f"harness:{seed}:{name}")
 
 
-def _times(profile: Profile, rng: random.Random) -> Iterator[float]:
+def _times(profile: Profile, rng: random.Random) -> Iterator[list[float]]:
+    """The arrival times, in chunks of up to ``_CHUNK`` (one tight loop per chunk)."""
     a = profile.arrivals
     start = 0.0
     for ph in a.phases:
         end = min(ph.until_s, profile.duration_s)
         rate = ph.rate_per_s
         t = start
+        chunk: list[float] = []
         if a.process == "poisson":
             expo = rng.expovariate
             while True:
                 t += expo(rate)
                 if t >= end:
                     break
-                yield t
+                chunk.append(t)
+                if len(chunk) >= _CHUNK:
+                    yield chunk
+                    chunk = []
         elif a.process == "constant":
             n = 0
             step = 1.0 / rate
@@ -77,7 +85,10 @@ def _times(profile: Profile, rng: random.Random) -> Iterator[float]:
                 t = start + n * step
                 if t >= end:
                     break
-                yield t
+                chunk.append(t)
+                if len(chunk) >= _CHUNK:
+                    yield chunk
+                    chunk = []
         else:  # gamma: shape k, mean 1/rate; k < 1 is burstier than Poisson
             k = float(a.burstiness or 1.0)
             scale = 1.0 / (k * rate)
@@ -86,7 +97,12 @@ def _times(profile: Profile, rng: random.Random) -> Iterator[float]:
                 t += gamma(k, scale)
                 if t >= end:
                     break
-                yield t
+                chunk.append(t)
+                if len(chunk) >= _CHUNK:
+                    yield chunk
+                    chunk = []
+        if chunk:
+            yield chunk
         start = end
         if start >= profile.duration_s:
             break
@@ -158,21 +174,24 @@ def schedule(profile: Profile, seed: int | None = None) -> Iterator[Arrival]:
     if profile.arrivals.process != "trace" and plain:
         # The common case, kept lean: the simulation draws hundreds of thousands of these.
         cls_info = [(names[j], prio[j], classes[j].deadline_s) for j in range(len(classes))]
-        for i, t in enumerate(_times(profile, stream(s, "times")), 1):
-            if single:
-                j = 0
-            else:
-                x = choose() * total
-                j = 0
-                while j < last and cum[j] <= x:
-                    j += 1
-            name, pr, dl = cls_info[j]
-            yield Arrival(i, t, name, pr, "default", None, dl)
+        i = 0
+        for chunk in _times(profile, stream(s, "times")):
+            for t in chunk:
+                i += 1
+                if single:
+                    j = 0
+                else:
+                    x = choose() * total
+                    j = 0
+                    while j < last and cum[j] <= x:
+                        j += 1
+                name, pr, dl = cls_info[j]
+                yield Arrival(i, t, name, pr, "default", None, dl)
         return
     if profile.arrivals.process == "trace":
         source: Iterator[tuple[float, str | None, str | None]] = _trace(profile)
     else:
-        source = ((t, None, None) for t in _times(profile, stream(s, "times")))
+        source = ((t, None, None) for chunk in _times(profile, stream(s, "times")) for t in chunk)
     for i, (t, cname, tenant) in enumerate(source, 1):
         if cname is not None:
             j = index_of[cname]

@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from harness.engine.admission import TenantBuckets, build_rules
+from harness.engine.admission import Admission
 from harness.engine.dependency import CircuitBreaker, RetryBudget, Rng, backoff_s
 from harness.engine.events import (
     Action,
@@ -72,38 +71,44 @@ class Engine:
         self.jobs: dict[str, Job] = {}  # admitted and not yet ended
         self.counts = Counts()
         self.admit_always = cfg.admission.admit_always
-        self.rules = build_rules(cfg.admission)
-        tr = cfg.admission.tenant_rate
-        self.tenants = TenantBuckets(tr.rate_per_s, tr.burst) if tr is not None else None
+        self.admission = Admission(cfg.admission)
         self.breaker = CircuitBreaker(cfg.dependency.breaker)
         self.budget = RetryBudget(cfg.dependency.retry_budget_ratio)
         self.signals_known = True
-        self.age_now = 0.0  # oldest waiting age at the current arrival (for the rules)
         self.admitting = True
         self._retries: list[tuple[float, int, Job]] = []  # (due, seq, job) for RETRY_WAIT jobs
         self._seq = 0
         self.now = 0.0
-        self._handlers: dict[type, Callable[[Any, float, list[Action]], None]] = {
-            Arrived: self._arrived,
-            Finished: self._finished,
-            Failed: self._failed,
-            Cancelled: self._cancelled,
-            Tick: self._tick,
-            MetricsSample: self._metrics,
-            StopAdmitting: self._stop,
-        }
 
     # -- the public surface -------------------------------------------------------------------
 
     def handle(self, event: Event, now: float) -> list[Action]:
         if now > self.now:
             self.now = now
+        now = self.now
         out: list[Action] = []
-        handler = self._handlers.get(type(event))
-        if handler is None:  # a driver's subclass of an event type (arrivals.Arrival, say)
-            handler = next(h for t, h in self._handlers.items() if isinstance(event, t))
-            self._handlers[type(event)] = handler
-        handler(event, self.now, out)
+        if type(event) is Finished:
+            self._finished(event, now, out)
+        elif type(event) is Failed:
+            self._failed(event, now, out)
+        elif type(event) is Tick:
+            self._dispatch(now, out)
+        elif isinstance(event, Arrived):  # arrivals.Arrival is a subclass
+            self._arrived(event, now, out)
+        elif isinstance(event, Cancelled):
+            self._cancelled(event, now, out)
+        elif isinstance(event, MetricsSample):
+            self.signals_known = event.known
+        elif isinstance(event, StopAdmitting):
+            self.admitting = False
+        elif isinstance(event, Finished):
+            self._finished(event, now, out)
+        elif isinstance(event, Failed):
+            self._failed(event, now, out)
+        elif isinstance(event, Tick):
+            self._dispatch(now, out)
+        else:
+            raise TypeError(f"not an engine event: {event!r}")
         return out
 
     def next_deadline(self) -> float | None:
@@ -148,29 +153,27 @@ class Engine:
         counts.arrivals += 1
         q = self.queue
         c = self.pool.concurrency
-        est = q.ahead_of(ev.priority) / c * self.service_time_s if c > 0 else self.service_time_s
+        st = self.service_time_s
+        est = q.ahead_of(ev.priority) / c * st if c > 0 else st
         oldest = q.oldest()
         age = now - oldest.admitted_at if oldest is not None else 0.0
-        self.age_now = age  # read by the queue_age rule
-        reason: str | None = None
-        raw = 0.0
         bypass = self.admit_always
+        adm = self.admission
         if not self.admitting:
             reason, raw = "shutting_down", 1.0
-        elif not bypass:
-            for name, rule in self.rules:
-                r = rule(self, ev, now, est)
-                if r is not None:
-                    reason, raw = name, r
-                    break
-        if reason is not None:
+        elif bypass or not adm.on:
+            reason, raw = "", -1.0
+        else:
+            raw = adm.check(self, ev, now, est, age)
+            reason = adm.reason
+        if raw >= 0.0:
             counts.rejected += 1
             ra = math.ceil(raw) if raw < 86400.0 else 86400
             out.append(Reject(ev.id, ev.cls, ev.priority, ev.tenant, reason,
                               float(ra) if ra >= 1 else 1.0, est, q.depth, age, self.busy))  # fmt: skip
             return
-        if self.tenants is not None and not bypass:
-            self.tenants.tokens(ev.tenant, now)[0] -= 1.0
+        if not bypass:
+            adm.spend(ev.tenant, now)
         counts.admitted += 1
         self._seq += 1
         dl = ev.deadline_s
@@ -244,15 +247,6 @@ class Engine:
         self.counts.failed += 1
         out.append(Fail(job.id, "cancelled", job.attempt, was_running))
         self._dispatch(now, out)
-
-    def _tick(self, ev: Tick, now: float, out: list[Action]) -> None:
-        self._dispatch(now, out)
-
-    def _metrics(self, ev: MetricsSample, now: float, out: list[Action]) -> None:
-        self.signals_known = ev.known
-
-    def _stop(self, ev: StopAdmitting, now: float, out: list[Action]) -> None:
-        self.admitting = False
 
     # -- internals ---------------------------------------------------------------------------
 

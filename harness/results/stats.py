@@ -88,13 +88,17 @@ class Collector:
         self.seconds: list[Second] = [Second()]
         self.blind_s = 0.0
         self._t0: dict[str, float] = {}
+        self._last: dict[str, Group] = {}
 
     # -- feeding ------------------------------------------------------------------------------
 
     def _group(self, cls: str, priority: int) -> Group:
+        """The (class, priority) pair's counters. A class almost always keeps one priority, so
+        the last group seen per class is cached by class name (no tuple key per action)."""
         g = self.groups.get((cls, priority))
         if g is None:
             g = self.groups[(cls, priority)] = Group(len(self.groups), cls, priority)
+        self._last[cls] = g
         return g
 
     def arrived(self, rid: str, t0: float) -> None:
@@ -112,7 +116,9 @@ class Collector:
             tp = type(a)
             if tp is Reject:
                 assert isinstance(a, Reject)
-                g = self.groups.get((a.cls, a.priority)) or self._group(a.cls, a.priority)
+                g = self._last.get(a.cls)
+                if g is None or g.priority != a.priority:
+                    g = self._group(a.cls, a.priority)
                 g.rejected += 1
                 self.rejected += 1
                 sec.rejected += 1
@@ -139,7 +145,9 @@ class Collector:
                     self.slo_breach += 1
             elif tp is Admit:
                 assert isinstance(a, Admit)
-                g = self.groups.get((a.cls, a.priority)) or self._group(a.cls, a.priority)
+                g = self._last.get(a.cls)
+                if g is None or g.priority != a.priority:
+                    g = self._group(a.cls, a.priority)
                 g.admitted += 1
                 self.admitted += 1
                 sec.admitted += 1
