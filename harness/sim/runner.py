@@ -248,7 +248,7 @@ def run_to_folder(
     out.mkdir(parents=True, exist_ok=True)
     tmp = out / ".decisions.jsonl.partial"
     with tmp.open("wb") as fh:
-        log = DecisionLog(fh, block=8192)
+        log = DecisionLog(fh)
         result = simulate(
             profile, seed, log=log, extra_thresholds=extra_thresholds, progress=progress
         )

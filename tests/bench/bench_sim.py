@@ -110,7 +110,7 @@ def main() -> None:
 
     def with_log() -> int:
         with (tmp / "decisions.jsonl").open("wb") as fh:
-            r = simulate(prof, 1, log=DecisionLog(fh, block=8192))
+            r = simulate(prof, 1, log=DecisionLog(fh))
         return int(r.summary["counts"]["arrivals"])
 
     def without_log() -> int:
@@ -135,7 +135,7 @@ def main() -> None:
     ])  # fmt: skip
     t0 = time.perf_counter()
     with (tmp / "hour.jsonl").open("wb") as fh:
-        r = simulate(hour, 1, log=DecisionLog(fh, block=8192))
+        r = simulate(hour, 1, log=DecisionLog(fh))
     dt = time.perf_counter() - t0
     size = (tmp / "hour.jsonl").stat().st_size
     c = r.summary["counts"]
