@@ -29,6 +29,8 @@ HOT_MODULES = [
     "harness/sim/runner.py",
     "harness/results/stats.py",
     "harness/results/recorder.py",
+    "harness/results/quantiles.py",
+    "harness/results/alerts.py",
 ]
 
 

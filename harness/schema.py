@@ -251,14 +251,14 @@ class AlertOverride:
 
 
 DEFAULT_ALERTS: dict[str, AlertRule] = {
-    "oldest_age_warn": AlertRule(signal="oldest_age_s", threshold=15, for_s=120),
-    "oldest_age_page": AlertRule(signal="oldest_age_s", threshold=25, for_s=60, severity="page"),
+    "oldest_age_warn": AlertRule(signal="oldest_age_s", threshold=15.0, for_s=120.0),
+    "oldest_age_page": AlertRule(signal="oldest_age_s", threshold=25.0, for_s=60.0, severity="page"),
     "rejection_rate_warn": AlertRule(signal="rejection_rate", threshold=0.05),
     "rejection_rate_page": AlertRule(
-        signal="rejection_rate", threshold=0.20, for_s=300, severity="page"
+        signal="rejection_rate", threshold=0.20, for_s=300.0, severity="page"
     ),
-    "turnaround_p95_warn": AlertRule(signal="turnaround_p95_s", threshold=45),
-    "turnaround_p95_page": AlertRule(signal="turnaround_p95_s", threshold=60, severity="page"),
+    "turnaround_p95_warn": AlertRule(signal="turnaround_p95_s", threshold=45.0),
+    "turnaround_p95_page": AlertRule(signal="turnaround_p95_s", threshold=60.0, severity="page"),
 }
 
 

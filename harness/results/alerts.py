@@ -28,6 +28,8 @@ from __future__ import annotations
 import math
 from bisect import bisect_left, insort
 from collections.abc import Mapping, Sequence
+from itertools import islice
+from operator import itemgetter, le
 from typing import Any
 
 from harness.profile import AlertRule
@@ -107,10 +109,11 @@ def rolling_p95(
     if len(completions) >= _NUMPY_FROM:
         return _rolling_p95_numpy(times, completions, window)
     pairs = completions
-    if any(pairs[i][0] > pairs[i + 1][0] for i in range(len(pairs) - 1)):
+    at = list(map(itemgetter(0), pairs))
+    if not all(map(le, at, islice(at, 1, None))):  # in time order already, almost always
         pairs = sorted(pairs)
-    at = [c[0] for c in pairs]
-    vals = [c[1] for c in pairs]
+        at = list(map(itemgetter(0), pairs))
+    vals = list(map(itemgetter(1), pairs))
     out: list[float | None] = []
     # The window's values kept sorted: each completion is inserted once and removed once
     # (bisect + list shift, fast for windows of a few thousand), and the p95 is read by index
