@@ -12,6 +12,7 @@ import os
 import platform
 import subprocess
 import tempfile
+from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -118,7 +119,8 @@ def build(
     replicas = [s["replicas_ready"] for s in timeline] or [profile.engine.executors.initial]
     span = max(duration_s, 1e-9)
     by_class, by_priority = col.tallies()
-    good = sum(1 for t in col.turnarounds if t <= profile.slo.turnaround_p95_s)
+    turnarounds, queue_waits = col.sorted_samples()
+    good = bisect_right(turnarounds, profile.slo.turnaround_p95_s)
     summary: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "complete": complete,
@@ -128,8 +130,8 @@ def build(
         "effective": to_dict(profile),
         "counts": counts,
         "conservation": cons,
-        "turnaround_s": percentiles(col.turnarounds),
-        "queue_wait_s": percentiles(col.queue_waits),
+        "turnaround_s": percentiles(turnarounds),
+        "queue_wait_s": percentiles(queue_waits),
         "ttft_s": {"p50": None, "p95": None},
         "itl_s": {"p50": None, "p95": None},
         "output_tokens_per_s": None,
