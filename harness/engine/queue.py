@@ -153,7 +153,7 @@ class JobQueue:
         still counted, so this errs high -- it feeds an estimate (``retry_after_s``) only."""
         self.oldest()
         h = self._head
-        return bisect_left(self._order_t, t, lo=h) - h
+        return bisect_left(self._order_t, t, h) - h  # lo by position: no keyword parsing
 
     def next_expiry(self) -> float | None:
         exp = self._expiry

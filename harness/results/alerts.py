@@ -106,14 +106,23 @@ def _rejection_rate(
 def rolling_p95(
     times: Sequence[float], completions: Sequence[tuple[float, float]], window: float
 ) -> list[float | None]:
-    if len(completions) >= _NUMPY_FROM:
-        return _rolling_p95_numpy(times, completions, window)
-    pairs = completions
-    at = list(map(itemgetter(0), pairs))
+    """The p95 turnaround over ``[t+1-window, t+1)`` at each of ``times``, from
+    (completion time, turnaround) pairs."""
+    at = list(map(itemgetter(0), completions))
+    vals = list(map(itemgetter(1), completions))
+    return rolling_p95_columns(times, at, vals, window)
+
+
+def rolling_p95_columns(
+    times: Sequence[float], at: list[float], vals: list[float], window: float
+) -> list[float | None]:
+    """``rolling_p95`` from two columns: completion times and their turnarounds."""
     if not all(map(le, at, islice(at, 1, None))):  # in time order already, almost always
-        pairs = sorted(pairs)
-        at = list(map(itemgetter(0), pairs))
-    vals = list(map(itemgetter(1), pairs))
+        order = sorted(range(len(at)), key=at.__getitem__)
+        at = [at[i] for i in order]
+        vals = [vals[i] for i in order]
+    if len(at) >= _NUMPY_FROM:
+        return _rolling_p95_numpy(times, at, vals, window)
     out: list[float | None] = []
     # The window's values kept sorted: each completion is inserted once and removed once
     # (bisect + list shift, fast for windows of a few thousand), and the p95 is read by index
@@ -138,20 +147,15 @@ def rolling_p95(
 
 
 def _rolling_p95_numpy(
-    times: Sequence[float], completions: Sequence[tuple[float, float]], window: float
+    times: Sequence[float], at_list: list[float], vals_list: list[float], window: float
 ) -> list[float | None]:
     """Exact sliding p95 for many completions: every turnaround gets its global rank once;
     the window is a set of ranks kept as a presence bitmap plus per-block counts, so finding
     the k-th smallest costs one cumsum over the blocks and one scan inside a block."""
-    import itertools
-
     import numpy as np
 
-    flat = itertools.chain.from_iterable(completions)
-    arr = np.fromiter(flat, dtype=np.float64, count=2 * len(completions)).reshape(-1, 2)
-    if np.any(arr[1:, 0] < arr[:-1, 0]):
-        arr = arr[np.argsort(arr[:, 0], kind="stable")]
-    at, vals = arr[:, 0], arr[:, 1]
+    at = np.asarray(at_list, dtype=np.float64)  # in time order (the caller sorted them)
+    vals = np.asarray(vals_list, dtype=np.float64)
     order = np.argsort(vals)  # ties in value need no stable order
     ranked = vals[order]  # value of each rank
     rank = np.empty(len(vals), dtype=np.int64)

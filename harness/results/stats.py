@@ -246,10 +246,10 @@ class Collector:
 
     def p95_series(self, window_s: float = 60.0) -> list[float | None]:
         """The rolling p95 turnaround at the end of each closed second."""
-        from harness.results.alerts import rolling_p95
+        from harness.results.alerts import rolling_p95_columns
 
         times = [float(i) for i, _ in self.closed_seconds()]
-        return rolling_p95(times, self.completions, window_s)
+        return rolling_p95_columns(times, self.completed_at, self.turnarounds, window_s)
 
     def timeline(self, p95: list[float | None] | None = None) -> list[dict[str, Any]]:
         """One dict per closed second; ``turnaround_p95_s`` over the trailing 60 s."""
