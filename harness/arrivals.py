@@ -18,6 +18,7 @@ import random
 from collections.abc import Iterator
 from math import log
 from pathlib import Path
+from typing import Final
 
 from harness.engine.events import PRIORITY_OF, Arrived
 from harness.profile import Pool, Profile, ProfileError, RequestClass
@@ -51,7 +52,7 @@ class Arrival(Arrived):
         return f"Arrival({self.id}, t={self.t:.3f}, {self.cls})"
 
 
-_CHUNK = 1024
+_CHUNK: Final = 1024
 
 
 def stream(seed: int, name: str) -> random.Random:

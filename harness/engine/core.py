@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from harness.engine.admission import Admission
 from harness.engine.dependency import CircuitBreaker, RetryBudget, Rng, backoff_s
@@ -46,7 +46,7 @@ from harness.engine.scaling import Pool
 if TYPE_CHECKING:
     from harness.profile import Engine as EngineConfig
 
-EWMA_ALPHA = 0.1  # weight of each new service-time observation
+EWMA_ALPHA: Final = 0.1  # weight of each new service-time observation
 
 
 class Counts:

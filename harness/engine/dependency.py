@@ -14,14 +14,16 @@
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 if TYPE_CHECKING:
     # config types only; the engine imports nothing outside the stdlib
     from harness.profile import Breaker as BreakerConfig
     from harness.profile import Dependency as DependencyConfig
 
-CLOSED, OPEN, HALF_OPEN = "closed", "open", "half_open"
+CLOSED: Final = "closed"
+OPEN: Final = "open"
+HALF_OPEN: Final = "half_open"
 
 
 class Rng(Protocol):
@@ -30,7 +32,7 @@ class Rng(Protocol):
     def uniform(self, a: float, b: float) -> float: ...
 
 
-RESERVE = 10.0
+RESERVE: Final = 10.0
 
 
 class RetryBudget:
@@ -99,10 +101,10 @@ class CircuitBreaker:
             bucket = [sec, 0, 0]
             win.append(bucket)
             self._trim(now)
-        bucket[1] += 1
+        bucket[1] = bucket[1] + 1  # item = item + 1: native ints when compiled
         self._calls += 1
         if not ok:
-            bucket[2] += 1
+            bucket[2] = bucket[2] + 1
             self._failures += 1
         if self.state == HALF_OPEN:
             self.probe_in_flight = False

@@ -10,8 +10,12 @@ Priorities are small ints on the hot path: 0 critical, 1 standard, 2 batch.
 
 from __future__ import annotations
 
-CRITICAL, STANDARD, BATCH = 0, 1, 2
-PRIORITY_NAMES: tuple[str, str, str] = ("critical", "standard", "batch")
+from typing import Final
+
+CRITICAL: Final = 0
+STANDARD: Final = 1
+BATCH: Final = 2
+PRIORITY_NAMES: Final[tuple[str, str, str]] = ("critical", "standard", "batch")
 PRIORITY_OF: dict[str, int] = {n: i for i, n in enumerate(PRIORITY_NAMES)}
 
 

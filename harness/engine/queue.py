@@ -14,8 +14,12 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left
 from collections import deque
+from typing import Final
 
-WAITING, RUNNING, RETRY_WAIT, DONE = 0, 1, 2, 3
+WAITING: Final = 0
+RUNNING: Final = 1
+RETRY_WAIT: Final = 2
+DONE: Final = 3
 
 
 class Job:
@@ -55,6 +59,8 @@ class JobQueue:
         self._order: list[Job] = []  # admission order; [_head:] may still be waiting
         self._order_t: list[float] = []  # their admission times, for bisect
         self._head = 0
+        self._cursor = 0  # count_older_than's last answer (an index into _order_t) ...
+        self._cursor_t = -1.0  # ... and the time it was for
         self._expiry: list[tuple[float, int, Job]] = []
         self.depth_by_tier = [0, 0, 0]
         self.depth = 0
@@ -67,7 +73,8 @@ class JobQueue:
         if job.deadline_at is not None:
             heapq.heappush(self._expiry, (job.deadline_at, job.seq, job))
         self.depth += 1
-        self.depth_by_tier[job.priority] += 1
+        d = self.depth_by_tier  # d[i] = d[i] + 1: native ints when compiled (+= is generic)
+        d[job.priority] = d[job.priority] + 1
         key = job.key
         if key is None:
             self._plain[job.priority].append(job)
@@ -115,7 +122,8 @@ class JobQueue:
     def _leave(self, job: Job) -> None:
         job.state = DONE
         self.depth -= 1
-        self.depth_by_tier[job.priority] -= 1
+        d = self.depth_by_tier
+        d[job.priority] = d[job.priority] - 1
 
     def release_key(self, key: str) -> None:
         """The key's running item ended: its next waiting item becomes eligible."""
@@ -143,6 +151,7 @@ class JobQueue:
         if h > 4096 and h * 2 > n:  # compact: amortised O(1) per item
             del order[:h]
             del self._order_t[:h]
+            self._cursor = max(0, self._cursor - h)
             h = 0
         self._head = h
         return order[h] if h < len(order) else None
@@ -153,7 +162,19 @@ class JobQueue:
         still counted, so this errs high -- it feeds an estimate (``retry_after_s``) only."""
         self.oldest()
         h = self._head
-        return bisect_left(self._order_t, t, h) - h  # lo by position: no keyword parsing
+        ts = self._order_t
+        if t < self._cursor_t:
+            i = bisect_left(ts, t, h)
+        else:
+            # The usual caller asks for now - AGE_REJECT, which only grows: walk on from the
+            # last answer (everything before it is older than the last t, so older than t).
+            i = self._cursor if self._cursor > h else h
+            n = len(ts)
+            while i < n and ts[i] < t:
+                i += 1
+        self._cursor = i
+        self._cursor_t = t
+        return i - h
 
     def next_expiry(self) -> float | None:
         exp = self._expiry

@@ -26,17 +26,16 @@ rank bitmap once, so the whole series costs about one sort (see ``_rolling_p95_n
 from __future__ import annotations
 
 import math
-from bisect import bisect_left, insort
 from collections.abc import Mapping, Sequence
 from itertools import islice
 from operator import itemgetter, le
-from typing import Any
+from typing import Any, Final
 
 from harness.profile import AlertRule
 
 # Above this many completions the per-second p95 uses numpy (imported lazily: a sim of a few
 # hundred requests should not pay for importing it).
-_NUMPY_FROM = 20_000
+_NUMPY_FROM: Final = 20_000
 
 
 # -------------------------------------------------------------------------------------------
@@ -123,27 +122,62 @@ def rolling_p95_columns(
         vals = [vals[i] for i in order]
     if len(at) >= _NUMPY_FROM:
         return _rolling_p95_numpy(times, at, vals, window)
+    return _rolling_p95_ranked(times, at, vals, window)
+
+
+def _rolling_p95_ranked(
+    times: Sequence[float], at: list[float], vals: list[float], window: float
+) -> list[float | None]:
+    """Exact sliding p95: each completion gets its rank among all turnarounds once; the
+    window is a Fenwick tree of counts over ranks, so entering, leaving and finding the k-th
+    smallest are O(log n) integer steps (no float comparisons, no list shifting)."""
+    n = len(vals)
+    order = sorted(range(n), key=vals.__getitem__)
+    ranked = [vals[i] for i in order]  # value of each rank
+    rank = [0] * n
+    for r in range(n):
+        rank[order[r]] = r
+    tree = [0] * (n + 1)
+    top = 1 << n.bit_length()
     out: list[float | None] = []
-    # The window's values kept sorted: each completion is inserted once and removed once
-    # (bisect + list shift, fast for windows of a few thousand), and the p95 is read by index
-    # with the same interpolation as ``quantile``.
-    win: list[float] = []
     lo = hi = 0
     for t in times:
-        new_lo, new_hi = bisect_left(at, t + 1 - window), bisect_left(at, t + 1)
-        while hi < new_hi:
-            insort(win, vals[hi])
+        start, end = t + 1 - window, t + 1
+        while hi < n and at[hi] < end:  # enter
+            i = rank[hi] + 1
+            while i <= n:
+                tree[i] = tree[i] + 1  # not +=: the compiled build does native ints
+                i += i & -i
             hi += 1
-        while lo < new_lo:
-            del win[bisect_left(win, vals[lo])]
+        while lo < hi and at[lo] < start:  # leave
+            i = rank[lo] + 1
+            while i <= n:
+                tree[i] = tree[i] - 1
+                i += i & -i
             lo += 1
-        if win:
-            h = (len(win) - 1) * 0.95
-            k = math.floor(h)
-            out.append(win[k] + (h - k) * (win[min(k + 1, len(win) - 1)] - win[k]))
-        else:
+        count = hi - lo
+        if count == 0:
             out.append(None)
+            continue
+        h = (count - 1) * 0.95
+        k = math.floor(h)
+        lo_v = ranked[_kth(tree, n, top, k)]
+        hi_v = ranked[_kth(tree, n, top, k + 1)] if k + 1 < count else lo_v
+        out.append(lo_v + (h - k) * (hi_v - lo_v))
     return out
+
+
+def _kth(tree: list[int], n: int, top: int, k: int) -> int:
+    """The rank of the k-th smallest (0-based) element counted in the Fenwick ``tree``."""
+    pos = 0
+    step = top
+    while step:
+        nxt = pos + step
+        if nxt <= n and tree[nxt] <= k:
+            pos = nxt
+            k -= tree[nxt]
+        step >>= 1
+    return pos
 
 
 def _rolling_p95_numpy(

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from harness.engine.events import (
     PRIORITY_NAMES,
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from harness.profile import Fault
 
 
-TIMELINE_P95_WINDOW_S = 60.0
+TIMELINE_P95_WINDOW_S: Final = 60.0
 
 
 class Group:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from harness.arrivals import Arrival, schedule, stream
 from harness.clients import retry_delay
@@ -41,7 +41,11 @@ from harness.results.recorder import DecisionLog
 from harness.results.stats import TIMELINE_P95_WINDOW_S, Collector
 from harness.sim.upstream import SimUpstream
 
-_FINISH, _FAIL, _TICK, _METRICS, _CLIENT = 0, 1, 2, 3, 4
+_FINISH: Final = 0
+_FAIL: Final = 1
+_TICK: Final = 2
+_METRICS: Final = 3
+_CLIENT: Final = 4
 # What a caller sees for a final failure, by reason (the proxy passes the upstream's status on).
 _FAIL_STATUS = {"upstream_429": 429, "upstream_503": 503}
 

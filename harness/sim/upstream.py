@@ -12,12 +12,13 @@ import heapq
 import math
 import random
 from collections.abc import Callable
+from typing import Final
 
 from harness.profile import Fault, Latency, Profile
 
 Sampler = Callable[[], float]
-FAST_FAIL_S = 0.05  # how long an upstream takes to answer with an error status
-RESET_S = 0.01
+FAST_FAIL_S: Final = 0.05  # how long an upstream takes to answer with an error status
+RESET_S: Final = 0.01
 
 
 def sampler(lat: Latency, rng: random.Random) -> Sampler:
