@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Final
 
 import orjson
 
@@ -29,8 +29,9 @@ from harness.engine.events import (
     Scale,
 )
 
-_OPTS = orjson.OPT_SORT_KEYS
-_NL = orjson.OPT_APPEND_NEWLINE
+_OPTS: Final = orjson.OPT_SORT_KEYS
+_NL: Final = orjson.OPT_APPEND_NEWLINE
+_DUMPS: Final = orjson.dumps
 
 
 # Keys are written in sorted order by construction (orjson keeps insertion order), which gives
@@ -42,25 +43,54 @@ def _ms(x: float) -> float:
     return int(x * 1000.0 + 0.5) / 1000.0
 
 
-def _admit(t: float, a: Admit) -> dict[str, Any]:
-    return {"age_s": int(a.age_s * 1000.0 + 0.5) / 1000.0, "class": a.cls, "decision": "admit",
-            "depth": a.depth, "estimated_wait_s": int(a.estimated_wait_s * 1000.0 + 0.5) / 1000.0,
-            "id": a.id, "in_flight": a.in_flight, "kind": "admission",
-            "priority": PRIORITY_NAMES[a.priority], "reason": a.reason, "t": t,
-            "tenant": a.tenant}  # fmt: skip
+def _admit(t: float, a: Admit, d: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The record, in ``d`` if given (keys assigned in sorted order, so a fresh dict and a
+    reused one serialise alike): the log refills one dict per kind instead of building one."""
+    if d is None:
+        d = {}
+    d["age_s"] = int(a.age_s * 1000.0 + 0.5) / 1000.0
+    d["class"] = a.cls
+    d["decision"] = "admit"
+    d["depth"] = a.depth
+    d["estimated_wait_s"] = int(a.estimated_wait_s * 1000.0 + 0.5) / 1000.0
+    d["id"] = a.id
+    d["in_flight"] = a.in_flight
+    d["kind"] = "admission"
+    d["priority"] = PRIORITY_NAMES[a.priority]
+    d["reason"] = a.reason
+    d["t"] = t
+    d["tenant"] = a.tenant
+    return d
 
 
-def _reject(t: float, a: Reject) -> dict[str, Any]:
-    return {"age_s": int(a.age_s * 1000.0 + 0.5) / 1000.0, "class": a.cls, "decision": "reject",
-            "depth": a.depth, "estimated_wait_s": int(a.estimated_wait_s * 1000.0 + 0.5) / 1000.0,
-            "id": a.id, "in_flight": a.in_flight, "kind": "admission",
-            "priority": PRIORITY_NAMES[a.priority], "reason": a.reason,
-            "retry_after_s": a.retry_after_s, "t": t, "tenant": a.tenant}  # fmt: skip
+def _reject(t: float, a: Reject, d: dict[str, Any] | None = None) -> dict[str, Any]:
+    if d is None:
+        d = {}
+    d["age_s"] = int(a.age_s * 1000.0 + 0.5) / 1000.0
+    d["class"] = a.cls
+    d["decision"] = "reject"
+    d["depth"] = a.depth
+    d["estimated_wait_s"] = int(a.estimated_wait_s * 1000.0 + 0.5) / 1000.0
+    d["id"] = a.id
+    d["in_flight"] = a.in_flight
+    d["kind"] = "admission"
+    d["priority"] = PRIORITY_NAMES[a.priority]
+    d["reason"] = a.reason
+    d["retry_after_s"] = a.retry_after_s
+    d["t"] = t
+    d["tenant"] = a.tenant
+    return d
 
 
-def _dispatch(t: float, a: Dispatch) -> dict[str, Any]:
-    return {"attempt": a.attempt, "id": a.id, "kind": "dispatch",
-            "queue_wait_s": int(a.queue_wait_s * 1e6 + 0.5) / 1e6, "t": t}  # fmt: skip
+def _dispatch(t: float, a: Dispatch, d: dict[str, Any] | None = None) -> dict[str, Any]:
+    if d is None:
+        d = {}
+    d["attempt"] = a.attempt
+    d["id"] = a.id
+    d["kind"] = "dispatch"
+    d["queue_wait_s"] = int(a.queue_wait_s * 1e6 + 0.5) / 1e6
+    d["t"] = t
+    return d
 
 
 def _retry(t: float, a: Retry) -> dict[str, Any]:
@@ -117,6 +147,9 @@ class DecisionLog:
         self._block = block_bytes
         self._pending = 0
         self.written = 0
+        self._rej: dict[str, Any] = {}
+        self._adm: dict[str, Any] = {}
+        self._dsp: dict[str, Any] = {}
 
     @classmethod
     def open(cls, path: Path) -> DecisionLog:
@@ -125,16 +158,16 @@ class DecisionLog:
     def write(self, t: float, actions: list[Action]) -> None:
         t = int(t * 1e6 + 0.5) / 1e6  # microseconds are plenty, and keep lines short
         buf = self._buf
-        dumps = orjson.dumps
+        dumps = _DUMPS
         nl = _NL
         n = 0
         for a in actions:
-            if type(a) is Reject:  # the common ones first, as direct calls
-                buf += dumps(_reject(t, a), option=nl)
+            if type(a) is Reject:  # the common ones first, refilling one dict each
+                buf += dumps(_reject(t, a, self._rej), option=nl)
             elif type(a) is Admit:
-                buf += dumps(_admit(t, a), option=nl)
+                buf += dumps(_admit(t, a, self._adm), option=nl)
             elif type(a) is Dispatch:
-                buf += dumps(_dispatch(t, a), option=nl)
+                buf += dumps(_dispatch(t, a, self._dsp), option=nl)
             elif type(a) is not Complete:
                 rec = RECORDS[type(a)](t, a)
                 if rec is None:
