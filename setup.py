@@ -59,7 +59,9 @@ def _extensions() -> list[Any]:
         print("warning: mypyc not available; installing pure Python", file=sys.stderr)
         return []
     try:
-        return list(mypycify(HOT_MODULES, opt_level="3", debug_level="0"))
+        # numpy is imported lazily by one function and need not be in the build environment.
+        return list(mypycify(["--ignore-missing-imports", *HOT_MODULES], opt_level="3",
+                             debug_level="0"))  # fmt: skip
     except (Exception, SystemExit) as exc:  # mypyc reports type errors by exiting
         print(f"warning: mypyc could not compile ({exc}); installing pure Python",
               file=sys.stderr)  # fmt: skip

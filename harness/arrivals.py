@@ -157,6 +157,16 @@ def _pick(spec: str | Pool | None, prefix: str, rng: random.Random) -> str | Non
     return f"{prefix}-{rng.randrange(spec.pool)}"
 
 
+def _weighted(u: float, cum: list[float], total: float) -> int:
+    """The class index for a uniform draw ``u`` in [0, 1), by cumulative weights."""
+    x = u * total
+    j = 0
+    last = len(cum) - 1
+    while j < last and cum[j] <= x:
+        j += 1
+    return j
+
+
 def schedule(profile: Profile, seed: int | None = None) -> Iterator[Arrival]:
     """The arrivals, lazily, in time order (a one-hour run at 1,000/s never sits in memory)."""
     s = profile.seed if seed is None else seed
@@ -173,7 +183,6 @@ def schedule(profile: Profile, seed: int | None = None) -> Iterator[Arrival]:
     choose = class_rng.random
     single = len(classes) == 1
     index_of = {n: i for i, n in enumerate(names)}
-    last = len(cum) - 1
     plain = all(c.tenant == "default" and c.key is None for c in classes)
     if profile.arrivals.process != "trace" and plain:
         # The common case, kept lean: the simulation draws hundreds of thousands of these.
@@ -182,13 +191,7 @@ def schedule(profile: Profile, seed: int | None = None) -> Iterator[Arrival]:
         for chunk in _times(profile, stream(s, "times")):
             for t in chunk:
                 i += 1
-                if single:
-                    j = 0
-                else:
-                    x = choose() * total
-                    j = 0
-                    while j < last and cum[j] <= x:
-                        j += 1
+                j = 0 if single else _weighted(choose(), cum, total)
                 name, pr, dl = cls_info[j]
                 yield Arrival(i, t, name, pr, "default", None, dl)
         return
@@ -199,13 +202,8 @@ def schedule(profile: Profile, seed: int | None = None) -> Iterator[Arrival]:
     for i, (t, cname, tenant) in enumerate(source, 1):
         if cname is not None:
             j = index_of[cname]
-        elif single:
-            j = 0
         else:
-            x = choose() * total
-            j = 0
-            while j < last and cum[j] <= x:
-                j += 1
+            j = 0 if single else _weighted(choose(), cum, total)
         c = classes[j]
         ten = tenant or _pick(c.tenant, "tenant", pool_rng) or "default"
         key = _pick(c.key, "key", pool_rng)

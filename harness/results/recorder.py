@@ -46,39 +46,36 @@ def _ms(x: float) -> float:
 def _admit(t: float, a: Admit, d: dict[str, Any] | None = None) -> dict[str, Any]:
     """The record, in ``d`` if given (keys assigned in sorted order, so a fresh dict and a
     reused one serialise alike): the log refills one dict per kind instead of building one."""
-    if d is None:
-        d = {}
-    d["age_s"] = int(a.age_s * 1000.0 + 0.5) / 1000.0
-    d["class"] = a.cls
-    d["decision"] = "admit"
-    d["depth"] = a.depth
-    d["estimated_wait_s"] = int(a.estimated_wait_s * 1000.0 + 0.5) / 1000.0
-    d["id"] = a.id
-    d["in_flight"] = a.in_flight
-    d["kind"] = "admission"
-    d["priority"] = PRIORITY_NAMES[a.priority]
-    d["reason"] = a.reason
-    d["t"] = t
-    d["tenant"] = a.tenant
-    return d
+    return _admission({} if d is None else d, t, "admit", a.age_s, a.cls, a.depth,
+                      a.estimated_wait_s, a.id, a.in_flight, a.priority, a.reason, None,
+                      a.tenant)  # fmt: skip
 
 
 def _reject(t: float, a: Reject, d: dict[str, Any] | None = None) -> dict[str, Any]:
-    if d is None:
-        d = {}
-    d["age_s"] = int(a.age_s * 1000.0 + 0.5) / 1000.0
-    d["class"] = a.cls
-    d["decision"] = "reject"
-    d["depth"] = a.depth
-    d["estimated_wait_s"] = int(a.estimated_wait_s * 1000.0 + 0.5) / 1000.0
-    d["id"] = a.id
-    d["in_flight"] = a.in_flight
+    return _admission({} if d is None else d, t, "reject", a.age_s, a.cls, a.depth,
+                      a.estimated_wait_s, a.id, a.in_flight, a.priority, a.reason,
+                      a.retry_after_s, a.tenant)  # fmt: skip
+
+
+def _admission(
+    d: dict[str, Any], t: float, decision: str, age_s: float, cls: str, depth: int,
+    estimated_wait_s: float, id: str, in_flight: int, priority: int, reason: str | None,
+    retry_after_s: float | None, tenant: str,
+) -> dict[str, Any]:  # fmt: skip
+    d["age_s"] = int(age_s * 1000.0 + 0.5) / 1000.0
+    d["class"] = cls
+    d["decision"] = decision
+    d["depth"] = depth
+    d["estimated_wait_s"] = int(estimated_wait_s * 1000.0 + 0.5) / 1000.0
+    d["id"] = id
+    d["in_flight"] = in_flight
     d["kind"] = "admission"
-    d["priority"] = PRIORITY_NAMES[a.priority]
-    d["reason"] = a.reason
-    d["retry_after_s"] = a.retry_after_s
+    d["priority"] = PRIORITY_NAMES[priority]
+    d["reason"] = reason
+    if retry_after_s is not None:  # rejects only
+        d["retry_after_s"] = retry_after_s
     d["t"] = t
-    d["tenant"] = a.tenant
+    d["tenant"] = tenant
     return d
 
 
