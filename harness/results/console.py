@@ -69,4 +69,7 @@ def print_summary(console: Console, s: dict[str, Any], folder: Path | None = Non
     t.add_row("verdict", f"[bold {colour}]{s['verdict']}[/]")
     if folder is not None:
         t.add_row("results", str(folder))
+    if s.get("mode") == "sim" and s.get("meta", {}).get("compiled") is False:
+        t.add_row("note", "[yellow]hot path running as plain Python (HARNESS_PURE, or the "
+                  "install could not compile it): same results, about 3x slower[/]")  # fmt: skip
     console.print(t)
