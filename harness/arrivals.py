@@ -63,48 +63,36 @@ def stream(seed: int, name: str) -> random.Random:
 def _times(profile: Profile, rng: random.Random) -> Iterator[list[float]]:
     """The arrival times, in chunks of up to ``_CHUNK`` (one tight loop per chunk)."""
     a = profile.arrivals
+    poisson = a.process == "poisson"
+    constant = a.process == "constant"
+    k = float(a.burstiness or 1.0)  # gamma: shape k, mean 1/rate; k < 1 is burstier
+    draw = rng.random
+    gamma = rng.gammavariate
     start = 0.0
     for ph in a.phases:
         end = min(ph.until_s, profile.duration_s)
         rate = ph.rate_per_s
+        step = 1.0 / rate
+        scale = 1.0 / (k * rate)
         t = start
+        n = 0
         chunk: list[float] = []
-        if a.process == "poisson":
-            # random.expovariate's own formula, inlined: the same draws, without a call into
-            # random.py per arrival (the compiled build calls math.log and rng.random directly)
-            draw = rng.random
-            while True:
+        while True:
+            if poisson:
+                # random.expovariate's own formula, inlined: the same draws, without a call
+                # into random.py per arrival (compiled, math.log and rng.random are direct)
                 t += -log(1.0 - draw()) / rate
-                if t >= end:
-                    break
-                chunk.append(t)
-                if len(chunk) >= _CHUNK:
-                    yield chunk
-                    chunk = []
-        elif a.process == "constant":
-            n = 0
-            step = 1.0 / rate
-            while True:
+            elif constant:
                 n += 1
-                t = start + n * step
-                if t >= end:
-                    break
-                chunk.append(t)
-                if len(chunk) >= _CHUNK:
-                    yield chunk
-                    chunk = []
-        else:  # gamma: shape k, mean 1/rate; k < 1 is burstier than Poisson
-            k = float(a.burstiness or 1.0)
-            scale = 1.0 / (k * rate)
-            gamma = rng.gammavariate
-            while True:
+                t = start + n * step  # multiples of the step: no drift from summing
+            else:
                 t += gamma(k, scale)
-                if t >= end:
-                    break
-                chunk.append(t)
-                if len(chunk) >= _CHUNK:
-                    yield chunk
-                    chunk = []
+            if t >= end:
+                break
+            chunk.append(t)
+            if len(chunk) >= _CHUNK:
+                yield chunk
+                chunk = []
         if chunk:
             yield chunk
         start = end

@@ -36,23 +36,9 @@ if TYPE_CHECKING:
 TIMELINE_P95_WINDOW_S: Final = 60.0
 
 
-class Group:
-    """Counters for one (class, priority) pair; arrivals = admitted + rejected."""
-
-    __slots__ = ("admitted", "cls", "completed", "expired", "failed", "index", "priority",
-                 "queue_waits", "rejected", "turnarounds")  # fmt: skip
-
-    def __init__(self, index: int, cls: str, priority: int) -> None:
-        self.index = index
-        self.cls = cls
-        self.priority = priority
-        self.admitted = self.rejected = self.completed = self.failed = self.expired = 0
-        self.turnarounds: list[float] = []
-        self.queue_waits: list[float] = []
-
-
 class Tally:
-    """Counts and samples for a class or a priority, assembled from its groups at the end."""
+    """Counts and samples; arrivals = admitted + rejected. A class's or a priority's tally is
+    assembled at the end from the groups that make it up."""
 
     __slots__ = ("admitted", "completed", "expired", "failed", "queue_waits", "rejected",
                  "turnarounds")  # fmt: skip
@@ -61,6 +47,18 @@ class Tally:
         self.admitted = self.rejected = self.completed = self.failed = self.expired = 0
         self.turnarounds: list[float] = []
         self.queue_waits: list[float] = []
+
+
+class Group(Tally):
+    """The tally of one (class, priority) pair, fed as the run goes."""
+
+    __slots__ = ("cls", "index", "priority")
+
+    def __init__(self, index: int, cls: str, priority: int) -> None:
+        super().__init__()
+        self.index = index
+        self.cls = cls
+        self.priority = priority
 
 
 class Second:
@@ -83,7 +81,6 @@ class Collector:
         self.failed_by_reason: dict[str, int] = {}
         self.turnarounds: list[float] = []  # in completion order, beside completed_at
         self.completed_at: list[float] = []
-        self.queue_waits: list[float] = []
         self.admitted = self.rejected = 0
         self.completed = self.failed = self.expired = self.slo_breach = 0
         self.seconds: list[Second] = [Second()]
@@ -96,6 +93,9 @@ class Collector:
     def _group(self, cls: str, priority: int) -> Group:
         """The (class, priority) pair's counters. A class almost always keeps one priority, so
         the last group seen per class is cached by class name (no tuple key per action)."""
+        g = self._last.get(cls)
+        if g is not None and g.priority == priority:
+            return g
         g = self.groups.get((cls, priority))
         if g is None:
             g = self.groups[(cls, priority)] = Group(len(self.groups), cls, priority)
@@ -117,9 +117,7 @@ class Collector:
             tp = type(a)
             if tp is Reject:
                 assert isinstance(a, Reject)
-                g = self._last.get(a.cls)
-                if g is None or g.priority != a.priority:
-                    g = self._group(a.cls, a.priority)
+                g = self._group(a.cls, a.priority)
                 g.rejected += 1
                 self.rejected += 1
                 sec.rejected += 1
@@ -131,7 +129,6 @@ class Collector:
             elif tp is Dispatch:
                 assert isinstance(a, Dispatch)
                 if a.attempt == 1:
-                    self.queue_waits.append(a.queue_wait_s)
                     self.requests[a.id][1].queue_waits.append(a.queue_wait_s)
             elif tp is Complete:
                 t0, g = self.requests.pop(a.id)  # type: ignore[attr-defined]
@@ -146,9 +143,7 @@ class Collector:
                     self.slo_breach += 1
             elif tp is Admit:
                 assert isinstance(a, Admit)
-                g = self._last.get(a.cls)
-                if g is None or g.priority != a.priority:
-                    g = self._group(a.cls, a.priority)
+                g = self._group(a.cls, a.priority)
                 g.admitted += 1
                 self.admitted += 1
                 sec.admitted += 1
