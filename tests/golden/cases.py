@@ -3,7 +3,8 @@
 Together they cover every admission rule (admission: tenant_rate, queue_full, shed_batch,
 shed_standard, deadline_slack; depth: queue_age, queue_depth and expiry; bypass: admit_always),
 every fault kind with engine retries, the retry budget and the breaker (faults), client retries
-over engine retries with partition keys (clients), and the bundled seed burst.
+over engine retries with partition keys (clients), and the bundled seed burst. One more case,
+``live-proxy``, runs the live proxy in-process on a manual clock (tests/golden/live.py).
 
 Each case runs through the CLI (``harness sim PROFILE --seed N --out DIR --no-report``), so a
 change anywhere between the profile loader and the files on disk shows up. ``summary.json`` is
@@ -35,9 +36,18 @@ def _profile_arg(spec: str) -> str:
     return str(HERE / spec) if spec.endswith(".yaml") else spec
 
 
+LIVE = "live-proxy"
+NAMES = (*CASES, LIVE)
+
+
 def produce(name: str, out: Path) -> dict[str, bytes]:
     """Run one case into ``out`` and return its golden files' bytes."""
     from harness.cli import app
+
+    if name == LIVE:
+        from tests.golden.live import produce_live
+
+        return produce_live(out)
 
     spec, seed = CASES[name]
     args = ["sim", _profile_arg(spec), "--seed", str(seed), "--out", str(out), "--no-report"]

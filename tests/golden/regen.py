@@ -9,11 +9,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tests.golden.cases import CASES, HERE, produce
+from tests.golden.cases import HERE, NAMES, produce
 
 
 def main(names: list[str]) -> None:
-    for name in names or list(CASES):
+    for name in names or list(NAMES):
         with tempfile.TemporaryDirectory() as tmp:
             files = produce(name, Path(tmp) / "out")
         folder = HERE / name

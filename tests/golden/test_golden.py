@@ -1,6 +1,7 @@
-"""Same profile + seed -> the same bytes as the stored golden runs (tests/golden/cases.py).
+"""Same profile + seed -> the same bytes as the stored golden runs (tests/golden/cases.py), and
+the scripted live proxy run (tests/golden/live.py) -> the same bytes too.
 
-A failure here means simulation behaviour changed. If that was the intent, regenerate with
+A failure here means behaviour changed. If that was the intent, regenerate with
 ``python -m tests.golden.regen`` and commit the golden files in a commit of their own that says
 which behaviour changed and why; if not, the change has a bug."""
 
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.golden.cases import CASES, FILES, produce, stored
+from tests.golden.cases import CASES, FILES, NAMES, produce, stored
 
 
 def _first_difference(a: bytes, b: bytes) -> str:
@@ -21,8 +22,8 @@ def _first_difference(a: bytes, b: bytes) -> str:
     return f"line counts differ: stored {len(la)}, now {len(lb)}"
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_simulation_matches_its_golden_files(name: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", sorted(NAMES))
+def test_run_matches_its_golden_files(name: str, tmp_path: Path) -> None:
     now = produce(name, tmp_path / "out")
     before = stored(name)
     for f in FILES:
