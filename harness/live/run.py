@@ -178,6 +178,13 @@ def run_live(
         if workers < 0 or remote_workers < 0 or (max_requests is not None and max_requests < 1):
             raise RunError("--workers must be >= 0 and --max-requests >= 1", EXIT_BAD_INPUT)
         stub = target == "stub"
+        if not stub and time_scale != 1.0:
+            # The stub and the sim scale their own latencies; a real endpoint answers in its
+            # own time, so dividing what we measure by F would invent latencies.
+            raise RunError(f"--time-scale {time_scale:g} cannot be used with --target URL: a "
+                           "real endpoint's latency cannot be scaled (measured times would be "
+                           "divided by the scale); it applies to the stub and to `harness sim`",
+                           EXIT_BAD_INPUT)  # fmt: skip
         base, path = ("", CHAT) if stub else endpoint(target)
         if model is None and not stub:
             raise RunError("--model is required with --target URL", EXIT_BAD_INPUT)

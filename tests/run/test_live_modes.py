@@ -86,7 +86,7 @@ def test_a_real_endpoints_key_is_sent_but_never_written(
     secret = "sk-harness-test-0123456789abcdef"
     monkeypatch.setenv("HARNESS_TEST_KEY", secret)
     with StubThread(create_app(latency_s=0.05)) as stub:
-        res = live("smoke", tmp_path / "out", time_scale=0.25, target=f"{stub.url}/v1",
+        res = live("smoke", tmp_path / "out", target=f"{stub.url}/v1", max_requests=12,
                    model="gpt-test", api_key_env="HARNESS_TEST_KEY")  # fmt: skip
         completed = stub.app.state.counters.completed
     assert res.summary["counts"]["completed"] == completed > 0
@@ -115,11 +115,17 @@ def test_bad_input_is_exit_2(tmp_path: Path) -> None:
     assert live("smoke", tmp_path / "a", time_scale=0).code == 2
     assert live("smoke", tmp_path / "b", target="ftp://x").code == 2
     assert live("smoke", tmp_path / "c", target="http://127.0.0.1:9").code == 2  # no --model
+
+
+def test_time_scale_with_a_real_target_is_refused_with_the_reason(tmp_path: Path) -> None:
+    res = live("smoke", tmp_path / "out", target="http://127.0.0.1:9/v1", model="m",
+               time_scale=0.25)  # fmt: skip
+    assert res.code == 2 and not res.out.exists()
+    assert "real endpoint's latency cannot be scaled" in " ".join(res.console.split())
     assert not any(tmp_path.iterdir())
 
 
 def test_an_unreachable_target_is_exit_3(tmp_path: Path) -> None:
-    res = live("smoke", tmp_path / "out", target="http://127.0.0.1:9/v1", model="m",
-               time_scale=0.25)  # fmt: skip
+    res = live("smoke", tmp_path / "out", target="http://127.0.0.1:9/v1", model="m")
     assert res.code == 3 and "unreachable" in res.console
     assert not os.path.exists(res.out / "summary.json")
