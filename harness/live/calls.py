@@ -11,7 +11,15 @@ from the run's start, ``latency_s`` and ``ttft_s`` counted from the *intended* s
 
     {"id", "class", "priority", "tenant", "worker", "t_intended", "t_sent", "lag_s",
      "attempts", "status", "outcome", "reason", "history", "queue_wait_s", "ttft_s",
-     "latency_s", "t_end", "tokens": {"prompt", "completion"} | null}
+     "latency_s", "t_end", "tokens": {"prompt", "completion"} | null, "tokens_source",
+     "itl_s": [gap, ...] | null}
+
+``tokens_source`` is ``usage`` when the server reported usage (the request asks for it in
+streams too: ``stream_options.include_usage``), ``estimated`` when it did not and the figures
+are ~4 characters a token of the prompt and of the content received, capped by ``max_tokens``
+(a chunk is not a token: gateways split and merge them), null when nothing completed.
+``itl_s`` lists a completed stream's gaps between successive content chunks, as they arrived
+(vLLM's benchmark_serving definition; the summary pools them across requests).
 
 ``outcome`` is ``completed``, ``rejected`` (``reason`` = the proxy's ``x-admission-reason``),
 ``failed`` (``reason`` e.g. ``upstream_503``, ``client_timeout``), ``expired`` (the proxy's
@@ -136,8 +144,8 @@ class Call:
     ``failed:<reason>``, ``expired`` or ``in_flight`` -- the cross-check against the proxy's
     per-attempt counts reads it."""
 
-    __slots__ = ("a", "actual", "attempts", "due", "end", "history", "outcome", "reason",
-                 "retry_after", "sent", "status", "tokens", "ttft", "wait_ms")  # fmt: skip
+    __slots__ = ("a", "actual", "attempts", "chars", "due", "end", "gaps", "history", "outcome",
+                 "reason", "retry_after", "sent", "status", "tokens", "ttft", "wait_ms")  # fmt: skip
 
     def __init__(self, a: Arrival, due: float, actual: float) -> None:
         self.a = a
@@ -154,11 +162,14 @@ class Call:
         self.ttft: float | None = None
         self.end: float | None = None
         self.tokens: dict[str, int] | None = None
+        self.chars = 0  # content characters received: the token estimate without usage
+        self.gaps: list[float] | None = None  # a stream's gaps between content chunks
 
     def begin(self) -> None:
         self.attempts += 1
         self.outcome, self.reason, self.status, self.retry_after = "in_flight", None, None, None
-        self.end = self.ttft = None
+        self.end = self.ttft = self.gaps = self.tokens = None
+        self.chars = 0
 
     def settle(self, outcome: str, reason: str | None = None) -> None:
         self.outcome, self.reason = outcome, reason
@@ -256,9 +267,11 @@ class RequestSpec:
         self.body: dict[str, bytes] = {}
         self.stream: dict[str, bool] = {}
         self.headers: dict[str, dict[str, str]] = {}
+        self.caps: dict[str, tuple[int, int]] = {}  # (prompt estimate, max_tokens) per class
         key = os.environ.get(plan.api_key_env) if plan.api_key_env else None
         for name, c in prof.classes.items():
             msgs = [{"role": "user", "content": c.prompt_text()}]
+            self.caps[name] = (estimate_tokens(len(c.prompt_text())), c.max_tokens)
             body: dict[str, Any] = {"model": plan.model, "max_tokens": c.max_tokens}
             body["messages"] = msgs
             if c.stream:
@@ -281,7 +294,8 @@ class RequestSpec:
 
     def dropped(self, a: Arrival, t_now: float, worker: int) -> dict[str, Any]:
         return _record(a, worker, None, round(t_now - a.t, 6), 0, None, "dropped",
-                       "generator_full", [], None, None, None, None, None)  # fmt: skip
+                       "generator_full", [], None, None, None, None, None, None,
+                       None)  # fmt: skip
 
     def record(self, call: Call, start: float, scale: float, worker: int) -> dict[str, Any]:
         def t(x: float | None) -> float | None:
@@ -292,80 +306,37 @@ class RequestSpec:
 
         wait = None if call.wait_ms is None else round(call.wait_ms / 1000.0 / scale, 6)
         lag = round((call.actual - call.due) / scale, 6)
+        tokens, source = self.token_figures(call)
+        gaps = None
+        if call.gaps is not None and call.outcome == "completed":
+            gaps = [round(g / scale, 6) for g in call.gaps]
         return _record(call.a, worker, t(call.sent), lag, call.attempts, call.status, call.outcome,
                        call.reason, call.history, wait, d(call.ttft), d(call.end), t(call.end),
-                       call.tokens)  # fmt: skip
+                       tokens, source, gaps)  # fmt: skip
+
+    def token_figures(self, call: Call) -> tuple[dict[str, int] | None, str | None]:
+        """The server's usage when it gave one, else an estimate marked as such."""
+        if call.outcome != "completed":
+            return call.tokens, None if call.tokens is None else "usage"
+        if call.tokens is not None:
+            return call.tokens, "usage"
+        prompt, cap = self.caps[call.a.cls]
+        return {"prompt": prompt, "completion": min(cap, estimate_tokens(call.chars))}, "estimated"
+
+
+def estimate_tokens(chars: int) -> int:
+    """About four characters a token (rounded up): the usual rough rule for English and code."""
+    return -(-chars // CHARS_PER_TOKEN)
 
 
 RECORD_KEYS = ("id", "class", "priority", "tenant", "worker", "t_intended", "t_sent", "lag_s",
                "attempts", "status", "outcome", "reason", "history", "queue_wait_s", "ttft_s",
-               "latency_s", "t_end", "tokens")  # fmt: skip
+               "latency_s", "t_end", "tokens", "tokens_source", "itl_s")  # fmt: skip
 
 
 def _record(a: Arrival, worker: int, *rest: Any) -> dict[str, Any]:
     head = (a.id, a.cls, PRIORITY_NAMES[a.priority], a.tenant, worker, round(a.t, 6))
     return dict(zip(RECORD_KEYS, head + rest, strict=True))
-
-
-# -- reading answers (duck-typed: a FastResponse, or a test double) ---------------------------
-
-
-def read_all(r: Any) -> bytes | None:
-    try:
-        content = r.content
-    except Exception:  # the status already tells the story
-        return None
-    return content if isinstance(content, bytes) else None
-
-
-def _tokens(usage: Any) -> dict[str, int] | None:
-    if not isinstance(usage, dict):
-        return None
-    return {"prompt": int(usage.get("prompt_tokens") or 0),
-            "completion": int(usage.get("completion_tokens") or 0)}  # fmt: skip
-
-
-def read_body(content: bytes | None, call: Call) -> None:
-    obj = orjson.loads(content) if content else None
-    if not isinstance(obj, dict) or "error" in obj or not obj.get("choices"):
-        call.settle("failed", "bad_body")
-        return
-    call.tokens = _tokens(obj.get("usage"))
-    call.settle("completed")
-
-
-def read_stream(r: Any, call: Call, perf: Any, proxied: bool) -> None:
-    """Server-sent events: the first content delta is the first token; ``[DONE]`` ends it."""
-    resp = r._response
-    chunks = 0
-    while True:
-        line = resp.readline(b"\n")
-        if not line:
-            break
-        line = line.strip()
-        if not line.startswith(b"data:"):
-            continue
-        data = line[5:].strip()
-        if data == b"[DONE]":
-            call.settle("completed")
-            if call.tokens is None:
-                call.tokens = {"prompt": 0, "completion": chunks}
-            return
-        obj = orjson.loads(data)
-        if "error" in obj:
-            code = (obj.get("error") or {}).get("code") if proxied else None
-            call.settle("failed", code if isinstance(code, str) and code else "stream_error")
-            return
-        choices = obj.get("choices") or []
-        if choices:
-            delta = choices[0].get("delta") or {}
-            if delta.get("content"):
-                chunks += 1
-                if call.ttft is None:
-                    call.ttft = perf()
-        if obj.get("usage"):
-            call.tokens = _tokens(obj["usage"])
-    call.settle("failed", "truncated")
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:

@@ -51,7 +51,8 @@ from locust.contrib.fasthttp import FastHttpSession
 from locust.env import Environment
 from locust.runners import MasterRunner, WorkerRunner
 
-from harness.live.calls import Call, Plan, RequestSpec, Retry, read_all, read_body, read_stream
+from harness.live.answers import read_all, read_body, read_stream
+from harness.live.calls import Call, Plan, RequestSpec, Retry
 
 SPIN_S = 0.0015  # at most this last stretch before an arrival is spun, not slept...
 SPIN_SHARE = 0.1  # ...and at most this share of the recent mean gap between arrivals

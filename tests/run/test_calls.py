@@ -17,9 +17,8 @@ from harness.live.calls import (
     RequestSpec,
     Retry,
     make_config,
-    read_body,
-    read_stream,
 )
+from harness.live.answers import read_body, read_stream
 from harness.profile import load, loads
 
 STREAMY = """
@@ -163,6 +162,40 @@ def test_a_stream_gives_the_first_token_time_and_usage() -> None:
     read_stream(FakeStream(_sse(role, tok, tok, usage, b"[DONE]")), c, lambda: next(clock), True)
     assert c.outcome == "completed" and c.ttft == 10.0
     assert c.tokens == {"prompt": 3, "completion": 2}
+
+
+def test_a_stream_gives_its_gaps_between_content_chunks_not_role_or_usage_chunks() -> None:
+    c = _call(200)
+    times = iter([1.0, 1.25, 1.75, 2.0])
+    role = {"choices": [{"delta": {"role": "assistant"}}]}
+    tok = {"choices": [{"delta": {"content": "Hi"}}]}
+    fin = {"choices": [{"delta": {}, "finish_reason": "stop"}]}
+    read_stream(FakeStream(_sse(role, tok, tok, tok, tok, fin, b"[DONE]")), c,
+                lambda: next(times), True)  # fmt: skip
+    assert c.ttft == 1.0 and c.gaps == [0.25, 0.5, 0.25]
+    assert c.tokens is None and c.chars == 8  # no usage chunk: only the estimate's input
+
+
+def test_without_usage_the_token_figures_are_estimated_and_capped_by_max_tokens(
+    tmp_path: Path,
+) -> None:
+    p = plan(tmp_path)
+    spec = RequestSpec(p)
+    a = next(x for x in p.arrivals() if x.cls == "live")
+    c = Call(a, 0.0, 0.0)
+    c.begin()
+    c.chars, c.gaps = 4 * 30, [0.01, 0.02]  # 30 tokens' worth of text; max_tokens is 8
+    c.settle("completed")
+    rec = spec.record(c, 0.0, 0.5, 0)
+    assert rec["tokens"] == {"prompt": 3, "completion": 8}  # "Stream it": 9 chars -> 3
+    assert rec["tokens_source"] == "estimated"
+    assert rec["itl_s"] == [0.02, 0.04]  # wall gaps in profile seconds (time scale 0.5)
+    c.begin()
+    c.tokens = {"prompt": 5, "completion": 7}
+    c.settle("completed")
+    rec = spec.record(c, 0.0, 1.0, 0)
+    assert rec["tokens"] == {"prompt": 5, "completion": 7} and rec["tokens_source"] == "usage"
+    assert rec["itl_s"] is None  # this attempt read no stream
 
 
 def test_a_stream_without_done_is_truncated_and_an_error_event_fails_it() -> None:

@@ -1,0 +1,84 @@
+"""Reading a 200 answer into a :class:`~harness.live.calls.Call`: a JSON body or a stream.
+
+Duck-typed (a FastResponse, or a test double), and free of Locust and gevent like ``calls``.
+A stream's first content delta is its first token (TTFT); every later content delta adds its
+gap since the previous one to ``call.gaps`` (inter-token latency, as vLLM's benchmark_serving
+measures it: per chunk as it arrived, pooled over requests in the summary). Token figures come
+only from the server's ``usage``; without one, ``call.chars`` keeps what the estimate needs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from harness.live.calls import Call
+
+
+def read_all(r: Any) -> bytes | None:
+    try:
+        content = r.content
+    except Exception:  # the status already tells the story
+        return None
+    return content if isinstance(content, bytes) else None
+
+
+def _tokens(usage: Any) -> dict[str, int] | None:
+    if not isinstance(usage, dict):
+        return None
+    return {"prompt": int(usage.get("prompt_tokens") or 0),
+            "completion": int(usage.get("completion_tokens") or 0)}  # fmt: skip
+
+
+def read_body(content: bytes | None, call: Call) -> None:
+    obj = orjson.loads(content) if content else None
+    if not isinstance(obj, dict) or "error" in obj or not obj.get("choices"):
+        call.settle("failed", "bad_body")
+        return
+    call.tokens = _tokens(obj.get("usage"))
+    if call.tokens is None:  # the estimate's input: the answer's text
+        for choice in obj["choices"]:
+            msg = choice.get("message") if isinstance(choice, dict) else None
+            content = msg.get("content") if isinstance(msg, dict) else None
+            call.chars += len(content) if isinstance(content, str) else 0
+    call.settle("completed")
+
+
+def read_stream(r: Any, call: Call, perf: Any, proxied: bool) -> None:
+    """Server-sent events: the first content delta is the first token; ``[DONE]`` ends it.
+    Each later content delta adds its gap since the previous one (inter-token latency)."""
+    resp = r._response
+    gaps: list[float] = []
+    call.gaps = gaps
+    last = 0.0
+    while True:
+        line = resp.readline(b"\n")
+        if not line:
+            break
+        line = line.strip()
+        if not line.startswith(b"data:"):
+            continue
+        data = line[5:].strip()
+        if data == b"[DONE]":
+            call.settle("completed")
+            return
+        obj = orjson.loads(data)
+        if "error" in obj:
+            code = (obj.get("error") or {}).get("code") if proxied else None
+            call.settle("failed", code if isinstance(code, str) and code else "stream_error")
+            return
+        choices = obj.get("choices") or []
+        if choices:
+            content = (choices[0].get("delta") or {}).get("content")
+            if content and isinstance(content, str):
+                now = perf()
+                if call.ttft is None:
+                    call.ttft = now
+                else:
+                    gaps.append(now - last)
+                last = now
+                call.chars += len(content)
+        if obj.get("usage"):
+            call.tokens = _tokens(obj["usage"])
+    call.settle("failed", "truncated")
