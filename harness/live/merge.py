@@ -27,7 +27,7 @@ import orjson
 from harness.profile import AlertRule, Profile, to_dict
 from harness.results import summary as summ
 from harness.results.alerts import evaluate_alerts, signal_series
-from harness.results.quantiles import percentiles
+from harness.results.quantiles import percentiles, quantile
 
 # Attempts that may not have reached the proxy (no connection was made).
 _UNREACHED = ("failed:connection_refused", "failed:connection_error")
@@ -124,6 +124,42 @@ def lag_percentiles(lags: Sequence[float]) -> dict[str, float | None]:
     return out
 
 
+def itl_percentiles(gaps: Sequence[float]) -> dict[str, float | None]:
+    """Inter-token latency over every gap of every completed stream, pooled (vLLM's
+    benchmark_serving: ``itls += output.itl``), to the microsecond: gaps are milliseconds."""
+    out: dict[str, float | None] = {"mean": round(sum(gaps) / len(gaps), 6) if gaps else None}
+    for k, q in (("p50", 0.5), ("p90", 0.9), ("p95", 0.95), ("p99", 0.99), ("max", 1.0)):
+        out[k] = round(quantile(gaps, q), 6) if gaps else None
+    return out
+
+
+def tokens_source(done: Iterable[Mapping[str, Any]]) -> str | None:
+    """``usage`` (every figure from the server), ``estimated`` (none), ``mixed``, or null."""
+    seen = {r.get("tokens_source") or "estimated" for r in done if r.get("tokens") is not None}
+    if not seen:
+        return None
+    return seen.pop() if len(seen) == 1 else "mixed"
+
+
+def token_totals(done: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    toks = [r for r in done if r.get("tokens") is not None]
+    return {"prompt": sum(int(r["tokens"].get("prompt") or 0) for r in toks),
+            "completion": sum(int(r["tokens"].get("completion") or 0) for r in toks),
+            "source": tokens_source(toks),
+            "estimated_requests": sum(1 for r in toks if r.get("tokens_source") != "usage")}  # fmt: skip
+
+
+def offered_span(
+    recs: Sequence[Mapping[str, Any]], profile: Profile, capped: bool, complete: bool
+) -> float:
+    """The span the load was offered over: the profile's duration, or up to the last arrival
+    offered when --max-requests cut the schedule short or the run was interrupted (30
+    requests sent over 10.8 s are 2.8/s, not 30 over a 300 s profile)."""
+    if (capped or not complete) and recs:
+        return max(1e-9, max(r["t_intended"] for r in recs))
+    return profile.duration_s
+
+
 # -- the proxy's side ----------------------------------------------------------------------------
 
 
@@ -213,7 +249,9 @@ def merge(
         counts["scheduled"] = scheduled
     done = [r for r in recs if r["outcome"] == "completed"]
     ends = [r["t_end"] for r in recs if r["t_end"] is not None]
-    end = max([profile.duration_s, *ends])
+    cap = live.get("max_requests")
+    window = offered_span(recs, profile, cap is not None and scheduled >= cap, complete)
+    end = max([window, *ends])
     proxy: dict[str, Any] | None = None
     decisions: list[dict[str, Any]] = []
     offset = 0.0
@@ -237,10 +275,7 @@ def merge(
     cons["violations"] += violations
     cons["ok"] = not cons["violations"]
     lags = [r["lag_s"] for r in recs if r["lag_s"] is not None]
-    # Rates over the schedule's span; an interrupted run only over the part it reached.
-    window, offered = profile.duration_s, scheduled
-    if not complete and recs:
-        window, offered = max(1e-9, max(r["t_intended"] for r in recs)), len(recs)
+    offered = scheduled if complete else len(recs)  # an interrupted run: the part it reached
     lag = lag_percentiles(lags)
     limit = profile.generator.lateness_p99_limit_s
     wall_limit = lateness_wall_limit(limit, scale)
@@ -248,10 +283,12 @@ def merge(
     span = max(end, 1e-9)
     good = sum(1 for r in done if r["latency_s"] <= profile.slo.turnaround_p95_s)
     ttft = [r["ttft_s"] for r in done if r["ttft_s"] is not None]
-    toks = sum((r["tokens"] or {}).get("completion", 0) for r in done)
+    tokens = token_totals(done)
     by_class = {
         c: _tally([r for r in recs if r["class"] == c]) for c in sorted({r["class"] for r in recs})
     }
+    for c, tally in by_class.items():
+        tally["tokens_source"] = tokens_source(r for r in done if r["class"] == c)
     by_prio = {
         p: _tally([r for r in recs if r["priority"] == p])
         for p in sorted({r["priority"] for r in recs})
@@ -262,8 +299,10 @@ def merge(
                   "conservation": cons,
                   "turnaround_s": percentiles([r["latency_s"] for r in done]),
                   "queue_wait_s": percentiles(_waits(recs)), "ttft_s": percentiles(ttft,
-                  ("p50", "p95")), "itl_s": {"p50": None, "p95": None},
-                  "output_tokens_per_s": round(toks / span, 4), "goodput_per_s": round(good / span,
+                  ("p50", "p95")),
+                  "itl_s": itl_percentiles([g for r in done for g in r.get("itl_s") or ()]),
+                  "tokens": tokens, "tokens_source": tokens["source"],
+                  "output_tokens_per_s": round(tokens["completion"] / span, 4), "goodput_per_s": round(good / span,
                   4), "by_class": by_class, "by_priority": by_prio,
                   "scaling": (proxy or {}).get("scaling") or {"replicas": {"min": None,
                   "max": None, "mean": None}, "scale_events": 0, "seconds_at_ceiling": 0,
@@ -271,6 +310,7 @@ def merge(
                   completions),
                   "generator": {"offered_rate_per_s": round(offered / window, 4),
                   "achieved_rate_per_s": round(counts["arrivals"] / window, 4),
+                  "span_s": round(window, 6), "max_requests": cap,
                   "schedule_lag_s": lag, "lateness_p99_limit_s": limit,
                   "lateness_p99_limit_wall_s": round(wall_limit, 6),
                   "dropped": counts["dropped_by_generator"], "unsent": max(0,
@@ -282,7 +322,7 @@ def merge(
         summary["proxy_turnaround_s"] = proxy.get("proxy_turnaround_s") or proxy.get("turnaround_s")
         summary["proxy"] = {k: proxy.get(k) for k in ("complete", "counts", "conservation",
                 "turnaround_s", "queue_wait_s")}  # fmt: skip
-    summ.finish(summary, list(profile.thresholds) + list(extra_thresholds))
+    summ.finish(summary, profile, extra_thresholds)
     summary["meta"] = summ.meta(started_at, wall_s)
     summary["meta"]["wall_per_profile_s"] = scale
     write(out, summary, recs, timeline, proxy_dir, offset)

@@ -245,6 +245,7 @@ def _execute(run: Run, times: array[float], where: str, console: Console) -> int
             kids.stop_all()
             run.live = {"target": "stub" if run.stub else public(run.target), "proxy": run.proxied,
                         "time_scale": run.scale, "workers": run.workers + run.remote,
+                        "max_requests": run.max_requests,
                         "model": run.model, "profile_spec": run.spec, "overrides": run.overrides,
                         "upstream_faults_injected": run.stub, "interrupted": interrupted,
                         "locust_report": "locust.html"}  # fmt: skip

@@ -155,3 +155,40 @@ def test_an_interrupted_run_is_incomplete_and_keeps_what_it_has(tmp_path: Path) 
     s = run_merge(tmp_path, recs, scheduled=10, complete=False)
     assert s["complete"] is False and s["conservation"]["ok"], s["conservation"]
     assert s["counts"]["in_flight_at_end"] == 1 and s["generator"]["unsent"] == 8
+
+
+def test_itl_pools_every_gap_of_the_completed_streams(tmp_path: Path) -> None:
+    a, b, failed = rec(1), rec(2), rec(3, "failed", "stream_error")
+    a["itl_s"], b["itl_s"] = [0.01, 0.02, 0.03], [0.05]
+    failed["itl_s"] = [9.0]  # not a completed stream: left out
+    s = run_merge(tmp_path, [a, b, failed, rec(4)])
+    assert s["itl_s"]["p50"] == 0.025 and s["itl_s"]["max"] == 0.05
+    assert s["itl_s"]["mean"] == 0.0275  # per gap (pooled), not per request: 0.0275 vs 0.035
+
+
+def test_token_figures_say_where_they_came_from_per_class(tmp_path: Path) -> None:
+    recs = [rec(1), rec(2), rec(3, cls="b"), rec(4, cls="b")]
+    for r, source in zip(recs, ("usage", "usage", "usage", "estimated"), strict=True):
+        r["tokens_source"] = source
+    s = run_merge(tmp_path, recs)
+    assert s["tokens_source"] == "mixed" and s["tokens"]["estimated_requests"] == 1
+    assert s["by_class"]["a"]["tokens_source"] == "usage"
+    assert s["by_class"]["b"]["tokens_source"] == "mixed"
+    assert s["tokens"]["completion"] == 16
+    for r in recs:
+        r["tokens_source"] = "estimated"
+    assert run_merge(tmp_path, recs)["by_class"]["a"]["tokens_source"] == "estimated"
+
+
+def test_max_requests_rates_are_over_the_span_offered(tmp_path: Path) -> None:
+    recs = [rec(i, t=i * 0.5) for i in range(1, 5)]  # 4 requests offered over 2 s of a 10 s profile
+    live = {**LIVE, "max_requests": 4}
+    s = merge(out=tmp_path / "out", profile=PROFILE, seed=1, records=recs, scheduled=4,
+              proxy_dir=None, live=live, started_at=datetime.now(UTC), wall_s=1.0,
+              complete=True)  # fmt: skip
+    g = s["generator"]
+    assert g["max_requests"] == 4 and g["span_s"] == 2.0
+    assert g["offered_rate_per_s"] == g["achieved_rate_per_s"] == 2.0  # not 4 / 10 s
+    assert s["duration_s"] == 3.0  # the last answer, 1 s after the last send
+    full = run_merge(tmp_path, [rec(i) for i in range(1, 5)])
+    assert full["generator"]["span_s"] == 10.0 and full["generator"]["max_requests"] is None
