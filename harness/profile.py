@@ -50,6 +50,7 @@ from harness.schema import (
     TenantRate,
     TokenCount,
     Upstream,
+    Verdict,
 )
 
 
@@ -464,6 +465,8 @@ def loads(
         lines[assignment.partition("=")[0].strip()] = 0
     ctx = _Ctx(file, lines)
     prof: Profile = _build(ctx, Profile, raw, "")
+    if "slo" not in raw:  # the default SLO was not declared: it informs, it does not gate
+        prof = dataclasses.replace(prof, slo=dataclasses.replace(prof.slo, enforce=False))
     if prof.arrivals.file and base_dir is not None and not Path(prof.arrivals.file).is_absolute():
         prof = dataclasses.replace(
             prof,
@@ -529,6 +532,7 @@ __all__ = [
     "TenantRate",
     "TokenCount",
     "Upstream",
+    "Verdict",
     "apply_override",
     "bundled_dir",
     "check_fault",

@@ -228,7 +228,20 @@ class Clients:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Slo:
+    """A declared SLO gates the verdict unless ``enforce: false`` (informational); a profile
+    without ``slo:`` keeps the 60 s default for goodput and breaches, informational."""
+
     turnaround_p95_s: float = field(default=60.0, metadata=_c(gt=0))
+    enforce: bool = True
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Verdict:
+    """What fails a run besides its thresholds and its SLO (``null``/0 turns a rule off).
+    Rejections by admission are not failures: the fraction is of admitted requests."""
+
+    min_completed: int = field(default=1, metadata=_c(ge=0))
+    max_failed_fraction: float | None = field(default=0.05, metadata=_c(ge=0, le=1))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -282,6 +295,7 @@ class Profile:
     engine: Engine = Engine()
     clients: Clients = Clients()
     thresholds: tuple[str, ...] = ()
+    verdict: Verdict = Verdict()
     alerts: dict[str, AlertOverride] = field(default_factory=dict)
     generator: Generator = Generator()
     # Not part of the YAML: where it came from, for messages and the summary.

@@ -135,8 +135,10 @@ def _latency(s: Mapping[str, Any]) -> list[Block]:
     c = _map(s.get("counts"))
     slo, p95 = _get(s, "effective", "slo", "turnaround_p95_s"), _get(s, "turnaround_s", "p95")
     over = isinstance(slo, int | float) and isinstance(p95, int | float) and p95 > slo
-    facts = [f"SLO: p95 turnaround < {fmt_num(slo)} s; measured p95 {fmt_num(p95)} s"
-             + (" (BREACHED)" if over else "")]  # fmt: skip
+    enforced = _get(s, "effective", "slo", "enforce") is not False
+    facts = [f"SLO: p95 turnaround <= {fmt_num(slo)} s; measured p95 {fmt_num(p95)} s"
+             + (" (BREACHED)" if over else "") + ("" if enforced else " (informational: "
+             "does not gate the verdict)")]  # fmt: skip
     if "slo_breach" in c:
         facts.append(f"completed requests slower than the SLO: {fmt_num(c['slo_breach'])} "
                      f"({_pct(c['slo_breach'], c.get('completed'))} of completed)")  # fmt: skip
@@ -144,6 +146,15 @@ def _latency(s: Mapping[str, Any]) -> list[Block]:
         facts.append(f"goodput (completed within the SLO): {fmt_num(s['goodput_per_s'])} /s")
     return [("h2", "Latency (seconds)"), _table(["", *STATS], rows, "No latency figures."),
             ("h2", "SLO"), ("list", facts)]  # fmt: skip
+
+
+def _result(t: Mapping[str, Any]) -> str:
+    """pass / FAIL, or "breached (informational)" for a row that does not gate the verdict."""
+    word = "pass" if t.get("ok") else ("FAIL" if t.get("enforced", True) else "breached")
+    note = [str(t["why"])] if t.get("why") else []
+    if t.get("enforced") is False:
+        note.append("informational")
+    return word + (f" ({'; '.join(note)})" if note else "")
 
 
 def _gates(s: Mapping[str, Any]) -> list[Block]:
@@ -155,8 +166,8 @@ def _gates(s: Mapping[str, Any]) -> list[Block]:
         out.append(("p", "OK: every request is accounted for." if cons.get("ok") else "VIOLATED:"))
         if cons.get("violations"):
             out.append(("list", [str(v) for v in cons["violations"]]))
-    rows = [[str(t.get("expr")), fmt_num(t.get("value")), ("pass" if t.get("ok") else "FAIL")
-             + (f" ({t['why']})" if t.get("why") else "")] for t in _dicts(s.get("thresholds"))]  # fmt: skip
+    rows = [[str(t.get("expr")), fmt_num(t.get("value")), _result(t)]
+            for t in _dicts(s.get("thresholds"))]
     out += [("h2", "Thresholds"), _table(["threshold", "value", "result"], rows, "No thresholds.")]
     alerts = [[str(a.get("name")), str(a.get("severity", "")),
                f"{a.get('signal', '')} > {fmt_num(a.get('threshold'))}", fmt_num(a.get("fired_at_s")),

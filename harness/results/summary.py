@@ -24,7 +24,7 @@ import harness
 from harness.profile import Profile, to_dict
 from harness.results.quantiles import percentiles
 from harness.results.stats import Collector, Tally
-from harness.results.thresholds import evaluate_all
+from harness.results.verdict import decide, rows
 
 SCHEMA_VERSION = 1
 
@@ -156,19 +156,15 @@ def build(
         },
         "duration_s": round(duration_s, 3),
     }
-    finish(summary, list(profile.thresholds) + list(extra_thresholds))
+    finish(summary, profile, extra_thresholds)
     return summary
 
 
-def finish(summary: dict[str, Any], thresholds: Sequence[str]) -> None:
-    """Evaluate thresholds and set the verdict (invalid beats fail beats pass)."""
-    summary["thresholds"] = evaluate_all(list(thresholds), summary)
-    if not summary["conservation"]["ok"] or summary.get("generator_saturated"):
-        summary["verdict"] = "invalid"
-    elif any(not t["ok"] for t in summary["thresholds"]):
-        summary["verdict"] = "fail"
-    else:
-        summary["verdict"] = "pass"
+def finish(summary: dict[str, Any], profile: Profile, extra_thresholds: Sequence[str] = ()) -> None:
+    """The threshold, SLO and verdict rows, then the verdict (``harness.results.verdict``)."""
+    exprs = [*profile.thresholds, *extra_thresholds]
+    summary["thresholds"] = rows(summary, exprs, profile.slo, profile.verdict)
+    summary["verdict"] = decide(summary)
 
 
 def dumps(obj: Any) -> bytes:

@@ -76,7 +76,7 @@ def test_report_writes_markdown_html_and_png(tmp_path: Path) -> None:
     assert (folder / "timeline.png").read_bytes().startswith(PNG)
     md = (folder / "report.md").read_text()
     for needle in ("verdict: FAIL", "## Counts", "| queue_age | 20 |", "upstream_429",
-                   "## Latency", "| turnaround | 20 | 18 | 40 | 48.20 |", "SLO: p95 turnaround < 60",
+                   "## Latency", "| turnaround | 20 | 18 | 40 | 48.20 |", "SLO: p95 turnaround <= 60",
                    "OK: every request", "FAIL (division by zero)", "oldest_age_page",
                    "still firing", "![timeline", "(timeline.png)", "metrics_outage"):  # fmt: skip
         assert needle in md, needle

@@ -92,16 +92,18 @@ def test_cli_sim_writes_results_and_exits_by_verdict(tmp_path: Path) -> None:
                               "--threshold", "counts.completed < 0"])  # fmt: skip
     assert res.exit_code == 1
     s = json.loads((tmp_path / "f" / "summary.json").read_text())
-    assert s["verdict"] == "fail" and s["thresholds"][-1] == {"expr": "counts.completed < 0",
-                                                               "value": s["counts"]["completed"],
-                                                               "ok": False}  # fmt: skip
+    row = [t for t in s["thresholds"] if t["source"] == "threshold"][-1]  # --threshold's
+    assert s["verdict"] == "fail" and row == {"expr": "counts.completed < 0", "ok": False,
+                                              "value": s["counts"]["completed"],
+                                              "source": "threshold"}  # fmt: skip
 
 
 def test_cli_threshold_division_by_zero_fails_saying_why(tmp_path: Path) -> None:
     res = runner.invoke(app, ["sim", "smoke", "--out", str(tmp_path), "--no-report",
                               "--threshold", "counts.completed / counts.expired < 1"])  # fmt: skip
     assert res.exit_code == 1
-    th = json.loads((tmp_path / "summary.json").read_text())["thresholds"][-1]
+    ths = json.loads((tmp_path / "summary.json").read_text())["thresholds"]
+    th = [t for t in ths if t["source"] == "threshold"][-1]
     assert th["value"] is None and "division by zero" in th["why"]
 
 
