@@ -156,7 +156,7 @@ def offered_span(
     offered when --max-requests cut the schedule short or the run was interrupted (30
     requests sent over 10.8 s are 2.8/s, not 30 over a 300 s profile)."""
     if (capped or not complete) and recs:
-        return max(1e-9, max(r["t_intended"] for r in recs))
+        return max(1e-9, float(max(r["t_intended"] for r in recs)))
     return profile.duration_s
 
 

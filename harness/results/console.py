@@ -62,9 +62,10 @@ def print_summary(console: Console, s: dict[str, Any], folder: Path | None = Non
             + (f" until {end:g} s" if end is not None else " (still firing)"),
         )
     for th in s.get("thresholds", []):
-        mark = "[green]ok[/]" if th["ok"] else (
-            "[red]FAIL[/]" if th.get("enforced", True) else "[yellow]breached (informational)[/]"
-        )
+        mark = "[green]ok[/]"
+        if not th["ok"]:
+            informational = th.get("enforced", True) is False
+            mark = "[yellow]breached (informational)[/]" if informational else "[red]FAIL[/]"
         why = f" ({th['why']})" if th.get("why") else ""
         t.add_row("threshold", f"{mark} {th['expr']}  value {_fmt(th['value'])}{why}")
     colour = {"pass": "green", "fail": "red", "invalid": "red"}.get(s["verdict"], "yellow")

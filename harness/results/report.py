@@ -166,8 +166,10 @@ def _gates(s: Mapping[str, Any]) -> list[Block]:
         out.append(("p", "OK: every request is accounted for." if cons.get("ok") else "VIOLATED:"))
         if cons.get("violations"):
             out.append(("list", [str(v) for v in cons["violations"]]))
-    rows = [[str(t.get("expr")), fmt_num(t.get("value")), _result(t)]
-            for t in _dicts(s.get("thresholds"))]
+    rows = [
+        [str(t.get("expr")), fmt_num(t.get("value")), _result(t)]
+        for t in _dicts(s.get("thresholds"))
+    ]
     out += [("h2", "Thresholds"), _table(["threshold", "value", "result"], rows, "No thresholds.")]
     alerts = [[str(a.get("name")), str(a.get("severity", "")),
                f"{a.get('signal', '')} > {fmt_num(a.get('threshold'))}", fmt_num(a.get("fired_at_s")),

@@ -14,9 +14,12 @@ from harness.sim.runner import simulate
 from tests.conftest import BASE
 
 runner = CliRunner()
-ALL_503 = BASE + """faults: [{at_s: 0, for_s: 1.0e6, kind: status, status: 503}]
+ALL_503 = (
+    BASE
+    + """faults: [{at_s: 0, for_s: 1.0e6, kind: status, status: 503}]
 engine: {dependency: {max_retries: 0}}
 """
+)
 
 
 def rows_by_source(summary: dict[str, object], source: str) -> list[dict[str, object]]:

@@ -11,6 +11,7 @@ import orjson
 import pytest
 
 from harness.arrivals import schedule
+from harness.live.answers import read_body, read_stream
 from harness.live.calls import (
     Call,
     Plan,
@@ -18,7 +19,6 @@ from harness.live.calls import (
     Retry,
     make_config,
 )
-from harness.live.answers import read_body, read_stream
 from harness.profile import load, loads
 
 STREAMY = """
