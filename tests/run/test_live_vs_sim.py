@@ -49,7 +49,9 @@ def test_live_agrees_with_sim_within_the_20_seed_band(
     name: str, runs: dict[str, LiveResult]
 ) -> None:
     res = runs[name]
-    assert res.code in (0, 1), res.console  # 1: only if the generator saturated (see below)
+    # 1: the generator saturated (see below), or the declared SLO was breached: seed-burst's
+    # AGE_REJECT of 25 s misses its 60 s SLO on most seeds (README, "The verdict")
+    assert res.code in (0, 1), res.console
     s = res.summary
     assert s["complete"] and s["conservation"]["ok"], s["conservation"]
     prof = load(name)
@@ -66,6 +68,8 @@ def test_live_agrees_with_sim_within_the_20_seed_band(
     assert abs(live_p95 - sim_p95) <= p95_band + MARGIN_P95 * sim_p95
     if s["generator_saturated"]:  # a loaded machine; the verdict says so, never silently
         assert s["verdict"] == "invalid" and res.code == 1
+    elif res.code == 1:  # a fail names its reason among the rows
+        assert s["verdict"] == "fail" and any(not t["ok"] for t in s["thresholds"])
 
 
 def test_every_arrival_is_accounted_for_at_the_client_and_at_the_proxy(
