@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.results.verdict import row_result
+
 Table = tuple[list[str], list[list[str]]]
 Block = tuple[str, Any]  # ("h1"|"h2"|"p"|"list"|"table"|"img", payload)
 
@@ -144,17 +146,11 @@ def _latency(s: Mapping[str, Any]) -> list[Block]:
                      f"({_pct(c['slo_breach'], c.get('completed'))} of completed)")  # fmt: skip
     if s.get("goodput_per_s") is not None:
         facts.append(f"goodput (completed within the SLO): {fmt_num(s['goodput_per_s'])} /s")
+    if s.get("output_tokens_per_s") is not None:  # estimated figures must say so (issue 11)
+        facts.append(f"output tokens: {fmt_num(s['output_tokens_per_s'])} /s (from "
+                     f"{s.get('tokens_source') or 'no completed request'})")  # fmt: skip
     return [("h2", "Latency (seconds)"), _table(["", *STATS], rows, "No latency figures."),
             ("h2", "SLO"), ("list", facts)]  # fmt: skip
-
-
-def _result(t: Mapping[str, Any]) -> str:
-    """pass / FAIL, or "breached (informational)" for a row that does not gate the verdict."""
-    word = "pass" if t.get("ok") else ("FAIL" if t.get("enforced", True) else "breached")
-    note = [str(t["why"])] if t.get("why") else []
-    if t.get("enforced") is False:
-        note.append("informational")
-    return word + (f" ({'; '.join(note)})" if note else "")
 
 
 def _gates(s: Mapping[str, Any]) -> list[Block]:
@@ -167,7 +163,7 @@ def _gates(s: Mapping[str, Any]) -> list[Block]:
         if cons.get("violations"):
             out.append(("list", [str(v) for v in cons["violations"]]))
     rows = [
-        [str(t.get("expr")), fmt_num(t.get("value")), _result(t)]
+        [str(t.get("expr")), fmt_num(t.get("value")), row_result(t)]
         for t in _dicts(s.get("thresholds"))
     ]
     out += [("h2", "Thresholds"), _table(["threshold", "value", "result"], rows, "No thresholds.")]

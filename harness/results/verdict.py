@@ -61,6 +61,15 @@ def rows(
     return [*gates, slo_row(summary, slo), *verdict_rows(summary, rules)]
 
 
+def row_result(t: Mapping[str, Any]) -> str:
+    """pass / FAIL, or "breached (informational)" for a row that does not gate the verdict."""
+    word = "pass" if t.get("ok") else ("FAIL" if t.get("enforced", True) else "breached")
+    note = [str(t["why"])] if t.get("why") else []
+    if t.get("enforced") is False:
+        note.append("informational")
+    return word + (f" ({'; '.join(note)})" if note else "")
+
+
 def decide(summary: Mapping[str, Any]) -> str:
     if not summary["conservation"]["ok"] or summary.get("generator_saturated"):
         return "invalid"
