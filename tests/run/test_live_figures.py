@@ -10,9 +10,12 @@ which the generator must measure back (generous tolerances: loopback and a share
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import orjson
 import pytest
 
+from harness.profile import loads
 from harness.stub import create_app
 from harness.stub.server import StubThread
 from tests.run.support import live, write_profile
@@ -55,6 +58,53 @@ def test_itl_and_token_counts_match_the_stubs_known_spacing(tmp_path: Path) -> N
     assert s["tokens_source"] == "usage" and s["by_class"]["live"]["tokens_source"] == "usage"
     assert s["tokens"]["completion"] == TOKENS * done and s["tokens"]["estimated_requests"] == 0
     assert s["ttft_s"]["p50"] == pytest.approx(FRACTION * LATENCY_S, abs=0.15)
+
+
+class IgnoresIncludeUsage:
+    """The stub behind a server that drops ``stream_options`` (as some OpenAI-compatible
+    servers and gateways do): its streams then carry no usage chunk."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.state = inner.state
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.inner(scope, receive, send)
+            return
+        body, more = b"", True
+        while more:
+            msg = await receive()
+            body += msg.get("body", b"")
+            more = msg.get("more_body", False)
+        req = orjson.loads(body)
+        req.pop("stream_options", None)
+        sent = False
+
+        async def replay() -> dict[str, Any]:
+            nonlocal sent
+            if sent:
+                return await receive()  # the client's disconnect, if it comes
+            sent = True
+            return {"type": "http.request", "body": orjson.dumps(req), "more_body": False}
+
+        await self.inner(scope, replay, send)
+
+
+def test_without_usage_in_the_stream_token_figures_are_marked_estimated(tmp_path: Path) -> None:
+    app = IgnoresIncludeUsage(create_app(profile=loads(KNOWN)))
+    with StubThread(app) as stub:  # type: ignore[arg-type]
+        res = live(write_profile(tmp_path, KNOWN), tmp_path / "out", target=f"{stub.url}/v1",
+                   model="m", no_proxy=True)  # fmt: skip
+    s = res.summary
+    done = s["counts"]["completed"]
+    assert res.code == 0 and done == s["counts"]["arrivals"] > 0, res.console
+    assert s["tokens_source"] == "estimated" and s["by_class"]["live"]["tokens_source"] == "estimated"
+    assert s["tokens"]["estimated_requests"] == done
+    recs = res.jsonl("requests.jsonl")
+    assert all(r["tokens_source"] == "estimated" for r in recs)
+    assert all(0 < r["tokens"]["completion"] <= TOKENS for r in recs)  # capped by max_tokens
+    assert STEP_S * 0.6 <= s["itl_s"]["p50"] <= STEP_S * 1.4  # gaps need no usage
 
 
 def test_every_request_failing_is_a_fail_and_max_requests_rates_use_the_span_sent(
