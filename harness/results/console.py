@@ -49,6 +49,15 @@ def print_summary(console: Console, s: dict[str, Any], folder: Path | None = Non
                                f"{_fmt(gen.get('achieved_rate_per_s'))}/s  lateness p99 "
                                f"{lag['p99'] * 1000:.2f} ms  dropped {c.get('dropped_by_generator', 0)}"
                                f"{sat}")  # fmt: skip
+        if gen.get("max_requests") is not None:  # rates are over the span actually offered
+            t.add_row("", f"--max-requests {gen['max_requests']}: rates over the "
+                          f"{_fmt(gen.get('span_s'))} s offered")  # fmt: skip
+    if s.get("mode") == "live" and s.get("itl_s", {}).get("p50") is not None:
+        itl = s["itl_s"]
+        t.add_row("ITL s", "  ".join(f"{k} {itl[k]:.4f}" for k in ("p50", "p95", "p99", "max")))
+    if s.get("mode") == "live" and s.get("tokens_source") is not None:
+        t.add_row("output tokens", f"{_fmt(s.get('output_tokens_per_s'))}/s  from "
+                                   f"{s['tokens_source']}")  # fmt: skip
     cons = s["conservation"]
     t.add_row(
         "conservation",
@@ -62,11 +71,11 @@ def print_summary(console: Console, s: dict[str, Any], folder: Path | None = Non
             + (f" until {end:g} s" if end is not None else " (still firing)"),
         )
     for th in s.get("thresholds", []):
-        mark = "[green]ok[/]"
-        if not th["ok"]:
-            informational = th.get("enforced", True) is False
-            mark = "[yellow]breached (informational)[/]" if informational else "[red]FAIL[/]"
+        informational = th.get("enforced", True) is False  # shown, never gating
+        mark = "[red]FAIL[/]" if not (th["ok"] or informational) else "[green]ok[/]"
+        mark = "[yellow]breached[/]" if informational and not th["ok"] else mark
         why = f" ({th['why']})" if th.get("why") else ""
+        why += " (informational)" if informational else ""
         t.add_row("threshold", f"{mark} {th['expr']}  value {_fmt(th['value'])}{why}")
     colour = {"pass": "green", "fail": "red", "invalid": "red"}.get(s["verdict"], "yellow")
     t.add_row("verdict", f"[bold {colour}]{s['verdict']}[/]")

@@ -48,11 +48,12 @@ _SHAPE: dict[str, Any] = {
     "ttft_s": {k: None for k in _STATS},
     "itl_s": {k: None for k in _STATS},
     "output_tokens_per_s": None,
+    "tokens": {"prompt": None, "completion": None, "estimated_requests": None},
     "goodput_per_s": None,
     "seed": None,
     "scaling": {"replicas": {"min": None, "max": None, "mean": None}, "scale_events": None,
                 "seconds_at_ceiling": None, "seconds_blind": None},
-    "generator": {"offered_rate_per_s": None, "achieved_rate_per_s": None,
+    "generator": {"offered_rate_per_s": None, "achieved_rate_per_s": None, "span_s": None,
                   "schedule_lag_s": {k: None for k in _STATS}},
     "rates": {"*": None},
 }  # fmt: skip

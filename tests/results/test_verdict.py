@@ -97,3 +97,8 @@ def test_the_report_and_the_summary_show_why(tmp_path: Path) -> None:
     assert s["verdict"] == "fail"
     md = (tmp_path / "report.md").read_text()
     assert "verdict: FAIL" in md and "| slo: turnaround_s.p95 <= 60 |" in md
+    assert "FAIL slo: turnaround_s.p95 <= 60" in res.output
+    res = runner.invoke(app, ["sim", "seed-burst", "--seed", "2", "--out", str(tmp_path / "i"),
+                              "--set", "slo.enforce=false", "--no-report"])  # fmt: skip
+    assert res.exit_code == 0 and "breached slo: turnaround_s.p95 <= 60" in res.output
+    assert "(informational)" in res.output
