@@ -205,6 +205,7 @@ def stub(
     latency_s: Annotated[float | None, typer.Option(help="A fixed latency in seconds (overrides the profile's).")] = None,
     seed: Annotated[int, typer.Option(help="Seed for latency and fault draws.")] = 1,
     time_scale: Annotated[float, typer.Option(help="Multiply every duration by F.")] = 1.0,
+    linger_s: Annotated[float, typer.Option(help="Keep each stream's body open S seconds after data: [DONE], as some real servers do.")] = 0.0,
 ) -> None:
     """Serve the OpenAI-compatible slow stub with fault injection."""
     from harness.stub.server import serve
@@ -214,8 +215,11 @@ def stub(
         raise _bad_input("--time-scale must be > 0")
     if latency_s is not None and latency_s < 0:
         raise _bad_input("--latency-s must be >= 0")
+    if not linger_s >= 0:
+        raise _bad_input("--linger-s must be >= 0")
     try:
-        serve(host=host, port=port, profile=prof, latency_s=latency_s, seed=seed, time_scale=time_scale)
+        serve(host=host, port=port, profile=prof, latency_s=latency_s, seed=seed, time_scale=time_scale,
+              linger_s=linger_s)
     except OSError as e:
         err.print(f"[bold red]error:[/] cannot serve on {host}:{port}: {e.strerror or e}")
         raise typer.Exit(EXIT_BROKEN) from None

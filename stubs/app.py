@@ -205,12 +205,14 @@ def create_app(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     clock: Clock = time.monotonic,
     model: str = DEFAULT_MODEL,
+    linger_s: float = 0.0,
 ) -> StubApp:
     """The stub as an ASGI app.
 
     ``latency_s`` fixes every latency (overriding the profile's models); without a profile
     the latency is the profile default (uniform 5-30 s). ``clock`` drives the fault timeline
     and the rate-limit buckets only; latencies are real sleeps on the event loop.
+    ``linger_s`` keeps each stream's body open that long after ``data: [DONE]`` (x time scale).
     """
     state = StubState.build(
         profile=profile,
@@ -220,5 +222,6 @@ def create_app(
         max_body_bytes=max_body_bytes,
         clock=clock,
         model=model,
+        linger_s=linger_s,
     )
     return StubApp(state)

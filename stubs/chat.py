@@ -242,6 +242,10 @@ async def _stream(
         buf.append(frame)
     if fault is None:
         buf.append(wire.DONE)
+        if state.linger_s > 0:  # [DONE] is out; the body stays open a while (real servers may)
+            await send({"type": "http.response.body", "body": b"".join(buf), "more_body": True})
+            buf = []
+            await sleep_or_disconnect(receive, state.linger_s)
     elif fault.kind == "stream_error":
         buf.append(
             wire.error_event(

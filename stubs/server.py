@@ -144,6 +144,7 @@ def serve(
     time_scale: float = 1.0,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     log_level: str = "info",
+    linger_s: float = 0.0,
 ) -> None:
     """Serve the stub until SIGINT/SIGTERM. Raises OSError if the address cannot be bound
     and ValueError for a bad setting (time_scale <= 0, latency_s < 0, max_body_bytes <= 0)."""
@@ -153,6 +154,7 @@ def serve(
         seed=seed,
         time_scale=time_scale,
         max_body_bytes=max_body_bytes,
+        linger_s=linger_s,
     )
     nofile = raise_open_files_limit()
     sock = bind(host, port)

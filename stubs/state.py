@@ -34,6 +34,9 @@ class StubState:
     time_scale: float
     max_body_bytes: int
     model: str
+    # Streams keep their body open this long (wall seconds) after ``data: [DONE]``, as some
+    # servers do: a client or proxy must count the stream done at [DONE], not at the close.
+    linger_s: float = 0.0
     in_flight: int = 0
     counters: Counters = field(default_factory=Counters)
     _next_id: int = 0
@@ -49,6 +52,7 @@ class StubState:
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         clock: Clock = time.monotonic,
         model: str = DEFAULT_MODEL,
+        linger_s: float = 0.0,
     ) -> StubState:
         if time_scale <= 0:
             raise ValueError("time_scale must be > 0")
@@ -56,6 +60,8 @@ class StubState:
             raise ValueError("latency_s must be >= 0")
         if max_body_bytes <= 0:
             raise ValueError("max_body_bytes must be > 0")
+        if not linger_s >= 0:
+            raise ValueError("linger_s must be >= 0")
         faults = profile.faults if profile is not None else ()
         return cls(
             upstream=profile.upstream if profile is not None else DEFAULT_UPSTREAM,
@@ -65,6 +71,7 @@ class StubState:
             time_scale=time_scale,
             max_body_bytes=max_body_bytes,
             model=model,
+            linger_s=linger_s * time_scale,
         )
 
     def next_id(self) -> int:

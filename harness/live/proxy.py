@@ -266,10 +266,17 @@ class ProxyApp:
         await send({"type": "http.response.start", "status": status, "headers": out})
         await send({"type": "http.response.body", "body": first, "more_body": True})
         tail = first[-32:]
+        if sse and wire.sse_done(tail):
+            return report(Finished(call.id))
         try:
             async for chunk in it:
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
                 tail = (tail + chunk)[-32:]
+                # Complete once the terminal event is delivered: what either side then does
+                # with the socket (a client that hangs up at once, as the SDKs do; an upstream
+                # that keeps the body open a while) is no longer this request's outcome.
+                if sse and wire.sse_done(tail):
+                    return report(Finished(call.id))
         except UpstreamError as e:
             return report(Failed(call.id, e.reason, retryable=False))
         if sse and not tail.rstrip().endswith(b"[DONE]"):

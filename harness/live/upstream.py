@@ -71,11 +71,19 @@ class Upstream(Protocol):
 
 
 def join_target(base_path: str, target: str) -> str:
-    """The upstream path for a request path: ``/v1`` + ``/v1/chat/completions`` is not doubled,
-    so an upstream may be given as a server root or as an OpenAI-style ``.../v1`` base URL."""
+    """The upstream path for a request path, so the proxy forwards to exactly the URL a bare
+    run with the same base URL would use (``harness.live.run.endpoint``).
+
+    A server root (``""``, ``"/"``) takes the request path as it is. Any other base path is an
+    OpenAI-style API base (``/v1``, ``/openai/v1``, ``/api/v1``, ``/v1beta/openai``) that stands
+    for the API's ``/v1``: a request for ``/v1/chat/completions`` goes to
+    ``BASE/chat/completions``. A request that already starts with the base path is not
+    prefixed twice; any other request path is appended to the base."""
     base = base_path.rstrip("/")
-    if not base or target == base or target.startswith(base + "/"):
+    if not base or target == base or target.startswith((base + "/", base + "?")):
         return target
+    if target == "/v1" or target.startswith(("/v1/", "/v1?")):
+        return base + target[3:]
     return base + target
 
 

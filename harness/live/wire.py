@@ -118,6 +118,15 @@ def sse_error(message: str, code: str) -> bytes:
     return b"data: " + error_body(message, "upstream_error", code) + b"\n\n"
 
 
+def sse_done(tail: bytes) -> bool:
+    """The stream so far ends with a whole ``data: [DONE]`` event (its blank line included):
+    the OpenAI terminal event. A ``[DONE]`` still waiting for its blank line is not yet
+    whole, so a client is never handed a half event before the stream is ended."""
+    if not tail.endswith((b"\n\n", b"\r\n\r\n", b"\r\r")):
+        return False
+    return tail.rstrip().endswith((b"data: [DONE]", b"data:[DONE]"))
+
+
 def seconds(x: float) -> bytes:
     return b"%.3f" % x
 
