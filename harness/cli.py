@@ -33,6 +33,8 @@ ProfileArg = Annotated[str, typer.Argument(help="A profile YAML file, or the nam
 SetOpt = Annotated[list[str] | None, typer.Option("--set", help="Override a scalar: dotted.path=value (YAML). Repeatable.", metavar="PATH=VALUE")]
 OutOpt = Annotated[Path | None, typer.Option("--out", help="Results folder (default: results/<profile>-<UTC timestamp>/).")]
 ThresholdOpt = Annotated[list[str] | None, typer.Option("--threshold", help="An extra gate, e.g. 'turnaround_s.p95 < 60'. Repeatable.", metavar="EXPR")]  # fmt: skip
+CaBundleOpt = Annotated[str | None, typer.Option("--ca-bundle", help="Verify the target's TLS certificate against this PEM CA bundle (a private CA) instead of the system's.", metavar="FILE")]  # fmt: skip
+InsecureOpt = Annotated[bool, typer.Option("--insecure", help="Do NOT verify TLS certificates (printed loudly; recorded in summary.meta.tls).")]  # fmt: skip
 
 
 def _bad_input(message: str) -> typer.Exit:
@@ -236,6 +238,8 @@ def proxy(
     time_scale: Annotated[float, typer.Option(help="Profile seconds per wall second divisor (see DESIGN).")] = 1.0,
     grace_s: Annotated[float, typer.Option(help="Drain time on SIGTERM/SIGINT before results are marked incomplete.")] = 30.0,
     threshold: ThresholdOpt = None,
+    ca_bundle: CaBundleOpt = None,
+    insecure: InsecureOpt = False,
 ) -> None:
     """Serve the admission proxy alone in front of any endpoint; results written on stop."""
     import dataclasses
@@ -249,9 +253,15 @@ def proxy(
     extra = _check_thresholds(threshold)
     if extra:
         prof = dataclasses.replace(prof, thresholds=(*prof.thresholds, *extra))
+    from harness.live.tls import Tls, TlsError
+
+    try:
+        tls = Tls(ca_bundle=ca_bundle, insecure=insecure)
+    except TlsError as e:
+        raise _bad_input(str(e)) from None
     folder = out or default_out(prof, "-proxy")
     code = serve_proxy(upstream=upstream, profile=prof, host=host, port=port, out=folder,
-                       grace_s=grace_s, time_scale=time_scale)  # fmt: skip
+                       grace_s=grace_s, time_scale=time_scale, tls=tls)  # fmt: skip
     raise typer.Exit(code)
 
 
@@ -265,7 +275,7 @@ def run(
     set_: SetOpt = None,
     out: OutOpt = None,
     workers: Annotated[int, typer.Option(help="Locust worker processes on this machine (0: one generator process).", min=0)] = 0,
-    api_key_env: Annotated[str, typer.Option(help="Environment variable holding the API key for --target URL (never written anywhere).")] = "OPENAI_API_KEY",
+    api_key_env: Annotated[str | None, typer.Option(help="Environment variable holding the API key for --target URL (never written anywhere) [default: the profile's wire.auth.env, OPENAI_API_KEY].", show_default=False)] = None,
     model: Annotated[str | None, typer.Option(help="Model name to send with --target URL.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print how many requests and prompt tokens the run would send, then exit.")] = False,
     max_requests: Annotated[int | None, typer.Option(help="Send at most N requests (a cost cap for real endpoints).", min=1)] = None,
@@ -273,6 +283,8 @@ def run(
     remote_workers: Annotated[int, typer.Option(help="Wait for M workers on other machines (`harness worker --master HOST`).", min=0)] = 0,
     master_port: Annotated[int, typer.Option(help="Locust master port for remote workers.")] = 5557,
     public_host: Annotated[str | None, typer.Option(help="Address remote workers use to reach this machine's proxy.")] = None,
+    ca_bundle: CaBundleOpt = None,
+    insecure: InsecureOpt = False,
 ) -> None:
     """Run a profile live: open-loop Locust load -> admission proxy -> the stub or a real endpoint."""
     from harness.live.run import run_live
@@ -285,7 +297,7 @@ def run(
                     api_key_env=api_key_env, model=model, dry_run=dry_run,
                     max_requests=max_requests, extra_thresholds=extra, console=err,
                     remote_workers=remote_workers, master_port=master_port,
-                    public_host=public_host)  # fmt: skip
+                    public_host=public_host, ca_bundle=ca_bundle, insecure=insecure)  # fmt: skip
     raise typer.Exit(code)
 
 

@@ -30,6 +30,7 @@ from harness.schema import (
     AlertOverride,
     AlertRule,
     Arrivals,
+    Auth,
     Breaker,
     ClientRetry,
     Clients,
@@ -37,6 +38,7 @@ from harness.schema import (
     Engine,
     Executors,
     Fault,
+    FromEnv,
     Generator,
     Latency,
     Phase,
@@ -51,6 +53,7 @@ from harness.schema import (
     TokenCount,
     Upstream,
     Verdict,
+    Wire,
 )
 
 
@@ -263,6 +266,39 @@ def check_fault(ctx: _Ctx, fault: Fault, path: str, *, timeline: bool) -> None:
         raise ctx.err(_join(path, "status"), "must be 429 or a 5xx status")
 
 
+_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")  # an HTTP header name (RFC 9110 token)
+_ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Headers the generator or the proxy set themselves, or that belong to the connection.
+_RESERVED = frozenset(("host", "content-length", "content-type", "transfer-encoding",
+                       "connection", "keep-alive", "te", "trailer", "upgrade", "expect",
+                       "x-class", "x-priority", "x-tenant", "x-key", "x-request-id"))  # fmt: skip
+
+
+def check_wire(ctx: _Ctx, w: Wire) -> None:
+    a = w.auth
+    if not _TOKEN.match(a.header) or a.header.lower() in _RESERVED:
+        raise ctx.err("wire.auth.header", f"not a header name this tool can send: {a.header!r}")
+    if a.scheme is not None and not _TOKEN.match(a.scheme):
+        raise ctx.err("wire.auth.scheme", f"a single word such as Bearer, or null; got {a.scheme!r}")
+    if a.env is not None and not _ENV.match(a.env):
+        raise ctx.err("wire.auth.env", f"not an environment variable name: {a.env!r}")
+    for name, v in w.headers.items():
+        where = f"wire.headers.{name}"
+        if not _TOKEN.match(name) or name.lower() in _RESERVED:
+            raise ctx.err(where, "not a header name this tool can send")
+        if name.lower() == a.header.lower():
+            raise ctx.err(where, "this is wire.auth.header: set the key there")
+        if isinstance(v, str) and any(c in v for c in "\r\n\0"):
+            raise ctx.err(where, "a header value cannot hold CR, LF or NUL")
+    for name in w.query:
+        if not name:
+            raise ctx.err("wire.query", "a query parameter needs a name")
+    for where, v in [*((f"wire.headers.{k}", v) for k, v in w.headers.items()),
+                     *((f"wire.query.{k}", v) for k, v in w.query.items())]:  # fmt: skip
+        if isinstance(v, FromEnv) and not _ENV.match(v.env):
+            raise ctx.err(f"{where}.env", f"not an environment variable name: {v.env!r}")
+
+
 def _check(ctx: _Ctx, p: Profile) -> None:
     a = p.arrivals
     if a.process == "trace":
@@ -311,6 +347,7 @@ def _check(ctx: _Ctx, p: Profile) -> None:
             "engine.scaling.enabled",
             "autoscaling is not available yet in this version; the pool is fixed",
         )
+    check_wire(ctx, p.wire)
     dep = p.engine.dependency
     if dep.backoff_max_s < dep.backoff_base_s:
         raise ctx.err("engine.dependency.backoff_max_s", "must be >= backoff_base_s")
@@ -511,6 +548,7 @@ __all__ = [
     "AlertOverride",
     "AlertRule",
     "Arrivals",
+    "Auth",
     "Breaker",
     "ClientRetry",
     "Clients",
@@ -518,6 +556,7 @@ __all__ = [
     "Engine",
     "Executors",
     "Fault",
+    "FromEnv",
     "Generator",
     "Latency",
     "Phase",
@@ -533,6 +572,7 @@ __all__ = [
     "TokenCount",
     "Upstream",
     "Verdict",
+    "Wire",
     "apply_override",
     "bundled_dir",
     "check_fault",

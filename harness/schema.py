@@ -282,6 +282,34 @@ class Generator:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class FromEnv:
+    """A value read from the environment variable ``env`` when requests are built; only the
+    variable's name is ever written (summary.effective, logs, the Locust config)."""
+
+    env: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Auth:
+    """The credential header: ``HEADER: SCHEME KEY`` (``scheme: null``: the bare key, as
+    Azure's ``api-key`` wants), the key from ``$env`` (``env: null``: none is sent)."""
+
+    header: str = "authorization"
+    scheme: str | None = "Bearer"
+    env: str | None = "OPENAI_API_KEY"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Wire:
+    """How each request is spelled on the wire (live runs only; the simulation ignores it)."""
+
+    auth: Auth = Auth()
+    headers: dict[str, str | FromEnv] = field(default_factory=dict)
+    query: dict[str, str | FromEnv] = field(default_factory=dict)
+    max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Profile:
     name: str
     description: str = ""
@@ -298,6 +326,7 @@ class Profile:
     verdict: Verdict = Verdict()
     alerts: dict[str, AlertOverride] = field(default_factory=dict)
     generator: Generator = Generator()
+    wire: Wire = Wire()
     # Not part of the YAML: where it came from, for messages and the summary.
     source: str = field(default="<profile>", metadata=_c(internal=True))
     sha256: str = field(default="", metadata=_c(internal=True))

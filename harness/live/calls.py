@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import orjson
 import yaml
@@ -46,7 +47,7 @@ import yaml
 from harness.arrivals import Arrival, schedule
 from harness.clients import retry_delay
 from harness.engine.events import PRIORITY_NAMES
-from harness.profile import Profile, loads, to_dict
+from harness.profile import FromEnv, Profile, Wire, loads, to_dict
 
 CHARS_PER_TOKEN = 4  # the usual rough estimate for English text and code
 
@@ -75,8 +76,10 @@ def make_config(
     workdir: Path,
     lead_s: float = 1.0,
     stop_drain_s: float = 3.0,
+    tls: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The run config the Locust side reads. Holds the NAME of the key's variable, never a key."""
+    """The run config the Locust side reads. Holds the NAMES of the variables that hold the
+    key and any secret header or query value (in ``profile.wire``), never a value."""
     trace = None
     if profile.arrivals.process == "trace" and profile.arrivals.file:
         f = Path(profile.arrivals.file)
@@ -85,13 +88,13 @@ def make_config(
             "profile_name": profile.name, "trace": trace, "seed": seed, "time_scale": time_scale,
             "base_url": base_url.rstrip("/"), "path": path, "model": model,
             "api_key_env": api_key_env, "proxied": proxied, "max_requests": max_requests,
-            "lead_s": lead_s, "stop_drain_s": stop_drain_s,
+            "lead_s": lead_s, "stop_drain_s": stop_drain_s, "tls": tls or {},
             "records": str(workdir / "requests.jsonl"),
             "start_file": str(workdir / "start.json")}  # fmt: skip
 
 
 _PLAN_KEYS = ("seed", "time_scale", "base_url", "path", "model", "api_key_env", "proxied",
-              "max_requests", "start_epoch", "index", "n", "stop_drain_s")  # fmt: skip
+              "max_requests", "start_epoch", "index", "n", "stop_drain_s", "tls")  # fmt: skip
 
 
 @dataclass(slots=True)
@@ -111,6 +114,7 @@ class Plan:
     index: int
     n: int
     stop_drain_s: float
+    tls: dict[str, Any]
     stopped: bool = False
 
     @classmethod
@@ -255,33 +259,60 @@ class Retry:
         return seconds if from_server else seconds * self.time_scale
 
 
+def _value(v: str | FromEnv) -> str | None:
+    return os.environ.get(v.env) if isinstance(v, FromEnv) else v
+
+
+def wire_headers(wire: Wire, key_env: str | None) -> dict[str, str]:
+    """The credential and extra headers, values read from the environment now (in the
+    process that sends: never in a config file). ``key_env`` None: no credential (the stub)."""
+    h: dict[str, str] = {}
+    key = os.environ.get(key_env) if key_env else None
+    if key:
+        a = wire.auth
+        h[a.header.lower()] = f"{a.scheme} {key}" if a.scheme else key
+    for name, v in wire.headers.items():
+        value = _value(v)
+        if value is not None:
+            h[name.lower()] = value
+    return h
+
+
+def wire_path(path: str, wire: Wire) -> str:
+    """The request path with the profile's query parameters (unset variables left out)."""
+    q = [(k, value) for k, v in wire.query.items() if (value := _value(v)) is not None]
+    return f"{path}?{urlencode(q)}" if q else path
+
+
+def request_body(c: Any, model: str, wire: Wire) -> bytes:
+    body: dict[str, Any] = {"model": model, wire.max_tokens_field: c.max_tokens}
+    body["messages"] = [{"role": "user", "content": c.prompt_text()}]
+    if c.stream:
+        body["stream"] = True
+        body["stream_options"] = {"include_usage": True}
+    return orjson.dumps(body)
+
+
 class RequestSpec:
     """Bodies and headers per class, built once; records built per call."""
 
     def __init__(self, plan: Plan) -> None:
         prof = plan.profile
         self.base_url = plan.base_url
-        self.path = plan.path
+        self.path = wire_path(plan.path, prof.wire)
         self.proxied = plan.proxied
         self.timeout_wall_s = client_timeout_s(prof) * plan.time_scale
         self.body: dict[str, bytes] = {}
         self.stream: dict[str, bool] = {}
         self.headers: dict[str, dict[str, str]] = {}
         self.caps: dict[str, tuple[int, int]] = {}  # (prompt estimate, max_tokens) per class
-        key = os.environ.get(plan.api_key_env) if plan.api_key_env else None
+        extra = wire_headers(prof.wire, plan.api_key_env)
         for name, c in prof.classes.items():
-            msgs = [{"role": "user", "content": c.prompt_text()}]
             self.caps[name] = (estimate_tokens(len(c.prompt_text())), c.max_tokens)
-            body: dict[str, Any] = {"model": plan.model, "max_tokens": c.max_tokens}
-            body["messages"] = msgs
-            if c.stream:
-                body["stream"] = True
-                body["stream_options"] = {"include_usage": True}
-            self.body[name] = orjson.dumps(body)
+            self.body[name] = request_body(c, plan.model, prof.wire)
             self.stream[name] = c.stream
             h = {"content-type": "application/json", "x-class": name, "x-priority": c.priority}
-            if key:
-                h["authorization"] = f"Bearer {key}"
+            h.update(extra)
             self.headers[name] = h
 
     def headers_for(self, a: Arrival, attempt: int) -> dict[str, str]:

@@ -290,7 +290,10 @@ class LiveDriver:
 
     # -- the end -----------------------------------------------------------------------------
 
-    def finish(self, *, complete: bool, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    def finish(
+        self, *, complete: bool, extra: dict[str, Any] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:  # fmt: skip
         """Build summary.json (and write the folder, if any). Call once, at shutdown."""
         eng, col = self.engine, self.collector
         end = self.clock.now()
@@ -312,6 +315,7 @@ class LiveDriver:
         if extra:
             summary.update(extra)
         summary["meta"] = summ.meta(self.started_at, time.perf_counter() - self._wall0)
+        summary["meta"].update(meta or {})
         if self.out is not None:
             if self.log is not None:
                 self.log.close()

@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 
 import httptools
 
+from harness.live.tls import Tls
 from harness.live.upstream import Headers, UpstreamError, UpstreamResponse, join_target
 
 _HIGH_WATER = 1 << 20  # buffered body bytes above which reading pauses (slow consumer)
@@ -239,14 +240,16 @@ class H1Response:
 class H1Upstream:
     """The :class:`~harness.live.upstream.Upstream` protocol over :class:`_Conn` connections."""
 
-    def __init__(self, base_url: str, *, connect_timeout_s: float = 10.0) -> None:
+    def __init__(
+        self, base_url: str, *, connect_timeout_s: float = 10.0, tls: Tls | None = None
+    ) -> None:
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"upstream must be an http(s) URL, got {base_url!r}")
         self.host = parts.hostname
         self.port = parts.port or (443 if parts.scheme == "https" else 80)
         self.ssl: ssl.SSLContext | None = (
-            ssl.create_default_context() if parts.scheme == "https" else None
+            (tls or Tls()).context() if parts.scheme == "https" else None
         )
         default_port = self.port == (443 if parts.scheme == "https" else 80)
         host = f"[{self.host}]" if ":" in self.host else self.host
@@ -272,6 +275,8 @@ class H1Upstream:
                 )  # fmt: skip
         except TimeoutError:
             raise UpstreamError("upstream_timeout", "connect") from None
+        except ssl.SSLCertVerificationError:  # named apart: a retry cannot fix a certificate
+            raise UpstreamError("upstream_tls", "certificate verify failed") from None
         except (OSError, ssl.SSLError) as e:
             raise UpstreamError("upstream_connect", type(e).__name__) from None
         return conn

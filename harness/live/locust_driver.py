@@ -37,12 +37,14 @@ import os
 import resource
 import signal
 import socket
+import ssl
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import gevent
+import gevent.ssl
 import orjson
 from gevent.event import Event
 from geventhttpclient.response import HTTPConnectionClosed
@@ -70,12 +72,15 @@ class OpenLoop:
         self.scale = plan.time_scale
         cap = max(1, -(-plan.profile.generator.max_in_flight // plan.n))
         self.cap = cap
+        tls = plan.tls or {}
         self.session = FastHttpSession(base_url=self.spec.base_url,
                                        request_event=env.events.request, user=None,
                                        concurrency=cap + 16,
                                        network_timeout=self.spec.timeout_wall_s,
                                        connection_timeout=min(30.0, self.spec.timeout_wall_s),
-                                       max_retries=0, max_redirects=0)  # fmt: skip
+                                       max_retries=0, max_redirects=0,
+                                       insecure=bool(tls.get("insecure")),
+                                       ssl_context_factory=_ssl_factory(tls))  # fmt: skip
         # 4xx/5xx are answers we classify ourselves, not exceptions (and no debug dump per 429).
         agent: Any = self.session.client
         agent.valid_response_codes = frozenset(range(100, 600))
@@ -216,7 +221,22 @@ class OpenLoop:
             self.flush()
 
 
+def _ssl_factory(tls: dict[str, Any]) -> Any:
+    """Verified TLS (Locust's FastHttpSession skips verification unless told): the system's
+    CAs or ``--ca-bundle``'s; None with ``--insecure`` (Locust's unverified context)."""
+    if tls.get("insecure"):
+        return None
+    cafile = tls.get("ca_bundle")
+
+    def factory(**_kw: Any) -> Any:
+        return gevent.ssl.create_default_context(cafile=cafile)
+
+    return factory
+
+
 def _error_reason(e: BaseException | None, during_body: bool = False) -> str:
+    if isinstance(e, ssl.SSLCertVerificationError):
+        return "tls_certificate"
     if isinstance(e, gevent.Timeout | TimeoutError | socket.timeout):
         return "client_timeout"
     if isinstance(e, ConnectionRefusedError):

@@ -241,6 +241,7 @@ def merge(
     wall_s: float,
     complete: bool,
     extra_thresholds: Sequence[str] = (),
+    meta: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Write summary.json, requests.jsonl, timeline.jsonl (and decisions.jsonl) into ``out``."""
     recs = sorted(records, key=lambda r: r["id"])
@@ -326,6 +327,7 @@ def merge(
     summ.finish(summary, profile, extra_thresholds)
     summary["meta"] = summ.meta(started_at, wall_s)
     summary["meta"]["wall_per_profile_s"] = scale
+    summary["meta"].update(meta or {})  # the TLS settings the run used, say
     write(out, summary, recs, timeline, proxy_dir, offset)
     return summary
 

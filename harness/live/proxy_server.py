@@ -33,6 +33,7 @@ from harness.live.clock import MonotonicClock, RunClock
 from harness.live.driver import LiveDriver
 from harness.live.h1 import H1Upstream
 from harness.live.proxy import DEFAULT_MAX_BODY, ProxyApp
+from harness.live.tls import INSECURE_WARNING, Tls, TlsError, acheck
 from harness.live.upstream import AiohttpUpstream, Upstream
 from harness.profile import Profile, loads
 
@@ -70,13 +71,14 @@ def public_url(url: str) -> str:
     return f"{p.scheme}://{netloc}{p.path}"
 
 
-CLIENTS: dict[str, Callable[[str], Upstream]] = {"h1": H1Upstream, "aiohttp": AiohttpUpstream}
+CLIENTS: dict[str, Callable[..., Upstream]] = {"h1": H1Upstream, "aiohttp": AiohttpUpstream}
 
 
-def make_upstream(url: str, client: str = "h1") -> Upstream:
+def make_upstream(url: str, client: str = "h1", tls: Tls | None = None) -> Upstream:
     """The upstream client for ``url``: ``h1`` (the default, chosen by measurement) or
-    ``aiohttp``. Raises ValueError for a URL that is not http(s)."""
-    return CLIENTS[client](url)
+    ``aiohttp``; TLS verified unless ``tls`` says otherwise. Raises ValueError for a URL that
+    is not http(s)."""
+    return CLIENTS[client](url, tls=tls)
 
 
 def build_proxy(
@@ -89,10 +91,11 @@ def build_proxy(
     clock: RunClock | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY,
     client: str = "h1",
+    tls: Tls | None = None,
 ) -> ProxyApp:
     """The ASGI app with its driver and upstream client (call ``driver.start()`` on the loop
     that serves it, or let ASGI lifespan do it)."""
-    client_ = make_upstream(upstream, client) if isinstance(upstream, str) else upstream
+    client_ = make_upstream(upstream, client, tls) if isinstance(upstream, str) else upstream
     driver = LiveDriver(profile, clock=clock or MonotonicClock(time_scale), seed=seed, out=out)
     return ProxyApp(driver, client_, max_body_bytes=max_body_bytes)
 
@@ -111,19 +114,10 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-async def reachable(url: str, timeout_s: float = 5.0) -> str | None:
-    """None if a TCP connection to the upstream opens, else why not."""
-    p = urlsplit(url)
-    port = p.port or (443 if p.scheme == "https" else 80)
-    try:
-        async with asyncio.timeout(timeout_s):
-            _r, w = await asyncio.open_connection(p.hostname, port)
-    except (OSError, TimeoutError) as e:
-        return getattr(e, "strerror", None) or type(e).__name__
-    w.close()
-    with contextlib.suppress(OSError):
-        await w.wait_closed()
-    return None
+async def reachable(url: str, timeout_s: float = 5.0, tls: Tls | None = None) -> str | None:
+    """None if the upstream accepts a connection -- with a verified TLS handshake for https,
+    as every request will need -- else why not (a certificate failure says so)."""
+    return await acheck(url, tls or Tls(), timeout_s)
 
 
 class _Server(uvicorn.Server):
@@ -165,6 +159,7 @@ async def run_proxy(
     extra: dict[str, Any] | None = None,
     stop: asyncio.Event | None = None,
     console: Console | None = None,
+    meta: dict[str, Any] | None = None,
 ) -> int:
     """Serve ``app`` on ``sock`` until a signal (or ``stop`` is set); drain; write results."""
     con = console or Console(stderr=True, highlight=False)
@@ -206,7 +201,7 @@ async def run_proxy(
         for t in tasks:
             t.cancel()
     complete = drained.is_set()
-    summary = app.driver.finish(complete=complete, extra=extra)
+    summary = app.driver.finish(complete=complete, extra=extra, meta=meta)
     app.closed = True
     app.abort_all()
     server.should_exit = True
@@ -231,6 +226,7 @@ def serve_proxy(
     grace_s: float = 30.0,
     time_scale: float = 1.0,
     ready_file: Path | None = None,
+    tls: Tls | None = None,
 ) -> int:
     """Serve the proxy in front of ``upstream`` until SIGTERM/SIGINT; returns the exit code."""
     con = Console(stderr=True, highlight=False)
@@ -238,10 +234,13 @@ def serve_proxy(
         con.print("[bold red]error:[/] --time-scale must be > 0")
         return 2
     try:
-        make_upstream(upstream)
-    except ValueError as e:
+        tls = (tls or Tls()).validated()
+        make_upstream(upstream, tls=tls)
+    except (ValueError, TlsError) as e:
         con.print(f"[bold red]error:[/] {e}")
         return 2
+    if tls.insecure:
+        con.print(f"[bold red]WARNING:[/] {INSECURE_WARNING}")
     try:
         sock = bind(host, port)
     except OSError as e:
@@ -249,16 +248,17 @@ def serve_proxy(
         return EXIT_BROKEN
 
     async def main() -> int:
-        why = await reachable(upstream)
+        why = await reachable(upstream, tls=tls)
         if why is not None:
             con.print(f"[bold red]error:[/] upstream {public_url(upstream)} unreachable: {why}")
             sock.close()
             return EXIT_BROKEN
-        app = build_proxy(upstream=upstream, profile=profile, out=out, time_scale=time_scale)
+        app = build_proxy(upstream=upstream, profile=profile, out=out, time_scale=time_scale,
+                          tls=tls)  # fmt: skip
         extra = {"live": {"upstream": public_url(upstream), "time_scale": time_scale,
                           "listen": f"{host}:{sock.getsockname()[1]}"}}  # fmt: skip
         return await run_proxy(app, sock, grace_s=grace_s, ready_file=ready_file,
-                               extra=extra, console=con)  # fmt: skip
+                               extra=extra, console=con, meta={"tls": tls.meta()})  # fmt: skip
 
     try:
         import uvloop

@@ -43,7 +43,9 @@ from harness.arrivals import schedule
 from harness.live import calls, loadgen
 from harness.live.merge import merge
 from harness.live.progress import LiveView, print_dry_run, show_results
-from harness.profile import Profile, to_dict
+from harness.live.tls import INSECURE_WARNING, Tls, TlsError
+from harness.live.tls import check as tls_check
+from harness.profile import FromEnv, Profile, to_dict
 
 EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT, EXIT_BROKEN = 0, 1, 2, 3
 UPSTREAM_FAULTS = ("latency", "status", "rate_limit", "hang", "reset", "stream_error", "truncate")
@@ -59,9 +61,10 @@ serve(host=a[2], port=int(a[3]), profile=loads(Path(a[1]).read_text(), file=a[6]
 _PROXY = """import sys; from pathlib import Path; from harness.profile import loads
 from harness.live.proxy_server import serve_proxy
 a = sys.argv
+from harness.live.tls import Tls
 sys.exit(serve_proxy(upstream=a[2], profile=loads(Path(a[1]).read_text(), file=a[7]), host=a[3],
          port=int(a[4]), out=Path(a[5]), grace_s=float(a[6]), time_scale=float(a[8]),
-         ready_file=Path(a[9])))"""
+         ready_file=Path(a[9]), tls=Tls(ca_bundle=a[10] or None, insecure=a[11] == "1")))"""
 
 
 class RunError(Exception):
@@ -73,14 +76,26 @@ class RunError(Exception):
 
 
 def endpoint(url: str) -> tuple[str, str]:
-    """(base URL, chat completions path) for a ``--target`` such as ``https://host/v1``."""
+    """(base URL, chat completions path) for a ``--target`` such as ``https://host/v1``: a
+    server root means ``/v1``; any other path is the API base (``/openai/v1``, ``/api/v1``,
+    ``/v1beta/openai``), to which ``/chat/completions`` is added."""
     p = urlsplit(url)
     if p.scheme not in ("http", "https") or not p.hostname:
         raise RunError(f"--target must be 'stub' or an http(s) URL, got {url!r}", EXIT_BAD_INPUT)
+    if p.query:  # its values may be secrets, and would travel in files and logs
+        raise RunError("--target must not carry a query: give query parameters under "
+                       "wire.query in the profile (secret values as {env: NAME})", EXIT_BAD_INPUT)  # fmt: skip
     path = p.path.rstrip("/") or "/v1"
     if not path.endswith("/chat/completions"):
         path += "/chat/completions"
     return public(f"{p.scheme}://{p.netloc}"), path
+
+
+def api_base(url: str) -> str:
+    """The proxy's upstream for ``--target``: its API base, without ``/chat/completions``,
+    so the proxy forwards to exactly the URL a bare run uses (``upstream.join_target``)."""
+    base, path = endpoint(url)
+    return base + path.removesuffix("/chat/completions")
 
 
 def public(url: str) -> str:
@@ -147,6 +162,7 @@ class Run:
     extra: tuple[str, ...]
     spec: str
     overrides: list[str]
+    tls: Tls = field(default_factory=Tls)
     live: dict[str, Any] = field(default_factory=dict)
 
 
@@ -161,7 +177,7 @@ def run_live(
     seed: int | None = None,
     out: Path,
     workers: int = 0,
-    api_key_env: str = "OPENAI_API_KEY",
+    api_key_env: str | None = None,
     model: str | None = None,
     dry_run: bool = False,
     max_requests: int | None = None,
@@ -170,8 +186,21 @@ def run_live(
     remote_workers: int = 0,
     master_port: int = 5557,
     public_host: str | None = None,
+    ca_bundle: str | None = None,
+    insecure: bool = False,
 ) -> int:
-    """Run the profile live; returns the exit code (DESIGN.md: 0, 1, 2 or 3)."""
+    """Run the profile live; returns the exit code (DESIGN.md: 0, 1, 2 or 3).
+
+    ``api_key_env`` (``--api-key-env``) overrides ``wire.auth.env``; TLS is verified unless
+    ``insecure``, against ``ca_bundle`` when given."""
+    try:
+        tls = Tls(ca_bundle=ca_bundle, insecure=insecure).validated()
+    except TlsError as e:
+        console.print(f"[bold red]error:[/] {e}", soft_wrap=True)
+        return EXIT_BAD_INPUT
+    if api_key_env is not None:
+        auth = dataclasses.replace(profile.wire.auth, env=api_key_env)
+        profile = dataclasses.replace(profile, wire=dataclasses.replace(profile.wire, auth=auth))
     try:
         if not time_scale > 0:
             raise RunError("--time-scale must be > 0", EXIT_BAD_INPUT)
@@ -192,7 +221,8 @@ def run_live(
             raise RunError("workers on other machines need the proxy or a --target URL", 2)
         run = Run(profile=profile, seed=profile.seed if seed is None else seed, scale=time_scale,
                   out=out.resolve(), stub=stub, proxied=not no_proxy, target=target, base=base,
-                  path=path, model=model or STUB_MODEL, key_env=None if stub else api_key_env,
+                  path=path, model=model or STUB_MODEL,
+                  key_env=None if stub else profile.wire.auth.env, tls=tls,
                   workers=workers, remote=remote_workers, master_port=master_port,
                   public_host=public_host, max_requests=max_requests, extra=extra_thresholds,
                   spec=profile_spec, overrides=list(overrides))  # fmt: skip
@@ -203,6 +233,8 @@ def run_live(
             print_dry_run(console, profile, per_class, where)
             return EXIT_OK
         _notes(run, console)
+        if tls.insecure:
+            console.print(f"[bold red]WARNING:[/] {INSECURE_WARNING}", soft_wrap=True)
         return _execute(run, times, where, console)
     except (RunError, loadgen.StartError) as e:
         console.print(f"[bold red]error:[/] {e}", soft_wrap=True)
@@ -220,6 +252,12 @@ def _notes(run: Run, console: Console) -> None:
         )
     if run.key_env and not os.environ.get(run.key_env):
         console.print(f"[yellow]note:[/] ${run.key_env} is empty: requests go without a key")
+    w = run.profile.wire
+    unset = sorted({v.env for v in (*w.headers.values(), *w.query.values())
+                    if isinstance(v, FromEnv) and v.env not in os.environ})  # fmt: skip
+    if unset:
+        console.print(f"[yellow]note:[/] unset ({', '.join(unset)}): those wire.headers / "
+                      "wire.query entries are left out")  # fmt: skip
 
 
 def _execute(run: Run, times: array[float], where: str, console: Console) -> int:
@@ -249,12 +287,13 @@ def _execute(run: Run, times: array[float], where: str, console: Console) -> int
                         "model": run.model, "profile_spec": run.spec, "overrides": run.overrides,
                         "upstream_faults_injected": run.stub, "interrupted": interrupted,
                         "locust_report": "locust.html"}  # fmt: skip
+            meta = {"tls": run.tls.meta()}
             summary = merge(out=run.out, profile=run.profile, seed=run.seed,
                             records=calls.read_records(work / "requests.jsonl"),
                             scheduled=len(times),
                             proxy_dir=run.out / "proxy" if run.proxied else None, live=run.live,
                             started_at=started_at, wall_s=time.monotonic() - wall0,
-                            complete=complete, extra_thresholds=run.extra)  # fmt: skip
+                            complete=complete, extra_thresholds=run.extra, meta=meta)  # fmt: skip
     finally:
         kids.stop_all()
         shutil.rmtree(work, ignore_errors=True)
@@ -270,6 +309,11 @@ def _start_servers(run: Run, kids: loadgen.Children, work: Path) -> tuple[str | 
     host = run.public_host or "127.0.0.1"
     py, name = sys.executable, run.profile.name
     stub_url = metrics = None
+    if not run.stub:  # what the first request would meet, before any load (a cert: exit 3)
+        why = tls_check(run.base + run.path, run.tls)
+        if why is not None:
+            hint = " (--ca-bundle FILE names a private CA)" if "certificate" in why else ""
+            raise loadgen.StartError(f"the target {public(run.target)} is unreachable: {why}{hint}")
     if run.stub:
         port = loadgen.free_port()
         p = kids.start("stub", [py, "-c", _STUB, str(prof_file),
@@ -280,27 +324,23 @@ def _start_servers(run: Run, kids: loadgen.Children, work: Path) -> tuple[str | 
         run.base = f"http://{host}:{port}"
     if run.proxied:
         ready = work / "proxy-ready.json"
-        upstream = stub_url or public(run.target)
+        upstream = stub_url or api_base(run.target)
         p = kids.start("proxy", [py, "-c", _PROXY, str(prof_file), upstream, bind, "0",
                        str(run.out / "proxy"), repr(PROXY_GRACE_S), name, repr(run.scale),
-                       str(ready)])  # fmt: skip
+                       str(ready), run.tls.ca_bundle or "", "1" if run.tls.insecure else "0"])  # fmt: skip
         url = str(orjson.loads(kids.wait_file(ready, p, "proxy"))["url"])
         port = int(url.rsplit(":", 1)[1])
         kids.wait_healthy(f"http://127.0.0.1:{port}", p, "proxy")
         run.base, run.path = f"http://{host}:{port}", CHAT
         metrics = f"http://127.0.0.1:{port}/metrics"
-    elif not run.stub:
-        with contextlib.suppress(httpx.HTTPError):
-            httpx.get(run.base, timeout=5.0)
-            return None, None
-        raise loadgen.StartError(f"the target {public(run.target)} is unreachable")
     return stub_url, metrics
 
 
 def _start_locust(run: Run, work: Path, logs: Path, console: Console) -> loadgen.Locust:
     config = calls.make_config(run.profile, seed=run.seed, time_scale=run.scale, base_url=run.base,
                                path=run.path, model=run.model, api_key_env=run.key_env,
-                               proxied=run.proxied, max_requests=run.max_requests, workdir=work)  # fmt: skip
+                               proxied=run.proxied, max_requests=run.max_requests, workdir=work,
+                               tls=run.tls.to_config())  # fmt: skip
     port = run.master_port if run.remote else loadgen.free_port()
     lc = loadgen.Locust(config, work, workers=run.workers, remote_workers=run.remote,
                         master_port=port, html=run.out / "locust.html", logs=logs)  # fmt: skip

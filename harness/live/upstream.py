@@ -27,6 +27,8 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
+from harness.live.tls import Tls
+
 Headers = list[tuple[bytes, bytes]]
 
 
@@ -93,6 +95,8 @@ def join_target(base_path: str, target: str) -> str:
 def _transport_reason(exc: BaseException) -> str:
     if isinstance(exc, TimeoutError | aiohttp.ServerTimeoutError):
         return "upstream_timeout"
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+        return "upstream_tls"
     if isinstance(exc, aiohttp.ClientConnectorError):
         return "upstream_connect"
     if isinstance(exc, aiohttp.ClientPayloadError):
@@ -139,18 +143,22 @@ class AiohttpUpstream:
     upstream sees is what the caller sent.
     """
 
-    def __init__(self, base_url: str, *, connect_timeout_s: float = 10.0) -> None:
+    def __init__(
+        self, base_url: str, *, connect_timeout_s: float = 10.0, tls: Tls | None = None
+    ) -> None:
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise ValueError(f"upstream must be an http(s) URL, got {base_url!r}")
         self.origin = f"{parts.scheme}://{parts.netloc}"
         self.base_path = parts.path
         self._connect_s = connect_timeout_s
+        self._ssl = (tls or Tls()).context() if parts.scheme == "https" else None
         self._session: aiohttp.ClientSession | None = None
         self._timeouts: dict[tuple[float, bool], aiohttp.ClientTimeout] = {}
 
     def _open(self) -> aiohttp.ClientSession:
-        connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300, keepalive_timeout=30)
+        connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300, keepalive_timeout=30,
+                                         ssl=self._ssl if self._ssl is not None else True)  # fmt: skip
         self._session = aiohttp.ClientSession(
             connector=connector,
             auto_decompress=False,

@@ -251,7 +251,12 @@ def test_the_aiohttp_client_speaks_the_same_protocol() -> None:
         ("/", "/v1/models", "/v1/models"),
         ("/v1", "/v1/chat/completions", "/v1/chat/completions"),
         ("/v1/", "/v1/chat/completions", "/v1/chat/completions"),
-        ("/openai", "/v1/chat/completions", "/openai/v1/chat/completions"),
+        ("/openai/v1", "/v1/chat/completions", "/openai/v1/chat/completions"),
+        ("/openai/v1/", "/v1/chat/completions?api-version=1", "/openai/v1/chat/completions?api-version=1"),
+        ("/v1beta/openai", "/v1/chat/completions", "/v1beta/openai/chat/completions"),
+        ("/v1beta/openai", "/v1beta/openai/chat/completions", "/v1beta/openai/chat/completions"),
+        ("/api/v1", "/chat/completions", "/api/v1/chat/completions"),
+        ("/openai", "/v1/chat/completions", "/openai/chat/completions"),
     ],
 )
 def test_join_target(base: str, target: str, expected: str) -> None:

@@ -47,10 +47,7 @@ def _settled(proxy: ProxyThread, n: int) -> tuple[int, int, int]:
 
 
 def _read_to_done(r: httpx.Response) -> bool:
-    for line in r.iter_lines():
-        if line.strip() == "data: [DONE]":
-            return True
-    return False
+    return any(line.strip() == "data: [DONE]" for line in r.iter_lines())
 
 
 def test_openai_client_hanging_up_after_done_is_a_completion(tmp_path: Path) -> None:
