@@ -10,6 +10,7 @@ into exit code 2 and nowhere else.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import hashlib
 import math
 import re
@@ -169,6 +170,8 @@ def _convert(ctx: _Ctx, tp: Any, value: Any, path: str) -> Any:
             raise ctx.err(path, f"expected a finite number, got {_show(value)}")
         return f
     if tp is str:
+        if isinstance(value, datetime.date):  # YAML reads 2024-10-21 as a date: its text was meant
+            return value.isoformat()
         if not isinstance(value, str):
             raise ctx.err(path, f"expected a string, got {_show(value)}")
         return value

@@ -39,7 +39,6 @@ from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
 
 import orjson
 import yaml
@@ -47,7 +46,8 @@ import yaml
 from harness.arrivals import Arrival, schedule
 from harness.clients import retry_delay
 from harness.engine.events import PRIORITY_NAMES
-from harness.profile import FromEnv, Profile, Wire, loads, to_dict
+from harness.live.dialect import request_body, wire_headers, wire_path
+from harness.profile import Profile, loads, to_dict
 
 CHARS_PER_TOKEN = 4  # the usual rough estimate for English text and code
 
@@ -257,40 +257,6 @@ class Retry:
         seconds, from_server = d
         # Retry-After already speaks wall seconds; the SDK's own backoff is in profile seconds.
         return seconds if from_server else seconds * self.time_scale
-
-
-def _value(v: str | FromEnv) -> str | None:
-    return os.environ.get(v.env) if isinstance(v, FromEnv) else v
-
-
-def wire_headers(wire: Wire, key_env: str | None) -> dict[str, str]:
-    """The credential and extra headers, values read from the environment now (in the
-    process that sends: never in a config file). ``key_env`` None: no credential (the stub)."""
-    h: dict[str, str] = {}
-    key = os.environ.get(key_env) if key_env else None
-    if key:
-        a = wire.auth
-        h[a.header.lower()] = f"{a.scheme} {key}" if a.scheme else key
-    for name, v in wire.headers.items():
-        value = _value(v)
-        if value is not None:
-            h[name.lower()] = value
-    return h
-
-
-def wire_path(path: str, wire: Wire) -> str:
-    """The request path with the profile's query parameters (unset variables left out)."""
-    q = [(k, value) for k, v in wire.query.items() if (value := _value(v)) is not None]
-    return f"{path}?{urlencode(q)}" if q else path
-
-
-def request_body(c: Any, model: str, wire: Wire) -> bytes:
-    body: dict[str, Any] = {"model": model, wire.max_tokens_field: c.max_tokens}
-    body["messages"] = [{"role": "user", "content": c.prompt_text()}]
-    if c.stream:
-        body["stream"] = True
-        body["stream_options"] = {"include_usage": True}
-    return orjson.dumps(body)
 
 
 class RequestSpec:

@@ -240,7 +240,7 @@ def serve_proxy(
         con.print(f"[bold red]error:[/] {e}")
         return 2
     if tls.insecure:
-        con.print(f"[bold red]WARNING:[/] {INSECURE_WARNING}")
+        con.print(f"[bold red]WARNING:[/] {INSECURE_WARNING}", soft_wrap=True)
     try:
         sock = bind(host, port)
     except OSError as e:
@@ -250,7 +250,8 @@ def serve_proxy(
     async def main() -> int:
         why = await reachable(upstream, tls=tls)
         if why is not None:
-            con.print(f"[bold red]error:[/] upstream {public_url(upstream)} unreachable: {why}")
+            con.print(f"[bold red]error:[/] upstream {public_url(upstream)} unreachable: {why}",
+                      soft_wrap=True)  # fmt: skip
             sock.close()
             return EXIT_BROKEN
         app = build_proxy(upstream=upstream, profile=profile, out=out, time_scale=time_scale,

@@ -284,3 +284,62 @@ def test_streams_lingering_after_done_are_completions_for_our_generator(
     assert summary["counts"]["completed"] == N and summary["counts"]["failed"] == 0
     if not no_proxy:
         assert summary["proxy"]["counts"]["completed"] == N
+
+
+def _proxy_cli(upstream: str, out: Path, *flags: str) -> Any:
+    import subprocess
+    import sys
+
+    from tests.live.proxy_support import free_port
+
+    port = free_port()
+    cmd = [sys.executable, "-c", "from harness.cli import app; app()", "proxy", "--upstream",
+           upstream, "--port", str(port), "--out", str(out), "--grace-s", "5", *flags]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def _serve_one(proc: Any, url: str) -> tuple[int, bytes]:
+    import signal
+
+    import httpx
+
+    try:
+        for _ in range(300):  # bounded: ~30 s for the process to come up
+            try:
+                r = httpx.post(url + "/v1/chat/completions", timeout=10, json={
+                    "model": "m", "messages": [{"role": "user", "content": "hi"}]})  # fmt: skip
+                break
+            except httpx.TransportError:
+                if proc.poll() is not None:
+                    break
+                time.sleep(0.1)
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=30)
+        return r.status_code, out
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+
+
+def test_harness_proxy_verifies_tls_with_ca_bundle_and_insecure(
+    tmp_path: Path, pki: tuple[Path, Path]
+) -> None:
+    import orjson
+
+    server, bundle = pki
+    with Server(stub.create_app(latency_s=0.0), certfile=server) as s:
+        proc, _url = _proxy_cli(s.origin + "/v1", tmp_path / "a")
+        out, _ = proc.communicate(timeout=60)
+        assert proc.returncode == 3 and b"certificate verification failed" in out
+        proc, url = _proxy_cli(s.origin + "/v1", tmp_path / "b", "--ca-bundle", str(bundle))
+        status, out = _serve_one(proc, url)
+        assert status == 200 and proc.returncode == 0, out
+        proc, url = _proxy_cli(s.origin + "/v1", tmp_path / "c", "--insecure")
+        status, out = _serve_one(proc, url)
+        assert status == 200 and proc.returncode == 0 and b"NOT verified" in out
+    verified = orjson.loads((tmp_path / "b" / "summary.json").read_bytes())["meta"]["tls"]
+    insecure = orjson.loads((tmp_path / "c" / "summary.json").read_bytes())["meta"]["tls"]
+    assert verified == {"verify": True, "ca_bundle": str(bundle)}
+    assert insecure == {"verify": False, "ca_bundle": None}
