@@ -32,7 +32,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 import orjson
@@ -43,6 +42,7 @@ from harness.arrivals import schedule
 from harness.live import calls, loadgen
 from harness.live.merge import merge
 from harness.live.progress import LiveView, print_dry_run, show_results
+from harness.live.target import BadTarget, api_base, endpoint, public
 from harness.live.tls import INSECURE_WARNING, Tls, TlsError
 from harness.live.tls import check as tls_check
 from harness.profile import FromEnv, Profile, to_dict
@@ -59,9 +59,8 @@ a = sys.argv
 serve(host=a[2], port=int(a[3]), profile=loads(Path(a[1]).read_text(), file=a[6]),
       seed=int(a[4]), time_scale=float(a[5]), log_level="warning")"""
 _PROXY = """import sys; from pathlib import Path; from harness.profile import loads
-from harness.live.proxy_server import serve_proxy
+from harness.live.proxy_server import serve_proxy; from harness.live.tls import Tls
 a = sys.argv
-from harness.live.tls import Tls
 sys.exit(serve_proxy(upstream=a[2], profile=loads(Path(a[1]).read_text(), file=a[7]), host=a[3],
          port=int(a[4]), out=Path(a[5]), grace_s=float(a[6]), time_scale=float(a[8]),
          ready_file=Path(a[9]), tls=Tls(ca_bundle=a[10] or None, insecure=a[11] == "1")))"""
@@ -73,37 +72,6 @@ class RunError(Exception):
     def __init__(self, message: str, code: int = EXIT_BROKEN) -> None:
         super().__init__(message)
         self.code = code
-
-
-def endpoint(url: str) -> tuple[str, str]:
-    """(base URL, chat completions path) for a ``--target`` such as ``https://host/v1``: a
-    server root means ``/v1``; any other path is the API base (``/openai/v1``, ``/api/v1``,
-    ``/v1beta/openai``), to which ``/chat/completions`` is added."""
-    p = urlsplit(url)
-    if p.scheme not in ("http", "https") or not p.hostname:
-        raise RunError(f"--target must be 'stub' or an http(s) URL, got {url!r}", EXIT_BAD_INPUT)
-    if p.query:  # its values may be secrets, and would travel in files and logs
-        raise RunError("--target must not carry a query: give query parameters under "
-                       "wire.query in the profile (secret values as {env: NAME})", EXIT_BAD_INPUT)  # fmt: skip
-    path = p.path.rstrip("/") or "/v1"
-    if not path.endswith("/chat/completions"):
-        path += "/chat/completions"
-    return public(f"{p.scheme}://{p.netloc}"), path
-
-
-def api_base(url: str) -> str:
-    """The proxy's upstream for ``--target``: its API base, without ``/chat/completions``,
-    so the proxy forwards to exactly the URL a bare run uses (``upstream.join_target``)."""
-    base, path = endpoint(url)
-    return base + path.removesuffix("/chat/completions")
-
-
-def public(url: str) -> str:
-    """A URL without user info, query or fragment: credentials travel only as --api-key-env."""
-    p = urlsplit(url)
-    host = p.hostname or ""
-    netloc = (f"[{host}]" if ":" in host else host) + (f":{p.port}" if p.port else "")
-    return f"{p.scheme}://{netloc}{p.path}"
 
 
 def plan_size(profile: Profile, seed: int, cap: int | None) -> tuple[array[float], Counter[str]]:
@@ -236,6 +204,9 @@ def run_live(
         if tls.insecure:
             console.print(f"[bold red]WARNING:[/] {INSECURE_WARNING}", soft_wrap=True)
         return _execute(run, times, where, console)
+    except BadTarget as e:
+        console.print(f"[bold red]error:[/] {e}", soft_wrap=True)
+        return EXIT_BAD_INPUT
     except (RunError, loadgen.StartError) as e:
         console.print(f"[bold red]error:[/] {e}", soft_wrap=True)
         return getattr(e, "code", EXIT_BROKEN)

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from harness.live.run import api_base, endpoint
+from harness.live.target import BadTarget, api_base, endpoint
 from tests.live.proxy_support import OK_BODY, REQUEST, ProxyThread, ServerThread, profile
 
 pytestmark = pytest.mark.live
@@ -64,8 +64,6 @@ def test_the_proxy_forwards_to_the_url_a_bare_run_uses(
 
 
 def test_a_target_with_a_query_is_refused_for_its_secrets_sake() -> None:
-    from harness.live.run import RunError
-
-    with pytest.raises(RunError) as e:
+    with pytest.raises(BadTarget) as e:
         endpoint("https://example.invalid/openai/v1?api-version=1")
-    assert e.value.code == 2 and "wire.query" in str(e.value)
+    assert "wire.query" in str(e.value)
