@@ -21,6 +21,8 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 import yaml
 
+from harness import yaml_guard
+from harness.profile_bounds import check_bounds
 from harness.schema import (
     DEFAULT_ALERTS,
     FAULT_KINDS,
@@ -165,7 +167,10 @@ def _convert(ctx: _Ctx, tp: Any, value: Any, path: str) -> Any:
             value = float(value)  # YAML 1.1 reads "1e9" as a string; a number was meant
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ctx.err(path, f"expected a number, got {_show(value)}")
-        f = float(value)
+        try:
+            f = float(value)
+        except OverflowError:  # an integer too large for a float
+            f = math.inf
         if not math.isfinite(f):
             raise ctx.err(path, f"expected a finite number, got {_show(value)}")
         return f
@@ -200,7 +205,8 @@ def _show(value: Any) -> str:
         return "a list"
     if value is None:
         return "null"
-    return repr(value)
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."  # keep a message one line
 
 
 def _build(ctx: _Ctx, cls: Any, value: Any, path: str) -> Any:
@@ -234,7 +240,12 @@ def _check_bounds(ctx: _Ctx, f: dataclasses.Field[Any], v: Any, path: str) -> No
     if "ge" in m and not v >= m["ge"]:
         raise ctx.err(path, f"must be >= {m['ge']}, got {v}")
     if "le" in m and not v <= m["le"]:
-        raise ctx.err(path, f"must be <= {m['le']}, got {v}")
+        why = f" ({m['why']})" if "why" in m else ""
+        raise ctx.err(path, f"must be <= {_limit(m['le'])}{why}, got {_show(v)}")
+
+
+def _limit(x: float) -> str:
+    return f"{int(x):,}" if float(x).is_integer() else f"{x:g}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -357,6 +368,7 @@ def _check(ctx: _Ctx, p: Profile) -> None:
     for name in p.alerts:
         if name not in DEFAULT_ALERTS:
             raise ctx.err(f"alerts.{name}", f"unknown alert (known: {', '.join(DEFAULT_ALERTS)})")
+    check_bounds(p, ctx.err)
     # Threshold expressions are checked by the results layer (it knows summary paths).
     from harness.results.thresholds import ThresholdError, parse_threshold
 
@@ -388,7 +400,12 @@ def _node_to_py(node: yaml.Node, path: str, lines: _Lines, file: str) -> Any:
     if isinstance(node, yaml.SequenceNode):
         return [_node_to_py(v, _join(path, str(i)), lines, file) for i, v in enumerate(node.value)]
     assert isinstance(node, yaml.ScalarNode)
-    return _scalar(node)
+    try:
+        return _scalar(node)
+    except (ValueError, yaml.YAMLError) as e:
+        # e.g. an integer of 5,000 digits, or a timestamp with month 13
+        line = node.start_mark.line + 1
+        raise ProfileError(file, line, path, f"cannot read value: {e}") from None
 
 
 def _scalar(node: yaml.ScalarNode) -> Any:
@@ -406,9 +423,12 @@ def apply_override(raw: dict[str, Any], assignment: str, file: str) -> None:
     if not sep or not path:
         raise ProfileError(file, 0, assignment, "--set expects dotted.path=value")
     try:
-        value = yaml.safe_load(text) if text.strip() else None
-    except yaml.YAMLError as e:
-        raise ProfileError(file, 0, path, f"--set value is not valid YAML: {e}") from None
+        value = yaml_guard.load_value(text) if text.strip() else None
+    except yaml_guard.YamlLimitError as e:
+        raise ProfileError(file, 0, path, f"--set value refused: {e.problem}") from None
+    except (yaml.YAMLError, ValueError) as e:
+        msg = e.problem if isinstance(e, yaml.MarkedYAMLError) and e.problem else str(e)
+        raise ProfileError(file, 0, path, f"--set value is not valid YAML: {msg}") from None
     if isinstance(value, dict | list):
         raise ProfileError(file, 0, path, "--set overrides scalars only")
     parts = path.split(".")
@@ -468,7 +488,8 @@ def load(spec: str, overrides: typing.Sequence[str] = ()) -> Profile:
     path = resolve(spec)
     file = str(spec)
     try:
-        text = path.read_bytes()
+        with path.open("rb") as fh:
+            text = fh.read(yaml_guard.MAX_BYTES + 1)  # not read_bytes: /dev/zero never ends
     except OSError as e:
         raise ProfileError(file, None, "", f"cannot read profile: {e.strerror or e}") from None
     return loads(text, file=file, overrides=overrides, base_dir=path.parent)
@@ -482,10 +503,16 @@ def loads(
     base_dir: Path | None = None,
 ) -> Profile:
     data = text.encode() if isinstance(text, str) else text
+    if len(data) > yaml_guard.MAX_BYTES:
+        raise ProfileError(file, None, "", f"larger than {yaml_guard.MAX_BYTES:,} bytes (a "
+                           "profile is a config file; put arrival traces in arrivals.file)")  # fmt: skip
     try:
-        node = yaml.compose(data.decode("utf-8"), Loader=yaml.SafeLoader)
+        node = yaml_guard.compose(data.decode("utf-8"))
     except UnicodeDecodeError:
         raise ProfileError(file, None, "", "not UTF-8 text") from None
+    except yaml_guard.YamlLimitError as e:
+        line = e.problem_mark.line + 1 if e.problem_mark else None
+        raise ProfileError(file, line, "", f"YAML refused: {e.problem}") from None
     except yaml.MarkedYAMLError as e:
         line = e.problem_mark.line + 1 if e.problem_mark else None
         raise ProfileError(file, line, "", f"YAML syntax: {e.problem}") from None

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Any, Final, Literal, get_args
 
 Priority = Literal["critical", "standard", "batch"]
 PRIORITIES: tuple[Priority, ...] = ("critical", "standard", "batch")
@@ -21,6 +21,21 @@ def _c(**kw: Any) -> dict[str, Any]:
     return kw
 
 
+# Bounds on sizes and rates (README "Limits"): a profile past one is refused at validation,
+# with the limit named, rather than left to exhaust memory or run for days.
+MAX_TIME_S: Final = 604_800.0  # every time in a profile; a simulated week: 604,800 rows, 1.4 GB
+MAX_ARRIVALS: Final = 20_000_000  # expected scheduled arrivals; the sim holds ~210 B each
+MAX_TOKENS: Final = 131_072  # max_tokens, also the stub's own limit (a larger body blocks it)
+MAX_PROMPT_CHARS: Final = 1_000_000  # a class's prompt, after prompt_repeat
+MAX_SEED: Final = 2**63 - 1
+DEFAULT_MAX_WAIT_S: Final = 600.0  # engine.max_wait_s: the longest a request may stay queued
+
+
+def _t(**kw: Any) -> dict[str, Any]:
+    """Constraints of a time in seconds: at most MAX_TIME_S (a week)."""
+    return _c(le=MAX_TIME_S, why="a week, the longest time a profile may name", **kw)
+
+
 # ---------------------------------------------------------------------------------------------
 # The schema. Field order = the order --print shows. Constraints: gt/ge (numbers), doc.
 
@@ -28,11 +43,11 @@ def _c(**kw: Any) -> dict[str, Any]:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Latency:
     dist: Literal["fixed", "uniform", "exponential", "lognormal"]
-    value_s: float | None = field(default=None, metadata=_c(ge=0))
-    low_s: float | None = field(default=None, metadata=_c(ge=0))
-    high_s: float | None = field(default=None, metadata=_c(ge=0))
-    mean_s: float | None = field(default=None, metadata=_c(gt=0))
-    median_s: float | None = field(default=None, metadata=_c(gt=0))
+    value_s: float | None = field(default=None, metadata=_t(ge=0))
+    low_s: float | None = field(default=None, metadata=_t(ge=0))
+    high_s: float | None = field(default=None, metadata=_t(ge=0))
+    mean_s: float | None = field(default=None, metadata=_t(gt=0))
+    median_s: float | None = field(default=None, metadata=_t(gt=0))
     sigma: float | None = field(default=None, metadata=_c(ge=0))
 
     def mean(self) -> float:
@@ -56,7 +71,7 @@ LATENCY_PARAMS = {
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Phase:
-    until_s: float = field(metadata=_c(gt=0))
+    until_s: float = field(metadata=_t(gt=0))
     rate_per_s: float = field(metadata=_c(gt=0))
 
 
@@ -76,7 +91,7 @@ class Pool:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PromptRepeat:
     text: str
-    times: int = field(metadata=_c(ge=0))
+    times: int = field(metadata=_c(ge=0, le=MAX_PROMPT_CHARS))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -85,10 +100,12 @@ class RequestClass:
     priority: Priority = "standard"
     prompt: str | None = None
     prompt_repeat: PromptRepeat | None = None
-    max_tokens: int = field(default=256, metadata=_c(gt=0))
+    max_tokens: int = field(default=256, metadata=_c(gt=0, le=MAX_TOKENS, why="the stub's limit"))
     tenant: str | Pool = "default"
     key: str | Pool | None = None
-    deadline_s: float | None = field(default=None, metadata=_c(gt=0))
+    deadline_s: float | None = field(default=None, metadata=_t(gt=0))
+    # The longest a request of this class may wait in the queue [engine.max_wait_s].
+    max_wait_s: float | None = field(default=None, metadata=_t(gt=0))
     stream: bool = False
     latency: Latency | None = None
 
@@ -103,15 +120,15 @@ class TokenCount:
     """Completion length in tokens (capped by the class's max_tokens)."""
 
     dist: Literal["fixed", "uniform"] = "fixed"
-    value: int | None = field(default=None, metadata=_c(ge=0))
-    low: int | None = field(default=None, metadata=_c(ge=0))
-    high: int | None = field(default=None, metadata=_c(ge=0))
+    value: int | None = field(default=None, metadata=_c(ge=0, le=MAX_TOKENS))
+    low: int | None = field(default=None, metadata=_c(ge=0, le=MAX_TOKENS))
+    high: int | None = field(default=None, metadata=_c(ge=0, le=MAX_TOKENS))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Upstream:
     latency: Latency = Latency(dist="uniform", low_s=5.0, high_s=30.0)
-    timeout_s: float = field(default=120.0, metadata=_c(gt=0))
+    timeout_s: float = field(default=120.0, metadata=_t(gt=0))
     # Streaming: the first token arrives after this fraction of the sampled latency; the
     # remaining tokens are spread evenly over the rest.
     ttft_fraction: float = field(default=0.1, metadata=_c(ge=0, le=1))
@@ -142,12 +159,12 @@ FAULT_REQUIRED = {
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Fault:
     kind: FaultKind
-    at_s: float | None = field(default=None, metadata=_c(ge=0))
-    for_s: float | None = field(default=None, metadata=_c(gt=0))
+    at_s: float | None = field(default=None, metadata=_t(ge=0))
+    for_s: float | None = field(default=None, metadata=_t(gt=0))
     probability: float = field(default=1.0, metadata=_c(ge=0, le=1))
-    add_s: float | None = field(default=None, metadata=_c(ge=0))
+    add_s: float | None = field(default=None, metadata=_t(ge=0))
     status: int | None = field(default=None, metadata=_c(ge=400, le=599))
-    retry_after_s: float | None = field(default=None, metadata=_c(ge=0))
+    retry_after_s: float | None = field(default=None, metadata=_t(ge=0))
     rate_per_s: float | None = field(default=None, metadata=_c(gt=0))
     max_concurrent: int | None = field(default=None, metadata=_c(gt=0))
     after_chunks: int | None = field(default=None, metadata=_c(ge=0))
@@ -163,7 +180,7 @@ class Fault:
 class Executors:
     initial: int = field(default=4, metadata=_c(ge=0))
     jobs_per_executor: int = field(default=1, metadata=_c(gt=0))
-    startup_s: float = field(default=0.0, metadata=_c(ge=0))
+    startup_s: float = field(default=0.0, metadata=_t(ge=0))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -179,7 +196,7 @@ class Admission:
     max_queue_depth: int | None = field(default=None, metadata=_c(ge=0))
     shed_fill: float | None = field(default=None, metadata=_c(gt=0, le=1))
     shed_fill_standard: float | None = field(default=None, metadata=_c(gt=0, le=1))
-    age_reject_s: float | None = field(default=None, metadata=_c(ge=0))
+    age_reject_s: float | None = field(default=None, metadata=_t(ge=0))
     depth_mult: float | None = field(default=None, metadata=_c(ge=0))
     deadline_slack: bool = False
 
@@ -192,8 +209,8 @@ class Scaling:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Breaker:
     failure_ratio: float = field(default=0.5, metadata=_c(gt=0, le=1))
-    window_s: float = field(default=30.0, metadata=_c(gt=0))
-    open_s: float = field(default=15.0, metadata=_c(gt=0))
+    window_s: float = field(default=30.0, metadata=_t(gt=0))
+    open_s: float = field(default=15.0, metadata=_t(gt=0))
     min_calls: int = field(default=10, metadata=_c(gt=0))
 
 
@@ -201,8 +218,8 @@ class Breaker:
 class Dependency:
     max_retries: int = field(default=2, metadata=_c(ge=0))
     retry_budget_ratio: float = field(default=0.1, metadata=_c(ge=0))
-    backoff_base_s: float = field(default=0.5, metadata=_c(ge=0))
-    backoff_max_s: float = field(default=8.0, metadata=_c(ge=0))
+    backoff_base_s: float = field(default=0.5, metadata=_t(ge=0))
+    backoff_max_s: float = field(default=8.0, metadata=_t(ge=0))
     breaker: Breaker = Breaker()
 
 
@@ -212,7 +229,10 @@ class Engine:
     admission: Admission = Admission()
     scaling: Scaling = Scaling()
     dependency: Dependency = Dependency()
-    service_time_prior_s: float | None = field(default=None, metadata=_c(gt=0))
+    service_time_prior_s: float | None = field(default=None, metadata=_t(gt=0))
+    # A queued request that has not started after this long expires (reason max_wait), so
+    # nothing waits forever while the breaker cycles; classes.<c>.max_wait_s overrides it.
+    max_wait_s: float = field(default=DEFAULT_MAX_WAIT_S, metadata=_t(gt=0))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -231,7 +251,7 @@ class Slo:
     """A declared SLO gates the verdict unless ``enforce: false`` (informational); a profile
     without ``slo:`` keeps the 60 s default for goodput and breaches, informational."""
 
-    turnaround_p95_s: float = field(default=60.0, metadata=_c(gt=0))
+    turnaround_p95_s: float = field(default=60.0, metadata=_t(gt=0))
     enforce: bool = True
 
 
@@ -250,16 +270,16 @@ class AlertRule:
 
     signal: Literal["oldest_age_s", "rejection_rate", "turnaround_p95_s"]
     threshold: float
-    for_s: float = field(default=0.0, metadata=_c(ge=0))
-    window_s: float = field(default=60.0, metadata=_c(gt=0))
+    for_s: float = field(default=0.0, metadata=_t(ge=0))
+    window_s: float = field(default=60.0, metadata=_t(gt=0))
     severity: Literal["warn", "page"] = "warn"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AlertOverride:
     threshold: float | None = None
-    for_s: float | None = field(default=None, metadata=_c(ge=0))
-    window_s: float | None = field(default=None, metadata=_c(gt=0))
+    for_s: float | None = field(default=None, metadata=_t(ge=0))
+    window_s: float | None = field(default=None, metadata=_t(gt=0))
     enabled: bool = True
 
 
@@ -278,7 +298,7 @@ DEFAULT_ALERTS: dict[str, AlertRule] = {
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Generator:
     max_in_flight: int = field(default=10000, metadata=_c(gt=0))
-    lateness_p99_limit_s: float = field(default=0.01, metadata=_c(gt=0))
+    lateness_p99_limit_s: float = field(default=0.01, metadata=_t(gt=0))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -313,8 +333,8 @@ class Wire:
 class Profile:
     name: str
     description: str = ""
-    duration_s: float = field(default=300.0, metadata=_c(gt=0))
-    seed: int = 1
+    duration_s: float = field(default=300.0, metadata=_t(gt=0))
+    seed: int = field(default=1, metadata=_c(ge=0, le=MAX_SEED))
     slo: Slo = Slo()
     arrivals: Arrivals = Arrivals()
     classes: dict[str, RequestClass] = field(default_factory=dict)

@@ -33,8 +33,8 @@ def test_piecewise_poisson_rates_match_each_phase_within_noise() -> None:
 
 
 def test_class_mix_follows_the_weights() -> None:
-    p = load("seed-burst", ["duration_s=5000", "arrivals.phases.0.until_s=5000",
-                            "arrivals.phases.1.until_s=5001", "arrivals.phases.2.until_s=5002"])  # fmt: skip
+    p = load("seed-burst", ["duration_s=5000", "arrivals.phases.0.until_s=4998",
+                            "arrivals.phases.1.until_s=4999", "arrivals.phases.2.until_s=5000"])  # fmt: skip
     xs = list(schedule(p, 2))
     small = sum(1 for x in xs if x.cls == "small") / len(xs)
     assert small == pytest.approx(0.7, abs=4 * math.sqrt(0.21 / len(xs)))

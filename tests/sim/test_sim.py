@@ -76,7 +76,7 @@ faults:
 
 
 def test_hang_lasts_until_the_upstream_timeout() -> None:
-    text = BASE + "faults:\n  - {at_s: 0, for_s: 1.0e6, kind: hang}\nengine: {dependency: {max_retries: 0}}\n"
+    text = BASE + "faults:\n  - {at_s: 0, for_s: 6.0e5, kind: hang}\nengine: {dependency: {max_retries: 0}}\n"
     res = simulate(loads(text), 1)
     c = res.summary["counts"]
     assert c["completed"] == 0 and c["failed_by_reason"].get("upstream_timeout", 0) > 0

@@ -42,7 +42,7 @@ name: theory
 duration_s: {dur}
 arrivals: {{process: poisson, phases: [{{until_s: {dur}, rate_per_s: {lam}}}]}}
 classes: {{a: {{weight: 1}}}}
-upstream: {{latency: {{dist: exponential, mean_s: {1 / mu}}}, timeout_s: 1.0e9}}
+upstream: {{latency: {{dist: exponential, mean_s: {1 / mu}}}, timeout_s: 6.0e5}}
 engine:
   executors: {{initial: {c}}}
   dependency: {{max_retries: 0}}

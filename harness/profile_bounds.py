@@ -1,0 +1,81 @@
+"""Cross-field bounds on what a profile asks for: the limits a run could not honour.
+
+Each check here stops a profile that would validate and then hang, exhaust memory or crash at
+run time (issue 10): too many expected arrivals, phases the run never reaches, a pool that can
+never serve, a prompt or trace too large to hold. The limits are in ``harness.schema`` and
+documented in the README's "Limits" table; every message names the limit it enforces.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Final
+
+from harness.schema import MAX_ARRIVALS, MAX_PROMPT_CHARS, Profile
+
+MAX_TRACE_BYTES: Final = 256 << 20  # an arrivals.file is read whole: ~10 M rows
+
+Err = Callable[[str, str], Exception]
+
+
+def expected_arrivals(p: Profile) -> float:
+    """The integral of the phases' rates over [0, duration_s]: the schedule's expected size."""
+    total = 0.0
+    start = 0.0
+    for ph in p.arrivals.phases:
+        end = min(ph.until_s, p.duration_s)
+        if end > start:
+            total += ph.rate_per_s * (end - start)
+        start = ph.until_s
+    return total
+
+
+def check_bounds(p: Profile, err: Err) -> None:
+    a = p.arrivals
+    if a.process == "trace":
+        _check_trace(a.file or "", err)
+    else:
+        for i, ph in enumerate(a.phases):
+            if ph.until_s > p.duration_s:
+                # An error, not a warning: a run whose load silently stops early would be
+                # attached to a review as if it had carried the whole profile.
+                raise err(f"arrivals.phases.{i}.until_s",
+                          f"{ph.until_s:g} is past duration_s ({p.duration_s:g}): arrivals stop "
+                          "at duration_s, so this phase would be cut short; shorten it or "
+                          "raise duration_s")  # fmt: skip
+        n = expected_arrivals(p)
+        if n > MAX_ARRIVALS:
+            raise err("arrivals.phases",
+                      f"{n:,.0f} arrivals expected (the phases' rates x their lengths); the "
+                      f"limit is {MAX_ARRIVALS:,} (about 210 bytes each in memory)")  # fmt: skip
+    ex = p.engine.executors
+    if ex.initial == 0 and not p.engine.scaling.enabled:
+        raise err("engine.executors.initial",
+                  "0 executors and scaling disabled: nothing would ever be served")  # fmt: skip
+    for name, c in p.classes.items():
+        if c.prompt_repeat is not None:
+            size = len(c.prompt_repeat.text) * c.prompt_repeat.times
+            where = f"classes.{name}.prompt_repeat.times"
+        else:
+            size = len(c.prompt or "")
+            where = f"classes.{name}.prompt"
+        if size > MAX_PROMPT_CHARS:
+            raise err(where, f"the prompt would be {size:,} characters; the limit is "
+                             f"{MAX_PROMPT_CHARS:,}")  # fmt: skip
+
+
+def _check_trace(file: str, err: Err) -> None:
+    path = Path(file)
+    try:
+        st = path.stat()
+    except OSError as e:
+        raise err("arrivals.file", f"cannot read trace {file}: {e.strerror or e}") from None
+    if not path.is_file():
+        raise err("arrivals.file", f"{file} is not a regular file")
+    if not os.access(path, os.R_OK):
+        raise err("arrivals.file", f"cannot read trace {file}: permission denied")
+    if st.st_size > MAX_TRACE_BYTES:
+        raise err("arrivals.file", f"{file} is {st.st_size:,} bytes; the limit is "
+                                   f"{MAX_TRACE_BYTES:,}")  # fmt: skip
