@@ -17,6 +17,7 @@ import typer
 from rich.console import Console
 
 from harness.profile import Profile, ProfileError, load
+from harness.schema import MAX_SEED
 
 app = typer.Typer(
     name="harness",
@@ -32,6 +33,11 @@ EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT, EXIT_BROKEN = 0, 1, 2, 3
 ProfileArg = Annotated[str, typer.Argument(help="A profile YAML file, or the name of a bundled profile (see `harness profiles`).")]
 SetOpt = Annotated[list[str] | None, typer.Option("--set", help="Override a scalar: dotted.path=value (YAML). Repeatable.", metavar="PATH=VALUE")]
 OutOpt = Annotated[Path | None, typer.Option("--out", help="Results folder (default: results/<profile>-<UTC timestamp>/).")]
+# Ports and seeds are checked by click before a command runs: a usage error, exit 2. Port 0
+# asks the OS for a free port (tests use it); a remote Locust master needs a real one.
+PORT = {"min": 0, "max": 65535}
+MASTER_PORT = {"min": 1, "max": 65535}
+SEED = {"min": 0, "max": MAX_SEED}
 ThresholdOpt = Annotated[list[str] | None, typer.Option("--threshold", help="An extra gate, e.g. 'turnaround_s.p95 < 60'. Repeatable.", metavar="EXPR")]  # fmt: skip
 CaBundleOpt = Annotated[str | None, typer.Option("--ca-bundle", help="Verify the target's TLS certificate against this PEM CA bundle (a private CA) instead of the system's.", metavar="FILE")]  # fmt: skip
 InsecureOpt = Annotated[bool, typer.Option("--insecure", help="Do NOT verify TLS certificates (printed loudly; recorded in summary.meta.tls).")]  # fmt: skip
@@ -111,7 +117,7 @@ def profiles() -> None:
 @app.command()
 def sim(
     profile: ProfileArg,
-    seed: Annotated[int | None, typer.Option(help="Seed (default: the profile's).")] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed (default: the profile's).", **SEED)] = None,
     seeds: Annotated[int | None, typer.Option(help="Run N seeds (seed, seed+1, ...) and write each beside an aggregate.", min=1)] = None,
     set_: SetOpt = None,
     out: OutOpt = None,
@@ -202,10 +208,10 @@ def sweep(
 @app.command()
 def stub(
     host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to bind.")] = 8000,
+    port: Annotated[int, typer.Option(help="Port to bind (0: any free port).", **PORT)] = 8000,
     profile: Annotated[str | None, typer.Option(help="Take latency and faults from this profile.")] = None,
     latency_s: Annotated[float | None, typer.Option(help="A fixed latency in seconds (overrides the profile's).")] = None,
-    seed: Annotated[int, typer.Option(help="Seed for latency and fault draws.")] = 1,
+    seed: Annotated[int, typer.Option(help="Seed for latency and fault draws.", **SEED)] = 1,
     time_scale: Annotated[float, typer.Option(help="Multiply every duration by F.")] = 1.0,
     linger_s: Annotated[float, typer.Option(help="Keep each stream's body open S seconds after data: [DONE], as some real servers do.")] = 0.0,
 ) -> None:
@@ -232,7 +238,7 @@ def proxy(
     upstream: Annotated[str, typer.Option(help="The OpenAI-compatible endpoint to forward to (base URL).")],
     profile: Annotated[str | None, typer.Option(help="Engine settings from this profile.")] = None,
     host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to bind.")] = 8080,
+    port: Annotated[int, typer.Option(help="Port to bind (0: any free port).", **PORT)] = 8080,
     set_: SetOpt = None,
     out: OutOpt = None,
     time_scale: Annotated[float, typer.Option(help="Profile seconds per wall second divisor (see DESIGN).")] = 1.0,
@@ -271,7 +277,7 @@ def run(
     target: Annotated[str, typer.Option(help="'stub' (the bundled slow stub, started for you) or the base URL of an OpenAI-compatible endpoint.")] = "stub",
     no_proxy: Annotated[bool, typer.Option("--no-proxy", help="Send straight to the target, without the admission proxy (a bare baseline).")] = False,
     time_scale: Annotated[float, typer.Option(help="Multiply every duration by F (0.1: a 300 s rehearsal in 30 s). Results stay in profile seconds.")] = 1.0,
-    seed: Annotated[int | None, typer.Option(help="Seed (default: the profile's).")] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed (default: the profile's).", **SEED)] = None,
     set_: SetOpt = None,
     out: OutOpt = None,
     workers: Annotated[int, typer.Option(help="Locust worker processes on this machine (0: one generator process).", min=0)] = 0,
@@ -281,7 +287,7 @@ def run(
     max_requests: Annotated[int | None, typer.Option(help="Send at most N requests (a cost cap for real endpoints).", min=1)] = None,
     threshold: ThresholdOpt = None,
     remote_workers: Annotated[int, typer.Option(help="Wait for M workers on other machines (`harness worker --master HOST`).", min=0)] = 0,
-    master_port: Annotated[int, typer.Option(help="Locust master port for remote workers.")] = 5557,
+    master_port: Annotated[int, typer.Option(help="Locust master port for remote workers.", **MASTER_PORT)] = 5557,
     public_host: Annotated[str | None, typer.Option(help="Address remote workers use to reach this machine's proxy.")] = None,
     ca_bundle: CaBundleOpt = None,
     insecure: InsecureOpt = False,
@@ -304,7 +310,7 @@ def run(
 @app.command()
 def worker(
     master: Annotated[str, typer.Option(help="Host of the `harness run --remote-workers M` master.")],
-    master_port: Annotated[int, typer.Option(help="The master's Locust port.")] = 5557,
+    master_port: Annotated[int, typer.Option(help="The master's Locust port.", **MASTER_PORT)] = 5557,
 ) -> None:
     """Join a `harness run` on another machine as a Locust worker (it ships the plan)."""
     from harness.live.run import run_worker

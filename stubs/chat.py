@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from harness.profile import Fault
+from harness.schema import MAX_TOKENS
 from harness.stub import wire
 from harness.stub.asgi import Receive, Scope, Send, abort, respond, sleep_or_disconnect
 from harness.stub.faults import Plan
@@ -44,15 +45,40 @@ class BadRequest(Exception):
         return wire.error(self.message, "invalid_request_error", self.param, self.code)
 
 
+_ROLES = ("system", "assistant", "user", "function", "tool", "developer")
+
+
+def _check_message(i: int, m: Any) -> None:
+    """What OpenAI's API checks of each message, worded as it words it: a role, and content
+    (which only an assistant message carrying tool or function calls may leave out)."""
+    if not isinstance(m, dict):
+        raise BadRequest(
+            "Invalid type for 'messages': expected an array of objects.", "messages", "invalid_type"
+        )
+    where = f"messages[{i}]"
+    role = m.get("role")
+    if role is None:
+        raise BadRequest(f"Missing required parameter: '{where}.role'.", f"{where}.role",
+                         "missing_required_parameter")  # fmt: skip
+    if role not in _ROLES:
+        shown = repr(role) if isinstance(role, str) else f"a {type(role).__name__}"
+        raise BadRequest(f"Invalid value: {shown[:60]}. Supported values are: "
+                         + ", ".join(f"'{r}'" for r in _ROLES) + ".", f"{where}.role",
+                         "invalid_value")  # fmt: skip
+    content = m.get("content")
+    calls = role == "assistant" and ("tool_calls" in m or "function_call" in m)
+    if content is None and not calls:
+        raise BadRequest(f"Missing required parameter: '{where}.content'.", f"{where}.content",
+                         "missing_required_parameter")  # fmt: skip
+    if content is not None and not isinstance(content, str | list):
+        raise BadRequest(f"Invalid type for '{where}.content': expected one of a string or "
+                         "array of objects.", f"{where}.content", "invalid_type")  # fmt: skip
+
+
 def _prompt_chars(messages: list[Any]) -> int:
     chars = 0
-    for m in messages:
-        if not isinstance(m, dict):
-            raise BadRequest(
-                "Invalid type for 'messages': expected an array of objects.",
-                "messages",
-                "invalid_type",
-            )
+    for i, m in enumerate(messages):
+        _check_message(i, m)
         content = m.get("content")
         if isinstance(content, str):
             chars += len(content)
@@ -75,6 +101,14 @@ def _positive_int(req: dict[str, Any], name: str) -> int | None:
             f"{v} instead.",
             name,
             "integer_below_min_value",
+        )
+    if v > MAX_TOKENS:
+        # A body this size is built in one go and would block the event loop (issue 10).
+        raise BadRequest(
+            f"{name} is too large: {v}. This stub supports at most {MAX_TOKENS} completion "
+            f"tokens, whereas you provided {v}.",
+            name,
+            "invalid_value",
         )
     return v
 
