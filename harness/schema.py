@@ -360,6 +360,10 @@ class Profile:
             mean += c.weight / total * (c.latency or self.upstream.latency).mean()
         return mean if mean > 0 else self.upstream.latency.mean() or 1.0
 
+    def max_wait_by_class(self) -> dict[str, float]:
+        """The classes that override engine.max_wait_s, and their max wait."""
+        return {n: c.max_wait_s for n, c in self.classes.items() if c.max_wait_s is not None}
+
     def alert_rules(self) -> dict[str, AlertRule]:
         rules: dict[str, AlertRule] = {}
         for name, rule in DEFAULT_ALERTS.items():

@@ -11,12 +11,21 @@ and does no I/O -- so the same events give the same actions, byte for byte. (2) 
 request ends in exactly one of ``Complete``, ``Fail`` or ``Expire``; the job's state machine
 (WAITING -> RUNNING -> [RETRY_WAIT -> RUNNING]* -> DONE) guarantees it, and late or duplicate
 events for a finished job are ignored.
+
+Waiting is bounded twice. A class's ``deadline_s`` puts each job on a heap (``Expire`` reason
+``deadline``). And no job waits longer than its max wait (``engine.max_wait_s``, overridable
+per class; reason ``max_wait``), so a queue held by an open breaker or a pool with no capacity
+never keeps a request forever. Jobs that share one max wait pass it in admission order, so the
+next to pass is the oldest waiting one of its lane: with no per-class override there is one
+lane, the queue's own admission order, and admitting costs nothing extra.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
+from collections import deque
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final
 
 from harness.engine.admission import Admission
@@ -61,7 +70,14 @@ class Counts:
 
 
 class Engine:
-    def __init__(self, cfg: EngineConfig, *, service_time_prior_s: float, rng: Rng) -> None:
+    def __init__(
+        self,
+        cfg: EngineConfig,
+        *,
+        service_time_prior_s: float,
+        rng: Rng,
+        max_wait_by_class: Mapping[str, float] | None = None,
+    ) -> None:
         self.cfg = cfg
         self.rng = rng
         self.queue = JobQueue()
@@ -79,6 +95,20 @@ class Engine:
         self._retries: list[tuple[float, int, Job]] = []  # (due, seq, job) for RETRY_WAIT jobs
         self._seq = 0
         self.now = 0.0
+        self.max_wait_s: float = cfg.max_wait_s
+        # Lanes (max wait, jobs in admission order), only when a class overrides the max wait.
+        self._lanes: list[tuple[float, deque[Job]]] = []
+        self._lane_of: dict[str, deque[Job]] = {}
+        self._default_lane: deque[Job] = deque()
+        overrides = {c: w for c, w in (max_wait_by_class or {}).items() if w != self.max_wait_s}
+        if overrides:
+            by_limit = {self.max_wait_s: self._default_lane}
+            for cls, limit in sorted(overrides.items()):
+                lane = by_limit.get(limit)
+                if lane is None:
+                    lane = by_limit[limit] = deque()
+                self._lane_of[cls] = lane
+            self._lanes = [(limit, lane) for limit, lane in sorted(by_limit.items())]
 
     # -- the public surface -------------------------------------------------------------------
 
@@ -115,9 +145,13 @@ class Engine:
         q = self.queue
         br = self.breaker
         pool = self.pool
-        if not (q._expiry or self._retries or br.state == "open" or pool.starting):
+        if not (q.depth or q._expiry or self._retries or br.state == "open" or pool.starting):
             return None  # the common case, on the hot path of every event
         best: float | None = q.next_expiry()
+        if q.depth:
+            waited = self._next_max_wait()
+            if waited is not None and (best is None or waited < best):
+                best = waited
         # A retry that waits for the half-open probe's outcome waits for an event, not a time.
         retry_blocked = br.state == "half_open" and not br.allows()
         for t in (
@@ -183,6 +217,8 @@ class Engine:
         out.append(Admit(ev.id, ev.cls, ev.priority, ev.tenant, est, q.depth, age, self.busy,
                          "admit_always" if bypass else None))  # fmt: skip
         q.push(job)
+        if self._lanes:
+            self._lane_of.get(ev.cls, self._default_lane).append(job)
         if self.busy < c:
             self._dispatch(now, out)
 
@@ -265,15 +301,52 @@ class Engine:
         if change is not None:
             out.append(BreakerChange(*change))
 
+    def _next_max_wait(self) -> float | None:
+        """When the next waiting job passes its max wait (None: nothing waits)."""
+        if not self._lanes:
+            oldest = self.queue.oldest()
+            return None if oldest is None else oldest.admitted_at + self.max_wait_s
+        best: float | None = None
+        for limit, lane in self._lanes:
+            while lane and lane[0].state != WAITING:
+                lane.popleft()
+            if lane:
+                t = lane[0].admitted_at + limit
+                if best is None or t < best:
+                    best = t
+        return best
+
+    def _expire(self, job: Job, now: float, reason: str, out: list[Action]) -> None:
+        self.queue.remove(job)
+        del self.jobs[job.id]
+        self.counts.expired += 1
+        out.append(Expire(job.id, now - job.admitted_at, reason))
+
+    def _expire_waited(self, now: float, out: list[Action]) -> None:
+        """Every waiting job past its max wait leaves as expired (reason max_wait)."""
+        if not self._lanes:
+            q = self.queue
+            oldest = q.oldest()
+            while oldest is not None and oldest.admitted_at + self.max_wait_s <= now:
+                self._expire(oldest, now, "max_wait", out)
+                oldest = q.oldest()
+            return
+        for limit, lane in self._lanes:
+            while lane and (lane[0].state != WAITING or lane[0].admitted_at + limit <= now):
+                job = lane.popleft()
+                if job.state == WAITING:
+                    self._expire(job, now, "max_wait", out)
+
     def _dispatch(self, now: float, out: list[Action]) -> None:
         """Expire what is due, resume due retries, then fill free slots by priority."""
         q = self.queue
         if q._expiry:
             for job in q.pop_expired(now):
-                q.remove(job)
-                del self.jobs[job.id]
-                self.counts.expired += 1
-                out.append(Expire(job.id, now - job.admitted_at))
+                self._expire(job, now, "deadline", out)
+        if q.depth:
+            waited = self._next_max_wait()
+            if waited is not None and waited <= now:
+                self._expire_waited(now, out)
         if self.pool.starting and self.pool.poll(now):
             pass
         br = self.breaker

@@ -213,13 +213,15 @@ class Fail(Action):
 
 
 class Expire(Action):
-    """Final outcome: expired -- waited past its class's deadline without starting."""
+    """Final outcome: expired -- waited without starting past its class's deadline (reason
+    ``deadline``) or past the longest wait the engine allows (``max_wait``)."""
 
-    __slots__ = ("age_s", "id")
+    __slots__ = ("age_s", "id", "reason")
 
-    def __init__(self, id: str, age_s: float) -> None:
+    def __init__(self, id: str, age_s: float, reason: str = "deadline") -> None:
         self.id = id
         self.age_s = age_s
+        self.reason = reason
 
 
 class BreakerChange(Action):

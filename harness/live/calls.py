@@ -188,7 +188,8 @@ class Call:
         if proxied and admission and status in (429, 503):
             self.settle("rejected", str(admission))
         elif proxied and said == "expired":
-            self.settle("expired", "deadline_expired")
+            # the engine's reason (deadline or max_wait), as the simulation counts it
+            self.settle("expired", str(h.get("x-proxy-reason") or "deadline"))
         elif proxied and said == "failed":
             self.settle("failed", str(h.get("x-proxy-reason") or f"http_{status}"))
         else:

@@ -105,7 +105,8 @@ class LiveDriver:
         self.clock = clock
         self.seed = profile.seed if seed is None else seed
         self.engine = Engine(profile.engine, service_time_prior_s=profile.service_time_prior(),
-                             rng=stream(self.seed, "engine"))  # fmt: skip
+                             rng=stream(self.seed, "engine"),
+                             max_wait_by_class=profile.max_wait_by_class())  # fmt: skip
         self.collector = Collector(profile.faults, profile.slo.turnaround_p95_s)
         self.metrics = ProxyMetrics(self.queue_state)
         self.out = out

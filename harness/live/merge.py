@@ -54,13 +54,14 @@ def client_counts(recs: Sequence[Mapping[str, Any]], slo_s: float) -> dict[str, 
     by = Counter(r["outcome"] for r in recs)
     rej = Counter(r["reason"] for r in recs if r["outcome"] == "rejected")
     fail = Counter(r["reason"] for r in recs if r["outcome"] == "failed")
+    expired = Counter(r["reason"] or "deadline" for r in recs if r["outcome"] == "expired")
     sent = len(recs) - by["dropped"]
     slow = sum(1 for r in recs if r["outcome"] == "completed" and r["latency_s"] > slo_s)
     return {"scheduled": len(recs), "arrivals": sent, "admitted": sent - by["rejected"],
             "rejected": by["rejected"], "rejected_by_reason": dict(sorted(rej.items())),
             "completed": by["completed"], "failed": by["failed"],
             "failed_by_reason": dict(sorted(fail.items())), "expired": by["expired"],
-            "in_flight_at_end": by["in_flight"], "slo_breach": slow,
+            "expired_by_reason": dict(sorted(expired.items())), "in_flight_at_end": by["in_flight"], "slo_breach": slow,
             "dropped_by_generator": by["dropped"], "attempts": sum(r["attempts"] for r in recs),
             "cancelled": fail.get("cancelled", 0)}  # fmt: skip
 

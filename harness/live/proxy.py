@@ -324,10 +324,14 @@ class ProxyApp:
         elif type(final) is Expire:
             assert isinstance(final, Expire)
             age = final.age_s * self.scale
-            msg = f"The request waited {age:.3f} s in the queue, past its class's deadline."
-            extra.append((b"x-proxy-outcome", b"expired"))
-            await wire.send_json(send, 504, wire.error_body(msg, "timeout_error",
-                                                            "deadline_expired"), extra)  # fmt: skip
+            if final.reason == "max_wait":
+                msg = f"The request waited {age:.3f} s in the queue, past the longest wait allowed."
+                code = "max_wait_expired"
+            else:
+                msg = f"The request waited {age:.3f} s in the queue, past its class's deadline."
+                code = "deadline_expired"
+            extra += [(b"x-proxy-outcome", b"expired"), (b"x-proxy-reason", final.reason.encode())]
+            await wire.send_json(send, 504, wire.error_body(msg, "timeout_error", code), extra)
 
     async def _reject(self, send: Send, r: Reject) -> None:
         wall = r.retry_after_s * self.scale

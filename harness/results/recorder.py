@@ -100,7 +100,7 @@ def _fail(t: float, a: Fail) -> dict[str, Any]:
 
 
 def _expire(t: float, a: Expire) -> dict[str, Any]:
-    return {"age_s": _ms(a.age_s), "id": a.id, "kind": "expire", "t": t}
+    return {"age_s": _ms(a.age_s), "id": a.id, "kind": "expire", "reason": a.reason, "t": t}
 
 
 def _breaker(t: float, a: BreakerChange) -> dict[str, Any]:

@@ -79,6 +79,7 @@ class Collector:
         self.groups: dict[tuple[str, int], Group] = {}
         self.rejected_by_reason: dict[str, int] = {}
         self.failed_by_reason: dict[str, int] = {}
+        self.expired_by_reason: dict[str, int] = {}
         self.turnarounds: list[float] = []  # in completion order, beside completed_at
         self.completed_at: list[float] = []
         self.admitted = self.rejected = 0
@@ -161,6 +162,8 @@ class Collector:
                 g.expired += 1
                 self.expired += 1
                 sec.expired += 1
+                r = a.reason  # type: ignore[attr-defined]
+                self.expired_by_reason[r] = self.expired_by_reason.get(r, 0) + 1
 
     def withdraw(self, rid: str) -> None:
         """An admitted attempt failed and its caller will try again: it is no longer this

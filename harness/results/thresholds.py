@@ -41,7 +41,7 @@ _COUNTS = {
 # The shape of summary.json, for path checks: "*" is any key; a set lists the leaf names.
 _SHAPE: dict[str, Any] = {
     "counts": {**{k: None for k in _COUNTS}, "rejected_by_reason": {"*": None},
-               "failed_by_reason": {"*": None}},
+               "failed_by_reason": {"*": None}, "expired_by_reason": {"*": None}},
     "turnaround_s": {k: None for k in _STATS},
     "proxy_turnaround_s": {k: None for k in _STATS},
     "queue_wait_s": {k: None for k in _STATS},

@@ -150,7 +150,8 @@ def _simulate(
     started = datetime.now(UTC)
     wall0 = time.perf_counter()
     engine = Engine(profile.engine, service_time_prior_s=profile.service_time_prior(),
-                    rng=stream(seed, "engine"))  # fmt: skip
+                    rng=stream(seed, "engine"),
+                    max_wait_by_class=profile.max_wait_by_class())  # fmt: skip
     upstream = SimUpstream(profile, stream(seed, "latency"), stream(seed, "faults"))
     col = Collector(profile.faults, profile.slo.turnaround_p95_s)
     heap: list[tuple[float, int, int, Any]] = []
@@ -191,7 +192,21 @@ def _simulate(
             actions = arrive(nxt, now)
             nxt = next(arrivals, None)
         elif heap:
-            now, _s, kind, payload = pop(heap)
+            t_top, _s, kind, payload = pop(heap)
+            if kind == _TICK:
+                if t_top >= tick_at:
+                    tick_at = math.inf
+                nd = engine.next_deadline()
+                if nd is None or nd > t_top:
+                    # Stale: what it was set for ended early (a job with a deadline or a max
+                    # wait started). Handling it would decide nothing, but would move the
+                    # clock, and the run's end with it; skip it and re-arm for what is due.
+                    if nd is not None and nd < tick_at:
+                        tick_at = nd
+                        seq += 1
+                        push(heap, (tick_at, seq, _TICK, None))
+                    continue
+            now = t_top
             if now >= sec_end:
                 col.advance(now, engine)
                 sec_end = float(len(col.seconds))
@@ -202,8 +217,6 @@ def _simulate(
             elif kind == _CLIENT:
                 actions = arrive(payload, now)
             elif kind == _TICK:
-                if now >= tick_at:
-                    tick_at = math.inf
                 actions = handle(tick, now)
             else:
                 actions = handle(MetricsSample(payload), now)
