@@ -7,7 +7,6 @@ from harness.sim.runner import simulate
 from tests.conftest import make_engine, make_profile
 
 
-
 def expired(out: list[object]) -> list[tuple[str, str]]:
     return [(a.id, a.reason) for a in out if isinstance(a, Expire)]
 
