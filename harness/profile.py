@@ -77,7 +77,14 @@ class ProfileError(Exception):
             where = f"{self.file} (--set)"
         else:
             where = f"{self.file}:{self.line}"
-        return f"{where}: {self.field_path or '<root>'}: {self.message}"
+        return _printable(f"{where}: {self.field_path or '<root>'}: {self.message}")
+
+
+def _printable(text: str) -> str:
+    """One line, whatever the YAML held: a key with a newline in it is shown escaped."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 # ---------------------------------------------------------------------------------------------
