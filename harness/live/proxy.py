@@ -182,6 +182,7 @@ class ProxyApp:
         spec = self._default if cls is None else self._classes.get(cls.strip())
         if spec is None:
             known = ", ".join(c.decode() for c in self._classes)
+            assert cls is not None  # without x-class the first class applies
             shown = repr(cls.decode("latin-1"))[:80]  # a str repr: no b'...' in the message
             return f"Unknown x-class {shown}; this proxy's classes are: {known}."
         name, prio, tenant, key, deadline = spec
