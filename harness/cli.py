@@ -8,7 +8,9 @@ files (and stdout, where a command prints data) carry the machine-readable outpu
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -64,6 +66,28 @@ def _check_thresholds(exprs: list[str] | None) -> tuple[str, ...]:
         except ThresholdError as ex:
             raise _bad_input(f"--threshold: {ex}") from None
     return tuple(exprs or [])
+
+
+@contextlib.contextmanager
+def _io_errors(folder: Path) -> Iterator[None]:
+    """A disk or I/O error while writing results: one line naming the path and the OS error,
+    exit 3 (the run broke), never a traceback and never exit 1 (a threshold failed)."""
+    from harness.results.summary import os_error_line
+
+    try:
+        yield
+    except OSError as e:
+        err.print(f"[bold red]error:[/] cannot write results: {os_error_line(e, folder)} (exit 3)",
+                  soft_wrap=True)  # fmt: skip
+        raise typer.Exit(EXIT_BROKEN) from None
+
+
+def _writable(folder: Path) -> None:
+    """Fail fast, before any work: the results folder must take a file."""
+    from harness.results.summary import check_writable
+
+    with _io_errors(folder):
+        check_writable(folder)
 
 
 def default_out(profile: Profile, suffix: str = "") -> Path:
@@ -131,22 +155,42 @@ def sim(
     prof = _load(profile, set_)
     extra = _check_thresholds(threshold)
     folder = out or default_out(prof)
-    if seeds is not None:
-        code = run_many(profile, set_ or [], prof, seed, seeds, folder, extra, jobs, err)
-    else:
-        code = run_one(prof, seed, folder, extra, report, err)
+    _writable(folder)
+    with _io_errors(folder):
+        if seeds is not None:
+            code = run_many(profile, set_ or [], prof, seed, seeds, folder, extra, jobs, err)
+        else:
+            code = run_one(prof, seed, folder, extra, report, err)
     raise typer.Exit(code)
 
 
 @app.command()
-def report(folder: Annotated[Path, typer.Argument(help="A results folder (with summary.json).")]) -> None:
+def report(
+    folder: Annotated[Path, typer.Argument(help="A results folder (with summary.json).")],
+    recover: Annotated[bool, typer.Option("--recover", help="Rebuild an honest, incomplete summary.json from what a killed `harness run` or `harness proxy` left on disk.")] = False,
+) -> None:
     """Draw timeline.png and write report.md and report.html for a results folder."""
     from harness.results.report import write_report
 
+    if recover:
+        from harness.live.recover import RecoverError, recover_folder
+
+        try:
+            with _io_errors(folder):
+                summary = recover_folder(folder)
+        except RecoverError as e:
+            raise _bad_input(str(e)) from None
+        c = summary["counts"]
+        err.print(f"recovered {folder}/summary.json: incomplete, verdict {summary['verdict']}, "
+                  f"{c['arrivals']} arrivals, {c['in_flight_at_end']} in flight at the end, "
+                  f"conservation {'ok' if summary['conservation']['ok'] else 'VIOLATED'}")  # fmt: skip
     if not (folder / "summary.json").is_file():
         raise _bad_input(f"{folder}: no summary.json here")
-    for p in write_report(folder):
-        err.print(f"wrote {p}")
+    with _io_errors(folder):
+        for p in write_report(folder):
+            err.print(f"wrote {p}")
+    if recover:
+        raise typer.Exit(EXIT_BROKEN)
 
 
 @app.command()
@@ -200,9 +244,12 @@ def sweep(
     if time_scale <= 0:
         raise _bad_input("--time-scale must be > 0")
     folder = out or default_out(prof, "-sweep")
-    raise typer.Exit(run_sweep_cli(profile, prof, set_ or [], param, seeds, jobs, objective,
-                                   constraint or [], folder, err,
-                                   time_scale if verify_live else None))  # fmt: skip
+    _writable(folder)
+    with _io_errors(folder):
+        code = run_sweep_cli(profile, prof, set_ or [], param, seeds, jobs, objective,
+                             constraint or [], folder, err,
+                             time_scale if verify_live else None)  # fmt: skip
+    raise typer.Exit(code)
 
 
 @app.command()
@@ -266,8 +313,9 @@ def proxy(
     except TlsError as e:
         raise _bad_input(str(e)) from None
     folder = out or default_out(prof, "-proxy")
-    code = serve_proxy(upstream=upstream, profile=prof, host=host, port=port, out=folder,
-                       grace_s=grace_s, time_scale=time_scale, tls=tls)  # fmt: skip
+    with _io_errors(folder):
+        code = serve_proxy(upstream=upstream, profile=prof, host=host, port=port, out=folder,
+                           grace_s=grace_s, time_scale=time_scale, tls=tls)  # fmt: skip
     raise typer.Exit(code)
 
 
@@ -297,13 +345,15 @@ def run(
 
     prof = _load(profile, set_)
     extra = _check_thresholds(threshold)
-    code = run_live(profile_spec=profile, overrides=set_ or [], profile=prof, target=target,
-                    no_proxy=no_proxy, time_scale=time_scale, seed=seed,
-                    out=out or default_out(prof, "-live"), workers=workers,
-                    api_key_env=api_key_env, model=model, dry_run=dry_run,
-                    max_requests=max_requests, extra_thresholds=extra, console=err,
-                    remote_workers=remote_workers, master_port=master_port,
-                    public_host=public_host, ca_bundle=ca_bundle, insecure=insecure)  # fmt: skip
+    folder = out or default_out(prof, "-live")
+    with _io_errors(folder):
+        code = run_live(profile_spec=profile, overrides=set_ or [], profile=prof, target=target,
+                        no_proxy=no_proxy, time_scale=time_scale, seed=seed,
+                        out=folder, workers=workers,
+                        api_key_env=api_key_env, model=model, dry_run=dry_run,
+                        max_requests=max_requests, extra_thresholds=extra, console=err,
+                        remote_workers=remote_workers, master_port=master_port,
+                        public_host=public_host, ca_bundle=ca_bundle, insecure=insecure)  # fmt: skip
     raise typer.Exit(code)
 
 

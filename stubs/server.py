@@ -74,14 +74,15 @@ class ResettingHttpToolsProtocol(HttpToolsProtocol):
 
 
 class Server(uvicorn.Server):
-    """uvicorn's server, except that SIGINT/SIGTERM end ``run`` normally (no re-raise)."""
+    """uvicorn's server, except that SIGINT/SIGTERM/SIGHUP end ``run`` normally (no re-raise;
+    a closed terminal's SIGHUP would otherwise kill it mid-response)."""
 
     @contextlib.contextmanager
     def capture_signals(self) -> Generator[None, None, None]:
         if threading.current_thread() is not threading.main_thread():
             yield
             return
-        sigs = (signal.SIGINT, signal.SIGTERM)
+        sigs = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
         original = {sig: signal.signal(sig, self.handle_exit) for sig in sigs}
         try:
             yield

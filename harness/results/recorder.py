@@ -9,6 +9,7 @@ Building a dict literal and ``orjson.dumps`` costs about a microsecond per decis
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any, Final
@@ -144,6 +145,7 @@ class DecisionLog:
         self._block = block_bytes
         self._pending = 0
         self.written = 0
+        self.bytes_flushed = 0  # what the OS has taken: a failed sink is cut back to here
         self._rej: dict[str, Any] = {}
         self._adm: dict[str, Any] = {}
         self._dsp: dict[str, Any] = {}
@@ -184,10 +186,23 @@ class DecisionLog:
     def flush(self) -> None:
         if self._buf:
             self._sink.write(self._buf)
+            self._sink.flush()
+            self.bytes_flushed += len(self._buf)
             self.written += self._pending
             self._pending = 0
             self._buf.clear()
         self._sink.flush()
+
+    def abandon(self) -> int:
+        """The sink failed (a full disk): drop what is buffered and close, quietly. Returns how
+        many decisions were lost; the caller cuts the file back to ``bytes_flushed`` (a write
+        cut short leaves half a line)."""
+        lost = self._pending
+        self._pending = 0
+        self._buf.clear()
+        with contextlib.suppress(OSError, ValueError):
+            self._sink.close()
+        return lost
 
     def close(self) -> None:
         self.flush()

@@ -195,3 +195,28 @@ def write_summary(folder: Path, summary: Mapping[str, Any]) -> Path:
 def write_jsonl(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
     opt = orjson.OPT_SORT_KEYS
     write_atomic(path, b"".join(orjson.dumps(r, option=opt) + b"\n" for r in rows))
+
+
+PROBE_BYTES = 4096
+
+
+def check_writable(folder: Path) -> None:
+    """Fail fast, before any load: create ``folder`` and write, sync and remove a small file in
+    it. Raises OSError (read-only, full, over a file-size limit, a path under a file)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".probe-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(b"\0" * PROBE_BYTES)
+            f.flush()
+            os.fsync(f.fileno())
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
+def os_error_line(e: OSError, fallback: Path | str | None = None) -> str:
+    """One line naming the path and the OS error, e.g. ``results/x: [Errno 28] No space left
+    on device`` -- what the CLI prints instead of a traceback."""
+    where = e.filename if e.filename is not None else fallback
+    what = f"[Errno {e.errno}] {e.strerror}" if e.errno is not None else str(e) or type(e).__name__
+    return f"{where}: {what}" if where is not None else what

@@ -23,7 +23,7 @@ binding constraint is the one with the smallest relative margin. When nothing is
 
 from __future__ import annotations
 
-import concurrent.futures as cf
+import functools
 import json
 import math
 import multiprocessing as mp
@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from harness.results.compare import FIGURES, expr_value
+from harness.results.pool import run_chunks
 from harness.results.quantiles import describe, quantile
 from harness.results.thresholds import parse_threshold
 
@@ -168,7 +169,7 @@ Outcome = tuple[int, int, dict[str, float | None], str]  # (point index, seed, m
 
 
 def _run_chunk(
-    runner: Runner | None, profile: str, tasks: list[Task], metrics: tuple[str, ...]
+    runner: Runner | None, profile: str, tasks: list[Task], *, metrics: tuple[str, ...]
 ) -> list[Outcome]:
     run = runner or _default_runner()
     out = []
@@ -205,6 +206,7 @@ def run_sweep(
     *,
     overrides: Sequence[str] = (),
     runner: Runner | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> dict[str, Any]:
     """Run the grid, write ``sweep.json`` and ``sweep.png`` into ``out``, return the sweep.
     Bad input raises before any simulation: ValueError (--param/--objective/--constraint) or
@@ -255,27 +257,26 @@ def run_sweep(
     total, done = len(tasks), 0
     size = max(1, min(32, math.ceil(total / (jobs * 8))))
     chunks = [tasks[i : i + size] for i in range(0, total, size)]
-    if jobs == 1:
-        for chunk in chunks:
-            collect(_run_chunk(runner, profile, chunk, metrics))
-            done += len(chunk)
-            if progress:
-                progress(done, total)
-    else:
-        with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=_pool_context()) as pool:
-            futures = {pool.submit(_run_chunk, runner, profile, c, metrics): len(c) for c in chunks}
-            try:
-                for fut in cf.as_completed(futures):
-                    collect(fut.result())
-                    done += futures[fut]
-                    if progress:
-                        progress(done, total)
-            except BaseException:  # a failed run or Ctrl-C: do not wait for the rest
-                pool.shutdown(wait=False, cancel_futures=True)
-                raise
+    seeds_done = [0] * len(grid)
+
+    def take(chunk: list[Task], results: list[Outcome]) -> None:
+        nonlocal done
+        collect(results)
+        for idx, *_ in results:
+            seeds_done[idx] += 1
+        done += len(chunk)
+        if progress:
+            progress(done, total)
+
+    work = functools.partial(_run_chunk, runner, profile, metrics=metrics)
+    complete = run_chunks(work, chunks, jobs, _pool_context(), take, stop)
     points = [{"values": point, "seeds": seeds, "verdicts": dict(sorted(verdicts[i].items())),
-               "metrics": {m: describe(per_point[i][m]) for m in metrics}}
+               "metrics": {m: describe([v for v in per_point[i][m] if v is not None] if not complete
+                                       else per_point[i][m]) for m in metrics}}
               for i, point in enumerate(grid)]  # fmt: skip
+    if not complete:  # say which points finished; recommend nothing from part of a grid
+        for p, n in zip(points, seeds_done, strict=True):
+            p["seeds_done"], p["finished"] = n, n == seeds
     result = {
         "params": names,
         "profile": {"spec": profile, "name": base.name, "sha256": base.sha256},
@@ -284,9 +285,12 @@ def run_sweep(
         "objective": {"direction": obj.direction, "metric": obj.metric},
         "constraints": [c.expr for c in cons],
         "points": points,
-        "recommendation": recommend(points, obj, cons),
+        "recommendation": recommend(points, obj, cons) if complete else {"values": None,
+                          "margin": None, "binding_constraint": None,
+                          "rule": "interrupted: no recommendation from part of a grid"},
+        "complete": complete,
         "meta": {"wall_s": round(time.perf_counter() - started, 3), "jobs": jobs},
-    }
+    }  # fmt: skip
     write_outputs(result, out)
     return result
 
@@ -385,6 +389,8 @@ def write_outputs(sweep: dict[str, Any], out: Path) -> list[Path]:
     tmp = out / ".sweep.json.tmp"
     tmp.write_text(json.dumps(sweep, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     os.replace(tmp, path)
+    if not sweep.get("complete", True):
+        return [path]  # no plot of a partial grid
     png = out / "sweep.png"
     obj = sweep["objective"]
     plot_sweep(sweep, png, f"{obj['direction']}:{obj['metric']}", list(sweep["constraints"]))

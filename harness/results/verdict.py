@@ -71,7 +71,10 @@ def row_result(t: Mapping[str, Any]) -> str:
 
 
 def decide(summary: Mapping[str, Any]) -> str:
-    if not summary["conservation"]["ok"] or summary.get("generator_saturated"):
+    # A run cut short (a signal, a full disk) is invalid: its figures cover only part of it.
+    if not summary["conservation"]["ok"] or not summary.get("complete", True):
+        return "invalid"
+    if summary.get("generator_saturated"):
         return "invalid"
     failed = any(not t["ok"] and t.get("enforced", True) for t in summary["thresholds"])
     return "fail" if failed else "pass"

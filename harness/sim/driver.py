@@ -3,21 +3,23 @@
 from __future__ import annotations
 
 import os
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from harness.interrupts import Interrupts
 from harness.profile import Profile, ProfileError, load
 from harness.results import summary as summ
 from harness.results.console import print_summary
+from harness.results.pool import run_chunks
 from harness.sim.runner import run_to_folder
 
 
 def _exit(summary: dict[str, Any]) -> int:
-    if not summary["conservation"]["ok"]:
+    if not summary["conservation"]["ok"] or not summary.get("complete", True):
         return 3
     return 1 if summary["verdict"] != "pass" else 0
 
@@ -38,15 +40,30 @@ def run_one(
     extra: tuple[str, ...],
     report: bool,
     console: Console,
+    at_second: Callable[[float], None] | None = None,
 ) -> int:
-    with _progress(console) as prog:
+    """One seed into ``folder``. A stop signal (SIGINT, SIGTERM, SIGHUP) ends the simulation
+    at the next simulated second: partial results, marked incomplete, exit 3. ``at_second(t)``
+    is the test seam: called at each simulated second, it may deliver a signal at a chosen
+    virtual time."""
+    with Interrupts().installed() as intr, _progress(console) as prog:
         task = prog.add_task("simulating (virtual s)", total=profile.duration_s)
+
+        def stop(t: float) -> bool:
+            if at_second is not None:
+                at_second(t)
+            return intr.count > 0
+
         result = run_to_folder(profile, seed, folder, extra_thresholds=extra,
-                               progress=lambda t: prog.update(task, completed=min(t, profile.duration_s)))  # fmt: skip
+                               progress=lambda t: prog.update(task, completed=min(t, profile.duration_s)),
+                               stop=stop)  # fmt: skip
     if report:
         _report(folder, console)
     print_summary(console, result.summary, folder)
-    if not result.summary["conservation"]["ok"]:
+    if not result.summary.get("complete", True):
+        console.print(f"[bold red]interrupted ({intr.last}):[/] partial results were written, "
+                      f"marked incomplete (exit 3)")  # fmt: skip
+    elif not result.summary["conservation"]["ok"]:
         console.print("[bold red]conservation violated:[/] the run is invalid (exit 3)")
     return _exit(result.summary)
 
@@ -74,20 +91,24 @@ def run_many(
     first = profile.seed if seed is None else seed
     seeds = list(range(first, first + n))
     work = [(spec, overrides, s, str(folder / f"seed-{s}"), extra) for s in seeds]
-    summaries: list[dict[str, Any]] = []
-    with _progress(console) as prog:
+    done: dict[int, dict[str, Any]] = {}
+    with Interrupts().installed() as intr, _progress(console) as prog:
         task = prog.add_task("seeds", total=n)
-        if jobs <= 1 or n == 1:
-            for w in work:
-                summaries.append(_seed_job(w))
-                prog.advance(task)
-        else:
-            with ProcessPoolExecutor(max_workers=min(jobs, n)) as pool:
-                for s in pool.map(_seed_job, work):
-                    summaries.append(s)
-                    prog.advance(task)
+
+        def take(w: tuple[str, list[str], int, str, tuple[str, ...]], s: dict[str, Any]) -> None:
+            done[w[2]] = s
+            prog.advance(task)
+
+        complete = run_chunks(_seed_job, work, min(jobs, n), None, take, intr.__bool__)
+    summaries = [done[s] for s in seeds if s in done]  # in seed order, whatever finished first
     agg = aggregate(summaries)
+    if not complete:
+        agg["complete"], agg["seeds_finished"] = False, sorted(done)
     summ.write_atomic(folder / "aggregate.json", summ.dumps(agg))
+    if not complete:
+        console.print(f"[bold red]interrupted ({intr.last}):[/] {len(done)} of {n} seeds "
+                      f"finished; partial {folder / 'aggregate.json'} written (exit 3)")  # fmt: skip
+        return 3
     worst = max((_exit(s) for s in summaries), default=0)
     verdicts = [s["verdict"] for s in summaries]
     console.print(f"{n} seeds -> {folder}: verdicts " + ", ".join(
@@ -116,7 +137,7 @@ def run_sweep_cli(
     from harness.results import sweep
 
     n_jobs = jobs or os.cpu_count() or 1
-    with _progress(console) as prog:
+    with Interrupts().installed() as intr, _progress(console) as prog:
         task = prog.add_task("sweep", total=None)
 
         def progress(done: int, total: int) -> None:
@@ -124,10 +145,15 @@ def run_sweep_cli(
 
         try:
             result = sweep.run_sweep(spec, params, seeds, n_jobs, objective, constraints, folder,
-                                     progress, overrides=overrides)  # fmt: skip
+                                     progress, overrides=overrides, stop=intr.__bool__)  # fmt: skip
         except (ValueError, ProfileError) as e:
             console.print(f"[bold red]error:[/] {e}")
             return 2
+    if not result.get("complete", True):
+        done = sum(1 for p in result["points"] if p.get("finished"))
+        console.print(f"[bold red]interrupted ({intr.last}):[/] {done} of {len(result['points'])} "
+                      f"points finished; partial {folder / 'sweep.json'} written (exit 3)")  # fmt: skip
+        return 3
     sweep.print_table(console, result)
     rec = result.get("recommendation", {})
     if rec.get("values") is None:

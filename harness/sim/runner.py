@@ -122,9 +122,12 @@ def simulate(
     extra_thresholds: tuple[str, ...] = (),
     with_timeline: bool = True,
     progress: Callable[[float], None] | None = None,
+    stop: Callable[[float], bool] | None = None,
 ) -> SimResult:
     """Run ``profile`` in virtual time. ``progress(t)`` is called with the simulated time every
-    16,384 arrivals (long runs show a progress bar).
+    16,384 arrivals (long runs show a progress bar). ``stop(t)`` is asked once per simulated
+    second (a signal arrived: the CLI's hook; a test's hook delivers one at a chosen time); when
+    it answers True the run ends there, marked incomplete, work in progress counted in flight.
 
     The cyclic garbage collector is off for the run: it allocates millions of short-lived
     objects and makes no reference cycles, so the collector would only rescan the live ones
@@ -132,7 +135,7 @@ def simulate(
     gc_was_on = gc.isenabled()
     gc.disable()
     try:
-        return _simulate(profile, seed, log, extra_thresholds, with_timeline, progress)
+        return _simulate(profile, seed, log, extra_thresholds, with_timeline, progress, stop)
     finally:
         if gc_was_on:
             gc.enable()
@@ -145,6 +148,7 @@ def _simulate(
     extra_thresholds: tuple[str, ...],
     with_timeline: bool,
     progress: Callable[[float], None] | None,
+    stop: Callable[[float], bool] | None,
 ) -> SimResult:
     seed = profile.seed if seed is None else seed
     started = datetime.now(UTC)
@@ -178,12 +182,17 @@ def _simulate(
     sec_end = 1.0
     scheduled = 0
     now = 0.0
+    halted = False
     while True:
         if nxt is not None and (not heap or nxt.t <= heap[0][0]):
             now = nxt.t
             if now >= sec_end:
                 col.advance(now, engine)
                 sec_end = float(len(col.seconds))
+                # Once per simulated second, so the check costs nothing measurable.
+                if stop is not None and stop(now):
+                    halted = True
+                    break
             scheduled += 1
             if progress is not None and not scheduled & 0x3FFF:
                 progress(now)
@@ -210,6 +219,10 @@ def _simulate(
             if now >= sec_end:
                 col.advance(now, engine)
                 sec_end = float(len(col.seconds))
+                if stop is not None and stop(now):
+                    push(heap, (now, _s, kind, payload))  # not handled: left as it was
+                    halted = True
+                    break
             if kind == _FINISH:
                 actions = handle(Finished(payload), now)
             elif kind == _FAIL:
@@ -244,7 +257,7 @@ def _simulate(
             tick_at = nd if nd > now else now
             seq += 1
             push(heap, (tick_at, seq, _TICK, None))
-    end = max(now, profile.duration_s)
+    end = now if halted else max(now, profile.duration_s)
     col.advance(math.ceil(end) if end > 0 else 1.0, engine)
     if log is not None:
         log.flush()
@@ -270,6 +283,7 @@ def _simulate(
         profile=profile, mode="sim", seed=seed, col=col, duration_s=end, scheduled=scheduled,
         in_flight_at_end=len(engine.jobs), engine_counts=engine_counts, alerts=alerts,
         timeline=timeline, extra_thresholds=extra_thresholds, attempts=ec.arrivals,
+        complete=not halted,
     )  # fmt: skip
     summary["counts"]["client_retries"] = rr + rf
     summary["counts"]["upstream_retries"] = ec.retries
@@ -286,15 +300,15 @@ def run_to_folder(
     *,
     extra_thresholds: tuple[str, ...] = (),
     progress: Callable[[float], None] | None = None,
+    stop: Callable[[float], bool] | None = None,
 ) -> SimResult:
     """Simulate and write summary.json, decisions.jsonl and timeline.jsonl into ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     tmp = out / ".decisions.jsonl.partial"
     with tmp.open("wb") as fh:
         log = DecisionLog(fh)
-        result = simulate(
-            profile, seed, log=log, extra_thresholds=extra_thresholds, progress=progress
-        )
+        result = simulate(profile, seed, log=log, extra_thresholds=extra_thresholds,
+                          progress=progress, stop=stop)  # fmt: skip
         log.flush()
     tmp.replace(out / "decisions.jsonl")
     summ.write_jsonl(out / "timeline.jsonl", result.timeline)
