@@ -179,6 +179,12 @@ class Call:
         self.outcome, self.reason = outcome, reason
         self.history.append(outcome if reason is None else f"{outcome}:{reason}")
 
+    def timed_out(self) -> None:
+        """The attempt's total deadline passed: that is its outcome, settled or not."""
+        if len(self.history) == self.attempts:
+            self.history.pop()
+        self.settle("failed", "client_timeout")
+
     def answered(self, status: int, headers: Any, body: bytes | None, proxied: bool) -> None:
         """Classify an answer other than 200: the proxy says what happened in its headers."""
         self.status = status
@@ -291,7 +297,7 @@ class RequestSpec:
         return h
 
     def dropped(self, a: Arrival, t_now: float, worker: int) -> dict[str, Any]:
-        return _record(a, worker, None, round(t_now - a.t, 6), 0, None, "dropped",
+        return record_of(a, worker, None, round(t_now - a.t, 6), 0, None, "dropped",
                        "generator_full", [], None, None, None, None, None, None,
                        None)  # fmt: skip
 
@@ -308,7 +314,7 @@ class RequestSpec:
         gaps = None
         if call.gaps is not None and call.outcome == "completed":
             gaps = [round(g / scale, 6) for g in call.gaps]
-        return _record(call.a, worker, t(call.sent), lag, call.attempts, call.status, call.outcome,
+        return record_of(call.a, worker, t(call.sent), lag, call.attempts, call.status, call.outcome,
                        call.reason, call.history, wait, d(call.ttft), d(call.end), t(call.end),
                        tokens, source, gaps)  # fmt: skip
 
@@ -332,14 +338,6 @@ RECORD_KEYS = ("id", "class", "priority", "tenant", "worker", "t_intended", "t_s
                "latency_s", "t_end", "tokens", "tokens_source", "itl_s")  # fmt: skip
 
 
-def _record(a: Arrival, worker: int, *rest: Any) -> dict[str, Any]:
+def record_of(a: Arrival, worker: int, *rest: Any) -> dict[str, Any]:
     head = (a.id, a.cls, PRIORITY_NAMES[a.priority], a.tenant, worker, round(a.t, 6))
     return dict(zip(RECORD_KEYS, head + rest, strict=True))
-
-
-def read_records(path: Path) -> list[dict[str, Any]]:
-    """Complete lines only (a line being written is left for the next read)."""
-    if not path.exists():
-        return []
-    data = path.read_bytes()
-    return [orjson.loads(line) for line in data.split(b"\n")[:-1] if line.strip()]

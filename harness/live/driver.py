@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import math
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -42,11 +43,11 @@ from harness.engine.events import (
 )
 from harness.live.clock import RunClock
 from harness.live.metrics import ProxyMetrics, QueueState
+from harness.live.outfiles import ProxyFiles, mark_broken
 from harness.profile import Profile
 from harness.results import summary as summ
 from harness.results.alerts import evaluate_alerts
 from harness.results.quantiles import percentiles
-from harness.results.recorder import DecisionLog
 from harness.results.stats import TIMELINE_P95_WINDOW_S, Collector
 
 _TIMER_SLACK_S = 0.0005  # fire just after a deadline, never just before it
@@ -110,10 +111,9 @@ class LiveDriver:
         self.collector = Collector(profile.faults, profile.slo.turnaround_p95_s)
         self.metrics = ProxyMetrics(self.queue_state)
         self.out = out
-        self.log: DecisionLog | None = None
+        self.files: ProxyFiles | None = None
         if out is not None:
-            out.mkdir(parents=True, exist_ok=True)
-            self.log = DecisionLog.open(out / "decisions.jsonl")
+            self.files = ProxyFiles(out, profile, on_broken=self._broken)
         self.tickets: dict[str, Ticket] = {}
         # Waiting (admitted, not yet started) ids per tier, in admission order: the oldest age
         # per tier for the gauges, which the engine does not keep.
@@ -131,6 +131,10 @@ class LiveDriver:
         self.stopping = False
         self.drained = asyncio.Event()
         self.summary: dict[str, Any] | None = None
+        # Called when the run must stop early: a results file could not be written (a full
+        # disk), or the housekeeper failed. The proxy server stops; the summary says what was lost.
+        self.on_broken: Callable[[], None] | None = None
+        self.housekeeping_error: str | None = None
 
     # -- events in ---------------------------------------------------------------------------
 
@@ -175,8 +179,8 @@ class LiveDriver:
             self._sec_end = float(len(col.seconds))
         if actions:
             col.apply(now, actions)
-            if self.log is not None:
-                self.log.write(now, actions)
+            if self.files is not None:
+                self.files.write(now, actions)
             m = self.metrics
             tickets = self.tickets
             waiting = self._waiting
@@ -231,7 +235,26 @@ class LiveDriver:
 
     def start(self) -> None:
         if self._housekeeper is None:
-            self._housekeeper = asyncio.get_running_loop().create_task(self._housekeep())
+            task = asyncio.get_running_loop().create_task(self._housekeep())
+            task.add_done_callback(self._housekeeper_done)
+            self._housekeeper = task
+
+    def _housekeeper_done(self, task: asyncio.Task[None]) -> None:
+        """The housekeeper runs until ``aclose``: its failure (a bug) must never be silent,
+        since the timeline, metric outages and the log's flushes stop with it."""
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None:
+            import sys
+            import traceback
+
+            print("harness proxy: housekeeping failed, stopping the run:", file=sys.stderr)
+            traceback.print_exception(exc, file=sys.stderr)
+            self.housekeeping_error = f"{type(exc).__name__}: {exc}"
+            if self.files is not None:
+                self.files.lost["housekeeping"] = self.housekeeping_error
+            self._broken()
 
     async def aclose(self) -> None:
         if self._timer is not None:
@@ -268,8 +291,12 @@ class LiveDriver:
         if now >= self._sec_end:
             self.collector.advance(now, self.engine)
             self._sec_end = float(len(self.collector.seconds))
-        if self.log is not None:
-            self.log.flush()
+        if self.files is not None:
+            self.files.tick(self.collector.seconds)
+
+    def _broken(self) -> None:
+        if self.on_broken is not None:
+            self.on_broken()
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -317,11 +344,10 @@ class LiveDriver:
             summary.update(extra)
         summary["meta"] = summ.meta(self.started_at, time.perf_counter() - self._wall0)
         summary["meta"].update(meta or {})
-        if self.out is not None:
-            if self.log is not None:
-                self.log.close()
-                self.log = None
-            summ.write_jsonl(self.out / "timeline.jsonl", timeline)
-            summ.write_summary(self.out, summary)
         self.summary = summary
+        if self.files is not None:
+            self.files.finish(summary, timeline, self.profile)
+        elif self.housekeeping_error is not None:
+            lost = {"housekeeping": self.housekeeping_error}
+            mark_broken(summary, lost, None, self.profile)
         return summary

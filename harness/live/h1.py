@@ -5,8 +5,8 @@ Why not a general-purpose client: measured through this proxy on the 2-core refe
 objects the proxy never uses, and httpx over ten times more. Forwarding needs much less: write
 the request bytes, parse the answer with httptools (uvicorn's parser, already a dependency),
 hand body pieces over as they arrive. What it does: keep-alive pooling per origin, TLS, chunked
-and length-delimited and close-delimited bodies, a whole-call timeout (non-streaming) or a
-per-read one (streaming: headers, then each chunk), flow control on large streams, and one
+and length-delimited and close-delimited bodies, a whole-call timeout (streams included: a
+per-read one alone let a dripping answer run for ever), flow control on large streams, and one
 transparent retry when a pooled connection turns out to have been closed by the server before
 it answered a single byte. What it leaves out: redirects, cookies, proxies, decompression,
 HTTP/2 -- a transparent proxy wants none of them.
@@ -129,9 +129,24 @@ class _Conn(asyncio.Protocol):
 class H1Response:
     """Status and headers when ``send`` returns; the body as it arrives."""
 
-    __slots__ = ("activity", "buffered", "close_delimited", "conn", "done", "error",
-                 "headers", "headers_done", "keep_alive", "parts", "paused", "status", "stream",
-                 "timer", "waiter")  # fmt: skip
+    __slots__ = (
+        "activity",
+        "buffered",
+        "close_delimited",
+        "conn",
+        "deadline",
+        "done",
+        "error",
+        "headers",
+        "headers_done",
+        "keep_alive",
+        "parts",
+        "paused",
+        "status",
+        "stream",
+        "timer",
+        "waiter",
+    )  # fmt: skip
 
     def __init__(self, conn: _Conn, stream: bool) -> None:
         self.conn = conn
@@ -145,6 +160,7 @@ class H1Response:
         self.error: UpstreamError | None = None
         self.waiter: asyncio.Future[None] | None = None
         self.timer: asyncio.TimerHandle | None = None
+        self.deadline = 0.0  # loop time: a stream that keeps dripping still ends here
 
     # -- fed by the connection ---------------------------------------------------------------
 
@@ -216,16 +232,23 @@ class H1Response:
     # -- timeouts ----------------------------------------------------------------------------
 
     def arm(self, timeout_s: float, per_read: bool) -> None:
+        """A whole-call deadline of ``timeout_s``; a stream also fails after ``timeout_s``
+        without a byte. The whole-call bound holds for streams too: a per-read timeout alone
+        lets an answer that drips a byte at a time run for ever (the simulation, likewise,
+        ends any call longer than ``upstream.timeout_s`` as a timeout)."""
         loop = asyncio.get_running_loop()
+        self.deadline = loop.time() + timeout_s
         self.timer = loop.call_later(timeout_s, self._expired, timeout_s, per_read)
 
     def _expired(self, timeout_s: float, per_read: bool) -> None:
         self.timer = None
         if self.done:
             return
-        if per_read and (self.activity or self.paused):
+        left = self.deadline - asyncio.get_running_loop().time()
+        if per_read and (self.activity or self.paused) and left > 0:
             self.activity = False
-            self.arm(timeout_s, per_read)
+            loop = asyncio.get_running_loop()
+            self.timer = loop.call_later(min(timeout_s, left), self._expired, timeout_s, per_read)
             return
         self.error = UpstreamError("upstream_timeout")
         self.wake()

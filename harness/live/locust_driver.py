@@ -55,6 +55,7 @@ from locust.runners import MasterRunner, WorkerRunner
 
 from harness.live.answers import read_all, read_body, read_stream
 from harness.live.calls import Call, Plan, RequestSpec, Retry
+from harness.live.records import sent_marker
 
 SPIN_S = 0.0015  # at most this last stretch before an arrival is spun, not slept...
 SPIN_SHARE = 0.1  # ...and at most this share of the recent mean gap between arrivals
@@ -89,18 +90,33 @@ class OpenLoop:
         self.in_flight: dict[str, gevent.Greenlet] = {}
         self.buf: list[bytes] = []
         self.stopping = Event()
+        self.abandoning = Event()  # a second stop: no drain, records written at once
+        self.write_failed = False
         self.start = 0.0
 
     # -- the walk -------------------------------------------------------------------------
 
     def run(self) -> None:
         plan = self.plan
-        perf = time.perf_counter
-        self.start = perf() + (plan.start_epoch - time.time())
+        self.start = time.perf_counter() + (plan.start_epoch - time.time())
         gc.collect()
         gc.freeze()  # Locust's and our long-lived objects: no full collection walks them again
         flusher = gevent.spawn(self._flush_loop)
-        self._warm(min(self.cap, WARM_CONNECTIONS), self.start - 0.05)
+        try:
+            self._warm(min(self.cap, WARM_CONNECTIONS), self.start - 0.05)
+            self._walk()
+            self._drain()
+        finally:
+            # Also when Locust kills this greenlet (its SIGTERM handler: the CLI died and
+            # PR_SET_PDEATHSIG fired): requests still out get their in_flight records, and
+            # every buffered record and marker reaches the file for `report --recover`.
+            flusher.kill()
+            if self.in_flight:
+                gevent.killall(list(self.in_flight.values()), block=True, timeout=2)
+            self.flush()
+
+    def _walk(self) -> None:
+        plan, perf = self.plan, time.perf_counter
         start, scale, cap = self.start, self.scale, self.cap
         prev, gap = start, 1.0
         for a in plan.arrivals():
@@ -118,10 +134,8 @@ class OpenLoop:
             if len(self.in_flight) >= cap:
                 self.emit(self.spec.dropped(a, (perf() - start) / scale, plan.index))
                 continue
+            self.buf.append(sent_marker(a.id))  # recovery counts it in flight until its record
             self.in_flight[a.id] = gevent.spawn(self._request, a, due)
-        self._drain()
-        flusher.kill()
-        self.flush()
 
     def _warm(self, n: int, until: float) -> None:
         """Open ``n`` connections before the start, side by side: a run's first burst should
@@ -139,10 +153,16 @@ class OpenLoop:
             pool.return_socket(sock)
 
     def _drain(self) -> None:
-        """Wait for the in-flight requests; after a stop, only briefly, then abandon them."""
+        """Wait for the in-flight requests; after a stop, only briefly (a second stop cuts
+        that short), then abandon them: each still gets its record, as ``in_flight``."""
         while self.in_flight:
             if self.stopping.is_set():
-                gevent.joinall(list(self.in_flight.values()), timeout=self.plan.stop_drain_s)
+                until = time.monotonic() + self.plan.stop_drain_s
+                while self.in_flight and not self.abandoning.is_set():
+                    left = until - time.monotonic()
+                    if left <= 0:
+                        break
+                    gevent.joinall(list(self.in_flight.values()), timeout=min(0.1, left))
                 gevent.killall(list(self.in_flight.values()), block=True, timeout=5)
                 break
             gevent.joinall(list(self.in_flight.values()), timeout=0.2)
@@ -154,7 +174,21 @@ class OpenLoop:
         call = Call(a, due, perf())
         try:
             while True:
-                self._attempt(call)
+                # A total deadline per attempt: the client's read timeout alone lets an answer
+                # that drips a byte at a time run for ever.
+                timer = gevent.Timeout(self.spec.timeout_wall_s)
+                timer.start()
+                try:
+                    self._attempt(call)
+                except gevent.Timeout as t:
+                    if t is not timer:
+                        raise
+                finally:
+                    fired = not timer.pending
+                    timer.close()
+                if fired:  # whatever the HTTP client made of it (it may wrap the timeout)
+                    call.timed_out()
+                    call.end = perf()
                 delay = self.retry.delay(call)
                 if delay is None:
                     break
@@ -210,10 +244,16 @@ class OpenLoop:
         self.buf.append(orjson.dumps(rec, option=orjson.OPT_SORT_KEYS))
 
     def flush(self) -> None:
-        if self.buf:
+        if self.buf and not self.write_failed:
             blob = b"\n".join(self.buf) + b"\n"
             self.buf = []
-            self.sink(blob)
+            try:
+                self.sink(blob)
+            except OSError as e:  # a full disk: stop sending, say so, exit non-zero
+                self.write_failed = True
+                print(f"harness driver: cannot write records, stopping: {e}", file=sys.stderr)
+                self.stopping.set()
+                self.abandoning.set()
 
     def _flush_loop(self) -> None:
         while True:
@@ -290,7 +330,8 @@ def _append_records(blob: bytes) -> None:
 
 def _quit(env: Environment) -> None:
     if STATE.records_fh is not None:
-        STATE.records_fh.flush()
+        with contextlib.suppress(OSError):  # a full disk: already said; quit all the same
+            STATE.records_fh.flush()
     runner = env.runner
     if runner is not None:
         gevent.spawn_later(0.05, runner.quit)
@@ -329,6 +370,8 @@ def _got_plan(data: dict[str, Any]) -> None:
 
 def _stop() -> None:
     if STATE.loop is not None:
+        if STATE.loop.stopping.is_set():
+            STATE.loop.abandoning.set()
         STATE.loop.stopping.set()
     elif STATE.plan is not None:
         STATE.plan.stopped = True
@@ -408,6 +451,8 @@ class Driver(User):
             print(f"harness driver: {type(e).__name__}: {e}", file=sys.stderr)
             raise
         finally:
+            if loop.write_failed:
+                self.environment.process_exit_code = 3  # the CLI then marks the run incomplete
             if isinstance(runner, WorkerRunner):
                 runner.send_message("harness_done", {"index": plan.index})
             else:

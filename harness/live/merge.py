@@ -91,6 +91,27 @@ def cross_check(expected: Mapping[str, Any], proxy: Mapping[str, Any]) -> list[s
     return out
 
 
+def cross_check_partial(expected: Mapping[str, Any], proxy: Mapping[str, Any]) -> list[str]:
+    """An interrupted run: a request's end may be known to one side only (an answer lost on
+    the way, a client gone before the proxy noticed), so the outcomes may differ; but every
+    attempt that reached the proxy is one arrival there, admitted or rejected for the same
+    reason, the client never saw more completions than the proxy made, and the proxy's own
+    books balance."""
+    pc = proxy.get("counts") or {}
+    out = [f"client attempts {k} == proxy {k}: {expected[k]} != {pc.get(k)}"
+           for k in ("arrivals", "admitted", "rejected") if expected[k] != pc.get(k)]  # fmt: skip
+    pr = {k: v for k, v in (pc.get("rejected_by_reason") or {}).items() if v}
+    if expected["rejected_by_reason"] != pr:
+        out.append(
+            f"client rejections by reason == proxy's: {expected['rejected_by_reason']} != {pr}"
+        )
+    if expected["completed"] > int(pc.get("completed") or 0):
+        out.append(f"client completed <= proxy completed: {expected['completed']} > "
+                   f"{pc.get('completed')}")  # fmt: skip
+    out += [f"proxy: {v}" for v in (proxy.get("conservation") or {}).get("violations", [])]
+    return out
+
+
 def id_check(recs: Sequence[Mapping[str, Any]], scheduled: int, complete: bool) -> list[str]:
     """Every scheduled arrival has exactly one record (ids r-000001 ... in schedule order)."""
     ids = Counter(r["id"] for r in recs)
@@ -272,6 +293,11 @@ def merge(
     violations = id_check(recs, scheduled, complete)
     if proxy is not None and complete and proxy.get("complete", False):
         violations += cross_check(attempt_counts(recs), proxy["counts"])
+    elif proxy is not None and not proxy.get("recovered"):  # cut short: what still agrees
+        violations += cross_check_partial(attempt_counts(recs), proxy)
+    elif proxy is not None:  # rebuilt after a kill: its last second was lost with it
+        live["proxy_recovered"] = True
+        violations += [f"proxy: {v}" for v in proxy["conservation"]["violations"]]
     if live.get("proxy") and proxy is None:
         violations.append("the proxy wrote no summary.json")
     cons = summ.conservation(counts, "live")

@@ -119,6 +119,8 @@ class LiveView:
 
     def update(self) -> None:
         for r in self.tail.read():
+            if "outcome" not in r:  # the generator's "sent" markers
+                continue
             self.outcomes[r["outcome"]] += 1
             if r["outcome"] == "rejected":
                 self.rejected[r["reason"]] += 1

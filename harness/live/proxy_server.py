@@ -36,6 +36,7 @@ from harness.live.proxy import DEFAULT_MAX_BODY, ProxyApp
 from harness.live.tls import INSECURE_WARNING, Tls, TlsError, acheck
 from harness.live.upstream import AiohttpUpstream, Upstream
 from harness.profile import Profile, loads
+from harness.results.summary import check_writable, os_error_line
 
 EXIT_OK, EXIT_THRESHOLD, EXIT_BROKEN = 0, 1, 3
 
@@ -121,7 +122,7 @@ async def reachable(url: str, timeout_s: float = 5.0, tls: Tls | None = None) ->
 
 
 class _Server(uvicorn.Server):
-    """uvicorn, with SIGTERM/SIGINT routed to our drain instead of an immediate stop."""
+    """uvicorn, with SIGTERM/SIGINT/SIGHUP routed to our drain instead of an immediate stop."""
 
     def __init__(self, config: uvicorn.Config, on_signal: Any) -> None:
         super().__init__(config)
@@ -131,7 +132,7 @@ class _Server(uvicorn.Server):
     def capture_signals(self) -> Generator[None, None, None]:
         loop = asyncio.get_running_loop()
         installed = []
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             try:
                 loop.add_signal_handler(sig, self._on_signal, sig)
                 installed.append(sig)
@@ -179,6 +180,7 @@ async def run_proxy(
                             proxy_headers=False,
                             timeout_graceful_shutdown=2, timeout_keep_alive=30)  # fmt: skip
     server = _Server(config, on_signal)
+    app.driver.on_broken = stop.set  # a full disk (or a failed housekeeper) stops the run
     app.driver.start()
     serving = asyncio.create_task(server.serve(sockets=[sock]))
     while not server.started and not serving.done():
@@ -201,7 +203,12 @@ async def run_proxy(
         for t in tasks:
             t.cancel()
     complete = drained.is_set()
-    summary = app.driver.finish(complete=complete, extra=extra, meta=meta)
+    written: OSError | None = None
+    try:
+        summary = app.driver.finish(complete=complete, extra=extra, meta=meta)
+    except OSError as e:
+        written = e
+        summary = app.driver.summary or {"verdict": "invalid", "complete": False}
     app.closed = True
     app.abort_all()
     server.should_exit = True
@@ -209,8 +216,31 @@ async def run_proxy(
         await serving
     waiter.cancel()
     await app.aclose()
-    con.print(f"results written to {app.driver.out} ({'complete' if complete else 'INCOMPLETE'}, "
-              f"verdict {summary['verdict']}, drain {time.monotonic() - t_stop:.1f} s)")  # fmt: skip
+    return _report_end(con, app, summary, written, time.monotonic() - t_stop)
+
+
+def _report_end(
+    con: Console, app: ProxyApp, summary: dict[str, Any], written: OSError | None, drain_s: float
+) -> int:
+    """Say how the run ended, what was lost if a write failed, and the exit code."""
+    drv = app.driver
+    files = drv.files
+    if (files is not None and files.io_error is not None) or written is not None:
+        e = files.io_error if files is not None and files.io_error else written
+        assert e is not None
+        con.print(f"[bold red]error:[/] cannot write results: {os_error_line(e, drv.out)}",
+                  soft_wrap=True)  # fmt: skip
+        lost = ", ".join(f"{k}: {v}" for k, v in sorted((files.lost if files else {}).items()))
+        lost = lost or "nothing else"
+        lost += ("; summary.json not written" if written is not None else
+                 f"; {drv.out}/summary.json written, marked incomplete")  # fmt: skip
+        con.print(f"[bold red]lost:[/] {lost} (exit 3)", soft_wrap=True)
+        return EXIT_BROKEN
+    complete = bool(summary.get("complete"))
+    con.print(f"results written to {drv.out} ({'complete' if complete else 'INCOMPLETE'}, "
+              f"verdict {summary['verdict']}, drain {drain_s:.1f} s)")  # fmt: skip
+    if summary.get("lost"):
+        con.print(f"[bold red]lost:[/] {summary['lost']} (exit 3)", soft_wrap=True)
     if not complete or not summary["conservation"]["ok"]:
         return EXIT_BROKEN
     return EXIT_THRESHOLD if summary["verdict"] != "pass" else EXIT_OK
@@ -241,6 +271,11 @@ def serve_proxy(
         return 2
     if tls.insecure:
         con.print(f"[bold red]WARNING:[/] {INSECURE_WARNING}", soft_wrap=True)
+    try:
+        check_writable(out)
+    except OSError as e:
+        con.print(f"[bold red]error:[/] cannot write results: {os_error_line(e, out)}")
+        return EXIT_BROKEN
     try:
         sock = bind(host, port)
     except OSError as e:

@@ -14,38 +14,35 @@ a file or logged.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from array import array
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
-import httpx
 import orjson
 import yaml
 from rich.console import Console
 
 from harness.arrivals import schedule
-from harness.live import calls, loadgen
+from harness.interrupts import Interrupts
+from harness.live import calls, loadgen, records
+from harness.live.follow import follow
 from harness.live.merge import merge
 from harness.live.progress import LiveView, print_dry_run, show_results
 from harness.live.target import BadTarget, api_base, endpoint, public
 from harness.live.tls import INSECURE_WARNING, Tls, TlsError
 from harness.live.tls import check as tls_check
 from harness.profile import FromEnv, Profile, to_dict
+from harness.results.summary import check_writable, os_error_line
 
 EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT, EXIT_BROKEN = 0, 1, 2, 3
 UPSTREAM_FAULTS = ("latency", "status", "rate_limit", "hang", "reset", "stream_error", "truncate")
@@ -84,27 +81,6 @@ def plan_size(profile: Profile, seed: int, cap: int | None) -> tuple[array[float
         times.append(a.t)
         per_class[a.cls] += 1
     return times, per_class
-
-
-class _Interrupts:
-    """SIGINT counts instead of raising wherever the main thread happens to be."""
-
-    def __init__(self) -> None:
-        self.count = 0
-
-    @contextlib.contextmanager
-    def installed(self) -> Iterator[_Interrupts]:
-        if threading.current_thread() is not threading.main_thread():
-            yield self
-            return
-        old = signal.signal(signal.SIGINT, self._on)
-        try:
-            yield self
-        finally:
-            signal.signal(signal.SIGINT, old)
-
-    def _on(self, _sig: int, _frame: FrameType | None) -> None:
-        self.count += 1
 
 
 @dataclass
@@ -203,6 +179,10 @@ def run_live(
         _notes(run, console)
         if tls.insecure:
             console.print(f"[bold red]WARNING:[/] {INSECURE_WARNING}", soft_wrap=True)
+        try:
+            check_writable(run.out)
+        except OSError as e:
+            raise RunError(f"cannot write results: {os_error_line(e, run.out)}") from None
         return _execute(run, times, where, console)
     except BadTarget as e:
         console.print(f"[bold red]error:[/] {e}", soft_wrap=True)
@@ -232,43 +212,68 @@ def _notes(run: Run, console: Console) -> None:
 
 
 def _execute(run: Run, times: array[float], where: str, console: Console) -> int:
-    run.out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".live-", dir=run.out))
     logs = run.out / "logs"
     logs.mkdir(exist_ok=True)
     kids = loadgen.Children(logs)
     started_at, wall0 = datetime.now(UTC), time.monotonic()
+    keep_work = False  # the generator's records stay on disk when the results could not be
     try:
-        with _Interrupts().installed() as intr:
+        with Interrupts().installed() as intr:
             stub_url, metrics = _start_servers(run, kids, work)
             lc = _start_locust(run, work, logs, console)
             kids.procs.extend((f"locust-{i}", q) for i, q in enumerate(lc.procs))
+            proxy = next((p for name, p in kids.procs if name == "proxy"), None)
             note = f"{where}; Ctrl-C stops (partial results are kept)"
             with LiveView(console, run.profile, time_scale=run.scale, due_times=times,
                           records=work / "requests.jsonl", metrics_url=metrics, note=note) as view:  # fmt: skip
-                complete, interrupted = _follow(run, lc, view, intr, stub_url, metrics)
+                end = follow(lc, view, intr, run.profile, run.scale, run.workers + run.remote,
+                             stub_url, metrics, proxy)  # fmt: skip
             lc.kill()
-            proxy = next((p for name, p in kids.procs if name == "proxy"), None)
             if proxy is not None and kids.stop(proxy, PROXY_GRACE_S + 20) is None:
-                complete = False
+                end.complete = False
             kids.stop_all()
+            if end.why:
+                console.print(f"[bold red]{end.why}[/]")
             run.live = {"target": "stub" if run.stub else public(run.target), "proxy": run.proxied,
                         "time_scale": run.scale, "workers": run.workers + run.remote,
                         "max_requests": run.max_requests,
                         "model": run.model, "profile_spec": run.spec, "overrides": run.overrides,
-                        "upstream_faults_injected": run.stub, "interrupted": interrupted,
-                        "locust_report": "locust.html"}  # fmt: skip
+                        "upstream_faults_injected": run.stub, "interrupted": end.interrupted,
+                        "stopped_by": end.why or None, "locust_report": "locust.html"}  # fmt: skip
             meta = {"tls": run.tls.meta()}
-            summary = merge(out=run.out, profile=run.profile, seed=run.seed,
-                            records=calls.read_records(work / "requests.jsonl"),
-                            scheduled=len(times),
-                            proxy_dir=run.out / "proxy" if run.proxied else None, live=run.live,
-                            started_at=started_at, wall_s=time.monotonic() - wall0,
-                            complete=complete, extra_thresholds=run.extra, meta=meta)  # fmt: skip
+            try:
+                summary = _merge(run, work, len(times), started_at, time.monotonic() - wall0,
+                                 end.complete, meta)  # fmt: skip
+            except OSError as e:
+                keep_work = True
+                console.print(f"[bold red]error:[/] cannot write results: {os_error_line(e, run.out)}; "
+                              f"summary.json was not written; the raw records are kept in "
+                              f"{work} (`harness report --recover {run.out}` rebuilds the "
+                              "summary once there is room) (exit 3)", soft_wrap=True)  # fmt: skip
+                return EXIT_BROKEN
     finally:
         kids.stop_all()
-        shutil.rmtree(work, ignore_errors=True)
+        if not keep_work:
+            shutil.rmtree(work, ignore_errors=True)
     return _finish(console, run.out, summary)
+
+
+def _merge(
+    run: Run, work: Path, scheduled: int, started_at: datetime, wall_s: float, complete: bool,
+    meta: dict[str, Any],
+) -> dict[str, Any]:
+    """Both sides into ``run.out``: a request the generator sent and never recorded (it was
+    stopped or killed first) is counted in flight, never dropped."""
+    gen = records.read_generator_file(work / "requests.jsonl")
+    missing = gen.sent - {r["id"] for r in gen.records}
+    recs = gen.records + records.unrecorded(run.profile, run.seed, missing, run.max_requests)
+    if gen.torn:
+        run.live["torn_record_lines"] = gen.torn
+    return merge(out=run.out, profile=run.profile, seed=run.seed, records=recs,
+                 scheduled=scheduled, proxy_dir=run.out / "proxy" if run.proxied else None,
+                 live=run.live, started_at=started_at, wall_s=wall_s, complete=complete,
+                 extra_thresholds=run.extra, meta=meta)  # fmt: skip
 
 
 def _start_servers(run: Run, kids: loadgen.Children, work: Path) -> tuple[str | None, str | None]:
@@ -322,61 +327,6 @@ def _start_locust(run: Run, work: Path, logs: Path, console: Console) -> loadgen
             f"{run.public_host or '<this host>'} --master-port {port}"
         )
     return lc
-
-
-def _follow(
-    run: Run,
-    lc: loadgen.Locust,
-    view: LiveView,
-    intr: _Interrupts,
-    stub_url: str | None,
-    proxy_metrics_url: str | None = None,
-) -> tuple[bool, bool]:
-    """Wait for the load to start, set the stub's and the proxy's fault epoch, follow it to
-    the end.
-    Returns (complete, interrupted)."""
-    deadline = time.monotonic() + (150.0 if run.workers + run.remote else 60.0)
-    info = lc.started()
-    while info is None:
-        if not lc.alive():
-            raise loadgen.StartError(
-                f"Locust exited at start:\n{loadgen.tail(lc.logs / 'locust.log')}"
-            )
-        if intr.count or time.monotonic() > deadline:
-            return False, bool(intr.count)
-        time.sleep(0.02)
-        info = lc.started()
-    start = float(info["start_epoch"])
-    view.started(start)
-    urls = [] if stub_url is None else [f"{stub_url}/_stub/epoch"]
-    if proxy_metrics_url is not None:
-        urls.append(proxy_metrics_url.rsplit("/metrics", 1)[0] + "/_proxy/epoch")
-    if urls:
-        threading.Thread(target=_set_epoch, args=(urls, start), daemon=True).start()
-    prof = run.profile
-    retries = prof.clients.retry.max_retries if prof.clients.retry else 0
-    bound = (prof.duration_s + calls.client_timeout_s(prof) * (1 + retries)) * run.scale
-    deadline = start + bound + 60.0 * (1 + retries)
-    stopped_at: float | None = None
-    while lc.alive():
-        view.update()
-        if stopped_at is None and (intr.count or time.time() > deadline):
-            view.status = "interrupted: draining" if intr.count else "time limit: draining"
-            lc.stop()
-            stopped_at = time.monotonic()
-        if intr.count > 1 or (stopped_at is not None and time.monotonic() - stopped_at > 20):
-            break
-        time.sleep(0.05 if time.time() < start + 2 else 0.5)
-    view.update()
-    return stopped_at is None and lc.wait(5) == 0, bool(intr.count)
-
-
-def _set_epoch(urls: list[str], start_epoch: float) -> None:
-    """The stub's and the proxy's fault timelines count from the moment the load starts."""
-    time.sleep(max(0.0, start_epoch - time.time()))
-    for url in urls:
-        with contextlib.suppress(httpx.HTTPError):
-            httpx.put(url, timeout=5.0)
 
 
 def _finish(console: Console, out: Path, summary: dict[str, Any]) -> int:

@@ -65,8 +65,9 @@ class Upstream(Protocol):
         timeout_s: float,
         stream: bool,
     ) -> UpstreamResponse:
-        """Start one call. ``target`` is the request's path and query; ``timeout_s`` bounds a
-        non-streaming call as a whole and a streaming one per read (headers, then each chunk)."""
+        """Start one call. ``target`` is the request's path and query; ``timeout_s`` bounds
+        the call as a whole, streams included (a per-read bound alone lets an answer that drips
+        a byte at a time run for ever)."""
         ...
 
     async def aclose(self) -> None: ...
@@ -172,7 +173,7 @@ class AiohttpUpstream:
         if t is None:
             connect = min(self._connect_s, timeout_s)
             t = (
-                aiohttp.ClientTimeout(total=None, connect=connect, sock_read=timeout_s)
+                aiohttp.ClientTimeout(total=timeout_s, connect=connect, sock_read=timeout_s)
                 if stream
                 else aiohttp.ClientTimeout(total=timeout_s, connect=connect)
             )
