@@ -217,7 +217,7 @@ def _execute(run: Run, times: array[float], where: str, console: Console) -> int
     logs.mkdir(exist_ok=True)
     kids = loadgen.Children(logs)
     started_at, wall0 = datetime.now(UTC), time.monotonic()
-    keep_work = False  # the generator's records stay on disk when the results could not be
+    keep_work = False  # kept when the results could not be written: `report --recover`
     try:
         with Interrupts().installed() as intr:
             stub_url, metrics = _start_servers(run, kids, work)
