@@ -83,3 +83,21 @@ def unrecorded(
             if len(out) == len(ids):
                 break
     return out
+
+
+def next_unknown(
+    profile: Profile, seed: int, known: set[str], k: int, cap: int | None
+) -> set[str]:
+    """The first ``k`` scheduled ids with neither a record nor a marker: the requests that
+    reached the proxy while their markers died in the killed generator's buffer (it sends in
+    schedule order, so they are the next ones)."""
+    out: set[str] = set()
+    arr: Iterator[Arrival] = schedule(profile, seed)
+    if cap is not None:
+        arr = islice(arr, cap)
+    for a in arr:
+        if len(out) >= k:
+            break
+        if a.id not in known:
+            out.add(a.id)
+    return out

@@ -26,7 +26,7 @@ from typing import Any
 import orjson
 
 from harness.live import records
-from harness.live.merge import merge
+from harness.live.merge import attempt_counts, merge
 from harness.live.outfiles import PARTIAL_TIMELINE
 from harness.profile import Profile, ProfileError, load, to_dict
 from harness.results import summary as summ
@@ -112,8 +112,17 @@ def recover_run(folder: Path) -> dict[str, Any]:
     recs = gen.records + records.unrecorded(prof, prof.seed, missing, None)
     proxy_dir = folder / "proxy"
     proxied = proxy_dir.is_dir()
-    if proxied and not (proxy_dir / "summary.json").is_file():
-        recover_proxy(proxy_dir)
+    inferred = 0
+    if proxied:
+        if not (proxy_dir / "summary.json").is_file():
+            recover_proxy(proxy_dir)
+        # The proxy logged attempts the killed generator's stream never got to: counted too.
+        seen = orjson.loads((proxy_dir / "summary.json").read_bytes())["counts"]["arrivals"]
+        inferred = max(0, int(seen) - attempt_counts(recs)["arrivals"])
+        if inferred:
+            known = {r["id"] for r in recs}
+            extra = records.next_unknown(prof, prof.seed, known, inferred, None)
+            recs += records.unrecorded(prof, prof.seed, extra, None)
     try:
         start = orjson.loads((work / "start.json").read_bytes())
         started = datetime.fromtimestamp(float(start["start_epoch"]), UTC)
@@ -122,7 +131,7 @@ def recover_run(folder: Path) -> dict[str, Any]:
     live = {"proxy": proxied, "time_scale": _time_scale(work), "interrupted": True,
             "stopped_by": "killed (recovered from disk)",
             "recovered": {"torn_lines": gen.torn, "unrecorded_in_flight": len(missing),
-                          "work": work.name}}  # fmt: skip
+                          "inferred_from_proxy": inferred, "work": work.name}}  # fmt: skip
     return merge(out=folder, profile=prof, seed=prof.seed, records=recs,
                  scheduled=len(recs), proxy_dir=proxy_dir if proxied else None, live=live,
                  started_at=started, wall_s=0.0, complete=False)  # fmt: skip
