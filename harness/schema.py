@@ -237,8 +237,16 @@ class Engine:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ClientRetry:
+    """Callers' retries, as the official SDKs do them (harness/clients.py says which)."""
+
     max_retries: int = field(default=2, metadata=_c(ge=0))
     honour_retry_after: bool = True
+    statuses: tuple[int, ...] = (408, 409, 429)  # retried, besides every 5xx (server_errors)
+    server_errors: bool = True
+    initial_delay_s: float = field(default=0.5, metadata=_c(ge=0))
+    max_delay_s: float = field(default=8.0, metadata=_c(ge=0))
+    retry_after_max_s: float | None = field(default=120.0, metadata=_c(gt=0))
+    give_up_over_max: bool = True  # openai: a longer Retry-After is not retried at all
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -44,10 +44,10 @@ import orjson
 import yaml
 
 from harness.arrivals import Arrival, schedule
-from harness.clients import retry_delay
+from harness.clients import retry_delay, should_retry_header
 from harness.engine.events import PRIORITY_NAMES
 from harness.live.dialect import request_body, wire_headers, wire_path
-from harness.profile import Profile, loads, to_dict
+from harness.profile import ClientRetry, Profile, loads, to_dict
 
 CHARS_PER_TOKEN = 4  # the usual rough estimate for English text and code
 
@@ -148,8 +148,9 @@ class Call:
     ``failed:<reason>``, ``expired`` or ``in_flight`` -- the cross-check against the proxy's
     per-attempt counts reads it."""
 
-    __slots__ = ("a", "actual", "attempts", "chars", "due", "end", "gaps", "history", "outcome",
-                 "reason", "retry_after", "sent", "status", "tokens", "ttft", "wait_ms")  # fmt: skip
+    __slots__ = ("a", "actual", "attempts", "chars", "due", "end", "gaps", "history", "no_answer",
+                 "outcome", "reason", "retry_after", "sent", "should_retry", "status", "tokens",
+                 "ttft", "wait_ms")  # fmt: skip
 
     def __init__(self, a: Arrival, due: float, actual: float) -> None:
         self.a = a
@@ -162,6 +163,8 @@ class Call:
         self.reason: str | None = None
         self.history: list[str] = []
         self.retry_after: float | None = None
+        self.should_retry: bool | None = None  # the answer's x-should-retry
+        self.no_answer = False  # a transport failure: the SDKs retry it as a connection error
         self.wait_ms: float | None = None
         self.ttft: float | None = None
         self.end: float | None = None
@@ -172,6 +175,7 @@ class Call:
     def begin(self) -> None:
         self.attempts += 1
         self.outcome, self.reason, self.status, self.retry_after = "in_flight", None, None, None
+        self.should_retry, self.no_answer = None, False
         self.end = self.ttft = self.gaps = self.tokens = None
         self.chars = 0
 
@@ -201,6 +205,7 @@ class Call:
         else:
             self.settle("failed", _failure_reason(status, body, proxied))
         self.retry_after = _retry_after(headers)
+        self.should_retry = should_retry_header(h.get("x-should-retry"))
 
     def abandon(self) -> None:
         """The run was interrupted: an attempt still out is in flight (its end unknown); one
@@ -238,32 +243,28 @@ def _retry_after(headers: Any) -> float | None:
 
 @dataclass(frozen=True, slots=True)
 class Retry:
-    """Callers' retries of a 429/503, like the official SDKs: Retry-After when it is sane
-    (0 < s <= 60, wall seconds as sent), else exponential backoff with jitter."""
+    """Callers' retries, by the SDK model of ``harness.clients`` (the simulation's too). The
+    model speaks profile seconds: a Retry-After heard in wall seconds is scaled back before it
+    is judged (so a ``retry_after_max_s`` of 120 means the same at any time scale), and the
+    wait is scaled to wall seconds again."""
 
-    max_retries: int
-    honour_retry_after: bool
+    cfg: ClientRetry | None
     time_scale: float
     rng: random.Random
 
     @classmethod
     def from_profile(cls, profile: Profile, time_scale: float, seed: str) -> Retry:
-        r = profile.clients.retry
-        return cls(r.max_retries if r else 0, r.honour_retry_after if r else True, time_scale,
-                   random.Random(seed))  # fmt: skip
+        return cls(profile.clients.retry, time_scale, random.Random(seed))
 
     def delay(self, call: Call) -> float | None:
         """Wall seconds to wait before the next attempt, or None to stop."""
-        if call.outcome == "completed":
+        if call.outcome == "completed" or self.cfg is None:
             return None
-        d = retry_delay(status=call.status, attempts=call.attempts, max_retries=self.max_retries,
-                        retry_after_s=call.retry_after, honour_retry_after=self.honour_retry_after,
-                        rng=self.rng)  # fmt: skip
-        if d is None:
-            return None
-        seconds, from_server = d
-        # Retry-After already speaks wall seconds; the SDK's own backoff is in profile seconds.
-        return seconds if from_server else seconds * self.time_scale
+        ra = call.retry_after
+        d = retry_delay(self.cfg, status=None if call.no_answer else call.status,
+                        attempts=call.attempts, retry_after_s=None if ra is None
+                        else ra / self.time_scale, rng=self.rng, header=call.should_retry)  # fmt: skip
+        return None if d is None else d[0] * self.time_scale
 
 
 class RequestSpec:

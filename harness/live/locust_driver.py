@@ -216,6 +216,7 @@ class OpenLoop:
             status = r.status_code
             if status == 0:  # no answer: Locust counts the error itself
                 call.settle("failed", _error_reason(getattr(r, "error", None)))
+                call.no_answer = True
                 call.end = perf()
                 return
             call.status = status
@@ -234,6 +235,9 @@ class OpenLoop:
                         read_body(r.content, call)
                 except Exception as e:  # a reset mid-body is an outcome, not a bug
                     call.settle("failed", _error_reason(e, during_body=True))
+                    # The SDKs read a whole (non-streamed) body inside the send, so its loss is
+                    # a connection error to them, and retried; a broken stream is not.
+                    call.no_answer = not stream
             call.end = perf()
             if call.outcome != "completed":
                 r.failure(f"{status} {call.outcome} {call.reason}")

@@ -21,10 +21,12 @@ aborts the upstream call. A request malformed (400) or too large (413) is no arr
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import cast
 
 import orjson
 
+from harness import outcomes
 from harness.engine.events import (
     PRIORITY_OF,
     Admit,
@@ -40,6 +42,7 @@ from harness.live import wire
 from harness.live.driver import LiveDriver, Ticket
 from harness.live.upstream import Upstream, UpstreamError, UpstreamResponse
 from harness.live.wire import Receive, Scope, Send
+from harness.outcomes import Answer
 
 DEFAULT_MAX_BODY = 8 * 1024 * 1024
 RETRYABLE_STATUS = frozenset((408, 409, 429))  # and every 5xx, as the OpenAI SDKs retry
@@ -48,8 +51,8 @@ RETRYABLE_STATUS = frozenset((408, 409, 429))  # and every 5xx, as the OpenAI SD
 class Call(Ticket):
     """A ticket plus the HTTP side of one admitted request."""
 
-    __slots__ = ("aborted", "body", "committed", "est_wait", "fwd", "gone", "last", "method",
-                 "queue_wait_ms", "responded", "stream", "target", "task")  # fmt: skip
+    __slots__ = ("aborted", "body", "cause", "committed", "est_wait", "fwd", "gone", "last",
+                 "method", "queue_wait_ms", "responded", "stream", "target", "task")  # fmt: skip
 
     def __init__(
         self, cls: str, priority: int, tenant: str, key: str | None, deadline_s: float | None
@@ -58,6 +61,7 @@ class Call(Ticket):
         self.task: asyncio.Task[object] | None = None
         self.gone = self.aborted = self.committed = self.responded = False
         self.last: tuple[int, wire.Headers, bytes] | None = None
+        self.cause: str | None = None  # the last attempt's failure: the answer follows it
         self.est_wait = b"0.000"
         self.queue_wait_ms = b"0.0"
         self.stream = False
@@ -220,9 +224,13 @@ class ProxyApp:
     # -- one upstream attempt ----------------------------------------------------------------
 
     async def _attempt(self, call: Call, send: Send) -> None:
-        report = self.driver.report
         m = self.driver.metrics
         call.last = None
+
+        def report(ev: Finished | Failed) -> None:
+            call.cause = ev.reason if isinstance(ev, Failed) else None
+            self.driver.report(ev)
+
         try:
             resp = await self.upstream.send(call.method, call.target, call.fwd, call.body,
                                             timeout_s=self.timeout_s, stream=call.stream)  # fmt: skip
@@ -233,7 +241,7 @@ class ProxyApp:
             status = resp.status
             m.upstream_response(status)
             if 200 <= status < 300 and call.stream:
-                return await self._pipe(call, resp, send)
+                return await self._pipe(call, resp, send, report)
             try:
                 data = await resp.read()
             except UpstreamError as e:
@@ -248,11 +256,13 @@ class ProxyApp:
         finally:
             resp.close()
 
-    async def _pipe(self, call: Call, resp: UpstreamResponse, send: Send) -> None:
+    async def _pipe(
+        self, call: Call, resp: UpstreamResponse, send: Send, report: Callable[[Failed], None]
+    ) -> None:
         """Pass a 2xx stream through chunk by chunk; commit on the first chunk."""
         it = resp.chunks()
         status, headers = resp.status, resp.headers
-        report = self.driver.report
+        finished = self.driver.report
         try:
             first = await anext(it)
         except UpstreamError as e:
@@ -283,7 +293,7 @@ class ProxyApp:
             return report(Failed(call.id, e.reason, retryable=False))
         if sse and not tail.rstrip().endswith(b"[DONE]"):
             return report(Failed(call.id, "upstream_truncated", retryable=False))
-        report(Finished(call.id))
+        finished(Finished(call.id))
 
     # -- answers -----------------------------------------------------------------------------
 
@@ -299,53 +309,49 @@ class ProxyApp:
             return
         extra = [(b"x-estimated-wait", call.est_wait), (b"x-queue-wait-ms", call.queue_wait_ms)]
         if type(final) is Complete and call.last is not None:
-            status, headers, data = call.last
-            out = wire.response_headers(headers)
-            out.extend(extra)
-            out.append((b"content-length", b"%d" % len(data)))
-            await send({"type": "http.response.start", "status": status, "headers": out})
-            await send({"type": "http.response.body", "body": data})
+            await _pass_on(send, call.last, extra)
         elif type(final) is Fail:
             assert isinstance(final, Fail)
-            if final.reason == "cancelled":
+            ans = outcomes.failed(final.reason, call.cause)
+            if ans is None:  # cancelled: nobody is listening
                 return
-            extra += [(b"x-proxy-outcome", b"failed"), (b"x-proxy-reason", final.reason.encode()),
+            extra += [(b"x-proxy-reason", final.reason.encode()),
                       (b"x-proxy-attempts", b"%d" % final.attempts)]  # fmt: skip
-            if call.last is not None:  # the upstream's own error answer, passed through
-                status, headers, data = call.last
-                out = wire.response_headers(headers) + extra
-                out.append((b"content-length", b"%d" % len(data)))
-                await send({"type": "http.response.start", "status": status, "headers": out})
-                await send({"type": "http.response.body", "body": data})
-                return
-            status = 504 if final.reason == "upstream_timeout" else 502
+            if ans.passthrough and call.last is not None:  # the upstream's own error answer
+                return await _pass_on(send, call.last, [*extra, (b"x-proxy-outcome", b"failed")])
             msg = f"The upstream call failed after {final.attempts} attempt(s): {final.reason}."
-            await wire.send_json(send, status, wire.error_body(msg, "upstream_error",
-                                                               final.reason), extra)  # fmt: skip
+            await self._answer(send, ans, msg, extra)
         elif type(final) is Expire:
             assert isinstance(final, Expire)
             age = final.age_s * self.scale
             if final.reason == "max_wait":
                 msg = f"The request waited {age:.3f} s in the queue, past the longest wait allowed."
-                code = "max_wait_expired"
             else:
                 msg = f"The request waited {age:.3f} s in the queue, past its class's deadline."
-                code = "deadline_expired"
-            extra += [(b"x-proxy-outcome", b"expired"), (b"x-proxy-reason", final.reason.encode())]
-            await wire.send_json(send, 504, wire.error_body(msg, "timeout_error", code), extra)
+            extra.append((b"x-proxy-reason", final.reason.encode()))
+            await self._answer(send, outcomes.expired(final.reason), msg, extra)
+
+    async def _answer(
+        self, send: Send, ans: Answer, msg: str, headers: wire.Headers | None = None
+    ) -> None:
+        """An answer of harness.outcomes' table, as JSON with its headers (wall seconds)."""
+        out = list(headers or [])
+        if ans.outcome != "rejected":
+            out.append((b"x-proxy-outcome", ans.outcome.encode()))
+        if ans.retry_after_s is not None:
+            out += wire.retry_after_headers(ans.retry_after_s * self.scale)
+        if ans.should_retry is not None:
+            out.append((b"x-should-retry", b"true" if ans.should_retry else b"false"))
+        await wire.send_json(send, ans.status, wire.error_body(msg, ans.type, ans.code), out)
 
     async def _reject(self, send: Send, r: Reject) -> None:
         wall = r.retry_after_s * self.scale
-        shutting = r.reason == "shutting_down"
         msg = (f"The proxy is shutting down and admits no new requests; retry in {wall:.3f} s."
-               if shutting else f"Request rejected by admission control ({r.reason}); "
-               f"retry in {wall:.3f} s.")  # fmt: skip
-        headers = wire.retry_after_headers(wall)
-        headers += [(b"x-admission-reason", r.reason.encode()),
-                    (b"x-estimated-wait", wire.seconds(r.estimated_wait_s * self.scale))]  # fmt: skip
-        body = wire.error_body(msg, "service_unavailable" if shutting else "rate_limit_error",
-                               r.reason)  # fmt: skip
-        await wire.send_json(send, 503 if shutting else 429, body, headers)
+               if r.reason == "shutting_down" else f"Request rejected by admission control "
+               f"({r.reason}); retry in {wall:.3f} s.")  # fmt: skip
+        headers = [(b"x-admission-reason", r.reason.encode()),
+                   (b"x-estimated-wait", wire.seconds(r.estimated_wait_s * self.scale))]  # fmt: skip
+        await self._answer(send, outcomes.rejected(r.reason, r.retry_after_s), msg, headers)
 
     async def _too_large(self, send: Send, receive: Receive, more: bool) -> None:
         if more:  # read the rest first, so the client hears this rather than a reset
@@ -407,6 +413,15 @@ class ProxyApp:
         out.append((b"content-length", b"%d" % len(data)))
         await send({"type": "http.response.start", "status": resp.status, "headers": out})
         await send({"type": "http.response.body", "body": data})
+
+
+async def _pass_on(send: Send, last: tuple[int, wire.Headers, bytes], extra: wire.Headers) -> None:
+    """The upstream's answer as it came, plus the proxy's own headers."""
+    status, headers, data = last
+    out = wire.response_headers(headers) + extra
+    out.append((b"content-length", b"%d" % len(data)))
+    await send({"type": "http.response.start", "status": status, "headers": out})
+    await send({"type": "http.response.body", "body": data})
 
 
 __all__ = ["DEFAULT_MAX_BODY", "Call", "ProxyApp"]

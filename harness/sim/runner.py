@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
+from harness import outcomes
 from harness.arrivals import Arrival, schedule, stream
 from harness.clients import retry_delay
 from harness.engine.core import Engine
@@ -34,34 +35,50 @@ from harness.engine.events import (
     Reject,
     Tick,
 )
+from harness.outcomes import Answer
 from harness.profile import ClientRetry, Profile
 from harness.results import summary as summ
 from harness.results.alerts import evaluate_alerts
 from harness.results.recorder import DecisionLog
 from harness.results.stats import TIMELINE_P95_WINDOW_S, Collector
-from harness.sim.upstream import SimUpstream
+from harness.sim.upstream import MID_STREAM, SimUpstream
 
 _FINISH: Final = 0
 _FAIL: Final = 1
 _TICK: Final = 2
 _METRICS: Final = 3
 _CLIENT: Final = 4
-# What a caller sees for a final failure, by reason (the proxy passes the upstream's status on).
-_FAIL_STATUS = {"upstream_429": 429, "upstream_503": 503}
 
 
 class ClientRetries:
-    """``clients.retry`` in virtual time: a rejected (429/503) or failed-with-429/503 attempt is
-    sent again by its caller, as the official SDKs do, as a new arrival with id ``r-000123.2``.
-    Only the last attempt is the logical request's outcome; every attempt is an engine arrival
+    """``clients.retry`` in virtual time: each final outcome is turned into what its caller
+    hears (``harness.outcomes``, the proxy's own table) and the caller retries it or not by the
+    SDKs' rules (``harness.clients``), as a new arrival with id ``r-000123.2``. Only the last
+    attempt is the logical request's outcome; every attempt is an engine arrival
     (``counts.attempts``), and the per-second timeline shows attempts, as a proxy would."""
 
     def __init__(self, cfg: ClientRetry, rng: random.Random) -> None:
         self.cfg = cfg
         self.rng = rng
         self.attempt: dict[str, tuple[Arrival, int]] = {}  # attempt id -> (first arrival, n)
+        # attempt id -> its last upstream failure and Retry-After: a Fail's reason may hide it
+        # (retry_budget), and the proxy answers with the upstream's own status then.
+        self.cause: dict[str, tuple[str, float | None]] = {}
         self.retried_rejects = 0
         self.retried_fails = 0
+        self.retried_expires = 0
+
+    def answer(self, a: Action) -> Answer | None:
+        tp = type(a)
+        if tp is Reject:
+            assert isinstance(a, Reject)
+            return outcomes.rejected(a.reason, a.retry_after_s)
+        if tp is Fail:
+            assert isinstance(a, Fail)
+            cause, ra = self.cause.pop(a.id, (None, None))
+            return outcomes.failed(a.reason, cause, ra, committed=cause in MID_STREAM)
+        assert isinstance(a, Expire)
+        return outcomes.expired(a.reason)
 
     def screen(
         self, now: float, actions: list[Action], col: Collector
@@ -71,19 +88,17 @@ class ClientRetries:
         again: list[tuple[float, Arrival]] = []
         for a in actions:
             tp = type(a)
-            if tp is Reject or tp is Fail:
-                if tp is Reject:
-                    assert isinstance(a, Reject)
-                    status = 503 if a.reason == "shutting_down" else 429
-                    ra: float | None = a.retry_after_s
-                else:
-                    assert isinstance(a, Fail)
-                    status, ra = _FAIL_STATUS.get(a.reason, 0), None
-                first, n = self.attempt.pop(a.id, (None, 1))
-                d = retry_delay(status=status, attempts=n, max_retries=self.cfg.max_retries,
-                                retry_after_s=ra, honour_retry_after=self.cfg.honour_retry_after,
-                                rng=self.rng)  # fmt: skip
-                if d is not None and first is not None:
+            if tp is Reject or tp is Fail or tp is Expire:
+                rid: str = a.id  # type: ignore[attr-defined]
+                ans = self.answer(a)
+                entry = self.attempt.pop(rid, None)
+                d = None
+                if ans is not None and entry is not None:
+                    d = retry_delay(self.cfg, status=ans.status, attempts=entry[1],
+                                    retry_after_s=ans.retry_after_s, rng=self.rng,
+                                    header=ans.should_retry)  # fmt: skip
+                if d is not None and entry is not None:
+                    first, n = entry
                     nxt = Arrival(first.index, now + d[0], first.cls, first.priority,
                                   first.tenant, first.key, first.deadline_s)  # fmt: skip
                     nxt.id = f"{first.id}.{n + 1}"
@@ -92,12 +107,17 @@ class ClientRetries:
                     if tp is Reject:
                         self.retried_rejects += 1
                     else:
-                        self.retried_fails += 1
-                        col.withdraw(a.id)
+                        if tp is Fail:
+                            self.retried_fails += 1
+                        else:
+                            self.retried_expires += 1
+                        col.withdraw(rid)
                     again.append((nxt.t, nxt))
                     continue
-            elif tp is Complete or tp is Expire:
+            elif tp is Complete:
                 self.attempt.pop(a.id, None)  # type: ignore[attr-defined]
+                if self.cause:
+                    self.cause.pop(a.id, None)  # type: ignore[attr-defined]
             keep.append(a)
         return keep, again
 
@@ -226,7 +246,11 @@ def _simulate(
             if kind == _FINISH:
                 actions = handle(Finished(payload), now)
             elif kind == _FAIL:
-                actions = handle(Failed(*payload), now)
+                rid, failure, ra = payload
+                if clients is not None:
+                    clients.cause[rid] = (failure, ra)
+                # A stream that broke after its first byte is final (the proxy's rule).
+                actions = handle(Failed(rid, failure, ra, failure not in MID_STREAM), now)
             elif kind == _CLIENT:
                 actions = arrive(payload, now)
             elif kind == _TICK:
@@ -275,17 +299,18 @@ def _simulate(
     ec = engine.counts
     rr = clients.retried_rejects if clients else 0
     rf = clients.retried_fails if clients else 0
+    rx = clients.retried_expires if clients else 0
     # The engine saw every attempt; the results count logical requests. Cross-check the two.
-    engine_counts = {"arrivals": ec.arrivals - rr - rf, "admitted": ec.admitted - rf,
+    engine_counts = {"arrivals": ec.arrivals - rr - rf - rx, "admitted": ec.admitted - rf - rx,
                      "rejected": ec.rejected - rr, "completed": ec.completed,
-                     "failed": ec.failed - rf, "expired": ec.expired}  # fmt: skip
+                     "failed": ec.failed - rf, "expired": ec.expired - rx}  # fmt: skip
     summary = summ.build(
         profile=profile, mode="sim", seed=seed, col=col, duration_s=end, scheduled=scheduled,
         in_flight_at_end=len(engine.jobs), engine_counts=engine_counts, alerts=alerts,
         timeline=timeline, extra_thresholds=extra_thresholds, attempts=ec.arrivals,
         complete=not halted,
     )  # fmt: skip
-    summary["counts"]["client_retries"] = rr + rf
+    summary["counts"]["client_retries"] = rr + rf + rx
     summary["counts"]["upstream_retries"] = ec.retries
     wall = time.perf_counter() - wall0
     summary["meta"] = summ.meta(started, wall)

@@ -19,6 +19,11 @@ from harness.profile import Fault, Latency, Profile
 Sampler = Callable[[], float]
 FAST_FAIL_S: Final = 0.05  # how long an upstream takes to answer with an error status
 RESET_S: Final = 0.01
+# Failures after a stream's first byte went out: final, never retried (the proxy's rule). The
+# stub's stream_error ends the body with an error event and no ``[DONE]``, which the proxy
+# sees as a truncated stream, so both stream faults end as ``upstream_truncated``.
+TRUNCATED: Final = "upstream_truncated"
+MID_STREAM: Final = frozenset({TRUNCATED})
 
 
 def sampler(lat: Latency, rng: random.Random) -> Sampler:
@@ -50,6 +55,8 @@ class SimUpstream:
             name: sampler(c.latency, latency_rng) if c.latency is not None else default
             for name, c in profile.classes.items()
         }
+        # Stream faults hit streaming requests only, as in the stub.
+        self.streaming = frozenset(n for n, c in profile.classes.items() if c.stream)
         self.faults: tuple[Fault, ...] = tuple(
             f for f in profile.faults if f.kind not in ("metrics_outage",)
         )
@@ -77,9 +84,11 @@ class SimUpstream:
                         )
                         return (FAST_FAIL_S, "upstream_429", ra)
                     continue
+                kind = f.kind
+                if (kind == "stream_error" or kind == "truncate") and cls not in self.streaming:
+                    continue  # no draw either: the stub does not consult it
                 if f.probability < 1.0 and self.fault_rng.random() >= f.probability:
                     continue
-                kind = f.kind
                 if kind == "latency":
                     latency += f.add_s or 0.0
                 elif kind == "status":
@@ -88,10 +97,10 @@ class SimUpstream:
                     return (self.timeout_s, "upstream_timeout", None)
                 elif kind == "reset":
                     return (RESET_S, "upstream_reset", None)
-                elif kind == "stream_error":
-                    return (min(latency * 0.5, self.timeout_s), "upstream_stream_error", None)
-                elif kind == "truncate":
-                    return (min(latency * 0.5, self.timeout_s), "upstream_truncated", None)
+                elif kind == "stream_error" or kind == "truncate":
+                    if f.after_chunks == 0 and kind == "truncate":
+                        return (min(latency, self.timeout_s), "upstream_empty_stream", None)
+                    return (min(latency * 0.5, self.timeout_s), TRUNCATED, None)
                 elif kind == "ack_loss":
                     # The work is done upstream but the answer never arrives: a timeout.
                     return (self.timeout_s, "upstream_timeout", None)

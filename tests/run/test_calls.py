@@ -19,7 +19,7 @@ from harness.live.calls import (
     Retry,
     make_config,
 )
-from harness.profile import load, loads
+from harness.profile import ClientRetry, load, loads
 
 STREAMY = """
 name: streamy
@@ -94,21 +94,30 @@ def _call(status: int, retry_after: float | None = None, attempts: int = 1) -> C
     return c
 
 
-def test_retries_honour_retry_after_like_the_sdks() -> None:
-    r = Retry(max_retries=2, honour_retry_after=True, time_scale=0.1, rng=random.Random(1))
-    assert r.delay(_call(429, retry_after=2.5)) == 2.5
-    backoff = r.delay(_call(429, retry_after=120.0))  # beyond 60 s: backoff instead
-    assert backoff is not None and 0.375 * 0.1 <= backoff <= 0.5 * 0.1
+def test_retries_follow_the_sdk_model_in_wall_seconds() -> None:
+    """The live side judges a Retry-After in profile seconds (wall / time scale) and waits in
+    wall seconds: the same decisions as the simulation at any time scale."""
+    r = Retry(ClientRetry(), time_scale=0.1, rng=random.Random(1))
+    assert r.delay(_call(429, retry_after=2.5)) == pytest.approx(2.5)
+    assert r.delay(_call(429, retry_after=12.5)) is None  # 125 profile s > 120: openai gives up
     second = r.delay(_call(503, attempts=2))
     assert second is not None and 0.75 * 0.1 <= second <= 1.0 * 0.1
     assert r.delay(_call(429, attempts=3)) is None  # max_retries reached
-    assert r.delay(_call(500)) is None  # only 429 and 503 are retried
+    assert r.delay(_call(500)) is not None  # every 5xx, as the SDKs
+    assert r.delay(_call(400)) is None
+    gone = _call(200)
+    gone.no_answer = True  # a connection error: retried
+    assert r.delay(gone) is not None
     done = _call(200)
     done.outcome = "completed"
     assert r.delay(done) is None
-    ignore = Retry(max_retries=1, honour_retry_after=False, time_scale=1.0, rng=random.Random(1))
+    told = _call(500)
+    told.should_retry = False
+    assert r.delay(told) is None
+    ignore = Retry(ClientRetry(max_retries=1, honour_retry_after=False), 1.0, random.Random(1))
     d = ignore.delay(_call(429, retry_after=2.5))
     assert d is not None and 0.375 <= d <= 0.5
+    assert Retry(None, 1.0, random.Random(1)).delay(_call(429)) is None
 
 
 @pytest.mark.parametrize(
