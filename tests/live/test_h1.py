@@ -94,6 +94,14 @@ async def close_after_one(r: asyncio.StreamReader, w: asyncio.StreamWriter, s: S
     # then close: the pooled connection is stale when the next request takes it
 
 
+async def resets_the_second(r: asyncio.StreamReader, w: asyncio.StreamWriter, s: Server) -> None:
+    await s.read_request(r)
+    w.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+    await w.drain()
+    await s.read_request(r)  # the second request on this connection was received: reset
+    w.transport.abort()
+
+
 async def silent(r: asyncio.StreamReader, w: asyncio.StreamWriter, s: Server) -> None:
     await s.read_request(r)
     await s.release.wait()
@@ -178,6 +186,31 @@ def test_a_pooled_connection_closed_by_the_server_is_replaced_transparently() ->
                 await asyncio.sleep(0.05)  # let the server's close arrive
             await c.aclose()
         assert s.connections == 2
+
+    run(go())
+
+
+def test_a_reset_post_is_sent_again_only_with_an_idempotency_key() -> None:
+    """Go's net/http rule: on a reused connection that broke before any answer, a request is
+    replayed only if it may be sent twice; a plain POST's reset is reported (the engine decides
+    whether to retry it, counting it in its budget)."""
+
+    async def go() -> None:
+        for headers, replayed in (([], False), ([(b"Idempotency-Key", b"k-1")], True)):
+            async with Server(resets_the_second) as s:
+                c = H1Upstream(s.url)
+                resp = await c.send("POST", "/", headers, b"{}", timeout_s=5, stream=False)
+                assert await resp.read() == b"ok"
+                resp.close()
+                if replayed:
+                    resp = await c.send("POST", "/", headers, b"{}", timeout_s=5, stream=False)
+                    assert await resp.read() == b"ok"
+                else:
+                    with pytest.raises(UpstreamError) as e:
+                        await c.send("POST", "/", headers, b"{}", timeout_s=5, stream=False)
+                    assert e.value.reason == "upstream_reset"
+                await c.aclose()
+            assert (s.connections, len(s.requests)) == ((2, 3) if replayed else (1, 2))
 
     run(go())
 
