@@ -143,11 +143,15 @@ def simulate(
     with_timeline: bool = True,
     progress: Callable[[float], None] | None = None,
     stop: Callable[[float], bool] | None = None,
+    schedule_seed: int | None = None,
 ) -> SimResult:
     """Run ``profile`` in virtual time. ``progress(t)`` is called with the simulated time every
     16,384 arrivals (long runs show a progress bar). ``stop(t)`` is asked once per simulated
     second (a signal arrived: the CLI's hook; a test's hook delivers one at a chosen time); when
     it answers True the run ends there, marked incomplete, work in progress counted in flight.
+    ``schedule_seed`` (default: the seed) draws the arrivals alone: a live run of seed S sends
+    seed S's schedule, and its spread is that of the other draws (latencies, faults, jitter)
+    over that one schedule.
 
     The cyclic garbage collector is off for the run: it allocates millions of short-lived
     objects and makes no reference cycles, so the collector would only rescan the live ones
@@ -155,7 +159,8 @@ def simulate(
     gc_was_on = gc.isenabled()
     gc.disable()
     try:
-        return _simulate(profile, seed, log, extra_thresholds, with_timeline, progress, stop)
+        return _simulate(profile, seed, log, extra_thresholds, with_timeline, progress, stop,
+                         schedule_seed)  # fmt: skip
     finally:
         if gc_was_on:
             gc.enable()
@@ -169,6 +174,7 @@ def _simulate(
     with_timeline: bool,
     progress: Callable[[float], None] | None,
     stop: Callable[[float], bool] | None,
+    schedule_seed: int | None,
 ) -> SimResult:
     seed = profile.seed if seed is None else seed
     started = datetime.now(UTC)
@@ -188,7 +194,7 @@ def _simulate(
     heapq.heapify(heap)
     cr = profile.clients.retry
     clients = ClientRetries(cr, stream(seed, "clients")) if cr is not None else None
-    arrivals = schedule(profile, seed)
+    arrivals = schedule(profile, seed if schedule_seed is None else schedule_seed)
     nxt = next(arrivals, None)
     tick_at = math.inf
     tick = Tick()

@@ -17,7 +17,11 @@ from typing import Final
 from harness.profile import Fault, Latency, Profile
 
 Sampler = Callable[[], float]
-FAST_FAIL_S: Final = 0.05  # how long an upstream takes to answer with an error status
+# How long an upstream takes to answer with an error status: the stub answers at once, a
+# loopback round trip. It matters with a short Retry-After (a rate limit's "next token in
+# 0.2 s"): at 50 ms, simulated retries lost the race for the token that live ones won, and
+# the agreement matrix's rate_limit cells saw more client retries in the simulation.
+FAST_FAIL_S: Final = 0.005
 RESET_S: Final = 0.01
 # Failures after a stream's first byte went out: final, never retried (the proxy's rule). The
 # stub's stream_error ends the body with an error event and no ``[DONE]``, which the proxy
@@ -76,13 +80,11 @@ class SimUpstream:
                 if not f.active(now):
                     continue
                 if f.kind == "rate_limit":
-                    if not self._take(i, f, now):
-                        ra = (
-                            f.retry_after_s
-                            if f.retry_after_s is not None
-                            else 1.0 / (f.rate_per_s or 1.0)
-                        )
-                        return (FAST_FAIL_S, "upstream_429", ra)
+                    if f.probability < 1.0 and self.fault_rng.random() >= f.probability:
+                        continue  # as the stub: the draw comes before the bucket
+                    wait = self._take(i, f, now)
+                    if wait > 0.0:
+                        return (FAST_FAIL_S, "upstream_429", wait)
                     continue
                 kind = f.kind
                 if (kind == "stream_error" or kind == "truncate") and cls not in self.streaming:
@@ -108,9 +110,11 @@ class SimUpstream:
             return (self.timeout_s, "upstream_timeout", None)
         return (latency, None, None)
 
-    def _take(self, i: int, f: Fault, now: float) -> bool:
+    def _take(self, i: int, f: Fault, now: float) -> float:
         """A provider-style limit: a token bucket (burst = one second of rate) plus a cap on
-        concurrent calls (calls are assumed to hold a slot for the class's mean latency)."""
+        concurrent calls (calls are assumed to hold a slot for the class's mean latency).
+        0.0 if the call may go, else its Retry-After: the wait until a token is there, as the
+        stub says (a fixed ``1 / rate`` made simulated retries come later than live ones)."""
         rate = f.rate_per_s or 1.0
         st = self._buckets.get(i)
         burst = max(1.0, rate)
@@ -118,17 +122,16 @@ class SimUpstream:
             st = self._buckets[i] = [burst, now]
         tokens = min(burst, st[0] + (now - st[1]) * rate)
         st[1] = now
+        st[0] = tokens
         if f.max_concurrent is not None:
             ends = self._ends.setdefault(i, [])
             while ends and ends[0] <= now:
                 heapq.heappop(ends)
             if len(ends) >= f.max_concurrent:
-                st[0] = tokens
-                return False
+                return max(1.0 / rate, 0.001)  # the stub's answer to a concurrency refusal
         if tokens >= 1.0:
             st[0] = tokens - 1.0
             if f.max_concurrent is not None:
                 heapq.heappush(self._ends[i], now + self.mean_latency_s)
-            return True
-        st[0] = tokens
-        return False
+            return 0.0
+        return (1.0 - tokens) / rate

@@ -3,10 +3,17 @@
 Cells: fault kind (8) x client retries (off, on) x engine retries (off, on) = 32. Each cell is
 one short profile (2/s Poisson for 80 s, half the requests streamed, 6 executors, 1-3 s
 upstream, AGE_REJECT 8 s, the fault active in [20, 50) s). It runs live once (stub + proxy +
-Locust, ``--time-scale 0.25``: 20 s of load) with seed 1 and in the simulation with seeds
-1-20. A figure agrees when the live value lies inside the simulation's min-max band, widened
-by a stated slack: 0.02 for fractions of arrivals (failed, rejected, completed, client
-retries, attempts), 10 % for the p95 turnaround (min x 0.9 .. max x 1.1).
+Locust, ``--time-scale 0.25``: 20 s of load) with seed 1 and in the simulation 20 times. A
+figure agrees when the live value lies inside the simulation's min-max band, widened by a
+stated slack: 0.02 for fractions of arrivals (failed, rejected, completed, client retries,
+attempts), 10 % for the p95 turnaround (min x 0.9 .. max x 1.1).
+
+Which 20 simulations: the live run sends seed 1's arrival schedule, and only its other draws
+(latencies, faults, jitter: the stub's and the clients' own) differ from the simulation's. So
+the verdict's band is seed 1's schedule with seeds 1-20 for every other draw ("same
+schedule"). The band of seeds 1-20 in full ("20 schedules") is reported beside it: it varies
+the load as well, and where seed 1's schedule is one of the heaviest (the latency cells) a
+live run can fall outside it by the latency draws alone.
 
     python tests/bench/bench_agreement.py [--jobs 2] [--cells status_429/on/on,...] \\
         [--seeds 20] [--scale 0.25] [--json results.json]
@@ -93,9 +100,14 @@ def figures(summary: dict[str, Any]) -> dict[str, float]:
             "p95": float(summary["turnaround_s"]["p95"] or 0.0)}  # fmt: skip
 
 
-def sim_band(text: str, seeds: int) -> dict[str, tuple[float, float]]:
+def sim_band(
+    text: str, seeds: int, schedule_seed: int | None = None
+) -> dict[str, tuple[float, float]]:
+    """Min and max of each figure over seeds 1..``seeds`` (with one arrival schedule if
+    ``schedule_seed`` is given)."""
     prof = loads(text, file="<cell>")
-    runs = [figures(simulate(prof, s, with_timeline=False).summary) for s in range(1, seeds + 1)]
+    runs = [figures(simulate(prof, s, with_timeline=False, schedule_seed=schedule_seed).summary)
+            for s in range(1, seeds + 1)]  # fmt: skip
     return {m: (min(r[m] for r in runs), max(r[m] for r in runs)) for m in METRICS}
 
 
@@ -125,10 +137,12 @@ def run_live_cell(cell: str, workdir: Path, scale: float = SCALE) -> dict[str, A
 
 
 def judge(cell: str, live: dict[str, Any], seeds: int) -> dict[str, Any]:
-    band = sim_band(profile_text(cell), seeds)
+    band = sim_band(profile_text(cell), seeds, schedule_seed=SEED)
+    wide = sim_band(profile_text(cell), seeds)
     got = figures(live)
     ok = {m: inside(m, got[m], band[m]) for m in METRICS}
-    return {"cell": cell, "live": got, "band": band, "ok": ok,
+    return {"cell": cell, "live": got, "band": band, "ok": ok, "band_20_schedules": wide,
+            "ok_20_schedules": {m: inside(m, got[m], wide[m]) for m in METRICS},
             "saturated": bool(live.get("generator_saturated")),
             "conservation": live["conservation"]["ok"]}  # fmt: skip
 
@@ -144,13 +158,16 @@ def row(r: dict[str, Any]) -> str:
     fault, client, engine = r["cell"].split("/")
     verdict = "agree" if all(r["ok"].values()) else "DISAGREE"
     note = " (generator saturated)" if r["saturated"] else ""
+    missed = [m for m, ok in r["ok_20_schedules"].items() if not ok]
+    wide = "yes" if not missed else "no: " + ", ".join(missed)
     return (f"| {fault} | {client} | {engine} | " + " | ".join(fmt(m) for m in METRICS)
-            + f" | {verdict}{note} |")  # fmt: skip
+            + f" | {verdict}{note} | {wide} |")  # fmt: skip
 
 
 HEADER = ("| fault | client retries | engine retries | failed | rejected | completed | "
-          "client retries / arrival | attempts / arrival | p95 turnaround s | verdict |\n"
-          "|---|---|---|---|---|---|---|---|---|---|")  # fmt: skip
+          "client retries / arrival | attempts / arrival | p95 turnaround s | verdict | "
+          "inside the 20-schedule band |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|")  # fmt: skip
 
 
 def main() -> int:
@@ -171,7 +188,8 @@ def main() -> int:
             r = judge(c, futures[c].result(), args.seeds)
             results.append(r)
             print(row(r), file=sys.stderr, flush=True)
-    print(f"\nlive at time scale {args.scale}, seed {SEED}; sim band: seeds 1-{args.seeds}; "
+    print(f"\nlive at time scale {args.scale}, seed {SEED}; sim band: seed {SEED}'s schedule, "
+          f"seeds 1-{args.seeds} for the other draws; "
           f"slack {SLACK_FRACTION} (fractions of arrivals), {SLACK_P95:.0%} (p95); "
           f"wall {time.monotonic() - t0:.0f} s\n")  # fmt: skip
     print(HEADER)

@@ -49,8 +49,7 @@ def test_retry_after_is_honoured_where_each_sdk_honours_it() -> None:
     assert retry_delay(OPENAI, status=429, attempts=1, retry_after_s=120, rng=rng) == (120, True)
     # openai: beyond 120 s it does not retry at all; anthropic waits as told
     assert retry_delay(OPENAI, status=429, attempts=1, retry_after_s=121, rng=rng) is None
-    assert retry_delay(ANTHROPIC, status=429, attempts=1, retry_after_s=900, rng=rng) == (900,
-                                                                                           True)
+    assert retry_delay(ANTHROPIC, status=429, attempts=1, retry_after_s=900, rng=rng) == (900, True)
     for bad in (0.0, -1.0):  # not positive: the backoff instead
         d = retry_delay(OPENAI, status=429, attempts=1, retry_after_s=bad, rng=rng)
         assert d is not None and not d[1]

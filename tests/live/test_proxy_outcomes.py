@@ -146,4 +146,3 @@ def test_expiry_and_a_broken_stream_match_the_table() -> None:
         await app.aclose()
 
     run(go())
-

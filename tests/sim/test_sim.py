@@ -145,6 +145,35 @@ faults:
     assert c["failed"] < 0.2 * c["arrivals"]
 
 
+def test_simulated_callers_retry_what_the_engine_gave_up_on_as_live_callers_do() -> None:
+    """Issue 12: the proxy answers a ``retry_budget`` failure with the last upstream answer (a
+    429 here, a 502 after a reset), which SDK callers retry; so do the simulated callers, by
+    the same table (harness.outcomes), and only mid-stream failures stay unretried."""
+    for fault in ("{kind: status, status: 429, probability: 0.7, retry_after_s: 1}",
+                  "{kind: reset, probability: 0.7}"):  # fmt: skip
+        base = BASE + f"""
+engine: {{executors: {{initial: 4}}, dependency: {{max_retries: 1, retry_budget_ratio: 0}}}}
+faults:
+  - {{at_s: 0, for_s: 200, {fault.strip("{}")}}}
+"""
+        plain = simulate(loads(base), 2).summary["counts"]
+        assert plain["failed_by_reason"].get("retry_budget", 0) > 0
+        retried = simulate(loads(base + "clients: {retry: {}}\n"), 2).summary
+        c = retried["counts"]
+        assert retried["conservation"]["ok"], retried["conservation"]
+        assert c["client_retries"] > 0 and c["failed"] < plain["failed"]
+
+
+def test_a_schedule_seed_keeps_the_arrivals_and_redraws_the_rest() -> None:
+    from harness.arrivals import schedule
+
+    p = load("seed-burst")
+    a = simulate(p, 5, with_timeline=False, schedule_seed=1).summary
+    b = simulate(p, 1, with_timeline=False).summary
+    assert a["counts"]["arrivals"] == b["counts"]["arrivals"] == len(list(schedule(p, 1)))
+    assert a["turnaround_s"] != b["turnaround_s"]
+
+
 def test_a_simulation_leaves_no_reference_cycles() -> None:
     """simulate() switches the cyclic GC off for speed; that is only safe while a run makes no
     reference cycles (a long run would otherwise grow until the collector is back on)."""
