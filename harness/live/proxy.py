@@ -1,13 +1,11 @@
 """The admission proxy: an ASGI app that runs the engine in front of an OpenAI-compatible API.
 
-A POST is one logical request. Its class, priority and tenant come from ``x-class``,
-``x-priority`` and ``x-tenant`` (defaults: the profile's first class and that class's priority
-and tenant). The engine decides at once: a reject is answered 429 (503 while shutting down)
-with ``Retry-After``, ``x-admission-reason`` and an OpenAI-style error body; an admitted
-request waits for its ``Dispatch``, and every attempt's outcome goes back to the engine as
-``Finished`` or ``Failed``. The client hears nothing until the engine's final word
-(``Complete``, ``Fail``, ``Expire``), so a retried attempt stays invisible -- except in a
-stream: once its first byte went out, a failure is final (``Failed(retryable=False)``).
+A POST is one logical request; ``x-class``, ``x-priority`` and ``x-tenant`` classify it
+(defaults: the profile's first class, its priority and tenant). The engine decides at once; an
+admitted request waits for its ``Dispatch``, and each attempt's outcome goes back to the engine
+as ``Finished`` or ``Failed``. The client hears only the engine's final word, answered as
+``harness.outcomes`` says (the table the simulated callers retry by), so a retried attempt
+stays invisible -- except in a stream: once its first byte went out, a failure is final.
 
 The request path is a raw ASGI callable (no routing framework: it measured faster, see
 docs/proxy.md). ``GET /metrics`` and ``GET /healthz`` are the proxy's own; any other non-POST
@@ -32,6 +30,7 @@ from harness.engine.events import (
     Admit,
     Complete,
     Dispatch,
+    Event,
     Expire,
     Fail,
     Failed,
@@ -227,7 +226,7 @@ class ProxyApp:
         m = self.driver.metrics
         call.last = None
 
-        def report(ev: Finished | Failed) -> None:
+        def report(ev: Event) -> None:
             call.cause = ev.reason if isinstance(ev, Failed) else None
             self.driver.report(ev)
 
@@ -257,12 +256,11 @@ class ProxyApp:
             resp.close()
 
     async def _pipe(
-        self, call: Call, resp: UpstreamResponse, send: Send, report: Callable[[Failed], None]
+        self, call: Call, resp: UpstreamResponse, send: Send, report: Callable[[Event], None]
     ) -> None:
         """Pass a 2xx stream through chunk by chunk; commit on the first chunk."""
         it = resp.chunks()
         status, headers = resp.status, resp.headers
-        finished = self.driver.report
         try:
             first = await anext(it)
         except UpstreamError as e:
@@ -293,7 +291,7 @@ class ProxyApp:
             return report(Failed(call.id, e.reason, retryable=False))
         if sse and not tail.rstrip().endswith(b"[DONE]"):
             return report(Failed(call.id, "upstream_truncated", retryable=False))
-        finished(Finished(call.id))
+        report(Finished(call.id))
 
     # -- answers -----------------------------------------------------------------------------
 
@@ -365,9 +363,9 @@ class ProxyApp:
         await wire.send_json(send, 400, wire.error_body(msg, "invalid_request_error", code))
 
     async def _refuse_closed(self, send: Send) -> None:
-        await wire.send_json(send, 503, wire.error_body(
-            "The proxy has stopped.", "service_unavailable", "shutting_down"),
-            [*wire.retry_after_headers(1.0), (b"x-admission-reason", b"shutting_down")])  # fmt: skip
+        ans = outcomes.rejected("shutting_down", 1.0 / self.scale)  # one wall second
+        await self._answer(send, ans, "The proxy has stopped.",
+                           [(b"x-admission-reason", b"shutting_down")])  # fmt: skip
 
     async def _send_aborted(self, call: Call, send: Send) -> None:
         if call.committed:
