@@ -22,9 +22,9 @@ name: both-builds
 duration_s: 240
 arrivals: {process: gamma, burstiness: 0.5, phases: [{until_s: 120, rate_per_s: 3}, {until_s: 240, rate_per_s: 6}]}
 classes:
-  small: {weight: 6, priority: standard, deadline_s: 40, tenant: {pool: 3}}
+  small: {weight: 6, priority: standard, deadline_s: 12, tenant: {pool: 3}}
   large: {weight: 3, priority: batch, key: {pool: 4}, latency: {dist: lognormal, median_s: 4, sigma: 0.6}}
-  vip: {weight: 1, priority: critical, deadline_s: 8}
+  vip: {weight: 1, priority: critical, deadline_s: 4}
 upstream: {latency: {dist: uniform, low_s: 1, high_s: 6}, timeout_s: 12}
 engine:
   executors: {initial: 16}
