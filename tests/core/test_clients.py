@@ -69,6 +69,7 @@ def test_retry_after_is_honoured_where_each_sdk_honours_it() -> None:
         (outcomes.failed("upstream_400"), 400, False),
         (outcomes.failed("upstream_truncated", committed=True), 200, False),
         (outcomes.expired(), 504, True),
+        (outcomes.expired("max_wait"), 504, True),
     ],
 )
 def test_every_outcome_has_one_answer_and_the_sdk_model_judges_it(
@@ -82,3 +83,4 @@ def test_a_cancelled_request_gets_no_answer() -> None:
     assert outcomes.failed("cancelled") is None
     assert outcomes.upstream_status("upstream_503") == 503
     assert outcomes.upstream_status("upstream_reset") is None
+    assert outcomes.expired("max_wait").code == "max_wait_expired"
