@@ -35,6 +35,30 @@ class _SourceFirst(importlib.abc.MetaPathFinder):
         return None
 
 
+class _SourceTreeAliases(importlib.abc.MetaPathFinder):
+    """In a source checkout, ``harness.stub`` is ``stubs/`` and ``harness.bundled_profiles`` is
+    ``profiles/`` (pyproject's package-dir maps them so at install time). An editable install
+    brings its own finder for them; this one makes a bare checkout complete too, so the tests
+    run from the repo root whatever is installed (a plain install's package is shadowed there
+    by the source tree, as for any project with a flat layout)."""
+
+    ALIASES = {"harness.stub": "stubs", "harness.bundled_profiles": "profiles"}
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        folder = self.ALIASES.get(fullname)
+        if folder is None:
+            return None
+        where = os.path.join(self.root, folder)
+        return importlib.util.spec_from_file_location(
+            fullname, os.path.join(where, "__init__.py"), submodule_search_locations=[where]
+        )
+
+
 def compiled() -> bool:
     """Whether the engine in use is the mypyc-compiled one."""
     from harness.engine import core
@@ -46,3 +70,12 @@ if os.environ.get("HARNESS_PURE", "") not in ("", "0") and not any(
     isinstance(f, _SourceFirst) for f in sys.meta_path
 ):
     sys.meta_path.insert(0, _SourceFirst())
+
+_here = os.path.dirname(os.path.abspath(__file__))
+_root = os.path.dirname(_here)
+if (
+    not os.path.isdir(os.path.join(_here, "stub"))
+    and os.path.isfile(os.path.join(_root, "stubs", "__init__.py"))
+    and not any(isinstance(f, _SourceTreeAliases) for f in sys.meta_path)
+):
+    sys.meta_path.append(_SourceTreeAliases(_root))
