@@ -15,6 +15,7 @@ import os
 import sys
 from collections.abc import Sequence
 from types import ModuleType
+from typing import ClassVar
 
 __version__ = "0.1.0"
 
@@ -42,7 +43,10 @@ class _SourceTreeAliases(importlib.abc.MetaPathFinder):
     run from the repo root whatever is installed (a plain install's package is shadowed there
     by the source tree, as for any project with a flat layout)."""
 
-    ALIASES = {"harness.stub": "stubs", "harness.bundled_profiles": "profiles"}
+    ALIASES: ClassVar[dict[str, str]] = {
+        "harness.stub": "stubs",
+        "harness.bundled_profiles": "profiles",
+    }
 
     def __init__(self, root: str) -> None:
         self.root = root
