@@ -29,6 +29,8 @@ import orjson
 import uvicorn
 from rich.console import Console
 
+from harness.exit_codes import EXIT_BROKEN, EXIT_OK
+from harness.exit_codes import EXIT_FAIL as EXIT_THRESHOLD
 from harness.live.clock import MonotonicClock, RunClock
 from harness.live.driver import LiveDriver
 from harness.live.h1 import H1Upstream
@@ -37,8 +39,6 @@ from harness.live.tls import INSECURE_WARNING, Tls, TlsError, acheck
 from harness.live.upstream import AiohttpUpstream, Upstream
 from harness.profile import Profile, loads
 from harness.results.summary import check_writable, os_error_line
-
-EXIT_OK, EXIT_THRESHOLD, EXIT_BROKEN = 0, 1, 3
 
 DEFAULT_PROFILE = """\
 name: proxy-default

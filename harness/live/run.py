@@ -33,6 +33,7 @@ import yaml
 from rich.console import Console
 
 from harness.arrivals import schedule
+from harness.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN, EXIT_FAIL, EXIT_OK
 from harness.interrupts import Interrupts
 from harness.live import calls, loadgen, records
 from harness.live.follow import follow
@@ -44,7 +45,6 @@ from harness.live.tls import check as tls_check
 from harness.profile import FromEnv, Profile, to_dict
 from harness.results.summary import check_writable, os_error_line
 
-EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT, EXIT_BROKEN = 0, 1, 2, 3
 UPSTREAM_FAULTS = ("latency", "status", "rate_limit", "hang", "reset", "stream_error", "truncate")
 STUB_MODEL = "harness-stub"
 PROXY_GRACE_S = 5.0
