@@ -1,9 +1,11 @@
-"""The `harness` command line: each command parses, calls one driver, maps errors to exit codes.
+"""The `harness` command line: each command parses, calls one command function, maps errors
+to exit codes.
 
-Exit codes (DESIGN.md): 0 success and every threshold held; 1 a threshold or a comparison
-failed, or the load generator saturated; 2 bad input; 3 the run itself broke (conservation
-violated, port in use, interrupted). Human output goes to stderr through one rich Console;
-files (and stdout, where a command prints data) carry the machine-readable output.
+Exit codes come from the one map, :mod:`harness.exit_codes` (0 ok, 1 a threshold or a
+comparison failed, 2 bad input, 3 the run broke); what `sim` and `sweep` do lives in
+:mod:`harness.commands`, the only layer that imports both the simulation and the live run.
+Human output goes to stderr through one rich Console; files (and stdout, where a command prints
+data) carry the machine-readable output.
 """
 
 from __future__ import annotations
@@ -13,11 +15,12 @@ import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
 
+from harness.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN, EXIT_FAIL, EXIT_OK
 from harness.profile import Profile, ProfileError, load
 from harness.schema import MAX_SEED
 
@@ -30,7 +33,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 err = Console(stderr=True, highlight=False)
-EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT, EXIT_BROKEN = 0, 1, 2, 3
 
 ProfileArg = Annotated[str, typer.Argument(help="A profile YAML file, or the name of a bundled profile (see `harness profiles`).")]
 SetOpt = Annotated[list[str] | None, typer.Option("--set", help="Override a scalar: dotted.path=value (YAML). Repeatable.", metavar="PATH=VALUE")]
@@ -95,14 +97,6 @@ def default_out(profile: Profile, suffix: str = "") -> Path:
     return Path("results") / f"{profile.name}{suffix}-{stamp}"
 
 
-def exit_code(summary: dict[str, Any]) -> int:
-    if not summary.get("conservation", {}).get("ok", True) or not summary.get("complete", True):
-        return EXIT_BROKEN
-    if summary.get("verdict") in ("fail", "invalid"):
-        return EXIT_FAIL
-    return EXIT_OK
-
-
 @app.command()
 def validate(
     profile: ProfileArg,
@@ -150,7 +144,7 @@ def sim(
     report: Annotated[bool, typer.Option(help="Write report.md/.html and timeline.png.")] = True,
 ) -> None:
     """Run a profile in virtual time: a 300 s burst takes well under a second."""
-    from harness.sim.driver import run_many, run_one
+    from harness.commands.sim import run_many, run_one
 
     prof = _load(profile, set_)
     extra = _check_thresholds(threshold)
@@ -238,7 +232,7 @@ def sweep(
     time_scale: Annotated[float, typer.Option(help="--time-scale for --verify-live.")] = 0.1,
 ) -> None:
     """Grid-sweep parameters in virtual time and recommend a value robust across seeds."""
-    from harness.sim.driver import run_sweep_cli
+    from harness.commands.sweep import sweep_command
 
     prof = _load(profile, set_)
     if time_scale <= 0:
@@ -246,9 +240,8 @@ def sweep(
     folder = out or default_out(prof, "-sweep")
     _writable(folder)
     with _io_errors(folder):
-        code = run_sweep_cli(profile, prof, set_ or [], param, seeds, jobs, objective,
-                             constraint or [], folder, err,
-                             time_scale if verify_live else None)  # fmt: skip
+        code = sweep_command(profile, set_ or [], param, seeds, jobs, objective, constraint or [],
+                             folder, err, time_scale if verify_live else None)  # fmt: skip
     raise typer.Exit(code)
 
 

@@ -56,9 +56,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from harness.results.expr import expr_value, split_expr
+from harness.results.fmt import fmt_delta, fmt_spread
 from harness.results.quantiles import describe, mann_whitney_p
-from harness.results.report import fmt_delta, fmt_spread
-from harness.results.thresholds import lookup
 
 NOISE_ALPHA = 0.05
 
@@ -89,7 +89,8 @@ class Figure:
 
 def _figures(*rows: tuple[str, str, Literal["up", "down"], float, float]) -> tuple[Figure, ...]:
     def alias(expr: str) -> tuple[str, ...]:
-        return (expr.split("/")[0].strip(),) if "/" in expr else ()
+        num, den = split_expr(expr)
+        return (num,) if den is not None else ()
 
     return tuple(Figure(n, e, w, Tolerance(r, a), alias(e)) for n, e, w, r, a in rows)
 
@@ -137,14 +138,6 @@ def parse_tolerance(text: str) -> tuple[str, Tolerance]:
     if not math.isfinite(number) or number < 0:
         raise ValueError(f"--tolerance {text!r}: must be a finite number >= 0")
     return name, Tolerance(relative=number / 100) if pct else Tolerance(absolute=number)
-
-
-def expr_value(summary: Mapping[str, Any], expr: str) -> float | None:
-    """Value of ``PATH`` or ``PATH / PATH`` in a summary; None if missing or 0/0."""
-    num, _, den = expr.partition("/")
-    n = lookup(summary, num.strip())
-    d = lookup(summary, den.strip()) if den else 1.0
-    return None if n is None or d is None or d == 0 else (n if not den else n / d)
 
 
 @dataclass(slots=True)

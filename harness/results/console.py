@@ -8,13 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-
-def _fmt(v: Any) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        return f"{v:.3g}" if abs(v) < 1000 else f"{v:.0f}"
-    return str(v)
+from harness.results.fmt import fmt_short
 
 
 def print_summary(console: Console, s: dict[str, Any], folder: Path | None = None) -> None:
@@ -34,29 +28,29 @@ def print_summary(console: Console, s: dict[str, Any], folder: Path | None = Non
     t.add_row("failed by", fail)
     ta = s["turnaround_s"]
     t.add_row(
-        "turnaround s", "  ".join(f"{k} {_fmt(ta.get(k))}" for k in ("p50", "p95", "p99", "max"))
+        "turnaround s", "  ".join(f"{k} {fmt_short(ta.get(k))}" for k in ("p50", "p95", "p99", "max"))
     )
     qw = s["queue_wait_s"]
     t.add_row(
-        "queue wait s", "  ".join(f"{k} {_fmt(qw.get(k))}" for k in ("p50", "p95", "p99", "max"))
+        "queue wait s", "  ".join(f"{k} {fmt_short(qw.get(k))}" for k in ("p50", "p95", "p99", "max"))
     )
-    t.add_row("SLO breaches", f"{c['slo_breach']}  goodput {_fmt(s.get('goodput_per_s'))}/s")
+    t.add_row("SLO breaches", f"{c['slo_breach']}  goodput {fmt_short(s.get('goodput_per_s'))}/s")
     gen = s.get("generator") or {}
     lag = gen.get("schedule_lag_s") or {}
     if s.get("mode") == "live" and lag.get("p99") is not None:
         sat = " [bold red]SATURATED: results not trustworthy[/]" if s.get("generator_saturated") else ""
-        t.add_row("generator", f"offered {_fmt(gen.get('offered_rate_per_s'))}/s  achieved "
-                               f"{_fmt(gen.get('achieved_rate_per_s'))}/s  lateness p99 "
+        t.add_row("generator", f"offered {fmt_short(gen.get('offered_rate_per_s'))}/s  achieved "
+                               f"{fmt_short(gen.get('achieved_rate_per_s'))}/s  lateness p99 "
                                f"{lag['p99'] * 1000:.2f} ms  dropped {c.get('dropped_by_generator', 0)}"
                                f"{sat}")  # fmt: skip
         if gen.get("max_requests") is not None:  # rates are over the span actually offered
             t.add_row("", f"--max-requests {gen['max_requests']}: rates over the "
-                          f"{_fmt(gen.get('span_s'))} s offered")  # fmt: skip
+                          f"{fmt_short(gen.get('span_s'))} s offered")  # fmt: skip
     if s.get("mode") == "live" and s.get("itl_s", {}).get("p50") is not None:
         itl = s["itl_s"]
         t.add_row("ITL s", "  ".join(f"{k} {itl[k]:.4f}" for k in ("p50", "p95", "p99", "max")))
     if s.get("mode") == "live" and s.get("tokens_source") is not None:
-        t.add_row("output tokens", f"{_fmt(s.get('output_tokens_per_s'))}/s  from "
+        t.add_row("output tokens", f"{fmt_short(s.get('output_tokens_per_s'))}/s  from "
                                    f"{s['tokens_source']}")  # fmt: skip
     cons = s["conservation"]
     t.add_row(
@@ -76,7 +70,7 @@ def print_summary(console: Console, s: dict[str, Any], folder: Path | None = Non
         mark = "[yellow]breached[/]" if informational and not th["ok"] else mark
         why = f" ({th['why']})" if th.get("why") else ""
         why += " (informational)" if informational else ""
-        t.add_row("threshold", f"{mark} {th['expr']}  value {_fmt(th['value'])}{why}")
+        t.add_row("threshold", f"{mark} {th['expr']}  value {fmt_short(th['value'])}{why}")
     colour = {"pass": "green", "fail": "red", "invalid": "red"}.get(s["verdict"], "yellow")
     t.add_row("verdict", f"[bold {colour}]{s['verdict']}[/]")
     if folder is not None:

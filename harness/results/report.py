@@ -11,11 +11,11 @@ from __future__ import annotations
 import base64
 import html
 import json
-import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.results.fmt import fmt_num, percent
 from harness.results.verdict import row_result
 
 Table = tuple[list[str], list[list[str]]]
@@ -26,33 +26,6 @@ STATS = ("mean", "p50", "p90", "p95", "p99", "max")
 
 class ReportError(ValueError):
     """The folder has no readable summary.json (the CLI maps it to exit code 2)."""
-
-
-def fmt_num(v: Any) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        if math.isnan(v) or math.isinf(v):
-            return str(v)
-        a = abs(v)
-        if v.is_integer() and a < 1e12:
-            return str(int(v))
-        if a >= 100:
-            return f"{v:.1f}"
-        if a >= 1:
-            return f"{v:.2f}"
-        return f"{v:.3g}"
-    return str(v)
-
-
-def _pct(part: Any, whole: Any) -> str:
-    if not isinstance(part, int | float) or not isinstance(whole, int | float) or not whole:
-        return "-"
-    return f"{part / whole * 100:.1f}%"
 
 
 def _get(d: Any, *path: str) -> Any:
@@ -81,7 +54,7 @@ def _table(head: list[str], rows: list[list[str]], empty: str) -> Block:
 
 def _by_reason(table: Any, total: Any, what: str) -> Block:
     rows = sorted(_map(table).items(), key=lambda kv: (-_num(kv[1]), kv[0]))
-    body = [[k, fmt_num(v), _pct(v, total)] for k, v in rows]
+    body = [[k, fmt_num(v), percent(v, total)] for k, v in rows]
     return _table(["reason", "count", f"share of {what}"], body, f"No {what}.")
 
 
@@ -98,7 +71,7 @@ def _header(s: Mapping[str, Any]) -> list[Block]:
         facts.append(f"profile sha256: {sha[:12]}")
     c, ths, alerts = _map(s.get("counts")), _dicts(s.get("thresholds")), _dicts(s.get("alerts"))
     pages = sum(1 for a in alerts if a.get("severity") == "page")
-    facts.insert(1, f"{fmt_num(c.get('arrivals'))} arrivals, {_pct(c.get('rejected'), c.get('arrivals'))}"
+    facts.insert(1, f"{fmt_num(c.get('arrivals'))} arrivals, {percent(c.get('rejected'), c.get('arrivals'))}"
                  f" rejected; p95 turnaround {fmt_num(_get(s, 'turnaround_s', 'p95'))} s (SLO "
                  f"{fmt_num(_get(s, 'effective', 'slo', 'turnaround_p95_s'))} s); thresholds "
                  f"{sum(1 for t in ths if t.get('ok'))}/{len(ths)} pass; {len(alerts)} alert "
@@ -113,9 +86,9 @@ _COUNT_KEYS = ("scheduled", "arrivals", "admitted", "rejected", "completed", "fa
 def _counts(s: Mapping[str, Any]) -> list[Block]:
     c = _map(s.get("counts"))
     rows = [[k, fmt_num(c[k]), "" if k in ("scheduled", "arrivals", "attempts")
-             else _pct(c[k], c.get("arrivals"))] for k in _COUNT_KEYS if k in c]  # fmt: skip
+             else percent(c[k], c.get("arrivals"))] for k in _COUNT_KEYS if k in c]  # fmt: skip
     if "slo_breach" in c:
-        share = f"{_pct(c['slo_breach'], c.get('completed'))} of completed"
+        share = f"{percent(c['slo_breach'], c.get('completed'))} of completed"
         rows.append(["slo_breach", fmt_num(c["slo_breach"]), share])
     return [
         ("h2", "Counts"), _table(["count", "value", "share of arrivals"], rows, "No counts."),
@@ -143,7 +116,7 @@ def _latency(s: Mapping[str, Any]) -> list[Block]:
              "does not gate the verdict)")]  # fmt: skip
     if "slo_breach" in c:
         facts.append(f"completed requests slower than the SLO: {fmt_num(c['slo_breach'])} "
-                     f"({_pct(c['slo_breach'], c.get('completed'))} of completed)")  # fmt: skip
+                     f"({percent(c['slo_breach'], c.get('completed'))} of completed)")  # fmt: skip
     if s.get("goodput_per_s") is not None:
         facts.append(f"goodput (completed within the SLO): {fmt_num(s['goodput_per_s'])} /s")
     if s.get("output_tokens_per_s") is not None:  # estimated figures must say so (issue 11)
@@ -314,88 +287,3 @@ def write_report(folder: Path) -> list[Path]:
     page = folder / "report.html"
     page.write_text(render_html(blocks, png.read_bytes()), encoding="utf-8")
     return [png, md, page]
-
-
-# ------------------------------------------------------------------------ sweep presentation
-
-
-def fmt_spread(m: Mapping[str, Any] | None, pct: bool = False) -> str:
-    """``median [p05, p95]`` of a describe() dict; the median alone when there is no spread."""
-    if not m or m.get("median") is None:
-        return "-"
-
-    def f(x: Any) -> str:
-        return f"{x * 100:.1f}%" if pct and isinstance(x, int | float) else fmt_num(x)
-
-    if m.get("p05") == m.get("p95"):
-        return f(m["median"])
-    return f"{f(m['median'])} [{f(m['p05'])}, {f(m['p95'])}]"
-
-
-def fmt_delta(delta: float | None, base: Mapping[str, Any] | None) -> str:
-    if delta is None:
-        return "-"
-    text = ("+" if delta > 0 else "") + fmt_num(delta)
-    if base is not None and base.get("median"):
-        text += f" ({delta / abs(base['median']) * 100:+.1f}%)"
-    return text
-
-
-def sweep_table(sweep: Mapping[str, Any]) -> Any:
-    """A rich Table: one row per point, median [p05, p95] over seeds of the standard figures and
-    of any objective or constraint metric beyond them; feasibility; the recommendation marked."""
-    from rich.table import Table
-
-    from harness.results.sweep import STANDARD_METRICS, parse_constraint
-
-    rec = _map(sweep.get("recommendation")).get("values")
-    seeds = len(sweep.get("seeds") or [])
-    cons = [str(c) for c in sweep.get("constraints") or []]
-    table = Table(title=f"sweep over {', '.join(sweep['params'])} ({seeds} seeds per point)",
-                  caption="feasible: every constraint holds at the worst-case seed; "
-                  + "; ".join(f"{i} = {c}" for i, c in enumerate(cons, 1)))  # fmt: skip
-    for p in sweep["params"]:
-        table.add_column(p.rsplit(".", 1)[-1], justify="right")
-    titles = ["rejected", "p95 turnaround s", "SLO breach", "expired", "mean replicas"]
-    cols = list(zip(titles, STANDARD_METRICS, (True, False, True, False, False), strict=True))
-    extra = [_map(sweep.get("objective")).get("metric")]
-    extra += [parse_constraint(c).metric for c in cons]
-    cols += [
-        (str(m), str(m), False) for m in dict.fromkeys(extra) if m and m not in STANDARD_METRICS
-    ]
-    for title, _, _ in cols:
-        table.add_column(title, justify="right")
-    table.add_column("feasible", no_wrap=True)
-    table.add_column("")
-    for point in sweep["points"]:
-        mark = point["values"] == rec
-        cells = [str(v) for v in point["values"].values()]
-        cells += [fmt_spread(_map(point["metrics"]).get(key), pct) for _, key, pct in cols]
-        failed = [str(cons.index(c["expr"]) + 1) for c in point.get("constraints") or []
-                  if not c.get("ok") and c.get("expr") in cons]  # fmt: skip
-        cells.append(
-            "[green]yes[/]" if point.get("feasible") else f"[red]no[/] ({','.join(failed)})"
-        )
-        cells.append("[bold green]<- best[/]" if mark else "")
-        table.add_row(*cells, style="bold" if mark else None)
-    return table
-
-
-def recommendation_text(sweep: dict[str, Any]) -> str:
-    rec = sweep.get("recommendation") or {}
-    if rec.get("values") is None:
-        closest = rec.get("closest") or {}
-        return (
-            f"no value meets every constraint; binding: {rec.get('binding_constraint')}"
-            f" (closest point: {closest.get('values')})"
-        )
-    vals = ", ".join(f"{k}={v}" for k, v in rec["values"].items())
-    obj = rec["objective"]
-    text = (
-        f"recommended {vals}: {obj['metric']} median {fmt_num(obj['median'])}; binding "
-        f"constraint {rec['binding_constraint']} with margin {fmt_num(rec['margin'])} "
-        f"at the worst-case seed ({rec['feasible_points']} feasible points)"
-    )
-    if rec.get("at_grid_edge"):
-        text += "; at the edge of the grid: widen the range to see beyond it"
-    return text

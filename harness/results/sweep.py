@@ -1,7 +1,9 @@
 """Grid sweeps in virtual time, and a recommendation that is robust across seeds.
 
-Each (point, seed) is one simulation (``harness.sim.runner.run_summary``), run in a process
-pool in chunks; a worker sends back only the figures the sweep needs, not the summary. Seeds
+This module is the sweep as data: the grammar, the validated :class:`Plan` of (point, seed)
+simulations, the :class:`Tally` of their outcomes, the recommendation and ``sweep.json``. The
+commands layer (``harness.commands.sweep``) runs the plan's simulations in a process pool; a
+worker sends back only the figures the sweep needs (:func:`outcome`), not the summary. Seeds
 are ``profile.seed, profile.seed + 1, ...``; every point uses the same seeds (common random
 numbers), so differences between points are not seed luck.
 
@@ -23,27 +25,20 @@ binding constraint is the one with the smallest relative margin. When nothing is
 
 from __future__ import annotations
 
-import functools
 import json
 import math
-import multiprocessing as mp
 import operator
 import os
-import sys
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, Literal
 
-from harness.results.compare import FIGURES, expr_value
-from harness.results.pool import run_chunks
+from harness.results.compare import FIGURES
+from harness.results.expr import expr_value
 from harness.results.quantiles import describe, quantile
 from harness.results.thresholds import parse_threshold
-
-Runner = Callable[[str, list[str], int], dict[str, Any]]
-Progress = Callable[[int, int], None]
 
 DEFAULT_OBJECTIVE = "min:counts.rejected / counts.arrivals"
 STANDARD_METRICS = ("counts.rejected / counts.arrivals", "turnaround_s.p95",
@@ -158,33 +153,8 @@ def _yaml_number(v: float) -> str:
     return format(Decimal(repr(v)).normalize(), "f") if "e" in repr(v) else repr(v)
 
 
-def _default_runner() -> Runner:
-    from harness.sim.runner import run_summary
-
-    return run_summary
-
-
 Task = tuple[int, list[str], int]  # (point index, overrides, seed)
 Outcome = tuple[int, int, dict[str, float | None], str]  # (point index, seed, metrics, verdict)
-
-
-def _run_chunk(
-    runner: Runner | None, profile: str, tasks: list[Task], *, metrics: tuple[str, ...]
-) -> list[Outcome]:
-    run = runner or _default_runner()
-    out = []
-    for idx, overrides, seed in tasks:
-        s = run(profile, overrides, seed)
-        out.append((idx, seed, {m: expr_value(s, m) for m in metrics}, str(s.get("verdict"))))
-    return out
-
-
-def _pool_context() -> Any:
-    """forkserver where it can work, so workers do not inherit the caller's threads (a
-    progress bar's refresher) mid-write; it re-imports ``__main__``, impossible from stdin."""
-    main = getattr(sys.modules.get("__main__"), "__file__", None)
-    usable = "forkserver" in mp.get_all_start_methods() and (main is None or os.path.isfile(main))
-    return mp.get_context("forkserver" if usable else None)
 
 
 def _grid(parsed: list[tuple[str, list[float]]]) -> list[dict[str, float]]:
@@ -194,26 +164,36 @@ def _grid(parsed: list[tuple[str, list[float]]]) -> list[dict[str, float]]:
     return grid
 
 
-def run_sweep(
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """A validated grid: the simulations to run (``tasks``) and how to judge them."""
+
+    profile: str
+    overrides: list[str]
+    name: str
+    sha256: str
+    names: list[str]
+    grid: list[dict[str, float]]
+    seed_list: list[int]
+    objective: Objective
+    constraints: list[Constraint]
+    metrics: tuple[str, ...]
+    tasks: list[Task]
+
+
+def plan_sweep(
     profile: str,
     params: list[str],
     seeds: int,
     jobs: int,
     objective: str | None,
     constraints: list[str],
-    out: Path,
-    progress: Progress | None = None,
-    *,
     overrides: Sequence[str] = (),
-    runner: Runner | None = None,
-    stop: Callable[[], bool] | None = None,
-) -> dict[str, Any]:
-    """Run the grid, write ``sweep.json`` and ``sweep.png`` into ``out``, return the sweep.
-    Bad input raises before any simulation: ValueError (--param/--objective/--constraint) or
-    ProfileError (the profile, a parameter's path or value)."""
+) -> Plan:
+    """Check every input before any simulation: ValueError (--param/--objective/--constraint)
+    or ProfileError (the profile, a parameter's path or value)."""
     from harness import profile as profiles
 
-    started = time.perf_counter()
     if not params:
         raise ValueError("give at least one --param PATH=START:STOP:STEP")
     parsed = [parse_param(p) for p in params]
@@ -234,7 +214,6 @@ def run_sweep(
         *(parse_constraint(t) for t in base.thresholds),
     ]
     every = [*STANDARD_METRICS, *(f.expr for f in FIGURES), obj.metric, *(c.metric for c in cons)]
-    metrics = tuple(dict.fromkeys(every))  # the key figures too, so sweeps can be compared
     grid = _grid(parsed)
     seed_list = [base.seed + i for i in range(seeds)]
     tasks: list[Task] = [
@@ -242,46 +221,54 @@ def run_sweep(
         for i, point in enumerate(grid)
         for s in seed_list
     ]
-    # values stay aligned with seed_list whatever order the workers finish in
-    empty: list[float | None] = [None] * seeds
-    per_point = [{m: list(empty) for m in metrics} for _ in grid]
-    verdicts: list[dict[str, int]] = [{} for _ in grid]
-    position = {s: k for k, s in enumerate(seed_list)}
+    return Plan(profile, list(overrides), base.name, base.sha256, names, grid, seed_list, obj,
+                cons, tuple(dict.fromkeys(every)),  # the key figures too, so sweeps compare
+                tasks)  # fmt: skip
 
-    def collect(results: list[Outcome]) -> None:
+
+def outcome(idx: int, seed: int, summary: Mapping[str, Any], metrics: Sequence[str]) -> Outcome:
+    """What a worker sends back for one simulation: only the figures the sweep needs."""
+    return (idx, seed, {m: expr_value(summary, m) for m in metrics}, str(summary.get("verdict")))
+
+
+class Tally:
+    """The outcomes so far, per point and aligned with the plan's seeds whatever order the
+    workers finish in."""
+
+    def __init__(self, plan: Plan) -> None:
+        empty: list[float | None] = [None] * len(plan.seed_list)
+        self.metrics = plan.metrics
+        self.per_point = [{m: list(empty) for m in plan.metrics} for _ in plan.grid]
+        self.verdicts: list[dict[str, int]] = [{} for _ in plan.grid]
+        self.seeds_done = [0] * len(plan.grid)
+        self.position = {s: k for k, s in enumerate(plan.seed_list)}
+
+    def add(self, results: list[Outcome]) -> None:
         for idx, seed, vals, verdict in results:
-            for m in metrics:
-                per_point[idx][m][position[seed]] = vals[m]
-            verdicts[idx][verdict] = verdicts[idx].get(verdict, 0) + 1
+            for m in self.metrics:
+                self.per_point[idx][m][self.position[seed]] = vals[m]
+            self.verdicts[idx][verdict] = self.verdicts[idx].get(verdict, 0) + 1
+            self.seeds_done[idx] += 1
 
-    total, done = len(tasks), 0
-    size = max(1, min(32, math.ceil(total / (jobs * 8))))
-    chunks = [tasks[i : i + size] for i in range(0, total, size)]
-    seeds_done = [0] * len(grid)
 
-    def take(chunk: list[Task], results: list[Outcome]) -> None:
-        nonlocal done
-        collect(results)
-        for idx, *_ in results:
-            seeds_done[idx] += 1
-        done += len(chunk)
-        if progress:
-            progress(done, total)
-
-    work = functools.partial(_run_chunk, runner, profile, metrics=metrics)
-    complete = run_chunks(work, chunks, jobs, _pool_context(), take, stop)
-    points = [{"values": point, "seeds": seeds, "verdicts": dict(sorted(verdicts[i].items())),
-               "metrics": {m: describe([v for v in per_point[i][m] if v is not None] if not complete
-                                       else per_point[i][m]) for m in metrics}}
-              for i, point in enumerate(grid)]  # fmt: skip
+def assemble(plan: Plan, tally: Tally, complete: bool, wall_s: float, jobs: int) -> dict[str, Any]:
+    """The sweep.json document; an incomplete grid says which points finished and recommends
+    nothing."""
+    seeds = len(plan.seed_list)
+    points = [{"values": point, "seeds": seeds, "verdicts": dict(sorted(tally.verdicts[i].items())),
+               "metrics": {m: describe([v for v in tally.per_point[i][m] if v is not None]
+                                       if not complete else tally.per_point[i][m])
+                           for m in plan.metrics}}
+              for i, point in enumerate(plan.grid)]  # fmt: skip
     if not complete:  # say which points finished; recommend nothing from part of a grid
-        for p, n in zip(points, seeds_done, strict=True):
+        for p, n in zip(points, tally.seeds_done, strict=True):
             p["seeds_done"], p["finished"] = n, n == seeds
-    result = {
-        "params": names,
-        "profile": {"spec": profile, "name": base.name, "sha256": base.sha256},
-        "overrides": list(overrides),
-        "seeds": seed_list,
+    obj, cons = plan.objective, plan.constraints
+    return {
+        "params": plan.names,
+        "profile": {"spec": plan.profile, "name": plan.name, "sha256": plan.sha256},
+        "overrides": list(plan.overrides),
+        "seeds": plan.seed_list,
         "objective": {"direction": obj.direction, "metric": obj.metric},
         "constraints": [c.expr for c in cons],
         "points": points,
@@ -289,10 +276,8 @@ def run_sweep(
                           "margin": None, "binding_constraint": None,
                           "rule": "interrupted: no recommendation from part of a grid"},
         "complete": complete,
-        "meta": {"wall_s": round(time.perf_counter() - started, 3), "jobs": jobs},
+        "meta": {"wall_s": wall_s, "jobs": jobs},
     }  # fmt: skip
-    write_outputs(result, out)
-    return result
 
 
 def judge_point(point: dict[str, Any], cons: Sequence[Constraint]) -> list[dict[str, Any]]:
@@ -395,11 +380,3 @@ def write_outputs(sweep: dict[str, Any], out: Path) -> list[Path]:
     obj = sweep["objective"]
     plot_sweep(sweep, png, f"{obj['direction']}:{obj['metric']}", list(sweep["constraints"]))
     return [path, png]
-
-
-def print_table(console: Any, sweep: dict[str, Any]) -> None:
-    """The per-point table and the recommendation, on a rich Console (for the CLI)."""
-    from harness.results.report import recommendation_text, sweep_table
-
-    console.print(sweep_table(sweep))
-    console.print(recommendation_text(sweep))

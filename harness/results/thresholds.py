@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from harness.results.expr import evaluate
+
 
 class ThresholdError(ValueError):
     """A threshold expression that cannot be parsed or names an unknown path."""
@@ -86,21 +88,7 @@ class Threshold:
 
     def evaluate(self, summary: Mapping[str, Any]) -> dict[str, Any]:
         """``{"expr", "value", "ok"}`` plus ``"why"`` when the value is missing or undefined."""
-        value: float | None
-        num = lookup(summary, self.num)
-        why = None
-        if num is None:
-            value, why = None, f"{self.num} is not in the results"
-        elif self.den is None:
-            value = num
-        else:
-            den = lookup(summary, self.den)
-            if den is None:
-                value, why = None, f"{self.den} is not in the results"
-            elif den == 0:
-                value, why = None, f"division by zero: {self.den} is 0"
-            else:
-                value = num / den
+        value, why = evaluate(summary, self.num, self.den)
         out: dict[str, Any] = {"expr": self.expr, "value": value}
         if value is None or (isinstance(value, float) and math.isnan(value)):
             out["ok"] = False
@@ -108,23 +96,6 @@ class Threshold:
         else:
             out["ok"] = bool(_OPS[self.op](value, self.limit))
         return out
-
-
-def lookup(summary: Mapping[str, Any], path: str) -> float | None:
-    node: Any = summary
-    for part in path.split("."):
-        if not isinstance(node, Mapping):
-            return None
-        if part not in node:
-            # Missing reason keys mean "zero of those", not "unknown".
-            parent = path.rsplit(".", 1)[0]
-            if parent.endswith(("_by_reason", "rejected_by_reason", "failed_by_reason")):
-                return 0.0
-            return None
-        node = node[part]
-    if isinstance(node, bool) or not isinstance(node, int | float):
-        return None
-    return float(node)
 
 
 def parse_threshold(expr: str) -> Threshold:

@@ -15,10 +15,10 @@ import orjson
 import pytest
 from rich.console import Console
 
+from harness.commands import sweep
+from harness.commands.sim import run_one
 from harness.interrupts import Interrupts
 from harness.profile import load
-from harness.results import sweep
-from harness.sim.driver import run_one
 from tests.reliability.support import assert_incomplete_and_conserved
 
 
@@ -101,7 +101,7 @@ def test_a_stopped_sweep_reaps_its_pool(tmp_path: Path) -> None:
 def test_a_signal_mid_seeds_writes_a_partial_aggregate(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from harness.sim import driver
+    from harness.commands import sim as driver
 
     real = driver._seed_job
     calls: list[int] = []

@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
+from harness.results.fmt import fmt_num
 from harness.results.plots import plot_sweep, plot_timeline
 from harness.results.quantiles import describe
-from harness.results.report import ReportError, fmt_num, write_report
+from harness.results.report import ReportError, write_report
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

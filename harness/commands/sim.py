@@ -1,0 +1,113 @@
+"""`harness sim`: one seed into a folder, or N seeds in a process pool beside an aggregate."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from harness.commands.pool import run_chunks
+from harness.commands.progress import progress_bar
+from harness.exit_codes import EXIT_BROKEN, for_summary
+from harness.interrupts import Interrupts
+from harness.profile import Profile, load
+from harness.results import summary as summ
+from harness.results.console import print_summary
+from harness.sim.runner import run_to_folder
+
+
+def _report(folder: Path, console: Console) -> None:
+    try:
+        from harness.results.report import write_report
+
+        write_report(folder)
+    except Exception as e:  # a broken plot must not lose the run's results
+        console.print(f"[yellow]warning:[/] report not written: {e}")
+
+
+def run_one(
+    profile: Profile,
+    seed: int | None,
+    folder: Path,
+    extra: tuple[str, ...],
+    report: bool,
+    console: Console,
+    at_second: Callable[[float], None] | None = None,
+) -> int:
+    """One seed into ``folder``. A stop signal (SIGINT, SIGTERM, SIGHUP) ends the simulation
+    at the next simulated second: partial results, marked incomplete, exit 3. ``at_second(t)``
+    is the test seam: called at each simulated second, it may deliver a signal at a chosen
+    virtual time."""
+    with Interrupts().installed() as intr, progress_bar(console) as prog:
+        task = prog.add_task("simulating (virtual s)", total=profile.duration_s)
+
+        def stop(t: float) -> bool:
+            if at_second is not None:
+                at_second(t)
+            return intr.count > 0
+
+        result = run_to_folder(profile, seed, folder, extra_thresholds=extra,
+                               progress=lambda t: prog.update(task, completed=min(t, profile.duration_s)),
+                               stop=stop)  # fmt: skip
+    if report:
+        _report(folder, console)
+    print_summary(console, result.summary, folder)
+    if not result.summary.get("complete", True):
+        console.print(f"[bold red]interrupted ({intr.last}):[/] partial results were written, "
+                      f"marked incomplete (exit 3)")  # fmt: skip
+    elif not result.summary["conservation"]["ok"]:
+        console.print("[bold red]conservation violated:[/] the run is invalid (exit 3)")
+    return for_summary(result.summary)
+
+
+SeedJob = tuple[str, list[str], int, str, tuple[str, ...]]  # spec, overrides, seed, folder, extra
+
+
+def _seed_job(args: SeedJob) -> dict[str, Any]:
+    spec, overrides, seed, folder, extra = args
+    prof = load(spec, overrides)
+    return run_to_folder(prof, seed, Path(folder), extra_thresholds=extra).summary
+
+
+def run_many(
+    spec: str,
+    overrides: list[str],
+    profile: Profile,
+    seed: int | None,
+    n: int,
+    folder: Path,
+    extra: tuple[str, ...],
+    jobs: int,
+    console: Console,
+) -> int:
+    """N seeds, each in ``seed-<n>/``, and ``aggregate.json`` (median and spread) beside them."""
+    from harness.results.compare import aggregate
+
+    first = profile.seed if seed is None else seed
+    seeds = list(range(first, first + n))
+    work = [(spec, overrides, s, str(folder / f"seed-{s}"), extra) for s in seeds]
+    done: dict[int, dict[str, Any]] = {}
+    with Interrupts().installed() as intr, progress_bar(console) as prog:
+        task = prog.add_task("seeds", total=n)
+
+        def take(w: SeedJob, s: dict[str, Any]) -> None:
+            done[w[2]] = s
+            prog.advance(task)
+
+        complete = run_chunks(_seed_job, work, min(jobs, n), None, take, intr.__bool__)
+    summaries = [done[s] for s in seeds if s in done]  # in seed order, whatever finished first
+    agg = aggregate(summaries)
+    if not complete:
+        agg["complete"], agg["seeds_finished"] = False, sorted(done)
+    summ.write_atomic(folder / "aggregate.json", summ.dumps(agg))
+    if not complete:
+        console.print(f"[bold red]interrupted ({intr.last}):[/] {len(done)} of {n} seeds "
+                      f"finished; partial {folder / 'aggregate.json'} written (exit 3)")  # fmt: skip
+        return EXIT_BROKEN
+    worst = max((for_summary(s) for s in summaries), default=0)
+    verdicts = [s["verdict"] for s in summaries]
+    console.print(f"{n} seeds -> {folder}: verdicts " + ", ".join(
+        f"{v} {verdicts.count(v)}" for v in sorted(set(verdicts))))  # fmt: skip
+    return worst

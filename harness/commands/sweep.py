@@ -1,0 +1,144 @@
+"""`harness sweep`: run a validated grid of simulations in a process pool, print the table,
+and optionally re-run the recommended point live (:mod:`harness.commands.verify_live`)."""
+
+from __future__ import annotations
+
+import functools
+import math
+import multiprocessing as mp
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from harness.commands.pool import run_chunks
+from harness.commands.progress import progress_bar
+from harness.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN, EXIT_FAIL, EXIT_OK
+from harness.interrupts import Interrupts
+from harness.profile import ProfileError
+from harness.results.sweep import (
+    Outcome,
+    Plan,
+    Tally,
+    Task,
+    assemble,
+    outcome,
+    plan_sweep,
+    write_outputs,
+)
+
+Runner = Callable[[str, list[str], int], dict[str, Any]]
+Progress = Callable[[int, int], None]
+
+
+def _default_runner() -> Runner:
+    from harness.sim.runner import run_summary
+
+    return run_summary
+
+
+def _run_chunk(
+    runner: Runner | None, profile: str, tasks: list[Task], *, metrics: tuple[str, ...]
+) -> list[Outcome]:
+    run = runner or _default_runner()
+    return [outcome(idx, seed, run(profile, overrides, seed), metrics) for idx, overrides, seed in tasks]
+
+
+def _pool_context() -> Any:
+    """forkserver where it can work, so workers do not inherit the caller's threads (a
+    progress bar's refresher) mid-write; it re-imports ``__main__``, impossible from stdin."""
+    main = getattr(sys.modules.get("__main__"), "__file__", None)
+    usable = "forkserver" in mp.get_all_start_methods() and (main is None or os.path.isfile(main))
+    return mp.get_context("forkserver" if usable else None)
+
+
+def run_sweep(
+    profile: str,
+    params: list[str],
+    seeds: int,
+    jobs: int,
+    objective: str | None,
+    constraints: list[str],
+    out: Path,
+    progress: Progress | None = None,
+    *,
+    overrides: Sequence[str] = (),
+    runner: Runner | None = None,
+    stop: Callable[[], bool] | None = None,
+) -> dict[str, Any]:
+    """Run the grid, write ``sweep.json`` and ``sweep.png`` into ``out``, return the sweep.
+    Bad input raises before any simulation (see :func:`harness.results.sweep.plan_sweep`)."""
+    started = time.perf_counter()
+    plan: Plan = plan_sweep(profile, params, seeds, jobs, objective, constraints, overrides)
+    tally = Tally(plan)
+    total, done = len(plan.tasks), 0
+    size = max(1, min(32, math.ceil(total / (jobs * 8))))
+    chunks = [plan.tasks[i : i + size] for i in range(0, total, size)]
+
+    def take(chunk: list[Task], results: list[Outcome]) -> None:
+        nonlocal done
+        tally.add(results)
+        done += len(chunk)
+        if progress:
+            progress(done, total)
+
+    work = functools.partial(_run_chunk, runner, profile, metrics=plan.metrics)
+    complete = run_chunks(work, chunks, jobs, _pool_context(), take, stop)
+    result = assemble(plan, tally, complete, round(time.perf_counter() - started, 3), jobs)
+    write_outputs(result, out)
+    return result
+
+
+def print_table(console: Console, sweep: dict[str, Any]) -> None:
+    """The per-point table and the recommendation, on the human-output console."""
+    from harness.results.sweep_table import recommendation_text, sweep_table
+
+    console.print(sweep_table(sweep))
+    console.print(recommendation_text(sweep))
+
+
+def sweep_command(
+    spec: str,
+    overrides: list[str],
+    params: list[str],
+    seeds: int,
+    jobs: int,
+    objective: str | None,
+    constraints: list[str],
+    folder: Path,
+    console: Console,
+    verify_live: float | None = None,
+) -> int:
+    """`harness sweep`: the grid with a progress bar, the table, the exit code (2 bad input,
+    3 interrupted, 1 nothing feasible or live disagrees, 0 otherwise)."""
+    n_jobs = jobs or os.cpu_count() or 1
+    with Interrupts().installed() as intr, progress_bar(console) as prog:
+        task = prog.add_task("sweep", total=None)
+
+        def progress(done: int, total: int) -> None:
+            prog.update(task, completed=done, total=total)
+
+        try:
+            result = run_sweep(spec, params, seeds, n_jobs, objective, constraints, folder,
+                               progress, overrides=overrides, stop=intr.__bool__)  # fmt: skip
+        except (ValueError, ProfileError) as e:
+            console.print(f"[bold red]error:[/] {e}")
+            return EXIT_BAD_INPUT
+    if not result.get("complete", True):
+        done = sum(1 for p in result["points"] if p.get("finished"))
+        console.print(f"[bold red]interrupted ({intr.last}):[/] {done} of {len(result['points'])} "
+                      f"points finished; partial {folder / 'sweep.json'} written (exit 3)")  # fmt: skip
+        return EXIT_BROKEN
+    print_table(console, result)
+    rec = result.get("recommendation", {})
+    if rec.get("values") is None:
+        return EXIT_FAIL
+    if verify_live is not None:
+        from harness.commands.verify_live import verify_recommendation
+
+        return verify_recommendation(spec, overrides, result, folder, verify_live, console)
+    return EXIT_OK

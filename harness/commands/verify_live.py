@@ -1,0 +1,69 @@
+"""`harness sweep --verify-live`: re-run the recommended point live and say whether it agrees.
+
+The one place where a simulation's result and a live run meet.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from harness.exit_codes import EXIT_BROKEN, EXIT_FAIL, EXIT_OK
+from harness.profile import load
+from harness.results import summary as summ
+from harness.results.expr import expr_value
+
+# Live vs sim agreement: the live figure must fall inside the sweep point's min-max band over
+# seeds, widened by this margin (relative to the band's width, and at least an absolute floor),
+# since one live run is one more draw of the same noise plus the live path's own jitter.
+VERIFY_METRICS = {"counts.rejected / counts.arrivals": 0.05, "turnaround_s.p95": 5.0}
+
+
+def verify_recommendation(
+    spec: str,
+    overrides: list[str],
+    result: dict[str, Any],
+    folder: Path,
+    time_scale: float,
+    console: Console,
+) -> int:
+    """Re-run the recommended point live (``harness run`` against the stub) and report whether
+    the live figures fall inside the sweep's seed band for that point."""
+    from harness.live.run import run_live
+
+    values = result["recommendation"]["values"]
+    point = next(p for p in result["points"] if p["values"] == values)
+    sets = [*overrides, *(f"{k}={v}" for k, v in values.items())]
+    prof = load(spec, sets)
+    live_dir = folder / "verify-live"
+    console.print(f"verifying {values} live at --time-scale {time_scale} -> {live_dir}")
+    code = run_live(profile_spec=spec, overrides=sets, profile=prof, time_scale=time_scale,
+                    out=live_dir, console=console)  # fmt: skip
+    summary_path = live_dir / "summary.json"
+    if code == EXIT_BROKEN or not summary_path.exists():
+        console.print("[bold red]verify-live:[/] the live run broke; no verdict")
+        return EXIT_BROKEN
+    live = json.loads(summary_path.read_text())
+    rows = []
+    agree = True
+    for expr, floor in VERIFY_METRICS.items():
+        band = point["metrics"].get(expr)
+        if band is None or band.get("min") is None:
+            continue
+        lo, hi = float(band["min"]), float(band["max"])
+        slack = max(floor, 0.25 * (hi - lo))
+        value = expr_value(live, expr)
+        ok = value is not None and lo - slack <= value <= hi + slack
+        agree = agree and ok
+        rows.append({"metric": expr, "live": value, "sim_min": lo, "sim_max": hi, "slack": slack,
+                     "agrees": ok})  # fmt: skip
+        mark = "[green]agrees[/]" if ok else "[red]DISAGREES[/]"
+        console.print(f"  {expr}: live {value if value is None else round(value, 3)} vs sim "
+                      f"[{lo:.3f}, {hi:.3f}] +- {slack:.3f}: {mark}")  # fmt: skip
+    result["verify_live"] = {"time_scale": time_scale, "folder": str(live_dir), "agrees": agree,
+                             "rows": rows}  # fmt: skip
+    summ.write_atomic(folder / "sweep.json", summ.dumps(result))
+    return EXIT_OK if agree else EXIT_FAIL

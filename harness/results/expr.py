@@ -1,0 +1,56 @@
+"""The one evaluator of ``PATH`` and ``PATH / PATH`` expressions over a summary.
+
+Thresholds, the sweep's metrics, objective and constraints, compare's key figures and
+``--verify-live`` all name figures in this grammar (parsed in :mod:`harness.results.thresholds`)
+and read their values here, so a ratio means the same thing everywhere: missing or divided by
+zero is undefined (``None``), never 0 or infinity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+def lookup(summary: Mapping[str, Any], path: str) -> float | None:
+    """The number at a dotted ``path`` of a summary; None when absent or not a number."""
+    node: Any = summary
+    for part in path.split("."):
+        if not isinstance(node, Mapping):
+            return None
+        if part not in node:
+            # Missing reason keys mean "zero of those", not "unknown".
+            parent = path.rsplit(".", 1)[0]
+            if parent.endswith(("_by_reason", "rejected_by_reason", "failed_by_reason")):
+                return 0.0
+            return None
+        node = node[part]
+    if isinstance(node, bool) or not isinstance(node, int | float):
+        return None
+    return float(node)
+
+
+def split_expr(expr: str) -> tuple[str, str | None]:
+    """``"a.b / c.d"`` -> ``("a.b", "c.d")``; ``"a.b"`` -> ``("a.b", None)``."""
+    num, sep, den = expr.partition("/")
+    return num.strip(), (den.strip() if sep else None)
+
+
+def evaluate(summary: Mapping[str, Any], num: str, den: str | None) -> tuple[float | None, str | None]:
+    """``(value, why)``: the value of ``num`` or ``num / den``, or None and the reason."""
+    n = lookup(summary, num)
+    if n is None:
+        return None, f"{num} is not in the results"
+    if den is None:
+        return n, None
+    d = lookup(summary, den)
+    if d is None:
+        return None, f"{den} is not in the results"
+    if d == 0:
+        return None, f"division by zero: {den} is 0"
+    return n / d, None
+
+
+def expr_value(summary: Mapping[str, Any], expr: str) -> float | None:
+    """Value of ``PATH`` or ``PATH / PATH`` in a summary; None if missing or 0/0."""
+    return evaluate(summary, *split_expr(expr))[0]
