@@ -1,0 +1,93 @@
+"""The layers' import rules (DESIGN.md), read from the source: results/ is data only, only the
+commands layer imports both drivers, one exit-code map, one expression evaluator."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import harness
+
+ROOT = Path(harness.__file__).parent
+
+
+def _modules() -> dict[str, ast.Module]:
+    return {p.relative_to(ROOT).as_posix(): ast.parse(p.read_text()) for p in ROOT.rglob("*.py")}
+
+
+def _imports(tree: ast.Module) -> set[str]:
+    """Every harness module imported anywhere in the file, function-level imports included."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.add(node.module)
+            out.update(f"{node.module}.{a.name}" for a in node.names)
+    return {m for m in out if m.startswith("harness.")}
+
+
+def _under(mod: str, package: str) -> bool:
+    return mod == package or mod.startswith(package + ".")
+
+
+def test_results_imports_neither_driver_nor_the_commands() -> None:
+    bad = {path: sorted(m for m in _imports(tree)
+                        if any(_under(m, p) for p in ("harness.sim", "harness.live", "harness.commands")))
+           for path, tree in _modules().items() if path.startswith("results/")}  # fmt: skip
+    assert {k: v for k, v in bad.items() if v} == {}
+
+
+def test_only_the_commands_layer_imports_both_sim_and_live() -> None:
+    mods = _modules()
+
+    def importers(package: str) -> set[str]:
+        return {path for path, tree in mods.items() if any(_under(m, package) for m in _imports(tree))}
+
+    sim, live = importers("harness.sim"), importers("harness.live")
+    # the simulation is reached only through the commands layer (the CLI calls commands)
+    assert {p for p in sim if not p.startswith("sim/")} <= {p for p in mods if p.startswith("commands/")}
+    assert any(p.startswith("commands/") for p in sim) and any(p.startswith("commands/") for p in live)
+    assert not {p for p in sim if p.startswith("live/")}, "live imports sim"
+    assert not {p for p in live if p.startswith("sim/")}, "sim imports live"
+
+
+def test_results_modules_import_each_other_without_a_circle() -> None:
+    mods = {p: t for p, t in _modules().items() if p.startswith("results/")}
+    name = {f"harness.{p[:-3].replace('/', '.')}": p for p in mods}
+    graph = {p: {name[m] for m in _imports(t) if m in name} - {p} for p, t in mods.items()}
+    done: set[str] = set()
+
+    def visit(p: str, path: tuple[str, ...]) -> None:
+        assert p not in path, " -> ".join((*path, p))
+        if p not in done:
+            for q in sorted(graph[p]):
+                visit(q, (*path, p))
+            done.add(p)
+
+    for p in sorted(graph):
+        visit(p, ())
+
+
+def test_exit_codes_are_defined_once() -> None:
+    defined = sorted(path for path, tree in _modules().items() for node in ast.walk(tree)
+                     if isinstance(node, ast.Assign) for t in node.targets
+                     for n in (t.elts if isinstance(t, ast.Tuple) else [t])
+                     if isinstance(n, ast.Name) and n.id.startswith("EXIT_"))  # fmt: skip
+    assert set(defined) == {"exit_codes.py"}
+
+
+def test_one_evaluator_of_path_expressions() -> None:
+    """``lookup``/``expr_value`` are defined once, and nothing else splits an expression on '/'."""
+    defs, splits = [], []
+    for path, tree in _modules().items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef) and node.name in ("lookup", "expr_value"):
+                defs.append((path, node.name))
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("split", "partition", "rsplit", "rpartition")
+                    and node.args and isinstance(node.args[0], ast.Constant)
+                    and node.args[0].value == "/"):  # fmt: skip
+                splits.append(path)
+    assert sorted(defs) == [("results/expr.py", "expr_value"), ("results/expr.py", "lookup")]
+    assert set(splits) == {"results/expr.py"}
