@@ -42,12 +42,18 @@ def test_only_the_commands_layer_imports_both_sim_and_live() -> None:
     mods = _modules()
 
     def importers(package: str) -> set[str]:
-        return {path for path, tree in mods.items() if any(_under(m, package) for m in _imports(tree))}
+        return {
+            path for path, tree in mods.items() if any(_under(m, package) for m in _imports(tree))
+        }
 
     sim, live = importers("harness.sim"), importers("harness.live")
     # the simulation is reached only through the commands layer (the CLI calls commands)
-    assert {p for p in sim if not p.startswith("sim/")} <= {p for p in mods if p.startswith("commands/")}
-    assert any(p.startswith("commands/") for p in sim) and any(p.startswith("commands/") for p in live)
+    assert {p for p in sim if not p.startswith("sim/")} <= {
+        p for p in mods if p.startswith("commands/")
+    }
+    assert any(p.startswith("commands/") for p in sim) and any(
+        p.startswith("commands/") for p in live
+    )
     assert not {p for p in sim if p.startswith("live/")}, "live imports sim"
     assert not {p for p in live if p.startswith("sim/")}, "sim imports live"
 

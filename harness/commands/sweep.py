@@ -45,7 +45,9 @@ def _run_chunk(
     runner: Runner | None, profile: str, tasks: list[Task], *, metrics: tuple[str, ...]
 ) -> list[Outcome]:
     run = runner or _default_runner()
-    return [outcome(idx, seed, run(profile, overrides, seed), metrics) for idx, overrides, seed in tasks]
+    return [
+        outcome(idx, seed, run(profile, overrides, seed), metrics) for idx, overrides, seed in tasks
+    ]
 
 
 def _pool_context() -> Any:

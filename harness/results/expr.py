@@ -36,7 +36,9 @@ def split_expr(expr: str) -> tuple[str, str | None]:
     return num.strip(), (den.strip() if sep else None)
 
 
-def evaluate(summary: Mapping[str, Any], num: str, den: str | None) -> tuple[float | None, str | None]:
+def evaluate(
+    summary: Mapping[str, Any], num: str, den: str | None
+) -> tuple[float | None, str | None]:
     """``(value, why)``: the value of ``num`` or ``num / den``, or None and the reason."""
     n = lookup(summary, num)
     if n is None:
