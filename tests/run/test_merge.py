@@ -11,6 +11,7 @@ import orjson
 from harness.live.merge import (
     attempt_counts,
     cross_check,
+    cross_check_partial,
     lateness_wall_limit,
     merge,
     proxy_offset,
@@ -114,11 +115,38 @@ def test_attempts_are_cross_checked_against_the_proxys_counts() -> None:
             rec(3, "failed", "connection_refused", history=["failed:connection_refused"])]  # fmt: skip
     exp = attempt_counts(recs)
     assert exp == {"arrivals": 5, "admitted": 1, "rejected": 4, "completed": 1, "failed": 0,
-                   "expired": 0, "rejected_by_reason": {"queue_age": 4}}  # fmt: skip
+                   "expired": 0, "rejected_by_reason": {"queue_age": 4}, "unknown": 0}  # fmt: skip
     proxy = {**exp, "rejected_by_reason": {"queue_age": 4, "queue_depth": 0}}
     assert cross_check(exp, proxy) == []
     off = cross_check(exp, {**proxy, "arrivals": 6, "completed": 0})
     assert len(off) == 2 and any("arrivals" in v for v in off)
+
+
+def test_a_cut_run_lets_an_answer_the_client_never_read_be_a_proxy_rejection() -> None:
+    """Interrupted: an attempt still in flight on the client side may have been turned away
+    (shutting_down) by the proxy as the generator died -- one unseen rejection per such attempt,
+    never more, and never a rejection the client saw that the proxy did not make."""
+    recs = [rec(1, history=["completed"]), rec(2, history=["in_flight"]),
+            rec(3, history=["rejected:queue_age"])]  # fmt: skip
+    exp = attempt_counts(recs)
+    assert exp["unknown"] == 1
+
+    def proxy(rejected: dict[str, int], completed: int = 1) -> dict[str, object]:
+        n = sum(rejected.values())
+        counts = {"arrivals": 3, "admitted": 3 - n, "rejected": n, "completed": completed,
+                  "rejected_by_reason": rejected}  # fmt: skip
+        return {"counts": counts, "conservation": {"violations": []}}
+
+    assert cross_check_partial(exp, proxy({"queue_age": 1})) == []
+    assert cross_check_partial(exp, proxy({"queue_age": 1, "shutting_down": 1})) == []
+    two_unseen = cross_check_partial(exp, proxy({"queue_age": 2, "shutting_down": 1}))
+    assert len(two_unseen) == 1 and "never saw (2)" in two_unseen[0]
+    assert any("queue_age rejections" in v for v in cross_check_partial(exp, proxy({})))
+    more = cross_check_partial(
+        exp,
+        {**proxy({"queue_age": 1}), "counts": {**proxy({"queue_age": 1})["counts"], "arrivals": 4}},
+    )  # type: ignore[dict-item]
+    assert any("arrivals" in v for v in more)
 
 
 def test_the_proxys_clock_is_aligned_to_the_load_start(tmp_path: Path) -> None:
