@@ -28,12 +28,13 @@ from collections import deque
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final
 
-from harness.engine.admission import Admission
+from harness.engine.admission import Admission, AdmissionView
 from harness.engine.dependency import CircuitBreaker, RetryBudget, Rng, backoff_s
 from harness.engine.events import (
     Action,
     Admit,
     Arrived,
+    Backoff,
     BreakerChange,
     Cancelled,
     Complete,
@@ -45,17 +46,21 @@ from harness.engine.events import (
     Finished,
     MetricsSample,
     Reject,
-    Retry,
     StopAdmitting,
     Tick,
 )
 from harness.engine.queue import DONE, RETRY_WAIT, RUNNING, WAITING, Job, JobQueue
-from harness.engine.scaling import Pool
+from harness.engine.scaling import ExecutorPool
 
 if TYPE_CHECKING:
     from harness.profile import Engine as EngineConfig
 
 EWMA_ALPHA: Final = 0.1  # weight of each new service-time observation
+
+
+def _breaker_change(change: tuple[str, str, float]) -> BreakerChange:
+    state, reason, ratio = change
+    return BreakerChange(state=state, reason=reason, failure_ratio=ratio)
 
 
 class Counts:
@@ -81,7 +86,7 @@ class Engine:
         self.cfg = cfg
         self.rng = rng
         self.queue = JobQueue()
-        self.pool = Pool(cfg.executors)
+        self.pool = ExecutorPool(cfg.executors)
         self.busy = 0
         self.service_time_s = service_time_prior_s
         self.jobs: dict[str, Job] = {}  # admitted and not yet ended
@@ -119,30 +124,27 @@ class Engine:
     # -- the public surface -------------------------------------------------------------------
 
     def handle(self, event: Event, now: float) -> list[Action]:
+        """The one entry: the actions ``event`` calls for at ``now`` (a ``now`` earlier than
+        the last one is taken as the last one: the engine's clock never goes back)."""
         if now > self.now:
             self.now = now
         now = self.now
         out: list[Action] = []
-        if type(event) is Finished:
-            self._finished(event, now, out)
-        elif type(event) is Failed:
-            self._failed(event, now, out)
-        elif type(event) is Tick:
-            self._dispatch(now, out)
-        elif isinstance(event, Arrived):  # arrivals.Arrival is a subclass
+        # One dispatch, the frequent events first (arrivals.Arrival is a subclass of Arrived).
+        if isinstance(event, Arrived):
             self._arrived(event, now, out)
+        elif isinstance(event, Finished):
+            self._finished(event, now, out)
+        elif isinstance(event, Tick):
+            self._dispatch(now, out)
+        elif isinstance(event, Failed):
+            self._failed(event, now, out)
         elif isinstance(event, Cancelled):
             self._cancelled(event, now, out)
         elif isinstance(event, MetricsSample):
             self.signals_known = event.known
         elif isinstance(event, StopAdmitting):
             self.admitting = False
-        elif isinstance(event, Finished):
-            self._finished(event, now, out)
-        elif isinstance(event, Failed):
-            self._failed(event, now, out)
-        elif isinstance(event, Tick):
-            self._dispatch(now, out)
         else:
             raise TypeError(f"not an engine event: {event!r}")
         return out
@@ -151,7 +153,7 @@ class Engine:
         q = self.queue
         br = self.breaker
         pool = self.pool
-        if not (q._expiry or self._retries or br.state == "open" or pool.starting):
+        if not (q.has_deadlines() or self._retries or br.state == "open" or pool.starting):
             # The common case, on the hot path of every event: at most a max wait is pending.
             return self._next_max_wait() if q.depth else None
         best: float | None = q.next_expiry()
@@ -180,15 +182,6 @@ class Engine:
 
     # -- handlers ----------------------------------------------------------------------------
 
-    def arrive(self, ev: Arrived, now: float) -> list[Action]:
-        """``handle(ev, now)`` for an ``Arrived`` event, without the dispatch by type: the
-        simulation's hot path. Same decisions, same state changes."""
-        if now > self.now:
-            self.now = now
-        out: list[Action] = []
-        self._arrived(ev, self.now, out)
-        return out
-
     def _arrived(self, ev: Arrived, now: float, out: list[Action]) -> None:
         counts = self.counts
         counts.arrivals += 1
@@ -205,13 +198,16 @@ class Engine:
         elif bypass or not adm.on:
             reason, raw = "", -1.0
         else:
-            raw = adm.check(self, ev, now, est, age)
-            reason = adm.reason
+            view = AdmissionView(queue=q, now=now, busy=self.busy, concurrency=c,
+                                 service_time_s=st, estimated_wait_s=est, age_s=age)  # fmt: skip
+            reason, raw = adm.check(view, ev)
         if raw >= 0.0:
             counts.rejected += 1
             ra = math.ceil(raw) if raw < 86400.0 else 86400
-            out.append(Reject(ev.id, ev.cls, ev.priority, ev.tenant, reason,
-                              float(ra) if ra >= 1 else 1.0, est, q.depth, age, self.busy))  # fmt: skip
+            out.append(Reject(id=ev.id, cls=ev.cls, priority=ev.priority, tenant=ev.tenant,
+                              reason=reason, retry_after_s=float(ra) if ra >= 1 else 1.0,
+                              estimated_wait_s=est, depth=q.depth, age_s=age,
+                              in_flight=self.busy))  # fmt: skip
             return
         if not bypass:
             adm.spend(ev.tenant, now)
@@ -221,8 +217,9 @@ class Engine:
         job = Job(ev.id, ev.cls, ev.priority, ev.tenant, ev.key, now,
                   None if dl is None else now + dl, self._seq)  # fmt: skip
         self.jobs[ev.id] = job
-        out.append(Admit(ev.id, ev.cls, ev.priority, ev.tenant, est, q.depth, age, self.busy,
-                         "admit_always" if bypass else None))  # fmt: skip
+        out.append(Admit(id=ev.id, cls=ev.cls, priority=ev.priority, tenant=ev.tenant,
+                         estimated_wait_s=est, depth=q.depth, age_s=age, in_flight=self.busy,
+                         reason="admit_always" if bypass else None))  # fmt: skip
         q.push(job)
         if self._lanes:
             self._lane_of.get(ev.cls, self._default_lane).append(job)
@@ -240,7 +237,7 @@ class Engine:
         self.service_time_s += EWMA_ALPHA * (service - self.service_time_s)
         change = self.breaker.record(now, True)
         if change is not None:
-            out.append(BreakerChange(*change))
+            out.append(_breaker_change(change))
         # _end, inlined: this is the hot path of every completion
         job.state = DONE
         self.busy -= 1
@@ -250,8 +247,8 @@ class Engine:
         if self.pool.draining:
             self.pool.settle(self.busy)
         self.counts.completed += 1
-        out.append(Complete(job.id, service))
-        if self.queue.depth or self._retries or self.queue._expiry:
+        out.append(Complete(id=job.id, service_s=service))
+        if self.queue.depth or self._retries or self.queue.has_deadlines():
             self._dispatch(now, out)
 
     def _failed(self, ev: Failed, now: float, out: list[Action]) -> None:
@@ -269,14 +266,14 @@ class Engine:
             self.counts.retries += 1
             self._seq += 1
             heapq.heappush(self._retries, (now + delay, self._seq, job))
-            out.append(Retry(job.id, job.attempt + 1, delay, ev.reason))
+            out.append(Backoff(id=job.id, attempt=job.attempt + 1, delay_s=delay, reason=ev.reason))
         else:
             reason = ev.reason
             if ev.retryable and job.attempt <= dep.max_retries:
                 reason = "retry_budget"  # it would have retried, but the budget was spent
             self._end(job, out)
             self.counts.failed += 1
-            out.append(Fail(job.id, reason, job.attempt, True))
+            out.append(Fail(id=job.id, reason=reason, attempts=job.attempt, was_running=True))
         self._dispatch(now, out)
 
     def _cancelled(self, ev: Cancelled, now: float, out: list[Action]) -> None:
@@ -291,7 +288,8 @@ class Engine:
             self._end(job, out)
             was_running = True
         self.counts.failed += 1
-        out.append(Fail(job.id, "cancelled", job.attempt, was_running))
+        out.append(Fail(id=job.id, reason="cancelled", attempts=job.attempt,
+                        was_running=was_running))  # fmt: skip
         self._dispatch(now, out)
 
     # -- internals ---------------------------------------------------------------------------
@@ -309,7 +307,7 @@ class Engine:
     def _breaker_record(self, now: float, ok: bool, out: list[Action]) -> None:
         change = self.breaker.record(now, ok)
         if change is not None:
-            out.append(BreakerChange(*change))
+            out.append(_breaker_change(change))
 
     def _next_max_wait(self) -> float | None:
         """When the next waiting job passes its max wait (None: nothing waits)."""
@@ -330,7 +328,7 @@ class Engine:
         self.queue.remove(job)
         del self.jobs[job.id]
         self.counts.expired += 1
-        out.append(Expire(job.id, now - job.admitted_at, reason))
+        out.append(Expire(id=job.id, age_s=now - job.admitted_at, reason=reason))
 
     def _expire_waited(self, now: float, out: list[Action]) -> None:
         """Every waiting job past its max wait leaves as expired (reason max_wait)."""
@@ -352,7 +350,7 @@ class Engine:
     def _dispatch(self, now: float, out: list[Action]) -> None:
         """Expire what is due, resume due retries, then fill free slots by priority."""
         q = self.queue
-        if q._expiry:
+        if q.has_deadlines():
             for job in q.pop_expired(now):
                 self._expire(job, now, "deadline", out)
         if now >= self._wait_check:
@@ -363,7 +361,7 @@ class Engine:
         if br.state == "open":
             change = br.poll(now)
             if change is not None:
-                out.append(BreakerChange(*change))
+                out.append(_breaker_change(change))
         retries = self._retries
         while retries and retries[0][0] <= now:
             job = retries[0][2]
@@ -380,7 +378,7 @@ class Engine:
             job.state = RUNNING
             job.attempt += 1
             job.started_at = now
-            out.append(Dispatch(job.id, job.cls, job.attempt, 0.0))
+            out.append(Dispatch(id=job.id, cls=job.cls, attempt=job.attempt, queue_wait_s=0.0))
         c = self.pool.concurrency
         while self.busy < c and q.depth and br.allows():
             nxt = q.pop()
@@ -393,4 +391,5 @@ class Engine:
             job.attempt = 1
             job.started_at = now
             self.budget.deposit()
-            out.append(Dispatch(job.id, job.cls, 1, now - job.admitted_at))
+            out.append(Dispatch(id=job.id, cls=job.cls, attempt=1,
+                                queue_wait_s=now - job.admitted_at))  # fmt: skip

@@ -35,6 +35,7 @@ class Arrived(Event):
         self,
         id: str,
         cls: str,
+        *,
         priority: int = STANDARD,
         tenant: str = "default",
         key: str | None = None,
@@ -116,6 +117,7 @@ class Admit(Action):
 
     def __init__(
         self,
+        *,
         id: str,
         cls: str,
         priority: int,
@@ -143,6 +145,7 @@ class Reject(Action):
 
     def __init__(
         self,
+        *,
         id: str,
         cls: str,
         priority: int,
@@ -171,19 +174,21 @@ class Dispatch(Action):
 
     __slots__ = ("attempt", "cls", "id", "queue_wait_s")
 
-    def __init__(self, id: str, cls: str, attempt: int, queue_wait_s: float) -> None:
+    def __init__(self, *, id: str, cls: str, attempt: int, queue_wait_s: float) -> None:
         self.id = id
         self.cls = cls
         self.attempt = attempt
         self.queue_wait_s = queue_wait_s
 
 
-class Retry(Action):
-    """An attempt failed and will be dispatched again after ``delay_s`` (the engine times it)."""
+class Backoff(Action):
+    """An attempt failed; the engine waits ``delay_s`` (it owns that timer), then dispatches
+    attempt number ``attempt``. The decision log calls it a ``retry`` record; the name differs
+    from the callers' own retry policy (``ClientRetry``), which is not the engine's."""
 
     __slots__ = ("attempt", "delay_s", "id", "reason")
 
-    def __init__(self, id: str, attempt: int, delay_s: float, reason: str) -> None:
+    def __init__(self, *, id: str, attempt: int, delay_s: float, reason: str) -> None:
         self.id = id
         self.attempt = attempt
         self.delay_s = delay_s
@@ -195,7 +200,7 @@ class Complete(Action):
 
     __slots__ = ("id", "service_s")
 
-    def __init__(self, id: str, service_s: float) -> None:
+    def __init__(self, *, id: str, service_s: float) -> None:
         self.id = id
         self.service_s = service_s
 
@@ -205,7 +210,7 @@ class Fail(Action):
 
     __slots__ = ("attempts", "id", "reason", "was_running")
 
-    def __init__(self, id: str, reason: str, attempts: int, was_running: bool) -> None:
+    def __init__(self, *, id: str, reason: str, attempts: int, was_running: bool) -> None:
         self.id = id
         self.reason = reason
         self.attempts = attempts
@@ -218,7 +223,7 @@ class Expire(Action):
 
     __slots__ = ("age_s", "id", "reason")
 
-    def __init__(self, id: str, age_s: float, reason: str = "deadline") -> None:
+    def __init__(self, *, id: str, age_s: float, reason: str = "deadline") -> None:
         self.id = id
         self.age_s = age_s
         self.reason = reason
@@ -227,7 +232,7 @@ class Expire(Action):
 class BreakerChange(Action):
     __slots__ = ("failure_ratio", "reason", "state")
 
-    def __init__(self, state: str, reason: str, failure_ratio: float) -> None:
+    def __init__(self, *, state: str, reason: str, failure_ratio: float) -> None:
         self.state = state
         self.reason = reason
         self.failure_ratio = failure_ratio
@@ -237,7 +242,7 @@ class Scale(Action):
     __slots__ = ("bound_by", "from_replicas", "reason", "to_replicas")
 
     def __init__(
-        self, from_replicas: int, to_replicas: int, reason: str, bound_by: str | None
+        self, *, from_replicas: int, to_replicas: int, reason: str, bound_by: str | None
     ) -> None:
         self.from_replicas = from_replicas
         self.to_replicas = to_replicas

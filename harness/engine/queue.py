@@ -176,6 +176,11 @@ class JobQueue:
         self._cursor_t = t
         return i - h
 
+    def has_deadlines(self) -> bool:
+        """Whether any job was pushed with a deadline that is not yet popped (its job may
+        have started since): the cheap test before :meth:`next_expiry`/:meth:`pop_expired`."""
+        return bool(self._expiry)
+
     def next_expiry(self) -> float | None:
         exp = self._expiry
         while exp and exp[0][2].state != WAITING:

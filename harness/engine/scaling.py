@@ -1,10 +1,10 @@
 """The executor pool and the autoscaler seam.
 
-``Pool`` tracks executors that are ready, starting (ready after ``startup_s``) and draining
-(they take no new work and leave when idle). Concurrency is ready executors x
+``ExecutorPool`` tracks executors that are ready, starting (ready after ``startup_s``) and
+draining (they take no new work and leave when idle). Concurrency is ready executors x
 ``jobs_per_executor``. With ``scaling.enabled: false`` nothing ever asks the pool to resize, so
-it stays at ``executors.initial``. An autoscaler plugs in through ``Pool.resize`` and returns
-its decision as a ``Scale`` action (reason and the binding limit named).
+it stays at ``executors.initial``. An autoscaler plugs in through ``ExecutorPool.resize`` and
+returns its decision as a ``Scale`` action (reason and the binding limit named).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # config types only; the engine imports nothing outside the s
     from harness.profile import Executors
 
 
-class Pool:
+class ExecutorPool:
     def __init__(self, cfg: Executors) -> None:
         self.jobs_per_executor = cfg.jobs_per_executor
         self.startup_s = cfg.startup_s

@@ -145,9 +145,11 @@ class LiveDriver:
         rid = t.id = f"r-{self._n:06d}"
         t.t0 = now
         self.tickets[rid] = t
-        actions = self.engine.arrive(
-            Arrived(rid, t.cls, t.priority, t.tenant, t.key, t.deadline_s), now
-        )
+        actions = self.engine.handle(
+            Arrived(rid, t.cls, priority=t.priority, tenant=t.tenant, key=t.key,
+                    deadline_s=t.deadline_s),
+            now,
+        )  # fmt: skip
         decision = actions[0]  # the engine answers an arrival first, then dispatches
         if type(decision) is Reject:
             del self.tickets[rid]

@@ -20,13 +20,13 @@ from harness.engine.events import (
     PRIORITY_NAMES,
     Action,
     Admit,
+    Backoff,
     BreakerChange,
     Complete,
     Dispatch,
     Expire,
     Fail,
     Reject,
-    Retry,
     Scale,
 )
 
@@ -91,7 +91,7 @@ def _dispatch(t: float, a: Dispatch, d: dict[str, Any] | None = None) -> dict[st
     return d
 
 
-def _retry(t: float, a: Retry) -> dict[str, Any]:
+def _retry(t: float, a: Backoff) -> dict[str, Any]:
     return {"attempt": a.attempt, "delay_s": _ms(a.delay_s), "id": a.id, "kind": "retry",
             "reason": a.reason, "t": t}  # fmt: skip
 
@@ -118,7 +118,7 @@ RECORDS: dict[type, Callable[[float, Any], dict[str, Any] | None]] = {
     Admit: _admit,
     Reject: _reject,
     Dispatch: _dispatch,
-    Retry: _retry,
+    Backoff: _retry,
     Fail: _fail,
     Expire: _expire,
     BreakerChange: _breaker,

@@ -199,7 +199,6 @@ def _simulate(
     tick_at = math.inf
     tick = Tick()
     handle = engine.handle
-    arrive = engine.arrive
     apply = col.apply
     call = upstream.call
     push = heapq.heappush
@@ -224,7 +223,7 @@ def _simulate(
                 progress(now)
             if clients is not None:
                 clients.track(nxt)
-            actions = arrive(nxt, now)
+            actions = handle(nxt, now)
             nxt = next(arrivals, None)
         elif heap:
             t_top, _s, kind, payload = pop(heap)
@@ -256,9 +255,10 @@ def _simulate(
                 if clients is not None:
                     clients.cause[rid] = (failure, ra)
                 # A stream that broke after its first byte is final (the proxy's rule).
-                actions = handle(Failed(rid, failure, ra, failure not in MID_STREAM), now)
+                actions = handle(Failed(rid, failure, retry_after_s=ra,
+                                         retryable=failure not in MID_STREAM), now)  # fmt: skip
             elif kind == _CLIENT:
-                actions = arrive(payload, now)
+                actions = handle(payload, now)
             elif kind == _TICK:
                 actions = handle(tick, now)
             else:

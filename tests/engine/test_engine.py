@@ -13,6 +13,7 @@ from harness.engine.events import (
     STANDARD,
     Admit,
     Arrived,
+    Backoff,
     BreakerChange,
     Cancelled,
     Complete,
@@ -22,7 +23,6 @@ from harness.engine.events import (
     Failed,
     Finished,
     Reject,
-    Retry,
     StopAdmitting,
     Tick,
 )
@@ -69,12 +69,12 @@ def test_engine_module_reads_no_clock_or_global_random() -> None:
 
 def test_strict_priority_between_tiers_and_fifo_within() -> None:
     eng = make_engine(["engine.executors.initial=1"])
-    out = eng.handle(Arrived("busy", "a", STANDARD), 0.0)
+    out = eng.handle(Arrived("busy", "a", priority=STANDARD), 0.0)
     assert dispatched(out) == ["busy"]
-    eng.handle(Arrived("b1", "a", BATCH), 0.1)
-    eng.handle(Arrived("s1", "a", STANDARD), 0.2)
-    eng.handle(Arrived("s2", "a", STANDARD), 0.3)
-    eng.handle(Arrived("c1", "a", CRITICAL), 0.4)
+    eng.handle(Arrived("b1", "a", priority=BATCH), 0.1)
+    eng.handle(Arrived("s1", "a", priority=STANDARD), 0.2)
+    eng.handle(Arrived("s2", "a", priority=STANDARD), 0.3)
+    eng.handle(Arrived("c1", "a", priority=CRITICAL), 0.4)
     order = []
     for t, rid in enumerate(["busy", "c1", "s1", "s2"], start=1):
         out = eng.handle(Finished(rid), float(t))
@@ -84,10 +84,10 @@ def test_strict_priority_between_tiers_and_fifo_within() -> None:
 
 def test_partition_key_runs_one_at_a_time_in_order() -> None:
     eng = make_engine(["engine.executors.initial=3"])
-    a = eng.handle(Arrived("k1", "a", STANDARD, key="K"), 0.0)
-    b = eng.handle(Arrived("k2", "a", STANDARD, key="K"), 0.1)
-    c = eng.handle(Arrived("x1", "a", STANDARD), 0.2)
-    d = eng.handle(Arrived("k3", "a", STANDARD, key="K"), 0.3)
+    a = eng.handle(Arrived("k1", "a", priority=STANDARD, key="K"), 0.0)
+    b = eng.handle(Arrived("k2", "a", priority=STANDARD, key="K"), 0.1)
+    c = eng.handle(Arrived("x1", "a", priority=STANDARD), 0.2)
+    d = eng.handle(Arrived("k3", "a", priority=STANDARD, key="K"), 0.3)
     assert dispatched(a) == ["k1"] and dispatched(b) == [] and dispatched(c) == ["x1"]
     assert dispatched(d) == []
     assert dispatched(eng.handle(Finished("k1"), 1.0)) == ["k2"]
@@ -129,12 +129,12 @@ def test_shedding_rejects_batch_then_standard_but_not_critical() -> None:
                        "engine.admission.shed_fill=0.5", "engine.admission.shed_fill_standard=0.7"])  # fmt: skip
     eng.handle(Arrived("run", "a"), 0.0)
     for i in range(5):
-        eng.handle(Arrived(f"s{i}", "a", CRITICAL), 0.0)
-    assert _reject(eng.handle(Arrived("b", "a", BATCH), 0.0)).reason == "shed_batch"
-    assert of(eng.handle(Arrived("s", "a", STANDARD), 0.0), Admit)
-    eng.handle(Arrived("c6", "a", CRITICAL), 0.0)
-    assert _reject(eng.handle(Arrived("s2", "a", STANDARD), 0.0)).reason == "shed_standard"
-    assert of(eng.handle(Arrived("c7", "a", CRITICAL), 0.0), Admit)
+        eng.handle(Arrived(f"s{i}", "a", priority=CRITICAL), 0.0)
+    assert _reject(eng.handle(Arrived("b", "a", priority=BATCH), 0.0)).reason == "shed_batch"
+    assert of(eng.handle(Arrived("s", "a", priority=STANDARD), 0.0), Admit)
+    eng.handle(Arrived("c6", "a", priority=CRITICAL), 0.0)
+    assert _reject(eng.handle(Arrived("s2", "a", priority=STANDARD), 0.0)).reason == "shed_standard"
+    assert of(eng.handle(Arrived("c7", "a", priority=CRITICAL), 0.0), Admit)
 
 
 def test_queue_age_rejects_when_the_oldest_waiting_item_is_too_old() -> None:
@@ -191,8 +191,8 @@ def test_retry_with_backoff_honours_retry_after_then_completes() -> None:
     eng = make_engine(["engine.executors.initial=1"])
     eng.handle(Arrived("r", "a"), 0.0)
     out = eng.handle(Failed("r", "upstream_429", retry_after_s=7.0), 0.1)
-    (retry,) = of(out, Retry)
-    assert isinstance(retry, Retry) and retry.delay_s == 7.0 and retry.attempt == 2
+    (retry,) = of(out, Backoff)
+    assert isinstance(retry, Backoff) and retry.delay_s == 7.0 and retry.attempt == 2
     assert eng.busy == 1  # the request keeps its slot while it backs off
     assert eng.next_deadline() == 7.1
     assert dispatched(eng.handle(Tick(), 7.0)) == []
@@ -209,7 +209,7 @@ def test_backoff_is_exponential_with_jitter_and_capped() -> None:
     now = 0.0
     delays = []
     for _ in range(4):
-        (retry,) = of(eng.handle(Failed("r", "upstream_503"), now), Retry)
+        (retry,) = of(eng.handle(Failed("r", "upstream_503"), now), Backoff)
         delays.append(retry.delay_s)  # type: ignore[attr-defined]
         now += retry.delay_s + 0.001  # type: ignore[attr-defined]
         eng.handle(Tick(), now)
@@ -221,7 +221,7 @@ def test_backoff_is_exponential_with_jitter_and_capped() -> None:
 def test_gives_up_after_max_retries_with_the_last_reason() -> None:
     eng = make_engine(["engine.executors.initial=1", "engine.dependency.max_retries=1"])
     eng.handle(Arrived("r", "a"), 0.0)
-    assert of(eng.handle(Failed("r", "upstream_503"), 0.0), Retry)
+    assert of(eng.handle(Failed("r", "upstream_503"), 0.0), Backoff)
     eng.handle(Tick(), 10.0)
     (fail,) = of(eng.handle(Failed("r", "upstream_503"), 10.0), Fail)
     assert isinstance(fail, Fail) and fail.reason == "upstream_503" and fail.attempts == 2
@@ -232,7 +232,7 @@ def test_non_retryable_failure_fails_at_once() -> None:
     eng = make_engine(["engine.executors.initial=1"])
     eng.handle(Arrived("r", "a"), 0.0)
     out = eng.handle(Failed("r", "upstream_400", retryable=False), 0.0)
-    assert of(out, Retry) == [] and of(out, Fail)[0].reason == "upstream_400"  # type: ignore[attr-defined]
+    assert of(out, Backoff) == [] and of(out, Fail)[0].reason == "upstream_400"  # type: ignore[attr-defined]
 
 
 def test_retry_budget_limits_retry_amplification() -> None:
@@ -242,7 +242,7 @@ def test_retry_budget_limits_retry_amplification() -> None:
     for i in range(20):
         eng.handle(Arrived(f"r{i}", "a"), 0.0)
         out = eng.handle(Failed(f"r{i}", "upstream_503"), 0.0)
-        reasons += ["retry" if of(out, Retry) else of(out, Fail)[0].reason for _ in [0]]  # type: ignore[attr-defined]
+        reasons += ["retry" if of(out, Backoff) else of(out, Fail)[0].reason for _ in [0]]  # type: ignore[attr-defined]
     assert reasons.count("retry") == 10  # the reserve, with no deposits at ratio 0
     assert reasons.count("retry_budget") == 10
 
