@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from harness.engine.events import BATCH, CRITICAL, STANDARD, Arrived
+from harness.engine.events import BATCH, CRITICAL, STANDARD, Arrived, Limits
 
 if TYPE_CHECKING:
     from harness.engine.queue import JobQueue
@@ -90,9 +90,11 @@ class TenantBuckets:
 
 
 class Rule:
-    """One admission rule: ``name`` is the reject reason it gives."""
+    """One admission rule: ``name`` is the reject reason it gives, ``limits`` the (name, value)
+    pairs of the limits it holds, for the decision records."""
 
     name = ""
+    limits: Limits = ()
 
     def check(self, v: AdmissionView, ev: Arrived) -> float:
         raise NotImplementedError
@@ -103,6 +105,7 @@ class TenantRate(Rule):
 
     def __init__(self, rate: float, burst: float) -> None:
         self.buckets = TenantBuckets(rate, burst)
+        self.limits = (("tenant_burst", burst), ("tenant_rate_per_s", rate))
 
     def check(self, v: AdmissionView, ev: Arrived) -> float:
         tokens = self.buckets.tokens(ev.tenant, v.now)[0]
@@ -114,6 +117,7 @@ class QueueFull(Rule):
 
     def __init__(self, ceiling: int) -> None:
         self.ceiling = ceiling
+        self.limits = (("max_queue_depth", ceiling),)
 
     def check(self, v: AdmissionView, ev: Arrived) -> float:
         d = v.depth
@@ -127,6 +131,7 @@ class Shed(Rule):
         self.name = name
         self.priority = priority
         self.at = at
+        self.limits = ((name + "_at", at),)
 
     def check(self, v: AdmissionView, ev: Arrived) -> float:
         d = v.depth
@@ -140,6 +145,7 @@ class QueueAge(Rule):
 
     def __init__(self, limit_s: float) -> None:
         self.limit_s = limit_s
+        self.limits = (("age_reject_s", limit_s),)
 
     def check(self, v: AdmissionView, ev: Arrived) -> float:
         if v.age_s > self.limit_s:
@@ -153,6 +159,7 @@ class QueueDepth(Rule):
 
     def __init__(self, mult: float) -> None:
         self.mult = mult
+        self.limits = (("depth_mult", mult),)
 
     def check(self, v: AdmissionView, ev: Arrived) -> float:
         c = v.concurrency
@@ -162,6 +169,8 @@ class QueueDepth(Rule):
 
 
 class DeadlineSlack(Rule):
+    """Its limit is the class's own ``deadline_s``, which every admission record carries."""
+
     name = "deadline_slack"
 
     def check(self, v: AdmissionView, ev: Arrived) -> float:
@@ -196,11 +205,14 @@ def rules_for(cfg: AdmissionConfig) -> list[Rule]:
 class Admission:
     """The table of rules, checked in order by :meth:`check`."""
 
-    __slots__ = ("on", "rules", "tenants")
+    __slots__ = ("limits", "on", "rules", "tenants")
 
     def __init__(self, cfg: AdmissionConfig) -> None:
         self.rules = rules_for(cfg)
         self.on = bool(self.rules)
+        # Every decision carries these (one shared tuple), even one the rules did not check
+        # (admit_always, shutting_down): the limits configured are the ones in force.
+        self.limits: Limits = tuple(sorted(lim for r in self.rules for lim in r.limits))
         tenant_rules = [r for r in self.rules if isinstance(r, TenantRate)]
         self.tenants: TenantBuckets | None = tenant_rules[0].buckets if tenant_rules else None
 

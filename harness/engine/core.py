@@ -207,7 +207,8 @@ class Engine:
             out.append(Reject(id=ev.id, cls=ev.cls, priority=ev.priority, tenant=ev.tenant,
                               reason=reason, retry_after_s=float(ra) if ra >= 1 else 1.0,
                               estimated_wait_s=est, depth=q.depth, age_s=age,
-                              in_flight=self.busy))  # fmt: skip
+                              in_flight=self.busy, concurrency=c, service_time_s=st,
+                              deadline_s=ev.deadline_s, limits=adm.limits))  # fmt: skip
             return
         if not bypass:
             adm.spend(ev.tenant, now)
@@ -219,6 +220,7 @@ class Engine:
         self.jobs[ev.id] = job
         out.append(Admit(id=ev.id, cls=ev.cls, priority=ev.priority, tenant=ev.tenant,
                          estimated_wait_s=est, depth=q.depth, age_s=age, in_flight=self.busy,
+                         concurrency=c, service_time_s=st, deadline_s=dl, limits=adm.limits,
                          reason="admit_always" if bypass else None))  # fmt: skip
         q.push(job)
         if self._lanes:
@@ -324,11 +326,11 @@ class Engine:
                     best = t
         return best
 
-    def _expire(self, job: Job, now: float, reason: str, out: list[Action]) -> None:
+    def _expire(self, job: Job, now: float, reason: str, limit_s: float, out: list[Action]) -> None:
         self.queue.remove(job)
         del self.jobs[job.id]
         self.counts.expired += 1
-        out.append(Expire(id=job.id, age_s=now - job.admitted_at, reason=reason))
+        out.append(Expire(id=job.id, age_s=now - job.admitted_at, reason=reason, limit_s=limit_s))
 
     def _expire_waited(self, now: float, out: list[Action]) -> None:
         """Every waiting job past its max wait leaves as expired (reason max_wait)."""
@@ -336,14 +338,14 @@ class Engine:
             q = self.queue
             oldest = q.oldest()
             while oldest is not None and oldest.admitted_at + self.max_wait_s <= now:
-                self._expire(oldest, now, "max_wait", out)
+                self._expire(oldest, now, "max_wait", self.max_wait_s, out)
                 oldest = q.oldest()
         else:
             for limit, lane in self._lanes:
                 while lane and (lane[0].state != WAITING or lane[0].admitted_at + limit <= now):
                     job = lane.popleft()
                     if job.state == WAITING:
-                        self._expire(job, now, "max_wait", out)
+                        self._expire(job, now, "max_wait", limit, out)
         nxt = self._next_max_wait()
         self._wait_check = math.inf if nxt is None else nxt
 
@@ -352,7 +354,9 @@ class Engine:
         q = self.queue
         if q.has_deadlines():
             for job in q.pop_expired(now):
-                self._expire(job, now, "deadline", out)
+                dl = job.deadline_at
+                self._expire(job, now, "deadline", 0.0 if dl is None else dl - job.admitted_at,
+                             out)  # fmt: skip
         if now >= self._wait_check:
             self._expire_waited(now, out)
         if self.pool.starting and self.pool.poll(now):

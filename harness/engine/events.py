@@ -111,9 +111,22 @@ class Action:
     __slots__ = ()
 
 
+Limits = tuple[tuple[str, int | float], ...]
+"""The admission limits in force, as (name, value) pairs in name order: ``age_reject_s``,
+``depth_mult``, ``max_queue_depth``, ``shed_batch_at``, ``shed_standard_at`` (depths),
+``tenant_burst``, ``tenant_rate_per_s``; a rule that is off gives none."""
+
+
+# Admit and Reject carry what the rules read (depth, in flight, concurrency, the service-time
+# EWMA, the oldest age, the estimated wait, the class deadline) and the limits in force, so
+# that a decision record explains itself.
+
+
 class Admit(Action):
-    __slots__ = ("age_s", "cls", "depth", "estimated_wait_s", "id", "in_flight", "priority",
-                 "reason", "tenant")  # fmt: skip
+    """Admitted. ``reason`` is set only for the admit_always bypass."""
+
+    __slots__ = ("age_s", "cls", "concurrency", "deadline_s", "depth", "estimated_wait_s", "id",
+                 "in_flight", "limits", "priority", "reason", "service_time_s", "tenant")  # fmt: skip
 
     def __init__(
         self,
@@ -122,26 +135,37 @@ class Admit(Action):
         cls: str,
         priority: int,
         tenant: str,
+        reason: str | None = None,
         estimated_wait_s: float,
         depth: int,
         age_s: float,
         in_flight: int,
-        reason: str | None = None,
+        concurrency: int,
+        service_time_s: float,
+        deadline_s: float | None,
+        limits: Limits,
     ) -> None:
         self.id = id
         self.cls = cls
         self.priority = priority
         self.tenant = tenant
+        self.reason = reason
         self.estimated_wait_s = estimated_wait_s
         self.depth = depth
         self.age_s = age_s
         self.in_flight = in_flight
-        self.reason = reason  # set only for the admit_always bypass
+        self.concurrency = concurrency
+        self.service_time_s = service_time_s
+        self.deadline_s = deadline_s
+        self.limits = limits
 
 
 class Reject(Action):
-    __slots__ = ("age_s", "cls", "depth", "estimated_wait_s", "id", "in_flight", "priority",
-                 "reason", "retry_after_s", "tenant")  # fmt: skip
+    """Rejected by the rule named in ``reason``; it would admit again in ``retry_after_s``."""
+
+    __slots__ = ("age_s", "cls", "concurrency", "deadline_s", "depth", "estimated_wait_s", "id",
+                 "in_flight", "limits", "priority", "reason", "retry_after_s", "service_time_s",
+                 "tenant")  # fmt: skip
 
     def __init__(
         self,
@@ -156,6 +180,10 @@ class Reject(Action):
         depth: int,
         age_s: float,
         in_flight: int,
+        concurrency: int,
+        service_time_s: float,
+        deadline_s: float | None,
+        limits: Limits,
     ) -> None:
         self.id = id
         self.cls = cls
@@ -167,6 +195,10 @@ class Reject(Action):
         self.depth = depth
         self.age_s = age_s
         self.in_flight = in_flight
+        self.concurrency = concurrency
+        self.service_time_s = service_time_s
+        self.deadline_s = deadline_s
+        self.limits = limits
 
 
 class Dispatch(Action):
@@ -219,14 +251,16 @@ class Fail(Action):
 
 class Expire(Action):
     """Final outcome: expired -- waited without starting past its class's deadline (reason
-    ``deadline``) or past the longest wait the engine allows (``max_wait``)."""
+    ``deadline``) or past the longest wait the engine allows (``max_wait``); ``limit_s`` is
+    that deadline or max wait."""
 
-    __slots__ = ("age_s", "id", "reason")
+    __slots__ = ("age_s", "id", "limit_s", "reason")
 
-    def __init__(self, *, id: str, age_s: float, reason: str = "deadline") -> None:
+    def __init__(self, *, id: str, age_s: float, reason: str, limit_s: float) -> None:
         self.id = id
         self.age_s = age_s
         self.reason = reason
+        self.limit_s = limit_s  # the deadline or max wait that was passed
 
 
 class BreakerChange(Action):
