@@ -25,6 +25,8 @@ HOT_MODULES = [
     "harness/engine/core.py",
     "harness/arrivals.py",
     "harness/clients.py",
+    "harness/upstream_model/bucket.py",
+    "harness/upstream_model/latency.py",
     "harness/sim/upstream.py",
     "harness/sim/runner.py",
     "harness/results/stats.py",

@@ -21,7 +21,7 @@ from harness.profile import Fault
 from harness.schema import MAX_TOKENS
 from harness.stub import wire
 from harness.stub.asgi import Receive, Scope, Send, abort, respond, sleep_or_disconnect
-from harness.stub.faults import Plan
+from harness.stub.faults import FaultPlan
 from harness.stub.latency import completion_tokens
 from harness.stub.state import StubState
 
@@ -172,7 +172,7 @@ async def handle(
 ) -> None:
     # -- draws: latency, completion length, faults (this order is part of determinism) ----
     cls = state.classes.pick(req.class_header, req.prompt)
-    latency = cls.sample(state.rng) * state.time_scale
+    latency = cls.sample() * state.time_scale
     cap = req.max_tokens if req.max_tokens is not None else cls.max_tokens
     n, capped = completion_tokens(state.upstream.completion_tokens, cap, state.rng)
     plan = state.timeline.plan(state.rng, in_flight=state.in_flight, stream=req.stream)
@@ -292,7 +292,7 @@ async def _stream(
 
 
 async def _terminal(
-    state: StubState, plan: Plan, fault: Fault, rid: bytes, scope: Scope, receive: Receive,
+    state: StubState, plan: FaultPlan, fault: Fault, rid: bytes, scope: Scope, receive: Receive,
     send: Send,
 ) -> None:  # fmt: skip
     state.counters.faulted += 1

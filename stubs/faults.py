@@ -24,6 +24,7 @@ from random import Random
 from typing import Any
 
 from harness.profile import Fault, to_dict
+from harness.upstream_model.bucket import TokenBucket
 
 Clock = Callable[[], float]
 
@@ -31,34 +32,6 @@ IGNORED_KINDS = frozenset({"metrics_outage", "ack_loss"})
 STREAM_KINDS = frozenset({"stream_error", "truncate"})
 # A rate_limit fault reports limits per minute, like a provider's RPM header.
 _PER_MINUTE = 60.0
-
-
-class TokenBucket:
-    """Requests per wall-clock second, with a burst of one profile-second of requests."""
-
-    __slots__ = ("capacity", "last", "rate", "tokens")
-
-    def __init__(self, rate_per_s: float, capacity: float) -> None:
-        self.rate = rate_per_s
-        self.capacity = capacity
-        self.tokens = capacity
-        self.last: float | None = None
-
-    def refill(self, now: float) -> None:
-        if self.last is not None:
-            self.tokens = min(self.capacity, self.tokens + (now - self.last) * self.rate)
-        self.last = now
-
-    def take(self, now: float) -> float:
-        """Take one token: 0.0 on success, else the wait until one is available."""
-        self.refill(now)
-        if self.tokens >= 1.0:
-            self.tokens -= 1.0
-            return 0.0
-        return (1.0 - self.tokens) / self.rate
-
-    def until_full(self) -> float:
-        return max(0.0, (self.capacity - self.tokens) / self.rate)
 
 
 @dataclass(slots=True)
@@ -79,7 +52,7 @@ class RateLimitInfo:
 
 
 @dataclass(slots=True)
-class Plan:
+class FaultPlan:
     """The faults one request meets; ``None`` from :meth:`FaultTimeline.plan` means none."""
 
     add_s: float = 0.0  # wall seconds of added latency
@@ -111,16 +84,17 @@ class FaultTimeline:
     def replace(self, faults: Iterable[Fault]) -> None:
         now = self.clock()
         self._entries = [
-            Entry(f, None if f.at_s is not None else now, self._bucket(f)) for f in faults
+            Entry(f, None if f.at_s is not None else now, self._bucket(f, now)) for f in faults
         ]
 
     def clear(self) -> None:
         self._entries = []
 
-    def _bucket(self, f: Fault) -> TokenBucket | None:
+    def _bucket(self, f: Fault, now: float) -> TokenBucket | None:
+        """A rate_limit's bucket, in wall seconds: a burst of one profile-second of requests."""
         if f.kind != "rate_limit" or f.rate_per_s is None:
             return None
-        return TokenBucket(f.rate_per_s / self.time_scale, max(1.0, f.rate_per_s))
+        return TokenBucket(f.rate_per_s / self.time_scale, max(1.0, f.rate_per_s), now)
 
     def elapsed_s(self, now: float | None = None) -> float:
         """Profile seconds since the epoch."""
@@ -148,11 +122,11 @@ class FaultTimeline:
 
     # -- per request ----------------------------------------------------------------------
 
-    def plan(self, rng: Random, *, in_flight: int, stream: bool) -> Plan | None:
+    def plan(self, rng: Random, *, in_flight: int, stream: bool) -> FaultPlan | None:
         if not self._entries:
             return None
         now = self.clock()
-        plan: Plan | None = None
+        plan: FaultPlan | None = None
         for e in self._entries:
             f = e.fault
             kind = f.kind
@@ -171,11 +145,11 @@ class FaultTimeline:
                 limited = self._rate_limit(e, now, in_flight)
                 if limited is None:
                     continue
-                plan = plan or Plan()
+                plan = plan or FaultPlan()
                 plan.terminal, plan.limits = f, limited
                 plan.retry_after_s = limited.reset_requests_s
                 continue
-            plan = plan or Plan()
+            plan = plan or FaultPlan()
             if kind == "latency":
                 plan.add_s += float(f.add_s or 0.0) * self.time_scale
             elif terminal:

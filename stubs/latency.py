@@ -1,40 +1,22 @@
 """Latency and completion-length models, and which request class a request belongs to.
 
-Every draw takes the caller's ``random.Random``: the stub owns one, seeded once, so the same
-seed and the same request order give the same latencies (never the module-global ``random``).
-A fixed model draws nothing, so adding a fixed-latency class does not shift other draws.
+The latency samplers are the upstream model's (``harness.upstream_model.latency``), bound to
+the stub's one ``random.Random``, seeded once, so the same seed and the same request order give
+the same latencies (never the module-global ``random``). Completion lengths draw from it too.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from random import Random
 
 from harness.profile import Latency, Profile, TokenCount, Upstream
-
-Sampler = Callable[[Random], float]
+from harness.upstream_model.latency import Sampler, sampler
 
 # Without a profile the stub behaves like the profile defaults (DESIGN.md: upstream.latency).
 DEFAULT_UPSTREAM = Upstream()
 # Used when neither the request nor a profile class says how long a completion is.
 DEFAULT_MAX_TOKENS = 256
-
-
-def make_sampler(lat: Latency) -> Sampler:
-    """A function drawing one latency in profile seconds (>= 0) from ``lat``."""
-    if lat.dist == "fixed":
-        value = float(lat.value_s or 0.0)
-        return lambda rng: value
-    if lat.dist == "uniform":
-        low, high = float(lat.low_s or 0.0), float(lat.high_s or 0.0)
-        return lambda rng: rng.uniform(low, high)
-    if lat.dist == "exponential":
-        rate = 1.0 / float(lat.mean_s or 1.0)
-        return lambda rng: rng.expovariate(rate)
-    mu, sigma = math.log(float(lat.median_s or 1.0)), float(lat.sigma or 0.0)
-    return lambda rng: rng.lognormvariate(mu, sigma)
 
 
 def completion_tokens(tc: TokenCount | None, max_tokens: int, rng: Random) -> tuple[int, bool]:
@@ -76,16 +58,18 @@ class ClassTable:
         self.default = default
 
     @classmethod
-    def build(cls, profile: Profile | None, latency_s: float | None) -> ClassTable:
+    def build(cls, profile: Profile | None, latency_s: float | None, rng: Random) -> ClassTable:
+        """The table for ``profile``, its samplers drawing from ``rng``; ``latency_s`` fixes
+        every class's latency (the stub's ``--latency``)."""
         upstream = profile.upstream if profile is not None else DEFAULT_UPSTREAM
         fixed = Latency(dist="fixed", value_s=latency_s) if latency_s is not None else None
-        base = make_sampler(fixed or upstream.latency)
+        base = sampler(fixed or upstream.latency, rng)
         default = ClassModel("default", 0, base, DEFAULT_MAX_TOKENS)
         models: list[ClassModel] = []
         if profile is not None:
             for name, c in profile.classes.items():
                 lat = fixed or c.latency
-                sample = make_sampler(lat) if lat is not None else base
+                sample = sampler(lat, rng) if lat is not None else base
                 models.append(ClassModel(name, len(c.prompt_text()), sample, c.max_tokens))
         return cls(models, default)
 

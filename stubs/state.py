@@ -63,11 +63,12 @@ class StubState:
         if not linger_s >= 0:
             raise ValueError("linger_s must be >= 0")
         faults = profile.faults if profile is not None else ()
+        rng = Random(seed)
         return cls(
             upstream=profile.upstream if profile is not None else DEFAULT_UPSTREAM,
-            classes=ClassTable.build(profile, latency_s),
+            classes=ClassTable.build(profile, latency_s, rng),
             timeline=FaultTimeline(faults, clock=clock, time_scale=time_scale),
-            rng=Random(seed),
+            rng=rng,
             time_scale=time_scale,
             max_body_bytes=max_body_bytes,
             model=model,

@@ -23,6 +23,7 @@ import math
 from typing import TYPE_CHECKING
 
 from harness.engine.events import BATCH, CRITICAL, STANDARD, Arrived, Limits
+from harness.upstream_model.bucket import TokenBucket
 
 if TYPE_CHECKING:
     from harness.engine.queue import JobQueue
@@ -69,24 +70,21 @@ class AdmissionView:
 
 
 class TenantBuckets:
-    """Per-tenant token buckets; a token is spent only when the request is admitted."""
+    """Per-tenant token buckets (the one :class:`TokenBucket`), each made full on the tenant's
+    first request; a token is spent only when the request is admitted."""
 
     __slots__ = ("_state", "burst", "rate")
 
     def __init__(self, rate: float, burst: float) -> None:
         self.rate = rate
         self.burst = burst
-        self._state: dict[str, list[float]] = {}
+        self._state: dict[str, TokenBucket] = {}
 
-    def tokens(self, tenant: str, now: float) -> list[float]:
-        st = self._state.get(tenant)
-        if st is None:
-            st = self._state[tenant] = [self.burst, now]
-        else:
-            t = st[0] + (now - st[1]) * self.rate
-            st[0] = self.burst if t > self.burst else t
-            st[1] = now
-        return st
+    def bucket(self, tenant: str, now: float) -> TokenBucket:
+        b = self._state.get(tenant)
+        if b is None:
+            b = self._state[tenant] = TokenBucket(self.rate, self.burst, now)
+        return b
 
 
 class Rule:
@@ -108,7 +106,7 @@ class TenantRate(Rule):
         self.limits = (("tenant_burst", burst), ("tenant_rate_per_s", rate))
 
     def check(self, v: AdmissionView, ev: Arrived) -> float:
-        tokens = self.buckets.tokens(ev.tenant, v.now)[0]
+        tokens = self.buckets.bucket(ev.tenant, v.now).refill(v.now)
         return -1.0 if tokens >= 1.0 else (1.0 - tokens) / self.buckets.rate
 
 
@@ -228,7 +226,7 @@ class Admission:
     def spend(self, tenant: str, now: float) -> None:
         """An admitted request takes its tenant's token."""
         if self.tenants is not None:
-            self.tenants.tokens(tenant, now)[0] -= 1.0
+            self.tenants.bucket(tenant, now).spend(now)
 
 
 __all__ = ["CRITICAL", "Admission", "AdmissionView", "Rule", "TenantBuckets", "rules_for"]

@@ -9,14 +9,13 @@ upstream's own rng stream, so a fault's presence does not disturb latency draws 
 from __future__ import annotations
 
 import heapq
-import math
 import random
-from collections.abc import Callable
 from typing import Final
 
-from harness.profile import Fault, Latency, Profile
+from harness.profile import Fault, Profile
+from harness.upstream_model.bucket import TokenBucket
+from harness.upstream_model.latency import Sampler, sampler
 
-Sampler = Callable[[], float]
 # How long an upstream takes to answer with an error status: the stub answers at once, a
 # loopback round trip. It matters with a short Retry-After (a rate limit's "next token in
 # 0.2 s"): at 50 ms, simulated retries lost the race for the token that live ones won, and
@@ -28,25 +27,6 @@ RESET_S: Final = 0.01
 # sees as a truncated stream, so both stream faults end as ``upstream_truncated``.
 TRUNCATED: Final = "upstream_truncated"
 MID_STREAM: Final = frozenset({TRUNCATED})
-
-
-def sampler(lat: Latency, rng: random.Random) -> Sampler:
-    if lat.dist == "fixed":
-        v = float(lat.value_s or 0.0)
-        return lambda: v
-    if lat.dist == "uniform":
-        lo, hi = float(lat.low_s or 0.0), float(lat.high_s or 0.0)
-        u = rng.random
-        width = hi - lo
-        return lambda: lo + width * u()
-    if lat.dist == "exponential":
-        rate = 1.0 / float(lat.mean_s or 1.0)
-        u = rng.random
-        return lambda: -math.log(1.0 - u()) / rate  # random.expovariate's formula, inlined
-    mu = math.log(float(lat.median_s or 1.0))
-    sigma = float(lat.sigma or 0.0)
-    ln = rng.lognormvariate
-    return lambda: ln(mu, sigma)
 
 
 class SimUpstream:
@@ -65,7 +45,7 @@ class SimUpstream:
             f for f in profile.faults if f.kind not in ("metrics_outage",)
         )
         self.fault_rng = fault_rng
-        self._buckets: dict[int, list[float]] = {}  # rate_limit fault -> [tokens, last_t]
+        self._buckets: dict[int, TokenBucket] = {}  # rate_limit fault index -> its bucket
         self._ends: dict[int, list[float]] = {}
         self.mean_latency_s = profile.service_time_prior()
 
@@ -116,22 +96,17 @@ class SimUpstream:
         0.0 if the call may go, else its Retry-After: the wait until a token is there, as the
         stub says (a fixed ``1 / rate`` made simulated retries come later than live ones)."""
         rate = f.rate_per_s or 1.0
-        st = self._buckets.get(i)
-        burst = max(1.0, rate)
-        if st is None:
-            st = self._buckets[i] = [burst, now]
-        tokens = min(burst, st[0] + (now - st[1]) * rate)
-        st[1] = now
-        st[0] = tokens
+        bucket = self._buckets.get(i)
+        if bucket is None:
+            bucket = self._buckets[i] = TokenBucket(rate, max(1.0, rate), now)
+        bucket.refill(now)  # before the concurrency check, as the stub does
         if f.max_concurrent is not None:
             ends = self._ends.setdefault(i, [])
             while ends and ends[0] <= now:
                 heapq.heappop(ends)
             if len(ends) >= f.max_concurrent:
                 return max(1.0 / rate, 0.001)  # the stub's answer to a concurrency refusal
-        if tokens >= 1.0:
-            st[0] = tokens - 1.0
-            if f.max_concurrent is not None:
-                heapq.heappush(self._ends[i], now + self.mean_latency_s)
-            return 0.0
-        return (1.0 - tokens) / rate
+        wait = bucket.take(now)
+        if wait == 0.0 and f.max_concurrent is not None:
+            heapq.heappush(self._ends[i], now + self.mean_latency_s)
+        return wait

@@ -1,15 +1,18 @@
-"""Latency and length models draw from the caller's Random; classes are found by header/size."""
+"""Latency and length models draw from the Random they are given; classes are found by header
+or size."""
 
 from __future__ import annotations
 
 import math
 import random
 import statistics
+from collections.abc import Callable
 
 import pytest
 
 from harness.profile import Latency, TokenCount
-from harness.stub.latency import ClassTable, completion_tokens, make_sampler
+from harness.stub.latency import ClassTable, completion_tokens
+from harness.upstream_model.latency import sampler
 
 from .support import profile
 
@@ -19,7 +22,7 @@ pytestmark = pytest.mark.timeout(30)
 def test_fixed_latency_draws_nothing_from_the_rng() -> None:
     rng = random.Random(3)
     state = rng.getstate()
-    assert make_sampler(Latency(dist="fixed", value_s=2.5))(rng) == 2.5
+    assert sampler(Latency(dist="fixed", value_s=2.5), rng)() == 2.5
     assert rng.getstate() == state
 
 
@@ -33,8 +36,8 @@ def test_fixed_latency_draws_nothing_from_the_rng() -> None:
 )
 def test_samplers_follow_their_distribution(lat: Latency, mean: float) -> None:
     rng = random.Random(11)
-    sample = make_sampler(lat)
-    draws = [sample(rng) for _ in range(20000)]
+    sample = sampler(lat, rng)
+    draws = [sample() for _ in range(20000)]
     assert min(draws) >= 0
     assert statistics.fmean(draws) == pytest.approx(mean, rel=0.05)
     assert lat.mean() == pytest.approx(mean)
@@ -42,18 +45,34 @@ def test_samplers_follow_their_distribution(lat: Latency, mean: float) -> None:
 
 def test_uniform_stays_in_bounds() -> None:
     rng = random.Random(1)
-    sample = make_sampler(Latency(dist="uniform", low_s=5, high_s=30))
-    draws = [sample(rng) for _ in range(2000)]
+    sample = sampler(Latency(dist="uniform", low_s=5, high_s=30), rng)
+    draws = [sample() for _ in range(2000)]
     assert min(draws) >= 5 and max(draws) <= 30
+
+
+@pytest.mark.parametrize(
+    ("lat", "draw"),
+    [
+        (Latency(dist="uniform", low_s=5, high_s=30), lambda r: r.uniform(5.0, 30.0)),
+        (Latency(dist="exponential", mean_s=4), lambda r: r.expovariate(0.25)),
+        (Latency(dist="lognormal", median_s=2, sigma=0.5),
+         lambda r: r.lognormvariate(math.log(2.0), 0.5)),
+    ],
+)
+def test_written_out_formulas_draw_the_same_floats_as_the_random_methods(
+    lat: Latency, draw: Callable[[random.Random], float]
+) -> None:
+    sample, rng = sampler(lat, random.Random(4)), random.Random(4)
+    assert [sample() for _ in range(500)] == [draw(rng) for _ in range(500)]
 
 
 def test_same_seed_same_draws_and_the_global_random_is_untouched() -> None:
     random.seed(99)
     before = random.getstate()
-    sample = make_sampler(Latency(dist="lognormal", median_s=1, sigma=1))
-    a = [sample(random.Random(5)) for _ in range(3)]
-    r1, r2 = random.Random(5), random.Random(5)
-    assert [sample(r1) for _ in range(50)] == [sample(r2) for _ in range(50)]
+    lat = Latency(dist="lognormal", median_s=1, sigma=1)
+    a = [sampler(lat, random.Random(5))() for _ in range(3)]
+    s1, s2 = sampler(lat, random.Random(5)), sampler(lat, random.Random(5))
+    assert [s1() for _ in range(50)] == [s2() for _ in range(50)]
     assert a[0] == a[1] == a[2]
     assert random.getstate() == before
 
@@ -70,17 +89,17 @@ def test_completion_length_is_capped_by_max_tokens() -> None:
     assert lengths == {3, 4, 5, 6}
 
 
-def _table() -> ClassTable:
+def _table(rng: random.Random) -> ClassTable:
     classes = (
         '  small: {weight: 0.7, prompt: "Check this patch", max_tokens: 8,'
         " latency: {dist: fixed, value_s: 1}}\n"
         '  large: {weight: 0.3, prompt_repeat: {text: "x = 1; ", times: 400}, max_tokens: 64}\n'
     )
-    return ClassTable.build(profile(classes=classes, latency="{dist: fixed, value_s: 7}"), None)
+    return ClassTable.build(profile(classes=classes, latency="{dist: fixed, value_s: 7}"), None, rng)
 
 
 def test_class_by_header_else_by_closest_prompt_size() -> None:
-    table = _table()
+    table = _table(random.Random(0))
     assert table.pick("large", 1).name == "large"
     assert table.pick(None, 10).name == "small"
     assert table.pick(None, 2500).name == "large"
@@ -90,17 +109,16 @@ def test_class_by_header_else_by_closest_prompt_size() -> None:
 
 def test_class_latency_overrides_upstream_and_latency_s_overrides_both() -> None:
     rng = random.Random(0)
-    table = _table()
-    assert table.pick("small", 0).sample(rng) == 1.0
-    assert table.pick("large", 0).sample(rng) == 7.0  # no class latency: upstream's
+    table = _table(rng)
+    assert table.pick("small", 0).sample() == 1.0
+    assert table.pick("large", 0).sample() == 7.0  # no class latency: upstream's
     assert table.pick("large", 0).max_tokens == 64
-    fixed = ClassTable.build(profile(), 0.25)
-    assert fixed.pick(None, 5).sample(rng) == 0.25
+    fixed = ClassTable.build(profile(), 0.25, rng)
+    assert fixed.pick(None, 5).sample() == 0.25
 
 
 def test_without_a_profile_the_default_is_the_profile_default_latency() -> None:
-    table = ClassTable.build(None, None)
-    rng = random.Random(2)
-    draws = [table.pick(None, 5).sample(rng) for _ in range(500)]
+    table = ClassTable.build(None, None, random.Random(2))
+    draws = [table.pick(None, 5).sample() for _ in range(500)]
     assert min(draws) >= 5 and max(draws) <= 30
     assert table.pick(None, 5).max_tokens == 256
