@@ -27,6 +27,7 @@ HOT_MODULES = [
     "harness/clients.py",
     "harness/upstream_model/bucket.py",
     "harness/upstream_model/latency.py",
+    "harness/upstream_model/faults.py",
     "harness/sim/upstream.py",
     "harness/sim/runner.py",
     "harness/results/stats.py",

@@ -7,12 +7,13 @@ clock and no sleeps. An entry with ``at_s`` counts from the *epoch* (app start, 
 moment it was put, and without ``for_s`` lasts until cleared. Profile times are multiplied
 by ``time_scale`` to get wall-clock times; everything this module returns is wall-clock.
 
-Per request, :meth:`FaultTimeline.plan` walks the active entries in order. Added latencies
-add up; the first *terminal* fault (status, rate_limit, hang, reset) that fires wins and later
-terminals are not consulted; the first stream fault (stream_error, truncate) applies to a
-streaming request only. Each active entry with ``probability < 1`` that is consulted draws
-once from the caller's ``Random`` -- so for one seed and one request order, the same requests
-fail. ``metrics_outage`` and ``ack_loss`` are faults of the harness, not of an upstream: the
+Per request, :meth:`FaultTimeline.plan` hands the active entries, in order, to the upstream
+model's walk (``harness.upstream_model.faults``), the one the simulation uses: added latencies
+add up; the first *terminal* fault (status, rate_limit, hang, reset) or stream fault
+(stream_error, truncate; streaming requests only) that fires decides the request, and later
+faults are not consulted. Each consulted entry with ``probability < 1`` draws once from the
+caller's ``Random`` -- so for one seed and one request order, the same requests fail, and they
+are the ones the simulation fails. ``metrics_outage`` and ``ack_loss`` are faults of the harness, not of an upstream: the
 stub keeps them (GET shows them) and ignores them.
 """
 
@@ -25,11 +26,11 @@ from typing import Any
 
 from harness.profile import Fault, to_dict
 from harness.upstream_model.bucket import TokenBucket
+from harness.upstream_model.faults import STREAM_KINDS, walk
 
 Clock = Callable[[], float]
 
 IGNORED_KINDS = frozenset({"metrics_outage", "ack_loss"})
-STREAM_KINDS = frozenset({"stream_error", "truncate"})
 # A rate_limit fault reports limits per minute, like a provider's RPM header.
 _PER_MINUTE = 60.0
 
@@ -126,38 +127,31 @@ class FaultTimeline:
         if not self._entries:
             return None
         now = self.clock()
-        plan: FaultPlan | None = None
-        for e in self._entries:
-            f = e.fault
-            kind = f.kind
-            if kind in IGNORED_KINDS or (kind in STREAM_KINDS and not stream):
-                continue
-            terminal = kind in ("status", "rate_limit", "hang", "reset")
-            if terminal and plan is not None and plan.terminal is not None:
-                continue
-            if kind in STREAM_KINDS and plan is not None and plan.stream is not None:
-                continue
-            if not self._active(e, now):
-                continue
-            if f.probability < 1.0 and rng.random() >= f.probability:
-                continue
-            if kind == "rate_limit":
-                limited = self._rate_limit(e, now, in_flight)
-                if limited is None:
-                    continue
-                plan = plan or FaultPlan()
-                plan.terminal, plan.limits = f, limited
-                plan.retry_after_s = limited.reset_requests_s
-                continue
-            plan = plan or FaultPlan()
-            if kind == "latency":
-                plan.add_s += float(f.add_s or 0.0) * self.time_scale
-            elif terminal:
-                plan.terminal = f
-                if f.retry_after_s is not None:
-                    plan.retry_after_s = f.retry_after_s * self.time_scale
-            else:
-                plan.stream = f
+        entries = self._entries
+        active = [(i, e.fault) for i, e in enumerate(entries) if self._active(e, now)]
+        if not active:
+            return None
+
+        def limiter(i: int, f: Fault, t: float) -> RateLimitInfo | None:
+            return self._rate_limit(entries[i], t, in_flight)
+
+        hit = walk(active, rng, now, stream=stream, base_s=0.0, limiter=limiter,
+                   skip=IGNORED_KINDS)  # fmt: skip
+        if hit is None:
+            return None
+        plan = FaultPlan(add_s=hit.latency_s * self.time_scale)
+        f = hit.fault
+        if f is None:
+            return plan
+        if f.kind in STREAM_KINDS:
+            plan.stream = f
+        elif hit.limit is not None:  # a rate_limit
+            plan.terminal, plan.limits = f, hit.limit
+            plan.retry_after_s = hit.limit.reset_requests_s
+        else:
+            plan.terminal = f
+            if f.retry_after_s is not None:
+                plan.retry_after_s = f.retry_after_s * self.time_scale
         return plan
 
     def _rate_limit(self, e: Entry, now: float, in_flight: int) -> RateLimitInfo | None:

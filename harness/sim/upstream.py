@@ -1,4 +1,5 @@
-"""The simulated model endpoint: latency models and the fault timeline, in virtual time.
+"""The simulated model endpoint, in virtual time, over the upstream model
+(``harness.upstream_model``: latency samplers, the fault walk, the token bucket).
 
 ``SimUpstream.call(now, cls)`` decides the fate of one upstream attempt at dispatch time and
 returns ``(duration_s, failure)``: the attempt ends ``duration_s`` later, with ``failure`` None
@@ -14,6 +15,7 @@ from typing import Final
 
 from harness.profile import Fault, Profile
 from harness.upstream_model.bucket import TokenBucket
+from harness.upstream_model.faults import walk
 from harness.upstream_model.latency import Sampler, sampler
 
 # How long an upstream takes to answer with an error status: the stub answers at once, a
@@ -27,6 +29,38 @@ RESET_S: Final = 0.01
 # sees as a truncated stream, so both stream faults end as ``upstream_truncated``.
 TRUNCATED: Final = "upstream_truncated"
 MID_STREAM: Final = frozenset({TRUNCATED})
+
+
+class RateLimits:
+    """The simulation's rate_limit faults: one bucket (and concurrency estimate) per fault."""
+
+    def __init__(self, mean_latency_s: float) -> None:
+        self.mean_latency_s = mean_latency_s
+        self._buckets: dict[int, TokenBucket] = {}  # rate_limit fault index -> its bucket
+        self._ends: dict[int, list[float]] = {}
+
+    def __call__(self, i: int, f: Fault, now: float) -> float | None:
+        """A provider-style limit: a token bucket (burst = one second of rate) plus a cap on
+        concurrent calls (calls are assumed to hold a slot for the class's mean latency).
+        None if the call may go, else its Retry-After: the wait until a token is there, as the
+        stub says (a fixed ``1 / rate`` made simulated retries come later than live ones)."""
+        rate = f.rate_per_s or 1.0
+        bucket = self._buckets.get(i)
+        if bucket is None:
+            bucket = self._buckets[i] = TokenBucket(rate, max(1.0, rate), now)
+        bucket.refill(now)  # before the concurrency check, as the stub does
+        if f.max_concurrent is not None:
+            ends = self._ends.setdefault(i, [])
+            while ends and ends[0] <= now:
+                heapq.heappop(ends)
+            if len(ends) >= f.max_concurrent:
+                return max(1.0 / rate, 0.001)  # the stub's answer to a concurrency refusal
+        wait = bucket.take(now)
+        if wait > 0.0:
+            return wait
+        if f.max_concurrent is not None:
+            heapq.heappush(self._ends[i], now + self.mean_latency_s)
+        return None
 
 
 class SimUpstream:
@@ -44,10 +78,11 @@ class SimUpstream:
         self.faults: tuple[Fault, ...] = tuple(
             f for f in profile.faults if f.kind not in ("metrics_outage",)
         )
+        self.indexed: tuple[tuple[int, Fault], ...] = tuple(enumerate(self.faults))
         self.fault_rng = fault_rng
-        self._buckets: dict[int, TokenBucket] = {}  # rate_limit fault index -> its bucket
-        self._ends: dict[int, list[float]] = {}
         self.mean_latency_s = profile.service_time_prior()
+        # An object, not the bound method of this one: built once, and no reference cycle.
+        self._limits = RateLimits(self.mean_latency_s)
 
     def active_faults(self, now: float) -> list[Fault]:
         return [f for f in self.faults if f.active(now)]
@@ -55,58 +90,31 @@ class SimUpstream:
     def call(self, now: float, cls: str) -> tuple[float, str | None, float | None]:
         """(duration_s, failure reason or None, retry_after_s) for an attempt starting now."""
         latency = self.samplers[cls]()
-        if self.faults:
-            for i, f in enumerate(self.faults):
-                if not f.active(now):
-                    continue
-                if f.kind == "rate_limit":
-                    if f.probability < 1.0 and self.fault_rng.random() >= f.probability:
-                        continue  # as the stub: the draw comes before the bucket
-                    wait = self._take(i, f, now)
-                    if wait > 0.0:
-                        return (FAST_FAIL_S, "upstream_429", wait)
-                    continue
-                kind = f.kind
-                if (kind == "stream_error" or kind == "truncate") and cls not in self.streaming:
-                    continue  # no draw either: the stub does not consult it
-                if f.probability < 1.0 and self.fault_rng.random() >= f.probability:
-                    continue
-                if kind == "latency":
-                    latency += f.add_s or 0.0
-                elif kind == "status":
-                    return (FAST_FAIL_S, f"upstream_{f.status}", f.retry_after_s)
-                elif kind == "hang":
-                    return (self.timeout_s, "upstream_timeout", None)
-                elif kind == "reset":
-                    return (RESET_S, "upstream_reset", None)
-                elif kind == "stream_error" or kind == "truncate":
-                    if f.after_chunks == 0 and kind == "truncate":
-                        return (min(latency, self.timeout_s), "upstream_empty_stream", None)
-                    return (min(latency * 0.5, self.timeout_s), TRUNCATED, None)
-                elif kind == "ack_loss":
-                    # The work is done upstream but the answer never arrives: a timeout.
-                    return (self.timeout_s, "upstream_timeout", None)
+        if self.indexed:
+            hit = walk(self.indexed, self.fault_rng, now, at_s=now, stream=cls in self.streaming,
+                       base_s=latency, limiter=self._limits)  # fmt: skip
+            if hit is not None:
+                latency = hit.latency_s
+                if hit.fault is not None:
+                    return self._failure(hit.fault, latency, hit.limit)
         if latency >= self.timeout_s:
             return (self.timeout_s, "upstream_timeout", None)
         return (latency, None, None)
 
-    def _take(self, i: int, f: Fault, now: float) -> float:
-        """A provider-style limit: a token bucket (burst = one second of rate) plus a cap on
-        concurrent calls (calls are assumed to hold a slot for the class's mean latency).
-        0.0 if the call may go, else its Retry-After: the wait until a token is there, as the
-        stub says (a fixed ``1 / rate`` made simulated retries come later than live ones)."""
-        rate = f.rate_per_s or 1.0
-        bucket = self._buckets.get(i)
-        if bucket is None:
-            bucket = self._buckets[i] = TokenBucket(rate, max(1.0, rate), now)
-        bucket.refill(now)  # before the concurrency check, as the stub does
-        if f.max_concurrent is not None:
-            ends = self._ends.setdefault(i, [])
-            while ends and ends[0] <= now:
-                heapq.heappop(ends)
-            if len(ends) >= f.max_concurrent:
-                return max(1.0 / rate, 0.001)  # the stub's answer to a concurrency refusal
-        wait = bucket.take(now)
-        if wait == 0.0 and f.max_concurrent is not None:
-            heapq.heappush(self._ends[i], now + self.mean_latency_s)
-        return wait
+    def _failure(
+        self, f: Fault, latency: float, wait: float | None
+    ) -> tuple[float, str | None, float | None]:
+        """How the fault that decided an attempt ends it, in virtual time."""
+        kind = f.kind
+        if kind == "rate_limit":
+            return (FAST_FAIL_S, "upstream_429", wait)
+        if kind == "status":
+            return (FAST_FAIL_S, f"upstream_{f.status}", f.retry_after_s)
+        if kind == "hang" or kind == "ack_loss":
+            # ack_loss: the work is done upstream but the answer never arrives: a timeout.
+            return (self.timeout_s, "upstream_timeout", None)
+        if kind == "reset":
+            return (RESET_S, "upstream_reset", None)
+        if f.after_chunks == 0 and kind == "truncate":
+            return (min(latency, self.timeout_s), "upstream_empty_stream", None)
+        return (min(latency * 0.5, self.timeout_s), TRUNCATED, None)  # a stream fault

@@ -40,4 +40,3 @@ class TokenBucket:
         """Spend one token unconditionally (the engine's admitted request, after its check)."""
         self.refill(now)
         self.tokens -= 1.0
-

@@ -39,8 +39,8 @@ def test_profile_faults_switch_on_and_off_at_their_times() -> None:
         9.999: (None, 0.0),
         10: ("status", 0.0),  # [at_s, at_s + for_s): on at 10 ...
         11.9: ("status", 0.0),
-        12: ("status", 3.0),
-        14.999: ("status", 3.0),
+        12: ("status", 0.0),  # the status decides: the latency listed after it is not consulted
+        14.999: ("status", 0.0),
         15: (None, 3.0),  # ... and off at 15
         21.999: (None, 3.0),
         22: (None, 0.0),
@@ -59,7 +59,7 @@ def test_time_scale_multiplies_fault_times_and_durations() -> None:
     assert plan.retry_after_s == pytest.approx(0.2)  # retry-after speaks wall-clock seconds
     clock.t = 1.25
     kind, added = kinds(tl)
-    assert kind == "status" and added == pytest.approx(0.3)
+    assert kind == "status" and added == 0.0  # decided before the latency fault is reached
     clock.t = 1.5
     kind, added = kinds(tl)
     assert kind is None and added == pytest.approx(0.3)
@@ -81,7 +81,7 @@ def test_api_faults_without_at_s_count_from_when_they_were_put() -> None:
     clock = FakeClock()
     tl = FaultTimeline(clock=clock)
     clock.advance(500)
-    tl.replace(parse_fault_list([{"kind": "hang", "for_s": 2}, {"kind": "latency", "add_s": 1}]))
+    tl.replace(parse_fault_list([{"kind": "latency", "add_s": 1}, {"kind": "hang", "for_s": 2}]))
     assert kinds(tl) == ("hang", 1.0)
     tl.set_epoch()  # an epoch does not move faults that count from their PUT
     clock.advance(1.999)
@@ -109,6 +109,23 @@ def test_first_terminal_fault_wins_and_stream_faults_hit_streams_only() -> None:
     assert plan.terminal.kind == "reset"
     plan = tl.plan(random.Random(0), in_flight=0, stream=True)
     assert plan is not None and plan.stream is not None and plan.stream.kind == "truncate"
+
+
+def test_the_deciding_fault_ends_the_walk_and_later_faults_draw_nothing() -> None:
+    faults = parse_fault_list(
+        [
+            {"kind": "latency", "add_s": 2, "probability": 0.5},
+            {"kind": "status", "status": 503},
+            {"kind": "latency", "add_s": 5, "probability": 0.5},
+            {"kind": "reset", "probability": 0.5},
+        ]
+    )
+    tl = FaultTimeline(faults, clock=FakeClock())
+    rng, twin = random.Random(7), random.Random(7)
+    plan = tl.plan(rng, in_flight=0, stream=False)
+    assert plan is not None and plan.terminal is not None and plan.terminal.kind == "status"
+    assert plan.add_s == (2.0 if twin.random() < 0.5 else 0.0)
+    assert rng.getstate() == twin.getstate()  # one draw: the first latency fault's
 
 
 def test_probability_is_drawn_from_the_given_rng_deterministically() -> None:

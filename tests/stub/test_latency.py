@@ -55,8 +55,10 @@ def test_uniform_stays_in_bounds() -> None:
     [
         (Latency(dist="uniform", low_s=5, high_s=30), lambda r: r.uniform(5.0, 30.0)),
         (Latency(dist="exponential", mean_s=4), lambda r: r.expovariate(0.25)),
-        (Latency(dist="lognormal", median_s=2, sigma=0.5),
-         lambda r: r.lognormvariate(math.log(2.0), 0.5)),
+        (
+            Latency(dist="lognormal", median_s=2, sigma=0.5),
+            lambda r: r.lognormvariate(math.log(2.0), 0.5),
+        ),
     ],
 )
 def test_written_out_formulas_draw_the_same_floats_as_the_random_methods(
@@ -95,7 +97,9 @@ def _table(rng: random.Random) -> ClassTable:
         " latency: {dist: fixed, value_s: 1}}\n"
         '  large: {weight: 0.3, prompt_repeat: {text: "x = 1; ", times: 400}, max_tokens: 64}\n'
     )
-    return ClassTable.build(profile(classes=classes, latency="{dist: fixed, value_s: 7}"), None, rng)
+    return ClassTable.build(
+        profile(classes=classes, latency="{dist: fixed, value_s: 7}"), None, rng
+    )
 
 
 def test_class_by_header_else_by_closest_prompt_size() -> None:
