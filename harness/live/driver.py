@@ -2,15 +2,17 @@
 
 Theory of operation. Every event the proxy sees (an arrival, an upstream outcome, a client
 that went away) is stamped with ``clock.now()`` and fed to ``Engine.handle``; the actions that
-come back are applied in one place (:meth:`LiveDriver._apply`): counted by the results
-collector, written to ``decisions.jsonl``, counted in the Prometheus metrics, and routed to the
+come back are applied in one place (:meth:`LiveDriver._apply`): kept in the run's books
+(``harness.run_core``: the results collector and ``decisions.jsonl``), counted in the
+Prometheus metrics, and routed to the
 :class:`Ticket` of the request they concern, which wakes the request's coroutine. The engine's
 own timers (deadlines, retry backoff, breaker, executor start-up) come back through
 ``next_deadline()`` and are kept as a single ``loop.call_later`` handle. A housekeeping task
 closes each profile second of the timeline, applies ``metrics_outage`` faults and flushes the
 decision log, so a crash loses at most about a second of decisions.
 
-Nothing here speaks HTTP: the proxy (``proxy.py``) owns requests and responses.
+Nothing here speaks HTTP: the proxy (``proxy.py``) owns requests and responses. The end of
+the run (timeline, alerts, summary) is the run core's, shared with the simulation.
 """
 
 from __future__ import annotations
@@ -18,14 +20,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from harness.arrivals import stream
-from harness.engine.core import Engine
 from harness.engine.events import (
     Action,
     Admit,
@@ -45,10 +44,8 @@ from harness.live.clock import RunClock
 from harness.live.metrics import ProxyMetrics, QueueState
 from harness.live.outfiles import ProxyFiles, mark_broken
 from harness.profile import Profile
-from harness.results import summary as summ
-from harness.results.alerts import evaluate_alerts
 from harness.results.quantiles import percentiles
-from harness.results.stats import TIMELINE_P95_WINDOW_S, Collector
+from harness.run_core import RunCore
 
 _TIMER_SLACK_S = 0.0005  # fire just after a deadline, never just before it
 _MIN_REARM_S = 0.005  # a deadline already past after a Tick is retried at this pace, not spun
@@ -105,29 +102,26 @@ class LiveDriver:
         self.profile = profile
         self.clock = clock
         self.seed = profile.seed if seed is None else seed
-        self.engine = Engine(profile.engine, service_time_prior_s=profile.service_time_prior(),
-                             rng=stream(self.seed, "engine"),
-                             max_wait_by_class=profile.max_wait_by_class())  # fmt: skip
-        self.collector = Collector(profile.faults, profile.slo.turnaround_p95_s)
         self.metrics = ProxyMetrics(self.queue_state)
         self.out = out
         self.files: ProxyFiles | None = None
         if out is not None:
             self.files = ProxyFiles(out, profile, on_broken=self._broken)
+        self.core = RunCore(profile, self.seed, mode="live", engine_rng=stream(self.seed, "engine"),
+                            log=self.files)  # fmt: skip
+        self.engine = self.core.engine
+        self.collector = self.core.collector
         self.tickets: dict[str, Ticket] = {}
         # Waiting (admitted, not yet started) ids per tier, in admission order: the oldest age
         # per tier for the gauges, which the engine does not keep.
         self._waiting: tuple[dict[str, float], ...] = ({}, {}, {})
         self._n = 0
-        self._sec_end = 1.0
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at = math.inf
         self._housekeeper: asyncio.Task[None] | None = None
         self._signals_known = True
         self._outages = tuple(f for f in profile.faults if f.kind == "metrics_outage")
         self.epoch = 0.0  # the fault timeline counts from here (PUT /_proxy/epoch moves it)
-        self.started_at = datetime.now(UTC)
-        self._wall0 = time.perf_counter()
         self.stopping = False
         self.drained = asyncio.Event()
         self.summary: dict[str, Any] | None = None
@@ -175,14 +169,8 @@ class LiveDriver:
     # -- actions out -------------------------------------------------------------------------
 
     def _apply(self, now: float, actions: list[Action]) -> None:
-        col = self.collector
-        if now >= self._sec_end:
-            col.advance(now, self.engine)
-            self._sec_end = float(len(col.seconds))
+        self.core.record(now, actions)
         if actions:
-            col.apply(now, actions)
-            if self.files is not None:
-                self.files.write(now, actions)
             m = self.metrics
             tickets = self.tickets
             waiting = self._waiting
@@ -290,9 +278,8 @@ class LiveDriver:
         if known != self._signals_known:
             self._signals_known = known
             self.report(MetricsSample(known))
-        if now >= self._sec_end:
-            self.collector.advance(now, self.engine)
-            self._sec_end = float(len(self.collector.seconds))
+        if now >= self.core.sec_end:
+            self.core.advance(now)
         if self.files is not None:
             self.files.tick(self.collector.seconds)
 
@@ -325,27 +312,10 @@ class LiveDriver:
         meta: dict[str, Any] | None = None,
     ) -> dict[str, Any]:  # fmt: skip
         """Build summary.json (and write the folder, if any). Call once, at shutdown."""
-        eng, col = self.engine, self.collector
-        end = self.clock.now()
-        col.advance(math.ceil(end) if end > 0 else 1.0, eng)
-        p95 = col.p95_series(TIMELINE_P95_WINDOW_S)  # once, for the timeline and the alerts
-        timeline = col.timeline(p95)
-        cache = {("turnaround_p95_s", TIMELINE_P95_WINDOW_S): p95}
-        alerts = evaluate_alerts(self.profile.alert_rules(), timeline, col.completions, cache)
-        ec = eng.counts
-        engine_counts = {"arrivals": ec.arrivals, "admitted": ec.admitted, "rejected": ec.rejected,
-                         "completed": ec.completed, "failed": ec.failed, "expired": ec.expired}  # fmt: skip
-        summary = summ.build(
-            profile=self.profile, mode="live", seed=self.seed, col=col, duration_s=end,
-            scheduled=col.arrivals, in_flight_at_end=len(eng.jobs), engine_counts=engine_counts,
-            alerts=alerts, timeline=timeline, complete=complete,
-        )  # fmt: skip
-        summary["counts"]["upstream_retries"] = ec.retries
-        summary["proxy_turnaround_s"] = percentiles(col.turnarounds)
-        if extra:
-            summary.update(extra)
-        summary["meta"] = summ.meta(self.started_at, time.perf_counter() - self._wall0)
-        summary["meta"].update(meta or {})
+        col = self.collector
+        own = {"proxy_turnaround_s": percentiles(col.turnarounds), **(extra or {})}
+        summary, timeline = self.core.finish(self.clock.now(), scheduled=col.arrivals,
+                                             complete=complete, extra=own, meta=meta)  # fmt: skip
         self.summary = summary
         if self.files is not None:
             self.files.finish(summary, timeline, self.profile)

@@ -12,17 +12,14 @@ import gc
 import heapq
 import math
 import random
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
 from harness import outcomes
 from harness.arrivals import Arrival, schedule, stream
 from harness.clients import retry_delay
-from harness.engine.core import Engine
 from harness.engine.events import (
     Action,
     Complete,
@@ -38,9 +35,9 @@ from harness.engine.events import (
 from harness.outcomes import Answer
 from harness.profile import ClientRetry, Profile
 from harness.results import summary as summ
-from harness.results.alerts import evaluate_alerts
 from harness.results.recorder import DecisionLog
-from harness.results.stats import TIMELINE_P95_WINDOW_S, Collector
+from harness.results.stats import Collector
+from harness.run_core import Retried, RunCore
 from harness.sim.upstream import MID_STREAM, SimUpstream
 
 _FINISH: Final = 0
@@ -177,13 +174,10 @@ def _simulate(
     schedule_seed: int | None,
 ) -> SimResult:
     seed = profile.seed if seed is None else seed
-    started = datetime.now(UTC)
-    wall0 = time.perf_counter()
-    engine = Engine(profile.engine, service_time_prior_s=profile.service_time_prior(),
-                    rng=stream(seed, "engine"),
-                    max_wait_by_class=profile.max_wait_by_class())  # fmt: skip
+    core = RunCore(profile, seed, mode="sim", engine_rng=stream(seed, "engine"), log=log)
+    engine = core.engine
+    col = core.collector
     upstream = SimUpstream(profile, stream(seed, "latency"), stream(seed, "faults"))
-    col = Collector(profile.faults, profile.slo.turnaround_p95_s)
     heap: list[tuple[float, int, int, Any]] = []
     seq = 0
     for f in profile.faults:
@@ -212,8 +206,8 @@ def _simulate(
         if nxt is not None and (not heap or nxt.t <= heap[0][0]):
             now = nxt.t
             if now >= sec_end:
-                col.advance(now, engine)
-                sec_end = float(len(col.seconds))
+                core.advance(now)
+                sec_end = core.sec_end
                 # Once per simulated second, so the check costs nothing measurable.
                 if stop is not None and stop(now):
                     halted = True
@@ -242,8 +236,8 @@ def _simulate(
                     continue
             now = t_top
             if now >= sec_end:
-                col.advance(now, engine)
-                sec_end = float(len(col.seconds))
+                core.advance(now)
+                sec_end = core.sec_end
                 if stop is not None and stop(now):
                     push(heap, (now, _s, kind, payload))  # not handled: left as it was
                     halted = True
@@ -288,38 +282,15 @@ def _simulate(
             seq += 1
             push(heap, (tick_at, seq, _TICK, None))
     end = now if halted else max(now, profile.duration_s)
-    col.advance(math.ceil(end) if end > 0 else 1.0, engine)
     if log is not None:
         log.flush()
-    timeline: list[dict[str, Any]] = []
-    alerts: list[dict[str, Any]] = []
-    if with_timeline:
-        p95 = col.p95_series(TIMELINE_P95_WINDOW_S)  # once, for the timeline and the alerts
-        timeline = col.timeline(p95)
-        cache = {("turnaround_p95_s", TIMELINE_P95_WINDOW_S): p95}
-        rules = profile.alert_rules()
-        # The completions are needed only for a p95 rule over another window than the timeline's.
-        other = any(r.signal == "turnaround_p95_s" and r.window_s != TIMELINE_P95_WINDOW_S
-                    for r in rules.values())  # fmt: skip
-        alerts = evaluate_alerts(rules, timeline, col.completions if other else [], cache)
-    ec = engine.counts
-    rr = clients.retried_rejects if clients else 0
-    rf = clients.retried_fails if clients else 0
-    rx = clients.retried_expires if clients else 0
-    # The engine saw every attempt; the results count logical requests. Cross-check the two.
-    engine_counts = {"arrivals": ec.arrivals - rr - rf - rx, "admitted": ec.admitted - rf - rx,
-                     "rejected": ec.rejected - rr, "completed": ec.completed,
-                     "failed": ec.failed - rf, "expired": ec.expired - rx}  # fmt: skip
-    summary = summ.build(
-        profile=profile, mode="sim", seed=seed, col=col, duration_s=end, scheduled=scheduled,
-        in_flight_at_end=len(engine.jobs), engine_counts=engine_counts, alerts=alerts,
-        timeline=timeline, extra_thresholds=extra_thresholds, attempts=ec.arrivals,
-        complete=not halted,
-    )  # fmt: skip
-    summary["counts"]["client_retries"] = rr + rf + rx
-    summary["counts"]["upstream_retries"] = ec.retries
-    wall = time.perf_counter() - wall0
-    summary["meta"] = summ.meta(started, wall)
+    retried = Retried()
+    if clients is not None:
+        retried = Retried(clients.retried_rejects, clients.retried_fails, clients.retried_expires)
+    summary, timeline = core.finish(end, scheduled=scheduled, complete=not halted,
+                                    with_timeline=with_timeline, retried=retried,
+                                    extra_thresholds=extra_thresholds)  # fmt: skip
+    wall = core.wall_s
     return SimResult(summary, timeline, log.written if log else 0,
                      scheduled / wall if wall > 0 else 0.0, col)  # fmt: skip
 

@@ -1,0 +1,162 @@
+"""The run core: one object that keeps a run's books, whichever clock drives it.
+
+Theory of operation. A :class:`RunCore` owns the engine, the results collector, the decision
+log (any sink with ``write(now, actions)``) and, at the end, the timeline, the alerts and the
+summary. It does no I/O of its own and reads no clock: a driver owns the clock and the I/O
+(the simulation's event heap and simulated upstream; the live proxy's asyncio loop and HTTP),
+feeds the engine events and carries out the actions that come back, and hands every batch of
+actions to the books:
+
+- per event, :meth:`record` (the live proxy), or the same three steps bound as locals in the
+  simulation's hot loop: ``collector.apply`` and ``log.write`` per batch, :meth:`advance` once
+  per closed second;
+- once, :meth:`finish`: close the last second, compute the rolling p95 once for the timeline
+  and the alerts, reconcile the engine's counts with the recorded ones, build summary.json
+  (``results.summary.build``) and its ``meta``.
+
+Client retries are the simulation's to screen (a live proxy sees only attempts, the load
+generator sees the logical requests): the simulation passes what it retried as
+:class:`Retried`, and the engine's per-attempt counts are reconciled with the logical ones here.
+
+Imports: the engine and ``results`` only, never ``sim`` or ``live``.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from harness.engine.core import Engine
+from harness.engine.events import Action
+from harness.profile import Profile
+from harness.results import summary as summ
+from harness.results.alerts import evaluate_alerts
+from harness.results.stats import TIMELINE_P95_WINDOW_S, Collector
+
+
+class DecisionSink(Protocol):
+    """Where every engine decision goes: ``results.recorder.DecisionLog``, or the proxy's
+    results folder, which also survives a full disk."""
+
+    def write(self, now: float, actions: list[Action]) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Retried:
+    """Final outcomes the simulated callers sent again (each one attempt more, no new request)."""
+
+    rejects: int = 0
+    fails: int = 0
+    expires: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.rejects + self.fails + self.expires
+
+
+class RunCore:
+    """A run's books: engine, collector, decision log, and the summary they make."""
+
+    def __init__(
+        self,
+        profile: Profile,
+        seed: int,
+        *,
+        mode: str,
+        engine_rng: random.Random,
+        log: DecisionSink | None = None,
+    ) -> None:
+        self.profile = profile
+        self.seed = seed
+        self.mode = mode
+        self.engine = Engine(profile.engine, service_time_prior_s=profile.service_time_prior(),
+                             rng=engine_rng, max_wait_by_class=profile.max_wait_by_class())  # fmt: skip
+        self.collector = Collector(profile.faults, profile.slo.turnaround_p95_s)
+        self.log = log
+        self.started_at = datetime.now(UTC)
+        self._wall0 = time.perf_counter()
+        self.wall_s = 0.0  # set by finish
+        self.sec_end = 1.0  # the end of the timeline's open second
+
+    # -- as the run goes ---------------------------------------------------------------------
+
+    def advance(self, now: float) -> None:
+        """Close the timeline's seconds before ``now`` (call when ``now >= sec_end``)."""
+        col = self.collector
+        col.advance(now, self.engine)
+        self.sec_end = float(len(col.seconds))
+
+    def record(self, now: float, actions: list[Action]) -> None:
+        """One batch of the engine's actions at ``now``: counted, then logged."""
+        if now >= self.sec_end:
+            self.advance(now)
+        if actions:
+            self.collector.apply(now, actions)
+            if self.log is not None:
+                self.log.write(now, actions)
+
+    # -- the end -----------------------------------------------------------------------------
+
+    def finish(
+        self,
+        end: float,
+        *,
+        scheduled: int,
+        complete: bool,
+        with_timeline: bool = True,
+        retried: Retried | None = None,
+        extra_thresholds: Sequence[str] = (),
+        extra: Mapping[str, Any] | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """summary.json and the timeline, for a run that ended at ``end`` (run seconds).
+
+        ``scheduled``: the logical requests offered. ``retried``: the simulated callers'
+        retries (None for a live proxy, which counts attempts as its arrivals and has no
+        ``counts.client_retries``). ``extra``: top-level fields the driver adds after the
+        verdict (the proxy's own turnaround, a stop reason); ``meta``: more wall-clock facts.
+        Without the timeline (a sweep's unit) there are no alerts either."""
+        eng, col = self.engine, self.collector
+        col.advance(math.ceil(end) if end > 0 else 1.0, eng)
+        timeline: list[dict[str, Any]] = []
+        alerts: list[dict[str, Any]] = []
+        if with_timeline:
+            timeline, alerts = self._timeline_and_alerts()
+        ec = eng.counts
+        r = retried if retried is not None else Retried()
+        # The engine saw every attempt; the results count logical requests. Cross-check the two.
+        engine_counts = {"arrivals": ec.arrivals - r.total, "admitted": ec.admitted - r.fails - r.expires,
+                         "rejected": ec.rejected - r.rejects, "completed": ec.completed,
+                         "failed": ec.failed - r.fails, "expired": ec.expired - r.expires}  # fmt: skip
+        summary = summ.build(
+            profile=self.profile, mode=self.mode, seed=self.seed, col=col, duration_s=end,
+            scheduled=scheduled, in_flight_at_end=len(eng.jobs), engine_counts=engine_counts,
+            alerts=alerts, timeline=timeline, extra_thresholds=extra_thresholds,
+            attempts=None if retried is None else ec.arrivals, complete=complete,
+        )  # fmt: skip
+        if retried is not None:
+            summary["counts"]["client_retries"] = retried.total
+        summary["counts"]["upstream_retries"] = ec.retries
+        if extra:
+            summary.update(extra)
+        self.wall_s = time.perf_counter() - self._wall0
+        summary["meta"] = summ.meta(self.started_at, self.wall_s)
+        summary["meta"].update(meta or {})
+        return summary, timeline
+
+    def _timeline_and_alerts(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        col = self.collector
+        p95 = col.p95_series(TIMELINE_P95_WINDOW_S)  # once, for the timeline and the alerts
+        timeline = col.timeline(p95)
+        cache = {("turnaround_p95_s", TIMELINE_P95_WINDOW_S): p95}
+        rules = self.profile.alert_rules()
+        # The completions are needed only for a p95 rule over another window than the timeline's.
+        other = any(r.signal == "turnaround_p95_s" and r.window_s != TIMELINE_P95_WINDOW_S
+                    for r in rules.values())  # fmt: skip
+        alerts = evaluate_alerts(rules, timeline, col.completions if other else [], cache)
+        return timeline, alerts
