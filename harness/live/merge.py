@@ -24,46 +24,14 @@ from typing import Any
 
 import orjson
 
-from harness.profile import AlertRule, Profile, to_dict
+from harness.profile import AlertRule, Profile
 from harness.results import summary as summ
 from harness.results.alerts import evaluate_alerts, signal_series
-from harness.results.quantiles import percentiles, quantile
+from harness.results.client_figures import live_summary, offered_span
 
 # Attempts that may not have reached the proxy (no connection was made).
 _UNREACHED = ("failed:connection_refused", "failed:connection_error")
-WALL_FLOOR_S = 0.005  # the capacity benchmark's criterion: p99 lateness under 5 ms
 _P95 = AlertRule(signal="turnaround_p95_s", threshold=0.0, window_s=60.0)
-
-
-def _tally(recs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    by = Counter(r["outcome"] for r in recs)
-    rejected = by["rejected"]
-    sent = len(recs) - by["dropped"]
-    return {"counts": {"arrivals": sent, "admitted": sent - rejected, "rejected": rejected,
-            "completed": by["completed"], "failed": by["failed"], "expired": by["expired"]},
-            "turnaround_s": percentiles([r["latency_s"] for r in recs if r["outcome"] == "completed"]),
-            "queue_wait_s": percentiles(_waits(recs))}  # fmt: skip
-
-
-def _waits(recs: Iterable[Mapping[str, Any]]) -> list[float]:
-    return [r["queue_wait_s"] for r in recs if r["queue_wait_s"] is not None and r["outcome"] in ("completed",
-            "failed")]  # fmt: skip
-
-
-def client_counts(recs: Sequence[Mapping[str, Any]], slo_s: float) -> dict[str, Any]:
-    by = Counter(r["outcome"] for r in recs)
-    rej = Counter(r["reason"] for r in recs if r["outcome"] == "rejected")
-    fail = Counter(r["reason"] for r in recs if r["outcome"] == "failed")
-    expired = Counter(r["reason"] or "deadline" for r in recs if r["outcome"] == "expired")
-    sent = len(recs) - by["dropped"]
-    slow = sum(1 for r in recs if r["outcome"] == "completed" and r["latency_s"] > slo_s)
-    return {"scheduled": len(recs), "arrivals": sent, "admitted": sent - by["rejected"],
-            "rejected": by["rejected"], "rejected_by_reason": dict(sorted(rej.items())),
-            "completed": by["completed"], "failed": by["failed"],
-            "failed_by_reason": dict(sorted(fail.items())), "expired": by["expired"],
-            "expired_by_reason": dict(sorted(expired.items())), "in_flight_at_end": by["in_flight"], "slo_breach": slow,
-            "dropped_by_generator": by["dropped"], "attempts": sum(r["attempts"] for r in recs),
-            "cancelled": fail.get("cancelled", 0)}  # fmt: skip
 
 
 def attempt_counts(recs: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
@@ -136,65 +104,6 @@ def id_check(recs: Sequence[Mapping[str, Any]], scheduled: int, complete: bool) 
             shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
             out.append(f"every scheduled arrival has a record: {len(missing)} missing ({shown})")
     return out
-
-
-def lateness_wall_limit(limit_s: float, time_scale: float) -> float:
-    """The lateness p99 limit in wall seconds: the profile's limit (profile seconds) times the
-    time scale, but a time scale below 1 lowers it no further than WALL_FLOOR_S, the timer
-    and scheduling precision a generator process has (a stricter profile limit still holds)."""
-    return max(limit_s * time_scale, min(limit_s, WALL_FLOOR_S))
-
-
-def lag_percentiles(lags: Sequence[float]) -> dict[str, float | None]:
-    """Schedule lag, to the microsecond (summary.json's usual millisecond would hide it)."""
-    xs = sorted(lags)
-    out: dict[str, float | None] = {}
-    for k, q in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("max", 1.0)):
-        if not xs:
-            out[k] = None
-            continue
-        pos = q * (len(xs) - 1)
-        lo = int(pos)
-        hi = min(lo + 1, len(xs) - 1)
-        out[k] = round(xs[lo] + (xs[hi] - xs[lo]) * (pos - lo), 6)
-    return out
-
-
-def itl_percentiles(gaps: Sequence[float]) -> dict[str, float | None]:
-    """Inter-token latency over every gap of every completed stream, pooled (vLLM's
-    benchmark_serving: ``itls += output.itl``), to the microsecond: gaps are milliseconds."""
-    xs = sorted(gaps)  # once: quantile's own sort of sorted data is then linear
-    out: dict[str, float | None] = {"mean": round(sum(xs) / len(xs), 6) if xs else None}
-    for k, q in (("p50", 0.5), ("p90", 0.9), ("p95", 0.95), ("p99", 0.99), ("max", 1.0)):
-        out[k] = round(quantile(xs, q), 6) if xs else None
-    return out
-
-
-def tokens_source(done: Iterable[Mapping[str, Any]]) -> str | None:
-    """``usage`` (every figure from the server), ``estimated`` (none), ``mixed``, or null."""
-    seen = {r.get("tokens_source") or "estimated" for r in done if r.get("tokens") is not None}
-    if not seen:
-        return None
-    return seen.pop() if len(seen) == 1 else "mixed"
-
-
-def token_totals(done: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    toks = [r for r in done if r.get("tokens") is not None]
-    return {"prompt": sum(int(r["tokens"].get("prompt") or 0) for r in toks),
-            "completion": sum(int(r["tokens"].get("completion") or 0) for r in toks),
-            "source": tokens_source(toks),
-            "estimated_requests": sum(1 for r in toks if r.get("tokens_source") != "usage")}  # fmt: skip
-
-
-def offered_span(
-    recs: Sequence[Mapping[str, Any]], profile: Profile, capped: bool, complete: bool
-) -> float:
-    """The span the load was offered over: the profile's duration, or up to the last arrival
-    offered when --max-requests cut the schedule short or the run was interrupted (30
-    requests sent over 10.8 s are 2.8/s, not 30 over a 300 s profile)."""
-    if (capped or not complete) and recs:
-        return max(1e-9, float(max(r["t_intended"] for r in recs)))
-    return profile.duration_s
 
 
 # -- the proxy's side ----------------------------------------------------------------------------
@@ -279,13 +188,10 @@ def merge(
     extra_thresholds: Sequence[str] = (),
     meta: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Write summary.json, requests.jsonl, timeline.jsonl (and decisions.jsonl) into ``out``."""
+    """Write summary.json, requests.jsonl, timeline.jsonl (and decisions.jsonl) into ``out``:
+    read the proxy's side, check the two sides against each other, and let
+    ``results.client_figures.live_summary`` build the summary."""
     recs = sorted(records, key=lambda r: r["id"])
-    scale = float(live["time_scale"])
-    counts = client_counts(recs, profile.slo.turnaround_p95_s)
-    if complete:  # the schedule's own count: a lost record then breaks conservation
-        counts["scheduled"] = scheduled
-    done = [r for r in recs if r["outcome"] == "completed"]
     ends = [r["t_end"] for r in recs if r["t_end"] is not None]
     cap = live.get("max_requests")
     window = offered_span(recs, profile, cap is not None and scheduled >= cap, complete)
@@ -300,7 +206,7 @@ def merge(
         timeline = shift_timeline(_jsonl(proxy_dir / "timeline.jsonl"), offset)
     else:
         timeline = client_timeline(recs, profile, end)
-    completions = sorted((r["t_end"], r["latency_s"]) for r in done)
+    completions = sorted((r["t_end"], r["latency_s"]) for r in recs if r["outcome"] == "completed")
     p95 = signal_series(_P95, [float(x["t"]) for x in timeline], timeline, completions)
     for line, v in zip(timeline, p95, strict=True):
         line["turnaround_p95_s"] = None if v is None else round(v, 3)
@@ -314,60 +220,14 @@ def merge(
         violations += [f"proxy: {v}" for v in proxy["conservation"]["violations"]]
     if live.get("proxy") and proxy is None:
         violations.append("the proxy wrote no summary.json")
-    cons = summ.conservation(counts, "live")
-    cons["violations"] += violations
-    cons["ok"] = not cons["violations"]
-    lags = [r["lag_s"] for r in recs if r["lag_s"] is not None]
-    offered = scheduled if complete else len(recs)  # an interrupted run: the part it reached
-    lag = lag_percentiles(lags)
-    limit = profile.generator.lateness_p99_limit_s
-    wall_limit = lateness_wall_limit(limit, scale)
-    saturated = counts["dropped_by_generator"] > 0 or (lag["p99"] or 0.0) * scale > wall_limit
-    span = max(end, 1e-9)
-    good = sum(1 for r in done if r["latency_s"] <= profile.slo.turnaround_p95_s)
-    ttft = [r["ttft_s"] for r in done if r["ttft_s"] is not None]
-    tokens = token_totals(done)
-    by_class = {
-        c: _tally([r for r in recs if r["class"] == c]) for c in sorted({r["class"] for r in recs})
-    }
-    for c, tally in by_class.items():
-        tally["tokens_source"] = tokens_source(r for r in done if r["class"] == c)
-    by_prio = {
-        p: _tally([r for r in recs if r["priority"] == p])
-        for p in sorted({r["priority"] for r in recs})
-    }
-    summary: dict[str, Any] = {"schema_version": summ.SCHEMA_VERSION, "complete": complete,
-                  "mode": "live", "profile": {"name": profile.name, "sha256": profile.sha256},
-                  "seed": seed, "effective": to_dict(profile), "counts": counts,
-                  "conservation": cons,
-                  "turnaround_s": percentiles([r["latency_s"] for r in done]),
-                  "queue_wait_s": percentiles(_waits(recs)), "ttft_s": percentiles(ttft,
-                  ("p50", "p95")),
-                  "itl_s": itl_percentiles([g for r in done for g in r.get("itl_s") or ()]),
-                  "tokens": tokens, "tokens_source": tokens["source"],
-                  "output_tokens_per_s": round(tokens["completion"] / span, 4), "goodput_per_s": round(good / span,
-                  4), "by_class": by_class, "by_priority": by_prio,
-                  "scaling": (proxy or {}).get("scaling") or {"replicas": {"min": None,
-                  "max": None, "mean": None}, "scale_events": 0, "seconds_at_ceiling": 0,
-                  "seconds_blind": 0}, "alerts": evaluate_alerts(profile.alert_rules(), timeline,
-                  completions),
-                  "generator": {"offered_rate_per_s": round(offered / window, 4),
-                  "achieved_rate_per_s": round(counts["arrivals"] / window, 4),
-                  "span_s": round(window, 6), "max_requests": cap,
-                  "schedule_lag_s": lag, "lateness_p99_limit_s": limit,
-                  "lateness_p99_limit_wall_s": round(wall_limit, 6),
-                  "dropped": counts["dropped_by_generator"], "unsent": max(0,
-                  scheduled - len(recs)), "max_in_flight": profile.generator.max_in_flight,
-                  "workers": live.get("workers", 0)}, "generator_saturated": saturated,
-                  "duration_s": round(end, 3), "live": {**live,
-                  "proxy_clock_offset_s": round(offset, 6)}}  # fmt: skip
-    if proxy is not None:
-        summary["proxy_turnaround_s"] = proxy.get("proxy_turnaround_s") or proxy.get("turnaround_s")
-        summary["proxy"] = {k: proxy.get(k) for k in ("complete", "counts", "conservation",
-                "turnaround_s", "queue_wait_s")}  # fmt: skip
-    summ.finish(summary, profile, extra_thresholds)
+    summary = live_summary(
+        recs, profile, seed=seed, scheduled=scheduled, complete=complete, window=window, end=end,
+        violations=violations, alerts=evaluate_alerts(profile.alert_rules(), timeline, completions),
+        live={**live, "proxy_clock_offset_s": round(offset, 6)}, proxy=proxy,
+        extra_thresholds=extra_thresholds,
+    )  # fmt: skip
     summary["meta"] = summ.meta(started_at, wall_s)
-    summary["meta"]["wall_per_profile_s"] = scale
+    summary["meta"]["wall_per_profile_s"] = float(live["time_scale"])
     summary["meta"].update(meta or {})  # the TLS settings the run used, say
     write(out, summary, recs, timeline, proxy_dir, offset)
     return summary

@@ -89,6 +89,24 @@ def meta(started_at: datetime, wall_s: float) -> dict[str, Any]:
     }
 
 
+def header(profile: Profile, mode: str, seed: int, complete: bool) -> dict[str, Any]:
+    """The fields every summary.json opens with: what ran, how, and whether it ran to the end."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "complete": complete,
+        "mode": mode,
+        "profile": {"name": profile.name, "sha256": profile.sha256},
+        "seed": seed,
+        "effective": to_dict(profile),
+    }
+
+
+def no_scaling() -> dict[str, Any]:
+    """``scaling`` when nobody sampled the replicas (a live run without the proxy)."""
+    return {"replicas": {"min": None, "max": None, "mean": None}, "scale_events": 0,
+            "seconds_at_ceiling": 0, "seconds_blind": 0}  # fmt: skip
+
+
 def build(
     *,
     profile: Profile,
@@ -123,12 +141,7 @@ def build(
     turnarounds, queue_waits = col.sorted_samples()
     good = bisect_right(turnarounds, profile.slo.turnaround_p95_s)
     summary: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
-        "complete": complete,
-        "mode": mode,
-        "profile": {"name": profile.name, "sha256": profile.sha256},
-        "seed": seed,
-        "effective": to_dict(profile),
+        **header(profile, mode, seed, complete),
         "counts": counts,
         "conservation": cons,
         "turnaround_s": percentiles(turnarounds),

@@ -12,11 +12,11 @@ from harness.live.merge import (
     attempt_counts,
     cross_check,
     cross_check_partial,
-    lateness_wall_limit,
     merge,
     proxy_offset,
 )
 from harness.profile import loads
+from harness.results.client_figures import lateness_wall_limit
 
 PROFILE = loads("""
 name: merge-test

@@ -1,0 +1,203 @@
+"""A live run's summary figures from the load generator's records (plain data, no I/O).
+
+The generator's records (``requests.jsonl``) are the logical view of a live run: one per
+scheduled arrival, its final outcome, latencies from the *intended* send time. These functions
+turn them into summary.json's client-side fields; ``harness.live.merge`` reads the files, checks
+the two sides against each other, and calls :func:`live_summary`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from harness.profile import Profile
+from harness.results import summary as summ
+from harness.results.quantiles import percentiles, quantile
+
+WALL_FLOOR_S = 0.005  # the capacity benchmark's criterion: p99 lateness under 5 ms
+
+
+def _tally(recs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    by = Counter(r["outcome"] for r in recs)
+    rejected = by["rejected"]
+    sent = len(recs) - by["dropped"]
+    return {"counts": {"arrivals": sent, "admitted": sent - rejected, "rejected": rejected,
+            "completed": by["completed"], "failed": by["failed"], "expired": by["expired"]},
+            "turnaround_s": percentiles([r["latency_s"] for r in recs if r["outcome"] == "completed"]),
+            "queue_wait_s": percentiles(_waits(recs))}  # fmt: skip
+
+
+def _waits(recs: Iterable[Mapping[str, Any]]) -> list[float]:
+    return [r["queue_wait_s"] for r in recs if r["queue_wait_s"] is not None and r["outcome"] in ("completed",
+            "failed")]  # fmt: skip
+
+
+def client_counts(recs: Sequence[Mapping[str, Any]], slo_s: float) -> dict[str, Any]:
+    by = Counter(r["outcome"] for r in recs)
+    rej = Counter(r["reason"] for r in recs if r["outcome"] == "rejected")
+    fail = Counter(r["reason"] for r in recs if r["outcome"] == "failed")
+    expired = Counter(r["reason"] or "deadline" for r in recs if r["outcome"] == "expired")
+    sent = len(recs) - by["dropped"]
+    slow = sum(1 for r in recs if r["outcome"] == "completed" and r["latency_s"] > slo_s)
+    return {"scheduled": len(recs), "arrivals": sent, "admitted": sent - by["rejected"],
+            "rejected": by["rejected"], "rejected_by_reason": dict(sorted(rej.items())),
+            "completed": by["completed"], "failed": by["failed"],
+            "failed_by_reason": dict(sorted(fail.items())), "expired": by["expired"],
+            "expired_by_reason": dict(sorted(expired.items())), "in_flight_at_end": by["in_flight"], "slo_breach": slow,
+            "dropped_by_generator": by["dropped"], "attempts": sum(r["attempts"] for r in recs),
+            "cancelled": fail.get("cancelled", 0)}  # fmt: skip
+
+
+def lateness_wall_limit(limit_s: float, time_scale: float) -> float:
+    """The lateness p99 limit in wall seconds: the profile's limit (profile seconds) times the
+    time scale, but a time scale below 1 lowers it no further than WALL_FLOOR_S, the timer
+    and scheduling precision a generator process has (a stricter profile limit still holds)."""
+    return max(limit_s * time_scale, min(limit_s, WALL_FLOOR_S))
+
+
+def lag_percentiles(lags: Sequence[float]) -> dict[str, float | None]:
+    """Schedule lag, to the microsecond (summary.json's usual millisecond would hide it)."""
+    xs = sorted(lags)
+    out: dict[str, float | None] = {}
+    for k, q in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("max", 1.0)):
+        if not xs:
+            out[k] = None
+            continue
+        pos = q * (len(xs) - 1)
+        lo = int(pos)
+        hi = min(lo + 1, len(xs) - 1)
+        out[k] = round(xs[lo] + (xs[hi] - xs[lo]) * (pos - lo), 6)
+    return out
+
+
+def itl_percentiles(gaps: Sequence[float]) -> dict[str, float | None]:
+    """Inter-token latency over every gap of every completed stream, pooled (vLLM's
+    benchmark_serving: ``itls += output.itl``), to the microsecond: gaps are milliseconds."""
+    xs = sorted(gaps)  # once: quantile's own sort of sorted data is then linear
+    out: dict[str, float | None] = {"mean": round(sum(xs) / len(xs), 6) if xs else None}
+    for k, q in (("p50", 0.5), ("p90", 0.9), ("p95", 0.95), ("p99", 0.99), ("max", 1.0)):
+        out[k] = round(quantile(xs, q), 6) if xs else None
+    return out
+
+
+def tokens_source(done: Iterable[Mapping[str, Any]]) -> str | None:
+    """``usage`` (every figure from the server), ``estimated`` (none), ``mixed``, or null."""
+    seen = {r.get("tokens_source") or "estimated" for r in done if r.get("tokens") is not None}
+    if not seen:
+        return None
+    return seen.pop() if len(seen) == 1 else "mixed"
+
+
+def token_totals(done: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    toks = [r for r in done if r.get("tokens") is not None]
+    return {"prompt": sum(int(r["tokens"].get("prompt") or 0) for r in toks),
+            "completion": sum(int(r["tokens"].get("completion") or 0) for r in toks),
+            "source": tokens_source(toks),
+            "estimated_requests": sum(1 for r in toks if r.get("tokens_source") != "usage")}  # fmt: skip
+
+
+def offered_span(
+    recs: Sequence[Mapping[str, Any]], profile: Profile, capped: bool, complete: bool
+) -> float:
+    """The span the load was offered over: the profile's duration, or up to the last arrival
+    offered when --max-requests cut the schedule short or the run was interrupted (30
+    requests sent over 10.8 s are 2.8/s, not 30 over a 300 s profile)."""
+    if (capped or not complete) and recs:
+        return max(1e-9, float(max(r["t_intended"] for r in recs)))
+    return profile.duration_s
+
+
+def request_figures(
+    recs: Sequence[Mapping[str, Any]], profile: Profile, span: float
+) -> dict[str, Any]:
+    """Latencies, tokens and goodput of the logical requests, overall and per class/priority."""
+    done = [r for r in recs if r["outcome"] == "completed"]
+    good = sum(1 for r in done if r["latency_s"] <= profile.slo.turnaround_p95_s)
+    ttft = [r["ttft_s"] for r in done if r["ttft_s"] is not None]
+    tokens = token_totals(done)
+    by_class = {
+        c: _tally([r for r in recs if r["class"] == c]) for c in sorted({r["class"] for r in recs})
+    }
+    for c, tally in by_class.items():
+        tally["tokens_source"] = tokens_source(r for r in done if r["class"] == c)
+    by_prio = {
+        p: _tally([r for r in recs if r["priority"] == p])
+        for p in sorted({r["priority"] for r in recs})
+    }
+    return {"turnaround_s": percentiles([r["latency_s"] for r in done]),
+            "queue_wait_s": percentiles(_waits(recs)), "ttft_s": percentiles(ttft, ("p50", "p95")),
+            "itl_s": itl_percentiles([g for r in done for g in r.get("itl_s") or ()]),
+            "tokens": tokens, "tokens_source": tokens["source"],
+            "output_tokens_per_s": round(tokens["completion"] / span, 4),
+            "goodput_per_s": round(good / span, 4), "by_class": by_class, "by_priority": by_prio}  # fmt: skip
+
+
+def generator_figures(
+    recs: Sequence[Mapping[str, Any]],
+    counts: Mapping[str, Any],
+    profile: Profile,
+    *,
+    scheduled: int,
+    complete: bool,
+    window: float,
+    live: Mapping[str, Any],
+) -> tuple[dict[str, Any], bool]:
+    """summary.json's ``generator`` block, and whether the generator fell behind its schedule
+    (dropped arrivals, or a p99 lateness over the limit in wall seconds)."""
+    scale = float(live["time_scale"])
+    lag = lag_percentiles([r["lag_s"] for r in recs if r["lag_s"] is not None])
+    offered = scheduled if complete else len(recs)  # an interrupted run: the part it reached
+    limit = profile.generator.lateness_p99_limit_s
+    wall_limit = lateness_wall_limit(limit, scale)
+    saturated = counts["dropped_by_generator"] > 0 or (lag["p99"] or 0.0) * scale > wall_limit
+    block = {"offered_rate_per_s": round(offered / window, 4),
+             "achieved_rate_per_s": round(counts["arrivals"] / window, 4),
+             "span_s": round(window, 6), "max_requests": live.get("max_requests"),
+             "schedule_lag_s": lag, "lateness_p99_limit_s": limit,
+             "lateness_p99_limit_wall_s": round(wall_limit, 6),
+             "dropped": counts["dropped_by_generator"], "unsent": max(0, scheduled - len(recs)),
+             "max_in_flight": profile.generator.max_in_flight,
+             "workers": live.get("workers", 0)}  # fmt: skip
+    return block, saturated
+
+
+def live_summary(
+    recs: Sequence[Mapping[str, Any]],
+    profile: Profile,
+    *,
+    seed: int,
+    scheduled: int,
+    complete: bool,
+    window: float,
+    end: float,
+    violations: Sequence[str],
+    alerts: list[dict[str, Any]],
+    live: Mapping[str, Any],
+    proxy: Mapping[str, Any] | None,
+    extra_thresholds: Sequence[str] = (),
+) -> dict[str, Any]:
+    """A live run's summary.json (without ``meta``) from the generator's records (sorted by
+    id), the proxy's summary if there is one, and the cross-checks' ``violations``."""
+    counts = client_counts(recs, profile.slo.turnaround_p95_s)
+    if complete:  # the schedule's own count: a lost record then breaks conservation
+        counts["scheduled"] = scheduled
+    cons = summ.conservation(counts, "live")
+    cons["violations"] += violations
+    cons["ok"] = not cons["violations"]
+    generator, saturated = generator_figures(recs, counts, profile, scheduled=scheduled,
+                                             complete=complete, window=window, live=live)  # fmt: skip
+    summary: dict[str, Any] = {
+        **summ.header(profile, "live", seed, complete), "counts": counts, "conservation": cons,
+        **request_figures(recs, profile, max(end, 1e-9)),
+        "scaling": (proxy or {}).get("scaling") or summ.no_scaling(), "alerts": alerts,
+        "generator": generator, "generator_saturated": saturated, "duration_s": round(end, 3),
+        "live": dict(live),
+    }  # fmt: skip
+    if proxy is not None:
+        summary["proxy_turnaround_s"] = proxy.get("proxy_turnaround_s") or proxy.get("turnaround_s")
+        summary["proxy"] = {k: proxy.get(k) for k in ("complete", "counts", "conservation",
+                "turnaround_s", "queue_wait_s")}  # fmt: skip
+    summ.finish(summary, profile, extra_thresholds)
+    return summary
