@@ -28,7 +28,7 @@ import orjson
 from harness.live import records
 from harness.live.merge import attempt_counts, merge
 from harness.live.outfiles import PARTIAL_TIMELINE
-from harness.profile import Profile, ProfileError, load, to_dict
+from harness.profile import Profile, ProfileError, load
 from harness.results import summary as summ
 
 
@@ -85,9 +85,7 @@ def recover_proxy(folder: Path) -> dict[str, Any]:
         cons["ok"] = False
     t_end = max([float(d["t"]) for d in decisions if "t" in d] or [0.0])
     summary: dict[str, Any] = {
-        "schema_version": summ.SCHEMA_VERSION, "complete": False, "mode": "live",
-        "profile": {"name": prof.name, "sha256": prof.sha256}, "seed": prof.seed,
-        "effective": to_dict(prof), "counts": counts, "conservation": cons,
+        **summ.header(prof, "live", prof.seed, False), "counts": counts, "conservation": cons,
         "duration_s": round(t_end, 3),
         "recovered": {"from": ["decisions.jsonl", PARTIAL_TIMELINE], "torn_lines": torn + torn_s,
                       "closed_seconds": len(seconds),
