@@ -173,6 +173,9 @@ def _simulate(
     stop: Callable[[float], bool] | None,
     schedule_seed: int | None,
 ) -> SimResult:
+    """The hot loop (compiled; longer than the house's functions on purpose): per event only
+    the engine call, ``collector.apply`` and ``log.write``, bound once as locals; the books'
+    once-a-second and end-of-run work is :class:`~harness.run_core.RunCore`'s."""
     seed = profile.seed if seed is None else seed
     core = RunCore(profile, seed, mode="sim", engine_rng=stream(seed, "engine"), log=log)
     engine = core.engine
