@@ -14,9 +14,10 @@ from collections.abc import Awaitable, Callable
 
 import orjson
 
+from harness.asgi import Receive, Scope, Send
 from harness.profile import Profile, ProfileError, parse_fault_list
 from harness.stub import chat, wire
-from harness.stub.asgi import ClientGone, Receive, Scope, Send, close_quietly, read_body, respond
+from harness.stub.asgi import ClientGone, close_quietly, read_body, respond
 from harness.stub.faults import Clock
 from harness.stub.state import DEFAULT_MAX_BODY_BYTES, DEFAULT_MODEL, StubState
 

@@ -11,14 +11,8 @@ through the ``harness.connection`` scope extension that the stub's uvicorn proto
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+from harness.asgi import Receive, Scope, Send
 
 CONNECTION_EXTENSION = "harness.connection"
 

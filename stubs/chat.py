@@ -17,10 +17,11 @@ from typing import Any
 
 import orjson
 
+from harness.asgi import Receive, Scope, Send
 from harness.profile import Fault
 from harness.schema import MAX_TOKENS
 from harness.stub import wire
-from harness.stub.asgi import Receive, Scope, Send, abort, respond, sleep_or_disconnect
+from harness.stub.asgi import abort, respond, sleep_or_disconnect
 from harness.stub.faults import FaultPlan
 from harness.stub.latency import completion_tokens
 from harness.stub.state import StubState

@@ -1,16 +1,15 @@
 """Serving the stub: uvicorn with uvloop and httptools, a deep backlog, no access log.
 
-Two details are ours. The socket is bound here, before uvicorn starts, so a port in use is an
-``OSError`` for the caller (the CLI maps it to an exit code) and port 0 works for tests. And
-the HTTP protocol is uvicorn's httptools protocol plus one scope extension,
-``harness.connection``: ``reset`` closes the connection with ``SO_LINGER`` 0, which makes the
-kernel send a TCP RST -- a real "connection reset by peer" for the client, something a plain
-ASGI app cannot do (an exception only makes uvicorn answer 500, or close with a FIN); and
+The socket and the signal-aware server are ``harness.serving``'s (shared with the proxy). One
+detail is the stub's own: the HTTP protocol is uvicorn's httptools protocol plus one scope
+extension, ``harness.connection``: ``reset`` closes the connection with ``SO_LINGER`` 0, which
+makes the kernel send a TCP RST -- a real "connection reset by peer" for the client, something a
+plain ASGI app cannot do (an exception only makes uvicorn answer 500, or close with a FIN); and
 ``close`` drops it quietly, for requests still held when the server stops.
 
-``serve`` returns normally after SIGINT or SIGTERM (uvicorn's own handler would re-raise the
-signal once it has shut down); a second SIGINT forces the exit. Requests still held at
-shutdown get ``SHUTDOWN_GRACE_S`` to finish, then are cancelled: a hang never blocks exit.
+``serve`` returns normally after SIGINT or SIGTERM; a second SIGINT forces the exit. Requests
+still held at shutdown get ``SHUTDOWN_GRACE_S`` to finish, then are cancelled: a hang never
+blocks exit.
 """
 
 from __future__ import annotations
@@ -19,18 +18,17 @@ import asyncio
 import contextlib
 import logging
 import resource
-import signal
 import socket
 import struct
 import threading
 import time
-from collections.abc import Generator
 from typing import Any
 
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from harness.profile import Profile
+from harness.serving import Server, bind
 from harness.stub.app import StubApp, create_app
 from harness.stub.asgi import CONNECTION_EXTENSION
 from harness.stub.state import DEFAULT_MAX_BODY_BYTES
@@ -73,24 +71,6 @@ class ResettingHttpToolsProtocol(HttpToolsProtocol):
             self.cycle.disconnected = True
 
 
-class Server(uvicorn.Server):
-    """uvicorn's server, except that SIGINT/SIGTERM/SIGHUP end ``run`` normally (no re-raise;
-    a closed terminal's SIGHUP would otherwise kill it mid-response)."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Generator[None, None, None]:
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
-        sigs = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-        original = {sig: signal.signal(sig, self.handle_exit) for sig in sigs}
-        try:
-            yield
-        finally:
-            for sig, handler in original.items():
-                signal.signal(sig, handler)
-
-
 def make_config(
     app: StubApp, *, log_level: str = "info", configure_logging: bool = True
 ) -> uvicorn.Config:
@@ -109,20 +89,6 @@ def make_config(
         timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
         **kwargs,
     )
-
-
-def bind(host: str, port: int, backlog: int = BACKLOG) -> socket.socket:
-    """A listening TCP socket (the kernel may cap ``backlog`` at net.core.somaxconn)."""
-    family, type_, proto, _, addr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-    sock = socket.socket(family, type_, proto)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(addr)
-        sock.listen(backlog)
-    except OSError:
-        sock.close()
-        raise
-    return sock
 
 
 def raise_open_files_limit() -> int:
@@ -158,7 +124,7 @@ def serve(
         linger_s=linger_s,
     )
     nofile = raise_open_files_limit()
-    sock = bind(host, port)
+    sock = bind(host, port, BACKLOG)
     config = make_config(app, log_level=log_level)
     bound_host, bound_port = sock.getsockname()[:2]
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host
@@ -188,7 +154,7 @@ class StubThread:
 
     def __init__(self, app: StubApp, *, host: str = "127.0.0.1", port: int = 0) -> None:
         self.app = app
-        self._sock = bind(host, port)
+        self._sock = bind(host, port, BACKLOG)
         self.host, self.port = self._sock.getsockname()[:2]
         self._server = Server(make_config(app, log_level="warning", configure_logging=False))
         self._thread = threading.Thread(

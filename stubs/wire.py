@@ -16,9 +16,8 @@ from typing import Any
 
 import orjson
 
+from harness.asgi import Headers
 from harness.stub.faults import RateLimitInfo
-
-Headers = list[tuple[bytes, bytes]]
 
 JSON = b"application/json"
 SSE = b"text/event-stream; charset=utf-8"

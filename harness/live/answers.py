@@ -1,4 +1,5 @@
-"""Reading a 200 answer into a :class:`~harness.live.calls.Call`: a JSON body or a stream.
+"""Reading a 200 answer into a :class:`~harness.live.calls.Call`: a JSON body or a
+stream.
 
 Duck-typed (a FastResponse, or a test double), and free of Locust and gevent like ``calls``.
 A stream's first content delta is its first token (TTFT); every later content delta adds its

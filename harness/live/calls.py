@@ -2,9 +2,9 @@
 
 The CLI side builds a run config (``make_config``: a JSON-able dict, written to a file for
 Locust); each Locust process turns it into a :class:`Plan` (its share of the schedule), and its
-driver uses :class:`RequestSpec`, :class:`Call` and :class:`Retry` to send and record each
-arrival. Nothing here imports Locust or gevent: the CLI's process must never be monkey-patched
-(STYLE.md, section 8), and these parts stay testable without a network.
+driver uses :class:`RequestSpec`, :class:`Call` and :class:`Retry` to send and record
+each arrival. Nothing here imports Locust or gevent: the CLI's process must never be
+monkey-patched (STYLE.md, section 8), and these parts stay testable without a network.
 
 Record schema (``requests.jsonl``, one line per scheduled arrival; times in profile seconds
 from the run's start, ``latency_s`` and ``ttft_s`` counted from the *intended* send time)::
@@ -47,6 +47,7 @@ from harness.arrivals import Arrival, schedule
 from harness.clients import retry_delay, should_retry_header
 from harness.engine.events import PRIORITY_NAMES
 from harness.live.dialect import request_body, wire_headers, wire_path
+from harness.live.wire import parse_retry_after
 from harness.profile import ClientRetry, Profile, loads, to_dict
 
 CHARS_PER_TOKEN = 4  # the usual rough estimate for English text and code
@@ -204,7 +205,7 @@ class Call:
             self.settle("failed", str(h.get("x-proxy-reason") or f"http_{status}"))
         else:
             self.settle("failed", _failure_reason(status, body, proxied))
-        self.retry_after = _retry_after(headers)
+        self.retry_after = parse_retry_after(h.get("retry-after-ms"), h.get("retry-after"))
         self.should_retry = should_retry_header(h.get("x-should-retry"))
 
     def abandon(self) -> None:
@@ -225,20 +226,6 @@ def _failure_reason(status: int, body: bytes | None, proxied: bool) -> str:
             if isinstance(code, str) and code:
                 return code
     return f"http_{status}"
-
-
-def _retry_after(headers: Any) -> float | None:
-    """Seconds from ``retry-after-ms`` or ``retry-after`` (as the OpenAI SDK reads them)."""
-    if headers is None:
-        return None
-    for name, mult in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        v = headers.get(name)
-        if v is not None:
-            try:
-                return float(v) * mult
-            except ValueError:
-                continue
-    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,7 +289,9 @@ class RequestSpec:
                        "generator_full", [], None, None, None, None, None, None,
                        None)  # fmt: skip
 
-    def record(self, call: Call, start: float, scale: float, worker: int) -> dict[str, Any]:
+    def record(
+        self, call: Call, start: float, scale: float, worker: int
+    ) -> dict[str, Any]:
         def t(x: float | None) -> float | None:
             return None if x is None else round((x - start) / scale, 6)
 

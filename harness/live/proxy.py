@@ -25,6 +25,7 @@ from typing import cast
 import orjson
 
 from harness import outcomes
+from harness.asgi import Headers, Receive, Scope, Send
 from harness.engine.events import (
     PRIORITY_OF,
     Admit,
@@ -40,7 +41,6 @@ from harness.engine.events import (
 from harness.live import wire
 from harness.live.driver import LiveDriver, Ticket
 from harness.live.upstream import Upstream, UpstreamError, UpstreamResponse
-from harness.live.wire import Receive, Scope, Send
 from harness.outcomes import Answer
 
 DEFAULT_MAX_BODY = 8 * 1024 * 1024
@@ -59,7 +59,7 @@ class Call(Ticket):
         super().__init__(cls, priority, tenant, key, deadline_s)
         self.task: asyncio.Task[object] | None = None
         self.gone = self.aborted = self.committed = self.responded = False
-        self.last: tuple[int, wire.Headers, bytes] | None = None
+        self.last: tuple[int, Headers, bytes] | None = None
         self.cause: str | None = None  # the last attempt's failure: the answer follows it
         self.est_wait = b"0.000"
         self.queue_wait_ms = b"0.0"
@@ -67,7 +67,7 @@ class Call(Ticket):
         self.method = "POST"
         self.target = ""
         self.body = b""
-        self.fwd: wire.Headers = []
+        self.fwd: Headers = []
 
 
 class ProxyApp:
@@ -256,7 +256,11 @@ class ProxyApp:
             resp.close()
 
     async def _pipe(
-        self, call: Call, resp: UpstreamResponse, send: Send, report: Callable[[Event], None]
+        self,
+        call: Call,
+        resp: UpstreamResponse,
+        send: Send,
+        report: Callable[[Event], None],
     ) -> None:
         """Pass a 2xx stream through chunk by chunk; commit on the first chunk."""
         it = resp.chunks()
@@ -330,7 +334,7 @@ class ProxyApp:
             await self._answer(send, outcomes.expired(final.reason), msg, extra)
 
     async def _answer(
-        self, send: Send, ans: Answer, msg: str, headers: wire.Headers | None = None
+        self, send: Send, ans: Answer, msg: str, headers: Headers | None = None
     ) -> None:
         """An answer of harness.outcomes' table, as JSON with its headers (wall seconds)."""
         out = list(headers or [])
@@ -413,7 +417,7 @@ class ProxyApp:
         await send({"type": "http.response.body", "body": data})
 
 
-async def _pass_on(send: Send, last: tuple[int, wire.Headers, bytes], extra: wire.Headers) -> None:
+async def _pass_on(send: Send, last: tuple[int, Headers, bytes], extra: Headers) -> None:
     """The upstream's answer as it came, plus the proxy's own headers."""
     status, headers, data = last
     out = wire.response_headers(headers) + extra

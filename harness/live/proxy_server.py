@@ -16,11 +16,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import signal
 import socket
 import sys
 import time
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -29,6 +28,7 @@ import orjson
 import uvicorn
 from rich.console import Console
 
+from harness import serving
 from harness.exit_codes import EXIT_BROKEN, EXIT_OK
 from harness.exit_codes import EXIT_FAIL as EXIT_THRESHOLD
 from harness.live.clock import MonotonicClock, RunClock
@@ -39,6 +39,8 @@ from harness.live.tls import INSECURE_WARNING, Tls, TlsError, acheck
 from harness.live.upstream import AiohttpUpstream, Upstream
 from harness.profile import Profile, loads
 from harness.results.summary import check_writable, os_error_line
+
+BACKLOG = 2048
 
 DEFAULT_PROFILE = """\
 name: proxy-default
@@ -102,16 +104,10 @@ def build_proxy(
 
 
 def bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-        sock.listen(2048)
-        sock.setblocking(False)
-    except OSError:
-        sock.close()
-        raise
+    """The proxy's listening socket: ``harness.serving.bind`` with the proxy's backlog,
+    non-blocking (it may be handed to an already running loop)."""
+    sock = serving.bind(host, port, BACKLOG)
+    sock.setblocking(False)
     return sock
 
 
@@ -119,30 +115,6 @@ async def reachable(url: str, timeout_s: float = 5.0, tls: Tls | None = None) ->
     """None if the upstream accepts a connection -- with a verified TLS handshake for https,
     as every request will need -- else why not (a certificate failure says so)."""
     return await acheck(url, tls or Tls(), timeout_s)
-
-
-class _Server(uvicorn.Server):
-    """uvicorn, with SIGTERM/SIGINT/SIGHUP routed to our drain instead of an immediate stop."""
-
-    def __init__(self, config: uvicorn.Config, on_signal: Any) -> None:
-        super().__init__(config)
-        self._on_signal = on_signal
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Generator[None, None, None]:
-        loop = asyncio.get_running_loop()
-        installed = []
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            try:
-                loop.add_signal_handler(sig, self._on_signal, sig)
-                installed.append(sig)
-            except (NotImplementedError, RuntimeError, ValueError):  # not the main thread
-                pass
-        try:
-            yield
-        finally:
-            for sig in installed:
-                loop.remove_signal_handler(sig)
 
 
 def write_ready(path: Path, url: str) -> None:
@@ -179,11 +151,11 @@ async def run_proxy(
                             log_level="warning", server_header=False, date_header=False,
                             proxy_headers=False,
                             timeout_graceful_shutdown=2, timeout_keep_alive=30)  # fmt: skip
-    server = _Server(config, on_signal)
+    server = serving.Server(config, on_signal)
     app.driver.on_broken = stop.set  # a full disk (or a failed housekeeper) stops the run
     app.driver.start()
-    serving = asyncio.create_task(server.serve(sockets=[sock]))
-    while not server.started and not serving.done():
+    serve_task = asyncio.create_task(server.serve(sockets=[sock]))
+    while not server.started and not serve_task.done():
         await asyncio.sleep(0.01)
     host, port = sock.getsockname()[:2]
     url = f"http://{host}:{port}" if ":" not in host else f"http://[{host}]:{port}"
@@ -191,11 +163,11 @@ async def run_proxy(
         write_ready(ready_file, url)
     con.print(f"proxy on {url} (Ctrl+C or SIGTERM to stop and write results)")
     waiter = asyncio.create_task(stop.wait())
-    await asyncio.wait([waiter, serving], return_when=asyncio.FIRST_COMPLETED)
+    await asyncio.wait([waiter, serve_task], return_when=asyncio.FIRST_COMPLETED)
     t_stop = time.monotonic()
     app.driver.stop_admitting()
     drained = app.driver.drained
-    if not serving.done() and not drained.is_set():
+    if not serve_task.done() and not drained.is_set():
         con.print(f"stopping: draining {len(app.driver.engine.jobs)} request(s), "
                   f"up to {grace_s:g} s (signal again to cut short)")  # fmt: skip
         tasks = [asyncio.create_task(drained.wait()), asyncio.create_task(force.wait())]
@@ -213,7 +185,7 @@ async def run_proxy(
     app.abort_all()
     server.should_exit = True
     with contextlib.suppress(asyncio.CancelledError):
-        await serving
+        await serve_task
     waiter.cancel()
     await app.aclose()
     return _report_end(con, app, summary, written, time.monotonic() - t_stop)

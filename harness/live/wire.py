@@ -10,18 +10,12 @@ logs or stores a header.
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable, MutableMapping
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import Any
 
 import orjson
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-Headers = list[tuple[bytes, bytes]]
+from harness.asgi import Headers, Receive, Send
 
 CONTROL = (b"x-class", b"x-priority", b"x-tenant", b"x-key")
 _HOP = frozenset((b"connection", b"keep-alive", b"proxy-connection", b"te", b"trailer",
@@ -83,8 +77,15 @@ def header(headers: Headers, name: bytes) -> bytes | None:
 
 
 def retry_after_s(headers: Headers) -> float | None:
-    """The upstream's ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
-    ms = header(headers, b"retry-after-ms")
+    """The upstream's ``retry-after-ms`` or ``Retry-After`` (see :func:`parse_retry_after`)."""
+    return parse_retry_after(header(headers, b"retry-after-ms"), header(headers, b"retry-after"))
+
+
+def parse_retry_after(ms: bytes | str | None, seconds: bytes | str | None) -> float | None:
+    """Seconds to wait, as the OpenAI SDK reads an answer: ``retry-after-ms`` first, then
+    ``Retry-After`` (seconds or an HTTP date, a past date being 0); None when neither gives
+    a finite value >= 0. The one parser of the proxy (upstream answers) and of the load
+    generator (the proxy's or a target's answers)."""
     if ms is not None:
         try:
             v = float(ms) / 1000.0
@@ -92,10 +93,9 @@ def retry_after_s(headers: Headers) -> float | None:
                 return v
         except ValueError:
             pass
-    ra = header(headers, b"retry-after")
-    if ra is None:
+    if seconds is None:
         return None
-    text = ra.decode("latin-1").strip()
+    text = (seconds.decode("latin-1") if isinstance(seconds, bytes) else seconds).strip()
     try:
         v = float(text)
         return v if math.isfinite(v) and v >= 0 else None
