@@ -11,6 +11,7 @@ data) carry the machine-readable output.
 from __future__ import annotations
 
 import contextlib
+import enum
 import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -33,6 +34,17 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 err = Console(stderr=True, highlight=False)
+
+
+class LogLevel(enum.StrEnum):
+    """uvicorn's log levels (the stub's server)."""
+
+    critical = "critical"
+    error = "error"
+    warning = "warning"
+    info = "info"
+    debug = "debug"
+
 
 ProfileArg = Annotated[str, typer.Argument(help="A profile YAML file, or the name of a bundled profile (see `harness profiles`).")]
 SetOpt = Annotated[list[str] | None, typer.Option("--set", help="Override a scalar: dotted.path=value (YAML). Repeatable.", metavar="PATH=VALUE")]
@@ -254,6 +266,7 @@ def stub(
     seed: Annotated[int, typer.Option(help="Seed for latency and fault draws.", **SEED)] = 1,
     time_scale: Annotated[float, typer.Option(help="Multiply every duration by F.")] = 1.0,
     linger_s: Annotated[float, typer.Option(help="Keep each stream's body open S seconds after data: [DONE], as some real servers do.")] = 0.0,
+    log_level: Annotated[LogLevel, typer.Option(help="uvicorn's log level (`harness run` starts its stub with 'warning').")] = LogLevel.info,
 ) -> None:
     """Serve the OpenAI-compatible slow stub with fault injection."""
     from harness.stub.server import serve
@@ -267,7 +280,7 @@ def stub(
         raise _bad_input("--linger-s must be >= 0")
     try:
         serve(host=host, port=port, profile=prof, latency_s=latency_s, seed=seed, time_scale=time_scale,
-              linger_s=linger_s)
+              linger_s=linger_s, log_level=log_level.value)
     except OSError as e:
         err.print(f"[bold red]error:[/] cannot serve on {host}:{port}: {e.strerror or e}")
         raise typer.Exit(EXIT_BROKEN) from None
@@ -286,6 +299,7 @@ def proxy(
     threshold: ThresholdOpt = None,
     ca_bundle: CaBundleOpt = None,
     insecure: InsecureOpt = False,
+    ready_file: Annotated[Path | None, typer.Option("--ready-file", help="Once listening, write {\"url\", \"pid\"} as JSON to this file (how `harness run` learns the port of --port 0).", metavar="FILE")] = None,
 ) -> None:
     """Serve the admission proxy alone in front of any endpoint; results written on stop."""
     import dataclasses
@@ -308,7 +322,8 @@ def proxy(
     folder = out or default_out(prof, "-proxy")
     with _io_errors(folder):
         code = serve_proxy(upstream=upstream, profile=prof, host=host, port=port, out=folder,
-                           grace_s=grace_s, time_scale=time_scale, tls=tls)  # fmt: skip
+                           grace_s=grace_s, time_scale=time_scale, ready_file=ready_file,
+                           tls=tls)  # fmt: skip
     raise typer.Exit(code)
 
 

@@ -50,19 +50,6 @@ STUB_MODEL = "harness-stub"
 PROXY_GRACE_S = 5.0
 CHAT = "/v1/chat/completions"
 
-_STUB = """import sys; from pathlib import Path; from harness.profile import loads
-from harness.stub.server import serve
-a = sys.argv
-serve(host=a[2], port=int(a[3]), profile=loads(Path(a[1]).read_text(), file=a[6]),
-      seed=int(a[4]), time_scale=float(a[5]), log_level="warning")"""
-_PROXY = """import sys; from pathlib import Path; from harness.profile import loads
-from harness.live.proxy_server import serve_proxy; from harness.live.tls import Tls
-a = sys.argv
-sys.exit(serve_proxy(upstream=a[2], profile=loads(Path(a[1]).read_text(), file=a[7]), host=a[3],
-         port=int(a[4]), out=Path(a[5]), grace_s=float(a[6]), time_scale=float(a[8]),
-         ready_file=Path(a[9]), tls=Tls(ca_bundle=a[10] or None, insecure=a[11] == "1")))"""
-
-
 class RunError(Exception):
     """Bad input (``code`` 2) or a run that could not start (3)."""
 
@@ -283,7 +270,7 @@ def _start_servers(run: Run, kids: loadgen.Children, work: Path) -> tuple[str | 
     prof_file.write_text(yaml.safe_dump(to_dict(dataclasses.replace(run.profile, seed=run.seed))))
     bind = "0.0.0.0" if run.remote else "127.0.0.1"
     host = run.public_host or "127.0.0.1"
-    py, name = sys.executable, run.profile.name
+    cmd = [sys.executable, "-m", "harness"]  # the real commands, with their real flags
     stub_url = metrics = None
     if not run.stub:  # what the first request would meet, before any load (a cert: exit 3)
         why = tls_check(run.base + run.path, run.tls)
@@ -292,18 +279,23 @@ def _start_servers(run: Run, kids: loadgen.Children, work: Path) -> tuple[str | 
             raise loadgen.StartError(f"the target {public(run.target)} is unreachable: {why}{hint}")
     if run.stub:
         port = loadgen.free_port()
-        p = kids.start("stub", [py, "-c", _STUB, str(prof_file),
-                       "127.0.0.1" if run.proxied else bind, str(port), str(run.seed),
-                       repr(run.scale), name])  # fmt: skip
+        p = kids.start("stub", [*cmd, "stub", "--host", "127.0.0.1" if run.proxied else bind,
+                                "--port", str(port), "--profile", str(prof_file),
+                                "--seed", str(run.seed), "--time-scale", repr(run.scale),
+                                "--log-level", "warning"])  # fmt: skip
         stub_url = f"http://127.0.0.1:{port}"
         kids.wait_healthy(stub_url, p, "stub")
         run.base = f"http://{host}:{port}"
     if run.proxied:
         ready = work / "proxy-ready.json"
         upstream = stub_url or api_base(run.target)
-        p = kids.start("proxy", [py, "-c", _PROXY, str(prof_file), upstream, bind, "0",
-                       str(run.out / "proxy"), repr(PROXY_GRACE_S), name, repr(run.scale),
-                       str(ready), run.tls.ca_bundle or "", "1" if run.tls.insecure else "0"])  # fmt: skip
+        tls = ["--ca-bundle", run.tls.ca_bundle] if run.tls.ca_bundle else []
+        tls += ["--insecure"] if run.tls.insecure else []
+        p = kids.start("proxy", [*cmd, "proxy", "--upstream", upstream, "--host", bind,
+                                 "--port", "0", "--profile", str(prof_file),
+                                 "--out", str(run.out / "proxy"), "--grace-s", repr(PROXY_GRACE_S),
+                                 "--time-scale", repr(run.scale), "--ready-file", str(ready),
+                                 *tls])  # fmt: skip
         url = str(orjson.loads(kids.wait_file(ready, p, "proxy"))["url"])
         port = int(url.rsplit(":", 1)[1])
         kids.wait_healthy(f"http://127.0.0.1:{port}", p, "proxy")
