@@ -1,4 +1,4 @@
-"""Reading a 200 answer into a :class:`~harness.live.calls.Call`: a JSON body or a
+"""Reading a 200 answer into a :class:`~harness.live.calls.ClientRequest`: a JSON body or a
 stream.
 
 Duck-typed (a FastResponse, or a test double), and free of Locust and gevent like ``calls``.
@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from harness.live.calls import Call
+from harness.live.calls import ClientRequest
 
 
 def read_all(r: Any) -> bytes | None:
@@ -32,7 +32,7 @@ def _tokens(usage: Any) -> dict[str, int] | None:
             "completion": int(usage.get("completion_tokens") or 0)}  # fmt: skip
 
 
-def read_body(content: bytes | None, call: Call) -> None:
+def read_body(content: bytes | None, call: ClientRequest) -> None:
     obj = orjson.loads(content) if content else None
     if not isinstance(obj, dict) or "error" in obj or not obj.get("choices"):
         call.settle("failed", "bad_body")
@@ -46,7 +46,7 @@ def read_body(content: bytes | None, call: Call) -> None:
     call.settle("completed")
 
 
-def read_stream(r: Any, call: Call, perf: Any, proxied: bool) -> None:
+def read_stream(r: Any, call: ClientRequest, perf: Any, proxied: bool) -> None:
     """Server-sent events: the first content delta is the first token; ``[DONE]`` ends it.
     Each later content delta adds its gap since the previous one (inter-token latency)."""
     resp = r._response

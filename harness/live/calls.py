@@ -2,7 +2,7 @@
 
 The CLI side builds a run config (``make_config``: a JSON-able dict, written to a file for
 Locust); each Locust process turns it into a :class:`Plan` (its share of the schedule), and its
-driver uses :class:`RequestSpec`, :class:`Call` and :class:`Retry` to send and record
+driver uses :class:`RequestSpec`, :class:`ClientRequest` and :class:`Retry` to send and record
 each arrival. Nothing here imports Locust or gevent: the CLI's process must never be
 monkey-patched (STYLE.md, section 8), and these parts stay testable without a network.
 
@@ -142,7 +142,7 @@ class Plan:
 # -- one request ---------------------------------------------------------------------------------
 
 
-class Call:
+class ClientRequest:
     """What happened to one arrival, in the generator's monotonic clock (wall seconds).
 
     ``history`` has one entry per attempt: ``completed``, ``rejected:<reason>``,
@@ -243,7 +243,7 @@ class Retry:
     def from_profile(cls, profile: Profile, time_scale: float, seed: str) -> Retry:
         return cls(profile.clients.retry, time_scale, random.Random(seed))
 
-    def delay(self, call: Call) -> float | None:
+    def delay(self, call: ClientRequest) -> float | None:
         """Wall seconds to wait before the next attempt, or None to stop."""
         if call.outcome == "completed" or self.cfg is None:
             return None
@@ -290,7 +290,7 @@ class RequestSpec:
                        None)  # fmt: skip
 
     def record(
-        self, call: Call, start: float, scale: float, worker: int
+        self, call: ClientRequest, start: float, scale: float, worker: int
     ) -> dict[str, Any]:
         def t(x: float | None) -> float | None:
             return None if x is None else round((x - start) / scale, 6)
@@ -308,7 +308,7 @@ class RequestSpec:
                        call.reason, call.history, wait, d(call.ttft), d(call.end), t(call.end),
                        tokens, source, gaps)  # fmt: skip
 
-    def token_figures(self, call: Call) -> tuple[dict[str, int] | None, str | None]:
+    def token_figures(self, call: ClientRequest) -> tuple[dict[str, int] | None, str | None]:
         """The server's usage when it gave one, else an estimate marked as such."""
         if call.outcome != "completed":
             return call.tokens, None if call.tokens is None else "usage"

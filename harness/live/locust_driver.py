@@ -54,7 +54,7 @@ from locust.env import Environment
 from locust.runners import MasterRunner, WorkerRunner
 
 from harness.live.answers import read_all, read_body, read_stream
-from harness.live.calls import Call, Plan, RequestSpec, Retry
+from harness.live.calls import ClientRequest, Plan, RequestSpec, Retry
 from harness.live.records import sent_marker
 
 SPIN_S = 0.0015  # at most this last stretch before an arrival is spun, not slept...
@@ -171,7 +171,7 @@ class OpenLoop:
 
     def _request(self, a: Any, due: float) -> None:
         perf = time.perf_counter
-        call = Call(a, due, perf())
+        call = ClientRequest(a, due, perf())
         try:
             while True:
                 # A total deadline per attempt: the client's read timeout alone lets an answer
@@ -199,7 +199,7 @@ class OpenLoop:
             self.in_flight.pop(a.id, None)
             self.emit(self.spec.record(call, self.start, self.scale, self.plan.index))
 
-    def _attempt(self, call: Call) -> None:
+    def _attempt(self, call: ClientRequest) -> None:
         spec, a, perf = self.spec, call.a, time.perf_counter
         call.begin()
         stream = spec.stream[a.cls]

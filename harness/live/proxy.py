@@ -47,7 +47,7 @@ DEFAULT_MAX_BODY = 8 * 1024 * 1024
 RETRYABLE_STATUS = frozenset((408, 409, 429))  # and every 5xx, as the OpenAI SDKs retry
 
 
-class Call(Ticket):
+class ProxiedRequest(Ticket):
     """A ticket plus the HTTP side of one admitted request."""
 
     __slots__ = ("aborted", "body", "cause", "committed", "est_wait", "fwd", "gone", "last",
@@ -128,7 +128,7 @@ class ProxyApp:
     def abort_all(self) -> None:
         """Shutdown with work still in flight: every waiting client gets a 503 now."""
         for t in list(self.driver.tickets.values()):
-            call = cast(Call, t)
+            call = cast(ProxiedRequest, t)
             call.aborted = True
             if call.task is not None and not call.task.done():
                 call.task.cancel()
@@ -180,7 +180,7 @@ class ProxyApp:
         finally:
             watcher.cancel()
 
-    def _classify(self, control: dict[bytes, bytes]) -> Call | str:
+    def _classify(self, control: dict[bytes, bytes]) -> ProxiedRequest | str:
         cls = control.get(b"x-class")
         spec = self._default if cls is None else self._classes.get(cls.strip())
         if spec is None:
@@ -205,9 +205,9 @@ class ProxyApp:
             if not 0 < len(k) <= 256:
                 return "x-key must be 1 to 256 characters."
             key = k.decode("latin-1")
-        return Call(name, prio, tenant, key, deadline)
+        return ProxiedRequest(name, prio, tenant, key, deadline)
 
-    async def _serve(self, call: Call, send: Send) -> None:
+    async def _serve(self, call: ProxiedRequest, send: Send) -> None:
         act = await call.next_action()
         while call.final is None:
             if type(act) is Dispatch:
@@ -222,7 +222,7 @@ class ProxyApp:
 
     # -- one upstream attempt ----------------------------------------------------------------
 
-    async def _attempt(self, call: Call, send: Send) -> None:
+    async def _attempt(self, call: ProxiedRequest, send: Send) -> None:
         m = self.driver.metrics
         call.last = None
 
@@ -257,7 +257,7 @@ class ProxyApp:
 
     async def _pipe(
         self,
-        call: Call,
+        call: ProxiedRequest,
         resp: UpstreamResponse,
         send: Send,
         report: Callable[[Event], None],
@@ -299,7 +299,7 @@ class ProxyApp:
 
     # -- answers -----------------------------------------------------------------------------
 
-    async def _respond(self, call: Call, send: Send) -> None:
+    async def _respond(self, call: ProxiedRequest, send: Send) -> None:
         final = call.final
         call.responded = True
         if call.committed:  # a stream already under way: end it, with an error event if failed
@@ -371,14 +371,14 @@ class ProxyApp:
         await self._answer(send, ans, "The proxy has stopped.",
                            [(b"x-admission-reason", b"shutting_down")])  # fmt: skip
 
-    async def _send_aborted(self, call: Call, send: Send) -> None:
+    async def _send_aborted(self, call: ProxiedRequest, send: Send) -> None:
         if call.committed:
             body = wire.sse_error("The proxy shut down before the stream ended.", "shutting_down")
             await send({"type": "http.response.body", "body": body, "more_body": False})
         elif not call.responded:
             await self._refuse_closed(send)
 
-    async def _watch(self, receive: Receive, call: Call) -> None:
+    async def _watch(self, receive: Receive, call: ProxiedRequest) -> None:
         while (await receive())["type"] != "http.disconnect":
             pass
         if call.responded or call.final is not None:
@@ -426,4 +426,4 @@ async def _pass_on(send: Send, last: tuple[int, Headers, bytes], extra: Headers)
     await send({"type": "http.response.body", "body": data})
 
 
-__all__ = ["DEFAULT_MAX_BODY", "Call", "ProxyApp"]
+__all__ = ["DEFAULT_MAX_BODY", "ProxiedRequest", "ProxyApp"]

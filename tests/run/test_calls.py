@@ -13,7 +13,7 @@ import pytest
 from harness.arrivals import schedule
 from harness.live.answers import read_body, read_stream
 from harness.live.calls import (
-    Call,
+    ClientRequest,
     Plan,
     RequestSpec,
     Retry,
@@ -86,9 +86,9 @@ def test_requests_carry_class_priority_tenant_and_a_stream_flag(tmp_path: Path) 
     assert "authorization" not in spec.headers["chat"]
 
 
-def _call(status: int, retry_after: float | None = None, attempts: int = 1) -> Call:
+def _call(status: int, retry_after: float | None = None, attempts: int = 1) -> ClientRequest:
     a = next(iter(schedule(loads(STREAMY), 1)))
-    c = Call(a, 0.0, 0.0)
+    c = ClientRequest(a, 0.0, 0.0)
     c.attempts, c.status, c.retry_after = attempts, status, retry_after
     c.outcome = "rejected" if status == 429 else "failed"
     return c
@@ -193,7 +193,7 @@ def test_without_usage_the_token_figures_are_estimated_and_capped_by_max_tokens(
     p = plan(tmp_path)
     spec = RequestSpec(p)
     a = next(x for x in p.arrivals() if x.cls == "live")
-    c = Call(a, 0.0, 0.0)
+    c = ClientRequest(a, 0.0, 0.0)
     c.begin()
     c.chars, c.gaps = 4 * 30, [0.01, 0.02]  # 30 tokens' worth of text; max_tokens is 8
     c.settle("completed")
@@ -234,7 +234,7 @@ def test_records_count_from_the_intended_time_in_profile_seconds(tmp_path: Path)
     a = next(iter(p.arrivals()))
     start = 100.0
     due = start + a.t * 0.5
-    c = Call(a, due, due + 0.001)
+    c = ClientRequest(a, due, due + 0.001)
     c.begin()
     c.settle("completed")
     c.status, c.wait_ms, c.end = 200, 250.0, due + 1.0
