@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Final
 
 from harness.engine.events import PRIORITY_OF, Arrived
-from harness.profile import Pool, Profile, ProfileError, RequestClass
+from harness.profile import NamePool, Profile, ProfileError, RequestClass
 
 
 class Arrival(Arrived):
@@ -139,7 +139,7 @@ def _trace(profile: Profile) -> Iterator[tuple[float, str | None, str | None]]:
         yield row
 
 
-def _pick(spec: str | Pool | None, prefix: str, rng: random.Random) -> str | None:
+def _pick(spec: str | NamePool | None, prefix: str, rng: random.Random) -> str | None:
     if spec is None or isinstance(spec, str):
         return spec
     return f"{prefix}-{rng.randrange(spec.pool)}"

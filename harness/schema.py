@@ -84,7 +84,7 @@ class Arrivals:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Pool:
+class NamePool:
     pool: int = field(metadata=_c(gt=0))
 
 
@@ -101,8 +101,8 @@ class RequestClass:
     prompt: str | None = None
     prompt_repeat: PromptRepeat | None = None
     max_tokens: int = field(default=256, metadata=_c(gt=0, le=MAX_TOKENS, why="the stub's limit"))
-    tenant: str | Pool = "default"
-    key: str | Pool | None = None
+    tenant: str | NamePool = "default"
+    key: str | NamePool | None = None
     deadline_s: float | None = field(default=None, metadata=_t(gt=0))
     # The longest a request of this class may wait in the queue [engine.max_wait_s].
     max_wait_s: float | None = field(default=None, metadata=_t(gt=0))
