@@ -350,18 +350,22 @@ def run(
 ) -> None:
     """Run a profile live: open-loop Locust load -> admission proxy -> the stub or a real endpoint."""
     from harness.live.run import run_live
+    from harness.live.settings import LiveSettings
 
     prof = _load(profile, set_)
     extra = _check_thresholds(threshold)
     folder = out or default_out(prof, "-live")
+    try:
+        settings = LiveSettings.from_options(
+            profile_spec=profile, overrides=set_ or [], profile=prof, target=target,
+            no_proxy=no_proxy, time_scale=time_scale, seed=seed, out=folder, workers=workers,
+            api_key_env=api_key_env, model=model, max_requests=max_requests,
+            extra_thresholds=extra, remote_workers=remote_workers, master_port=master_port,
+            public_host=public_host, ca_bundle=ca_bundle, insecure=insecure)  # fmt: skip
+    except ValueError as e:  # SettingsError, BadTarget, TlsError
+        raise _bad_input(str(e)) from None
     with _io_errors(folder):
-        code = run_live(profile_spec=profile, overrides=set_ or [], profile=prof, target=target,
-                        no_proxy=no_proxy, time_scale=time_scale, seed=seed,
-                        out=folder, workers=workers,
-                        api_key_env=api_key_env, model=model, dry_run=dry_run,
-                        max_requests=max_requests, extra_thresholds=extra, console=err,
-                        remote_workers=remote_workers, master_port=master_port,
-                        public_host=public_host, ca_bundle=ca_bundle, insecure=insecure)  # fmt: skip
+        code = run_live(settings, console=err, dry_run=dry_run)
     raise typer.Exit(code)
 
 

@@ -33,6 +33,7 @@ def verify_recommendation(
     """Re-run the recommended point live (``harness run`` against the stub) and report whether
     the live figures fall inside the sweep's seed band for that point."""
     from harness.live.run import run_live
+    from harness.live.settings import LiveSettings
 
     values = result["recommendation"]["values"]
     point = next(p for p in result["points"] if p["values"] == values)
@@ -40,8 +41,9 @@ def verify_recommendation(
     prof = load(spec, sets)
     live_dir = folder / "verify-live"
     console.print(f"verifying {values} live at --time-scale {time_scale} -> {live_dir}")
-    code = run_live(profile_spec=spec, overrides=sets, profile=prof, time_scale=time_scale,
-                    out=live_dir, console=console)  # fmt: skip
+    settings = LiveSettings.from_options(profile_spec=spec, overrides=sets, profile=prof,
+                                         time_scale=time_scale, out=live_dir)  # fmt: skip
+    code = run_live(settings, console=console)
     summary_path = live_dir / "summary.json"
     if code == EXIT_BROKEN or not summary_path.exists():
         console.print("[bold red]verify-live:[/] the live run broke; no verdict")

@@ -2,7 +2,7 @@
 
 Order of operations, each step bounded in time: start the stub (the profile's latency and
 faults, ``--seed``, ``--time-scale``) and the proxy (the profile's engine) as child processes on
-loopback; wait until both answer; start Locust (``loadgen``); when its driver fixes the common
+loopback, each the real command (``python -m harness stub|proxy`` with its flags); wait until both answer; start Locust (``loadgen``); when its driver fixes the common
 start time, set the stub's fault epoch at that instant; show progress until the load has drained;
 SIGTERM the proxy so it writes its results; stop the stub; merge both sides (``merge``); write the
 report; print the summary. Children run in their own sessions, so Ctrl-C reaches only this
@@ -23,7 +23,7 @@ import tempfile
 import time
 from array import array
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -33,29 +33,26 @@ import yaml
 from rich.console import Console
 
 from harness.arrivals import schedule
-from harness.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN, EXIT_FAIL, EXIT_OK
+from harness.exit_codes import EXIT_BROKEN, EXIT_FAIL, EXIT_OK
 from harness.interrupts import Interrupts
 from harness.live import calls, loadgen, records
 from harness.live.follow import follow
 from harness.live.merge import merge
 from harness.live.progress import LiveView, print_dry_run, show_results
-from harness.live.target import BadTarget, api_base, endpoint, public
-from harness.live.tls import INSECURE_WARNING, Tls, TlsError
+from harness.live.settings import CHAT, LiveSettings
+from harness.live.target import api_base, public
+from harness.live.tls import INSECURE_WARNING
 from harness.live.tls import check as tls_check
 from harness.profile import FromEnv, Profile, to_dict
 from harness.results.summary import check_writable, os_error_line
 
 UPSTREAM_FAULTS = ("latency", "status", "rate_limit", "hang", "reset", "stream_error", "truncate")
-STUB_MODEL = "harness-stub"
 PROXY_GRACE_S = 5.0
-CHAT = "/v1/chat/completions"
+
 
 class RunError(Exception):
-    """Bad input (``code`` 2) or a run that could not start (3)."""
-
-    def __init__(self, message: str, code: int = EXIT_BROKEN) -> None:
-        super().__init__(message)
-        self.code = code
+    """A run that could not start (exit 3). Bad input never gets this far: the settings are
+    validated at the edge (``LiveSettings``)."""
 
 
 def plan_size(profile: Profile, seed: int, cap: int | None) -> tuple[array[float], Counter[str]]:
@@ -70,116 +67,39 @@ def plan_size(profile: Profile, seed: int, cap: int | None) -> tuple[array[float
     return times, per_class
 
 
-@dataclass
-class Run:
-    """One live run's settings, resolved from the command line."""
+@dataclass(frozen=True, slots=True)
+class Servers:
+    """What the started children answer on: where the load generator sends (``base`` +
+    ``path``), the stub's URL (for its fault epoch) and the proxy's /metrics URL."""
 
-    profile: Profile
-    seed: int
-    scale: float
-    out: Path
-    stub: bool
-    proxied: bool
-    target: str
     base: str
     path: str
-    model: str
-    key_env: str | None
-    workers: int
-    remote: int
-    master_port: int
-    public_host: str | None
-    max_requests: int | None
-    extra: tuple[str, ...]
-    spec: str
-    overrides: list[str]
-    tls: Tls = field(default_factory=Tls)
-    live: dict[str, Any] = field(default_factory=dict)
+    stub_url: str | None
+    metrics: str | None
 
 
-def run_live(
-    *,
-    profile_spec: str,
-    overrides: list[str],
-    profile: Profile,
-    target: str = "stub",
-    no_proxy: bool = False,
-    time_scale: float = 1.0,
-    seed: int | None = None,
-    out: Path,
-    workers: int = 0,
-    api_key_env: str | None = None,
-    model: str | None = None,
-    dry_run: bool = False,
-    max_requests: int | None = None,
-    extra_thresholds: tuple[str, ...] = (),
-    console: Console,
-    remote_workers: int = 0,
-    master_port: int = 5557,
-    public_host: str | None = None,
-    ca_bundle: str | None = None,
-    insecure: bool = False,
-) -> int:
-    """Run the profile live; returns the exit code (DESIGN.md: 0, 1, 2 or 3).
-
-    ``api_key_env`` (``--api-key-env``) overrides ``wire.auth.env``; TLS is verified unless
-    ``insecure``, against ``ca_bundle`` when given."""
+def run_live(run: LiveSettings, *, console: Console, dry_run: bool = False) -> int:
+    """Run the profile live; returns the exit code (DESIGN.md: 0, 1, 2 or 3). ``dry_run``
+    prints what the run would send, and sends nothing."""
     try:
-        tls = Tls(ca_bundle=ca_bundle, insecure=insecure).validated()
-    except TlsError as e:
-        console.print(f"[bold red]error:[/] {e}", soft_wrap=True)
-        return EXIT_BAD_INPUT
-    if api_key_env is not None:
-        auth = dataclasses.replace(profile.wire.auth, env=api_key_env)
-        profile = dataclasses.replace(profile, wire=dataclasses.replace(profile.wire, auth=auth))
-    try:
-        if not time_scale > 0:
-            raise RunError("--time-scale must be > 0", EXIT_BAD_INPUT)
-        if workers < 0 or remote_workers < 0 or (max_requests is not None and max_requests < 1):
-            raise RunError("--workers must be >= 0 and --max-requests >= 1", EXIT_BAD_INPUT)
-        stub = target == "stub"
-        if not stub and time_scale != 1.0:
-            # The stub and the sim scale their own latencies; a real endpoint answers in its
-            # own time, so dividing what we measure by F would invent latencies.
-            raise RunError(f"--time-scale {time_scale:g} cannot be used with --target URL: a "
-                           "real endpoint's latency cannot be scaled (measured times would be "
-                           "divided by the scale); it applies to the stub and to `harness sim`",
-                           EXIT_BAD_INPUT)  # fmt: skip
-        base, path = ("", CHAT) if stub else endpoint(target)
-        if model is None and not stub:
-            raise RunError("--model is required with --target URL", EXIT_BAD_INPUT)
-        if remote_workers and stub and no_proxy:
-            raise RunError("workers on other machines need the proxy or a --target URL", 2)
-        run = Run(profile=profile, seed=profile.seed if seed is None else seed, scale=time_scale,
-                  out=out.resolve(), stub=stub, proxied=not no_proxy, target=target, base=base,
-                  path=path, model=model or STUB_MODEL,
-                  key_env=None if stub else profile.wire.auth.env, tls=tls,
-                  workers=workers, remote=remote_workers, master_port=master_port,
-                  public_host=public_host, max_requests=max_requests, extra=extra_thresholds,
-                  spec=profile_spec, overrides=list(overrides))  # fmt: skip
-        times, per_class = plan_size(profile, run.seed, max_requests)
-        where = "the bundled stub" if stub else public(target)
-        where += "" if no_proxy else " via the proxy"
+        times, per_class = plan_size(run.profile, run.seed, run.max_requests)
         if dry_run:
-            print_dry_run(console, profile, per_class, where)
+            print_dry_run(console, run.profile, per_class, run.where)
             return EXIT_OK
         _notes(run, console)
-        if tls.insecure:
+        if run.tls.insecure:
             console.print(f"[bold red]WARNING:[/] {INSECURE_WARNING}", soft_wrap=True)
         try:
             check_writable(run.out)
         except OSError as e:
             raise RunError(f"cannot write results: {os_error_line(e, run.out)}") from None
-        return _execute(run, times, where, console)
-    except BadTarget as e:
-        console.print(f"[bold red]error:[/] {e}", soft_wrap=True)
-        return EXIT_BAD_INPUT
+        return _execute(run, times, console)
     except (RunError, loadgen.StartError) as e:
         console.print(f"[bold red]error:[/] {e}", soft_wrap=True)
-        return getattr(e, "code", EXIT_BROKEN)
+        return EXIT_BROKEN
 
 
-def _notes(run: Run, console: Console) -> None:
+def _notes(run: LiveSettings, console: Console) -> None:
     if run.stub:
         return
     up = sorted({f.kind for f in run.profile.faults if f.kind in UPSTREAM_FAULTS})
@@ -198,7 +118,7 @@ def _notes(run: Run, console: Console) -> None:
                       "wire.query entries are left out")  # fmt: skip
 
 
-def _execute(run: Run, times: array[float], where: str, console: Console) -> int:
+def _execute(run: LiveSettings, times: array[float], console: Console) -> int:
     work = Path(tempfile.mkdtemp(prefix=".live-", dir=run.out))
     logs = run.out / "logs"
     logs.mkdir(exist_ok=True)
@@ -207,31 +127,34 @@ def _execute(run: Run, times: array[float], where: str, console: Console) -> int
     keep_work = False  # kept when the results could not be written: `report --recover`
     try:
         with Interrupts().installed() as intr:
-            stub_url, metrics = _start_servers(run, kids, work)
-            lc = _start_locust(run, work, logs, console)
+            servers = _start_servers(run, kids, work)
+            lc = _start_locust(run, servers, work, logs, console)
             kids.procs.extend((f"locust-{i}", q) for i, q in enumerate(lc.procs))
             proxy = next((p for name, p in kids.procs if name == "proxy"), None)
-            note = f"{where}; Ctrl-C stops (partial results are kept)"
-            with LiveView(console, run.profile, time_scale=run.scale, due_times=times,
-                          records=work / "requests.jsonl", metrics_url=metrics, note=note) as view:  # fmt: skip
-                end = follow(lc, view, intr, run.profile, run.scale, run.workers + run.remote,
-                             stub_url, metrics, proxy)  # fmt: skip
+            note = f"{run.where}; Ctrl-C stops (partial results are kept)"
+            with LiveView(console, run.profile, time_scale=run.time_scale, due_times=times,
+                          records=work / "requests.jsonl", metrics_url=servers.metrics,
+                          note=note) as view:  # fmt: skip
+                end = follow(lc, view, intr, run.profile, run.time_scale,
+                             run.workers + run.remote_workers, servers.stub_url, servers.metrics,
+                             proxy)  # fmt: skip
             lc.kill()
             if proxy is not None and kids.stop(proxy, PROXY_GRACE_S + 20) is None:
                 end.complete = False
             kids.stop_all()
             if end.why:
                 console.print(f"[bold red]{end.why}[/]")
-            run.live = {"target": "stub" if run.stub else public(run.target), "proxy": run.proxied,
-                        "time_scale": run.scale, "workers": run.workers + run.remote,
-                        "max_requests": run.max_requests,
-                        "model": run.model, "profile_spec": run.spec, "overrides": run.overrides,
-                        "upstream_faults_injected": run.stub, "interrupted": end.interrupted,
-                        "stopped_by": end.why or None, "locust_report": "locust.html"}  # fmt: skip
+            live = {"target": "stub" if run.stub else public(run.target), "proxy": run.proxied,
+                    "time_scale": run.time_scale, "workers": run.workers + run.remote_workers,
+                    "max_requests": run.max_requests,
+                    "model": run.model_name, "profile_spec": run.spec,
+                    "overrides": list(run.overrides),
+                    "upstream_faults_injected": run.stub, "interrupted": end.interrupted,
+                    "stopped_by": end.why or None, "locust_report": "locust.html"}  # fmt: skip
             meta = {"tls": run.tls.meta()}
             try:
                 summary = _merge(run, work, len(times), started_at, time.monotonic() - wall0,
-                                 end.complete, meta)  # fmt: skip
+                                 end.complete, live, meta)  # fmt: skip
             except OSError as e:
                 keep_work = True
                 console.print(f"[bold red]error:[/] cannot write results: {os_error_line(e, run.out)}; "
@@ -247,8 +170,8 @@ def _execute(run: Run, times: array[float], where: str, console: Console) -> int
 
 
 def _merge(
-    run: Run, work: Path, scheduled: int, started_at: datetime, wall_s: float, complete: bool,
-    meta: dict[str, Any],
+    run: LiveSettings, work: Path, scheduled: int, started_at: datetime, wall_s: float,
+    complete: bool, live: dict[str, Any], meta: dict[str, Any],
 ) -> dict[str, Any]:
     """Both sides into ``run.out``: a request the generator sent and never recorded (it was
     stopped or killed first) is counted in flight, never dropped."""
@@ -256,24 +179,24 @@ def _merge(
     missing = gen.sent - {r["id"] for r in gen.records}
     recs = gen.records + records.unrecorded(run.profile, run.seed, missing, run.max_requests)
     if gen.torn:
-        run.live["torn_record_lines"] = gen.torn
+        live = {**live, "torn_record_lines": gen.torn}
     return merge(out=run.out, profile=run.profile, seed=run.seed, records=recs,
                  scheduled=scheduled, proxy_dir=run.out / "proxy" if run.proxied else None,
-                 live=run.live, started_at=started_at, wall_s=wall_s, complete=complete,
-                 extra_thresholds=run.extra, meta=meta)  # fmt: skip
+                 live=live, started_at=started_at, wall_s=wall_s, complete=complete,
+                 extra_thresholds=run.extra_thresholds, meta=meta)  # fmt: skip
 
 
-def _start_servers(run: Run, kids: loadgen.Children, work: Path) -> tuple[str | None, str | None]:
-    """The stub and the proxy, healthy; sets ``run.base``/``run.path``. Returns the stub's URL
-    (for its epoch) and the proxy's /metrics URL."""
+def _start_servers(run: LiveSettings, kids: loadgen.Children, work: Path) -> Servers:
+    """The stub and the proxy (those the run uses), healthy."""
     prof_file = work / "profile.yaml"  # the children's seed is the run's
     prof_file.write_text(yaml.safe_dump(to_dict(dataclasses.replace(run.profile, seed=run.seed))))
-    bind = "0.0.0.0" if run.remote else "127.0.0.1"
+    bind = "0.0.0.0" if run.remote_workers else "127.0.0.1"
     host = run.public_host or "127.0.0.1"
     cmd = [sys.executable, "-m", "harness"]  # the real commands, with their real flags
     stub_url = metrics = None
+    base, path = run.direct
     if not run.stub:  # what the first request would meet, before any load (a cert: exit 3)
-        why = tls_check(run.base + run.path, run.tls)
+        why = tls_check(base + path, run.tls)
         if why is not None:
             hint = " (--ca-bundle FILE names a private CA)" if "certificate" in why else ""
             raise loadgen.StartError(f"the target {public(run.target)} is unreachable: {why}{hint}")
@@ -281,11 +204,11 @@ def _start_servers(run: Run, kids: loadgen.Children, work: Path) -> tuple[str | 
         port = loadgen.free_port()
         p = kids.start("stub", [*cmd, "stub", "--host", "127.0.0.1" if run.proxied else bind,
                                 "--port", str(port), "--profile", str(prof_file),
-                                "--seed", str(run.seed), "--time-scale", repr(run.scale),
+                                "--seed", str(run.seed), "--time-scale", repr(run.time_scale),
                                 "--log-level", "warning"])  # fmt: skip
         stub_url = f"http://127.0.0.1:{port}"
         kids.wait_healthy(stub_url, p, "stub")
-        run.base = f"http://{host}:{port}"
+        base = f"http://{host}:{port}"
     if run.proxied:
         ready = work / "proxy-ready.json"
         upstream = stub_url or api_base(run.target)
@@ -294,28 +217,31 @@ def _start_servers(run: Run, kids: loadgen.Children, work: Path) -> tuple[str | 
         p = kids.start("proxy", [*cmd, "proxy", "--upstream", upstream, "--host", bind,
                                  "--port", "0", "--profile", str(prof_file),
                                  "--out", str(run.out / "proxy"), "--grace-s", repr(PROXY_GRACE_S),
-                                 "--time-scale", repr(run.scale), "--ready-file", str(ready),
+                                 "--time-scale", repr(run.time_scale), "--ready-file", str(ready),
                                  *tls])  # fmt: skip
         url = str(orjson.loads(kids.wait_file(ready, p, "proxy"))["url"])
         port = int(url.rsplit(":", 1)[1])
         kids.wait_healthy(f"http://127.0.0.1:{port}", p, "proxy")
-        run.base, run.path = f"http://{host}:{port}", CHAT
+        base, path = f"http://{host}:{port}", CHAT
         metrics = f"http://127.0.0.1:{port}/metrics"
-    return stub_url, metrics
+    return Servers(base, path, stub_url, metrics)
 
 
-def _start_locust(run: Run, work: Path, logs: Path, console: Console) -> loadgen.Locust:
-    config = calls.make_config(run.profile, seed=run.seed, time_scale=run.scale, base_url=run.base,
-                               path=run.path, model=run.model, api_key_env=run.key_env,
+def _start_locust(
+    run: LiveSettings, servers: Servers, work: Path, logs: Path, console: Console
+) -> loadgen.Locust:
+    config = calls.make_config(run.profile, seed=run.seed, time_scale=run.time_scale,
+                               base_url=servers.base, path=servers.path, model=run.model_name,
+                               api_key_env=run.key_env,
                                proxied=run.proxied, max_requests=run.max_requests, workdir=work,
                                tls=run.tls.to_config())  # fmt: skip
-    port = run.master_port if run.remote else loadgen.free_port()
-    lc = loadgen.Locust(config, work, workers=run.workers, remote_workers=run.remote,
+    port = run.master_port if run.remote_workers else loadgen.free_port()
+    lc = loadgen.Locust(config, work, workers=run.workers, remote_workers=run.remote_workers,
                         master_port=port, html=run.out / "locust.html", logs=logs)  # fmt: skip
     lc.start()
-    if run.remote:
+    if run.remote_workers:
         console.print(
-            f"waiting for {run.remote} worker(s): harness worker --master "
+            f"waiting for {run.remote_workers} worker(s): harness worker --master "
             f"{run.public_host or '<this host>'} --master-port {port}"
         )
     return lc

@@ -123,14 +123,16 @@ def run_live_cell(cell: str, workdir: Path, scale: float = SCALE) -> dict[str, A
     from rich.console import Console
 
     from harness.live.run import run_live
+    from harness.live.settings import LiveSettings
 
     spec = workdir / f"{cell.replace('/', '-')}.yaml"
     spec.parent.mkdir(parents=True, exist_ok=True)
     spec.write_text(profile_text(cell))
     out = workdir / cell.replace("/", "-")
     console = Console(file=io.StringIO(), width=160, force_terminal=False)
-    code = run_live(profile_spec=str(spec), overrides=[], profile=load(str(spec)), out=out,
-                    console=console, time_scale=scale, seed=SEED)  # fmt: skip
+    settings = LiveSettings.from_options(profile_spec=str(spec), profile=load(str(spec)), out=out,
+                                         time_scale=scale, seed=SEED)  # fmt: skip
+    code = run_live(settings, console=console)
     summary: dict[str, Any] = orjson.loads((out / "summary.json").read_bytes())
     summary["_exit_code"] = code
     return summary

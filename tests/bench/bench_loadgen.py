@@ -31,6 +31,7 @@ import orjson
 from rich.console import Console
 
 from harness.live.run import run_live
+from harness.live.settings import LiveSettings
 from harness.profile import loads
 
 LIMIT_S = 0.005
@@ -76,8 +77,9 @@ def live_step(rate: float, seconds: float, workers: int, tmp: Path) -> dict[str,
     prof = loads(spec.read_text(), file=str(spec))
     out = tmp / f"out-{rate:g}-{workers}"
     t0 = time.monotonic()
-    run_live(profile_spec=str(spec), overrides=[], profile=prof, out=out, no_proxy=True,
-             workers=workers, console=Console(file=io.StringIO()))  # fmt: skip
+    settings = LiveSettings.from_options(profile_spec=str(spec), profile=prof, out=out,
+                                         no_proxy=True, workers=workers)  # fmt: skip
+    run_live(settings, console=Console(file=io.StringIO()))
     s = orjson.loads((out / "summary.json").read_bytes())
     g = s["generator"]
     return {"p99": g["schedule_lag_s"]["p99"], "dropped": g["dropped"],

@@ -14,6 +14,7 @@ import orjson
 from rich.console import Console
 
 from harness.live.run import run_live
+from harness.live.settings import LiveSettings
 from harness.profile import load
 
 STREAMY = """
@@ -72,8 +73,14 @@ def live(spec: str, out: Path, overrides: tuple[str, ...] = (), **kw: Any) -> Li
     buf = io.StringIO()
     console = Console(file=buf, width=160, force_terminal=False)
     prof = load(spec, list(overrides))
-    code = run_live(profile_spec=spec, overrides=list(overrides), profile=prof, out=out,
-                    console=console, **kw)  # fmt: skip
+    dry_run = bool(kw.pop("dry_run", False))
+    try:  # bad input is exit 2, as `harness run` maps it
+        settings = LiveSettings.from_options(profile_spec=spec, overrides=overrides, profile=prof,
+                                             out=out, **kw)  # fmt: skip
+    except ValueError as e:
+        console.print(f"[bold red]error:[/] {e}", soft_wrap=True)
+        return LiveResult(2, out, buf.getvalue())
+    code = run_live(settings, console=console, dry_run=dry_run)
     return LiveResult(code, out, buf.getvalue())
 
 

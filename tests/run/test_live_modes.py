@@ -59,8 +59,9 @@ def test_ctrl_c_drains_briefly_and_keeps_partial_results(tmp_path: Path) -> None
     out = tmp_path / "out"
     code = (f"import sys; from pathlib import Path; from rich.console import Console\n"
             f"from harness.profile import load; from harness.live.run import run_live\n"
-            f"sys.exit(run_live(profile_spec='seed-burst', overrides=[], "
-            f"profile=load('seed-burst'), out=Path({str(out)!r}), console=Console()))")  # fmt: skip
+            f"from harness.live.settings import LiveSettings\n"
+            f"sys.exit(run_live(LiveSettings.from_options(profile_spec='seed-burst', "
+            f"profile=load('seed-burst'), out=Path({str(out)!r})), console=Console()))")  # fmt: skip
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT)  # fmt: skip
     try:
