@@ -36,7 +36,7 @@ engine:
   admission: {{max_queue_depth: 200}}
 """
 WARMUP_S = 60.0
-ROLES = {"stub": "harness.stub.server", "proxy": "serve_proxy", "locust": "locust"}
+ROLES = {"stub": "-m harness stub ", "proxy": "-m harness proxy ", "locust": "-m locust "}
 
 
 def _children(pid: int) -> list[int]:
