@@ -99,23 +99,13 @@ def test_one_evaluator_of_path_expressions() -> None:
     assert set(splits) == {"results/expr.py"}
 
 
-def _imports_any(tree: ast.Module) -> set[str]:
-    out: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            out.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            out.add(node.module)
-    return out
-
-
 def test_the_stub_imports_neither_the_engine_nor_live() -> None:
     import harness.stub
 
     stub_root = Path(harness.stub.__file__).parent
     bad = {}
     for p in stub_root.rglob("*.py"):
-        mods = {m for m in _imports_any(ast.parse(p.read_text()))
+        mods = {m for m in _imports(ast.parse(p.read_text()))
                 if _under(m, "harness.engine") or _under(m, "harness.live")
                 or _under(m, "harness.sim")}  # fmt: skip
         if mods:

@@ -45,9 +45,10 @@ def produce(name: str, out: Path) -> dict[str, bytes]:
     from harness.cli import app
 
     if name == LIVE:
-        from tests.golden.live import produce_live
+        from tests.golden.live import play_live
 
-        return produce_live(out)
+        play_live(out)
+        return _golden_bytes(out)
 
     spec, seed = CASES[name]
     args = ["sim", _profile_arg(spec), "--seed", str(seed), "--out", str(out), "--no-report"]
@@ -55,6 +56,11 @@ def produce(name: str, out: Path) -> dict[str, bytes]:
     if result.exit_code not in (0, 1):  # 1: a threshold failed, which is a valid outcome
         raise AssertionError(f"harness {' '.join(args)} exited {result.exit_code}:\n"
                              f"{result.output}\n{result.exception!r}")  # fmt: skip
+    return _golden_bytes(out)
+
+
+def _golden_bytes(out: Path) -> dict[str, bytes]:
+    """A results folder's golden files; summary.json without ``meta`` (wall clock, versions)."""
     summary = orjson.loads((out / "summary.json").read_bytes())
     summary.pop("meta", None)
     return {

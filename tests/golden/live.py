@@ -155,14 +155,7 @@ async def _play(out: Path) -> None:
     await app.aclose()
 
 
-def produce_live(out: Path) -> dict[str, bytes]:
+def play_live(out: Path) -> None:
+    """Run the scripted live proxy run, writing its results folder into ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     asyncio.run(_play(out))
-    summary = orjson.loads((out / "summary.json").read_bytes())
-    summary.pop("meta", None)
-    return {
-        "decisions.jsonl": (out / "decisions.jsonl").read_bytes(),
-        "timeline.jsonl": (out / "timeline.jsonl").read_bytes(),
-        "summary.json": orjson.dumps(summary, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2)
-        + b"\n",
-    }
