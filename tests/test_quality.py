@@ -39,3 +39,18 @@ def test_mypy_strict_passes_on_the_package(tmp_path: Path) -> None:
         cwd=tmp_path, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+
+
+def test_every_package_directory_is_listed_for_the_wheel() -> None:
+    """A subpackage missing from pyproject's list works in an editable install and is absent
+    from a plain one (issue 13: harness.commands was missed that way)."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    on_disk = {
+        "harness." + ".".join(init.parent.relative_to(ROOT / "harness").parts)
+        for init in (ROOT / "harness").rglob("__init__.py")
+        if init.parent != ROOT / "harness" and "__pycache__" not in init.parts
+    }
+    missing = on_disk - listed
+    assert not missing, f"add to [tool.setuptools] packages in pyproject.toml: {sorted(missing)}"
