@@ -1,0 +1,145 @@
+"""Cross-field checks on a built :class:`Profile`: what the type walk cannot express."""
+
+from __future__ import annotations
+
+import re
+
+from harness.profile_bounds import check_bounds
+from harness.profile_walk import Ctx, join
+from harness.schema import (
+    DEFAULT_ALERTS,
+    FAULT_REQUIRED,
+    LATENCY_PARAMS,
+    Fault,
+    FromEnv,
+    Latency,
+    Profile,
+    Wire,
+)
+
+
+def check_latency(ctx: Ctx, lat: Latency, path: str) -> None:
+    needed = LATENCY_PARAMS[lat.dist]
+    for name in needed:
+        if getattr(lat, name) is None:
+            raise ctx.err(join(path, name), f"required for dist: {lat.dist}")
+    for name in ("value_s", "low_s", "high_s", "mean_s", "median_s", "sigma"):
+        if name not in needed and getattr(lat, name) is not None:
+            raise ctx.err(join(path, name), f"not a parameter of dist: {lat.dist}")
+    if lat.dist == "uniform" and (lat.high_s or 0) < (lat.low_s or 0):
+        raise ctx.err(join(path, "high_s"), "must be >= low_s")
+
+
+def check_fault(ctx: Ctx, fault: Fault, path: str, *, timeline: bool) -> None:
+    if timeline and fault.at_s is None:
+        raise ctx.err(join(path, "at_s"), "required in a profile's fault timeline")
+    if timeline and fault.for_s is None:
+        raise ctx.err(join(path, "for_s"), "required in a profile's fault timeline")
+    for name in FAULT_REQUIRED.get(fault.kind, ()):
+        if getattr(fault, name) is None:
+            raise ctx.err(join(path, name), f"required for kind: {fault.kind}")
+    if (
+        fault.kind == "status"
+        and fault.status is not None
+        and not (fault.status == 429 or 500 <= fault.status <= 599)
+    ):
+        raise ctx.err(join(path, "status"), "must be 429 or a 5xx status")
+
+
+_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")  # an HTTP header name (RFC 9110 token)
+_ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Headers the generator or the proxy set themselves, or that belong to the connection.
+_RESERVED = frozenset(("host", "content-length", "content-type", "transfer-encoding",
+                       "connection", "keep-alive", "te", "trailer", "upgrade", "expect",
+                       "x-class", "x-priority", "x-tenant", "x-key", "x-request-id"))  # fmt: skip
+
+
+def check_wire(ctx: Ctx, w: Wire) -> None:
+    a = w.auth
+    if not _TOKEN.match(a.header) or a.header.lower() in _RESERVED:
+        raise ctx.err("wire.auth.header", f"not a header name this tool can send: {a.header!r}")
+    if a.scheme is not None and not _TOKEN.match(a.scheme):
+        raise ctx.err("wire.auth.scheme", f"a single word such as Bearer, or null; got {a.scheme!r}")
+    if a.env is not None and not _ENV.match(a.env):
+        raise ctx.err("wire.auth.env", f"not an environment variable name: {a.env!r}")
+    for name, v in w.headers.items():
+        where = f"wire.headers.{name}"
+        if not _TOKEN.match(name) or name.lower() in _RESERVED:
+            raise ctx.err(where, "not a header name this tool can send")
+        if name.lower() == a.header.lower():
+            raise ctx.err(where, "this is wire.auth.header: set the key there")
+        if isinstance(v, str) and any(c in v for c in "\r\n\0"):
+            raise ctx.err(where, "a header value cannot hold CR, LF or NUL")
+    for name in w.query:
+        if not name:
+            raise ctx.err("wire.query", "a query parameter needs a name")
+    for where, v in [*((f"wire.headers.{k}", v) for k, v in w.headers.items()),
+                     *((f"wire.query.{k}", v) for k, v in w.query.items())]:  # fmt: skip
+        if isinstance(v, FromEnv) and not _ENV.match(v.env):
+            raise ctx.err(f"{where}.env", f"not an environment variable name: {v.env!r}")
+
+
+def check_profile(ctx: Ctx, p: Profile) -> None:
+    a = p.arrivals
+    if a.process == "trace":
+        if not a.file:
+            raise ctx.err("arrivals.file", "required for process: trace")
+    else:
+        if not a.phases:
+            raise ctx.err("arrivals.phases", "at least one phase is required")
+        last = 0.0
+        for i, ph in enumerate(a.phases):
+            if ph.until_s <= last:
+                raise ctx.err(
+                    f"arrivals.phases.{i}.until_s",
+                    f"phases out of order: {ph.until_s} is not after {last}",
+                )
+            last = ph.until_s
+    if a.process == "gamma" and a.burstiness is None:
+        raise ctx.err("arrivals.burstiness", "required for process: gamma (shape k)")
+    if a.process != "gamma" and a.burstiness is not None:
+        raise ctx.err("arrivals.burstiness", "only used with process: gamma")
+    if not p.classes:
+        raise ctx.err("classes", "at least one class is required")
+    if sum(c.weight for c in p.classes.values()) <= 0:
+        raise ctx.err("classes", "class weights sum to 0")
+    for name, c in p.classes.items():
+        if c.prompt is not None and c.prompt_repeat is not None:
+            raise ctx.err(f"classes.{name}.prompt_repeat", "give prompt or prompt_repeat, not both")
+        if c.latency is not None:
+            check_latency(ctx, c.latency, f"classes.{name}.latency")
+    check_latency(ctx, p.upstream.latency, "upstream.latency")
+    tc = p.upstream.completion_tokens
+    if tc is not None:
+        need = ("value",) if tc.dist == "fixed" else ("low", "high")
+        for n in need:
+            if getattr(tc, n) is None:
+                raise ctx.err(f"upstream.completion_tokens.{n}", f"required for dist: {tc.dist}")
+    for i, fault in enumerate(p.faults):
+        check_fault(ctx, fault, f"faults.{i}", timeline=True)
+    adm = p.engine.admission
+    if adm.shed_fill is not None and adm.max_queue_depth is None:
+        raise ctx.err("engine.admission.shed_fill", "needs engine.admission.max_queue_depth")
+    if adm.shed_fill_standard is not None and adm.shed_fill is None:
+        raise ctx.err("engine.admission.shed_fill_standard", "needs engine.admission.shed_fill")
+    if p.engine.scaling.enabled:
+        raise ctx.err(
+            "engine.scaling.enabled",
+            "autoscaling is not available yet in this version; the pool is fixed",
+        )
+    check_wire(ctx, p.wire)
+    dep = p.engine.dependency
+    if dep.backoff_max_s < dep.backoff_base_s:
+        raise ctx.err("engine.dependency.backoff_max_s", "must be >= backoff_base_s")
+    for name in p.alerts:
+        if name not in DEFAULT_ALERTS:
+            raise ctx.err(f"alerts.{name}", f"unknown alert (known: {', '.join(DEFAULT_ALERTS)})")
+    check_bounds(p, ctx.err)
+    # Threshold expressions are checked by the results layer (it knows summary paths).
+    from harness.results.thresholds import ThresholdError, parse_threshold
+
+    for i, expr in enumerate(p.thresholds):
+        try:
+            parse_threshold(expr)
+        except ThresholdError as e:
+            raise ctx.err(f"thresholds.{i}", str(e)) from None
