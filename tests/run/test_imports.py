@@ -7,12 +7,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import harness
 
 GREEN = ("locust", "gevent", "geventhttpclient")
 
 
-def test_only_the_locust_driver_imports_locust_or_gevent() -> None:
+def test_only_the_locust_process_modules_import_locust_or_gevent() -> None:
     root = Path(harness.__file__).parent
     found = set()
     for path in root.rglob("*.py"):
@@ -24,7 +26,7 @@ def test_only_the_locust_driver_imports_locust_or_gevent() -> None:
                 names = [node.module]
             if any(n.split(".")[0] in GREEN for n in names):
                 found.add(path.relative_to(root).as_posix())
-    assert found == {"live/locust_driver.py"}
+    assert found == {"live/locust_driver.py", "live/open_loop.py"}
 
 
 def test_the_run_command_does_not_load_locust_into_its_own_process() -> None:
@@ -35,7 +37,8 @@ def test_the_run_command_does_not_load_locust_into_its_own_process() -> None:
     assert out.stdout.strip() == "[]"
 
 
-def test_the_driver_imports_locust_first() -> None:
-    tree = ast.parse((Path(harness.__file__).parent / "live" / "locust_driver.py").read_text())
+@pytest.mark.parametrize("name", ["locust_driver.py", "open_loop.py"])
+def test_the_driver_imports_locust_first(name: str) -> None:
+    tree = ast.parse((Path(harness.__file__).parent / "live" / name).read_text())
     first = next(n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom))
     assert isinstance(first, ast.Import) and first.names[0].name == "locust"

@@ -1,0 +1,278 @@
+"""The open-loop generator of one Locust process: its share of the schedule, never waiting.
+
+Theory of operation. Locust users are closed-loop: each waits for its response before it sends
+again, so a rate collapses when responses take 5-30 s (locust#2347). Here one ``Driver`` user
+per process does no request itself: it walks the precomputed schedule (``harness.arrivals``, the
+same one ``harness sim`` uses), sleeps until each arrival's intended time and spawns one greenlet
+per arrival, never waiting on a response. A bounded in-flight count caps the greenlets; when it
+is full the arrival is dropped and recorded as ``dropped`` (``dropped_by_generator``). All
+requests share one ``FastHttpSession`` whose connection pool is at least the in-flight cap
+(the default of 10 would silently queue requests inside the client).
+
+Timing. The plan carries a common start time as a Unix timestamp; each process maps it onto its
+own monotonic clock once. libev's timers round up to the millisecond, so a sleep ends early and
+the rest is spun with ``gevent.sleep(0)``: at most 1.5 ms, and at most a tenth of the recent
+mean gap between arrivals (spinning costs CPU; at high rates the loop is busy anyway). Up to 32
+connections are opened before the start, and long-lived objects are frozen out of the garbage
+collector. Lateness is measured inside the request greenlet, just before the request goes out,
+and every latency counts from the intended time, so a slow generator cannot hide queueing
+(coordinated omission).
+"""
+
+import locust  # noqa: F401 -- first: Locust monkey-patches the stdlib with gevent on import
+
+# isort: split
+
+import contextlib
+import gc
+import socket
+import ssl
+import sys
+import time
+from typing import Any
+
+import gevent
+import gevent.ssl
+import orjson
+from gevent.event import Event
+from geventhttpclient.response import HTTPConnectionClosed
+from locust.contrib.fasthttp import FastHttpSession
+from locust.env import Environment
+
+from harness.live.answers import read_all, read_body, read_stream
+from harness.live.calls import ClientRequest, Plan, RequestSpec, Retry
+from harness.live.records import sent_marker
+
+SPIN_S = 0.0015  # at most this last stretch before an arrival is spun, not slept...
+SPIN_SHARE = 0.1  # ...and at most this share of the recent mean gap between arrivals
+WARM_CONNECTIONS = 32
+FLUSH_EVERY_S = 0.25
+
+
+class OpenLoop:
+    """One process's share of the schedule, sent open-loop; records go to ``sink``."""
+
+    def __init__(self, env: Environment, plan: Plan, sink: Any) -> None:
+        self.plan = plan
+        self.sink = sink
+        self.spec = RequestSpec(plan)
+        self.scale = plan.time_scale
+        cap = max(1, -(-plan.profile.generator.max_in_flight // plan.n))
+        self.cap = cap
+        tls = plan.tls or {}
+        self.session = FastHttpSession(base_url=self.spec.base_url,
+                                       request_event=env.events.request, user=None,
+                                       concurrency=cap + 16,
+                                       network_timeout=self.spec.timeout_wall_s,
+                                       connection_timeout=min(30.0, self.spec.timeout_wall_s),
+                                       max_retries=0, max_redirects=0,
+                                       insecure=bool(tls.get("insecure")),
+                                       ssl_context_factory=_ssl_factory(tls))  # fmt: skip
+        # 4xx/5xx are answers we classify ourselves, not exceptions (and no debug dump per 429).
+        agent: Any = self.session.client
+        agent.valid_response_codes = frozenset(range(100, 600))
+        agent.cookiejar = None  # LLM APIs set no cookies; the jar costs ~40 us a request
+        self.retry = Retry.from_profile(plan.profile, self.scale, f"{plan.seed}:{plan.index}")
+        self.in_flight: dict[str, gevent.Greenlet] = {}
+        self.buf: list[bytes] = []
+        self.stopping = Event()
+        self.abandoning = Event()  # a second stop: no drain, records written at once
+        self.write_failed = False
+        self.start = 0.0
+
+    # -- the walk -------------------------------------------------------------------------
+
+    def run(self) -> None:
+        plan = self.plan
+        self.start = time.perf_counter() + (plan.start_epoch - time.time())
+        gc.collect()
+        gc.freeze()  # Locust's and our long-lived objects: no full collection walks them again
+        flusher = gevent.spawn(self._flush_loop)
+        try:
+            self._warm(min(self.cap, WARM_CONNECTIONS), self.start - 0.05)
+            self._walk()
+            self._drain()
+        finally:
+            # Also when Locust kills this greenlet (its SIGTERM handler: the CLI died and
+            # PR_SET_PDEATHSIG fired): requests still out get their in_flight records, and
+            # every buffered record and marker reaches the file for `report --recover`.
+            flusher.kill()
+            if self.in_flight:
+                gevent.killall(list(self.in_flight.values()), block=True, timeout=2)
+            self.flush()
+
+    def _walk(self) -> None:
+        plan, perf = self.plan, time.perf_counter
+        start, scale, cap = self.start, self.scale, self.cap
+        prev, gap = start, 1.0
+        for a in plan.arrivals():
+            due = start + a.t * scale
+            gap += 0.05 * (due - prev - gap)  # the mean gap, recently: spin CPU <= SPIN_SHARE
+            spin = min(SPIN_S, SPIN_SHARE * gap)
+            prev = due
+            d = due - perf()
+            if d > spin and self.stopping.wait(d - spin):
+                break
+            while perf() < due:
+                gevent.sleep(0)
+            if self.stopping.is_set():
+                break
+            if len(self.in_flight) >= cap:
+                self.emit(self.spec.dropped(a, (perf() - start) / scale, plan.index))
+                continue
+            self.buf.append(sent_marker(a.id))  # recovery counts it in flight until its record
+            self.in_flight[a.id] = gevent.spawn(self._request, a, due)
+
+    def _warm(self, n: int, until: float) -> None:
+        """Open ``n`` connections before the start, side by side: a run's first burst should
+        not pay for handshakes (they were most of a short run's late arrivals)."""
+        try:
+            url = self.spec.base_url + self.spec.path
+            pool = self.session.client.clientpool.get_client(url)._connection_pool
+        except Exception:  # another geventhttpclient: no warm-up, nothing else changes
+            return
+        socks: list[Any] = []
+        jobs = [gevent.spawn(lambda: socks.append(pool.get_socket())) for _ in range(n)]
+        gevent.joinall(jobs, timeout=max(0.0, until - time.perf_counter()))
+        gevent.killall(jobs)
+        for sock in socks:
+            pool.return_socket(sock)
+
+    def _drain(self) -> None:
+        """Wait for the in-flight requests; after a stop, only briefly (a second stop cuts
+        that short), then abandon them: each still gets its record, as ``in_flight``."""
+        while self.in_flight:
+            if self.stopping.is_set():
+                until = time.monotonic() + self.plan.stop_drain_s
+                while self.in_flight and not self.abandoning.is_set():
+                    left = until - time.monotonic()
+                    if left <= 0:
+                        break
+                    gevent.joinall(list(self.in_flight.values()), timeout=min(0.1, left))
+                gevent.killall(list(self.in_flight.values()), block=True, timeout=5)
+                break
+            gevent.joinall(list(self.in_flight.values()), timeout=0.2)
+
+    # -- one arrival ----------------------------------------------------------------------
+
+    def _request(self, a: Any, due: float) -> None:
+        perf = time.perf_counter
+        call = ClientRequest(a, due, perf())
+        try:
+            while True:
+                # A total deadline per attempt: the client's read timeout alone lets an answer
+                # that drips a byte at a time run for ever.
+                timer = gevent.Timeout(self.spec.timeout_wall_s)
+                timer.start()
+                try:
+                    self._attempt(call)
+                except gevent.Timeout as t:
+                    if t is not timer:
+                        raise
+                finally:
+                    fired = not timer.pending
+                    timer.close()
+                if fired:  # whatever the HTTP client made of it (it may wrap the timeout)
+                    call.timed_out()
+                    call.end = perf()
+                delay = self.retry.delay(call)
+                if delay is None:
+                    break
+                gevent.sleep(delay)
+        except gevent.GreenletExit:
+            call.abandon()
+        finally:
+            self.in_flight.pop(a.id, None)
+            self.emit(self.spec.record(call, self.start, self.scale, self.plan.index))
+
+    def _attempt(self, call: ClientRequest) -> None:
+        spec, a, perf = self.spec, call.a, time.perf_counter
+        call.begin()
+        stream = spec.stream[a.cls]
+        body: Any = spec.body[a.cls]  # bytes go out as they are
+        with self.session.request(
+            "POST",
+            spec.path,
+            data=body,
+            name=a.cls,
+            headers=spec.headers_for(a, call.attempts),
+            stream=stream,
+            catch_response=True,
+        ) as r:
+            status = r.status_code
+            if status == 0:  # no answer: Locust counts the error itself
+                call.settle("failed", _error_reason(getattr(r, "error", None)))
+                call.no_answer = True
+                call.end = perf()
+                return
+            call.status = status
+            headers = r.headers
+            wait = headers.get("x-queue-wait-ms") if headers is not None else None
+            if wait is not None:
+                with contextlib.suppress(ValueError):
+                    call.wait_ms = float(wait)
+            if status != 200:
+                call.answered(status, headers, read_all(r), spec.proxied)
+            else:
+                try:
+                    if stream:
+                        read_stream(r, call, perf, spec.proxied)
+                    else:
+                        read_body(r.content, call)
+                except Exception as e:  # a reset mid-body is an outcome, not a bug
+                    call.settle("failed", _error_reason(e, during_body=True))
+                    # The SDKs read a whole (non-streamed) body inside the send, so its loss is
+                    # a connection error to them, and retried; a broken stream is not.
+                    call.no_answer = not stream
+            call.end = perf()
+            if call.outcome != "completed":
+                r.failure(f"{status} {call.outcome} {call.reason}")
+
+    # -- records --------------------------------------------------------------------------
+
+    def emit(self, rec: dict[str, Any]) -> None:
+        self.buf.append(orjson.dumps(rec, option=orjson.OPT_SORT_KEYS))
+
+    def flush(self) -> None:
+        if self.buf and not self.write_failed:
+            blob = b"\n".join(self.buf) + b"\n"
+            self.buf = []
+            try:
+                self.sink(blob)
+            except OSError as e:  # a full disk: stop sending, say so, exit non-zero
+                self.write_failed = True
+                print(f"harness driver: cannot write records, stopping: {e}", file=sys.stderr)
+                self.stopping.set()
+                self.abandoning.set()
+
+    def _flush_loop(self) -> None:
+        while True:
+            gevent.sleep(FLUSH_EVERY_S)
+            self.flush()
+
+
+def _ssl_factory(tls: dict[str, Any]) -> Any:
+    """Verified TLS (Locust's FastHttpSession skips verification unless told): the system's
+    CAs or ``--ca-bundle``'s; None with ``--insecure`` (Locust's unverified context)."""
+    if tls.get("insecure"):
+        return None
+    cafile = tls.get("ca_bundle")
+
+    def factory(**_kw: Any) -> Any:
+        return gevent.ssl.create_default_context(cafile=cafile)
+
+    return factory
+
+
+def _error_reason(e: BaseException | None, during_body: bool = False) -> str:
+    if isinstance(e, ssl.SSLCertVerificationError):
+        return "tls_certificate"
+    if isinstance(e, gevent.Timeout | TimeoutError | socket.timeout):
+        return "client_timeout"
+    if isinstance(e, ConnectionRefusedError):
+        return "connection_refused"
+    if isinstance(e, ConnectionResetError | HTTPConnectionClosed | BrokenPipeError):
+        return "stream_reset" if during_body else "connection_reset"
+    if during_body:
+        return "bad_body"
+    return "connection_error"
