@@ -9,7 +9,8 @@ stays invisible -- except in a stream: once its first byte went out, a failure i
 
 The request path is a raw ASGI callable (no routing framework: it measured faster, see
 docs/proxy.md). ``GET /metrics`` and ``GET /healthz`` are the proxy's own; any other non-POST
-request is forwarded as is, outside admission (``GET /v1/models``, say).
+request is forwarded as is, outside admission (``GET /v1/models``, say: ``passthrough.py``).
+The control headers are read by ``request_class.py``.
 
 Client disconnects: a watcher task waits on ``receive()`` for ``http.disconnect``; it tells the
 engine (``Cancelled``: counted as failed/cancelled) and cancels the request's task, which
@@ -27,7 +28,6 @@ import orjson
 from harness import outcomes
 from harness.asgi import Headers, Receive, Scope, Send
 from harness.engine.events import (
-    PRIORITY_OF,
     Admit,
     Complete,
     Dispatch,
@@ -40,6 +40,8 @@ from harness.engine.events import (
 )
 from harness.live import wire
 from harness.live.driver import LiveDriver, Ticket
+from harness.live.passthrough import pass_on, passthrough
+from harness.live.request_class import ClassTable
 from harness.live.upstream import Upstream, UpstreamError, UpstreamResponse
 from harness.outcomes import Answer
 
@@ -80,13 +82,7 @@ class ProxyApp:
         self.scale = driver.clock.scale
         self.timeout_s = driver.profile.upstream.timeout_s * self.scale
         self.closed = False  # results written: later requests are refused and not counted
-        self._classes: dict[bytes, tuple[str, int, str, str | None, float | None]] = {}
-        for name, c in driver.profile.classes.items():
-            tenant = c.tenant if isinstance(c.tenant, str) else "default"
-            key = c.key if isinstance(c.key, str) else None
-            self._classes[name.encode()] = (name, PRIORITY_OF[c.priority], tenant, key,
-                                            c.deadline_s)  # fmt: skip
-        self._default = next(iter(self._classes.values()))
+        self.classes = ClassTable(driver.profile)
 
     # -- ASGI --------------------------------------------------------------------------------
 
@@ -109,7 +105,8 @@ class ProxyApp:
                 await wire.send_json(send, 200 if up else 503, orjson.dumps(
                     {"status": "ok" if up else "shutting_down", "admitting": up}))  # fmt: skip
             else:
-                await self._passthrough(scope, receive, send)
+                await passthrough(self.upstream, scope, receive, send, max_body=self.max_body,
+                                  timeout_s=self.timeout_s)
         elif kind == "lifespan":
             while True:
                 msg = await receive()
@@ -139,11 +136,11 @@ class ProxyApp:
         split = wire.split_request_headers(scope["headers"])
         cl = split.content_length
         if cl is not None and cl > self.max_body:
-            return await self._too_large(send, receive, cl > 0)
+            return await wire.too_large(send, receive, cl > 0, self.max_body)
         try:
             body = await wire.read_body(receive, self.max_body)
         except wire.BodyTooLarge as e:
-            return await self._too_large(send, receive, e.more)
+            return await wire.too_large(send, receive, e.more, self.max_body)
         except wire.ClientGone:
             return
         try:
@@ -152,9 +149,10 @@ class ProxyApp:
             return await self._bad(send, "invalid_json", "The request body is not valid JSON.")
         if type(doc) is not dict:
             return await self._bad(send, "invalid_json", "The request body must be a JSON object.")
-        call = self._classify(split.control)
-        if isinstance(call, str):
-            return await self._bad(send, "invalid_header", call)
+        found = self.classes.classify(split.control)
+        if isinstance(found, str):
+            return await self._bad(send, "invalid_header", found)
+        call = ProxiedRequest(*found)
         if self.closed:
             return await self._refuse_closed(send)
         call.stream = doc.get("stream") is True
@@ -179,33 +177,6 @@ class ProxyApp:
                 await self._send_aborted(call, send)
         finally:
             watcher.cancel()
-
-    def _classify(self, control: dict[bytes, bytes]) -> ProxiedRequest | str:
-        cls = control.get(b"x-class")
-        spec = self._default if cls is None else self._classes.get(cls.strip())
-        if spec is None:
-            known = ", ".join(c.decode() for c in self._classes)
-            assert cls is not None  # without x-class the first class applies
-            shown = repr(cls.decode("latin-1"))[:80]  # a str repr: no b'...' in the message
-            return f"Unknown x-class {shown}; this proxy's classes are: {known}."
-        name, prio, tenant, key, deadline = spec
-        p = control.get(b"x-priority")
-        if p is not None:
-            v = PRIORITY_OF.get(p.strip().lower().decode("latin-1"))
-            if v is None:
-                return "x-priority must be critical, standard or batch."
-            prio = v
-        t = control.get(b"x-tenant")
-        if t is not None:
-            if not 0 < len(t) <= 128:
-                return "x-tenant must be 1 to 128 characters."
-            tenant = t.decode("latin-1")
-        k = control.get(b"x-key")
-        if k is not None:
-            if not 0 < len(k) <= 256:
-                return "x-key must be 1 to 256 characters."
-            key = k.decode("latin-1")
-        return ProxiedRequest(name, prio, tenant, key, deadline)
 
     async def _serve(self, call: ProxiedRequest, send: Send) -> None:
         act = await call.next_action()
@@ -311,7 +282,7 @@ class ProxyApp:
             return
         extra = [(b"x-estimated-wait", call.est_wait), (b"x-queue-wait-ms", call.queue_wait_ms)]
         if type(final) is Complete and call.last is not None:
-            await _pass_on(send, call.last, extra)
+            await pass_on(send, call.last, extra)
         elif type(final) is Fail:
             assert isinstance(final, Fail)
             ans = outcomes.failed(final.reason, call.cause)
@@ -320,7 +291,7 @@ class ProxyApp:
             extra += [(b"x-proxy-reason", final.reason.encode()),
                       (b"x-proxy-attempts", b"%d" % final.attempts)]  # fmt: skip
             if ans.passthrough and call.last is not None:  # the upstream's own error answer
-                return await _pass_on(send, call.last, [*extra, (b"x-proxy-outcome", b"failed")])
+                return await pass_on(send, call.last, [*extra, (b"x-proxy-outcome", b"failed")])
             msg = f"The upstream call failed after {final.attempts} attempt(s): {final.reason}."
             await self._answer(send, ans, msg, extra)
         elif type(final) is Expire:
@@ -355,14 +326,6 @@ class ProxyApp:
                    (b"x-estimated-wait", wire.seconds(r.estimated_wait_s * self.scale))]  # fmt: skip
         await self._answer(send, outcomes.rejected(r.reason, r.retry_after_s), msg, headers)
 
-    async def _too_large(self, send: Send, receive: Receive, more: bool) -> None:
-        if more:  # read the rest first, so the client hears this rather than a reset
-            await wire.drain_body(receive)
-        msg = f"The request body is larger than this proxy's limit of {self.max_body} bytes."
-        await wire.send_json(send, 413, wire.error_body(msg, "invalid_request_error",
-                                                        "body_too_large"),
-                             [(b"connection", b"close")])  # fmt: skip
-
     async def _bad(self, send: Send, code: str, msg: str) -> None:
         await wire.send_json(send, 400, wire.error_body(msg, "invalid_request_error", code))
 
@@ -387,43 +350,6 @@ class ProxyApp:
         self.driver.cancel(call.id)
         if call.task is not None and not call.task.done():
             call.task.cancel()
-
-    # -- outside admission -------------------------------------------------------------------
-
-    async def _passthrough(self, scope: Scope, receive: Receive, send: Send) -> None:
-        split = wire.split_request_headers(scope["headers"])
-        try:
-            body = await wire.read_body(receive, self.max_body)
-        except wire.BodyTooLarge as e:
-            return await self._too_large(send, receive, e.more)
-        except wire.ClientGone:
-            return
-        qs = scope.get("query_string", b"")
-        target = scope["path"] + ("?" + qs.decode("latin-1") if qs else "")
-        try:
-            resp = await self.upstream.send(scope["method"], target, split.forward, body,
-                                            timeout_s=self.timeout_s, stream=False)  # fmt: skip
-            try:
-                data = await resp.read()
-            finally:
-                resp.close()
-        except UpstreamError as e:
-            msg = f"The upstream call failed: {e.reason}."
-            return await wire.send_json(send, 504 if e.reason == "upstream_timeout" else 502,
-                                        wire.error_body(msg, "upstream_error", e.reason))  # fmt: skip
-        out = wire.response_headers(resp.headers)
-        out.append((b"content-length", b"%d" % len(data)))
-        await send({"type": "http.response.start", "status": resp.status, "headers": out})
-        await send({"type": "http.response.body", "body": data})
-
-
-async def _pass_on(send: Send, last: tuple[int, Headers, bytes], extra: Headers) -> None:
-    """The upstream's answer as it came, plus the proxy's own headers."""
-    status, headers, data = last
-    out = wire.response_headers(headers) + extra
-    out.append((b"content-length", b"%d" % len(data)))
-    await send({"type": "http.response.start", "status": status, "headers": out})
-    await send({"type": "http.response.body", "body": data})
 
 
 __all__ = ["DEFAULT_MAX_BODY", "ProxiedRequest", "ProxyApp"]

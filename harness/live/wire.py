@@ -198,3 +198,14 @@ async def drain_body(receive: Receive, cap: int = DRAIN_CAP) -> bool:
             return False
         if not msg.get("more_body", False):
             return True
+
+
+async def too_large(send: Send, receive: Receive, more: bool, limit: int) -> None:
+    """413 for a body over ``limit``; the rest is read first, so the client hears this rather
+    than a reset."""
+    if more:
+        await drain_body(receive)
+    msg = f"The request body is larger than this proxy's limit of {limit} bytes."
+    await send_json(send, 413, error_body(msg, "invalid_request_error", "body_too_large"),
+                    [(b"connection", b"close")])  # fmt: skip
+
