@@ -145,67 +145,15 @@ def plot_timeline(
         for ax in axes[:-1]:
             ax.text(0.5, 0.5, "no timeline data", transform=ax.transAxes, ha="center", va="center")
     else:
-        depth = [[_num(_get(line, "depth", tier)) for line in timeline] for tier, _ in TIERS]
-        depth = [[0.0 if math.isnan(v) else v for v in row] for row in depth]
-        ax_q.stackplot(
-            t,
-            *depth,
-            labels=[tier for tier, _ in TIERS],
-            colors=[c for _, c in TIERS],
-            alpha=0.85,
-            step="post",
-        )
-        ax_q.step(
-            t,
-            [_num(line.get("in_flight")) for line in timeline],
-            where="post",
-            color="black",
-            lw=1,
-            ls="--",
-            label="in service",
-        )
+        _queue_panel(ax_q, t, timeline)
         ax_age.plot(
             t,
             [_num(line.get("oldest_age_s")) for line in timeline],
             color="#1f77b4",
             label="oldest waiting item",
         )
-        reasons = sorted({r for line in timeline for r in (line.get("rejected_by_reason") or {})})
-        bt, admitted = _rebin(t, [_num(line.get("admitted")) for line in timeline], bins)
-        bottom = [0.0] * len(bt)
-        for i, r in enumerate(reasons):
-            _, vals = _rebin(
-                t,
-                [_num((line.get("rejected_by_reason") or {}).get(r, 0)) for line in timeline],
-                bins,
-            )
-            vals = [0.0 if math.isnan(v) else v for v in vals]
-            ax_adm.bar(
-                bt,
-                vals,
-                width=bins,
-                bottom=bottom,
-                align="edge",
-                color=REASON_COLORS[i % len(REASON_COLORS)],
-                label=f"rejected: {r}",
-            )
-            bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
-        ax_adm.step(bt, admitted, where="post", color="#2ca02c", lw=1.4, label="admitted")
-        ax_rep.step(
-            t,
-            [_num(line.get("replicas_desired")) for line in timeline],
-            where="post",
-            color="#ff7f0e",
-            label="desired",
-        )
-        ax_rep.step(
-            t,
-            [_num(line.get("replicas_ready")) for line in timeline],
-            where="post",
-            color="#1f77b4",
-            ls="--",
-            label="ready",
-        )
+        _admissions_panel(ax_adm, t, timeline, bins)
+        _replicas_panel(ax_rep, t, timeline)
         ax_ta.plot(
             t,
             [_num(line.get("turnaround_p95_s")) for line in timeline],
@@ -226,24 +174,7 @@ def plot_timeline(
             ax.axvline(
                 x, color=SEVERITY_COLORS.get(str(a.get("severity")), "#ff9f1c"), lw=0.9, ls=":"
             )
-    labels = [
-        ("queue depth (items waiting)", "items"),
-        ("oldest waiting item age", "seconds"),
-        (
-            "admissions and rejections per second" + (f" ({bins} s average)" if bins > 1 else ""),
-            "requests / s",
-        ),
-        ("executor replicas", "replicas"),
-        ("turnaround p95, rolling window", "seconds"),
-    ]
-    for ax, (title, unit) in zip(axes[:-1], labels, strict=True):
-        if title:
-            ax.set_title(title, fontsize=10, loc="left")
-        ax.set_ylabel(unit)
-        ax.margins(y=0.08)
-        ax.set_ylim(bottom=0)
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=8, frameon=False)
+    _label_panels(axes[:-1], bins)
     _events_panel(ax_ev, faults, alerts, end)
     ax_ev.set_title(
         "fault windows (shaded above) and alerts (dotted lines above)", fontsize=10, loc="left"
@@ -254,6 +185,93 @@ def plot_timeline(
     fig.savefig(out, dpi=100)
     plt.close(fig)
     return out
+
+
+def _queue_panel(ax: Any, t: list[float], timeline: Sequence[Mapping[str, Any]]) -> None:
+    depth = [[_num(_get(line, "depth", tier)) for line in timeline] for tier, _ in TIERS]
+    depth = [[0.0 if math.isnan(v) else v for v in row] for row in depth]
+    ax.stackplot(
+        t,
+        *depth,
+        labels=[tier for tier, _ in TIERS],
+        colors=[c for _, c in TIERS],
+        alpha=0.85,
+        step="post",
+    )
+    ax.step(
+        t,
+        [_num(line.get("in_flight")) for line in timeline],
+        where="post",
+        color="black",
+        lw=1,
+        ls="--",
+        label="in service",
+    )
+
+
+def _admissions_panel(
+    ax: Any, t: list[float], timeline: Sequence[Mapping[str, Any]], bins: int
+) -> None:
+    reasons = sorted({r for line in timeline for r in (line.get("rejected_by_reason") or {})})
+    bt, admitted = _rebin(t, [_num(line.get("admitted")) for line in timeline], bins)
+    bottom = [0.0] * len(bt)
+    for i, r in enumerate(reasons):
+        _, vals = _rebin(
+            t,
+            [_num((line.get("rejected_by_reason") or {}).get(r, 0)) for line in timeline],
+            bins,
+        )
+        vals = [0.0 if math.isnan(v) else v for v in vals]
+        ax.bar(
+            bt,
+            vals,
+            width=bins,
+            bottom=bottom,
+            align="edge",
+            color=REASON_COLORS[i % len(REASON_COLORS)],
+            label=f"rejected: {r}",
+        )
+        bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
+    ax.step(bt, admitted, where="post", color="#2ca02c", lw=1.4, label="admitted")
+
+
+def _replicas_panel(ax: Any, t: list[float], timeline: Sequence[Mapping[str, Any]]) -> None:
+    ax.step(
+        t,
+        [_num(line.get("replicas_desired")) for line in timeline],
+        where="post",
+        color="#ff7f0e",
+        label="desired",
+    )
+    ax.step(
+        t,
+        [_num(line.get("replicas_ready")) for line in timeline],
+        where="post",
+        color="#1f77b4",
+        ls="--",
+        label="ready",
+    )
+
+
+def _label_panels(axes: Sequence[Any], bins: int) -> None:
+    labels = [
+        ("queue depth (items waiting)", "items"),
+        ("oldest waiting item age", "seconds"),
+        (
+            "admissions and rejections per second" + (f" ({bins} s average)" if bins > 1 else ""),
+            "requests / s",
+        ),
+        ("executor replicas", "replicas"),
+        ("turnaround p95, rolling window", "seconds"),
+    ]
+    for ax, (title, unit) in zip(axes, labels, strict=True):
+        if title:
+            ax.set_title(title, fontsize=10, loc="left")
+        ax.set_ylabel(unit)
+        ax.margins(y=0.08)
+        ax.set_ylim(bottom=0)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=8, frameon=False)
 
 
 def _metric_of(expr: str) -> tuple[str, str | None, float | None]:
