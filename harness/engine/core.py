@@ -58,9 +58,9 @@ if TYPE_CHECKING:
 EWMA_ALPHA: Final = 0.1  # weight of each new service-time observation
 
 
-def _breaker_change(change: tuple[str, str, float]) -> BreakerChange:
+def _breaker_change(change: tuple[str, str, float], limit: float) -> BreakerChange:
     state, reason, ratio = change
-    return BreakerChange(state=state, reason=reason, failure_ratio=ratio)
+    return BreakerChange(state=state, reason=reason, failure_ratio=ratio, limit=limit)
 
 
 class Counts:
@@ -239,7 +239,7 @@ class Engine:
         self.service_time_s += EWMA_ALPHA * (service - self.service_time_s)
         change = self.breaker.record(now, True)
         if change is not None:
-            out.append(_breaker_change(change))
+            out.append(_breaker_change(change, self.cfg.dependency.breaker.failure_ratio))
         # _end, inlined: this is the hot path of every completion
         job.state = DONE
         self.busy -= 1
@@ -268,7 +268,8 @@ class Engine:
             self.counts.retries += 1
             self._seq += 1
             heapq.heappush(self._retries, (now + delay, self._seq, job))
-            out.append(Backoff(id=job.id, attempt=job.attempt + 1, delay_s=delay, reason=ev.reason))
+            out.append(Backoff(id=job.id, attempt=job.attempt + 1, delay_s=delay, reason=ev.reason,
+                               max_retries=dep.max_retries))
         else:
             reason = ev.reason
             if ev.retryable and job.attempt <= dep.max_retries:
@@ -309,7 +310,7 @@ class Engine:
     def _breaker_record(self, now: float, ok: bool, out: list[Action]) -> None:
         change = self.breaker.record(now, ok)
         if change is not None:
-            out.append(_breaker_change(change))
+            out.append(_breaker_change(change, self.cfg.dependency.breaker.failure_ratio))
 
     def _next_max_wait(self) -> float | None:
         """When the next waiting job passes its max wait (None: nothing waits)."""
@@ -365,7 +366,7 @@ class Engine:
         if br.state == "open":
             change = br.poll(now)
             if change is not None:
-                out.append(_breaker_change(change))
+                out.append(_breaker_change(change, self.cfg.dependency.breaker.failure_ratio))
         retries = self._retries
         while retries and retries[0][0] <= now:
             job = retries[0][2]

@@ -218,13 +218,16 @@ class Backoff(Action):
     attempt number ``attempt``. The decision log calls it a ``retry`` record; the name differs
     from the callers' own retry policy (``ClientRetry``), which is not the engine's."""
 
-    __slots__ = ("attempt", "delay_s", "id", "reason")
+    __slots__ = ("attempt", "delay_s", "id", "max_retries", "reason")
 
-    def __init__(self, *, id: str, attempt: int, delay_s: float, reason: str) -> None:
+    def __init__(
+        self, *, id: str, attempt: int, delay_s: float, reason: str, max_retries: int
+    ) -> None:
         self.id = id
         self.attempt = attempt
         self.delay_s = delay_s
         self.reason = reason
+        self.max_retries = max_retries  # the limit in force: attempt <= max_retries + 1
 
 
 class Complete(Action):
@@ -264,12 +267,16 @@ class Expire(Action):
 
 
 class BreakerChange(Action):
-    __slots__ = ("failure_ratio", "reason", "state")
+    """The breaker changed state; ``failure_ratio`` is the window's, ``limit`` the configured
+    ratio at which it opens."""
 
-    def __init__(self, *, state: str, reason: str, failure_ratio: float) -> None:
+    __slots__ = ("failure_ratio", "limit", "reason", "state")
+
+    def __init__(self, *, state: str, reason: str, failure_ratio: float, limit: float) -> None:
         self.state = state
         self.reason = reason
         self.failure_ratio = failure_ratio
+        self.limit = limit
 
 
 class Scale(Action):

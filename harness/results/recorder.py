@@ -112,7 +112,7 @@ def _dispatch(t: float, a: Dispatch, d: dict[str, Any] | None = None) -> dict[st
 
 def _retry(t: float, a: Backoff) -> dict[str, Any]:
     return {"attempt": a.attempt, "delay_s": _ms(a.delay_s), "id": a.id, "kind": "retry",
-            "reason": a.reason, "t": t}  # fmt: skip
+            "max_retries": a.max_retries, "reason": a.reason, "t": t}  # fmt: skip
 
 
 def _fail(t: float, a: Fail) -> dict[str, Any]:
@@ -125,8 +125,8 @@ def _expire(t: float, a: Expire) -> dict[str, Any]:
 
 
 def _breaker(t: float, a: BreakerChange) -> dict[str, Any]:
-    return {"failure_ratio": _ms(a.failure_ratio), "kind": "breaker", "reason": a.reason,
-            "state": a.state, "t": t}  # fmt: skip
+    return {"failure_ratio": _ms(a.failure_ratio), "failure_ratio_limit": _ms(a.limit),
+            "kind": "breaker", "reason": a.reason, "state": a.state, "t": t}  # fmt: skip
 
 
 def _scale(t: float, a: Scale) -> dict[str, Any]:
