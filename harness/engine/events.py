@@ -66,7 +66,7 @@ class Failed(Event):
     __slots__ = ("id", "reason", "retry_after_s", "retryable")
 
     def __init__(
-        self, id: str, reason: str, retry_after_s: float | None = None, retryable: bool = True
+        self, *, id: str, reason: str, retry_after_s: float | None = None, retryable: bool = True
     ) -> None:
         self.id = id
         self.reason = reason

@@ -206,7 +206,7 @@ class ProxyApp:
                                             timeout_s=self.timeout_s, stream=call.stream)  # fmt: skip
         except UpstreamError as e:
             m.upstream_response(e.reason)
-            return report(Failed(call.id, e.reason))
+            return report(Failed(id=call.id, reason=e.reason))
         try:
             status = resp.status
             m.upstream_response(status)
@@ -215,14 +215,15 @@ class ProxyApp:
             try:
                 data = await resp.read()
             except UpstreamError as e:
-                return report(Failed(call.id, e.reason))
+                return report(Failed(id=call.id, reason=e.reason))
             call.last = (status, resp.headers, data)
             if 200 <= status < 300:
                 return report(Finished(call.id))
             ra = wire.retry_after_s(resp.headers)
             retryable = status >= 500 or status in RETRYABLE_STATUS
-            report(Failed(call.id, f"upstream_{status}",
-                          None if ra is None else ra / self.scale, retryable))  # fmt: skip
+            report(Failed(id=call.id, reason=f"upstream_{status}",
+                          retry_after_s=None if ra is None else ra / self.scale,
+                          retryable=retryable))  # fmt: skip
         finally:
             resp.close()
 
@@ -239,9 +240,9 @@ class ProxyApp:
         try:
             first = await anext(it)
         except UpstreamError as e:
-            return report(Failed(call.id, e.reason))
+            return report(Failed(id=call.id, reason=e.reason))
         except StopAsyncIteration:
-            return report(Failed(call.id, "upstream_empty_stream"))
+            return report(Failed(id=call.id, reason="upstream_empty_stream"))
         sse = (wire.header(headers, b"content-type") or b"").startswith(b"text/event-stream") \
             and wire.header(headers, b"content-encoding") in (None, b"identity")  # fmt: skip
         out = wire.response_headers(headers)
@@ -263,9 +264,9 @@ class ProxyApp:
                 if sse and wire.sse_done(tail):
                     return report(Finished(call.id))
         except UpstreamError as e:
-            return report(Failed(call.id, e.reason, retryable=False))
+            return report(Failed(id=call.id, reason=e.reason, retryable=False))
         if sse and not tail.rstrip().endswith(b"[DONE]"):
-            return report(Failed(call.id, "upstream_truncated", retryable=False))
+            return report(Failed(id=call.id, reason="upstream_truncated", retryable=False))
         report(Finished(call.id))
 
     # -- answers -----------------------------------------------------------------------------

@@ -29,8 +29,7 @@ import uvicorn
 from rich.console import Console
 
 from harness import serving
-from harness.exit_codes import EXIT_BROKEN, EXIT_OK
-from harness.exit_codes import EXIT_FAIL as EXIT_THRESHOLD
+from harness.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN, for_summary
 from harness.live.clock import MonotonicClock, RunClock
 from harness.live.driver import LiveDriver
 from harness.live.h1 import H1Upstream
@@ -213,9 +212,7 @@ def _report_end(
               f"verdict {summary['verdict']}, drain {drain_s:.1f} s)")  # fmt: skip
     if summary.get("lost"):
         con.print(f"[bold red]lost:[/] {summary['lost']} (exit 3)", soft_wrap=True)
-    if not complete or not summary["conservation"]["ok"]:
-        return EXIT_BROKEN
-    return EXIT_THRESHOLD if summary["verdict"] != "pass" else EXIT_OK
+    return for_summary(summary)
 
 
 def serve_proxy(
@@ -234,13 +231,13 @@ def serve_proxy(
     con = Console(stderr=True, highlight=False)
     if time_scale <= 0:
         con.print("[bold red]error:[/] --time-scale must be > 0")
-        return 2
+        return EXIT_BAD_INPUT
     try:
         tls = (tls or Tls()).validated()
         make_upstream(upstream, tls=tls)
     except (ValueError, TlsError) as e:
         con.print(f"[bold red]error:[/] {e}")
-        return 2
+        return EXIT_BAD_INPUT
     if tls.insecure:
         con.print(f"[bold red]WARNING:[/] {INSECURE_WARNING}", soft_wrap=True)
     try:

@@ -33,7 +33,7 @@ import yaml
 from rich.console import Console
 
 from harness.arrivals import schedule
-from harness.exit_codes import EXIT_BROKEN, EXIT_FAIL, EXIT_OK
+from harness.exit_codes import EXIT_BROKEN, EXIT_OK, for_summary
 from harness.interrupts import Interrupts
 from harness.live import calls, loadgen, records
 from harness.live.follow import follow
@@ -251,11 +251,9 @@ def _finish(console: Console, out: Path, summary: dict[str, Any]) -> int:
     show_results(console, out, summary)
     if not summary.get("complete"):
         console.print("[bold red]incomplete run:[/] partial results were written (exit 3)")
-        return EXIT_BROKEN
-    if not summary["conservation"]["ok"]:
+    elif not summary["conservation"]["ok"]:
         console.print("[bold red]conservation violated:[/] the run is invalid (exit 3)")
-        return EXIT_BROKEN
-    return EXIT_OK if summary.get("verdict") == "pass" else EXIT_FAIL
+    return for_summary(summary)
 
 
 def run_worker(master_host: str, master_port: int = 5557) -> int:

@@ -252,7 +252,7 @@ def _simulate(
                 if clients is not None:
                     clients.cause[rid] = (failure, ra)
                 # A stream that broke after its first byte is final (the proxy's rule).
-                actions = handle(Failed(rid, failure, retry_after_s=ra,
+                actions = handle(Failed(id=rid, reason=failure, retry_after_s=ra,
                                          retryable=failure not in MID_STREAM), now)  # fmt: skip
             elif kind == _CLIENT:
                 actions = handle(payload, now)

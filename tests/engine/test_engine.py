@@ -197,7 +197,7 @@ def test_rules_are_evaluated_in_order_and_admit_always_bypasses_them() -> None:
 def test_retry_with_backoff_honours_retry_after_then_completes() -> None:
     eng = make_engine(["engine.executors.initial=1"])
     eng.handle(Arrived("r", "a"), 0.0)
-    out = eng.handle(Failed("r", "upstream_429", retry_after_s=7.0), 0.1)
+    out = eng.handle(Failed(id="r", reason="upstream_429", retry_after_s=7.0), 0.1)
     (retry,) = of(out, Backoff)
     assert isinstance(retry, Backoff) and retry.delay_s == 7.0 and retry.attempt == 2
     assert eng.busy == 1  # the request keeps its slot while it backs off
@@ -216,7 +216,7 @@ def test_backoff_is_exponential_with_jitter_and_capped() -> None:
     now = 0.0
     delays = []
     for _ in range(4):
-        (retry,) = of(eng.handle(Failed("r", "upstream_503"), now), Backoff)
+        (retry,) = of(eng.handle(Failed(id="r", reason="upstream_503"), now), Backoff)
         delays.append(retry.delay_s)  # type: ignore[attr-defined]
         now += retry.delay_s + 0.001  # type: ignore[attr-defined]
         eng.handle(Tick(), now)
@@ -228,9 +228,9 @@ def test_backoff_is_exponential_with_jitter_and_capped() -> None:
 def test_gives_up_after_max_retries_with_the_last_reason() -> None:
     eng = make_engine(["engine.executors.initial=1", "engine.dependency.max_retries=1"])
     eng.handle(Arrived("r", "a"), 0.0)
-    assert of(eng.handle(Failed("r", "upstream_503"), 0.0), Backoff)
+    assert of(eng.handle(Failed(id="r", reason="upstream_503"), 0.0), Backoff)
     eng.handle(Tick(), 10.0)
-    (fail,) = of(eng.handle(Failed("r", "upstream_503"), 10.0), Fail)
+    (fail,) = of(eng.handle(Failed(id="r", reason="upstream_503"), 10.0), Fail)
     assert isinstance(fail, Fail) and fail.reason == "upstream_503" and fail.attempts == 2
     assert eng.busy == 0 and eng.counts.failed == 1
 
@@ -238,7 +238,7 @@ def test_gives_up_after_max_retries_with_the_last_reason() -> None:
 def test_non_retryable_failure_fails_at_once() -> None:
     eng = make_engine(["engine.executors.initial=1"])
     eng.handle(Arrived("r", "a"), 0.0)
-    out = eng.handle(Failed("r", "upstream_400", retryable=False), 0.0)
+    out = eng.handle(Failed(id="r", reason="upstream_400", retryable=False), 0.0)
     assert of(out, Backoff) == [] and of(out, Fail)[0].reason == "upstream_400"  # type: ignore[attr-defined]
 
 
@@ -248,7 +248,7 @@ def test_retry_budget_limits_retry_amplification() -> None:
     reasons = []
     for i in range(20):
         eng.handle(Arrived(f"r{i}", "a"), 0.0)
-        out = eng.handle(Failed(f"r{i}", "upstream_503"), 0.0)
+        out = eng.handle(Failed(id=f"r{i}", reason="upstream_503"), 0.0)
         reasons += ["retry" if of(out, Backoff) else of(out, Fail)[0].reason for _ in [0]]  # type: ignore[attr-defined]
     assert reasons.count("retry") == 10  # the reserve, with no deposits at ratio 0
     assert reasons.count("retry_budget") == 10
@@ -262,7 +262,7 @@ def test_breaker_opens_holds_dispatch_then_half_opens_and_closes() -> None:
     for i in range(4):
         eng.handle(Arrived(f"r{i}", "a"), 0.0)
     for i in range(4):
-        out = eng.handle(Failed(f"r{i}", "upstream_503"), 1.0)
+        out = eng.handle(Failed(id=f"r{i}", reason="upstream_503"), 1.0)
         changes += [c.state for c in of(out, BreakerChange)]  # type: ignore[attr-defined]
     assert changes == ["open"]
     out = eng.handle(Arrived("held", "a"), 2.0)

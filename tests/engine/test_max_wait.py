@@ -16,7 +16,7 @@ def test_a_job_held_by_an_open_breaker_expires_at_its_max_wait() -> None:
                        "engine.dependency.max_retries=0", "engine.dependency.breaker.min_calls=1",
                        "engine.dependency.breaker.open_s=10"])  # fmt: skip
     eng.handle(Arrived("r0", "a"), 0.0)
-    eng.handle(Failed("r0", "upstream_503"), 1.0)  # the breaker opens: nothing starts
+    eng.handle(Failed(id="r0", reason="upstream_503"), 1.0)  # the breaker opens: nothing starts
     for i in range(5):
         eng.handle(Arrived(f"w{i}", "a"), 2.0)
     assert eng.next_deadline() == 11.0  # the breaker's half-open comes first
@@ -31,7 +31,7 @@ def test_a_job_held_by_an_open_breaker_expires_at_its_max_wait() -> None:
         for a in list(out):
             if isinstance(a, Dispatch):  # a half-open probe: fail it, so the breaker reopens
                 probes.append(a.id)
-                out += eng.handle(Failed(a.id, "upstream_503"), t)
+                out += eng.handle(Failed(id=a.id, reason="upstream_503"), t)
         if expired(out):
             break
     assert probes == ["w0", "w1", "w2"] and t == 32.0
