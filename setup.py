@@ -26,6 +26,7 @@ HOT_MODULES = [
     "harness/arrivals.py",
     "harness/clients.py",
     "harness/upstream_model/bucket.py",
+    "harness/upstream_model/draws.py",
     "harness/upstream_model/latency.py",
     "harness/upstream_model/faults.py",
     "harness/sim/upstream.py",

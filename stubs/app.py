@@ -121,12 +121,14 @@ class StubApp:
         if body is None:
             return
         class_header: str | None = None
+        request_id: str | None = None
         for name, value in scope["headers"]:
             if name == b"x-class":
                 class_header = value.decode("latin-1")
-                break
+            elif name == b"x-request-id" and 0 < len(value) <= 256:
+                request_id = value.decode("latin-1")
         try:
-            req = chat.ChatRequest(body, class_header, self.state.model)
+            req = chat.ChatRequest(body, class_header, self.state.model, request_id)
         except chat.BadRequest as e:
             self.state.counters.rejected += 1
             await self._error(send, rid, 400, e.body())

@@ -115,9 +115,17 @@ def _positive_int(req: dict[str, Any], name: str) -> int | None:
 
 
 class ChatRequest:
-    __slots__ = ("class_header", "include_usage", "max_tokens", "model", "prompt", "stream")
+    __slots__ = ("class_header", "include_usage", "max_tokens", "model", "prompt", "request_id",
+                 "stream")
 
-    def __init__(self, body: bytes, class_header: str | None, default_model: str) -> None:
+    def __init__(
+        self,
+        body: bytes,
+        class_header: str | None,
+        default_model: str,
+        request_id: str | None = None,
+    ) -> None:
+        self.request_id = request_id  # the client's x-request-id: it keys this request's draws
         try:
             req = orjson.loads(body)
         except orjson.JSONDecodeError:
@@ -171,12 +179,13 @@ def _headers(rid: bytes, content_type: bytes, processing_s: float) -> list[tuple
 async def handle(
     state: StubState, req: ChatRequest, rid: bytes, scope: Scope, receive: Receive, send: Send
 ) -> None:
-    # -- draws: latency, completion length, faults (this order is part of determinism) ----
+    # -- draws: latency, completion length, faults, each from its stream of this request ----
+    state.begin(req.request_id)
     cls = state.classes.pick(req.class_header, req.prompt)
     latency = cls.sample() * state.time_scale
     cap = req.max_tokens if req.max_tokens is not None else cls.max_tokens
-    n, capped = completion_tokens(state.upstream.completion_tokens, cap, state.rng)
-    plan = state.timeline.plan(state.rng, in_flight=state.in_flight, stream=req.stream)
+    n, capped = completion_tokens(state.upstream.completion_tokens, cap, state.draws.tokens)
+    plan = state.timeline.plan(state.draws.faults, in_flight=state.in_flight, stream=req.stream)
     state.counters.requests += 1
     state.in_flight += 1
     try:

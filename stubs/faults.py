@@ -12,8 +12,8 @@ model's walk (``harness.upstream_model.faults``), the one the simulation uses: a
 add up; the first *terminal* fault (status, rate_limit, hang, reset) or stream fault
 (stream_error, truncate; streaming requests only) that fires decides the request, and later
 faults are not consulted. Each consulted entry with ``probability < 1`` draws once from the
-caller's ``Random`` -- so for one seed and one request order, the same requests fail, and they
-are the ones the simulation fails. ``metrics_outage`` and ``ack_loss`` are faults of the harness, not of an upstream: the
+caller's fault stream, reseeded per request -- so for one seed, the same request ids and
+attempts fail, and they are the ones the simulation fails. ``metrics_outage`` and ``ack_loss`` are faults of the harness, not of an upstream: the
 stub keeps them (GET shows them) and ignores them.
 """
 
@@ -21,11 +21,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from random import Random
 from typing import Any
 
 from harness.profile import Fault, to_dict
 from harness.upstream_model.bucket import TokenBucket
+from harness.upstream_model.draws import KeyedRandom
 from harness.upstream_model.faults import STREAM_KINDS, walk
 
 Clock = Callable[[], float]
@@ -123,7 +123,7 @@ class FaultTimeline:
 
     # -- per request ----------------------------------------------------------------------
 
-    def plan(self, rng: Random, *, in_flight: int, stream: bool) -> FaultPlan | None:
+    def plan(self, rng: KeyedRandom, *, in_flight: int, stream: bool) -> FaultPlan | None:
         if not self._entries:
             return None
         now = self.clock()

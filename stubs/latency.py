@@ -1,16 +1,17 @@
 """Latency and completion-length models, and which request class a request belongs to.
 
 The latency samplers are the upstream model's (``harness.upstream_model.latency``), bound to
-the stub's one ``random.Random``, seeded once, so the same seed and the same request order give
-the same latencies (never the module-global ``random``). Completion lengths draw from it too.
+the latency stream of the stub's request draws (``harness.upstream_model.draws``), reseeded per
+request: the same seed, request id and attempt give the same latency as in the simulation.
+Completion lengths draw from the draws' tokens stream.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from random import Random
 
 from harness.profile import Latency, Profile, TokenCount, Upstream
+from harness.upstream_model.draws import KeyedRandom
 from harness.upstream_model.latency import Sampler, sampler
 
 # Without a profile the stub behaves like the profile defaults (DESIGN.md: upstream.latency).
@@ -19,7 +20,7 @@ DEFAULT_UPSTREAM = Upstream()
 DEFAULT_MAX_TOKENS = 256
 
 
-def completion_tokens(tc: TokenCount | None, max_tokens: int, rng: Random) -> tuple[int, bool]:
+def completion_tokens(tc: TokenCount | None, max_tokens: int, rng: KeyedRandom) -> tuple[int, bool]:
     """(tokens, capped): the model's wanted length, capped by ``max_tokens``.
 
     ``capped`` is true when the cap cut the completion short (finish_reason ``length``); with
@@ -58,7 +59,7 @@ class ClassTable:
         self.default = default
 
     @classmethod
-    def build(cls, profile: Profile | None, latency_s: float | None, rng: Random) -> ClassTable:
+    def build(cls, profile: Profile | None, latency_s: float | None, rng: KeyedRandom) -> ClassTable:
         """The table for ``profile``, its samplers drawing from ``rng``; ``latency_s`` fixes
         every class's latency (the stub's ``--latency``)."""
         upstream = profile.upstream if profile is not None else DEFAULT_UPSTREAM

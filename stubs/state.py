@@ -1,16 +1,18 @@
-"""The stub's mutable state: one seeded ``Random``, the fault timeline, counters."""
+"""The stub's mutable state: the request draws (seeded), the fault timeline, counters."""
 
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
-from random import Random
 
 from harness.profile import Profile, Upstream
 from harness.stub.faults import Clock, FaultTimeline
 from harness.stub.latency import DEFAULT_UPSTREAM, ClassTable
+from harness.upstream_model.draws import RequestDraws
 
 DEFAULT_MODEL = "harness-stub"
+SEEN_CAP = 1 << 20  # request ids remembered for attempt numbers (~100 MB at most)
 DEFAULT_MAX_BODY_BYTES = 1 << 20
 
 
@@ -30,7 +32,7 @@ class StubState:
     upstream: Upstream
     classes: ClassTable
     timeline: FaultTimeline
-    rng: Random
+    draws: RequestDraws
     time_scale: float
     max_body_bytes: int
     model: str
@@ -40,6 +42,7 @@ class StubState:
     in_flight: int = 0
     counters: Counters = field(default_factory=Counters)
     _next_id: int = 0
+    _seen: OrderedDict[str, int] = field(default_factory=OrderedDict)
 
     @classmethod
     def build(
@@ -63,12 +66,12 @@ class StubState:
         if not linger_s >= 0:
             raise ValueError("linger_s must be >= 0")
         faults = profile.faults if profile is not None else ()
-        rng = Random(seed)
+        draws = RequestDraws(seed)
         return cls(
             upstream=profile.upstream if profile is not None else DEFAULT_UPSTREAM,
-            classes=ClassTable.build(profile, latency_s, rng),
+            classes=ClassTable.build(profile, latency_s, draws.latency),
             timeline=FaultTimeline(faults, clock=clock, time_scale=time_scale),
-            rng=rng,
+            draws=draws,
             time_scale=time_scale,
             max_body_bytes=max_body_bytes,
             model=model,
@@ -78,3 +81,17 @@ class StubState:
     def next_id(self) -> int:
         self._next_id += 1
         return self._next_id
+
+    def begin(self, request_id: str | None) -> None:
+        """Reseed the draws for this request: by its ``x-request-id`` and how many times that id
+        came (the proxy's retries resend it: attempt 2, 3...), as the simulation keys a dispatch
+        by request id and attempt; without the header, by its arrival number at the stub."""
+        if request_id is None:
+            self.draws.begin(f"#{self._next_id}", 1)
+            return
+        seen = self._seen
+        attempt = seen.pop(request_id, 0) + 1
+        seen[request_id] = attempt  # most recent last: the oldest ids are forgotten first
+        if len(seen) > SEEN_CAP:
+            seen.popitem(last=False)
+        self.draws.begin(request_id, attempt)

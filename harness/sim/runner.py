@@ -180,7 +180,7 @@ def _simulate(
     core = RunCore(profile, seed, mode="sim", engine_rng=stream(seed, "engine"), log=log)
     engine = core.engine
     col = core.collector
-    upstream = SimUpstream(profile, stream(seed, "latency"), stream(seed, "faults"))
+    upstream = SimUpstream(profile, seed)
     heap: list[tuple[float, int, int, Any]] = []
     seq = 0
     for f in profile.faults:
@@ -273,7 +273,7 @@ def _simulate(
             apply(now, actions)
             for a in actions:
                 if type(a) is Dispatch:
-                    dur, failure, ra = call(now, a.cls)
+                    dur, failure, ra = call(now, a.cls, a.id, a.attempt)
                     seq += 1
                     if failure is None:
                         push(heap, (now + dur, seq, _FINISH, a.id))

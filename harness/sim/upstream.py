@@ -1,20 +1,22 @@
 """The simulated model endpoint, in virtual time, over the upstream model
 (``harness.upstream_model``: latency samplers, the fault walk, the token bucket).
 
-``SimUpstream.call(now, cls)`` decides the fate of one upstream attempt at dispatch time and
-returns ``(duration_s, failure)``: the attempt ends ``duration_s`` later, with ``failure`` None
-(success) or a reason and an optional Retry-After. Each fault draws its probability from the
-upstream's own rng stream, so a fault's presence does not disturb latency draws of the others.
+``SimUpstream.call(now, cls, rid, attempt)`` decides the fate of one upstream attempt at
+dispatch time and returns ``(duration_s, failure, retry_after_s)``: the attempt ends
+``duration_s`` later, with ``failure`` None (success) or a reason and an optional Retry-After.
+Its draws belong to the attempt (``harness.upstream_model.draws``): latency and faults come from
+streams reseeded by (seed, request id, attempt), so a request keeps its latency whatever
+admission did to the others, and a fault's presence does not move a latency draw.
 """
 
 from __future__ import annotations
 
 import heapq
-import random
 from typing import Final
 
 from harness.profile import Fault, Profile
 from harness.upstream_model.bucket import TokenBucket
+from harness.upstream_model.draws import RequestDraws
 from harness.upstream_model.faults import walk
 from harness.upstream_model.latency import Sampler, sampler
 
@@ -64,13 +66,12 @@ class RateLimits:
 
 
 class SimUpstream:
-    def __init__(
-        self, profile: Profile, latency_rng: random.Random, fault_rng: random.Random
-    ) -> None:
+    def __init__(self, profile: Profile, seed: int) -> None:
         self.timeout_s = profile.upstream.timeout_s
-        default = sampler(profile.upstream.latency, latency_rng)
+        self.draws = draws = RequestDraws(seed)
+        default = sampler(profile.upstream.latency, draws.latency)
         self.samplers: dict[str, Sampler] = {
-            name: sampler(c.latency, latency_rng) if c.latency is not None else default
+            name: sampler(c.latency, draws.latency) if c.latency is not None else default
             for name, c in profile.classes.items()
         }
         # Stream faults hit streaming requests only, as in the stub.
@@ -79,16 +80,17 @@ class SimUpstream:
             f for f in profile.faults if f.kind not in ("metrics_outage",)
         )
         self.indexed: tuple[tuple[int, Fault], ...] = tuple(enumerate(self.faults))
-        self.fault_rng = fault_rng
+        self.fault_rng = draws.faults
         self.mean_latency_s = profile.service_time_prior()
         # An object, not the bound method of this one: built once, and no reference cycle.
         self._limits = RateLimits(self.mean_latency_s)
 
-    def active_faults(self, now: float) -> list[Fault]:
-        return [f for f in self.faults if f.active(now)]
-
-    def call(self, now: float, cls: str) -> tuple[float, str | None, float | None]:
-        """(duration_s, failure reason or None, retry_after_s) for an attempt starting now."""
+    def call(
+        self, now: float, cls: str, rid: str, attempt: int
+    ) -> tuple[float, str | None, float | None]:
+        """(duration_s, failure reason or None, retry_after_s) for attempt ``attempt`` of
+        request ``rid``, starting now."""
+        self.draws.begin(rid, attempt)
         latency = self.samplers[cls]()
         if self.indexed:
             hit = walk(self.indexed, self.fault_rng, now, at_s=now, stream=cls in self.streaming,

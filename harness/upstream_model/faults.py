@@ -9,7 +9,7 @@ walk skips the inactive ones (a list of the active ones built per dispatch cost 
 upstream about 25 % of its calls per second under the golden faults profile). The walk passes
 over, with no draw, a fault of a kind the caller skips and a stream fault (``stream_error``,
 ``truncate``) on a request that does not stream. Every other fault with ``probability < 1``
-draws once from the caller's ``Random``; a ``rate_limit`` that fires then asks the caller's
+draws once from the caller's fault stream; a ``rate_limit`` that fires then asks the caller's
 limiter (its token bucket), which answers None to let the attempt go. Latency faults add up;
 the first terminal or stream fault that fires decides the attempt and the walk stops: later
 faults draw nothing. This draw order is the simulation's, and canonical: the golden files
@@ -19,10 +19,10 @@ record it. The simulation walks once per dispatch under faults, so the module is
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from random import Random
 from typing import Final, Generic, TypeVar
 
 from harness.profile import Fault
+from harness.upstream_model.draws import KeyedRandom
 
 STREAM_KINDS: Final = frozenset({"stream_error", "truncate"})
 
@@ -45,7 +45,7 @@ class FaultHit(Generic[L]):
 
 def walk(
     faults: Sequence[tuple[int, Fault]],
-    rng: Random,
+    rng: KeyedRandom,
     now: float,
     *,
     at_s: float | None = None,  # profile time to test activity at; None: all are active

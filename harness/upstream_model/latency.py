@@ -1,25 +1,24 @@
-"""Latency samplers: one draw per call, from the ``random.Random`` the sampler was bound to.
+"""Latency samplers: one draw per call, from the latency stream the sampler was bound to.
 
-The simulated upstream binds its samplers to its latency stream; the stub binds them to its
-one seeded ``Random``. A fixed model draws nothing, so adding a fixed-latency class does not
-shift other draws. The simulation draws one latency per dispatch, so this module is compiled
-(setup.py HOT_MODULES) and the uniform and exponential formulas are written out rather than
-called through ``rng.uniform`` / ``rng.expovariate``: the same arithmetic on the same
-``rng.random()`` value, so the same floats, without a Python-level method call per draw.
+The simulated upstream and the stub both bind their samplers to the latency stream of their
+:class:`~harness.upstream_model.draws.RequestDraws`, reseeded per request attempt, so a latency
+belongs to its request. A fixed model draws nothing. The simulation draws one latency per
+dispatch, so this module is compiled (setup.py HOT_MODULES); the uniform and exponential
+formulas are ``random.uniform``'s and ``random.expovariate``'s, on one uniform each.
 """
 
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Callable
 
 from harness.profile import Latency
+from harness.upstream_model.draws import KeyedRandom
 
 Sampler = Callable[[], float]
 
 
-def sampler(lat: Latency, rng: random.Random) -> Sampler:
+def sampler(lat: Latency, rng: KeyedRandom) -> Sampler:
     """A function drawing one latency in profile seconds (>= 0) from ``lat``, using ``rng``."""
     if lat.dist == "fixed":
         v = float(lat.value_s or 0.0)

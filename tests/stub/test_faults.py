@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import random
-
 import pytest
 
 from harness.profile import Fault, parse_fault_list
 from harness.stub.faults import FaultTimeline
+from harness.upstream_model.draws import KeyedRandom
 
 from .support import FakeClock, profile
 
@@ -21,7 +20,7 @@ TIMELINE = """faults:
 
 
 def kinds(tl: FaultTimeline, *, stream: bool = False) -> tuple[str | None, float]:
-    plan = tl.plan(random.Random(0), in_flight=0, stream=stream)
+    plan = tl.plan(KeyedRandom(0, "test"), in_flight=0, stream=stream)
     if plan is None:
         return None, 0.0
     return (plan.terminal.kind if plan.terminal else None), plan.add_s
@@ -54,7 +53,7 @@ def test_time_scale_multiplies_fault_times_and_durations() -> None:
     clock.t = 0.999
     assert kinds(tl) == (None, 0.0)
     clock.t = 1.0
-    plan = tl.plan(random.Random(0), in_flight=0, stream=False)
+    plan = tl.plan(KeyedRandom(0, "test"), in_flight=0, stream=False)
     assert plan is not None and plan.terminal is not None
     assert plan.retry_after_s == pytest.approx(0.2)  # retry-after speaks wall-clock seconds
     clock.t = 1.25
@@ -104,10 +103,10 @@ def test_first_terminal_fault_wins_and_stream_faults_hit_streams_only() -> None:
         ]
     )
     tl = FaultTimeline(faults, clock=clock)
-    plan = tl.plan(random.Random(0), in_flight=0, stream=False)
+    plan = tl.plan(KeyedRandom(0, "test"), in_flight=0, stream=False)
     assert plan is not None and plan.terminal is not None and plan.stream is None
     assert plan.terminal.kind == "reset"
-    plan = tl.plan(random.Random(0), in_flight=0, stream=True)
+    plan = tl.plan(KeyedRandom(0, "test"), in_flight=0, stream=True)
     assert plan is not None and plan.stream is not None and plan.stream.kind == "truncate"
 
 
@@ -121,7 +120,7 @@ def test_the_deciding_fault_ends_the_walk_and_later_faults_draw_nothing() -> Non
         ]
     )
     tl = FaultTimeline(faults, clock=FakeClock())
-    rng, twin = random.Random(7), random.Random(7)
+    rng, twin = KeyedRandom(7, "test"), KeyedRandom(7, "test")
     plan = tl.plan(rng, in_flight=0, stream=False)
     assert plan is not None and plan.terminal is not None and plan.terminal.kind == "status"
     assert plan.add_s == (2.0 if twin.random() < 0.5 else 0.0)
@@ -134,7 +133,7 @@ def test_probability_is_drawn_from_the_given_rng_deterministically() -> None:
     tl = FaultTimeline(faults, clock=clock)
 
     def outcomes(seed: int) -> list[bool]:
-        rng = random.Random(seed)
+        rng = KeyedRandom(seed, "test")
         return [tl.plan(rng, in_flight=0, stream=False) is not None for _ in range(1000)]
 
     a = outcomes(1)
@@ -145,7 +144,7 @@ def test_probability_is_drawn_from_the_given_rng_deterministically() -> None:
 
 def test_probability_one_draws_nothing() -> None:
     tl = FaultTimeline(parse_fault_list([{"kind": "status", "status": 500}]), clock=FakeClock())
-    rng = random.Random(4)
+    rng = KeyedRandom(4, "test")
     state = rng.getstate()
     assert tl.plan(rng, in_flight=0, stream=False) is not None
     assert rng.getstate() == state
@@ -155,7 +154,7 @@ def test_rate_limit_is_a_token_bucket_in_wall_clock_time() -> None:
     clock = FakeClock()
     faults = parse_fault_list([{"kind": "rate_limit", "rate_per_s": 2}])
     tl = FaultTimeline(faults, clock=clock, time_scale=0.5)  # 2/s in profile time = 4/s wall
-    rng = random.Random(0)
+    rng = KeyedRandom(0, "test")
     # A burst of one profile second's worth (2 requests), then 429s.
     assert tl.plan(rng, in_flight=0, stream=False) is None
     assert tl.plan(rng, in_flight=0, stream=False) is None
@@ -173,7 +172,7 @@ def test_rate_limit_is_a_token_bucket_in_wall_clock_time() -> None:
 def test_rate_limit_caps_concurrent_requests() -> None:
     faults = parse_fault_list([{"kind": "rate_limit", "rate_per_s": 1000, "max_concurrent": 3}])
     tl = FaultTimeline(faults, clock=FakeClock())
-    rng = random.Random(0)
+    rng = KeyedRandom(0, "test")
     assert tl.plan(rng, in_flight=2, stream=False) is None
     plan = tl.plan(rng, in_flight=3, stream=False)
     assert plan is not None and plan.limits is not None

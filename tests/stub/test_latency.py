@@ -1,4 +1,4 @@
-"""Latency and length models draw from the Random they are given; classes are found by header
+"""Latency and length models draw from the stream they are given; classes are found by header
 or size."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import pytest
 
 from harness.profile import Latency, TokenCount
 from harness.stub.latency import ClassTable, completion_tokens
+from harness.upstream_model.draws import KeyedRandom
 from harness.upstream_model.latency import sampler
 
 from .support import profile
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.timeout(30)
 
 
 def test_fixed_latency_draws_nothing_from_the_rng() -> None:
-    rng = random.Random(3)
+    rng = KeyedRandom(3, "test")
     state = rng.getstate()
     assert sampler(Latency(dist="fixed", value_s=2.5), rng)() == 2.5
     assert rng.getstate() == state
@@ -35,7 +36,7 @@ def test_fixed_latency_draws_nothing_from_the_rng() -> None:
     ],
 )
 def test_samplers_follow_their_distribution(lat: Latency, mean: float) -> None:
-    rng = random.Random(11)
+    rng = KeyedRandom(11, "test")
     sample = sampler(lat, rng)
     draws = [sample() for _ in range(20000)]
     assert min(draws) >= 0
@@ -44,7 +45,7 @@ def test_samplers_follow_their_distribution(lat: Latency, mean: float) -> None:
 
 
 def test_uniform_stays_in_bounds() -> None:
-    rng = random.Random(1)
+    rng = KeyedRandom(1, "test")
     sample = sampler(Latency(dist="uniform", low_s=5, high_s=30), rng)
     draws = [sample() for _ in range(2000)]
     assert min(draws) >= 5 and max(draws) <= 30
@@ -53,18 +54,19 @@ def test_uniform_stays_in_bounds() -> None:
 @pytest.mark.parametrize(
     ("lat", "draw"),
     [
-        (Latency(dist="uniform", low_s=5, high_s=30), lambda r: r.uniform(5.0, 30.0)),
-        (Latency(dist="exponential", mean_s=4), lambda r: r.expovariate(0.25)),
+        (Latency(dist="uniform", low_s=5, high_s=30), lambda r: 5.0 + 25.0 * r.random()),
+        (Latency(dist="exponential", mean_s=4), lambda r: -math.log(1.0 - r.random()) / 0.25),
         (
             Latency(dist="lognormal", median_s=2, sigma=0.5),
             lambda r: r.lognormvariate(math.log(2.0), 0.5),
         ),
     ],
 )
-def test_written_out_formulas_draw_the_same_floats_as_the_random_methods(
-    lat: Latency, draw: Callable[[random.Random], float]
+def test_samplers_draw_the_formulas_floats(
+    lat: Latency, draw: Callable[[KeyedRandom], float]
 ) -> None:
-    sample, rng = sampler(lat, random.Random(4)), random.Random(4)
+    """random.uniform's and random.expovariate's formulas, on the request's latency stream."""
+    sample, rng = sampler(lat, KeyedRandom(4, "test")), KeyedRandom(4, "test")
     assert [sample() for _ in range(500)] == [draw(rng) for _ in range(500)]
 
 
@@ -72,15 +74,15 @@ def test_same_seed_same_draws_and_the_global_random_is_untouched() -> None:
     random.seed(99)
     before = random.getstate()
     lat = Latency(dist="lognormal", median_s=1, sigma=1)
-    a = [sampler(lat, random.Random(5))() for _ in range(3)]
-    s1, s2 = sampler(lat, random.Random(5)), sampler(lat, random.Random(5))
+    a = [sampler(lat, KeyedRandom(5, "test"))() for _ in range(3)]
+    s1, s2 = sampler(lat, KeyedRandom(5, "test")), sampler(lat, KeyedRandom(5, "test"))
     assert [s1() for _ in range(50)] == [s2() for _ in range(50)]
     assert a[0] == a[1] == a[2]
     assert random.getstate() == before
 
 
 def test_completion_length_is_capped_by_max_tokens() -> None:
-    rng = random.Random(1)
+    rng = KeyedRandom(1, "test")
     assert completion_tokens(None, 16, rng) == (16, True)
     assert completion_tokens(TokenCount(dist="fixed", value=10), 16, rng) == (10, False)
     assert completion_tokens(TokenCount(dist="fixed", value=40), 16, rng) == (16, True)
@@ -91,7 +93,7 @@ def test_completion_length_is_capped_by_max_tokens() -> None:
     assert lengths == {3, 4, 5, 6}
 
 
-def _table(rng: random.Random) -> ClassTable:
+def _table(rng: KeyedRandom) -> ClassTable:
     classes = (
         '  small: {weight: 0.7, prompt: "Check this patch", max_tokens: 8,'
         " latency: {dist: fixed, value_s: 1}}\n"
@@ -103,7 +105,7 @@ def _table(rng: random.Random) -> ClassTable:
 
 
 def test_class_by_header_else_by_closest_prompt_size() -> None:
-    table = _table(random.Random(0))
+    table = _table(KeyedRandom(0, "test"))
     assert table.pick("large", 1).name == "large"
     assert table.pick(None, 10).name == "small"
     assert table.pick(None, 2500).name == "large"
@@ -112,7 +114,7 @@ def test_class_by_header_else_by_closest_prompt_size() -> None:
 
 
 def test_class_latency_overrides_upstream_and_latency_s_overrides_both() -> None:
-    rng = random.Random(0)
+    rng = KeyedRandom(0, "test")
     table = _table(rng)
     assert table.pick("small", 0).sample() == 1.0
     assert table.pick("large", 0).sample() == 7.0  # no class latency: upstream's
@@ -122,7 +124,7 @@ def test_class_latency_overrides_upstream_and_latency_s_overrides_both() -> None
 
 
 def test_without_a_profile_the_default_is_the_profile_default_latency() -> None:
-    table = ClassTable.build(None, None, random.Random(2))
+    table = ClassTable.build(None, None, KeyedRandom(2, "test"))
     draws = [table.pick(None, 5).sample() for _ in range(500)]
     assert min(draws) >= 5 and max(draws) <= 30
     assert table.pick(None, 5).max_tokens == 256

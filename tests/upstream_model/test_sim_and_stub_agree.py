@@ -1,9 +1,9 @@
 """The simulated upstream and the stub are one upstream model: for one profile and seed, fed
 the same dispatch order on a manual clock, they give every request the same outcome.
 
-The stub's side is its model (class table and fault timeline, no HTTP), given the two random
-streams the simulation uses (``latency`` and ``faults``); the stub app draws completion lengths
-from the same ``Random`` in between, which this test leaves out. The profile overlaps faults
+The stub's side is its state (class table, fault timeline and request draws, no HTTP), reseeded
+per request by ``x-request-id`` and attempt as the simulation keys a dispatch by request id and
+attempt; completion lengths draw from a stream of their own, which this test leaves out. The profile overlaps faults
 so that the walk's order matters (a terminal before a latency fault, a stream fault before a
 terminal). ``ack_loss`` is left out: live, it is the proxy's fault, not the stub's.
 """
@@ -14,11 +14,10 @@ import random
 
 import pytest
 
-from harness.arrivals import stream
 from harness.profile import loads
 from harness.sim.upstream import TRUNCATED, SimUpstream
-from harness.stub.faults import FaultPlan, FaultTimeline
-from harness.stub.latency import ClassTable
+from harness.stub.faults import FaultPlan
+from harness.stub.state import StubState
 
 PROFILE = """\
 name: sim-and-stub
@@ -74,23 +73,27 @@ def _sim_outcome(call: tuple[float, str | None, float | None]) -> Outcome:
 
 def test_same_profile_seed_and_dispatch_order_give_the_same_outcomes() -> None:
     prof = loads(PROFILE, file="sim-and-stub.yaml")
-    sim = SimUpstream(prof, stream(SEED, "latency"), stream(SEED, "faults"))
+    sim = SimUpstream(prof, SEED)
     clock = ManualClock()
-    table = ClassTable.build(prof, None, stream(SEED, "latency"))
-    timeline = FaultTimeline(prof.faults, clock=clock)
-    fault_rng = stream(SEED, "faults")
+    stub = StubState.build(profile=prof, seed=SEED, clock=clock)
     order = random.Random(5)
     sim_seen: list[Outcome] = []
     stub_seen: list[Outcome] = []
     t = 0.0
+    n = 0
     while t < 120.0:
         t += order.expovariate(6.0)
         cls = "chat" if order.random() < 0.75 else "tool"
         clock.t = t
-        sim_seen.append(_sim_outcome(sim.call(t, cls)))
-        latency = table.pick(cls, 0).sample()
-        plan = timeline.plan(fault_rng, in_flight=0, stream=cls == "chat")
-        stub_seen.append(_stub_outcome(latency, plan, prof.upstream.timeout_s))
+        n += 1
+        rid = f"r-{n:06d}"
+        # A third of the requests come again (the proxy's retry resends the x-request-id).
+        for attempt in (1, 2) if order.random() < 0.3 else (1,):
+            sim_seen.append(_sim_outcome(sim.call(t, cls, rid, attempt)))
+            stub.begin(rid)
+            latency = stub.classes.pick(cls, 0).sample()
+            plan = stub.timeline.plan(stub.draws.faults, in_flight=0, stream=cls == "chat")
+            stub_seen.append(_stub_outcome(latency, plan, prof.upstream.timeout_s))
     assert len(sim_seen) > 500
     for i, (a, b) in enumerate(zip(sim_seen, stub_seen, strict=True)):
         assert a[:2] == b[:2], f"request {i}: sim {a} vs stub {b}"
