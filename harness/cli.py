@@ -201,13 +201,21 @@ def report(
 
 @app.command()
 def compare(
-    base: Annotated[Path, typer.Argument(help="Baseline: summary.json, a results folder, a --seeds folder, or sweep.json.")],
+    base: Annotated[Path, typer.Argument(help="Baseline: a results folder or summary.json, a --seeds folder, or a sweep.")],
     new: Annotated[Path, typer.Argument(help="Candidate, same kinds as BASE.")],
-    tolerance: Annotated[list[str] | None, typer.Option(help="PATH=5% (relative) or PATH=2.0 (absolute). Repeatable.")] = None,
+    tolerance: Annotated[list[str] | None, typer.Option(help="Equivalence margin of a primary figure: NAME=5% (relative to base) or NAME=0.02 (absolute); NAME 'all' sets every one. Repeatable.")] = None,
+    seeds: Annotated[int, typer.Option(help="Seeds to re-simulate both sides at (simulations of this code version).", min=2)] = 20,
+    seed_base: Annotated[int | None, typer.Option(help="First of those seeds [default: BASE's seed].", **SEED)] = None,
+    alpha: Annotated[float, typer.Option(help="Family-wise error rate over the four primary figures (Holm).", min=1e-6, max=0.5)] = 0.01,
+    jobs: Annotated[int, typer.Option(help="Worker processes for the re-simulation (0: one per CPU).", min=0)] = 0,
     format_: Annotated[str, typer.Option("--format", help="md or json.")] = "md",
 ) -> None:
-    """Compare two results; print a Markdown table of deltas; exit 1 on a regression."""
-    from harness.results.compare import CompareError, compare_paths, parse_tolerance
+    """Review a change: regression, improvement, no detectable change or inconclusive, over the
+    primary figures (SLO-breach fraction, p95 turnaround, goodput, rejection fraction), robust to
+    seed noise. Exit 1 only on a regression. The method is in the README ("Change review")."""
+    from harness.commands.compare import CompareRequest, compare_sweeps, is_sweep, review
+    from harness.results.compare import CompareError, parse_tolerance
+    from harness.results.review_text import to_json, to_markdown
 
     if format_ not in ("md", "json"):
         raise _bad_input("--format must be md or json")
@@ -222,12 +230,15 @@ def compare(
         if not p.exists():
             raise _bad_input(f"{p}: no such file or folder")
     try:
-        cmp = compare_paths(base, new, tols)
+        if is_sweep(base) or is_sweep(new):
+            md, js, regressions = compare_sweeps(base, new, tols)
+            sys.stdout.write(md if format_ == "md" else js)
+            raise typer.Exit(EXIT_FAIL if regressions else EXIT_OK)
+        rv, sides = review(CompareRequest(base, new, tols, seeds, seed_base, alpha, jobs))
     except (CompareError, ValueError, OSError) as e:
         raise _bad_input(str(e)) from None
-    sys.stdout.write(cmp.to_markdown() if format_ == "md" else cmp.to_json())
-    sys.stdout.write("\n")
-    raise typer.Exit(EXIT_FAIL if cmp.regressions else EXIT_OK)
+    sys.stdout.write(to_markdown(rv, sides) if format_ == "md" else to_json(rv, sides))
+    raise typer.Exit(EXIT_FAIL if rv.regression else EXIT_OK)
 
 
 @app.command()

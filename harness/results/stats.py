@@ -88,6 +88,9 @@ class Collector:
         self.blind_s = 0.0
         self._t0: dict[str, float] = {}
         self._last: dict[str, Group] = {}
+        # One (id, class, arrival t, outcome, turnaround) per ended request when a caller asks
+        # (``harness compare`` resamples them by time window); None: not kept, nothing spent.
+        self.records: list[tuple[str, str, float, str, float | None]] | None = None
 
     # -- feeding ------------------------------------------------------------------------------
 
@@ -124,6 +127,8 @@ class Collector:
                 sec.rejected += 1
                 if self._t0:
                     self._t0.pop(a.id, None)
+                if self.records is not None:
+                    self.records.append((a.id, a.cls, now, "rejected", None))
                 r = a.reason
                 self.rejected_by_reason[r] = self.rejected_by_reason.get(r, 0) + 1
                 sec.rejected_by_reason[r] = sec.rejected_by_reason.get(r, 0) + 1
@@ -142,6 +147,8 @@ class Collector:
                 g.turnarounds.append(ta)
                 if ta > self.slo_s:
                     self.slo_breach += 1
+                if self.records is not None:
+                    self.records.append((a.id, g.cls, t0, "completed", ta))  # type: ignore[attr-defined]
             elif tp is Admit:
                 assert isinstance(a, Admit)
                 g = self._group(a.cls, a.priority)
@@ -152,6 +159,8 @@ class Collector:
             elif tp is Fail:
                 assert isinstance(a, Fail)
                 _t0, g = self.requests.pop(a.id)
+                if self.records is not None:
+                    self.records.append((a.id, g.cls, _t0, "failed", None))
                 g.failed += 1
                 self.failed += 1
                 sec.failed += 1
@@ -159,6 +168,8 @@ class Collector:
                 self.failed_by_reason[r] = self.failed_by_reason.get(r, 0) + 1
             elif tp is Expire:
                 _t0, g = self.requests.pop(a.id)  # type: ignore[attr-defined]
+                if self.records is not None:
+                    self.records.append((a.id, g.cls, _t0, "expired", None))  # type: ignore[attr-defined]
                 g.expired += 1
                 self.expired += 1
                 sec.expired += 1

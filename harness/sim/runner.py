@@ -141,8 +141,10 @@ def simulate(
     progress: Callable[[float], None] | None = None,
     stop: Callable[[float], bool] | None = None,
     schedule_seed: int | None = None,
+    keep_requests: bool = False,
 ) -> SimResult:
-    """Run ``profile`` in virtual time. ``progress(t)`` is called with the simulated time every
+    """Run ``profile`` in virtual time. ``keep_requests`` keeps one record per ended request
+    (``SimResult.collector.records``; written as requests.jsonl by :func:`run_to_folder`). ``progress(t)`` is called with the simulated time every
     16,384 arrivals (long runs show a progress bar). ``stop(t)`` is asked once per simulated
     second (a signal arrived: the CLI's hook; a test's hook delivers one at a chosen time); when
     it answers True the run ends there, marked incomplete, work in progress counted in flight.
@@ -157,7 +159,7 @@ def simulate(
     gc.disable()
     try:
         return _simulate(profile, seed, log, extra_thresholds, with_timeline, progress, stop,
-                         schedule_seed)  # fmt: skip
+                         schedule_seed, keep_requests)  # fmt: skip
     finally:
         if gc_was_on:
             gc.enable()
@@ -172,6 +174,7 @@ def _simulate(
     progress: Callable[[float], None] | None,
     stop: Callable[[float], bool] | None,
     schedule_seed: int | None,
+    keep_requests: bool,
 ) -> SimResult:
     """The hot loop (compiled; longer than the house's functions on purpose): per event only
     the engine call, ``collector.apply`` and ``log.write``, bound once as locals; the books'
@@ -180,6 +183,8 @@ def _simulate(
     core = RunCore(profile, seed, mode="sim", engine_rng=stream(seed, "engine"), log=log)
     engine = core.engine
     col = core.collector
+    if keep_requests:
+        col.records = []
     upstream = SimUpstream(profile, seed)
     heap: list[tuple[float, int, int, Any]] = []
     seq = 0
@@ -298,6 +303,17 @@ def _simulate(
                      scheduled / wall if wall > 0 else 0.0, col)  # fmt: skip
 
 
+def request_lines(
+    records: list[tuple[str, str, float, str, float | None]],
+) -> list[dict[str, Any]]:
+    """A simulation's requests.jsonl: the live record's fields that a simulation knows (times
+    in profile seconds; ``latency_s`` is the turnaround from the arrival), in arrival order."""
+    rows = sorted(records, key=lambda r: r[2])
+    return [{"class": c, "id": rid, "latency_s": None if ta is None else round(ta, 6),
+             "outcome": outcome, "t_intended": round(t, 6)}
+            for rid, c, t, outcome, ta in rows]  # fmt: skip
+
+
 def run_to_folder(
     profile: Profile,
     seed: int | None,
@@ -307,16 +323,19 @@ def run_to_folder(
     progress: Callable[[float], None] | None = None,
     stop: Callable[[float], bool] | None = None,
 ) -> SimResult:
-    """Simulate and write summary.json, decisions.jsonl and timeline.jsonl into ``out``."""
+    """Simulate and write summary.json, decisions.jsonl, timeline.jsonl and requests.jsonl
+    (one line per ended request, as a live run writes) into ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     tmp = out / ".decisions.jsonl.partial"
     with tmp.open("wb") as fh:
         log = DecisionLog(fh)
         result = simulate(profile, seed, log=log, extra_thresholds=extra_thresholds,
-                          progress=progress, stop=stop)  # fmt: skip
+                          progress=progress, stop=stop, keep_requests=True)  # fmt: skip
         log.flush()
     tmp.replace(out / "decisions.jsonl")
     summ.write_jsonl(out / "timeline.jsonl", result.timeline)
+    assert result.collector is not None and result.collector.records is not None
+    summ.write_jsonl(out / "requests.jsonl", request_lines(result.collector.records))
     summ.write_summary(out, result.summary)
     return result
 

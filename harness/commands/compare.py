@@ -1,0 +1,201 @@
+"""``harness compare BASE NEW``: which evidence to use, re-simulation, and the review's output.
+
+The statistics are :mod:`harness.results.review`'s; this module picks the method (see its
+docstring) from what the two sides are:
+
+- both simulations of this very code version (``meta.harness_version`` and ``meta.git_sha``
+  equal on both sides and to the running code): both effective profiles are re-simulated over
+  the same ``--seeds`` seeds in a process pool, and the per-seed differences are paired;
+- per-seed results that cannot be re-run (another code version): Welch, seed against seed;
+- single or live runs: their ``requests.jsonl``, by time windows (moving-block bootstrap).
+
+Sweeps (``sweep.json``) keep the point-by-point table of :mod:`harness.results.compare`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.commands.pool import run_chunks
+from harness.results.compare import CompareError, Tolerance, compare_results, load_result
+from harness.results.review import PRIMARY, Primary, Review, Windows, review_records, review_seeds
+from harness.results.summary import git_sha
+
+WINDOW_S = 10.0  # the bootstrap's time window (profile seconds)
+
+
+@dataclass(slots=True)
+class Side:
+    """One side of a compare: its per-seed summaries and the folders holding their records."""
+
+    path: Path
+    summaries: list[dict[str, Any]] = field(default_factory=list)
+    folders: list[Path] = field(default_factory=list)
+
+    @property
+    def mode(self) -> str:
+        return str(self.summaries[0].get("mode", "?")) if self.summaries else "?"
+
+    def version(self) -> tuple[Any, Any]:
+        m = self.summaries[0].get("meta") or {} if self.summaries else {}
+        return (m.get("harness_version"), m.get("git_sha"))
+
+    def describe(self) -> str:
+        s = self.summaries
+        kind = "live run" if self.mode == "live" else "simulation"
+        if len(s) == 1:
+            return f"{kind}, seed {s[0].get('seed', '?')}"
+        return f"{len(s)} {kind}s, seeds {s[0].get('seed')}..{s[-1].get('seed')}"
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise CompareError(f"{path}: cannot read JSON: {e}") from None
+    if not isinstance(data, dict) or "counts" not in data:
+        raise CompareError(f"{path}: not a run's summary.json (no counts)")
+    return data
+
+
+def load_side(path: Path) -> Side:
+    """A summary.json, a results folder, or a ``--seeds`` folder (``seed-<n>/`` inside)."""
+    if path.is_file():
+        return Side(path, [_read(path)], [path.parent])
+    if (path / "summary.json").is_file():
+        return Side(path, [_read(path / "summary.json")], [path])
+    seeds = sorted((d for d in path.glob("seed-*") if (d / "summary.json").is_file()),
+                   key=lambda d: (len(d.name), d.name))  # fmt: skip
+    if not seeds:
+        raise CompareError(f"{path}: no summary.json or seed-*/summary.json here")
+    return Side(path, [_read(d / "summary.json") for d in seeds], seeds)
+
+
+# -- re-simulation (runs in worker processes) ------------------------------------------------
+
+_PROFILES: dict[str, Any] = {}
+
+
+def _resimulate(job: tuple[str, int]) -> dict[str, Any]:
+    from harness.profile import loads
+    from harness.sim.runner import simulate
+
+    text, seed = job
+    prof = _PROFILES.get(text)
+    if prof is None:
+        prof = _PROFILES[text] = loads(text, file="<effective profile>")
+    return simulate(prof, seed, with_timeline=False).summary
+
+
+def resimulate(effective: Mapping[str, Any], seeds: list[int], jobs: int) -> list[dict[str, Any]]:
+    """The profile ``effective`` (a summary's ``effective`` section) simulated at each seed."""
+    text = json.dumps(effective, sort_keys=True)
+    out: dict[int, dict[str, Any]] = {}
+
+    def take(job: tuple[str, int], summary: dict[str, Any]) -> None:
+        out[job[1]] = summary
+
+    run_chunks(_resimulate, [(text, s) for s in seeds], jobs, None, take)
+    return [out[s] for s in seeds]
+
+
+# -- the command -----------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class CompareRequest:
+    base: Path
+    new: Path
+    tolerances: dict[str, Tolerance]
+    seeds: int = 20
+    seed_base: int | None = None
+    alpha: float = 0.01
+    jobs: int = 0
+
+
+def _margins(tols: Mapping[str, Tolerance]) -> Any:
+    def margin(fig: Primary) -> Tolerance:
+        return tols.get(fig.name) or tols.get("all") or fig.margin
+
+    return margin
+
+
+def _records(side: Side) -> Windows | None:
+    """The side's request windows, the runs laid end to end (a --seeds folder: one long run)."""
+    rows: list[dict[str, Any]] = []
+    offset = 0.0
+    slo = math.inf
+    for summary, folder in zip(side.summaries, side.folders, strict=True):
+        path = folder / "requests.jsonl"
+        if not path.is_file():
+            return None
+        slo = float((summary.get("effective") or {}).get("slo", {}).get("turnaround_p95_s", slo))
+        span = math.ceil(float(summary.get("duration_s") or 0.0) / WINDOW_S) * WINDOW_S
+        with path.open(encoding="utf-8") as fh:
+            for line in fh:
+                try:
+                    r = json.loads(line)
+                except json.JSONDecodeError:
+                    continue  # a torn last line of an interrupted run
+                if isinstance(r, dict) and isinstance(r.get("t_intended"), int | float):
+                    rows.append({**r, "t_intended": r["t_intended"] + offset})
+        offset += span
+    return Windows.of(rows, slo, WINDOW_S)
+
+
+def review(req: CompareRequest) -> tuple[Review, str]:
+    """The review and the sides' description line."""
+    base, new = load_side(req.base), load_side(req.new)
+    margins = _margins(req.tolerances)
+    this = (base.summaries[0].get("meta") or {}).get("harness_version"), git_sha()
+    same = base.mode == new.mode == "sim" and base.version() == new.version() == this
+    sides = f"base: {base.describe()} ({req.base}); new: {new.describe()} ({req.new})"
+    if same and all("effective" in s for s in (base.summaries[0], new.summaries[0])):
+        first = req.seed_base if req.seed_base is not None else int(base.summaries[0]["seed"])
+        seeds = list(range(first, first + req.seeds))
+        jobs = min(req.jobs or os.cpu_count() or 1, 2 * len(seeds))
+        b = resimulate(base.summaries[0]["effective"], seeds, jobs)
+        n = resimulate(new.summaries[0]["effective"], seeds, jobs)
+        rv = review_seeds(b, n, paired=True, margins=margins, alpha=req.alpha)
+        rv.notes.append(f"re-simulated both effective profiles at seeds {first}..{seeds[-1]}")
+        if rv.verdict == "inconclusive":
+            rv.settle = (f"harness compare {req.base} {req.new} --seeds {2 * req.seeds}")
+        return rv, sides
+    if len(base.summaries) >= 2 and len(new.summaries) >= 2:
+        rv = review_seeds(base.summaries, new.summaries, paired=False, margins=margins,
+                          alpha=req.alpha)  # fmt: skip
+        if base.mode == new.mode == "sim":
+            rv.notes.append("stored runs of another code version: not re-simulated")
+        if rv.verdict == "inconclusive":
+            rv.settle = ("more seeds on both sides (harness sim PROFILE --seeds 40), or both "
+                         "sides simulated by one code version: a paired re-simulation")
+        return rv, sides
+    wb, wn = _records(base), _records(new)
+    if wb is None or wn is None:
+        raise CompareError("single runs need their requests.jsonl to be compared (or give "
+                           "--seeds folders of both sides)")  # fmt: skip
+    rv = review_records(wb, wn, margins=margins, alpha=req.alpha)
+    if rv.verdict == "inconclusive":
+        rv.settle = ("longer runs on both sides (more windows), or simulate both: "
+                     "harness sim PROFILE --seeds 20, then compare the two folders")
+    return rv, sides
+
+
+def compare_sweeps(base: Path, new: Path, tolerances: dict[str, Tolerance]) -> tuple[str, str, int]:
+    """(markdown, json, regressions) of two sweeps, point by point."""
+    cmp = compare_results(load_result(base), load_result(new), tolerances)
+    return cmp.to_markdown(), cmp.to_json(), len(cmp.regressions)
+
+
+def is_sweep(path: Path) -> bool:
+    return (path / "sweep.json").is_file() if path.is_dir() else path.name == "sweep.json"
+
+
+__all__ = ["PRIMARY", "CompareRequest", "Side", "compare_sweeps", "is_sweep", "load_side",
+           "review"]  # fmt: skip

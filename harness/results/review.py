@@ -1,0 +1,306 @@
+"""Change review: one verdict over the primary figures, robust to seed noise.
+
+Method (README, "Change review"):
+
+1. **Four primary figures**, each with a direction and an equivalence margin (the
+   ``--tolerance``): SLO-breach fraction (completed requests slower than the SLO), p95
+   turnaround, goodput (completions within the SLO per second) and rejection fraction. The
+   completed fraction is not one: it is the rejection, failure and expiry fractions again.
+2. **Evidence**, best first: *paired* -- both profiles re-simulated over the same seeds, draws
+   belonging to requests (common random numbers), a paired t-test on the per-seed differences;
+   *unpaired* -- stored per-seed results (another code version), Welch's t-test; *records* --
+   single or live runs, per-request records cut into time windows and resampled in blocks of
+   consecutive windows (a moving-block bootstrap: queue waits are autocorrelated), both sides
+   with the same block draws.
+3. **Per figure**: ``regression`` when significantly worse by more than the margin (one-sided
+   test of ``worse-by > margin``), ``improvement`` when significantly better by more than the
+   margin, ``no detectable change`` when the (1 - 2 alpha) interval of the difference lies
+   inside +-margin, else ``inconclusive``. The regression tests and the improvement tests are
+   each Holm-adjusted over the four figures: family-wise error <= alpha (default 0.01).
+4. **Overall**: regression if any figure regresses (a ``trade-off`` if another improved: still
+   exit 1); else improvement if any improved; no detectable change if all are; else
+   inconclusive, with the command that would settle it.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from harness.results.compare import Tolerance
+from harness.results.expr import expr_value
+from harness.results.inference import bootstrap_p, holm, mean_sd, moving_blocks, t_ppf, t_sf
+from harness.results.quantiles import quantile
+
+Worse = Literal["up", "down"]
+Method = Literal["paired", "unpaired", "records"]
+ALPHA = 0.01
+BOOT_REPS = 1000
+MIN_WINDOWS = 12
+
+
+@dataclass(frozen=True, slots=True)
+class Primary:
+    name: str
+    expr: str  # on a summary (threshold grammar)
+    worse: Worse
+    margin: Tolerance
+    unit: str
+
+
+PRIMARY = (
+    Primary("slo_breach_fraction", "counts.slo_breach / counts.completed", "up",
+            Tolerance(absolute=0.02), ""),
+    Primary("turnaround_s.p95", "turnaround_s.p95", "up", Tolerance(relative=0.05), "s"),
+    Primary("goodput_per_s", "goodput_per_s", "down", Tolerance(relative=0.05), "/s"),
+    Primary("rejection_fraction", "counts.rejected / counts.arrivals", "up",
+            Tolerance(absolute=0.02), ""),
+)  # fmt: skip
+
+
+# -- per-request records, cut into time windows ----------------------------------------------
+
+
+@dataclass(slots=True)
+class Window:
+    arrivals: int = 0
+    rejected: int = 0
+    completed: int = 0
+    breached: int = 0
+    turnarounds: list[float] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Windows:
+    """One run's requests by arrival window: what the bootstrap resamples."""
+
+    width_s: float
+    slo_s: float
+    rows: list[Window]
+
+    @classmethod
+    def of(cls, records: Sequence[Mapping[str, Any]], slo_s: float, width_s: float) -> Windows:
+        rows: list[Window] = []
+        for r in records:
+            outcome = r.get("outcome")
+            t = r.get("t_intended")
+            if outcome in (None, "dropped", "in_flight") or not isinstance(t, int | float):
+                continue
+            i = int(t // width_s)
+            while len(rows) <= i:
+                rows.append(Window())
+            w = rows[i]
+            w.arrivals += 1
+            if outcome == "rejected":
+                w.rejected += 1
+            elif outcome == "completed" and isinstance(r.get("latency_s"), int | float):
+                ta = float(r["latency_s"])
+                w.completed += 1
+                w.turnarounds.append(ta)
+                w.breached += ta > slo_s
+        return cls(width_s, slo_s, rows)
+
+    def figures(self, idx: Sequence[int]) -> list[float | None]:
+        """The primary figures (PRIMARY's order) over the windows ``idx`` (with repeats)."""
+        arr = rej = done = breach = 0
+        tas: list[float] = []
+        for i in idx:
+            w = self.rows[i]
+            arr += w.arrivals
+            rej += w.rejected
+            done += w.completed
+            breach += w.breached
+            tas.extend(w.turnarounds)
+        span = len(idx) * self.width_s
+        return [breach / done if done else None, quantile(tas, 0.95) if tas else None,
+                (done - breach) / span if span else None, rej / arr if arr else None]  # fmt: skip
+
+
+# -- one figure's evidence and verdict -------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Row:
+    figure: str
+    base: float | None
+    new: float | None
+    delta: float | None  # new - base (mean of the differences, or of the replicates)
+    low: float | None  # the (1 - 2 alpha) interval of delta
+    high: float | None
+    margin: float
+    p_worse: float = 1.0  # Holm-adjusted
+    p_better: float = 1.0
+    verdict: str = "inconclusive"
+    note: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in ("figure", "base", "new", "delta", "low", "high",
+                                              "margin", "p_worse", "p_better", "verdict", "note")}  # fmt: skip
+
+
+def _t_evidence(
+    fig: Primary, diffs_or_sides: tuple[list[float], list[float]], paired: bool, alpha: float
+) -> tuple[Row, float, float]:
+    """(row, raw p_worse, raw p_better) from a t-test: paired differences or Welch."""
+    b, n = diffs_or_sides
+    bm = math.fsum(b) / len(b)
+    nm = math.fsum(n) / len(n)
+    margin = fig.margin.allowed(bm)
+    w = 1.0 if fig.worse == "up" else -1.0
+    if paired:
+        d, sd = mean_sd([y - x for x, y in zip(b, n, strict=True)])
+        se, df = sd / math.sqrt(len(b)), len(b) - 1.0
+    else:
+        (_, sb), (_, sn) = mean_sd(b), mean_sd(n)
+        vb, vn = sb * sb / len(b), sn * sn / len(n)
+        d, se = nm - bm, math.sqrt(vb + vn)
+        df = (vb + vn) ** 2 / (vb * vb / (len(b) - 1) + vn * vn / (len(n) - 1)) if se > 0 else 1.0
+    row = Row(fig.name, bm, nm, d, None, None, margin)
+    if not se > 0:  # identical draws, or every seed moved alike: the difference is exact
+        row.low = row.high = d
+        return row, (0.0 if w * d > margin else 1.0), (0.0 if -w * d > margin else 1.0)
+    half = t_ppf(1.0 - alpha, df) * se
+    row.low, row.high = d - half, d + half
+    return row, t_sf((w * d - margin) / se, df), t_sf((-w * d - margin) / se, df)
+
+
+def _boot_evidence(
+    fig: Primary, k: int, point: tuple[list[float | None], list[float | None]],
+    resampled: list[tuple[list[float | None], list[float | None]]], alpha: float,
+) -> tuple[Row, float, float]:  # fmt: skip
+    """One figure from the shared resamples: ``point`` is (base, new) over all windows,
+    ``resampled`` the same per block draw."""
+    b0, n0 = point[0][k], point[1][k]
+    if b0 is None or n0 is None:
+        return Row(fig.name, b0, n0, None, None, None, 0.0, note="missing on one side"), 1.0, 1.0
+    reps = []
+    for fb, fn in resampled:
+        bb, nn = fb[k], fn[k]
+        if bb is not None and nn is not None:
+            reps.append(nn - bb)
+    margin = fig.margin.allowed(b0)
+    w = 1.0 if fig.worse == "up" else -1.0
+    reps.sort()
+    row = Row(fig.name, b0, n0, n0 - b0, quantile(reps, alpha), quantile(reps, 1 - alpha), margin)
+    return (row, bootstrap_p(reps, lambda r: w * r > margin),
+            bootstrap_p(reps, lambda r: -w * r > margin))  # fmt: skip
+
+
+# -- the review ------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Review:
+    method: Method
+    size: str  # "20 seeds", "34 windows of 10 s"
+    alpha: float
+    rows: list[Row]
+    verdict: str = "inconclusive"
+    settle: str = ""  # the command that would settle an inconclusive review
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def regression(self) -> bool:
+        return any(r.verdict == "regression" for r in self.rows)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"verdict": self.verdict, "method": self.method, "size": self.size,
+                "alpha": self.alpha, "rows": [r.as_dict() for r in self.rows],
+                "settle": self.settle or None, "notes": self.notes,
+                "regressions": [r.figure for r in self.rows if r.verdict == "regression"]}  # fmt: skip
+
+
+def _judge(rows: list[Row], raw_worse: list[float], raw_better: list[float], alpha: float) -> None:
+    for r, pw, pb in zip(rows, holm(raw_worse), holm(raw_better), strict=True):
+        r.p_worse, r.p_better = pw, pb
+        if r.delta is None:
+            r.verdict = "n/a"
+        elif pw <= alpha:
+            r.verdict = "regression"
+        elif pb <= alpha:
+            r.verdict = "improvement"
+        elif (r.low is not None and r.high is not None
+              and -r.margin <= r.low and r.high <= r.margin):  # fmt: skip
+            r.verdict = "no detectable change"
+
+
+def overall(rows: Sequence[Row]) -> str:
+    verdicts = {r.verdict for r in rows if r.verdict != "n/a"}
+    if "regression" in verdicts:
+        return "trade-off (with a regression)" if "improvement" in verdicts else "regression"
+    if "improvement" in verdicts:
+        return "improvement"
+    if verdicts == {"no detectable change"}:
+        return "no detectable change"
+    return "inconclusive"
+
+
+def review_seeds(
+    base: Sequence[Mapping[str, Any]],
+    new: Sequence[Mapping[str, Any]],
+    *,
+    paired: bool,
+    margins: Callable[[Primary], Tolerance] | None = None,
+    alpha: float = ALPHA,
+) -> Review:
+    """Per-seed summaries of both sides; ``paired``: seed i of each side share their draws."""
+    rows, pw, pb = [], [], []
+    for fig in PRIMARY:
+        f = fig if margins is None else Primary(fig.name, fig.expr, fig.worse, margins(fig),
+                                                fig.unit)  # fmt: skip
+        pairs = [(expr_value(b, f.expr), expr_value(n, f.expr)) for b, n in zip(base, new, strict=False)]
+        if paired:
+            bs = [x for x, y in pairs if x is not None and y is not None]
+            ns = [y for x, y in pairs if x is not None and y is not None]
+        else:
+            bs = [v for v in (expr_value(b, f.expr) for b in base) if v is not None]
+            ns = [v for v in (expr_value(n, f.expr) for n in new) if v is not None]
+        if len(bs) < 2 or len(ns) < 2:
+            rows.append(Row(f.name, None, None, None, None, None, 0.0, note="too few values"))
+            pw.append(1.0)
+            pb.append(1.0)
+            continue
+        row, a, b = _t_evidence(f, (bs, ns), paired, alpha)
+        rows.append(row)
+        pw.append(a)
+        pb.append(b)
+    _judge(rows, pw, pb, alpha)
+    n = min(len(base), len(new))
+    out = Review("paired" if paired else "unpaired", f"{n} seeds", alpha, rows, overall(rows))
+    return out
+
+
+def review_records(
+    base: Windows,
+    new: Windows,
+    *,
+    margins: Callable[[Primary], Tolerance] | None = None,
+    alpha: float = ALPHA,
+    reps: int = BOOT_REPS,
+    seed: int = 0,
+) -> Review:
+    """Two runs' request windows, by a moving-block bootstrap with shared block draws."""
+    n = min(len(base.rows), len(new.rows))
+    size = f"{n} windows of {base.width_s:g} s"
+    if n < MIN_WINDOWS:
+        rows = [Row(f.name, None, None, None, None, None, 0.0, verdict="inconclusive",
+                    note="too few windows") for f in PRIMARY]  # fmt: skip
+        return Review("records", size, alpha, rows, "inconclusive")
+    block = max(1, round(n ** (1 / 3)))
+    draws = moving_blocks(n, block, reps, random.Random(seed))
+    everything = list(range(n))
+    point = (base.figures(everything), new.figures(everything))
+    resampled = [(base.figures(idx), new.figures(idx)) for idx in draws]
+    rows, pw, pb = [], [], []
+    for k, fig in enumerate(PRIMARY):
+        f = fig if margins is None else Primary(fig.name, fig.expr, fig.worse, margins(fig),
+                                                fig.unit)  # fmt: skip
+        row, a, b = _boot_evidence(f, k, point, resampled, alpha)
+        rows.append(row)
+        pw.append(a)
+        pb.append(b)
+    _judge(rows, pw, pb, alpha)
+    return Review("records", size + f", blocks of {block}", alpha, rows, overall(rows))

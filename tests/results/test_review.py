@@ -1,0 +1,116 @@
+"""Change review (issue 16): verdicts over many pairs, and the rules on constructed data.
+
+The many-pair tests are the issue's "must show" at family-wise alpha 0.01: over 100 pairs
+equal in distribution (seed-burst vs seed-burst with a class split in two identical halves,
+each pair its own seeds) at most 5 exit 1; ``age_reject_s`` 10 -> 40 flagged in >= 95 % of
+re-simulated pairs and >= 80 % of live-like pairs; 40 -> 10 never flagged. Live-like pairs are
+sized smaller here (50 pairs) to keep the suite's time; tests/bench/bench_review.py runs 100.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.results.review import (
+    PRIMARY,
+    Row,
+    Windows,
+    overall,
+    review_records,
+    review_seeds,
+)
+from tests.results.review_pairs import profile, rate
+
+
+def _summary(breach: int, p95: float, goodput: float, rejected: int) -> dict[str, object]:
+    return {"counts": {"slo_breach": breach, "completed": 100, "rejected": rejected,
+                       "arrivals": 400}, "turnaround_s": {"p95": p95},
+            "goodput_per_s": goodput}  # fmt: skip
+
+
+def test_the_primary_figures_are_four_and_none_is_another_counted_twice() -> None:
+    assert [f.name for f in PRIMARY] == ["slo_breach_fraction", "turnaround_s.p95",
+                                         "goodput_per_s", "rejection_fraction"]  # fmt: skip
+    assert not any("completed / counts.arrivals" in f.expr for f in PRIMARY)
+
+
+def test_identical_sides_are_no_detectable_change() -> None:
+    runs = [_summary(5 + i % 3, 50.0 + i, 0.3, 200 + i) for i in range(10)]
+    rv = review_seeds(runs, runs, paired=True)
+    assert rv.verdict == "no detectable change"
+    assert all(r.delta == 0.0 and r.low == r.high == 0.0 for r in rv.rows)
+
+
+def test_a_shift_beyond_margin_is_a_regression_and_its_reverse_an_improvement() -> None:
+    base = [_summary(5 + i % 3, 50.0 + i % 4, 0.3, 200 + i % 5) for i in range(10)]
+    worse = [_summary(15 + i % 3, 50.0 + i % 4, 0.3, 200 + i % 5) for i in range(10)]
+    rv = review_seeds(base, worse, paired=True)
+    assert rv.verdict == "regression" and rv.regression
+    assert {r.figure: r.verdict for r in rv.rows}["slo_breach_fraction"] == "regression"
+    back = review_seeds(worse, base, paired=True)
+    assert back.verdict == "improvement" and not back.regression
+
+
+def test_a_shift_inside_the_margin_is_never_a_regression() -> None:
+    base = [_summary(5 + i % 3, 50.0 + i % 4, 0.3, 200 + i % 5) for i in range(10)]
+    new = [_summary(6 + i % 3, 50.0 + i % 4, 0.3, 200 + i % 5) for i in range(10)]  # +0.01
+    rv = review_seeds(base, new, paired=True)
+    row = {r.figure: r for r in rv.rows}["slo_breach_fraction"]
+    assert row.delta == pytest.approx(0.01) and row.verdict == "no detectable change"
+    assert not rv.regression
+
+
+def test_overall_names_a_trade_off_and_it_exits_1_only_with_a_regression() -> None:
+    def row(v: str) -> Row:
+        return Row("x", 1.0, 1.0, 0.0, 0.0, 0.0, 0.1, verdict=v)
+
+    assert overall([row("regression"), row("improvement")]) == "trade-off (with a regression)"
+    assert overall([row("improvement"), row("inconclusive")]) == "improvement"
+    assert overall([row("no detectable change")] * 4) == "no detectable change"
+    assert overall([row("no detectable change"), row("inconclusive")]) == "inconclusive"
+
+
+def test_windows_count_by_arrival_window_and_skip_what_never_ran() -> None:
+    recs = [{"t_intended": 1.0, "outcome": "completed", "latency_s": 70.0},
+            {"t_intended": 2.0, "outcome": "completed", "latency_s": 10.0},
+            {"t_intended": 12.0, "outcome": "rejected"},
+            {"t_intended": 13.0, "outcome": "dropped"},
+            {"t_intended": 14.0, "outcome": "failed", "latency_s": None}]  # fmt: skip
+    w = Windows.of(recs, slo_s=60.0, width_s=10.0)
+    assert [(x.arrivals, x.rejected, x.completed, x.breached) for x in w.rows] == [
+        (2, 0, 2, 1), (2, 1, 0, 0)]  # fmt: skip
+    breach, p95, goodput, rejection = w.figures([0, 1])
+    assert breach == 0.5 and rejection == 0.25 and goodput == pytest.approx(1 / 20)
+    assert p95 == pytest.approx(10.0 + 0.95 * 60.0)
+
+
+def test_too_few_windows_is_inconclusive_not_a_verdict() -> None:
+    recs = [{"t_intended": float(i), "outcome": "completed", "latency_s": 5.0} for i in range(50)]
+    w = Windows.of(recs, 60.0, 10.0)
+    assert review_records(w, w).verdict == "inconclusive"
+
+
+# -- over many pairs (seed-burst, family-wise alpha 0.01) ------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("kind", "pairs", "allowed"),
+                         [("paired", 100, 5), ("unpaired", 100, 5), ("records", 50, 2)])  # fmt: skip
+def test_pairs_equal_in_distribution_rarely_exit_1(kind: str, pairs: int, allowed: int) -> None:
+    hits, _ = rate(kind, profile(25), profile(25, split=True), pairs, 10, 5, "regression")
+    assert hits <= allowed
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("kind", "pairs", "needed"),
+                         [("paired", 100, 95), ("unpaired", 100, 80), ("records", 50, 40)])  # fmt: skip
+def test_age_reject_10_to_40_is_flagged(kind: str, pairs: int, needed: int) -> None:
+    hits, _ = rate(kind, profile(10), profile(40), pairs, 10, 5, "regression")
+    assert hits >= needed
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("kind", "pairs"), [("paired", 100), ("unpaired", 100), ("records", 50)])
+def test_age_reject_40_to_10_is_never_a_regression(kind: str, pairs: int) -> None:
+    hits, _ = rate(kind, profile(40), profile(10), pairs, 10, 5, "regression")
+    assert hits == 0
