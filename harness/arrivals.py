@@ -22,12 +22,13 @@ from typing import Final
 
 from harness.engine.events import PRIORITY_OF, Arrived
 from harness.profile import NamePool, Profile, ProfileError, RequestClass
+from harness.traces import hint, read_trace, traced
 
 
 class Arrival(Arrived):
     """One scheduled request; it is also the engine's ``Arrived`` event (no copy per arrival)."""
 
-    __slots__ = ("index", "t")
+    __slots__ = ("index", "output_tokens", "prompt_tokens", "t")
 
     def __init__(
         self,
@@ -38,6 +39,8 @@ class Arrival(Arrived):
         tenant: str,
         key: str | None,
         deadline_s: float | None,
+        prompt_tokens: int | None = None,
+        output_tokens: int | None = None,
     ) -> None:
         self.index = index
         self.id = "r-" + str(index).zfill(6)  # f"r-{index:06d}", at half the cost
@@ -47,6 +50,9 @@ class Arrival(Arrived):
         self.tenant = tenant
         self.key = key
         self.deadline_s = deadline_s
+        # Per-request token counts from a public trace (harness.traces); None otherwise.
+        self.prompt_tokens = prompt_tokens
+        self.output_tokens = output_tokens
 
     def __repr__(self) -> str:
         return f"Arrival({self.id}, t={self.t:.3f}, {self.cls})"
@@ -122,7 +128,9 @@ def _trace(profile: Profile) -> Iterator[tuple[float, str | None, str | None]]:
     else:
         reader = csv.DictReader(text.splitlines())
         if reader.fieldnames is None or "t" not in reader.fieldnames:
-            raise ProfileError(str(path), 1, "t", "a trace CSV needs a header with a 't' column")
+            first = text.splitlines()[0] if text else ""
+            raise ProfileError(str(path), 1, "t", "a trace CSV needs a header with a 't' column"
+                               + hint(first))  # fmt: skip
         for n, rec in enumerate(reader, 2):
             try:
                 rows.append((float(rec["t"]), rec.get("class") or None, rec.get("tenant") or None))
@@ -182,6 +190,14 @@ def schedule(profile: Profile, seed: int | None = None) -> Iterator[Arrival]:
                 j = 0 if single else _weighted(choose(), cum, total)
                 name, pr, dl = cls_info[j]
                 yield Arrival(i, t, name, pr, "default", None, dl)
+        return
+    if traced(profile):
+        for i, (t, tcls, ptok, otok) in enumerate(read_trace(profile), 1):
+            j = index_of[tcls]
+            tc = classes[j]
+            tten = _pick(tc.tenant, "tenant", pool_rng) or "default"
+            tkey = _pick(tc.key, "key", pool_rng)
+            yield Arrival(i, t, tcls, prio[j], tten, tkey, tc.deadline_s, ptok, otok)
         return
     if profile.arrivals.process == "trace":
         source: Iterator[tuple[float, str | None, str | None]] = _trace(profile)

@@ -65,8 +65,12 @@ def _bad_input(message: str) -> typer.Exit:
 
 
 def _load(spec: str, overrides: list[str] | None) -> Profile:
+    from harness.traces import check_rows
+
     try:
-        return load(spec, overrides or [])
+        prof = load(spec, overrides or [])
+        check_rows(prof)  # a trace's rows, before anything runs: a bad row is exit 2
+        return prof
     except ProfileError as e:
         raise _bad_input(str(e)) from None
 
@@ -122,7 +126,7 @@ def validate(
 
         from harness.profile import to_dict
 
-        sys.stdout.write(yaml.safe_dump(to_dict(prof), sort_keys=False, allow_unicode=True))
+        sys.stdout.write(yaml.safe_dump(to_dict(prof, every=True), sort_keys=False, allow_unicode=True))
     err.print(f"[green]ok[/] {profile}: {prof.name} ({len(prof.classes)} classes, "
               f"{len(prof.faults)} faults, {prof.duration_s:g} s)")  # fmt: skip
 

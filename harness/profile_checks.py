@@ -79,8 +79,52 @@ def check_wire(ctx: Ctx, w: Wire) -> None:
             raise ctx.err(f"{where}.env", f"not an environment variable name: {v.env!r}")
 
 
+def check_trace_options(ctx: Ctx, p: Profile) -> None:
+    """arrivals.format and arrivals.trace: a public trace's reader and its options."""
+    a, t = p.arrivals, p.arrivals.trace
+    if a.format != "csv" and a.process != "trace":
+        raise ctx.err("arrivals.format", "only used with process: trace")
+    if t is None:
+        return
+    if a.format == "csv":
+        raise ctx.err("arrivals.trace", "options for format: azure, burstgpt or mooncake "
+                                        "(the csv reader takes none)")  # fmt: skip
+    w = t.window_s
+    if w is not None and (len(w) != 2 or not 0 <= w[0] < w[1]):
+        raise ctx.err("arrivals.trace.window_s", f"expected [start, end] with 0 <= start < end, "
+                                                 f"got {list(w)}")  # fmt: skip
+    if t.speedup is not None and t.rate_per_s is not None:
+        raise ctx.err("arrivals.trace.rate_per_s", "give speedup or rate_per_s, not both")
+    rule, where = t.classes, "arrivals.trace.classes"
+    if rule is None:
+        return
+    by_name = rule.by != "prompt_tokens"
+    if by_name and a.format != "burstgpt":
+        raise ctx.err(f"{where}.by", f"a {a.format} trace has no {rule.by} column "
+                                     "(by: prompt_tokens works with every format)")  # fmt: skip
+    if by_name and (rule.bins or not rule.map):
+        raise ctx.err(f"{where}.map", f"by: {rule.by} maps names with map: (bins are for "
+                                      "by: prompt_tokens)")  # fmt: skip
+    if not by_name and (rule.map or not rule.bins):
+        raise ctx.err(f"{where}.bins", "by: prompt_tokens needs bins: [{max: N, class: C}, "
+                                       "..., {max: null, class: C}] (map is for names)")  # fmt: skip
+    for k, c in rule.map.items():
+        if c not in p.classes:
+            raise ctx.err(f"{where}.map.{k}", f"unknown class {c!r}")
+    last = -1
+    for i, b in enumerate(rule.bins):
+        if b.cls not in p.classes:
+            raise ctx.err(f"{where}.bins.{i}.class", f"unknown class {b.cls!r}")
+        if b.max is None and i != len(rule.bins) - 1:
+            raise ctx.err(f"{where}.bins.{i}.max", "only the last bin may have max: null")
+        if b.max is not None and b.max <= last:
+            raise ctx.err(f"{where}.bins.{i}.max", f"bins must rise: {b.max} is not above {last}")
+        last = b.max if b.max is not None else last
+
+
 def check_profile(ctx: Ctx, p: Profile) -> None:
     a = p.arrivals
+    check_trace_options(ctx, p)
     if a.process == "trace":
         if not a.file:
             raise ctx.err("arrivals.file", "required for process: trace")

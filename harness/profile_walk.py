@@ -172,7 +172,9 @@ def build(ctx: Ctx, cls: Any, value: Any, path: str) -> Any:
     if not isinstance(value, dict):
         raise ctx.err(path, f"expected a mapping, got {_show(value)}")
     hints = _hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls) if not f.metadata.get("internal")}
+    # A field's YAML key is its name, or metadata ``key`` where the name is a Python keyword.
+    fields = {f.metadata.get("key", f.name): f for f in dataclasses.fields(cls)
+              if not f.metadata.get("internal")}  # fmt: skip
     for key in value:
         if key not in fields:
             known = ", ".join(fields)
@@ -184,9 +186,9 @@ def build(ctx: Ctx, cls: Any, value: Any, path: str) -> Any:
             if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
                 raise ctx.err(fpath, "required field is missing")
             continue
-        v = convert(ctx, hints[name], value[name], fpath)
+        v = convert(ctx, hints[f.name], value[name], fpath)
         _check_bounds(ctx, f, v, fpath)
-        kwargs[name] = v
+        kwargs[f.name] = v
     return cls(**kwargs)
 
 

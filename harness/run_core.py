@@ -113,6 +113,7 @@ class RunCore:
         extra_thresholds: Sequence[str] = (),
         extra: Mapping[str, Any] | None = None,
         meta: Mapping[str, Any] | None = None,
+        trace: Mapping[str, int] | None = None,
     ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """summary.json and the timeline, for a run that ended at ``end`` (run seconds).
 
@@ -120,7 +121,9 @@ class RunCore:
         retries (None for a live proxy, which counts attempts as its arrivals and has no
         ``counts.client_retries``). ``extra``: top-level fields the driver adds after the
         verdict (the proxy's own turnaround, a stop reason); ``meta``: more wall-clock facts.
-        Without the timeline (a sweep's unit) there are no alerts either."""
+        Without the timeline (a sweep's unit) there are no alerts either. ``trace``: the
+        totals of a public trace's arrivals (``arrivals``, ``prompt_tokens``,
+        ``output_tokens``), only when the arrivals came from one (harness.traces)."""
         eng, col = self.engine, self.collector
         col.advance(math.ceil(end) if end > 0 else 1.0, eng)
         timeline: list[dict[str, Any]] = []
@@ -142,6 +145,8 @@ class RunCore:
         if retried is not None:
             summary["counts"]["client_retries"] = retried.total
         summary["counts"]["upstream_retries"] = ec.retries
+        if trace is not None:
+            summary["trace"] = dict(trace)
         if extra:
             summary.update(extra)
         self.wall_s = time.perf_counter() - self._wall0

@@ -76,11 +76,38 @@ class Phase:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class TraceBin:
+    max: int | None = field(default=None, metadata=_c(ge=0))  # prompt tokens; null: no bound
+    cls: str = field(metadata=_c(key="class"))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TraceClasses:
+    by: Literal["model", "log_type", "prompt_tokens"]
+    map: dict[str, str] = field(default_factory=dict)
+    bins: tuple[TraceBin, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TraceOptions:
+    """A public trace's window (trace seconds from its first row), rescale, class mapping."""
+
+    window_s: tuple[float, ...] | None = None
+    speedup: float | None = field(default=None, metadata=_c(gt=0))
+    rate_per_s: float | None = field(default=None, metadata=_c(gt=0))
+    classes: TraceClasses | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Arrivals:
     process: Literal["poisson", "constant", "gamma", "trace"] = "poisson"
     phases: tuple[Phase, ...] = ()
     burstiness: float | None = field(default=None, metadata=_c(gt=0))
     file: str | None = None
+    # quiet: left out of the effective profile while at its default (summaries stay the same)
+    format: Literal["csv", "azure", "burstgpt", "mooncake"] = field(
+        default="csv", metadata=_c(quiet=True))  # fmt: skip
+    trace: TraceOptions | None = field(default=None, metadata=_c(quiet=True))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -198,6 +198,10 @@ def _simulate(
     clients = ClientRetries(cr, stream(seed, "clients")) if cr is not None else None
     arrivals = schedule(profile, seed if schedule_seed is None else schedule_seed)
     nxt = next(arrivals, None)
+    # A public trace's arrivals carry token counts: the summary reports their totals.
+    tokens = profile.arrivals.process == "trace" and profile.arrivals.format != "csv"
+    prompt_tokens = 0
+    output_tokens = 0
     tick_at = math.inf
     tick = Tick()
     handle = engine.handle
@@ -225,6 +229,9 @@ def _simulate(
                 progress(now)
             if clients is not None:
                 clients.track(nxt)
+            if tokens:
+                prompt_tokens += nxt.prompt_tokens or 0
+                output_tokens += nxt.output_tokens or 0
             actions = handle(nxt, now)
             nxt = next(arrivals, None)
         elif heap:
@@ -297,7 +304,9 @@ def _simulate(
         retried = Retried(clients.retried_rejects, clients.retried_fails, clients.retried_expires)
     summary, timeline = core.finish(end, scheduled=scheduled, complete=not halted,
                                     with_timeline=with_timeline, retried=retried,
-                                    extra_thresholds=extra_thresholds)  # fmt: skip
+                                    extra_thresholds=extra_thresholds,
+                                    trace={"arrivals": scheduled, "prompt_tokens": prompt_tokens,
+                                           "output_tokens": output_tokens} if tokens else None)  # fmt: skip
     wall = core.wall_s
     return SimResult(summary, timeline, log.written if log else 0,
                      scheduled / wall if wall > 0 else 0.0, col)  # fmt: skip

@@ -1,0 +1,277 @@
+"""Public LLM traces as arrivals: Azure LLM inference CSV, BurstGPT CSV, mooncake-style JSONL.
+
+``arrivals: {process: trace, format: azure | burstgpt | mooncake, file: F, trace: {...}}``.
+Each row is one arrival with its prompt and output token counts. The reader:
+
+1. parses every row (a malformed one is a :class:`ProfileError` naming file:line and the
+   column); times are rebased so the first row is at 0 and must not decrease. Azure's
+   timestamps (``2023-11-16 18:15:46.6805900``) are read as whole 100 ns ticks, so an offset
+   is exact to the 7th fractional digit; mooncake's integer milliseconds are exact too;
+2. maps each row to a class (``trace.classes``: by model, log type or prompt tokens; default:
+   the profile's first class);
+3. cuts ``trace.window_s: [start, end]`` (trace seconds after the rebase; the window's start
+   becomes 0), then rescales time: ``speedup: F`` divides by F, ``rate_per_s: R`` scales so
+   the window's mean rate (rows / window length, or / first-to-last span without a window) is
+   R. Nothing is thinned: every row in the window is an arrival;
+4. drops what falls at or after ``duration_s``, as the plain trace reader does.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from collections.abc import Callable
+from datetime import date
+from pathlib import Path
+from typing import Final
+
+from harness.profile_walk import ProfileError
+from harness.schema import Profile, TraceClasses
+
+# offset_s, class, prompt tokens, output tokens
+TracedRow = tuple[float, str, int, int]
+# raw time (ticks, seconds or ms), file line, label (model / log type, "" when none), prompt, output
+_Raw = tuple[int | float, int, str, int, int]
+
+AZURE: Final = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
+BURSTGPT: Final = ("Timestamp", "Model", "Request tokens", "Response tokens", "Total tokens",
+                   "Log Type")  # fmt: skip
+MOONCAKE: Final = ("timestamp", "input_length", "output_length")
+# time column, prompt column, output column; raw time units per second
+_COLS: Final = {"azure": (AZURE[0], AZURE[1], AZURE[2], 10_000_000),
+                "burstgpt": (BURSTGPT[0], BURSTGPT[2], BURSTGPT[3], 1),
+                "mooncake": (MOONCAKE[0], MOONCAKE[1], MOONCAKE[2], 1000)}  # fmt: skip
+_SPELLED: Final = {"azure": "an Azure LLM inference trace CSV (header " + ",".join(AZURE) + ")",
+                   "burstgpt": "a BurstGPT CSV (header " + ",".join(BURSTGPT) + ")",
+                   "mooncake": "mooncake-style JSONL (one object a line with "
+                               + ", ".join(MOONCAKE) + ")"}  # fmt: skip
+_AZURE_TS: Final = re.compile(
+    r"(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:\.(\d{1,7}))?(Z|[+-]\d\d:?\d\d)?"
+)
+_TICKS: Final = 10_000_000  # 100 ns ticks per second: Azure's seven fractional digits
+
+
+def traced(profile: Profile) -> bool:
+    """True when the arrivals come from a public trace format (with per-request tokens)."""
+    a = profile.arrivals
+    return a.process == "trace" and a.format != "csv"
+
+
+def azure_ticks(text: str) -> int:
+    """``2023-11-16 18:15:46.6805900`` -> whole 100 ns ticks since 0001-01-01 UTC (exact)."""
+    m = _AZURE_TS.fullmatch(text.strip())
+    if m is None:
+        raise ValueError(f"expected a time like 2023-11-16 18:15:46.6805900, got {text!r}")
+    y, mo, d, h, mi, s = (int(m.group(i)) for i in range(1, 7))
+    if h > 23 or mi > 59 or s > 59:
+        raise ValueError(f"not a time of day: {text!r}")
+    day = date(y, mo, d).toordinal()  # ValueError on 2023-02-30
+    secs = day * 86400 + h * 3600 + mi * 60 + s
+    zone = m.group(8)
+    if zone and zone != "Z":
+        sign = -1 if zone[0] == "-" else 1
+        secs -= sign * (int(zone[1:3]) * 3600 + int(zone[-2:]) * 60)
+    return secs * _TICKS + int((m.group(7) or "").ljust(7, "0"))
+
+
+def _tokens(value: object) -> int:
+    """A token count: a whole number >= 0 (``12``, ``"12"``, ``12.0``)."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"expected a whole number of tokens, got {value!r}")
+    if value < 0:
+        raise ValueError(f"expected a whole number of tokens >= 0, got {value}")
+    return value
+
+
+def _seconds(text: object) -> float:
+    if isinstance(text, bool) or not isinstance(text, int | float | str):
+        raise ValueError(f"expected a number, got {text!r}")
+    x = float(text)
+    if x != x or x in (float("inf"), float("-inf")):
+        raise ValueError(f"expected a finite number, got {text!r}")
+    return x
+
+
+def hint(first: str) -> str:
+    """What a first line looks like, for a file given as another format."""
+    head = first.strip()
+    if head.startswith("{"):
+        return "; line 1 looks like JSONL (format: mooncake?)"
+    names = {c.strip() for c in head.split(",")}
+    if set(AZURE) <= names:
+        return "; line 1 looks like an Azure header (format: azure?)"
+    if set(BURSTGPT) <= names:
+        return "; line 1 looks like a BurstGPT header (format: burstgpt?)"
+    if "t" in names:
+        return "; line 1 looks like the plain trace header (format: csv?)"
+    return ""
+
+
+def _expected(path: str, fmt: str, first: str, column: str) -> ProfileError:
+    shown = first if len(first) <= 60 else first[:57] + "..."
+    return ProfileError(path, 1, column, f"expected {_SPELLED[fmt]}; got {shown!r}"
+                                         f"{hint(first)}")  # fmt: skip
+
+
+def _read_csv(path: str, text: str, fmt: str, label_col: str | None) -> list[_Raw]:
+    lines = text.splitlines()
+    time_col, prompt_col, output_col, _unit = _COLS[fmt]
+    reader = csv.reader(lines)
+    header = next(reader, None)
+    names = [h.strip() for h in header or []]
+    wanted = AZURE if fmt == "azure" else BURSTGPT
+    missing = [c for c in wanted if c not in names]
+    if missing:
+        raise _expected(path, fmt, lines[0] if lines else "", missing[0])
+    at = {c: names.index(c) for c in wanted}
+    need = max(at.values()) + 1
+    parse_time: Callable[[str], int | float] = azure_ticks if fmt == "azure" else _seconds
+    rows: list[_Raw] = []
+    for rec in reader:
+        n = reader.line_num
+        if not rec or (len(rec) == 1 and not rec[0].strip()):
+            continue
+        if len(rec) < need:
+            col = next(c for c in wanted if at[c] >= len(rec))
+            raise ProfileError(path, n, col, f"the row has {len(rec)} columns; {need} expected")
+        col = time_col
+        try:
+            t = parse_time(rec[at[time_col]])
+            col = prompt_col
+            p = _tokens(rec[at[prompt_col]])
+            col = output_col
+            o = _tokens(rec[at[output_col]])
+        except ValueError as e:
+            raise ProfileError(path, n, col, f"bad trace row: {e}") from None
+        label = rec[at[label_col]].strip() if label_col else ""
+        rows.append((t, n, label, p, o))
+    return rows
+
+
+def _read_jsonl(path: str, text: str) -> list[_Raw]:
+    rows: list[_Raw] = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            if not rows:
+                raise _expected(path, "mooncake", line, "timestamp") from None
+            raise ProfileError(path, n, "timestamp", "bad trace row: not a JSON object") from None
+        if not isinstance(obj, dict):
+            raise ProfileError(path, n, "timestamp", "bad trace row: not a JSON object")
+        col = "timestamp"
+        try:
+            for col in MOONCAKE:
+                if col not in obj:
+                    raise ValueError("missing")
+            col = "timestamp"
+            ms = obj["timestamp"]
+            t: int | float = ms if isinstance(ms, int) and not isinstance(ms, bool) else _seconds(ms)
+            col = "input_length"
+            p = _tokens(obj["input_length"])
+            col = "output_length"
+            o = _tokens(obj["output_length"])
+        except ValueError as e:
+            raise ProfileError(path, n, col, f"bad trace row: {e}") from None
+        rows.append((t, n, "", p, o))
+    return rows
+
+
+def _label_column(fmt: str, rule: TraceClasses | None) -> str | None:
+    if rule is None or rule.by == "prompt_tokens":
+        return None
+    if fmt != "burstgpt":  # profile_checks refuses it first; kept for direct callers
+        raise ProfileError("<profile>", None, "arrivals.trace.classes.by",
+                           f"{fmt} traces have no {rule.by} column")  # fmt: skip
+    return "Model" if rule.by == "model" else "Log Type"
+
+
+def _classify(path: str, fmt: str, raw: list[_Raw], rule: TraceClasses | None,
+              first: str) -> list[str]:  # fmt: skip
+    if rule is None:
+        return [first] * len(raw)
+    out: list[str] = []
+    if rule.by == "prompt_tokens":
+        prompt_col = _COLS[fmt][1]
+        for _t, n, _label, p, _o in raw:
+            cls = next((b.cls for b in rule.bins if b.max is None or p <= b.max), None)
+            if cls is None:
+                raise ProfileError(path, n, prompt_col, f"{p} prompt tokens is past the last "
+                                   "bin's max (end arrivals.trace.classes.bins with max: null)")  # fmt: skip
+            out.append(cls)
+        return out
+    column = "Model" if rule.by == "model" else "Log Type"
+    for _t, n, label, _p, _o in raw:
+        cls = rule.map.get(label)
+        if cls is None:
+            raise ProfileError(path, n, column, f"no class for {rule.by} {label!r}: add it to "
+                                                "arrivals.trace.classes.map")  # fmt: skip
+        out.append(cls)
+    return out
+
+
+def read_trace(profile: Profile) -> list[TracedRow]:
+    """The arrivals of a public trace: (offset_s, class, prompt tokens, output tokens), in
+    order, windowed, rescaled and cut at ``duration_s``."""
+    a = profile.arrivals
+    fmt = a.format
+    path = a.file or ""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as e:
+        raise ProfileError(path, None, "arrivals.file", f"cannot read trace: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise ProfileError(path, None, "arrivals.file", f"not UTF-8 text (format: {fmt})") from None
+    opts = a.trace
+    rule = opts.classes if opts is not None else None
+    if fmt == "mooncake":
+        raw = _read_jsonl(path, text)
+    else:
+        raw = _read_csv(path, text, fmt, _label_column(fmt, rule))
+    time_col, _p, _o, unit = _COLS[fmt]
+    for i in range(1, len(raw)):
+        if raw[i][0] < raw[i - 1][0]:
+            raise ProfileError(path, raw[i][1], time_col, "trace times must not decrease")
+    classes = _classify(path, fmt, raw, rule, next(iter(profile.classes)))
+    t0 = raw[0][0] if raw else 0
+    times = [(r[0] - t0) / unit for r in raw]
+    lo, hi = 0.0, float("inf")
+    if opts is not None and opts.window_s is not None:
+        lo, hi = opts.window_s[0], opts.window_s[1]
+    keep = [i for i, t in enumerate(times) if lo <= t < hi]
+    offsets = [times[i] - lo for i in keep]
+    scale = 1.0
+    if opts is not None and opts.speedup is not None:
+        scale = 1.0 / opts.speedup
+    elif opts is not None and opts.rate_per_s is not None and offsets:
+        span = hi - lo if opts.window_s is not None else offsets[-1]
+        if span <= 0:
+            raise ProfileError(path, None, "arrivals.trace.rate_per_s",
+                               "the trace's rows span 0 s: no mean rate to rescale")  # fmt: skip
+        scale = len(offsets) / (opts.rate_per_s * span)
+    out: list[TracedRow] = []
+    for i, t in zip(keep, offsets, strict=True):
+        t = t * scale if scale != 1.0 else t
+        if t >= profile.duration_s:
+            break
+        r = raw[i]
+        out.append((t, classes[i], r[3], r[4]))
+    return out
+
+
+def check_rows(profile: Profile) -> None:
+    """Read a trace profile's file whole, so a malformed row is refused before a run starts."""
+    if traced(profile):
+        read_trace(profile)
+    elif profile.arrivals.process == "trace":
+        from harness.arrivals import schedule
+
+        for _ in schedule(profile):
+            pass
