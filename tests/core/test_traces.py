@@ -313,3 +313,15 @@ def test_cli_sim_of_a_good_trace_writes_the_token_totals(tmp_path: Path) -> None
     assert res.returncode == 0, res.stdout + res.stderr
     s = json.loads((out / "summary.json").read_text())
     assert s["trace"] == {"arrivals": 8, "prompt_tokens": 280, "output_tokens": 28}
+
+
+def test_the_effective_profile_round_trips_for_live_runs(tmp_path: Path) -> None:
+    """A live run ships the effective profile as YAML (live/calls.py): the options survive."""
+    import yaml
+
+    f = tmp_path / "mc.jsonl"
+    f.write_text('{"timestamp": 1, "input_length": 2, "output_length": 3}\n')
+    p = profile(f, "mooncake", "{window_s: [0, 10], rate_per_s: 2, classes: {by: prompt_tokens, "
+                               "bins: [{max: 5, class: b}, {max: null, class: a}]}}")  # fmt: skip
+    again = loads(yaml.safe_dump(to_dict(p), sort_keys=False), file="again.yaml")
+    assert again.arrivals == p.arrivals
