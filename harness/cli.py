@@ -126,7 +126,7 @@ def validate(
 
         from harness.profile import to_dict
 
-        sys.stdout.write(yaml.safe_dump(to_dict(prof, every=True), sort_keys=False, allow_unicode=True))
+        sys.stdout.write(yaml.safe_dump(to_dict(prof), sort_keys=False, allow_unicode=True))
     err.print(f"[green]ok[/] {profile}: {prof.name} ({len(prof.classes)} classes, "
               f"{len(prof.faults)} faults, {prof.duration_s:g} s)")  # fmt: skip
 

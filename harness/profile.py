@@ -222,22 +222,19 @@ def loads(
     return dataclasses.replace(prof, source=file, sha256=digest)
 
 
-def to_dict(obj: Any, *, every: bool = False) -> Any:
-    """The effective (fully defaulted) profile as plain data, for --print and summary.json.
-
-    A ``quiet`` field at its default is left out (unless ``every``: --print shows every key),
-    so adding one leaves existing summaries byte-identical."""
+def to_dict(obj: Any) -> Any:
+    """The effective (fully defaulted) profile as plain data, for --print and summary.json
+    (a field's key is its YAML key: metadata ``key`` where the name is a Python keyword)."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return {
-            f.metadata.get("key", f.name): to_dict(getattr(obj, f.name), every=every)
+            f.metadata.get("key", f.name): to_dict(getattr(obj, f.name))
             for f in dataclasses.fields(obj)
             if not f.metadata.get("internal")
-            and (every or not f.metadata.get("quiet") or getattr(obj, f.name) != f.default)
         }
     if isinstance(obj, tuple | list):
-        return [to_dict(v, every=every) for v in obj]
+        return [to_dict(v) for v in obj]
     if isinstance(obj, dict):
-        return {k: to_dict(v, every=every) for k, v in obj.items()}
+        return {k: to_dict(v) for k, v in obj.items()}
     return obj
 
 

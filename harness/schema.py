@@ -104,10 +104,8 @@ class Arrivals:
     phases: tuple[Phase, ...] = ()
     burstiness: float | None = field(default=None, metadata=_c(gt=0))
     file: str | None = None
-    # quiet: left out of the effective profile while at its default (summaries stay the same)
-    format: Literal["csv", "azure", "burstgpt", "mooncake"] = field(
-        default="csv", metadata=_c(quiet=True))  # fmt: skip
-    trace: TraceOptions | None = field(default=None, metadata=_c(quiet=True))
+    format: Literal["csv", "azure", "burstgpt", "mooncake"] = "csv"
+    trace: TraceOptions | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
