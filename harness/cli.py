@@ -23,7 +23,7 @@ from rich.console import Console
 
 from harness.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN, EXIT_FAIL, EXIT_OK
 from harness.profile import Profile, ProfileError, load
-from harness.schema import MAX_SEED
+from harness.schema_fields import MAX_SEED
 
 app = typer.Typer(
     name="harness",

@@ -13,7 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
-from harness.schema import MAX_ARRIVALS, MAX_PROMPT_CHARS, Profile
+from harness.schema import Profile
+from harness.schema_fields import MAX_ARRIVALS, MAX_PROMPT_CHARS
 
 MAX_TRACE_BYTES: Final = 256 << 20  # an arrivals.file is read whole: ~10 M rows
 

@@ -10,30 +10,19 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, get_args
+from typing import Literal, get_args
+
+from harness.schema_fields import (
+    DEFAULT_MAX_WAIT_S,
+    MAX_PROMPT_CHARS,
+    MAX_SEED,
+    MAX_TOKENS,
+    _c,
+    _t,
+)
 
 Priority = Literal["critical", "standard", "batch"]
 PRIORITIES: tuple[Priority, ...] = ("critical", "standard", "batch")
-
-
-def _c(**kw: Any) -> dict[str, Any]:
-    """Per-field constraints, kept in dataclass field metadata."""
-    return kw
-
-
-# Bounds on sizes and rates (README "Limits"): a profile past one is refused at validation,
-# with the limit named, rather than left to exhaust memory or run for days.
-MAX_TIME_S: Final = 604_800.0  # every time in a profile; a simulated week: 604,800 rows, 1.4 GB
-MAX_ARRIVALS: Final = 20_000_000  # expected scheduled arrivals; the sim holds ~210 B each
-MAX_TOKENS: Final = 131_072  # max_tokens, also the stub's own limit (a larger body blocks it)
-MAX_PROMPT_CHARS: Final = 1_000_000  # a class's prompt, after prompt_repeat
-MAX_SEED: Final = 2**63 - 1
-DEFAULT_MAX_WAIT_S: Final = 600.0  # engine.max_wait_s: the longest a request may stay queued
-
-
-def _t(**kw: Any) -> dict[str, Any]:
-    """Constraints of a time in seconds: at most MAX_TIME_S (a week)."""
-    return _c(le=MAX_TIME_S, why="a week, the longest time a profile may name", **kw)
 
 
 # ---------------------------------------------------------------------------------------------

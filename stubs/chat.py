@@ -19,7 +19,7 @@ import orjson
 
 from harness.asgi import Receive, Scope, Send
 from harness.profile import Fault
-from harness.schema import MAX_TOKENS
+from harness.schema_fields import MAX_TOKENS
 from harness.stub import wire
 from harness.stub.asgi import abort, respond, sleep_or_disconnect
 from harness.stub.faults import FaultPlan

@@ -12,7 +12,7 @@ import pytest
 
 from harness import yaml_guard
 from harness.profile import ProfileError, loads
-from harness.schema import MAX_ARRIVALS, MAX_TOKENS
+from harness.schema_fields import MAX_ARRIVALS, MAX_TOKENS
 from tests.reliability.input_support import billion_laughs, cli
 
 OK = """name: t

@@ -1,0 +1,29 @@
+"""Field helpers and size limits the profile schema's modules share (schema, schema_scaling).
+
+Per-field constraints (gt, ge, le, why, key) live in dataclass field metadata; the loader
+(profile_walk) checks them and names the file, line and field of a value that breaks one.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+
+def _c(**kw: Any) -> dict[str, Any]:
+    """Per-field constraints, kept in dataclass field metadata."""
+    return kw
+
+
+# Bounds on sizes and rates (README "Limits"): a profile past one is refused at validation,
+# with the limit named, rather than left to exhaust memory or run for days.
+MAX_TIME_S: Final = 604_800.0  # every time in a profile; a simulated week: 604,800 rows, 1.4 GB
+MAX_ARRIVALS: Final = 20_000_000  # expected scheduled arrivals; the sim holds ~210 B each
+MAX_TOKENS: Final = 131_072  # max_tokens, also the stub's own limit (a larger body blocks it)
+MAX_PROMPT_CHARS: Final = 1_000_000  # a class's prompt, after prompt_repeat
+MAX_SEED: Final = 2**63 - 1
+DEFAULT_MAX_WAIT_S: Final = 600.0  # engine.max_wait_s: the longest a request may stay queued
+
+
+def _t(**kw: Any) -> dict[str, Any]:
+    """Constraints of a time in seconds: at most MAX_TIME_S (a week)."""
+    return _c(le=MAX_TIME_S, why="a week, the longest time a profile may name", **kw)
