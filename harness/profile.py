@@ -48,7 +48,6 @@ from harness.schema import (
     Profile,
     PromptRepeat,
     RequestClass,
-    Scaling,
     Slo,
     TenantRate,
     TokenCount,
@@ -59,6 +58,7 @@ from harness.schema import (
     Verdict,
     Wire,
 )
+from harness.schema_scaling import Scaling
 
 
 def _node_to_py(node: yaml.Node, path: str, lines: Lines, file: str) -> Any:

@@ -122,6 +122,26 @@ def check_trace_options(ctx: Ctx, p: Profile) -> None:
         last = b.max if b.max is not None else last
 
 
+def check_scaling(ctx: Ctx, p: Profile) -> None:
+    """The replica range holds the initial pool, the fallback and the policies' periods."""
+    sc = p.engine.scaling
+    if not sc.enabled:
+        return
+    if sc.min_replicas > sc.max_replicas:
+        raise ctx.err("engine.scaling.min_replicas",
+                      f"{sc.min_replicas} is above max_replicas ({sc.max_replicas})")  # fmt: skip
+    initial = p.engine.executors.initial
+    if not sc.min_replicas <= initial <= sc.max_replicas:
+        raise ctx.err("engine.executors.initial",
+                      f"{initial} is outside engine.scaling's replica range "
+                      f"[{sc.min_replicas}, {sc.max_replicas}]")  # fmt: skip
+    for direction in ("scale_up", "scale_down"):
+        rules = getattr(sc.behavior, direction)
+        if rules.policies is not None and not rules.policies and rules.select_policy != "Disabled":
+            raise ctx.err(f"engine.scaling.behavior.{direction}.policies",
+                          "an empty list allows no change; say select_policy: Disabled")  # fmt: skip
+
+
 def check_profile(ctx: Ctx, p: Profile) -> None:
     a = p.arrivals
     check_trace_options(ctx, p)
@@ -166,11 +186,7 @@ def check_profile(ctx: Ctx, p: Profile) -> None:
         raise ctx.err("engine.admission.shed_fill", "needs engine.admission.max_queue_depth")
     if adm.shed_fill_standard is not None and adm.shed_fill is None:
         raise ctx.err("engine.admission.shed_fill_standard", "needs engine.admission.shed_fill")
-    if p.engine.scaling.enabled:
-        raise ctx.err(
-            "engine.scaling.enabled",
-            "autoscaling is not available yet in this version; the pool is fixed",
-        )
+    check_scaling(ctx, p)
     check_wire(ctx, p.wire)
     dep = p.engine.dependency
     if dep.backoff_max_s < dep.backoff_base_s:

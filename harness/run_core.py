@@ -75,7 +75,8 @@ class RunCore:
         self.seed = seed
         self.mode = mode
         self.engine = Engine(profile.engine, service_time_prior_s=profile.service_time_prior(),
-                             rng=engine_rng, max_wait_by_class=profile.max_wait_by_class())  # fmt: skip
+                             rng=engine_rng, max_wait_by_class=profile.max_wait_by_class(),
+                             horizon_s=profile.duration_s)  # fmt: skip
         self.collector = Collector(profile.faults, profile.slo.turnaround_p95_s)
         self.log = log
         self.started_at = datetime.now(UTC)
@@ -139,7 +140,7 @@ class RunCore:
         summary = summ.build(
             profile=self.profile, mode=self.mode, seed=self.seed, col=col, duration_s=end,
             scheduled=scheduled, in_flight_at_end=len(eng.jobs), engine_counts=engine_counts,
-            alerts=alerts, timeline=timeline, extra_thresholds=extra_thresholds,
+            alerts=alerts, engine_scaling=self._engine_scaling(), extra_thresholds=extra_thresholds,
             attempts=None if retried is None else ec.arrivals, complete=complete,
         )  # fmt: skip
         if retried is not None:
@@ -153,6 +154,14 @@ class RunCore:
         summary["meta"] = summ.meta(self.started_at, self.wall_s)
         summary["meta"].update(meta or {})
         return summary, timeline
+
+    def _engine_scaling(self) -> dict[str, Any]:
+        eng = self.engine
+        sc = eng.scaler
+        return {"scale_events": sc.scale_events if sc else 0,
+                "evaluations": sc.evaluations if sc else 0,
+                "reexecuted": eng.counts.reexecuted, "executors_killed": eng.pool.killed,
+                "busy_while_draining_s": eng.pool.busy_while_draining_s}  # fmt: skip
 
     def _timeline_and_alerts(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         col = self.collector

@@ -20,6 +20,7 @@ from harness.schema_fields import (
     _c,
     _t,
 )
+from harness.schema_scaling import Scaling
 
 Priority = Literal["critical", "standard", "batch"]
 PRIORITIES: tuple[Priority, ...] = ("critical", "standard", "batch")
@@ -213,11 +214,6 @@ class Admission:
     age_reject_s: float | None = field(default=None, metadata=_t(ge=0))
     depth_mult: float | None = field(default=None, metadata=_c(ge=0))
     deadline_slack: bool = False
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Scaling:
-    enabled: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -45,11 +45,13 @@ from harness.engine.events import (
     Failed,
     Finished,
     MetricsSample,
+    Reexecute,
     Reject,
     StopAdmitting,
     Tick,
 )
-from harness.engine.queue import DONE, RETRY_WAIT, RUNNING, WAITING, Job, JobQueue
+from harness.engine.queue import DONE, RERUN, RETRY_WAIT, RUNNING, WAITING, Job, JobQueue
+from harness.engine.scaler import Scaler
 from harness.engine.scaling import ExecutorPool
 
 if TYPE_CHECKING:
@@ -66,12 +68,13 @@ def _breaker_change(change: tuple[str, str, float], limit: float) -> BreakerChan
 class Counts:
     """The engine's own outcome counts (drivers cross-check them for conservation)."""
 
-    __slots__ = ("admitted", "arrivals", "completed", "expired", "failed", "rejected",
-                 "retries")  # fmt: skip
+    __slots__ = ("admitted", "arrivals", "completed", "expired", "failed", "reexecuted",
+                 "rejected", "retries")  # fmt: skip
 
     def __init__(self) -> None:
         self.arrivals = self.admitted = self.rejected = 0
         self.completed = self.failed = self.expired = self.retries = 0
+        self.reexecuted = 0  # attempts abandoned at a drain timeout and run again
 
 
 class Engine:
@@ -82,11 +85,19 @@ class Engine:
         service_time_prior_s: float,
         rng: Rng,
         max_wait_by_class: Mapping[str, float] | None = None,
+        horizon_s: float = math.inf,
     ) -> None:
+        """``horizon_s``: the run's planned end; the autoscaler's evaluations stop after it
+        once no work remains (a timer that would otherwise keep a simulation alive)."""
         self.cfg = cfg
         self.rng = rng
         self.queue = JobQueue()
-        self.pool = ExecutorPool(cfg.executors)
+        sc = cfg.scaling
+        self.pool = ExecutorPool(cfg.executors,
+                                 drain_timeout_s=sc.drain_timeout_s if sc.enabled else None)  # fmt: skip
+        self.scaler = (Scaler(sc, cfg.executors.jobs_per_executor, horizon_s)
+                       if sc.enabled else None)  # fmt: skip
+        self._reruns: deque[Job] = deque()  # jobs whose executor was killed, oldest first
         self.busy = 0
         self.service_time_s = service_time_prior_s
         self.jobs: dict[str, Job] = {}  # admitted and not yet ended
@@ -153,7 +164,8 @@ class Engine:
         q = self.queue
         br = self.breaker
         pool = self.pool
-        if not (q.has_deadlines() or self._retries or br.state == "open" or pool.starting):
+        sc = self.scaler
+        if not (q.has_deadlines() or self._retries or br.state == "open" or sc is not None):
             # The common case, on the hot path of every event: at most a max wait is pending.
             return self._next_max_wait() if q.depth else None
         best: float | None = q.next_expiry()
@@ -167,6 +179,7 @@ class Engine:
             self._retries[0][0] if self._retries and not retry_blocked else None,
             br.next_deadline(),
             pool.next_deadline(),
+            sc.next_due(bool(self.jobs)) if sc is not None else None,
         ):
             if t is not None and (best is None or t < best):
                 best = t
@@ -233,10 +246,14 @@ class Engine:
 
     def _finished(self, ev: Finished, now: float, out: list[Action]) -> None:
         job = self.jobs.get(ev.id)
-        if job is None or job.state != RUNNING:
-            return  # late news of a request that already ended (cancelled, say)
+        if job is None or job.state != RUNNING or (ev.attempt and ev.attempt != job.attempt):
+            return  # late news of a request that ended (cancelled, say) or of a killed attempt
         service = now - job.started_at
         self.service_time_s += EWMA_ALPHA * (service - self.service_time_s)
+        if job.executor is not None:
+            self.pool.release(job, now)
+            if self.scaler is not None:
+                self.scaler.observe_service(job.cls, service)
         change = self.breaker.record(now, True)
         if change is not None:
             out.append(_breaker_change(change, self.cfg.dependency.breaker.failure_ratio))
@@ -246,16 +263,14 @@ class Engine:
         del self.jobs[job.id]
         if job.key is not None:
             self.queue.release_key(job.key)
-        if self.pool.draining:
-            self.pool.settle(self.busy)
         self.counts.completed += 1
         out.append(Complete(id=job.id, service_s=service))
-        if self.queue.depth or self._retries or self.queue.has_deadlines():
+        if self.queue.depth or self._retries or self.queue.has_deadlines() or self._reruns:
             self._dispatch(now, out)
 
     def _failed(self, ev: Failed, now: float, out: list[Action]) -> None:
         job = self.jobs.get(ev.id)
-        if job is None or job.state != RUNNING:
+        if job is None or job.state != RUNNING or (ev.attempt and ev.attempt != job.attempt):
             return
         if ev.retryable:
             self._breaker_record(now, False, out)
@@ -287,6 +302,13 @@ class Engine:
             self.queue.remove(job)
             del self.jobs[job.id]
             was_running = False
+        elif job.state == RERUN:
+            self._reruns.remove(job)
+            job.state = DONE
+            del self.jobs[job.id]
+            if job.key is not None:
+                self.queue.release_key(job.key)
+            was_running = True
         else:
             self._end(job, out)
             was_running = True
@@ -304,8 +326,37 @@ class Engine:
         del self.jobs[job.id]
         if job.key is not None:
             self.queue.release_key(job.key)
-        if self.pool.draining:
-            self.pool.settle(self.busy)
+        if job.executor is not None:
+            self.pool.release(job, self.now)
+
+    def _rerun(self, jobs: list[Job], out: list[Action]) -> None:
+        """Jobs of an executor killed at its drain timeout wait for a slot, ahead of the
+        queue; a running attempt is abandoned (``Reexecute``), a retry wait just moves."""
+        br = self.breaker
+        for job in jobs:
+            job.executor = None
+            self.busy -= 1
+            if job.state == RUNNING:
+                self.counts.reexecuted += 1
+                out.append(Reexecute(id=job.id, attempt=job.attempt + 1, reason="drain_timeout"))
+                if br.state == "half_open":
+                    br.probe_in_flight = False  # the probe may have been one of them
+            job.state = RERUN
+            self._reruns.append(job)
+
+    def _scale(self, sc: Scaler, now: float, out: list[Action]) -> None:
+        """Executors that started or were killed, then the evaluation if it is due."""
+        pool = self.pool
+        killed = pool.poll(now)
+        if killed:
+            self._rerun(killed, out)
+        if now >= sc.due:
+            scale = sc.evaluate(self, now)
+            out.append(scale)
+            if scale.to_replicas != pool.desired:
+                killed = pool.resize(now, scale.to_replicas)
+                if killed:
+                    self._rerun(killed, out)
 
     def _breaker_record(self, now: float, ok: bool, out: list[Action]) -> None:
         change = self.breaker.record(now, ok)
@@ -360,8 +411,9 @@ class Engine:
                              out)  # fmt: skip
         if now >= self._wait_check:
             self._expire_waited(now, out)
-        if self.pool.starting and self.pool.poll(now):
-            pass
+        sc = self.scaler
+        if sc is not None:
+            self._scale(sc, now, out)
         br = self.breaker
         if br.state == "open":
             change = br.poll(now)
@@ -384,6 +436,8 @@ class Engine:
             job.attempt += 1
             job.started_at = now
             out.append(Dispatch(id=job.id, cls=job.cls, attempt=job.attempt, queue_wait_s=0.0))
+        if sc is not None:
+            self._dispatch_reruns(now, out)
         c = self.pool.concurrency
         while self.busy < c and q.depth and br.allows():
             nxt = q.pop()
@@ -391,6 +445,8 @@ class Engine:
                 break
             job = nxt
             br.on_start()
+            if sc is not None:
+                self.pool.assign(job)
             self.busy += 1
             job.state = RUNNING
             job.attempt = 1
@@ -398,3 +454,18 @@ class Engine:
             self.budget.deposit()
             out.append(Dispatch(id=job.id, cls=job.cls, attempt=1,
                                 queue_wait_s=now - job.admitted_at))  # fmt: skip
+
+    def _dispatch_reruns(self, now: float, out: list[Action]) -> None:
+        """Re-run jobs of killed executors first: they were admitted, and started, earlier."""
+        reruns = self._reruns
+        pool = self.pool
+        br = self.breaker
+        while reruns and self.busy < pool.concurrency and br.allows():
+            job = reruns.popleft()
+            br.on_start()
+            pool.assign(job)
+            self.busy += 1
+            job.state = RUNNING
+            job.attempt += 1
+            job.started_at = now
+            out.append(Dispatch(id=job.id, cls=job.cls, attempt=job.attempt, queue_wait_s=0.0))

@@ -10,7 +10,7 @@ Priorities are small ints on the hot path: 0 critical, 1 standard, 2 batch.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
 CRITICAL: Final = 0
 STANDARD: Final = 1
@@ -50,12 +50,14 @@ class Arrived(Event):
 
 
 class Finished(Event):
-    """The upstream call for a dispatched request succeeded."""
+    """The upstream call for a dispatched request succeeded. ``attempt`` names the dispatch it
+    answers (0: the driver does not say); an answer to an abandoned attempt is ignored."""
 
-    __slots__ = ("id",)
+    __slots__ = ("attempt", "id")
 
-    def __init__(self, id: str) -> None:
+    def __init__(self, id: str, attempt: int = 0) -> None:
         self.id = id
+        self.attempt = attempt
 
 
 class Failed(Event):
@@ -63,12 +65,19 @@ class Failed(Event):
     upstream_reset, upstream_stream_error, ... ``retryable`` is False for errors a retry cannot
     fix (a 400 from the upstream, say)."""
 
-    __slots__ = ("id", "reason", "retry_after_s", "retryable")
+    __slots__ = ("attempt", "id", "reason", "retry_after_s", "retryable")
 
     def __init__(
-        self, *, id: str, reason: str, retry_after_s: float | None = None, retryable: bool = True
+        self,
+        *,
+        id: str,
+        reason: str,
+        retry_after_s: float | None = None,
+        retryable: bool = True,
+        attempt: int = 0,
     ) -> None:
         self.id = id
+        self.attempt = attempt
         self.reason = reason
         self.retry_after_s = retry_after_s
         self.retryable = retryable
@@ -280,15 +289,46 @@ class BreakerChange(Action):
 
 
 class Scale(Action):
-    __slots__ = ("bound_by", "from_replicas", "reason", "to_replicas")
+    """One autoscaler evaluation (also when nothing changed): ``raw`` is the formula's value
+    (None while unknown), ``target`` after tolerance, stabilization and rate policies,
+    ``to_replicas`` after the limits; ``bound_by`` the limit that set it, ``held_by`` what kept
+    it from ``raw``; ``signals`` what it read (a small dict, for the decision record)."""
+
+    __slots__ = ("bound_by", "from_replicas", "held_by", "raw", "reason", "signals", "target",
+                 "to_replicas")  # fmt: skip
 
     def __init__(
-        self, *, from_replicas: int, to_replicas: int, reason: str, bound_by: str | None
+        self,
+        *,
+        from_replicas: int,
+        to_replicas: int,
+        reason: str,
+        bound_by: str | None,
+        raw: int | None = None,
+        target: int | None = None,
+        held_by: str | None = None,
+        signals: dict[str, Any] | None = None,
     ) -> None:
         self.from_replicas = from_replicas
         self.to_replicas = to_replicas
         self.reason = reason
         self.bound_by = bound_by
+        self.raw = raw
+        self.target = target
+        self.held_by = held_by
+        self.signals = signals
+
+
+class Reexecute(Action):
+    """A draining executor was killed at its drain timeout while running this job: the
+    attempt is abandoned (its late answer is ignored) and the job runs again as ``attempt``."""
+
+    __slots__ = ("attempt", "id", "reason")
+
+    def __init__(self, *, id: str, attempt: int, reason: str) -> None:
+        self.id = id
+        self.attempt = attempt
+        self.reason = reason
 
 
 FINAL_ACTIONS = (Complete, Fail, Expire)

@@ -14,17 +14,21 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left
 from collections import deque
-from typing import Final
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from harness.engine.scaling import Executor
 
 WAITING: Final = 0
 RUNNING: Final = 1
 RETRY_WAIT: Final = 2
 DONE: Final = 3
+RERUN: Final = 4  # its executor was killed while draining: waits for a slot to run again
 
 
 class Job:
-    __slots__ = ("admitted_at", "attempt", "cls", "deadline_at", "id", "key", "priority",
-                 "seq", "started_at", "state", "tenant")  # fmt: skip
+    __slots__ = ("admitted_at", "attempt", "cls", "deadline_at", "executor", "id", "key",
+                 "priority", "seq", "started_at", "state", "tenant")  # fmt: skip
 
     def __init__(
         self,
@@ -48,6 +52,7 @@ class Job:
         self.state = WAITING
         self.attempt = 0
         self.started_at = 0.0
+        self.executor: Executor | None = None  # set only with scaling on
 
 
 class JobQueue:
@@ -175,6 +180,21 @@ class JobQueue:
         self._cursor = i
         self._cursor_t = t
         return i - h
+
+    def eligible(self) -> list[Job]:
+        """The waiting jobs that could start now: every tier's key-less items and each key's
+        head (items blocked behind their partition key are not). A scan, for the autoscaler's
+        evaluation every ``interval_s``, never for the hot path."""
+        out: list[Job] = []
+        for tier in (0, 1, 2):
+            out.extend(j for j in self._plain[tier] if j.state == WAITING)
+            out.extend(j for _s, j in self._keyed[tier] if j.state == WAITING)
+        return out
+
+    @property
+    def active_keys(self) -> int:
+        """Partition keys with an item running or eligible (one runs at a time per key)."""
+        return len(self._key_busy)
 
     def has_deadlines(self) -> bool:
         """Whether any job was pushed with a deadline that is not yet popped (its job may

@@ -1,65 +1,178 @@
-"""The executor pool and the autoscaler seam.
+"""The executor pool: executors with identity, started, drained and (after a timeout) killed.
 
-``ExecutorPool`` tracks executors that are ready, starting (ready after ``startup_s``) and
-draining (they take no new work and leave when idle). Concurrency is ready executors x
-``jobs_per_executor``. With ``scaling.enabled: false`` nothing ever asks the pool to resize, so
-it stays at ``executors.initial``. An autoscaler plugs in through ``ExecutorPool.resize`` and
-returns its decision as a ``Scale`` action (reason and the binding limit named).
+Each executor runs up to ``jobs_per_executor`` jobs. An executor is STARTING (ready after
+``startup_s``), READY (takes work) or DRAINING (takes no new work, leaves when its last job
+ends). With scaling off nothing resizes the pool: its ``initial`` executors stay ready and the
+engine never asks which executor runs a job (the hot path stays a counter test).
+
+The engine's one capacity test is ``busy < concurrency``. ``busy`` counts every running (or
+retry-waiting) job, those on draining executors included, so ``concurrency`` is the ready
+executors' slots plus the jobs still running on draining ones: the test is then exactly "a
+ready executor has a free slot", and a draining executor never receives new work.
+
+Scale-down picks idle executors first (they leave at once), then the least busy, newest first
+among equals; STARTING ones are cancelled before any ready one drains. A draining executor
+that still runs work after ``drain_timeout_s`` is killed: :meth:`poll` hands its jobs back to
+the engine, which re-runs them (``reexecuted``) and ignores the killed attempts' late answers.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import math
+from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:  # config types only; the engine imports nothing outside the stdlib
+    from harness.engine.queue import Job
     from harness.profile import Executors
+
+STARTING: Final = 0
+READY: Final = 1
+DRAINING: Final = 2
+
+
+class Executor:
+    __slots__ = ("drain_at", "id", "jobs", "ready_at", "state")
+
+    def __init__(self, id: int, state: int, ready_at: float) -> None:
+        self.id = id
+        self.state = state
+        self.ready_at = ready_at
+        self.drain_at = math.inf
+        self.jobs: list[Job] = []
 
 
 class ExecutorPool:
-    def __init__(self, cfg: Executors) -> None:
+    def __init__(self, cfg: Executors, *, drain_timeout_s: float | None = None) -> None:
         self.jobs_per_executor = cfg.jobs_per_executor
         self.startup_s = cfg.startup_s
-        self.ready = cfg.initial  # the initial executors are warm at t=0
-        self.starting: list[float] = []  # ready-at times
-        self.draining = 0  # executors that finish their work, then leave
+        self.drain_timeout_s = drain_timeout_s
+        self._next_id = 0
+        self.execs: list[Executor] = []  # every executor that has not left, in id order
+        for _ in range(cfg.initial):  # the initial executors are warm at t=0
+            self.execs.append(self._new(READY, 0.0))
+        self.ready = cfg.initial
+        self.starting = 0
+        self.draining = 0
+        self.busy_draining = 0  # jobs still running on draining executors
         self.concurrency = self.ready * self.jobs_per_executor
+        self.busy_while_draining_s = 0.0  # executor-seconds spent draining with work (summary)
+        self.killed = 0  # executors killed at their drain timeout
+
+    def _new(self, state: int, ready_at: float) -> Executor:
+        ex = Executor(self._next_id, state, ready_at)
+        self._next_id += 1
+        return ex
 
     @property
     def desired(self) -> int:
-        return self.ready + len(self.starting)
+        """The executors the autoscaler asked for: ready plus starting."""
+        return self.ready + self.starting
 
-    def resize(self, now: float, target: int) -> None:
-        """Move toward ``target`` executors: start new ones, or drain the surplus."""
+    def _recount(self) -> None:
+        self.concurrency = self.ready * self.jobs_per_executor + self.busy_draining
+
+    # -- resizing ------------------------------------------------------------------------------
+
+    def resize(self, now: float, target: int) -> list[Job]:
+        """Move toward ``target`` executors: start new ones, or cancel starts and drain the
+        surplus. Returns the jobs of executors killed at once (a drain timeout of 0)."""
         current = self.desired
         if target > current:
             for _ in range(target - current):
-                self.starting.append(now + self.startup_s)
-            self.starting.sort()
+                ex = self._new(STARTING, now + self.startup_s)
+                self.execs.append(ex)
+                self.starting += 1
         elif target < current:
             surplus = current - target
-            while surplus and self.starting:
-                self.starting.pop()  # cancel the newest start first
+            for ex in sorted((e for e in self.execs if e.state == STARTING),
+                             key=lambda e: -e.id)[:surplus]:  # fmt: skip
+                self.execs.remove(ex)  # a start not yet done is simply cancelled
+                self.starting -= 1
                 surplus -= 1
-            self.ready -= surplus
-            self.draining += surplus
-        self.poll(now)
+            ready = sorted((e for e in self.execs if e.state == READY),
+                           key=lambda e: (len(e.jobs), -e.id))  # fmt: skip
+            for ex in ready[:surplus]:
+                self.ready -= 1
+                if not ex.jobs:
+                    self.execs.remove(ex)
+                    continue
+                ex.state = DRAINING
+                ex.drain_at = now
+                self.draining += 1
+                self.busy_draining += len(ex.jobs)
+        self._recount()
+        return self.poll(now)
 
-    def poll(self, now: float) -> bool:
-        """Executors whose start-up elapsed become ready; True when concurrency changed."""
-        changed = False
-        while self.starting and self.starting[0] <= now:
-            self.starting.pop(0)
-            self.ready += 1
-            changed = True
-        if changed:
-            self.concurrency = self.ready * self.jobs_per_executor
-        return changed
-
-    def settle(self, busy: int) -> None:
-        """Draining executors leave once the remaining work fits on the ready ones."""
-        self.concurrency = self.ready * self.jobs_per_executor
-        if self.draining and busy <= self.concurrency:
-            self.draining = 0
+    def poll(self, now: float) -> list[Job]:
+        """Starts that are due become ready; draining executors past their timeout are killed
+        and their jobs returned (the engine re-runs them)."""
+        killed: list[Job] = []
+        if self.starting:
+            for ex in self.execs:
+                if ex.state == STARTING and ex.ready_at <= now:
+                    ex.state = READY
+                    self.starting -= 1
+                    self.ready += 1
+        timeout = self.drain_timeout_s
+        if self.draining and timeout is not None:
+            for ex in [
+                e for e in self.execs if e.state == DRAINING and e.drain_at + timeout <= now
+            ]:
+                killed.extend(ex.jobs)
+                self.busy_draining -= len(ex.jobs)
+                self.busy_while_draining_s += timeout
+                ex.jobs = []
+                self.execs.remove(ex)
+                self.draining -= 1
+                self.killed += 1
+        self._recount()
+        return killed
 
     def next_deadline(self) -> float | None:
-        return self.starting[0] if self.starting else None
+        best = math.inf
+        timeout = self.drain_timeout_s
+        for ex in self.execs:
+            if ex.state == STARTING and ex.ready_at < best:
+                best = ex.ready_at
+            elif ex.state == DRAINING and timeout is not None and ex.drain_at + timeout < best:
+                best = ex.drain_at + timeout
+        return None if best == math.inf else best
+
+    def time_to_ready(self, now: float) -> float | None:
+        """Seconds until the next starting executor is ready (None: none is starting)."""
+        starts = [e.ready_at for e in self.execs if e.state == STARTING]
+        return max(0.0, min(starts) - now) if starts else None
+
+    # -- jobs (only with scaling on) ------------------------------------------------------------
+
+    def assign(self, job: Job) -> None:
+        """Place a starting job on the ready executor with the most work that has a free slot
+        (work packs onto few executors, so scale-down finds idle ones)."""
+        best: Executor | None = None
+        jpe = self.jobs_per_executor
+        for ex in self.execs:
+            if (
+                ex.state == READY
+                and len(ex.jobs) < jpe
+                and (best is None or len(ex.jobs) > len(best.jobs))
+            ):
+                best = ex
+        if best is None:  # the engine tests busy < concurrency first; never reached
+            raise RuntimeError("no free executor slot")
+        best.jobs.append(job)
+        job.executor = best
+
+    def release(self, job: Job, now: float) -> None:
+        """A job left its executor; a draining executor with no work left leaves."""
+        ex = job.executor
+        job.executor = None
+        if ex is None:
+            return
+        ex.jobs.remove(job)
+        if ex.state == DRAINING:
+            self.busy_draining -= 1
+            if not ex.jobs:
+                self.busy_while_draining_s += now - ex.drain_at
+                self.execs.remove(ex)
+                self.draining -= 1
+            self._recount()

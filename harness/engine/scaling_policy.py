@@ -43,7 +43,7 @@ from typing import Final, Literal
 TargetKind = Literal["weighted", "drain_window", "hpa"]
 PolicyType = Literal["Pods", "Percent"]
 SelectPolicy = Literal["Max", "Min", "Disabled"]
-Reason = Literal["scale_up", "scale_down", "hold"]
+Reason = Literal["scale_up", "scale_down", "hold", "activate", "deactivate"]
 
 DEFAULT_WEIGHTS: Final[Mapping[str, float]] = MappingProxyType(
     {"critical": 3.0, "standard": 1.0, "batch": 0.5})

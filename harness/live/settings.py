@@ -22,6 +22,13 @@ STUB_MODEL = "harness-stub"
 CHAT = "/v1/chat/completions"
 
 
+SCALING_NOT_LIVE = (
+    "engine.scaling.enabled: autoscaling runs in `harness sim` in this version; the live proxy "
+    "keeps a fixed pool of engine.executors.initial. Rehearse the policy with `harness sim`, or "
+    "run live with --set engine.scaling.enabled=false"
+)
+
+
 class SettingsError(ValueError):
     """A live run's setting that cannot be used (bad input: exit 2)."""
 
@@ -96,6 +103,8 @@ class LiveSettings:
         verified unless ``insecure``, against ``ca_bundle`` when given. Raises ``TlsError``,
         ``SettingsError`` or ``BadTarget`` (all ``ValueError``: exit 2)."""
         tls = Tls(ca_bundle=ca_bundle, insecure=insecure).validated()
+        if profile.engine.scaling.enabled and not no_proxy:
+            raise SettingsError(SCALING_NOT_LIVE)
         if api_key_env is not None:
             auth = dataclasses.replace(profile.wire.auth, env=api_key_env)
             profile = dataclasses.replace(profile, wire=dataclasses.replace(profile.wire, auth=auth))

@@ -27,6 +27,7 @@ from harness.engine.events import (
     Expire,
     Fail,
     Limits,
+    Reexecute,
     Reject,
     Scale,
 )
@@ -130,8 +131,13 @@ def _breaker(t: float, a: BreakerChange) -> dict[str, Any]:
 
 
 def _scale(t: float, a: Scale) -> dict[str, Any]:
-    return {"bound_by": a.bound_by, "from": a.from_replicas, "kind": "scale", "reason": a.reason,
-            "t": t, "to": a.to_replicas}  # fmt: skip
+    return {"bound_by": a.bound_by, "from": a.from_replicas, "held_by": a.held_by,
+            "kind": "scale", "raw": a.raw, "reason": a.reason, "signals": a.signals, "t": t,
+            "target": a.target, "to": a.to_replicas}  # fmt: skip
+
+
+def _reexecute(t: float, a: Reexecute) -> dict[str, Any]:
+    return {"attempt": a.attempt, "id": a.id, "kind": "reexecute", "reason": a.reason, "t": t}
 
 
 RECORDS: dict[type, Callable[[float, Any], dict[str, Any] | None]] = {
@@ -143,6 +149,7 @@ RECORDS: dict[type, Callable[[float, Any], dict[str, Any] | None]] = {
     Expire: _expire,
     BreakerChange: _breaker,
     Scale: _scale,
+    Reexecute: _reexecute,
     Complete: lambda t, a: None,  # an outcome, not a decision: it lands in the counts
 }
 

@@ -199,6 +199,9 @@ class Collector:
                 "replicas_ready": engine.pool.ready,
                 "signals_known": engine.signals_known,
             }
+            if engine.scaler is not None:  # fixed pools keep their timeline lines as they were
+                secs[-1].state["replicas_draining"] = engine.pool.draining
+                secs[-1].state["bound_by"] = engine.scaler.bound_by
             if not engine.signals_known:
                 self.blind_s += 1.0
             secs.append(Second())

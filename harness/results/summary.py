@@ -101,10 +101,38 @@ def header(profile: Profile, mode: str, seed: int, complete: bool) -> dict[str, 
     }
 
 
+def scaling_figures(profile: Profile, col: Collector,
+                    engine: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``summary.scaling`` from the per-second samples (taken at each second's end) and the
+    engine's own counts (``engine``: scale events, re-executions, drain figures; None when no
+    engine ran, a live run without the proxy)."""
+    states = [s.state for s in col.seconds if s.state]
+    ready = [st["replicas_ready"] for st in states] or [profile.engine.executors.initial]
+    sc = profile.engine.scaling
+    desired = [st["replicas_desired"] for st in states]
+    e = engine or {}
+    return {
+        "replicas": {"min": min(ready), "max": max(ready),
+                     "mean": round(sum(ready) / len(ready), 3)},
+        "scale_events": e.get("scale_events", 0),
+        "evaluations": e.get("evaluations", 0),
+        "seconds_at_ceiling": sum(1 for d in desired if d >= sc.max_replicas) if sc.enabled else 0,
+        "seconds_at_floor": sum(1 for d in desired if d <= sc.min_replicas) if sc.enabled else 0,
+        "seconds_blind": col.blind_s,
+        "replica_seconds": sum(st["replicas_ready"] + st.get("replicas_draining", 0)
+                               for st in states),
+        "reexecuted": e.get("reexecuted", 0),
+        "executors_killed": e.get("executors_killed", 0),
+        "busy_while_draining_s": round(e.get("busy_while_draining_s", 0.0), 3),
+    }  # fmt: skip
+
+
 def no_scaling() -> dict[str, Any]:
     """``scaling`` when nobody sampled the replicas (a live run without the proxy)."""
     return {"replicas": {"min": None, "max": None, "mean": None}, "scale_events": 0,
-            "seconds_at_ceiling": 0, "seconds_blind": 0}  # fmt: skip
+            "evaluations": 0, "seconds_at_ceiling": 0, "seconds_at_floor": 0,
+            "seconds_blind": 0, "replica_seconds": None, "reexecuted": 0,
+            "executors_killed": 0, "busy_while_draining_s": 0.0}  # fmt: skip
 
 
 def build(
@@ -118,7 +146,7 @@ def build(
     in_flight_at_end: int,
     engine_counts: Mapping[str, int] | None,
     alerts: list[dict[str, Any]],
-    timeline: Sequence[Mapping[str, Any]],
+    engine_scaling: Mapping[str, Any] | None = None,
     extra_thresholds: Sequence[str] = (),
     complete: bool = True,
     attempts: int | None = None,
@@ -135,7 +163,7 @@ def build(
         "cancelled": col.failed_by_reason.get("cancelled", 0),
     }  # fmt: skip
     cons = conservation(counts, mode, engine_counts)
-    replicas = [s["replicas_ready"] for s in timeline] or [profile.engine.executors.initial]
+    scaling = scaling_figures(profile, col, engine_scaling)
     span = max(duration_s, 1e-9)
     by_class, by_priority = col.tallies()
     turnarounds, queue_waits = col.sorted_samples()
@@ -152,16 +180,7 @@ def build(
         "goodput_per_s": round(good / span, 4),
         "by_class": {k: _tally(v) for k, v in sorted(by_class.items())},
         "by_priority": {k: _tally(v) for k, v in sorted(by_priority.items())},
-        "scaling": {
-            "replicas": {
-                "min": min(replicas),
-                "max": max(replicas),
-                "mean": round(sum(replicas) / len(replicas), 3),
-            },
-            "scale_events": 0,
-            "seconds_at_ceiling": 0,
-            "seconds_blind": col.blind_s,
-        },
+        "scaling": scaling,
         "alerts": alerts,
         "generator": {
             "offered_rate_per_s": round(scheduled / max(profile.duration_s, 1e-9), 4),

@@ -214,6 +214,7 @@ def _simulate(
     scheduled = 0
     now = 0.0
     halted = False
+    blind = 0  # metrics outages in progress
     while True:
         if nxt is not None and (not heap or nxt.t <= heap[0][0]):
             now = nxt.t
@@ -258,20 +259,23 @@ def _simulate(
                     halted = True
                     break
             if kind == _FINISH:
-                actions = handle(Finished(payload), now)
+                actions = handle(Finished(payload[0], payload[1]), now)
             elif kind == _FAIL:
-                rid, failure, ra = payload
+                rid, failure, ra, attempt = payload
                 if clients is not None:
                     clients.cause[rid] = (failure, ra)
                 # A stream that broke after its first byte is final (the proxy's rule).
                 actions = handle(Failed(id=rid, reason=failure, retry_after_s=ra,
-                                         retryable=failure not in MID_STREAM), now)  # fmt: skip
+                                         retryable=failure not in MID_STREAM, attempt=attempt),
+                                 now)  # fmt: skip
             elif kind == _CLIENT:
                 actions = handle(payload, now)
             elif kind == _TICK:
                 actions = handle(tick, now)
             else:
-                actions = handle(MetricsSample(payload), now)
+                # Outages may overlap: the signals are known again when the last one ends.
+                blind += -1 if payload else 1
+                actions = handle(MetricsSample(blind == 0), now)
         else:
             break
         if actions:
@@ -288,9 +292,9 @@ def _simulate(
                     dur, failure, ra = call(now, a.cls, a.id, a.attempt)
                     seq += 1
                     if failure is None:
-                        push(heap, (now + dur, seq, _FINISH, a.id))
+                        push(heap, (now + dur, seq, _FINISH, (a.id, a.attempt)))
                     else:
-                        push(heap, (now + dur, seq, _FAIL, (a.id, failure, ra)))
+                        push(heap, (now + dur, seq, _FAIL, (a.id, failure, ra, a.attempt)))
         nd = engine.next_deadline()
         if nd is not None and nd < tick_at:
             tick_at = nd if nd > now else now

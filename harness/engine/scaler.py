@@ -1,0 +1,280 @@
+"""The autoscaler's evaluation loop inside the engine: signals in, one ``Scale`` record out.
+
+Every ``interval_s`` the engine calls :meth:`Scaler.evaluate`. It measures the signals (eligible
+backlog per priority and class -- expired, key-blocked and retry-waiting work excluded --, the
+oldest age, arrival and confirmed completion rates over ``window_s``, jobs in flight, service
+time per class, a drain-time estimate), applies what the profile says about missing signals,
+cooldown and scale to zero, and asks the policy core (``scaling_policy.Autoscaler``) for the
+replicas. The answer is a ``Scale`` action whether or not anything changed: ``held_by`` names
+what held it back (cooldown, stabilization, tolerance, rate_policy, signals_unknown, a ceiling),
+``bound_by`` the limit that set it.
+
+Order of one evaluation: signals (or the missing-signal policy) -> cooldown -> the policy's
+target, stabilization and rate policies -> ceilings (partitions: with keyed work, no more
+executors than work that can run at once) -> max_replicas -> min_replicas (at least 1 while
+active; only the idle rule scales to 0, only the activation rule scales from 0).
+
+The timer ends with the run: evaluations are due while ``now < horizon_s`` or work remains, so
+a simulation whose work is done is not kept alive by its autoscaler.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from typing import TYPE_CHECKING, Any, Final
+
+from harness.engine.events import PRIORITY_NAMES, Scale
+from harness.engine.scaling_policy import (
+    Autoscaler,
+    Behavior,
+    ClassLoad,
+    HpaTarget,
+    Reason,
+    ScaleDecision,
+    ScalingConfig,
+    ScalingPolicy,
+    ScalingRules,
+    Signals,
+)
+
+if TYPE_CHECKING:
+    from harness.engine.core import Engine
+    from harness.schema_scaling import ScaleRules, Scaling
+
+EWMA_ALPHA: Final = 0.1  # per-class service time, as the engine's global estimate
+
+
+def _rules(r: ScaleRules) -> ScalingRules:
+    pols = (
+        None
+        if r.policies is None
+        else tuple(
+            ScalingPolicy(type=p.type, value=p.value, period_s=p.period_s) for p in r.policies
+        )
+    )
+    return ScalingRules(stabilization_window_s=r.stabilization_window_s, policies=pols,
+                        select_policy=r.select_policy)  # fmt: skip
+
+
+def policy_config(cfg: Scaling, jobs_per_executor: int) -> ScalingConfig:
+    """The profile's ``engine.scaling`` as the policy core's config. While active the floor is
+    at least 1 executor: scaling to and from 0 has its own rules (the Scaler's)."""
+    w = cfg.weights
+    return ScalingConfig(
+        target=cfg.target, min_replicas=max(1, cfg.min_replicas), max_replicas=cfg.max_replicas,
+        weights={"critical": w.critical, "standard": w.standard, "batch": w.batch},
+        count_inflight=cfg.count_inflight, jobs_per_executor=jobs_per_executor,
+        window_s=cfg.window_s,
+        hpa=HpaTarget(signal=cfg.hpa.signal, target_per_replica=cfg.hpa.target_per_replica,
+                      tolerance=cfg.hpa.tolerance),
+        behavior=Behavior(scale_up=_rules(cfg.behavior.scale_up),
+                          scale_down=_rules(cfg.behavior.scale_down)),
+    )  # fmt: skip
+
+
+def _r(x: float) -> float:
+    return round(x, 3)
+
+
+class Scaler:
+    def __init__(self, cfg: Scaling, jobs_per_executor: int, horizon_s: float) -> None:
+        self.cfg = cfg
+        self.jpe = jobs_per_executor
+        self.policy = Autoscaler(policy_config(cfg, jobs_per_executor))
+        self.horizon_s = horizon_s
+        self.due = cfg.interval_s  # the first evaluation: one interval in, as a fresh HPA
+        self.cooldown_until = -math.inf
+        self.service_s: dict[str, float] = {}  # per class, an EWMA of successful attempts
+        self._marks: deque[tuple[float, int, int]] = deque([(0.0, 0, 0)])
+        self._last: Signals | None = None  # the last known signals (on_missing: hold)
+        self._last_record: dict[str, Any] | None = None
+        self.blind_since: float | None = None
+        self.missed = 0  # evaluations in a row without signals
+        self.idle_since: float | None = 0.0
+        self.bound_by: str | None = None
+        self.evaluations = 0
+        self.scale_events = 0
+
+    # -- timing --------------------------------------------------------------------------------
+
+    def next_due(self, busy: bool) -> float | None:
+        """The next evaluation, or None once the run is over and no work remains."""
+        return self.due if (self.due <= self.horizon_s or busy) else None
+
+    def observe_service(self, cls: str, service_s: float) -> None:
+        old = self.service_s.get(cls)
+        self.service_s[cls] = service_s if old is None else old + EWMA_ALPHA * (service_s - old)
+
+    # -- signals -------------------------------------------------------------------------------
+
+    def measure(self, eng: Engine, now: float) -> tuple[Signals, dict[str, Any]]:
+        """This evaluation's signals, and their record (rounded) for decisions.jsonl."""
+        eligible = eng.queue.eligible()
+        backlog = [0, 0, 0]
+        per_class: dict[str, list[int]] = {}
+        plain = 0
+        for j in eligible:
+            backlog[j.priority] += 1
+            n = per_class.setdefault(j.cls, [j.priority, 0])
+            n[1] += 1
+            if j.key is None:
+                plain += 1
+        prior = eng.service_time_s
+        classes = {c: ClassLoad(priority=PRIORITY_NAMES[pn[0]], backlog=pn[1],
+                                service_s=self.service_s.get(c, prior))
+                   for c, pn in sorted(per_class.items())}  # fmt: skip
+        by_name = {PRIORITY_NAMES[i]: backlog[i] for i in range(3)}
+        w = self.cfg.weights
+        weighted = w.critical * backlog[0] + w.standard * backlog[1] + w.batch * backlog[2]
+        t0, a0, c0 = self._marks[0]
+        span = now - t0
+        counts = eng.counts
+        arrival_rate = (counts.arrivals - a0) / span if span > 0 else 0.0
+        completion_rate = (counts.completed - c0) / span if span > 0 else 0.0
+        self._marks.append((now, counts.arrivals, counts.completed))
+        while len(self._marks) > 1 and self._marks[1][0] <= now - self.cfg.window_s:
+            self._marks.popleft()
+        slots = eng.pool.ready * self.jpe
+        work_s = sum(c.backlog * c.service_s for c in classes.values())
+        drain = work_s / slots if slots else (math.inf if work_s else 0.0)
+        total = len(eligible)
+        values = {"eligible_backlog": float(total), "weighted_depth": weighted,
+                  "in_flight": float(eng.busy), "backlog_and_in_flight": float(total + eng.busy),
+                  "oldest_age_s": eng.oldest_age(now), "arrival_rate_per_s": arrival_rate,
+                  "drain_time_s": drain}  # fmt: skip
+        sig = Signals(backlog=by_name, inflight=eng.busy, classes=classes,
+                      hpa_value=values[self.cfg.hpa.signal])  # fmt: skip
+        record = {
+            "known": True, "eligible": by_name, "weighted_depth": _r(weighted),
+            "in_flight": eng.busy, "oldest_age_s": _r(values["oldest_age_s"]),
+            "arrival_rate_per_s": _r(arrival_rate), "completion_rate_per_s": _r(completion_rate),
+            "drain_time_s": None if math.isinf(drain) else _r(drain),
+            "service_s": {c: _r(v.service_s) for c, v in classes.items()},
+            "active_keys": eng.queue.active_keys, "plain_eligible": plain,
+        }  # fmt: skip
+        return sig, record
+
+    def _partition_ceiling(self, eng: Engine, record: dict[str, Any]) -> list[tuple[str, int]]:
+        """With keyed work, useful executors are at most the work that can run at once: one
+        item per active key, plus every key-less item waiting or running."""
+        keys = record.get("active_keys", 0)
+        if not keys:
+            return []
+        plain_running = sum(
+            1 for j in eng.jobs.values() if j.key is None and j.executor is not None
+        )
+        useful = keys + record.get("plain_eligible", 0) + plain_running
+        return [("partitions", max(1, math.ceil(useful / self.jpe)))]
+
+    # -- one evaluation ------------------------------------------------------------------------
+
+    def evaluate(self, eng: Engine, now: float) -> Scale:
+        cfg = self.cfg
+        self.evaluations += 1
+        self.due = now + cfg.interval_s
+        current = eng.pool.desired
+        known = eng.signals_known
+        work = bool(eng.jobs)
+        sig: Signals | None
+        if known:
+            sig, record = self.measure(eng, now)
+            self._last, self._last_record = sig, record
+            self.blind_since, self.missed = None, 0
+            eligible = sum(sig.backlog.values())
+        else:
+            if self.blind_since is None:
+                self.blind_since = now
+            self.missed += 1
+            sig, record, eligible = self._missing(now)
+        if work or eligible:
+            self.idle_since = None
+        elif self.idle_since is None:
+            self.idle_since = now
+        decision = self._decide(eng, now, current, sig, record, known, eligible)
+        to = decision.to_replicas
+        if to != current:
+            self.scale_events += 1
+            self.cooldown_until = now + cfg.cooldown_s
+        self.bound_by = decision.bound_by
+        record = {**record, "known": known}
+        return Scale(from_replicas=current, to_replicas=to, reason=decision.reason,
+                     bound_by=decision.bound_by, raw=decision.raw, target=decision.target,
+                     held_by=decision.held_by, signals=record)  # fmt: skip
+
+    def _missing(self, now: float) -> tuple[Signals | None, dict[str, Any], int]:
+        """Signals during an outage: zeros (``zero``), the last known ones for ``hold_s``
+        (``hold``), or none at all (None: keep the replicas, or the fallback)."""
+        m = self.cfg.metrics
+        if m.on_missing == "zero":
+            return Signals(hpa_value=0.0), {"substituted": "zero"}, 0
+        assert self.blind_since is not None
+        if self._last is not None and now - self.blind_since <= m.hold_s:
+            rec = {"substituted": "last_known", **(self._last_record or {})}
+            return self._last, rec, sum(self._last.backlog.values())
+        return None, {"substituted": None}, 0
+
+    def _decide(
+        self,
+        eng: Engine,
+        now: float,
+        current: int,
+        sig: Signals | None,
+        record: dict[str, Any],
+        known: bool,
+        eligible: int,
+    ) -> ScaleDecision:
+        cfg = self.cfg
+        m = cfg.metrics
+        hold = ScaleDecision(from_replicas=current, to_replicas=current, raw=None, target=current,
+                             reason="hold", bound_by=None, held_by=None)  # fmt: skip
+        if (
+            not known
+            and m.on_missing == "hold"
+            and self.missed >= m.failure_threshold
+            and m.fallback_replicas is not None
+        ):
+            to = min(max(m.fallback_replicas, cfg.min_replicas), cfg.max_replicas)
+            return _moved(hold, to, held_by="fallback", bound_by=None)
+        if sig is None:
+            return _moved(hold, current, held_by="signals_unknown", bound_by=None)
+        if now < self.cooldown_until:
+            return _moved(hold, current, held_by="cooldown", bound_by=None)
+        if current == 0:
+            if eligible > cfg.activation_threshold:
+                d = self.policy.evaluate(now, 1, sig, self._partition_ceiling(eng, record))
+                return _moved(d, max(1, d.to_replicas), held_by=d.held_by, bound_by=d.bound_by,
+                              reason="activate")  # fmt: skip
+            return _moved(hold, 0, held_by="below_activation", bound_by="min_replicas")
+        if (
+            cfg.min_replicas == 0
+            and self.idle_since is not None
+            and now - self.idle_since >= cfg.idle_s
+        ):
+            return _moved(hold, 0, held_by=None, bound_by="idle", reason="deactivate")
+        d = self.policy.evaluate(now, current, sig, self._partition_ceiling(eng, record))
+        if not known and m.on_missing == "hold" and d.to_replicas < current:
+            # never scale down on held signals
+            return _moved(d, current, held_by="signals_held", bound_by=d.bound_by)
+        return d
+
+
+def _moved(
+    d: ScaleDecision,
+    to: int,
+    *,
+    held_by: str | None,
+    bound_by: str | None,
+    reason: Reason | None = None,
+) -> ScaleDecision:
+    r: Reason = reason or ("scale_up" if to > d.from_replicas else
+                           "scale_down" if to < d.from_replicas else "hold")  # fmt: skip
+    return ScaleDecision(
+        from_replicas=d.from_replicas,
+        to_replicas=to,
+        raw=d.raw,
+        target=d.target,
+        reason=r,
+        bound_by=bound_by,
+        held_by=held_by,
+    )

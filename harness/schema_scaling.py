@@ -1,0 +1,107 @@
+"""``engine.scaling``: the autoscaler's part of the profile schema (README "Autoscaling").
+
+The engine evaluates the policy every ``interval_s`` (the HPA's sync period; KEDA polls every
+30 s) and records every evaluation, also when nothing changed, with what held it back.
+Kubernetes' names are kept where the meaning is Kubernetes' (``behavior.scale_up``,
+``stabilization_window_s``, ``select_policy``, Pods/Percent policies), so a tuned policy reads
+the same in ``harness`` and in the manifest it becomes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from harness.schema_fields import _c, _t
+
+HpaSignal = Literal[
+    "eligible_backlog", "weighted_depth", "in_flight", "backlog_and_in_flight",
+    "oldest_age_s", "arrival_rate_per_s", "drain_time_s",
+]  # fmt: skip
+HPA_SIGNALS: tuple[str, ...] = (
+    "eligible_backlog", "weighted_depth", "in_flight", "backlog_and_in_flight",
+    "oldest_age_s", "arrival_rate_per_s", "drain_time_s",
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScalePolicy:
+    """At most ``value`` pods (Pods) or ``value`` percent (Percent) per ``period_s``."""
+
+    type: Literal["Pods", "Percent"]
+    value: int = field(metadata=_c(gt=0))
+    period_s: float = field(metadata=_t(gt=0))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScaleRules:
+    """One direction of ``behavior``; an unset field takes Kubernetes' default for ``hpa``
+    (up: no window, max(+4 pods, +100 %) per 15 s; down: 300 s window, -100 % per 15 s) and
+    none for the other targets."""
+
+    stabilization_window_s: float | None = field(default=None, metadata=_t(ge=0))
+    policies: tuple[ScalePolicy, ...] | None = None
+    select_policy: Literal["Max", "Min", "Disabled"] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScaleBehavior:
+    scale_up: ScaleRules = ScaleRules()
+    scale_down: ScaleRules = ScaleRules()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HpaTarget:
+    """An AverageValue target: ``ceil(signal / target_per_replica)`` replicas, skipped while
+    ``|signal / (target_per_replica x current) - 1| <= tolerance``."""
+
+    signal: HpaSignal = "backlog_and_in_flight"
+    target_per_replica: float = field(default=1.0, metadata=_c(gt=0))
+    tolerance: float = field(default=0.1, metadata=_c(ge=0, le=1))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScaleWeights:
+    """Weight of one eligible backlog item per priority (seed 000's 3 / 1 / 0.5)."""
+
+    critical: float = field(default=3.0, metadata=_c(ge=0))
+    standard: float = field(default=1.0, metadata=_c(ge=0))
+    batch: float = field(default=0.5, metadata=_c(ge=0))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MetricsPolicy:
+    """What an evaluation does while the signals are unknown (a ``metrics_outage``).
+
+    ``hold``: keep the last known signals for ``hold_s`` and never scale down on them; after
+    ``failure_threshold`` missed evaluations in a row go to ``fallback_replicas`` (KEDA's
+    fallback; unset: keep the current replicas, as the HPA does). ``zero``: missing reads as 0,
+    what an empty Prometheus result does to a trigger that ignores null values."""
+
+    on_missing: Literal["hold", "zero"] = "hold"
+    hold_s: float = field(default=60.0, metadata=_t(ge=0))
+    failure_threshold: int = field(default=3, metadata=_c(gt=0))
+    fallback_replicas: int | None = field(default=None, metadata=_c(ge=0))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Scaling:
+    enabled: bool = False
+    target: Literal["weighted", "drain_window", "hpa"] = "weighted"
+    min_replicas: int = field(default=1, metadata=_c(ge=0))
+    max_replicas: int = field(default=10, metadata=_c(gt=0, le=10_000))
+    interval_s: float = field(default=15.0, metadata=_t(gt=0))
+    cooldown_s: float = field(default=0.0, metadata=_t(ge=0))
+    weights: ScaleWeights = ScaleWeights()
+    count_inflight: bool = False  # weighted: running jobs count too (weight 1)
+    window_s: float = field(default=60.0, metadata=_t(gt=0))  # drain_window's drain window
+    hpa: HpaTarget = HpaTarget()
+    behavior: ScaleBehavior = ScaleBehavior()
+    # A draining executor's running work is cancelled and re-run elsewhere after this long;
+    # null: it drains for as long as its work takes; 0: killed at once (no drain).
+    drain_timeout_s: float | None = field(default=None, metadata=_t(ge=0))
+    # Scale to zero (min_replicas 0): down to 0 only after idle_s without work; from 0, eligible
+    # backlog above activation_threshold starts executors at the next evaluation.
+    idle_s: float = field(default=300.0, metadata=_t(ge=0))
+    activation_threshold: float = field(default=0.0, metadata=_c(ge=0))
+    metrics: MetricsPolicy = MetricsPolicy()
