@@ -95,9 +95,16 @@ class Engine:
         sc = cfg.scaling
         self.pool = ExecutorPool(cfg.executors,
                                  drain_timeout_s=sc.drain_timeout_s if sc.enabled else None)  # fmt: skip
-        self.scaler = (Scaler(sc, cfg.executors.jobs_per_executor, horizon_s)
+        self.scaler = (Scaler(sc, cfg.executors.jobs_per_executor)
                        if sc.enabled else None)  # fmt: skip
         self._reruns: deque[Job] = deque()  # jobs whose executor was killed, oldest first
+        # The next evaluation (inf: scaling off), kept here so the hot path reads a float;
+        # evaluations stop after the run's horizon once no work remains.
+        self._scale_due = self.scaler.due if self.scaler is not None else math.inf
+        self._horizon_s = horizon_s
+        # Per-class service time (an EWMA like the global one), kept only with scaling on:
+        # drain_window's targets use it.
+        self.service_by_class: dict[str, float] = {}
         self.busy = 0
         self.service_time_s = service_time_prior_s
         self.jobs: dict[str, Job] = {}  # admitted and not yet ended
@@ -164,10 +171,15 @@ class Engine:
         q = self.queue
         br = self.breaker
         pool = self.pool
-        sc = self.scaler
-        if not (q.has_deadlines() or self._retries or br.state == "open" or sc is not None):
-            # The common case, on the hot path of every event: at most a max wait is pending.
-            return self._next_max_wait() if q.depth else None
+        if not (q.has_deadlines() or self._retries or br.state == "open" or pool.starting
+                or pool.draining):  # fmt: skip
+            # The common case, on the hot path of every event: at most a max wait and the
+            # autoscaler's next evaluation are pending.
+            waited = self._next_max_wait() if q.depth else None
+            due = self._scale_due
+            if due == math.inf or (due > self._horizon_s and not self.jobs):
+                return waited
+            return due if waited is None or due < waited else waited
         best: float | None = q.next_expiry()
         if q.depth:
             waited = self._next_max_wait()
@@ -179,7 +191,7 @@ class Engine:
             self._retries[0][0] if self._retries and not retry_blocked else None,
             br.next_deadline(),
             pool.next_deadline(),
-            sc.next_due(bool(self.jobs)) if sc is not None else None,
+            self._scale_due if self._scale_due <= self._horizon_s or self.jobs else None,
         ):
             if t is not None and (best is None or t < best):
                 best = t
@@ -252,8 +264,9 @@ class Engine:
         self.service_time_s += EWMA_ALPHA * (service - self.service_time_s)
         if job.executor is not None:
             self.pool.release(job, now)
-            if self.scaler is not None:
-                self.scaler.observe_service(job.cls, service)
+            by_cls = self.service_by_class
+            old = by_cls.get(job.cls)
+            by_cls[job.cls] = service if old is None else old + EWMA_ALPHA * (service - old)
         change = self.breaker.record(now, True)
         if change is not None:
             out.append(_breaker_change(change, self.cfg.dependency.breaker.failure_ratio))
@@ -352,6 +365,7 @@ class Engine:
             self._rerun(killed, out)
         if now >= sc.due:
             scale = sc.evaluate(self, now)
+            self._scale_due = sc.due
             out.append(scale)
             if scale.to_replicas != pool.desired:
                 killed = pool.resize(now, scale.to_replicas)
@@ -412,7 +426,7 @@ class Engine:
         if now >= self._wait_check:
             self._expire_waited(now, out)
         sc = self.scaler
-        if sc is not None:
+        if sc is not None and (now >= self._scale_due or self.pool.starting or self.pool.draining):
             self._scale(sc, now, out)
         br = self.breaker
         if br.state == "open":
@@ -436,7 +450,7 @@ class Engine:
             job.attempt += 1
             job.started_at = now
             out.append(Dispatch(id=job.id, cls=job.cls, attempt=job.attempt, queue_wait_s=0.0))
-        if sc is not None:
+        if self._reruns:
             self._dispatch_reruns(now, out)
         c = self.pool.concurrency
         while self.busy < c and q.depth and br.allows():

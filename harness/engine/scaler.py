@@ -14,15 +14,16 @@ target, stabilization and rate policies -> ceilings (partitions: with keyed work
 executors than work that can run at once) -> max_replicas -> min_replicas (at least 1 while
 active; only the idle rule scales to 0, only the activation rule scales from 0).
 
-The timer ends with the run: evaluations are due while ``now < horizon_s`` or work remains, so
-a simulation whose work is done is not kept alive by its autoscaler.
+The timer ends with the run: the engine reports the next evaluation (``due``) only while it is
+within the run's horizon or work remains, so a simulation whose work is done is not kept alive
+by its autoscaler.
 """
 
 from __future__ import annotations
 
 import math
 from collections import deque
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from harness.engine.events import PRIORITY_NAMES, Scale
 from harness.engine.scaling_policy import (
@@ -41,9 +42,6 @@ from harness.engine.scaling_policy import (
 if TYPE_CHECKING:
     from harness.engine.core import Engine
     from harness.schema_scaling import ScaleRules, Scaling
-
-EWMA_ALPHA: Final = 0.1  # per-class service time, as the engine's global estimate
-
 
 def _rules(r: ScaleRules) -> ScalingRules:
     pols = (
@@ -78,14 +76,12 @@ def _r(x: float) -> float:
 
 
 class Scaler:
-    def __init__(self, cfg: Scaling, jobs_per_executor: int, horizon_s: float) -> None:
+    def __init__(self, cfg: Scaling, jobs_per_executor: int) -> None:
         self.cfg = cfg
         self.jpe = jobs_per_executor
         self.policy = Autoscaler(policy_config(cfg, jobs_per_executor))
-        self.horizon_s = horizon_s
         self.due = cfg.interval_s  # the first evaluation: one interval in, as a fresh HPA
         self.cooldown_until = -math.inf
-        self.service_s: dict[str, float] = {}  # per class, an EWMA of successful attempts
         self._marks: deque[tuple[float, int, int]] = deque([(0.0, 0, 0)])
         self._last: Signals | None = None  # the last known signals (on_missing: hold)
         self._last_record: dict[str, Any] | None = None
@@ -97,14 +93,6 @@ class Scaler:
         self.scale_events = 0
 
     # -- timing --------------------------------------------------------------------------------
-
-    def next_due(self, busy: bool) -> float | None:
-        """The next evaluation, or None once the run is over and no work remains."""
-        return self.due if (self.due <= self.horizon_s or busy) else None
-
-    def observe_service(self, cls: str, service_s: float) -> None:
-        old = self.service_s.get(cls)
-        self.service_s[cls] = service_s if old is None else old + EWMA_ALPHA * (service_s - old)
 
     # -- signals -------------------------------------------------------------------------------
 
@@ -122,7 +110,7 @@ class Scaler:
                 plain += 1
         prior = eng.service_time_s
         classes = {c: ClassLoad(priority=PRIORITY_NAMES[pn[0]], backlog=pn[1],
-                                service_s=self.service_s.get(c, prior))
+                                service_s=eng.service_by_class.get(c, prior))
                    for c, pn in sorted(per_class.items())}  # fmt: skip
         by_name = {PRIORITY_NAMES[i]: backlog[i] for i in range(3)}
         w = self.cfg.weights

@@ -48,8 +48,13 @@ class ExecutorPool:
         self.drain_timeout_s = drain_timeout_s
         self._next_id = 0
         self.execs: list[Executor] = []  # every executor that has not left, in id order
+        # One entry per free slot of a READY executor (a stack: the executor that freed a
+        # slot last gets the next job, so work stays on few executors and others go idle).
+        self._free: list[Executor] = []
         for _ in range(cfg.initial):  # the initial executors are warm at t=0
-            self.execs.append(self._new(READY, 0.0))
+            ex = self._new(READY, 0.0)
+            self.execs.append(ex)
+            self._free.extend([ex] * cfg.jobs_per_executor)
         self.ready = cfg.initial
         self.starting = 0
         self.draining = 0
@@ -91,7 +96,11 @@ class ExecutorPool:
                 surplus -= 1
             ready = sorted((e for e in self.execs if e.state == READY),
                            key=lambda e: (len(e.jobs), -e.id))  # fmt: skip
-            for ex in ready[:surplus]:
+            leaving = ready[:surplus]
+            if leaving:
+                gone = {e.id for e in leaving}
+                self._free = [e for e in self._free if e.id not in gone]
+            for ex in leaving:
                 self.ready -= 1
                 if not ex.jobs:
                     self.execs.remove(ex)
@@ -113,6 +122,7 @@ class ExecutorPool:
                     ex.state = READY
                     self.starting -= 1
                     self.ready += 1
+                    self._free.extend([ex] * self.jobs_per_executor)
         timeout = self.drain_timeout_s
         if self.draining and timeout is not None:
             for ex in [
@@ -129,8 +139,10 @@ class ExecutorPool:
         return killed
 
     def next_deadline(self) -> float | None:
-        best = math.inf
         timeout = self.drain_timeout_s
+        if not self.starting and not (self.draining and timeout is not None):
+            return None  # the usual case, asked after every event: no scan
+        best = math.inf
         for ex in self.execs:
             if ex.state == STARTING and ex.ready_at < best:
                 best = ex.ready_at
@@ -146,21 +158,11 @@ class ExecutorPool:
     # -- jobs (only with scaling on) ------------------------------------------------------------
 
     def assign(self, job: Job) -> None:
-        """Place a starting job on the ready executor with the most work that has a free slot
-        (work packs onto few executors, so scale-down finds idle ones)."""
-        best: Executor | None = None
-        jpe = self.jobs_per_executor
-        for ex in self.execs:
-            if (
-                ex.state == READY
-                and len(ex.jobs) < jpe
-                and (best is None or len(ex.jobs) > len(best.jobs))
-            ):
-                best = ex
-        if best is None:  # the engine tests busy < concurrency first; never reached
-            raise RuntimeError("no free executor slot")
-        best.jobs.append(job)
-        job.executor = best
+        """Place a starting job in a free slot of a ready executor (the engine tested
+        ``busy < concurrency`` first, so there is one)."""
+        ex = self._free.pop()
+        ex.jobs.append(job)
+        job.executor = ex
 
     def release(self, job: Job, now: float) -> None:
         """A job left its executor; a draining executor with no work left leaves."""
@@ -169,7 +171,9 @@ class ExecutorPool:
         if ex is None:
             return
         ex.jobs.remove(job)
-        if ex.state == DRAINING:
+        if ex.state == READY:
+            self._free.append(ex)
+        elif ex.state == DRAINING:
             self.busy_draining -= 1
             if not ex.jobs:
                 self.busy_while_draining_s += now - ex.drain_at

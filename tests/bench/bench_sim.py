@@ -5,6 +5,11 @@ the workers (400), uniform 5-30 s service, AGE_REJECT 25 s, depth_mult 2. The Si
 implements the same two admission rules on a ``simpy.Resource``; both are timed in this run,
 taking turns, best of ``--repeat`` rounds, on one core (``taskset -c 0`` is applied when available).
 
+Scaling: the same scenario with ``engine.scaling`` on and an evaluation every 15 s, pinned at
+400 executors (min = max: every evaluation measures its signals and every dispatch picks an
+executor, but the work done is the same), timed against scaling off (target: within 10 %);
+then a moving policy (hpa, 300-600 executors) for information.
+
 Then the long run: one hour at 1,000 arrivals/s (seed-burst's worker-to-rate ratio, 5,000
 workers), with decisions.jsonl written.
 
@@ -126,6 +131,21 @@ def main() -> None:
     print(f"SimPy plain model          {sp:>10,.0f} arrivals/s   1.00x")
     print(f"harness, full decision log {full:>10,.0f} arrivals/s   {full / sp:.2f}x  (target 1.5x)")
     print(f"harness, no decision log   {bare:>10,.0f} arrivals/s   {bare / sp:.2f}x  (target 3x)")
+    pinned = load(str(ROOT / "profiles" / "seed-burst.yaml"), [
+        *SCALE_SET, "engine.scaling.enabled=true", "engine.scaling.min_replicas=400",
+        "engine.scaling.max_replicas=400", "engine.scaling.interval_s=15"])  # fmt: skip
+    moving = load(str(ROOT / "profiles" / "seed-burst.yaml"), [
+        *SCALE_SET, "engine.scaling.enabled=true", "engine.scaling.target=hpa",
+        "engine.scaling.min_replicas=300", "engine.scaling.max_replicas=600"])  # fmt: skip
+
+    def run(p):  # type: ignore[no-untyped-def]
+        return lambda: int(simulate(p, 1).summary["counts"]["arrivals"])
+
+    (off, _), (on, _), (mov, _) = interleaved_best([run(prof), run(pinned), run(moving)],
+                                                   args.repeat)  # fmt: skip
+    print(f"scaling off                {off:>10,.0f} arrivals/s   1.00x")
+    print(f"scaling on, 400 pinned     {on:>10,.0f} arrivals/s   {on / off:.2f}x  (target >= 0.90x)")
+    print(f"scaling on, hpa 300-600    {mov:>10,.0f} arrivals/s   {mov / off:.2f}x  (more work admitted)")
     if args.skip_hour:
         return
     hour = load(str(ROOT / "profiles" / "seed-burst.yaml"), [
