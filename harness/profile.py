@@ -146,7 +146,7 @@ def bundled_dir() -> Path:
 
 
 def resolve(spec: str) -> Path:
-    """A path, or the name of a bundled profile (``seed-burst``)."""
+    """A path, or the name of a bundled profile (``seed-burst``, ``scenarios/short-spike``)."""
     p = Path(spec)
     if p.is_file():
         return p
@@ -158,6 +158,11 @@ def resolve(spec: str) -> Path:
         cand = bundled_dir() / spec
         if cand.exists():
             return cand
+    if spec.startswith("scenarios/") and ".." not in p.parts:
+        # the scenario library: `harness sim scenarios/metric-outage`
+        for cand in (bundled_dir() / spec, bundled_dir() / f"{spec}.yaml"):
+            if cand.is_file():
+                return cand
     return p
 
 

@@ -12,6 +12,8 @@ One evaluation, in order:
    - ``drain_window``: ``ceil(sum_c(weight[c] * backlog[c] * service_s[c]) / window_s)``.
      One executor drains ``window_s / service_s`` jobs of a class in the window, so the class
      needs ``weight * backlog / (window_s / service_s)`` executors; summed, rounded up once.
+     With ``count_inflight`` the executors the running jobs occupy are added
+     (``ceil(in_flight / jobs_per_executor)``): the backlog's drain comes on top of them.
    - ``hpa``: the Kubernetes HPA with an AverageValue target, ``ceil(value / target_per_replica)``.
 2. hpa only: tolerance -- the recommendation stays at the current replicas while
    ``1 - tolerance <= value / (target_per_replica * current) <= 1 + tolerance``
@@ -202,7 +204,8 @@ def drain_window_target(cfg: ScalingConfig, signals: Signals) -> int:
     """Executors that drain the weighted backlog within ``window_s`` (formula above)."""
     work_s = sum(_weight(cfg, c.priority) * c.backlog * c.service_s
                  for c in signals.classes.values())
-    return math.ceil(work_s / cfg.window_s)
+    running = math.ceil(signals.inflight / cfg.jobs_per_executor) if cfg.count_inflight else 0
+    return running + math.ceil(work_s / cfg.window_s)
 
 
 def within_tolerance(value: float, target_per_replica: float, current: int,

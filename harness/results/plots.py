@@ -251,6 +251,13 @@ def _replicas_panel(ax: Any, t: list[float], timeline: Sequence[Mapping[str, Any
         ls="--",
         label="ready",
     )
+    if any("replicas_draining" in line for line in timeline):  # scaling on
+        ax.step(t, [_num(line.get("replicas_draining")) for line in timeline], where="post",
+                color="#7f7f7f", ls=":", label="draining")  # fmt: skip
+        # Seconds when the signals were unknown (a metrics outage): the autoscaler was blind.
+        blind = [x for x, line in zip(t, timeline, strict=True) if line.get("signals_known") is False]
+        if blind:
+            ax.plot(blind, [0.0] * len(blind), "|", color="#d62728", ms=8, label="blind")
 
 
 def _label_panels(axes: Sequence[Any], bins: int) -> None:
