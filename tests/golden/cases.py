@@ -3,7 +3,10 @@
 Together they cover every admission rule (admission: tenant_rate, queue_full, shed_batch,
 shed_standard, deadline_slack; depth: queue_age, queue_depth and expiry; bypass: admit_always),
 every fault kind with engine retries, the retry budget and the breaker (faults), client retries
-over engine retries with partition keys (clients), and the bundled seed burst. One more case,
+over engine retries with partition keys (clients), and the bundled seed burst. Two autoscaling
+cases: ``scaling`` (hpa with Pods and Percent policies, a down window, drain timeouts that
+re-execute, scale to zero and back, partitions, an outage with fallback) and
+``scaling-outage`` (the scenario library's metric outage, on_missing: hold). One more case,
 ``live-proxy``, runs the live proxy in-process on a manual clock (tests/golden/live.py).
 
 Each case runs through the CLI (``harness sim PROFILE --seed N --out DIR --no-report``), so a
@@ -29,6 +32,8 @@ CASES: dict[str, tuple[str, int]] = {
     "faults": ("profiles/faults.yaml", 23),
     "clients": ("profiles/clients.yaml", 5),
     "seed-burst": ("seed-burst", 1),
+    "scaling": ("profiles/scaling.yaml", 1),
+    "scaling-outage": ("scenarios/metric-outage", 2),
 }
 
 
