@@ -1,0 +1,38 @@
+"""The CLI around autoscaling: the scenario library by name, and live commands that refuse a
+scaling profile with a clear message (exit 2) instead of running a fixed pool silently."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from harness.cli import app
+
+
+def test_profiles_lists_the_scenarios_and_sim_runs_one_by_name(tmp_path: Path) -> None:
+    r = CliRunner().invoke(app, ["profiles"])
+    assert r.exit_code == 0 and "scenarios/metric-outage" in r.output
+    out = tmp_path / "mo"
+    r = CliRunner().invoke(app, ["sim", "scenarios/metric-outage", "--out", str(out),
+                                 "--no-report"])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    lines = (out / "decisions.jsonl").read_text().splitlines()
+    assert any('"kind":"scale"' in line for line in lines)
+
+
+def test_live_commands_refuse_scaling_with_a_message(tmp_path: Path) -> None:
+    for args in (["run", "scenarios/short-spike", "--dry-run", "--out", str(tmp_path / "r")],
+                 ["proxy", "--upstream", "http://127.0.0.1:9", "--profile",
+                  "scenarios/short-spike", "--out", str(tmp_path / "p")]):  # fmt: skip
+        r = CliRunner().invoke(app, args)
+        assert r.exit_code == 2, r.output
+        assert "autoscaling runs in `harness sim`" in r.output
+        assert "Traceback" not in r.output
+
+
+def test_a_replica_range_that_cannot_hold_the_pool_is_refused(tmp_path: Path) -> None:
+    r = CliRunner().invoke(app, ["validate", "scenarios/short-spike", "--set",
+                                 "engine.scaling.max_replicas=3"])  # fmt: skip
+    assert r.exit_code == 2
+    assert "engine.executors.initial" in r.output and "replica range" in r.output
