@@ -160,6 +160,7 @@ class RunCore:
         sc = eng.scaler
         return {"scale_events": sc.scale_events if sc else 0,
                 "evaluations": sc.evaluations if sc else 0,
+                "scale_up_suppressed": sc.scale_up_suppressed if sc else 0,
                 "reexecuted": eng.counts.reexecuted, "executors_killed": eng.pool.killed,
                 "busy_while_draining_s": eng.pool.busy_while_draining_s}  # fmt: skip
 

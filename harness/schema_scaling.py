@@ -85,6 +85,17 @@ class MetricsPolicy:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class DependencyAware:
+    """No scale-up while the upstream's failure ratio (429, 5xx, timeouts, resets: what the
+    breaker counts, over ``engine.dependency.breaker.window_s``) is above ``error_ratio`` or
+    the breaker is not closed; after ``recovery_s`` below it, scale-up resumes one executor
+    per evaluation until it has caught up with the target."""
+
+    error_ratio: float = field(default=0.2, metadata=_c(gt=0, le=1))
+    recovery_s: float = field(default=60.0, metadata=_t(ge=0))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Scaling:
     enabled: bool = False
     target: Literal["weighted", "drain_window", "hpa"] = "weighted"
@@ -105,3 +116,4 @@ class Scaling:
     idle_s: float = field(default=300.0, metadata=_t(ge=0))
     activation_threshold: float = field(default=0.0, metadata=_c(ge=0))
     metrics: MetricsPolicy = MetricsPolicy()
+    dependency: DependencyAware | None = None  # null: scale-up ignores the upstream's health

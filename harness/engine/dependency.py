@@ -135,6 +135,11 @@ class CircuitBreaker:
             self._calls -= calls
             self._failures -= failures
 
+    def ratio_at(self, now: float) -> float:
+        """The failure ratio over the window ending at ``now`` (older seconds dropped)."""
+        self._trim(now)
+        return self.failure_ratio()
+
     def failure_ratio(self) -> float:
         return self._failures / self._calls if self._calls else 0.0
 

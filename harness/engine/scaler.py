@@ -91,6 +91,9 @@ class Scaler:
         self.bound_by: str | None = None
         self.evaluations = 0
         self.scale_events = 0
+        self.scale_up_suppressed = 0  # evaluations whose scale-up the dependency held back
+        self._last_bad: float | None = None  # the last evaluation that saw the upstream unwell
+        self._ramping = False  # after a recovery: one executor per evaluation until caught up
 
     # -- timing --------------------------------------------------------------------------------
 
@@ -180,6 +183,8 @@ class Scaler:
         elif self.idle_since is None:
             self.idle_since = now
         decision = self._decide(eng, now, current, sig, record, known, eligible)
+        if cfg.dependency is not None:
+            decision = self._dependency(eng, now, current, decision, record)
         to = decision.to_replicas
         if to != current:
             self.scale_events += 1
@@ -189,6 +194,29 @@ class Scaler:
         return Scale(from_replicas=current, to_replicas=to, reason=decision.reason,
                      bound_by=decision.bound_by, raw=decision.raw, target=decision.target,
                      held_by=decision.held_by, signals=record)  # fmt: skip
+
+    def _dependency(self, eng: Engine, now: float, current: int, d: ScaleDecision,
+                    record: dict[str, Any]) -> ScaleDecision:
+        """Hold scale-up while the upstream is unwell; resume gradually after recovery_s."""
+        dep = self.cfg.dependency
+        assert dep is not None
+        br = eng.breaker
+        ratio = br.ratio_at(now)
+        record["dependency"] = {"failure_ratio": _r(ratio), "breaker": br.state}
+        if ratio > dep.error_ratio or br.state != "closed":
+            self._last_bad = now
+            self._ramping = True
+        if d.to_replicas <= max(current, 1):  # down, hold, or activation to one executor
+            return d
+        if (self._last_bad is not None and now - self._last_bad < dep.recovery_s) \
+                or self._last_bad == now:
+            self.scale_up_suppressed += 1
+            return _moved(d, current, held_by="dependency", bound_by=d.bound_by)
+        if self._ramping:
+            if d.to_replicas > current + 1:
+                return _moved(d, current + 1, held_by="dependency_recovery", bound_by=d.bound_by)
+            self._ramping = False
+        return d
 
     def _missing(self, now: float) -> tuple[Signals | None, dict[str, Any], int]:
         """Signals during an outage: zeros (``zero``), the last known ones for ``hold_s``

@@ -116,6 +116,7 @@ def scaling_figures(profile: Profile, col: Collector,
                      "mean": round(sum(ready) / len(ready), 3)},
         "scale_events": e.get("scale_events", 0),
         "evaluations": e.get("evaluations", 0),
+        "scale_up_suppressed": e.get("scale_up_suppressed", 0),
         "seconds_at_ceiling": sum(1 for d in desired if d >= sc.max_replicas) if sc.enabled else 0,
         "seconds_at_floor": sum(1 for d in desired if d <= sc.min_replicas) if sc.enabled else 0,
         "seconds_blind": col.blind_s,
@@ -130,7 +131,7 @@ def scaling_figures(profile: Profile, col: Collector,
 def no_scaling() -> dict[str, Any]:
     """``scaling`` when nobody sampled the replicas (a live run without the proxy)."""
     return {"replicas": {"min": None, "max": None, "mean": None}, "scale_events": 0,
-            "evaluations": 0, "seconds_at_ceiling": 0, "seconds_at_floor": 0,
+            "evaluations": 0, "scale_up_suppressed": 0, "seconds_at_ceiling": 0, "seconds_at_floor": 0,
             "seconds_blind": 0, "replica_seconds": None, "reexecuted": 0,
             "executors_killed": 0, "busy_while_draining_s": 0.0}  # fmt: skip
 

@@ -5,6 +5,9 @@ scenario really tests the policy."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from harness.profile import bundled_dir, load
@@ -22,6 +25,8 @@ NAIVE: dict[str, list[str]] = {
     "scale-to-zero": ["engine.scaling.min_replicas=1", "engine.executors.initial=1"],
     "over-capacity": ["engine.admission.admit_always=true"],
     "batch-flood": ["classes.batch.priority=critical"],
+    "rate-limited-dependency": ["engine.scaling.dependency=null"],
+    "gradual-recovery": ["engine.scaling.dependency=null"],
 }  # fmt: skip
 SCENARIOS = sorted(p.stem for p in (bundled_dir() / "scenarios").glob("*.yaml"))
 
@@ -50,3 +55,20 @@ def test_every_scenario_passes_at_five_seeds(name: str) -> None:
 def test_the_naive_variant_fails_at_every_seed(name: str) -> None:
     for seed in SEEDS:
         assert failing(name, NAIVE[name], seed), (name, seed)
+
+
+def test_a_dependency_aware_policy_holds_then_ramps_one_step_at_a_time(tmp_path: Path) -> None:
+    from harness.sim.runner import run_to_folder
+
+    run_to_folder(load("scenarios/gradual-recovery"), 1, tmp_path)
+    scales = [r for r in map(json.loads, (tmp_path / "decisions.jsonl").open())
+              if r["kind"] == "scale"]  # fmt: skip
+    held = [r for r in scales if r["held_by"] == "dependency"]
+    ramp = [r for r in scales if r["held_by"] == "dependency_recovery"]
+    assert held and all(r["to"] == r["from"] for r in held)
+    assert all(r["signals"]["dependency"]["failure_ratio"] > 0.2
+               or r["signals"]["dependency"]["breaker"] != "closed"
+               or r["t"] - 30 < max(h["t"] for h in held if h["t"] <= r["t"]) for r in held)
+    assert ramp and all(r["to"] == r["from"] + 1 for r in ramp)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["scaling"]["scale_up_suppressed"] == len(held)
