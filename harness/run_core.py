@@ -83,6 +83,8 @@ class RunCore:
         self._wall0 = time.perf_counter()
         self.wall_s = 0.0  # set by finish
         self.sec_end = 1.0  # the end of the timeline's open second
+        # (duplicate effects, duplicates suppressed) as the upstream counted them (sim only)
+        self.effects = (0, 0)
 
     # -- as the run goes ---------------------------------------------------------------------
 
@@ -162,6 +164,8 @@ class RunCore:
                 "evaluations": sc.evaluations if sc else 0,
                 "scale_up_suppressed": sc.scale_up_suppressed if sc else 0,
                 "reexecuted": eng.counts.reexecuted, "executors_killed": eng.pool.killed,
+                "redelivered": eng.counts.redelivered,
+                "duplicate_effects": self.effects[0], "duplicates_suppressed": self.effects[1],
                 "busy_while_draining_s": eng.pool.busy_while_draining_s}  # fmt: skip
 
     def _timeline_and_alerts(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

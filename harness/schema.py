@@ -123,6 +123,9 @@ class RequestClass:
     max_wait_s: float | None = field(default=None, metadata=_t(gt=0))
     stream: bool = False
     latency: Latency | None = None
+    # The work carries an idempotency key: the upstream applies a redelivered or re-executed
+    # request's effect once (duplicates_suppressed) instead of again (duplicate_effects).
+    idempotency_key: bool = False
 
     def prompt_text(self) -> str:
         if self.prompt_repeat is not None:
@@ -243,6 +246,9 @@ class Engine:
     # A queued request that has not started after this long expires (reason max_wait), so
     # nothing waits forever while the breaker cycles; classes.<c>.max_wait_s overrides it.
     max_wait_s: float = field(default=DEFAULT_MAX_WAIT_S, metadata=_t(gt=0))
+    # At-least-once delivery: an attempt whose answer was lost (an ack_loss fault) is
+    # redelivered after this long, the queue's visibility timeout (SQS and Pub/Sub: 30 s).
+    ack_timeout_s: float = field(default=30.0, metadata=_t(gt=0))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Final
 from harness.engine.admission import Admission, AdmissionView
 from harness.engine.dependency import CircuitBreaker, RetryBudget, Rng, backoff_s
 from harness.engine.events import (
+    ACK_LOST,
     Action,
     Admit,
     Arrived,
@@ -68,13 +69,14 @@ def _breaker_change(change: tuple[str, str, float], limit: float) -> BreakerChan
 class Counts:
     """The engine's own outcome counts (drivers cross-check them for conservation)."""
 
-    __slots__ = ("admitted", "arrivals", "completed", "expired", "failed", "reexecuted",
-                 "rejected", "retries")  # fmt: skip
+    __slots__ = ("admitted", "arrivals", "completed", "expired", "failed", "redelivered",
+                 "reexecuted", "rejected", "retries")  # fmt: skip
 
     def __init__(self) -> None:
         self.arrivals = self.admitted = self.rejected = 0
         self.completed = self.failed = self.expired = self.retries = 0
         self.reexecuted = 0  # attempts abandoned at a drain timeout and run again
+        self.redelivered = 0  # attempts whose answer was lost, delivered again (ack_loss)
 
 
 class Engine:
@@ -285,6 +287,9 @@ class Engine:
         job = self.jobs.get(ev.id)
         if job is None or job.state != RUNNING or (ev.attempt and ev.attempt != job.attempt):
             return
+        if ev.reason == ACK_LOST:
+            self._redeliver(job, now, out)
+            return
         if ev.retryable:
             self._breaker_record(now, False, out)
         dep = self.cfg.dependency
@@ -356,6 +361,19 @@ class Engine:
                     br.probe_in_flight = False  # the probe may have been one of them
             job.state = RERUN
             self._reruns.append(job)
+
+    def _redeliver(self, job: Job, now: float, out: list[Action]) -> None:
+        """The upstream did the work but its answer was lost: when the visibility timeout
+        passes the queue delivers the job again (at-least-once; not a retry: no budget, no
+        backoff, the breaker is not told). It runs again before the queue, as a re-run."""
+        self.counts.redelivered += 1
+        out.append(Reexecute(id=job.id, attempt=job.attempt + 1, reason="ack_lost"))
+        if job.executor is not None:
+            self.pool.release(job, now)
+        self.busy -= 1
+        job.state = RERUN
+        self._reruns.append(job)
+        self._dispatch(now, out)
 
     def _scale(self, sc: Scaler, now: float, out: list[Action]) -> None:
         """Executors that started or were killed, then the evaluation if it is due."""
@@ -477,7 +495,8 @@ class Engine:
         while reruns and self.busy < pool.concurrency and br.allows():
             job = reruns.popleft()
             br.on_start()
-            pool.assign(job)
+            if self.scaler is not None:
+                pool.assign(job)
             self.busy += 1
             job.state = RUNNING
             job.attempt += 1

@@ -60,10 +60,15 @@ class Finished(Event):
         self.attempt = attempt
 
 
+# A Failed reason that is not a failure of the work: the upstream did it, the answer was lost
+# (an ack_loss fault). The queue redelivers the job when its visibility timeout passes.
+ACK_LOST: Final = "upstream_ack_lost"
+
+
 class Failed(Event):
     """The upstream call failed. ``reason``: upstream_429, upstream_503, upstream_timeout,
     upstream_reset, upstream_stream_error, ... ``retryable`` is False for errors a retry cannot
-    fix (a 400 from the upstream, say)."""
+    fix (a 400 from the upstream, say). ``ACK_LOST`` is redelivered, not retried."""
 
     __slots__ = ("attempt", "id", "reason", "retry_after_s", "retryable")
 
@@ -320,8 +325,9 @@ class Scale(Action):
 
 
 class Reexecute(Action):
-    """A draining executor was killed at its drain timeout while running this job: the
-    attempt is abandoned (its late answer is ignored) and the job runs again as ``attempt``."""
+    """The job runs again as ``attempt``: a draining executor was killed at its drain timeout
+    while running it (reason ``drain_timeout``; the abandoned attempt's late answer is
+    ignored), or its answer was lost and the queue redelivered it (reason ``ack_lost``)."""
 
     __slots__ = ("attempt", "id", "reason")
 

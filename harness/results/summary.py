@@ -123,6 +123,9 @@ def scaling_figures(profile: Profile, col: Collector,
         "replica_seconds": sum(st["replicas_ready"] + st.get("replicas_draining", 0)
                                for st in states),
         "reexecuted": e.get("reexecuted", 0),
+        "redelivered": e.get("redelivered", 0),
+        "duplicate_effects": e.get("duplicate_effects", 0),
+        "duplicates_suppressed": e.get("duplicates_suppressed", 0),
         "executors_killed": e.get("executors_killed", 0),
         "busy_while_draining_s": round(e.get("busy_while_draining_s", 0.0), 3),
     }  # fmt: skip
@@ -132,7 +135,8 @@ def no_scaling() -> dict[str, Any]:
     """``scaling`` when nobody sampled the replicas (a live run without the proxy)."""
     return {"replicas": {"min": None, "max": None, "mean": None}, "scale_events": 0,
             "evaluations": 0, "scale_up_suppressed": 0, "seconds_at_ceiling": 0, "seconds_at_floor": 0,
-            "seconds_blind": 0, "replica_seconds": None, "reexecuted": 0,
+            "seconds_blind": 0, "replica_seconds": None, "reexecuted": 0, "redelivered": 0,
+            "duplicate_effects": 0, "duplicates_suppressed": 0,
             "executors_killed": 0, "busy_while_draining_s": 0.0}  # fmt: skip
 
 

@@ -56,6 +56,7 @@ _SHAPE: dict[str, Any] = {
     "scaling": {"replicas": {"min": None, "max": None, "mean": None}, "scale_events": None,
                 "evaluations": None, "scale_up_suppressed": None, "seconds_at_ceiling": None, "seconds_at_floor": None,
                 "seconds_blind": None, "replica_seconds": None, "reexecuted": None,
+                "redelivered": None, "duplicate_effects": None, "duplicates_suppressed": None,
                 "executors_killed": None, "busy_while_draining_s": None},
     "generator": {"offered_rate_per_s": None, "achieved_rate_per_s": None, "span_s": None,
                   "schedule_lag_s": {k: None for k in _STATS}},

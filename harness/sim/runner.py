@@ -21,6 +21,7 @@ from harness import outcomes
 from harness.arrivals import Arrival, schedule, stream
 from harness.clients import retry_delay
 from harness.engine.events import (
+    ACK_LOST,
     Action,
     Complete,
     Dispatch,
@@ -186,6 +187,11 @@ def _simulate(
     if keep_requests:
         col.records = []
     upstream = SimUpstream(profile, seed)
+    # Effects are counted per request (a set of ids) only where one can happen twice: an
+    # answer lost (ack_loss), or an attempt abandoned by a drain timeout.
+    sc = profile.engine.scaling
+    effects = any(f.kind == "ack_loss" for f in profile.faults) or (
+        sc.enabled and sc.drain_timeout_s is not None)
     heap: list[tuple[float, int, int, Any]] = []
     seq = 0
     for f in profile.faults:
@@ -259,9 +265,13 @@ def _simulate(
                     halted = True
                     break
             if kind == _FINISH:
+                if effects:
+                    upstream.effect(payload[0], payload[2])
                 actions = handle(Finished(payload[0], payload[1]), now)
             elif kind == _FAIL:
-                rid, failure, ra, attempt = payload
+                rid, failure, ra, attempt, fcls = payload
+                if effects and failure == ACK_LOST:
+                    upstream.effect(rid, fcls)
                 if clients is not None:
                     clients.cause[rid] = (failure, ra)
                 # A stream that broke after its first byte is final (the proxy's rule).
@@ -292,9 +302,9 @@ def _simulate(
                     dur, failure, ra = call(now, a.cls, a.id, a.attempt)
                     seq += 1
                     if failure is None:
-                        push(heap, (now + dur, seq, _FINISH, (a.id, a.attempt)))
+                        push(heap, (now + dur, seq, _FINISH, (a.id, a.attempt, a.cls)))
                     else:
-                        push(heap, (now + dur, seq, _FAIL, (a.id, failure, ra, a.attempt)))
+                        push(heap, (now + dur, seq, _FAIL, (a.id, failure, ra, a.attempt, a.cls)))
         nd = engine.next_deadline()
         if nd is not None and nd < tick_at:
             tick_at = nd if nd > now else now
@@ -306,6 +316,7 @@ def _simulate(
     retried = Retried()
     if clients is not None:
         retried = Retried(clients.retried_rejects, clients.retried_fails, clients.retried_expires)
+    core.effects = (upstream.duplicate_effects, upstream.duplicates_suppressed)
     summary, timeline = core.finish(end, scheduled=scheduled, complete=not halted,
                                     with_timeline=with_timeline, retried=retried,
                                     extra_thresholds=extra_thresholds,

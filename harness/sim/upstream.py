@@ -14,6 +14,7 @@ from __future__ import annotations
 import heapq
 from typing import Final
 
+from harness.engine.events import ACK_LOST
 from harness.profile import Fault, Profile
 from harness.upstream_model.bucket import TokenBucket
 from harness.upstream_model.draws import RequestDraws
@@ -84,6 +85,22 @@ class SimUpstream:
         self.mean_latency_s = profile.service_time_prior()
         # An object, not the bound method of this one: built once, and no reference cycle.
         self._limits = RateLimits(self.mean_latency_s)
+        self.ack_timeout_s = profile.engine.ack_timeout_s
+        # Effects the upstream applied, per request: a second one is a duplicate -- applied
+        # again without an idempotency key, suppressed with one.
+        self.idempotent = frozenset(n for n, c in profile.classes.items() if c.idempotency_key)
+        self._effects: set[str] = set()
+        self.duplicate_effects = 0
+        self.duplicates_suppressed = 0
+
+    def effect(self, rid: str, cls: str) -> None:
+        """An attempt of ``rid`` did its work upstream (answered, or its answer was lost)."""
+        if rid not in self._effects:
+            self._effects.add(rid)
+        elif cls in self.idempotent:
+            self.duplicates_suppressed += 1
+        else:
+            self.duplicate_effects += 1
 
     def call(
         self, now: float, cls: str, rid: str, attempt: int
@@ -112,8 +129,11 @@ class SimUpstream:
             return (FAST_FAIL_S, "upstream_429", wait)
         if kind == "status":
             return (FAST_FAIL_S, f"upstream_{f.status}", f.retry_after_s)
-        if kind == "hang" or kind == "ack_loss":
-            # ack_loss: the work is done upstream but the answer never arrives: a timeout.
+        if kind == "ack_loss":
+            # The work is done upstream (the effect counts), the answer never arrives: the
+            # engine learns of it when the visibility timeout passes, and redelivers.
+            return (self.ack_timeout_s, ACK_LOST, None)
+        if kind == "hang":
             return (self.timeout_s, "upstream_timeout", None)
         if kind == "reset":
             return (RESET_S, "upstream_reset", None)

@@ -27,6 +27,7 @@ NAIVE: dict[str, list[str]] = {
     "batch-flood": ["classes.batch.priority=critical"],
     "rate-limited-dependency": ["engine.scaling.dependency=null"],
     "gradual-recovery": ["engine.scaling.dependency=null"],
+    "ack-lost-during-drain": ["classes.job.idempotency_key=false"],
 }  # fmt: skip
 SCENARIOS = sorted(p.stem for p in (bundled_dir() / "scenarios").glob("*.yaml"))
 
