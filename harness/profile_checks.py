@@ -135,6 +135,10 @@ def check_scaling(ctx: Ctx, p: Profile) -> None:
         raise ctx.err("engine.executors.initial",
                       f"{initial} is outside engine.scaling's replica range "
                       f"[{sc.min_replicas}, {sc.max_replicas}]")  # fmt: skip
+    for name, ceiling in sc.ceilings.replicas(p.engine.executors.jobs_per_executor):
+        if sc.min_replicas > ceiling:
+            raise ctx.err(f"engine.scaling.ceilings.{name}",
+                          f"allows {ceiling} replicas, below min_replicas ({sc.min_replicas})")  # fmt: skip
     for direction in ("scale_up", "scale_down"):
         rules = getattr(sc.behavior, direction)
         if rules.policies is not None and not rules.policies and rules.select_policy != "Disabled":

@@ -96,6 +96,27 @@ class DependencyAware:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Ceilings:
+    """What the dependencies can take, as replica ceilings (applied before max_replicas):
+    ``model_quota`` concurrent upstream calls (replicas <= quota // jobs_per_executor), and
+    ``db_connections`` connections shared by executors that hold
+    ``db_connections_per_executor`` each. null: no such limit."""
+
+    model_quota: int | None = field(default=None, metadata=_c(gt=0))
+    db_connections: int | None = field(default=None, metadata=_c(gt=0))
+    db_connections_per_executor: int = field(default=1, metadata=_c(gt=0))
+
+    def replicas(self, jobs_per_executor: int) -> tuple[tuple[str, int], ...]:
+        """(name, max replicas) of each limit set, in the order the autoscaler applies them."""
+        out: list[tuple[str, int]] = []
+        if self.model_quota is not None:
+            out.append(("model_quota", self.model_quota // jobs_per_executor))
+        if self.db_connections is not None:
+            out.append(("db_connections", self.db_connections // self.db_connections_per_executor))
+        return tuple(out)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Scaling:
     enabled: bool = False
     target: Literal["weighted", "drain_window", "hpa"] = "weighted"
@@ -117,3 +138,4 @@ class Scaling:
     activation_threshold: float = field(default=0.0, metadata=_c(ge=0))
     metrics: MetricsPolicy = MetricsPolicy()
     dependency: DependencyAware | None = None  # null: scale-up ignores the upstream's health
+    ceilings: Ceilings = Ceilings()

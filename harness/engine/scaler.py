@@ -37,6 +37,7 @@ from harness.engine.scaling_policy import (
     ScalingPolicy,
     ScalingRules,
     Signals,
+    apply_limits,
 )
 
 if TYPE_CHECKING:
@@ -80,6 +81,7 @@ class Scaler:
         self.cfg = cfg
         self.jpe = jobs_per_executor
         self.policy = Autoscaler(policy_config(cfg, jobs_per_executor))
+        self._fixed = cfg.ceilings.replicas(jobs_per_executor)
         self.due = cfg.interval_s  # the first evaluation: one interval in, as a fresh HPA
         self.cooldown_until = -math.inf
         self._marks: deque[tuple[float, int, int]] = deque([(0.0, 0, 0)])
@@ -146,17 +148,18 @@ class Scaler:
         }  # fmt: skip
         return sig, record
 
-    def _partition_ceiling(self, eng: Engine, record: dict[str, Any]) -> list[tuple[str, int]]:
-        """With keyed work, useful executors are at most the work that can run at once: one
-        item per active key, plus every key-less item waiting or running."""
+    def _ceilings(self, eng: Engine, record: dict[str, Any]) -> list[tuple[str, int]]:
+        """The dependency ceilings (fixed by the profile), then the partitions ceiling: with
+        keyed work, useful executors are at most the work that can run at once -- one item
+        per active key, plus every key-less item waiting or running."""
         keys = record.get("active_keys", 0)
         if not keys:
-            return []
+            return list(self._fixed)
         plain_running = sum(
             1 for j in eng.jobs.values() if j.key is None and j.executor is not None
         )
         useful = keys + record.get("plain_eligible", 0) + plain_running
-        return [("partitions", max(1, math.ceil(useful / self.jpe)))]
+        return [*self._fixed, ("partitions", max(1, math.ceil(useful / self.jpe)))]
 
     # -- one evaluation ------------------------------------------------------------------------
 
@@ -250,15 +253,17 @@ class Scaler:
             and self.missed >= m.failure_threshold
             and m.fallback_replicas is not None
         ):
-            to = min(max(m.fallback_replicas, cfg.min_replicas), cfg.max_replicas)
-            return _moved(hold, to, held_by="fallback", bound_by=None)
+            # clamped like any target (the partitions ceiling needs signals: not here)
+            to, bound, _ = apply_limits(m.fallback_replicas, self._fixed, cfg.min_replicas,
+                                        cfg.max_replicas)  # fmt: skip
+            return _moved(hold, to, held_by="fallback", bound_by=bound)
         if sig is None:
             return _moved(hold, current, held_by="signals_unknown", bound_by=None)
         if now < self.cooldown_until:
             return _moved(hold, current, held_by="cooldown", bound_by=None)
         if current == 0:
             if eligible > cfg.activation_threshold:
-                d = self.policy.evaluate(now, 1, sig, self._partition_ceiling(eng, record))
+                d = self.policy.evaluate(now, 1, sig, self._ceilings(eng, record))
                 return _moved(d, max(1, d.to_replicas), held_by=d.held_by, bound_by=d.bound_by,
                               reason="activate")  # fmt: skip
             return _moved(hold, 0, held_by="below_activation", bound_by="min_replicas")
@@ -268,7 +273,7 @@ class Scaler:
             and now - self.idle_since >= cfg.idle_s
         ):
             return _moved(hold, 0, held_by=None, bound_by="idle", reason="deactivate")
-        d = self.policy.evaluate(now, current, sig, self._partition_ceiling(eng, record))
+        d = self.policy.evaluate(now, current, sig, self._ceilings(eng, record))
         if not known and m.on_missing == "hold" and d.to_replicas < current:
             # never scale down on held signals
             return _moved(d, current, held_by="signals_held", bound_by=d.bound_by)

@@ -127,3 +127,11 @@ def test_cli_validate_print_shows_the_effective_profile(tmp_path: Path) -> None:
 def test_cli_missing_file_is_bad_input() -> None:
     res = runner.invoke(app, ["sim", "/nonexistent/profile.yaml"])
     assert res.exit_code == 2 and "cannot read profile" in res.output
+
+
+def test_a_ceiling_below_min_replicas_is_refused_at_validation() -> None:
+    text = BASE + ("engine:\n  executors: {initial: 4, jobs_per_executor: 2}\n"
+                   "  scaling: {enabled: true, min_replicas: 4, ceilings: {model_quota: 6}}\n")
+    e = error_of(text)
+    assert e.field_path == "engine.scaling.ceilings.model_quota"
+    assert "allows 3 replicas, below min_replicas (4)" in str(e)

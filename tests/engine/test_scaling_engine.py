@@ -207,3 +207,21 @@ def test_the_timer_ends_with_the_run() -> None:
     assert e.next_deadline() is None  # past the horizon with no work: nothing keeps it alive
     arrive(e, 1, 31.0)
     assert e.next_deadline() == 40.0  # work remains: evaluations go on until it is done
+
+
+def test_dependency_ceilings_bind_before_max_replicas_and_are_named() -> None:
+    e = engine(initial=1, hi=10, more="ceilings: {model_quota: 6, db_connections: 12, "
+                                        "db_connections_per_executor: 3}")  # fmt: skip
+    arrive(e, 9, 1.0)  # one runs, eight wait: weighted int(8 / 1) + 1 = 9
+    (s,) = of(e.handle(Tick(), 10.0), Scale)
+    # model_quota allows 6 calls (6 executors), the database 12 / 3 = 4: the last one binds
+    assert (s.raw, s.to_replicas, s.bound_by, s.held_by) == (9, 4, "db_connections",
+                                                            "ceiling:db_connections")
+
+
+def test_a_fallback_is_clamped_by_the_ceilings_like_any_target() -> None:
+    e = engine(initial=2, hi=10, more="ceilings: {model_quota: 3}\n"
+               "metrics: {on_missing: hold, hold_s: 0, failure_threshold: 1, fallback_replicas: 8}")
+    e.handle(MetricsSample(False), 5.0)
+    (s,) = of(e.handle(Tick(), 10.0), Scale)
+    assert (s.to_replicas, s.held_by, s.bound_by) == (3, "fallback", "model_quota")
