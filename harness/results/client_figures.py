@@ -112,7 +112,8 @@ def offered_span(
 def request_figures(
     recs: Sequence[Mapping[str, Any]], profile: Profile, span: float
 ) -> dict[str, Any]:
-    """Latencies, tokens and goodput of the logical requests, overall and per class/priority."""
+    """Latencies, tokens and goodput of the logical requests, overall and per class, priority
+    and tenant."""
     done = [r for r in recs if r["outcome"] == "completed"]
     good = sum(1 for r in done if r["latency_s"] <= profile.slo.turnaround_p95_s)
     ttft = [r["ttft_s"] for r in done if r["ttft_s"] is not None]
@@ -126,12 +127,16 @@ def request_figures(
         p: _tally([r for r in recs if r["priority"] == p])
         for p in sorted({r["priority"] for r in recs})
     }
+    by_tenant = {
+        t: _tally([r for r in recs if r["tenant"] == t]) for t in sorted({r["tenant"] for r in recs})
+    }
     return {"turnaround_s": percentiles([r["latency_s"] for r in done]),
             "queue_wait_s": percentiles(_waits(recs)), "ttft_s": percentiles(ttft, ("p50", "p95")),
             "itl_s": itl_percentiles([g for r in done for g in r.get("itl_s") or ()]),
             "tokens": tokens, "tokens_source": tokens["source"],
             "output_tokens_per_s": round(tokens["completion"] / span, 4),
-            "goodput_per_s": round(good / span, 4), "by_class": by_class, "by_priority": by_prio}  # fmt: skip
+            "goodput_per_s": round(good / span, 4), "by_class": by_class, "by_priority": by_prio,
+            "by_tenant": by_tenant}  # fmt: skip
 
 
 def generator_figures(

@@ -158,7 +158,10 @@ def _details(s: Mapping[str, Any]) -> list[Block]:
         facts += [f"{k.replace('_', ' ')}: {fmt_num(sc[k])}" for k in ("scale_events",
                   "seconds_at_ceiling", "seconds_blind") if k in sc]  # fmt: skip
         out += [("h2", "Scaling"), ("list", facts)]
-    for key, title in (("by_priority", "By priority"), ("by_class", "By class")):
+    for key, title in (("by_priority", "By priority"), ("by_class", "By class"),
+                       ("by_tenant", "By tenant")):
+        if key == "by_tenant" and len(_map(s.get(key))) < 2:
+            continue  # one tenant: the totals above say it all
         rows = [[str(g), *(fmt_num(_get(d, "counts", k)) for k in ("arrivals", "rejected",
                  "completed", "expired")), fmt_num(_get(d, "turnaround_s", "p95")),
                  fmt_num(_get(d, "queue_wait_s", "p95"))] for g, d in _map(s.get(key)).items()]  # fmt: skip

@@ -5,9 +5,10 @@ actions (arrivals are counted from the Admit/Reject decisions) and ``advance`` a
 so the timeline gets one line per second (state sampled at the second's end). Turnaround runs
 from the request's scheduled send time (``arrived``; in sim, the arrival itself) to its result.
 
-Hot-path design: each (class, priority) pair gets one ``Group`` of counters and its own sample
-lists; every sample also goes into one flat list in completion order (the timeline's rolling
-p95 reads that). Per-class and per-priority figures are unions of groups, taken at the end:
+Hot-path design: each (class, priority, tenant) triple gets one ``Group`` of counters and its
+own sample lists; every sample also goes into one flat list in completion order (the timeline's
+rolling p95 reads that). Per-class, per-priority and per-tenant figures are unions of groups,
+taken at the end:
 each group's samples are sorted once, and a union of sorted runs sorts in about linear time.
 """
 
@@ -50,15 +51,16 @@ class Tally:
 
 
 class Group(Tally):
-    """The tally of one (class, priority) pair, fed as the run goes."""
+    """The tally of one (class, priority, tenant) triple, fed as the run goes."""
 
-    __slots__ = ("cls", "index", "priority")
+    __slots__ = ("cls", "index", "priority", "tenant")
 
-    def __init__(self, index: int, cls: str, priority: int) -> None:
+    def __init__(self, index: int, cls: str, priority: int, tenant: str) -> None:
         super().__init__()
         self.index = index
         self.cls = cls
         self.priority = priority
+        self.tenant = tenant
 
 
 class Second:
@@ -76,7 +78,7 @@ class Collector:
         self.faults = faults
         self.slo_s = slo_s
         self.requests: dict[str, tuple[float, Group]] = {}  # admitted, not yet ended
-        self.groups: dict[tuple[str, int], Group] = {}
+        self.groups: dict[tuple[str, int, str], Group] = {}
         self.rejected_by_reason: dict[str, int] = {}
         self.failed_by_reason: dict[str, int] = {}
         self.expired_by_reason: dict[str, int] = {}
@@ -94,15 +96,17 @@ class Collector:
 
     # -- feeding ------------------------------------------------------------------------------
 
-    def _group(self, cls: str, priority: int) -> Group:
-        """The (class, priority) pair's counters. A class almost always keeps one priority, so
-        the last group seen per class is cached by class name (no tuple key per action)."""
+    def _group(self, cls: str, priority: int, tenant: str) -> Group:
+        """The (class, priority, tenant) triple's counters. A class almost always keeps one
+        priority and, but for tenant pools, one tenant, so the last group seen per class is
+        cached by class name (no tuple key per action)."""
         g = self._last.get(cls)
-        if g is not None and g.priority == priority:
+        if g is not None and g.priority == priority and g.tenant == tenant:
             return g
-        g = self.groups.get((cls, priority))
+        key = (cls, priority, tenant)
+        g = self.groups.get(key)
         if g is None:
-            g = self.groups[(cls, priority)] = Group(len(self.groups), cls, priority)
+            g = self.groups[key] = Group(len(self.groups), cls, priority, tenant)
         self._last[cls] = g
         return g
 
@@ -121,7 +125,7 @@ class Collector:
             tp = type(a)
             if tp is Reject:
                 assert isinstance(a, Reject)
-                g = self._group(a.cls, a.priority)
+                g = self._group(a.cls, a.priority, a.tenant)
                 g.rejected += 1
                 self.rejected += 1
                 sec.rejected += 1
@@ -151,7 +155,7 @@ class Collector:
                     self.records.append((a.id, g.cls, t0, "completed", ta))  # type: ignore[attr-defined]
             elif tp is Admit:
                 assert isinstance(a, Admit)
-                g = self._group(a.cls, a.priority)
+                g = self._group(a.cls, a.priority, a.tenant)
                 g.admitted += 1
                 self.admitted += 1
                 sec.admitted += 1
@@ -231,15 +235,17 @@ class Collector:
         qw.sort()
         return ta, qw
 
-    def tallies(self) -> tuple[dict[str, Tally], dict[str, Tally]]:
-        """Per class and per priority: counts summed over groups, samples unions of groups'
-        (each sorted)."""
+    def tallies(self) -> tuple[dict[str, Tally], dict[str, Tally], dict[str, Tally]]:
+        """Per class, per priority and per tenant: counts summed over groups, samples unions
+        of groups' (each sorted)."""
         by_class: dict[str, Tally] = {}
         by_prio: dict[str, Tally] = {}
+        by_tenant: dict[str, Tally] = {}
         for g in self._sorted_groups():
             c = by_class.setdefault(g.cls, Tally())
             p = by_prio.setdefault(PRIORITY_NAMES[g.priority], Tally())
-            for t in (c, p):
+            n = by_tenant.setdefault(g.tenant, Tally())
+            for t in (c, p, n):
                 t.admitted += g.admitted
                 t.rejected += g.rejected
                 t.completed += g.completed
@@ -247,10 +253,10 @@ class Collector:
                 t.expired += g.expired
                 t.turnarounds += g.turnarounds
                 t.queue_waits += g.queue_waits
-        for t in (*by_class.values(), *by_prio.values()):
+        for t in (*by_class.values(), *by_prio.values(), *by_tenant.values()):
             t.turnarounds.sort()
             t.queue_waits.sort()
-        return by_class, by_prio
+        return by_class, by_prio, by_tenant
 
     def closed_seconds(self) -> Iterator[tuple[int, Second]]:
         secs = self.seconds[:-1] if len(self.seconds) > 1 else self.seconds

@@ -170,7 +170,7 @@ def build(
     cons = conservation(counts, mode, engine_counts)
     scaling = scaling_figures(profile, col, engine_scaling)
     span = max(duration_s, 1e-9)
-    by_class, by_priority = col.tallies()
+    by_class, by_priority, by_tenant = col.tallies()
     turnarounds, queue_waits = col.sorted_samples()
     good = bisect_right(turnarounds, profile.slo.turnaround_p95_s)
     summary: dict[str, Any] = {
@@ -185,6 +185,7 @@ def build(
         "goodput_per_s": round(good / span, 4),
         "by_class": {k: _tally(v) for k, v in sorted(by_class.items())},
         "by_priority": {k: _tally(v) for k, v in sorted(by_priority.items())},
+        "by_tenant": {k: _tally(v) for k, v in sorted(by_tenant.items())},
         "scaling": scaling,
         "alerts": alerts,
         "generator": {

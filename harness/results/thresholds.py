@@ -64,7 +64,7 @@ _SHAPE: dict[str, Any] = {
 }  # fmt: skip
 _SHAPE["by_class"] = {"*": {"counts": _SHAPE["counts"], "turnaround_s": _SHAPE["turnaround_s"],
                             "queue_wait_s": _SHAPE["queue_wait_s"]}}  # fmt: skip
-_SHAPE["by_priority"] = _SHAPE["by_class"]
+_SHAPE["by_priority"] = _SHAPE["by_tenant"] = _SHAPE["by_class"]
 
 
 def known_path(path: str) -> bool:

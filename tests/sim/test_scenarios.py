@@ -28,6 +28,8 @@ NAIVE: dict[str, list[str]] = {
     "rate-limited-dependency": ["engine.scaling.dependency=null"],
     "gradual-recovery": ["engine.scaling.dependency=null"],
     "ack-lost-during-drain": ["classes.job.idempotency_key=false"],
+    "tenant-flood": ["engine.admission.tenant_rate=null"],
+    "shed-at-80": ["engine.admission.shed_fill=null", "engine.admission.shed_fill_standard=null"],
 }  # fmt: skip
 SCENARIOS = sorted(p.stem for p in (bundled_dir() / "scenarios").glob("*.yaml"))
 
