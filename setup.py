@@ -22,6 +22,7 @@ HOT_MODULES = [
     "harness/engine/admission.py",
     "harness/engine/dependency.py",
     "harness/engine/scaling.py",
+    "harness/engine/waits.py",
     "harness/engine/core.py",
     "harness/arrivals.py",
     "harness/clients.py",

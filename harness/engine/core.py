@@ -13,11 +13,8 @@ request ends in exactly one of ``Complete``, ``Fail`` or ``Expire``; the job's s
 events for a finished job are ignored.
 
 Waiting is bounded twice. A class's ``deadline_s`` puts each job on a heap (``Expire`` reason
-``deadline``). And no job waits longer than its max wait (``engine.max_wait_s``, overridable
-per class; reason ``max_wait``), so a queue held by an open breaker or a pool with no capacity
-never keeps a request forever. Jobs that share one max wait pass it in admission order, so the
-next to pass is the oldest waiting one of its lane: with no per-class override there is one
-lane, the queue's own admission order, and admitting costs nothing extra.
+``deadline``), and no job waits longer than its max wait (``waits.MaxWait``, reason
+``max_wait``).
 """
 
 from __future__ import annotations
@@ -54,6 +51,7 @@ from harness.engine.events import (
 from harness.engine.queue import DONE, RERUN, RETRY_WAIT, RUNNING, WAITING, Job, JobQueue
 from harness.engine.scaler import Scaler
 from harness.engine.scaling import ExecutorPool
+from harness.engine.waits import MaxWait
 
 if TYPE_CHECKING:
     from harness.profile import Engine as EngineConfig
@@ -120,26 +118,7 @@ class Engine:
         self._retries: list[tuple[float, int, Job]] = []  # (due, seq, job) for RETRY_WAIT jobs
         self._seq = 0
         self.now = 0.0
-        self.max_wait_s: float = cfg.max_wait_s
-        # Lanes (max wait, jobs in admission order), only when a class overrides the max wait.
-        self._lanes: list[tuple[float, deque[Job]]] = []
-        self._lane_of: dict[str, deque[Job]] = {}
-        self._default_lane: deque[Job] = deque()
-        overrides = {c: w for c, w in (max_wait_by_class or {}).items() if w != self.max_wait_s}
-        if overrides:
-            by_limit = {self.max_wait_s: self._default_lane}
-            for cls, limit in sorted(overrides.items()):
-                lane = by_limit.get(limit)
-                if lane is None:
-                    lane = by_limit[limit] = deque()
-                self._lane_of[cls] = lane
-            self._lanes = [(limit, lane) for limit, lane in sorted(by_limit.items())]
-        # No waiting job passes its max wait before _wait_check (a lower bound, made exact
-        # whenever it is reached): _dispatch, on the hot path, looks no further until then.
-        # Measured on bench_sim's scenario: looking up the oldest job on every dispatch cost
-        # ~5 % of the simulation.
-        self._min_wait = min([self.max_wait_s, *overrides.values()])
-        self._wait_check = math.inf
+        self.waits = MaxWait(cfg.max_wait_s, max_wait_by_class)
 
     # -- the public surface -------------------------------------------------------------------
 
@@ -177,14 +156,14 @@ class Engine:
                 or pool.draining):  # fmt: skip
             # The common case, on the hot path of every event: at most a max wait and the
             # autoscaler's next evaluation are pending.
-            waited = self._next_max_wait() if q.depth else None
+            waited = self.waits.next_due(q) if q.depth else None
             due = self._scale_due
             if due == math.inf or (due > self._horizon_s and not self.jobs):
                 return waited
             return due if waited is None or due < waited else waited
         best: float | None = q.next_expiry()
         if q.depth:
-            waited = self._next_max_wait()
+            waited = self.waits.next_due(q)
             if waited is not None and (best is None or waited < best):
                 best = waited
         # A retry that waits for the half-open probe's outcome waits for an event, not a time.
@@ -250,11 +229,12 @@ class Engine:
                          concurrency=c, service_time_s=st, deadline_s=dl, limits=adm.limits,
                          reason="admit_always" if bypass else None))  # fmt: skip
         q.push(job)
-        if self._lanes:
-            self._lane_of.get(ev.cls, self._default_lane).append(job)
-        due = now + self._min_wait
-        if due < self._wait_check:
-            self._wait_check = due
+        waits = self.waits
+        if waits.lanes:
+            waits.add(job)
+        due = now + waits.min_s
+        if due < waits.check_at:
+            waits.check_at = due
         if self.busy < c:
             self._dispatch(now, out)
 
@@ -395,21 +375,6 @@ class Engine:
         if change is not None:
             out.append(_breaker_change(change, self.cfg.dependency.breaker.failure_ratio))
 
-    def _next_max_wait(self) -> float | None:
-        """When the next waiting job passes its max wait (None: nothing waits)."""
-        if not self._lanes:
-            oldest = self.queue.oldest()
-            return None if oldest is None else oldest.admitted_at + self.max_wait_s
-        best: float | None = None
-        for limit, lane in self._lanes:
-            while lane and lane[0].state != WAITING:
-                lane.popleft()
-            if lane:
-                t = lane[0].admitted_at + limit
-                if best is None or t < best:
-                    best = t
-        return best
-
     def _expire(self, job: Job, now: float, reason: str, limit_s: float, out: list[Action]) -> None:
         self.queue.remove(job)
         del self.jobs[job.id]
@@ -418,20 +383,12 @@ class Engine:
 
     def _expire_waited(self, now: float, out: list[Action]) -> None:
         """Every waiting job past its max wait leaves as expired (reason max_wait)."""
-        if not self._lanes:
-            q = self.queue
-            oldest = q.oldest()
-            while oldest is not None and oldest.admitted_at + self.max_wait_s <= now:
-                self._expire(oldest, now, "max_wait", self.max_wait_s, out)
-                oldest = q.oldest()
-        else:
-            for limit, lane in self._lanes:
-                while lane and (lane[0].state != WAITING or lane[0].admitted_at + limit <= now):
-                    job = lane.popleft()
-                    if job.state == WAITING:
-                        self._expire(job, now, "max_wait", limit, out)
-        nxt = self._next_max_wait()
-        self._wait_check = math.inf if nxt is None else nxt
+        waits, q = self.waits, self.queue
+        job, limit = waits.next_passed(q, now)
+        while job is not None:
+            self._expire(job, now, "max_wait", limit, out)
+            job, limit = waits.next_passed(q, now)
+        waits.rearm(q)
 
     def _dispatch(self, now: float, out: list[Action]) -> None:
         """Expire what is due, resume due retries, then fill free slots by priority."""
@@ -441,7 +398,7 @@ class Engine:
                 dl = job.deadline_at
                 self._expire(job, now, "deadline", 0.0 if dl is None else dl - job.admitted_at,
                              out)  # fmt: skip
-        if now >= self._wait_check:
+        if now >= self.waits.check_at:
             self._expire_waited(now, out)
         sc = self.scaler
         if sc is not None and (now >= self._scale_due or self.pool.starting or self.pool.draining):
