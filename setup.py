@@ -23,6 +23,7 @@ HOT_MODULES = [
     "harness/engine/dependency.py",
     "harness/engine/scaling.py",
     "harness/engine/waits.py",
+    "harness/engine/cost.py",
     "harness/engine/core.py",
     "harness/arrivals.py",
     "harness/clients.py",

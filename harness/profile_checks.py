@@ -146,6 +146,27 @@ def check_scaling(ctx: Ctx, p: Profile) -> None:
                           "an empty list allows no change; say select_policy: Disabled")  # fmt: skip
 
 
+def check_cost(ctx: Ctx, p: Profile) -> None:
+    """Prices name real classes; the budget pays for min_replicas; optional needs a budget."""
+    cost = p.engine.cost
+    if cost is None:
+        for name, c in p.classes.items():
+            if c.optional:
+                raise ctx.err(f"classes.{name}.optional", "needs engine.cost (a budget to spend)")
+        return
+    for name, price in cost.per_call.items():
+        if name not in p.classes:
+            raise ctx.err(f"engine.cost.per_call.{name}", "not a class of this profile")
+        if price < 0:
+            raise ctx.err(f"engine.cost.per_call.{name}", "a price must be >= 0")
+    sc = p.engine.scaling
+    floor = sc.min_replicas if sc.enabled else p.engine.executors.initial
+    if floor * cost.per_replica_hour > cost.budget_per_hour:
+        raise ctx.err("engine.cost.budget_per_hour",
+                      f"{cost.budget_per_hour:g} per hour does not pay for {floor} replicas at "
+                      f"{cost.per_replica_hour:g} each")  # fmt: skip
+
+
 def check_profile(ctx: Ctx, p: Profile) -> None:
     a = p.arrivals
     check_trace_options(ctx, p)
@@ -191,6 +212,7 @@ def check_profile(ctx: Ctx, p: Profile) -> None:
     if adm.shed_fill_standard is not None and adm.shed_fill is None:
         raise ctx.err("engine.admission.shed_fill_standard", "needs engine.admission.shed_fill")
     check_scaling(ctx, p)
+    check_cost(ctx, p)
     check_wire(ctx, p.wire)
     dep = p.engine.dependency
     if dep.backoff_max_s < dep.backoff_base_s:

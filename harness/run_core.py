@@ -76,7 +76,8 @@ class RunCore:
         self.mode = mode
         self.engine = Engine(profile.engine, service_time_prior_s=profile.service_time_prior(),
                              rng=engine_rng, max_wait_by_class=profile.max_wait_by_class(),
-                             horizon_s=profile.duration_s)  # fmt: skip
+                             horizon_s=profile.duration_s,
+                             optional_classes=profile.optional_classes())  # fmt: skip
         self.collector = Collector(profile.faults, profile.slo.turnaround_p95_s)
         self.log = log
         self.started_at = datetime.now(UTC)
@@ -129,6 +130,8 @@ class RunCore:
         ``output_tokens``), only when the arrivals came from one (harness.traces)."""
         eng, col = self.engine, self.collector
         col.advance(math.ceil(end) if end > 0 else 1.0, eng)
+        if eng.cost is not None:
+            eng.cost.accrue(end, len(eng.pool.execs))  # the executors up to the run's end
         timeline: list[dict[str, Any]] = []
         alerts: list[dict[str, Any]] = []
         if with_timeline:
@@ -166,7 +169,8 @@ class RunCore:
                 "reexecuted": eng.counts.reexecuted, "executors_killed": eng.pool.killed,
                 "redelivered": eng.counts.redelivered,
                 "duplicate_effects": self.effects[0], "duplicates_suppressed": self.effects[1],
-                "busy_while_draining_s": eng.pool.busy_while_draining_s}  # fmt: skip
+                "busy_while_draining_s": eng.pool.busy_while_draining_s,
+                "cost_spent": None if eng.cost is None else eng.cost.spent}  # fmt: skip
 
     def _timeline_and_alerts(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         col = self.collector

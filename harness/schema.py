@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
+from harness.schema_cost import Cost
 from harness.schema_fields import (
     DEFAULT_MAX_WAIT_S,
     MAX_PROMPT_CHARS,
@@ -126,6 +127,8 @@ class RequestClass:
     # The work carries an idempotency key: the upstream applies a redelivered or re-executed
     # request's effect once (duplicates_suppressed) instead of again (duplicate_effects).
     idempotency_key: bool = False
+    # Optional work: while engine.cost's budget is spent, admission rejects it (cost_budget).
+    optional: bool = False
 
     def prompt_text(self) -> str:
         if self.prompt_repeat is not None:
@@ -249,6 +252,7 @@ class Engine:
     # At-least-once delivery: an attempt whose answer was lost (an ack_loss fault) is
     # redelivered after this long, the queue's visibility timeout (SQS and Pub/Sub: 30 s).
     ack_timeout_s: float = field(default=30.0, metadata=_t(gt=0))
+    cost: Cost | None = None  # null: nothing is priced
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -387,6 +391,10 @@ class Profile:
     def max_wait_by_class(self) -> dict[str, float]:
         """The classes that override engine.max_wait_s, and their max wait."""
         return {n: c.max_wait_s for n, c in self.classes.items() if c.max_wait_s is not None}
+
+    def optional_classes(self) -> frozenset[str]:
+        """The classes the cost budget's degraded mode rejects."""
+        return frozenset(n for n, c in self.classes.items() if c.optional)
 
     def alert_rules(self) -> dict[str, AlertRule]:
         rules: dict[str, AlertRule] = {}

@@ -1,7 +1,8 @@
 """Admission: an ordered table of named rules; the first rule that objects wins.
 
 Order (DESIGN.md): admit_always bypass (the engine's, before any rule); per-tenant token bucket
-(``tenant_rate``); ``max_queue_depth`` (``queue_full``); priority shedding (``shed_batch``,
+(``tenant_rate``); the cost budget's degraded mode for optional classes (``cost_budget``);
+``max_queue_depth`` (``queue_full``); priority shedding (``shed_batch``,
 ``shed_standard``); oldest age (``queue_age``); depth vs concurrency (``queue_depth``);
 per-class slack (``deadline_slack``). A rule is off unless the profile switches it on, and a
 rule that is off is not in the table.
@@ -26,6 +27,7 @@ from harness.engine.events import BATCH, CRITICAL, STANDARD, Arrived, Limits
 from harness.upstream_model.bucket import TokenBucket
 
 if TYPE_CHECKING:
+    from harness.engine.cost import CostLedger
     from harness.engine.queue import JobQueue
     from harness.profile import Admission as AdmissionConfig
 
@@ -110,6 +112,22 @@ class TenantRate(Rule):
         return -1.0 if tokens >= 1.0 else (1.0 - tokens) / self.buckets.rate
 
 
+class CostBudget(Rule):
+    """Degraded mode: while the rolling hour's spend is at the budget, the optional classes are
+    rejected until enough spend has left the window."""
+
+    name = "cost_budget"
+
+    def __init__(self, ledger: CostLedger) -> None:
+        self.ledger = ledger
+        self.limits = (("cost_budget_per_hour", ledger.budget),)
+
+    def check(self, v: AdmissionView, ev: Arrived) -> float:
+        if ev.cls in self.ledger.optional:
+            return self.ledger.spent_up(v.now)
+        return -1.0
+
+
 class QueueFull(Rule):
     name = "queue_full"
 
@@ -178,12 +196,14 @@ class DeadlineSlack(Rule):
         return -1.0
 
 
-def rules_for(cfg: AdmissionConfig) -> list[Rule]:
+def rules_for(cfg: AdmissionConfig, cost: CostLedger | None = None) -> list[Rule]:
     """The rules the profile switches on, in the documented order."""
     rules: list[Rule] = []
     tr = cfg.tenant_rate
     if tr is not None:
         rules.append(TenantRate(tr.rate_per_s, tr.burst))
+    if cost is not None and cost.optional:
+        rules.append(CostBudget(cost))
     ceiling = cfg.max_queue_depth
     if ceiling is not None:
         rules.append(QueueFull(ceiling))
@@ -205,8 +225,8 @@ class Admission:
 
     __slots__ = ("limits", "on", "rules", "tenants")
 
-    def __init__(self, cfg: AdmissionConfig) -> None:
-        self.rules = rules_for(cfg)
+    def __init__(self, cfg: AdmissionConfig, cost: CostLedger | None = None) -> None:
+        self.rules = rules_for(cfg, cost)
         self.on = bool(self.rules)
         # Every decision carries these (one shared tuple), even one the rules did not check
         # (admit_always, shutting_down): the limits configured are the ones in force.

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final
 
 from harness.engine.admission import Admission, AdmissionView
+from harness.engine.cost import CostLedger
 from harness.engine.dependency import CircuitBreaker, RetryBudget, Rng, backoff_s
 from harness.engine.events import (
     ACK_LOST,
@@ -86,9 +87,11 @@ class Engine:
         rng: Rng,
         max_wait_by_class: Mapping[str, float] | None = None,
         horizon_s: float = math.inf,
+        optional_classes: frozenset[str] = frozenset(),
     ) -> None:
         """``horizon_s``: the run's planned end; the autoscaler's evaluations stop after it
-        once no work remains (a timer that would otherwise keep a simulation alive)."""
+        once no work remains (a timer that would otherwise keep a simulation alive).
+        ``optional_classes``: what the cost budget's degraded mode rejects."""
         self.cfg = cfg
         self.rng = rng
         self.queue = JobQueue()
@@ -110,7 +113,10 @@ class Engine:
         self.jobs: dict[str, Job] = {}  # admitted and not yet ended
         self.counts = Counts()
         self.admit_always = cfg.admission.admit_always
-        self.admission = Admission(cfg.admission)
+        pool = self.pool
+        self.cost = (CostLedger(cfg.cost, len(pool.execs), optional_classes)
+                     if cfg.cost is not None else None)  # fmt: skip
+        self.admission = Admission(cfg.admission, self.cost)
         self.breaker = CircuitBreaker(cfg.dependency.breaker)
         self.budget = RetryBudget(cfg.dependency.retry_budget_ratio)
         self.signals_known = True
@@ -191,6 +197,8 @@ class Engine:
     def _arrived(self, ev: Arrived, now: float, out: list[Action]) -> None:
         counts = self.counts
         counts.arrivals += 1
+        if self.cost is not None:
+            self.cost.accrue(now, len(self.pool.execs))
         q = self.queue
         c = self.pool.concurrency
         st = self.service_time_s
@@ -244,6 +252,10 @@ class Engine:
             return  # late news of a request that ended (cancelled, say) or of a killed attempt
         service = now - job.started_at
         self.service_time_s += EWMA_ALPHA * (service - self.service_time_s)
+        cost = self.cost
+        if cost is not None:
+            cost.call(now, job.cls)
+            cost.accrue(now, len(self.pool.execs))
         if job.executor is not None:
             self.pool.release(job, now)
             by_cls = self.service_by_class
@@ -347,6 +359,8 @@ class Engine:
         passes the queue delivers the job again (at-least-once; not a retry: no budget, no
         backoff, the breaker is not told). It runs again before the queue, as a re-run."""
         self.counts.redelivered += 1
+        if self.cost is not None:
+            self.cost.call(now, job.cls)  # the work was done: it is paid for
         out.append(Reexecute(id=job.id, attempt=job.attempt + 1, reason="ack_lost"))
         if job.executor is not None:
             self.pool.release(job, now)
@@ -362,6 +376,9 @@ class Engine:
         if killed:
             self._rerun(killed, out)
         if now >= sc.due:
+            cost = self.cost
+            if cost is not None:
+                cost.accrue(now, len(pool.execs))
             scale = sc.evaluate(self, now)
             self._scale_due = sc.due
             out.append(scale)
@@ -369,6 +386,8 @@ class Engine:
                 killed = pool.resize(now, scale.to_replicas)
                 if killed:
                     self._rerun(killed, out)
+            if cost is not None:
+                cost.accrue(now, len(pool.execs))
 
     def _breaker_record(self, now: float, ok: bool, out: list[Action]) -> None:
         change = self.breaker.record(now, ok)

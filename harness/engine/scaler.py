@@ -152,14 +152,24 @@ class Scaler:
         """The dependency ceilings (fixed by the profile), then the partitions ceiling: with
         keyed work, useful executors are at most the work that can run at once -- one item
         per active key, plus every key-less item waiting or running."""
+        fixed = self._dependency_ceilings(eng)
         keys = record.get("active_keys", 0)
         if not keys:
-            return list(self._fixed)
+            return fixed
         plain_running = sum(
             1 for j in eng.jobs.values() if j.key is None and j.executor is not None
         )
         useful = keys + record.get("plain_eligible", 0) + plain_running
-        return [*self._fixed, ("partitions", max(1, math.ceil(useful / self.jpe)))]
+        return [*fixed, ("partitions", max(1, math.ceil(useful / self.jpe)))]
+
+    def _dependency_ceilings(self, eng: Engine) -> list[tuple[str, int]]:
+        """model_quota and db_connections (fixed), then the replicas the cost budget pays for."""
+        out = list(self._fixed)
+        if eng.cost is not None:
+            paid = eng.cost.replica_ceiling()
+            if paid is not None:
+                out.append(("cost_budget", paid))
+        return out
 
     # -- one evaluation ------------------------------------------------------------------------
 
@@ -254,8 +264,8 @@ class Scaler:
             and m.fallback_replicas is not None
         ):
             # clamped like any target (the partitions ceiling needs signals: not here)
-            to, bound, _ = apply_limits(m.fallback_replicas, self._fixed, cfg.min_replicas,
-                                        cfg.max_replicas)  # fmt: skip
+            to, bound, _ = apply_limits(m.fallback_replicas, self._dependency_ceilings(eng),
+                                        cfg.min_replicas, cfg.max_replicas)  # fmt: skip
             return _moved(hold, to, held_by="fallback", bound_by=bound)
         if sig is None:
             return _moved(hold, current, held_by="signals_unknown", bound_by=None)

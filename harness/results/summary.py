@@ -111,6 +111,7 @@ def scaling_figures(profile: Profile, col: Collector,
     sc = profile.engine.scaling
     desired = [st["replicas_desired"] for st in states]
     e = engine or {}
+    spent = e.get("cost_spent")
     return {
         "replicas": {"min": min(ready), "max": max(ready),
                      "mean": round(sum(ready) / len(ready), 3)},
@@ -128,6 +129,10 @@ def scaling_figures(profile: Profile, col: Collector,
         "duplicates_suppressed": e.get("duplicates_suppressed", 0),
         "executors_killed": e.get("executors_killed", 0),
         "busy_while_draining_s": round(e.get("busy_while_draining_s", 0.0), 3),
+        # engine.cost: what the calls and executors cost over the run, and per completion
+        "cost_spent": None if spent is None else round(spent, 4),
+        "cost_per_completed": None if spent is None or not col.completed
+        else round(spent / col.completed, 6),
     }  # fmt: skip
 
 
@@ -137,7 +142,8 @@ def no_scaling() -> dict[str, Any]:
             "evaluations": 0, "scale_up_suppressed": 0, "seconds_at_ceiling": 0, "seconds_at_floor": 0,
             "seconds_blind": 0, "replica_seconds": None, "reexecuted": 0, "redelivered": 0,
             "duplicate_effects": 0, "duplicates_suppressed": 0,
-            "executors_killed": 0, "busy_while_draining_s": 0.0}  # fmt: skip
+            "executors_killed": 0, "busy_while_draining_s": 0.0, "cost_spent": None,
+            "cost_per_completed": None}  # fmt: skip
 
 
 def build(
