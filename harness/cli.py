@@ -329,10 +329,11 @@ def proxy(
         prof = _load(profile, set_) if profile else default_profile(set_ or [])
     except ProfileError as e:
         raise _bad_input(str(e)) from None
-    if prof.engine.scaling.enabled:
-        from harness.live.settings import SCALING_NOT_LIVE
+    from harness.live.settings import not_live
 
-        raise _bad_input(SCALING_NOT_LIVE)
+    why = not_live(prof)
+    if why is not None:
+        raise _bad_input(why)
     extra = _check_thresholds(threshold)
     if extra:
         prof = dataclasses.replace(prof, thresholds=(*prof.thresholds, *extra))

@@ -167,6 +167,14 @@ def check_cost(ctx: Ctx, p: Profile) -> None:
                       f"{cost.per_replica_hour:g} each")  # fmt: skip
 
 
+def check_review(ctx: Ctx, p: Profile) -> None:
+    """A class that needs review needs reviewers."""
+    if p.engine.review is None:
+        for name, c in p.classes.items():
+            if c.review:
+                raise ctx.err(f"classes.{name}.review", "needs engine.review (the reviewers)")
+
+
 def check_profile(ctx: Ctx, p: Profile) -> None:
     a = p.arrivals
     check_trace_options(ctx, p)
@@ -213,6 +221,7 @@ def check_profile(ctx: Ctx, p: Profile) -> None:
         raise ctx.err("engine.admission.shed_fill_standard", "needs engine.admission.shed_fill")
     check_scaling(ctx, p)
     check_cost(ctx, p)
+    check_review(ctx, p)
     check_wire(ctx, p.wire)
     dep = p.engine.dependency
     if dep.backoff_max_s < dep.backoff_base_s:

@@ -77,7 +77,8 @@ class RunCore:
         self.engine = Engine(profile.engine, service_time_prior_s=profile.service_time_prior(),
                              rng=engine_rng, max_wait_by_class=profile.max_wait_by_class(),
                              horizon_s=profile.duration_s,
-                             optional_classes=profile.optional_classes())  # fmt: skip
+                             optional_classes=profile.optional_classes(),
+                             review_classes=profile.review_classes())  # fmt: skip
         self.collector = Collector(profile.faults, profile.slo.turnaround_p95_s)
         self.log = log
         self.started_at = datetime.now(UTC)
@@ -146,6 +147,7 @@ class RunCore:
             profile=self.profile, mode=self.mode, seed=self.seed, col=col, duration_s=end,
             scheduled=scheduled, in_flight_at_end=len(eng.jobs), engine_counts=engine_counts,
             alerts=alerts, engine_scaling=self._engine_scaling(), extra_thresholds=extra_thresholds,
+            in_flight_by_state=eng.in_flight_by_state(), review=self._review_figures(),
             attempts=None if retried is None else ec.arrivals, complete=complete,
         )  # fmt: skip
         if retried is not None:
@@ -170,7 +172,20 @@ class RunCore:
                 "redelivered": eng.counts.redelivered,
                 "duplicate_effects": self.effects[0], "duplicates_suppressed": self.effects[1],
                 "busy_while_draining_s": eng.pool.busy_while_draining_s,
-                "cost_spent": None if eng.cost is None else eng.cost.spent}  # fmt: skip
+                "cost_spent": None if eng.cost is None else eng.cost.spent,
+                "held_for_review": 0 if eng.review is None else eng.review.held_total}  # fmt: skip
+
+    def _review_figures(self) -> dict[str, Any] | None:
+        """``summary.review``: the review stage's counts, each reviewed unit's wait for a
+        reviewer, and its turnaround before the stage (the model call's own part)."""
+        rv, col = self.engine.review, self.collector
+        if rv is None:
+            return None
+        return {"reviewers": rv.reviewers, "max_pending": rv.max_pending,
+                "reviewed": rv.reviewed, "held_for_review": rv.held_total,
+                "sla_breaches": rv.sla_breaches,
+                "review_wait_s": summ.percentiles(col.review_waits),
+                "before_review_s": summ.percentiles(col.before_review)}  # fmt: skip
 
     def _timeline_and_alerts(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         col = self.collector

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
-from harness.schema_cost import Cost
+from harness.schema_cost import Cost, Review
 from harness.schema_fields import (
     DEFAULT_MAX_WAIT_S,
     MAX_PROMPT_CHARS,
@@ -129,6 +129,8 @@ class RequestClass:
     idempotency_key: bool = False
     # Optional work: while engine.cost's budget is spent, admission rejects it (cost_budget).
     optional: bool = False
+    # After the model call, a unit of this class waits for a reviewer (engine.review).
+    review: bool = False
 
     def prompt_text(self) -> str:
         if self.prompt_repeat is not None:
@@ -253,6 +255,7 @@ class Engine:
     # redelivered after this long, the queue's visibility timeout (SQS and Pub/Sub: 30 s).
     ack_timeout_s: float = field(default=30.0, metadata=_t(gt=0))
     cost: Cost | None = None  # null: nothing is priced
+    review: Review | None = None  # the reviewers of classes marked review: true
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -391,6 +394,10 @@ class Profile:
     def max_wait_by_class(self) -> dict[str, float]:
         """The classes that override engine.max_wait_s, and their max wait."""
         return {n: c.max_wait_s for n, c in self.classes.items() if c.max_wait_s is not None}
+
+    def review_classes(self) -> frozenset[str]:
+        """The classes whose units go through the human review stage."""
+        return frozenset(n for n, c in self.classes.items() if c.review)
 
     def optional_classes(self) -> frozenset[str]:
         """The classes the cost budget's degraded mode rejects."""

@@ -1,4 +1,7 @@
-"""``engine.cost``: one budget over a rolling hour (README "Autoscaling", cost budget).
+"""``engine.cost`` and ``engine.review``: the engine's two stages beyond the model call that a
+profile can price or staff (README "Autoscaling").
+
+``engine.cost``: one budget over a rolling hour.
 
 The budget is spent by every upstream call whose work was done (a completed attempt, or one
 whose answer was lost) at its class's ``per_call`` price, and by every executor that exists
@@ -13,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from harness.schema_fields import _c
+from harness.schema_fields import _c, _t
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -21,3 +24,18 @@ class Cost:
     budget_per_hour: float = field(metadata=_c(gt=0))
     per_replica_hour: float = field(default=0.0, metadata=_c(ge=0))
     per_call: dict[str, float] = field(default_factory=dict)  # class -> price of one call
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Review:
+    """A human review stage for the classes marked ``review: true``: after the model call a
+    unit waits for one of ``reviewers``, who takes ``seconds_per_item``; its turnaround ends
+    when the review does. While ``max_pending`` units wait for a reviewer, further units of
+    those classes are held before the model call (``held_for_review``) rather than produced
+    for a queue nobody can work through. ``sla_s``: a review that ends later than this after
+    its model call counts as an SLA breach. null ``max_pending``: never held."""
+
+    reviewers: int = field(default=1, metadata=_c(gt=0, le=10_000))
+    seconds_per_item: float = field(metadata=_t(gt=0))
+    sla_s: float | None = field(default=None, metadata=_t(gt=0))
+    max_pending: int | None = field(default=None, metadata=_c(ge=0))

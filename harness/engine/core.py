@@ -43,13 +43,26 @@ from harness.engine.events import (
     Fail,
     Failed,
     Finished,
+    Held,
     MetricsSample,
     Reexecute,
     Reject,
+    Reviewed,
     StopAdmitting,
     Tick,
 )
-from harness.engine.queue import DONE, RERUN, RETRY_WAIT, RUNNING, WAITING, Job, JobQueue
+from harness.engine.queue import (
+    DONE,
+    HELD,
+    IN_REVIEW,
+    RERUN,
+    RETRY_WAIT,
+    RUNNING,
+    WAITING,
+    Job,
+    JobQueue,
+)
+from harness.engine.review import ReviewStage
 from harness.engine.scaler import Scaler
 from harness.engine.scaling import ExecutorPool
 from harness.engine.waits import MaxWait
@@ -88,10 +101,12 @@ class Engine:
         max_wait_by_class: Mapping[str, float] | None = None,
         horizon_s: float = math.inf,
         optional_classes: frozenset[str] = frozenset(),
+        review_classes: frozenset[str] = frozenset(),
     ) -> None:
         """``horizon_s``: the run's planned end; the autoscaler's evaluations stop after it
         once no work remains (a timer that would otherwise keep a simulation alive).
-        ``optional_classes``: what the cost budget's degraded mode rejects."""
+        ``optional_classes``: what the cost budget's degraded mode rejects;
+        ``review_classes``: what goes through the review stage (``engine.review``)."""
         self.cfg = cfg
         self.rng = rng
         self.queue = JobQueue()
@@ -117,6 +132,8 @@ class Engine:
         self.cost = (CostLedger(cfg.cost, len(pool.execs), optional_classes)
                      if cfg.cost is not None else None)  # fmt: skip
         self.admission = Admission(cfg.admission, self.cost)
+        self.review = (ReviewStage(cfg.review, review_classes)
+                       if cfg.review is not None and review_classes else None)  # fmt: skip
         self.breaker = CircuitBreaker(cfg.dependency.breaker)
         self.budget = RetryBudget(cfg.dependency.retry_budget_ratio)
         self.signals_known = True
@@ -158,8 +175,9 @@ class Engine:
         q = self.queue
         br = self.breaker
         pool = self.pool
+        rv = self.review
         if not (q.has_deadlines() or self._retries or br.state == "open" or pool.starting
-                or pool.draining):  # fmt: skip
+                or pool.draining or rv is not None):  # fmt: skip
             # The common case, on the hot path of every event: at most a max wait and the
             # autoscaler's next evaluation are pending.
             waited = self.waits.next_due(q) if q.depth else None
@@ -179,6 +197,7 @@ class Engine:
             br.next_deadline(),
             pool.next_deadline(),
             self._scale_due if self._scale_due <= self._horizon_s or self.jobs else None,
+            rv.next_deadline() if rv is not None else None,
         ):
             if t is not None and (best is None or t < best):
                 best = t
@@ -191,6 +210,16 @@ class Engine:
     @property
     def in_flight(self) -> int:
         return self.busy
+
+    def in_flight_by_state(self) -> dict[str, int]:
+        """Admitted jobs not yet ended, by state (only states that hold any)."""
+        names = {WAITING: "waiting", RUNNING: "running", RETRY_WAIT: "retry_wait",
+                 RERUN: "rerun", HELD: "held", IN_REVIEW: "in_review"}  # fmt: skip
+        out: dict[str, int] = {}
+        for job in self.jobs.values():
+            name = names[job.state]
+            out[name] = out.get(name, 0) + 1
+        return dict(sorted(out.items()))
 
     # -- handlers ----------------------------------------------------------------------------
 
@@ -264,6 +293,15 @@ class Engine:
         change = self.breaker.record(now, True)
         if change is not None:
             out.append(_breaker_change(change, self.cfg.dependency.breaker.failure_ratio))
+        rv = self.review
+        if rv is not None and job.cls in rv.classes:
+            # The model's part is done: the unit leaves its executor for the review stage.
+            self.busy -= 1
+            if job.key is not None:
+                self.queue.release_key(job.key)
+            rv.enter(job, now)
+            self._dispatch(now, out)
+            return
         # _end, inlined: this is the hot path of every completion
         job.state = DONE
         self.busy -= 1
@@ -312,7 +350,14 @@ class Engine:
             self.queue.remove(job)
             del self.jobs[job.id]
             was_running = False
+        elif job.state == HELD or job.state == IN_REVIEW:
+            was_running = job.state == IN_REVIEW
+            assert self.review is not None
+            self.review.drop(job)
+            del self.jobs[job.id]
         elif job.state == RERUN:
+            if self.review is not None:
+                self.review.abandoned(job)
             self._reruns.remove(job)
             job.state = DONE
             del self.jobs[job.id]
@@ -331,6 +376,8 @@ class Engine:
 
     def _end(self, job: Job, out: list[Action]) -> None:
         """A running (or retry-waiting) job ends: free its slot and its partition key."""
+        if self.review is not None:
+            self.review.abandoned(job)
         job.state = DONE
         self.busy -= 1
         del self.jobs[job.id]
@@ -446,22 +493,53 @@ class Engine:
             out.append(Dispatch(id=job.id, cls=job.cls, attempt=job.attempt, queue_wait_s=0.0))
         if self._reruns:
             self._dispatch_reruns(now, out)
+        rv = self.review
+        if rv is not None:
+            self._review(rv, now, out)
         c = self.pool.concurrency
         while self.busy < c and q.depth and br.allows():
             nxt = q.pop()
             if nxt is None:
                 break
             job = nxt
-            br.on_start()
-            if sc is not None:
-                self.pool.assign(job)
-            self.busy += 1
-            job.state = RUNNING
-            job.attempt = 1
-            job.started_at = now
-            self.budget.deposit()
-            out.append(Dispatch(id=job.id, cls=job.cls, attempt=1,
-                                queue_wait_s=now - job.admitted_at))  # fmt: skip
+            if rv is not None and job.cls in rv.classes and rv.full():
+                rv.hold(job)
+                out.append(Held(id=job.id, cls=job.cls, pending=len(rv.pending),
+                                max_pending=rv.max_pending or 0))  # fmt: skip
+                continue
+            self._start(job, now, out)
+
+    def _start(self, job: Job, now: float, out: list[Action]) -> None:
+        """A job's first attempt starts: on an executor (with scaling), with a retry token."""
+        self.breaker.on_start()
+        rv = self.review
+        if rv is not None and job.cls in rv.classes:
+            rv.started(job)
+        if self.scaler is not None:
+            self.pool.assign(job)
+        self.busy += 1
+        job.state = RUNNING
+        job.attempt = 1
+        job.started_at = now
+        self.budget.deposit()
+        out.append(Dispatch(id=job.id, cls=job.cls, attempt=1,
+                            queue_wait_s=now - job.admitted_at))  # fmt: skip
+
+    def _review(self, rv: ReviewStage, now: float, out: list[Action]) -> None:
+        """Reviews that ended complete their units; held units start as the stage has room,
+        before the queue (they reached its front earlier)."""
+        if rv.active and rv.active[0][0] <= now:
+            for job, done_at, waited, review in rv.finish_due(now):
+                del self.jobs[job.id]
+                job.state = DONE
+                self.counts.completed += 1
+                out.append(Reviewed(id=job.id, waited_s=waited, review_s=review, sla_s=rv.sla_s))
+                out.append(Complete(id=job.id, service_s=done_at - job.started_at))
+        while rv.held and self.busy < self.pool.concurrency and self.breaker.allows():
+            job = rv.next_held()
+            if job is None:
+                break
+            self._start(job, now, out)
 
     def _dispatch_reruns(self, now: float, out: list[Action]) -> None:
         """Re-run jobs of killed executors first: they were admitted, and started, earlier."""

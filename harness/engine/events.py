@@ -337,4 +337,30 @@ class Reexecute(Action):
         self.reason = reason
 
 
+class Held(Action):
+    """A unit of a review class was about to start its model call, and is held instead: the
+    review stage already has ``pending`` units waiting (``max_pending``)."""
+
+    __slots__ = ("cls", "id", "max_pending", "pending")
+
+    def __init__(self, *, id: str, cls: str, pending: int, max_pending: int) -> None:
+        self.id = id
+        self.cls = cls
+        self.pending = pending
+        self.max_pending = max_pending
+
+
+class Reviewed(Action):
+    """A unit's review ended (its ``Complete`` follows): ``waited_s`` for a reviewer after
+    the model call, then ``review_s`` with one; ``sla_s`` the limit in force (None: none)."""
+
+    __slots__ = ("id", "review_s", "sla_s", "waited_s")
+
+    def __init__(self, *, id: str, waited_s: float, review_s: float, sla_s: float | None) -> None:
+        self.id = id
+        self.waited_s = waited_s
+        self.review_s = review_s
+        self.sla_s = sla_s
+
+
 FINAL_ACTIONS = (Complete, Fail, Expire)

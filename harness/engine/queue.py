@@ -24,6 +24,8 @@ RUNNING: Final = 1
 RETRY_WAIT: Final = 2
 DONE: Final = 3
 RERUN: Final = 4  # its executor was killed while draining: waits for a slot to run again
+HELD: Final = 5  # left the queue to start, held because the review stage is full
+IN_REVIEW: Final = 6  # its model call is done; it waits for, or is with, a reviewer
 
 
 class Job:

@@ -104,6 +104,10 @@ class Scaler:
     def measure(self, eng: Engine, now: float) -> tuple[Signals, dict[str, Any]]:
         """This evaluation's signals, and their record (rounded) for decisions.jsonl."""
         eligible = eng.queue.eligible()
+        rv = eng.review
+        if rv is not None and rv.full():
+            # These would be held at the front of the queue: executors would not run them.
+            eligible = [j for j in eligible if j.cls not in rv.classes]
         backlog = [0, 0, 0]
         per_class: dict[str, list[int]] = {}
         plain = 0
@@ -146,6 +150,9 @@ class Scaler:
             "service_s": {c: _r(v.service_s) for c, v in classes.items()},
             "active_keys": eng.queue.active_keys, "plain_eligible": plain,
         }  # fmt: skip
+        if rv is not None:
+            record["held_for_review"] = rv.held_now
+            record["review_full"] = rv.full()
         return sig, record
 
     def _ceilings(self, eng: Engine, record: dict[str, Any]) -> list[tuple[str, int]]:

@@ -26,9 +26,11 @@ from harness.engine.events import (
     Dispatch,
     Expire,
     Fail,
+    Held,
     Limits,
     Reexecute,
     Reject,
+    Reviewed,
     Scale,
 )
 
@@ -140,6 +142,17 @@ def _reexecute(t: float, a: Reexecute) -> dict[str, Any]:
     return {"attempt": a.attempt, "id": a.id, "kind": "reexecute", "reason": a.reason, "t": t}
 
 
+def _hold(t: float, a: Held) -> dict[str, Any]:
+    return {"class": a.cls, "id": a.id, "kind": "hold", "max_pending": a.max_pending,
+            "pending": a.pending, "reason": "review_full", "t": t}  # fmt: skip
+
+
+def _review(t: float, a: Reviewed) -> dict[str, Any]:
+    return {"id": a.id, "kind": "review", "review_s": _ms(a.review_s),
+            "sla_breached": a.sla_s is not None and a.waited_s + a.review_s > a.sla_s,
+            "sla_s": a.sla_s, "t": t, "waited_s": _ms(a.waited_s)}  # fmt: skip
+
+
 RECORDS: dict[type, Callable[[float, Any], dict[str, Any] | None]] = {
     Admit: _admit,
     Reject: _reject,
@@ -150,6 +163,8 @@ RECORDS: dict[type, Callable[[float, Any], dict[str, Any] | None]] = {
     BreakerChange: _breaker,
     Scale: _scale,
     Reexecute: _reexecute,
+    Held: _hold,
+    Reviewed: _review,
     Complete: lambda t, a: None,  # an outcome, not a decision: it lands in the counts
 }
 

@@ -27,6 +27,7 @@ from harness.engine.events import (
     Expire,
     Fail,
     Reject,
+    Reviewed,
 )
 
 if TYPE_CHECKING:
@@ -93,6 +94,11 @@ class Collector:
         # One (id, class, arrival t, outcome, turnaround) per ended request when a caller asks
         # (``harness compare`` resamples them by time window); None: not kept, nothing spent.
         self.records: list[tuple[str, str, float, str, float | None]] | None = None
+        # The review stage (engine.review): each reviewed unit's wait for a reviewer, and its
+        # turnaround without the stage (the model call's own part), in completion order.
+        self.review_waits: list[float] = []
+        self.before_review: list[float] = []
+        self._stage_s: dict[str, float] = {}
 
     # -- feeding ------------------------------------------------------------------------------
 
@@ -143,6 +149,10 @@ class Collector:
             elif tp is Complete:
                 t0, g = self.requests.pop(a.id)  # type: ignore[attr-defined]
                 ta = now - t0
+                if self._stage_s:
+                    stage = self._stage_s.pop(a.id, None)  # type: ignore[attr-defined]
+                    if stage is not None:
+                        self.before_review.append(ta - stage)
                 g.completed += 1
                 self.completed += 1
                 sec.completed += 1
@@ -170,6 +180,10 @@ class Collector:
                 sec.failed += 1
                 r = a.reason
                 self.failed_by_reason[r] = self.failed_by_reason.get(r, 0) + 1
+            elif tp is Reviewed:
+                assert isinstance(a, Reviewed)
+                self.review_waits.append(a.waited_s)
+                self._stage_s[a.id] = a.waited_s + a.review_s
             elif tp is Expire:
                 _t0, g = self.requests.pop(a.id)  # type: ignore[attr-defined]
                 if self.records is not None:

@@ -130,6 +130,7 @@ def scaling_figures(profile: Profile, col: Collector,
         "executors_killed": e.get("executors_killed", 0),
         "busy_while_draining_s": round(e.get("busy_while_draining_s", 0.0), 3),
         # engine.cost: what the calls and executors cost over the run, and per completion
+        "held_for_review": e.get("held_for_review", 0),
         "cost_spent": None if spent is None else round(spent, 4),
         "cost_per_completed": None if spent is None or not col.completed
         else round(spent / col.completed, 6),
@@ -143,6 +144,7 @@ def no_scaling() -> dict[str, Any]:
             "seconds_blind": 0, "replica_seconds": None, "reexecuted": 0, "redelivered": 0,
             "duplicate_effects": 0, "duplicates_suppressed": 0,
             "executors_killed": 0, "busy_while_draining_s": 0.0, "cost_spent": None,
+            "held_for_review": 0,
             "cost_per_completed": None}  # fmt: skip
 
 
@@ -156,6 +158,8 @@ def build(
     scheduled: int,
     in_flight_at_end: int,
     engine_counts: Mapping[str, int] | None,
+    in_flight_by_state: Mapping[str, int] | None = None,
+    review: Mapping[str, Any] | None = None,
     alerts: list[dict[str, Any]],
     engine_scaling: Mapping[str, Any] | None = None,
     extra_thresholds: Sequence[str] = (),
@@ -169,6 +173,7 @@ def build(
         "failed_by_reason": dict(sorted(col.failed_by_reason.items())),
         "expired": col.expired, "expired_by_reason": dict(sorted(col.expired_by_reason.items())),
         "in_flight_at_end": in_flight_at_end,
+        "in_flight_at_end_by_state": dict(in_flight_by_state or {}),
         "slo_breach": col.slo_breach, "dropped_by_generator": 0,
         "attempts": col.arrivals if attempts is None else attempts,
         "cancelled": col.failed_by_reason.get("cancelled", 0),
@@ -201,6 +206,7 @@ def build(
         },
         "duration_s": round(duration_s, 3),
     }
+    summary["review"] = None if review is None else dict(review)
     finish(summary, profile, extra_thresholds)
     return summary
 

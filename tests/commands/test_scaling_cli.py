@@ -31,6 +31,18 @@ def test_live_commands_refuse_scaling_with_a_message(tmp_path: Path) -> None:
         assert "Traceback" not in r.output
 
 
+def test_live_commands_refuse_a_review_stage_with_a_message(tmp_path: Path) -> None:
+    off = ["--set", "engine.scaling.enabled=false"]
+    for args in (["run", "scenarios/review-backlog", *off, "--dry-run", "--out",
+                  str(tmp_path / "r")],
+                 ["proxy", "--upstream", "http://127.0.0.1:9", "--profile",
+                  "scenarios/review-backlog", *off, "--out", str(tmp_path / "p")]):  # fmt: skip
+        r = CliRunner().invoke(app, args)
+        assert r.exit_code == 2, r.output
+        assert "human review stage runs in `harness sim`" in r.output
+        assert "Traceback" not in r.output
+
+
 def test_a_replica_range_that_cannot_hold_the_pool_is_refused(tmp_path: Path) -> None:
     r = CliRunner().invoke(app, ["validate", "scenarios/short-spike", "--set",
                                  "engine.scaling.max_replicas=3"])  # fmt: skip

@@ -30,6 +30,7 @@ NAIVE: dict[str, list[str]] = {
     "ack-lost-during-drain": ["classes.job.idempotency_key=false"],
     "tenant-flood": ["engine.admission.tenant_rate=null"],
     "cost-budget": ["classes.report.optional=false"],
+    "review-backlog": ["engine.review.max_pending=null"],
     "shed-at-80": ["engine.admission.shed_fill=null", "engine.admission.shed_fill_standard=null"],
 }  # fmt: skip
 SCENARIOS = sorted(p.stem for p in (bundled_dir() / "scenarios").glob("*.yaml"))
