@@ -24,6 +24,7 @@ HOT_MODULES = [
     "harness/engine/scaling.py",
     "harness/engine/waits.py",
     "harness/engine/cost.py",
+    "harness/engine/review.py",
     "harness/engine/core.py",
     "harness/arrivals.py",
     "harness/clients.py",

@@ -78,7 +78,8 @@ class RunCore:
                              rng=engine_rng, max_wait_by_class=profile.max_wait_by_class(),
                              horizon_s=profile.duration_s,
                              optional_classes=profile.optional_classes(),
-                             review_classes=profile.review_classes())  # fmt: skip
+                             review_classes=profile.review_classes(),
+                             checkpoint_by_class=profile.checkpoint_by_class())  # fmt: skip
         self.collector = Collector(profile.faults, profile.slo.turnaround_p95_s)
         self.log = log
         self.started_at = datetime.now(UTC)
@@ -173,7 +174,8 @@ class RunCore:
                 "duplicate_effects": self.effects[0], "duplicates_suppressed": self.effects[1],
                 "busy_while_draining_s": eng.pool.busy_while_draining_s,
                 "cost_spent": None if eng.cost is None else eng.cost.spent,
-                "held_for_review": 0 if eng.review is None else eng.review.held_total}  # fmt: skip
+                "held_for_review": 0 if eng.review is None else eng.review.held_total,
+                "resumed": eng.counts.resumed, "work_lost_s": eng.counts.work_lost_s}  # fmt: skip
 
     def _review_figures(self) -> dict[str, Any] | None:
         """``summary.review``: the review stage's counts, each reviewed unit's wait for a

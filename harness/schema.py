@@ -131,6 +131,9 @@ class RequestClass:
     optional: bool = False
     # After the model call, a unit of this class waits for a reviewer (engine.review).
     review: bool = False
+    # The work saves its progress every checkpoint_s: an attempt killed at a drain timeout
+    # resumes from its last checkpoint instead of starting over (scaling.resumed).
+    checkpoint_s: float | None = field(default=None, metadata=_t(gt=0))
 
     def prompt_text(self) -> str:
         if self.prompt_repeat is not None:
@@ -394,6 +397,10 @@ class Profile:
     def max_wait_by_class(self) -> dict[str, float]:
         """The classes that override engine.max_wait_s, and their max wait."""
         return {n: c.max_wait_s for n, c in self.classes.items() if c.max_wait_s is not None}
+
+    def checkpoint_by_class(self) -> dict[str, float]:
+        """The classes whose work checkpoints, and how often."""
+        return {n: c.checkpoint_s for n, c in self.classes.items() if c.checkpoint_s is not None}
 
     def review_classes(self) -> frozenset[str]:
         """The classes whose units go through the human review stage."""

@@ -82,13 +82,15 @@ class Counts:
     """The engine's own outcome counts (drivers cross-check them for conservation)."""
 
     __slots__ = ("admitted", "arrivals", "completed", "expired", "failed", "redelivered",
-                 "reexecuted", "rejected", "retries")  # fmt: skip
+                 "reexecuted", "rejected", "resumed", "retries", "work_lost_s")  # fmt: skip
 
     def __init__(self) -> None:
         self.arrivals = self.admitted = self.rejected = 0
         self.completed = self.failed = self.expired = self.retries = 0
         self.reexecuted = 0  # attempts abandoned at a drain timeout and run again
         self.redelivered = 0  # attempts whose answer was lost, delivered again (ack_loss)
+        self.resumed = 0  # re-executions that resumed from a checkpoint
+        self.work_lost_s = 0.0  # work of abandoned attempts that had to be done again
 
 
 class Engine:
@@ -102,11 +104,13 @@ class Engine:
         horizon_s: float = math.inf,
         optional_classes: frozenset[str] = frozenset(),
         review_classes: frozenset[str] = frozenset(),
+        checkpoint_by_class: Mapping[str, float] | None = None,
     ) -> None:
         """``horizon_s``: the run's planned end; the autoscaler's evaluations stop after it
         once no work remains (a timer that would otherwise keep a simulation alive).
         ``optional_classes``: what the cost budget's degraded mode rejects;
-        ``review_classes``: what goes through the review stage (``engine.review``)."""
+        ``review_classes``: what goes through the review stage (``engine.review``);
+        ``checkpoint_by_class``: the classes whose work checkpoints, and how often (s)."""
         self.cfg = cfg
         self.rng = rng
         self.queue = JobQueue()
@@ -132,6 +136,7 @@ class Engine:
         self.cost = (CostLedger(cfg.cost, len(pool.execs), optional_classes)
                      if cfg.cost is not None else None)  # fmt: skip
         self.admission = Admission(cfg.admission, self.cost)
+        self.checkpoint_by_class = dict(checkpoint_by_class or {})
         self.review = (ReviewStage(cfg.review, review_classes)
                        if cfg.review is not None and review_classes else None)  # fmt: skip
         self.breaker = CircuitBreaker(cfg.dependency.breaker)
@@ -395,7 +400,17 @@ class Engine:
             self.busy -= 1
             if job.state == RUNNING:
                 self.counts.reexecuted += 1
-                out.append(Reexecute(id=job.id, attempt=job.attempt + 1, reason="drain_timeout"))
+                # The work done so far survives up to the class's last checkpoint, if any.
+                done = job.progress_s + (self.now - job.started_at)
+                cp = self.checkpoint_by_class.get(job.cls)
+                saved = math.floor(done / cp) * cp if cp else 0.0
+                lost = done - saved
+                if saved > 0.0:
+                    self.counts.resumed += 1
+                self.counts.work_lost_s += lost
+                job.progress_s = saved
+                out.append(Reexecute(id=job.id, attempt=job.attempt + 1, reason="drain_timeout",
+                                     resume_s=saved, lost_s=lost))  # fmt: skip
                 if br.state == "half_open":
                     br.probe_in_flight = False  # the probe may have been one of them
             job.state = RERUN

@@ -327,14 +327,19 @@ class Scale(Action):
 class Reexecute(Action):
     """The job runs again as ``attempt``: a draining executor was killed at its drain timeout
     while running it (reason ``drain_timeout``; the abandoned attempt's late answer is
-    ignored), or its answer was lost and the queue redelivered it (reason ``ack_lost``)."""
+    ignored), or its answer was lost and the queue redelivered it (reason ``ack_lost``). A
+    class with ``checkpoint_s`` resumes a killed attempt from its last checkpoint."""
 
-    __slots__ = ("attempt", "id", "reason")
+    __slots__ = ("attempt", "id", "lost_s", "reason", "resume_s")
 
-    def __init__(self, *, id: str, attempt: int, reason: str) -> None:
+    def __init__(
+        self, *, id: str, attempt: int, reason: str, resume_s: float = 0.0, lost_s: float = 0.0
+    ) -> None:
         self.id = id
         self.attempt = attempt
         self.reason = reason
+        self.resume_s = resume_s  # work saved at checkpoints: the next attempt starts there
+        self.lost_s = lost_s  # work done since the last checkpoint, done again
 
 
 class Held(Action):

@@ -30,7 +30,7 @@ IN_REVIEW: Final = 6  # its model call is done; it waits for, or is with, a revi
 
 class Job:
     __slots__ = ("admitted_at", "attempt", "cls", "deadline_at", "executor", "id", "key",
-                 "priority", "seq", "started_at", "state", "tenant")  # fmt: skip
+                 "priority", "progress_s", "seq", "started_at", "state", "tenant")  # fmt: skip
 
     def __init__(
         self,
@@ -54,6 +54,7 @@ class Job:
         self.state = WAITING
         self.attempt = 0
         self.started_at = 0.0
+        self.progress_s = 0.0  # work saved at checkpoints, kept across a re-run
         self.executor: Executor | None = None  # set only with scaling on
 
 

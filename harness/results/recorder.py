@@ -139,7 +139,8 @@ def _scale(t: float, a: Scale) -> dict[str, Any]:
 
 
 def _reexecute(t: float, a: Reexecute) -> dict[str, Any]:
-    return {"attempt": a.attempt, "id": a.id, "kind": "reexecute", "reason": a.reason, "t": t}
+    return {"attempt": a.attempt, "id": a.id, "kind": "reexecute", "lost_s": _ms(a.lost_s),
+            "reason": a.reason, "resume_s": _ms(a.resume_s), "t": t}  # fmt: skip
 
 
 def _hold(t: float, a: Held) -> dict[str, Any]:

@@ -192,6 +192,7 @@ def _simulate(
     sc = profile.engine.scaling
     effects = any(f.kind == "ack_loss" for f in profile.faults) or (
         sc.enabled and sc.drain_timeout_s is not None)
+    checkpoints = bool(engine.checkpoint_by_class)
     heap: list[tuple[float, int, int, Any]] = []
     seq = 0
     for f in profile.faults:
@@ -301,6 +302,9 @@ def _simulate(
                 if type(a) is Dispatch:
                     dur, failure, ra = call(now, a.cls, a.id, a.attempt)
                     seq += 1
+                    if checkpoints and a.attempt > 1 and failure is None:
+                        # A re-run of checkpointed work starts from its last checkpoint.
+                        dur = max(0.0, dur - engine.jobs[a.id].progress_s)
                     if failure is None:
                         push(heap, (now + dur, seq, _FINISH, (a.id, a.attempt, a.cls)))
                     else:

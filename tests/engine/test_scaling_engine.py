@@ -225,3 +225,25 @@ def test_a_fallback_is_clamped_by_the_ceilings_like_any_target() -> None:
     e.handle(MetricsSample(False), 5.0)
     (s,) = of(e.handle(Tick(), 10.0), Scale)
     assert (s.to_replicas, s.held_by, s.bound_by) == (3, "fallback", "model_quota")
+
+
+def test_a_killed_attempt_of_checkpointed_work_resumes_from_its_last_checkpoint() -> None:
+    p = make_profile(SCALING.format(initial=2, lo=1, hi=2, startup=0.0,
+                                    more="    drain_timeout_s: 5"))  # fmt: skip
+    e = Engine(p.engine, service_time_prior_s=5.0, rng=random.Random(1), horizon_s=1000.0,
+               checkpoint_by_class={"a": 4.0})  # fmt: skip
+    arrive(e, 2, 1.0)
+    e.handle(Tick(), 10.0)  # -> 1 executor: one busy executor drains until 15
+    (rx,) = of(e.handle(Tick(), 15.0), Reexecute)
+    # 14 s of work done: checkpoints at 4, 8, 12 -> resumes at 12, 2 s are done again
+    assert (rx.resume_s, rx.lost_s) == (12.0, 2.0)
+    assert e.counts.resumed == 1 and e.counts.work_lost_s == 2.0
+    assert e.jobs[rx.id].progress_s == 12.0
+
+
+def test_without_checkpoints_a_killed_attempt_loses_all_its_work() -> None:
+    e = engine(initial=2, hi=2, more="drain_timeout_s: 5")
+    arrive(e, 2, 1.0)
+    e.handle(Tick(), 10.0)
+    (rx,) = of(e.handle(Tick(), 15.0), Reexecute)
+    assert (rx.resume_s, rx.lost_s) == (0.0, 14.0) and e.counts.resumed == 0

@@ -41,3 +41,16 @@ def test_a_redelivery_waits_for_the_visibility_timeout() -> None:
     assert fast["scaling"]["redelivered"] > 0 and late["scaling"]["redelivered"] > 0
     # the answers lost wait 200 s instead of 20 s before they run again
     assert late["turnaround_s"]["max"] > 200 > fast["turnaround_s"]["max"]
+
+
+def test_checkpoints_cut_the_work_lost_to_drain_kills() -> None:
+    from harness.profile import load
+
+    over = ["engine.scaling.drain_timeout_s=20"]
+    plain = simulate(load("scenarios/long-task-drain", over), 1, with_timeline=False).summary
+    saved = simulate(load("scenarios/long-task-drain", [*over, "classes.long.checkpoint_s=30"]),
+                     1, with_timeline=False).summary  # fmt: skip
+    assert plain["conservation"]["ok"] and saved["conservation"]["ok"]
+    assert plain["scaling"]["reexecuted"] > 0 and plain["scaling"]["resumed"] == 0
+    assert saved["scaling"]["resumed"] > 0
+    assert saved["scaling"]["work_lost_s"] < plain["scaling"]["work_lost_s"] / 1.5
