@@ -175,7 +175,27 @@ class RunCore:
                 "busy_while_draining_s": eng.pool.busy_while_draining_s,
                 "cost_spent": None if eng.cost is None else eng.cost.spent,
                 "held_for_review": 0 if eng.review is None else eng.review.held_total,
-                "resumed": eng.counts.resumed, "work_lost_s": eng.counts.work_lost_s}  # fmt: skip
+                "resumed": eng.counts.resumed, "work_lost_s": eng.counts.work_lost_s,
+                "by_class": self._class_figures()}  # fmt: skip
+
+    def _class_figures(self) -> dict[str, dict[str, Any]]:
+        """Per class (seed 004's policy metrics): the eligible backlog the evaluations saw
+        (mean and max over the evaluations that measured), and the share of the class's
+        admitted work that started before its deadline or max wait (null: none admitted)."""
+        sc = self.engine.scaler
+        if sc is None:
+            return {}
+        by_class, _prio, _tenant = self.collector.tallies()
+        out: dict[str, dict[str, Any]] = {}
+        for cls in sorted(self.profile.classes):
+            seen = sc.class_backlog.get(cls, [0, 0])
+            t = by_class.get(cls)
+            out[cls] = {
+                "eligible_backlog_mean": round(seen[0] / sc.measured, 3) if sc.measured else 0.0,
+                "eligible_backlog_max": seen[1],
+                "deadline_met": round(1 - t.expired / t.admitted, 4) if t and t.admitted else None,
+            }
+        return out
 
     def _review_figures(self) -> dict[str, Any] | None:
         """``summary.review``: the review stage's counts, each reviewed unit's wait for a

@@ -96,6 +96,8 @@ class Scaler:
         self.scale_up_suppressed = 0  # evaluations whose scale-up the dependency held back
         self._last_bad: float | None = None  # the last evaluation that saw the upstream unwell
         self._ramping = False  # after a recovery: one executor per evaluation until caught up
+        self.class_backlog: dict[str, list[int]] = {}  # class -> [sum, max] of eligible backlog
+        self.measured = 0  # evaluations that measured the signals
 
     # -- timing --------------------------------------------------------------------------------
 
@@ -117,6 +119,11 @@ class Scaler:
             n[1] += 1
             if j.key is None:
                 plain += 1
+        for c, pn in per_class.items():  # seed 004's per-class backlog, over the evaluations
+            seen = self.class_backlog.setdefault(c, [0, 0])
+            seen[0] += pn[1]
+            if pn[1] > seen[1]:
+                seen[1] = pn[1]
         prior = eng.service_time_s
         classes = {c: ClassLoad(priority=PRIORITY_NAMES[pn[0]], backlog=pn[1],
                                 service_s=eng.service_by_class.get(c, prior))
@@ -189,6 +196,7 @@ class Scaler:
         work = bool(eng.jobs)
         sig: Signals | None
         if known:
+            self.measured += 1
             sig, record = self.measure(eng, now)
             self._last, self._last_record = sig, record
             self.blind_since, self.missed = None, 0

@@ -132,6 +132,7 @@ def scaling_figures(profile: Profile, col: Collector,
         # engine.cost: what the calls and executors cost over the run, and per completion
         "held_for_review": e.get("held_for_review", 0),
         "resumed": e.get("resumed", 0),
+        "by_class": e.get("by_class", {}),
         "work_lost_s": round(e.get("work_lost_s", 0.0), 3),
         "cost_spent": None if spent is None else round(spent, 4),
         "cost_per_completed": None if spent is None or not col.completed
@@ -146,7 +147,7 @@ def no_scaling() -> dict[str, Any]:
             "seconds_blind": 0, "replica_seconds": None, "reexecuted": 0, "redelivered": 0,
             "duplicate_effects": 0, "duplicates_suppressed": 0,
             "executors_killed": 0, "busy_while_draining_s": 0.0, "cost_spent": None,
-            "held_for_review": 0, "resumed": 0, "work_lost_s": 0.0,
+            "held_for_review": 0, "resumed": 0, "work_lost_s": 0.0, "by_class": {},
             "cost_per_completed": None}  # fmt: skip
 
 

@@ -63,6 +63,8 @@ _SHAPE: dict[str, Any] = {
                 "redelivered": None, "duplicate_effects": None, "duplicates_suppressed": None,
                 "executors_killed": None, "busy_while_draining_s": None, "cost_spent": None,
                 "held_for_review": None, "resumed": None, "work_lost_s": None,
+                "by_class": {"*": {"eligible_backlog_mean": None, "eligible_backlog_max": None,
+                                   "deadline_met": None}},
                 "cost_per_completed": None},
     "generator": {"offered_rate_per_s": None, "achieved_rate_per_s": None, "span_s": None,
                   "schedule_lag_s": {k: None for k in _STATS}},

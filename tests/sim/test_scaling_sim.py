@@ -166,3 +166,16 @@ def test_a_scaling_run_ends_and_its_last_evaluation_is_due_to_work() -> None:
     scales = [r for r in records if r["kind"] == "scale"]
     assert scales[-1]["t"] <= 120 or summary["counts"]["in_flight_at_end"] == 0
     assert summary["duration_s"] < 300
+
+
+def test_per_class_scaling_figures_match_the_class_counts() -> None:
+    from harness.profile import load
+
+    s = simulate(load("scenarios/expired-backlog"), 1, with_timeline=False).summary
+    per = s["scaling"]["by_class"]
+    assert set(per) == set(s["by_class"])
+    for cls, f in per.items():
+        c = s["by_class"][cls]["counts"]
+        assert f["deadline_met"] == round(1 - c["expired"] / c["admitted"], 4)
+        assert 0 <= f["eligible_backlog_mean"] <= f["eligible_backlog_max"]
+    assert min(f["deadline_met"] for f in per.values()) < 1  # the scenario's deadlines bite
