@@ -57,7 +57,7 @@ from harness.profile import Profile, loads
 # The reliability fuzzers' settings (tests/reliability): derandomized, no example database,
 # so CI runs the same bounded examples every time.
 PROPS = settings(derandomize=True, database=None, deadline=None, print_blob=True,
-                 max_examples=120,
+                 max_examples=300,
                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])  # fmt: skip
 
 CLASSES = ("a", "b", "c")  # critical, standard, batch (the profile below)
@@ -83,12 +83,13 @@ def _rules(draw: st.DrawFn) -> str:
 
 
 @st.composite
-def scaling_profiles(draw: st.DrawFn) -> Profile:
-    lo = draw(st.integers(0, 3))
-    hi = draw(st.integers(max(lo, 1), 12))
-    initial = draw(st.integers(lo, min(hi, lo + 3)))
+def scaling_profiles(draw: st.DrawFn, drains: tuple[str, ...] = ("null", "0", "4", "25"),
+                     lo_min: int = 0, span_min: int = 0) -> Profile:  # fmt: skip
+    lo = draw(st.integers(lo_min, 3))
+    hi = draw(st.integers(max(lo + span_min, 1), 12))
+    initial = draw(st.sampled_from([lo, hi, min(hi, lo + 1), min(hi, lo + 3)]))
     target = draw(st.sampled_from(["weighted", "drain_window", "hpa"]))
-    drain = draw(st.sampled_from(["null", "0", "4", "25"]))
+    drain = draw(st.sampled_from(drains))
     fallback = draw(st.sampled_from(["null", "0", "1", "5", "20"]))
     dependency = draw(st.sampled_from(["null", "{error_ratio: 0.3, recovery_s: 20}"]))
     signals = ["eligible_backlog", "weighted_depth", "in_flight", "backlog_and_in_flight",
@@ -144,6 +145,12 @@ OPS = st.sampled_from(["arrive", "arrive", "arrive", "finish", "finish", "fail",
 STEP = st.tuples(OPS, st.integers(0, 11), st.integers(0, 5),
                  st.sampled_from([0.0, 0.0, 0.5, 1.0, 3.0, 12.0]))
 PROGRAMS = st.lists(STEP, min_size=8, max_size=60)
+# Work that stays busy while the pool shrinks: bursts, time passing, few answers.
+DRAIN_OPS = st.sampled_from(["arrive", "arrive", "tick", "tick", "tick", "ack", "stale",
+                             "metrics"])  # fmt: skip
+DRAIN_PROGRAMS = st.lists(st.tuples(DRAIN_OPS, st.integers(0, 11), st.integers(0, 5),
+                                    st.sampled_from([0.0, 1.0, 3.0, 12.0, 30.0])),
+                          min_size=8, max_size=40)  # fmt: skip
 
 
 # -- the driver and its model ----------------------------------------------------------------
@@ -553,6 +560,16 @@ def run(p: Profile, program: list[tuple[str, int, int, float]], drain: bool = Tr
 def test_scaling_engine_properties_hold_after_every_event(
     p: Profile, program: list[tuple[str, int, int, float]]
 ) -> None:
+    run(p, program)
+
+
+@PROPS
+@given(scaling_profiles(drains=("0", "4", "25"), lo_min=1, span_min=3), DRAIN_PROGRAMS)
+def test_busy_executors_leave_only_at_their_drain_timeout(
+    p: Profile, program: list[tuple[str, int, int, float]]
+) -> None:
+    """Property 2 where it bites: long-running work on a shrinking pool (every check of the
+    first property runs too)."""
     run(p, program)
 
 
