@@ -434,7 +434,11 @@ class Driver:
                                  retry_after_s=(None, 2.0)[b % 2]), t)  # fmt: skip
         elif op == "stale":
             # an answer to an attempt that is no longer the job's, or news of an ended one
-            old = [i for i, r in self.reqs.items() if r.old or r.status == "done"]
+            # most often the answer of a killed / lost / retried attempt of a job that runs
+            # again: the case where taking it would complete the wrong attempt
+            again = [i for i, r in self.reqs.items() if r.old and r.status == "running"]
+            old = again if again and b < 4 else [
+                i for i, r in self.reqs.items() if r.old or r.status == "done"]  # fmt: skip
             if not old:
                 return self.tick(dt)
             rid = old[a % len(old)]
