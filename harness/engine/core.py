@@ -216,6 +216,11 @@ class Engine:
     def in_flight(self) -> int:
         return self.busy
 
+    @property
+    def reruns_waiting(self) -> int:
+        """Jobs waiting to run again (killed at a drain timeout, or redelivered)."""
+        return len(self._reruns)
+
     def in_flight_by_state(self) -> dict[str, int]:
         """Admitted jobs not yet ended, by state (only states that hold any)."""
         names = {WAITING: "waiting", RUNNING: "running", RETRY_WAIT: "retry_wait",
@@ -342,6 +347,8 @@ class Engine:
             reason = ev.reason
             if ev.retryable and job.attempt <= dep.max_retries:
                 reason = "retry_budget"  # it would have retried, but the budget was spent
+            if not ev.retryable:
+                self.breaker.abandon(job.id)
             self._end(job, out)
             self.counts.failed += 1
             out.append(Fail(id=job.id, reason=reason, attempts=job.attempt, was_running=True))
@@ -370,6 +377,7 @@ class Engine:
                 self.queue.release_key(job.key)
             was_running = True
         else:
+            self.breaker.abandon(job.id)
             self._end(job, out)
             was_running = True
         self.counts.failed += 1
@@ -411,8 +419,7 @@ class Engine:
                 job.progress_s = saved
                 out.append(Reexecute(id=job.id, attempt=job.attempt + 1, reason="drain_timeout",
                                      resume_s=saved, lost_s=lost))  # fmt: skip
-                if br.state == "half_open":
-                    br.probe_in_flight = False  # the probe may have been one of them
+                br.abandon(job.id)  # it may have been the half-open probe
             job.state = RERUN
             self._reruns.append(job)
 
@@ -421,6 +428,7 @@ class Engine:
         passes the queue delivers the job again (at-least-once; not a retry: no budget, no
         backoff, the breaker is not told). It runs again before the queue, as a re-run."""
         self.counts.redelivered += 1
+        self.breaker.abandon(job.id)
         if self.cost is not None:
             self.cost.call(now, job.cls)  # the work was done: it is paid for
         out.append(Reexecute(id=job.id, attempt=job.attempt + 1, reason="ack_lost"))
@@ -501,7 +509,7 @@ class Engine:
                     heapq.heapreplace(retries, (br.open_until, retries[0][1], job))
                 break
             heapq.heappop(retries)
-            br.on_start()
+            br.on_start(job.id)
             job.state = RUNNING
             job.attempt += 1
             job.started_at = now
@@ -526,7 +534,7 @@ class Engine:
 
     def _start(self, job: Job, now: float, out: list[Action]) -> None:
         """A job's first attempt starts: on an executor (with scaling), with a retry token."""
-        self.breaker.on_start()
+        self.breaker.on_start(job.id)
         rv = self.review
         if rv is not None and job.cls in rv.classes:
             rv.started(job)
@@ -563,7 +571,7 @@ class Engine:
         br = self.breaker
         while reruns and self.busy < pool.concurrency and br.allows():
             job = reruns.popleft()
-            br.on_start()
+            br.on_start(job.id)
             if self.scaler is not None:
                 pool.assign(job)
             self.busy += 1

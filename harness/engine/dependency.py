@@ -68,6 +68,7 @@ class CircuitBreaker:
         self.state = CLOSED
         self.open_until = 0.0
         self.probe_in_flight = False
+        self.probe_id = ""  # the job whose attempt is the half-open probe
         self._window: deque[list[int]] = deque()  # [second, calls, failures]
         self._calls = 0
         self._failures = 0
@@ -80,9 +81,17 @@ class CircuitBreaker:
             return not self.probe_in_flight
         return False
 
-    def on_start(self) -> None:
+    def on_start(self, job_id: str) -> None:
         if self.state == HALF_OPEN:
             self.probe_in_flight = True
+            self.probe_id = job_id
+
+    def abandon(self, job_id: str) -> None:
+        """``job_id``'s attempt ended without a verdict on the upstream (killed, its answer
+        lost, cancelled, a non-retryable error): if it was the half-open probe, the next call
+        probes instead -- else no call would ever start again."""
+        if self.state == HALF_OPEN and self.probe_in_flight and self.probe_id == job_id:
+            self.probe_in_flight = False
 
     def poll(self, now: float) -> tuple[str, str, float] | None:
         """Time-driven transition (open -> half-open); returns (state, reason, ratio) if any."""

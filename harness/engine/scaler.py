@@ -21,6 +21,7 @@ by its autoscaler.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import deque
 from typing import TYPE_CHECKING, Any
@@ -239,6 +240,8 @@ class Scaler:
         if (self._last_bad is not None and now - self._last_bad < dep.recovery_s) \
                 or self._last_bad == now:
             self.scale_up_suppressed += 1
+            if current == 0:  # the probe that tells the upstream's health needs an executor
+                return _moved(d, 1, held_by="dependency", bound_by=d.bound_by, reason="activate")
             return _moved(d, current, held_by="dependency", bound_by=d.bound_by)
         if self._ramping:
             if d.to_replicas > current + 1:
@@ -287,8 +290,11 @@ class Scaler:
         if now < self.cooldown_until:
             return _moved(hold, current, held_by="cooldown", bound_by=None)
         if current == 0:
-            if eligible > cfg.activation_threshold:
+            # Work waiting to re-run (its executor was killed) needs an executor as much as
+            # the queue's: without it a pool at 0 would never run it.
+            if eligible + eng.reruns_waiting > cfg.activation_threshold:
                 d = self.policy.evaluate(now, 1, sig, self._ceilings(eng, record))
+                d = dataclasses.replace(d, from_replicas=0)  # evaluated as from 1: it is from 0
                 return _moved(d, max(1, d.to_replicas), held_by=d.held_by, bound_by=d.bound_by,
                               reason="activate")  # fmt: skip
             return _moved(hold, 0, held_by="below_activation", bound_by="min_replicas")
@@ -301,7 +307,7 @@ class Scaler:
         d = self.policy.evaluate(now, current, sig, self._ceilings(eng, record))
         if not known and m.on_missing == "hold" and d.to_replicas < current:
             # never scale down on held signals
-            return _moved(d, current, held_by="signals_held", bound_by=d.bound_by)
+            return _moved(d, current, held_by="signals_held", bound_by=None)
         return d
 
 

@@ -338,6 +338,9 @@ class Autoscaler:
             return drain_window_target(self.cfg, signals)
         if signals.hpa_value is None:
             return None
+        if not math.isfinite(signals.hpa_value):
+            # drain_time_s with work and no executor ready: as many as may run
+            return self.cfg.max_replicas
         # AverageValue: enough replicas that each carries at most target_per_replica
         return math.ceil(signals.hpa_value / self.cfg.hpa.target_per_replica)
 

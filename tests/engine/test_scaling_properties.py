@@ -94,8 +94,6 @@ def scaling_profiles(draw: st.DrawFn, drains: tuple[str, ...] = ("null", "0", "4
     dependency = draw(st.sampled_from(["null", "{error_ratio: 0.3, recovery_s: 20}"]))
     signals = ["eligible_backlog", "weighted_depth", "in_flight", "backlog_and_in_flight",
                "oldest_age_s", "arrival_rate_per_s", "drain_time_s"]
-    if lo == 0:  # the known bug: test_hpa_on_drain_time_activating_from_zero_*
-        signals.remove("drain_time_s")
     signal = draw(st.sampled_from(signals))
     waits = draw(st.sampled_from(["", ", max_wait_s: 40"]))
     text = f"""
@@ -247,9 +245,7 @@ class Driver:
                 if a.bound_by == "max_replicas":
                     assert a.to_replicas <= hi
                 moved = a.to_replicas - a.from_replicas
-                if a.held_by in ("dependency", "dependency_recovery") and a.from_replicas == 0:
-                    pass  # the known label bug: test_a_hold_at_zero_is_not_called_a_scale_down
-                elif a.reason in ("scale_up", "activate"):  # a fallback may scale up from 0
+                if a.reason in ("scale_up", "activate"):  # a fallback may scale up from 0
                     assert moved > 0 and (a.reason == "scale_up" or a.from_replicas == 0), (
                         a.reason, a.from_replicas, a.to_replicas)  # fmt: skip
                 elif a.reason in ("scale_down", "deactivate"):
@@ -258,9 +254,7 @@ class Driver:
                 else:
                     assert a.reason == "hold" and moved == 0, (a.reason, a.from_replicas,
                                                                a.to_replicas)  # fmt: skip
-                if a.held_by == "signals_held":
-                    pass  # the known label bug: test_held_signals_never_claim_a_ceiling_*
-                elif a.bound_by == "partitions" or a.held_by == "ceiling:partitions":
+                if a.bound_by == "partitions" or a.held_by == "ceiling:partitions":
                     sig = a.signals or {}
                     keys = sig.get("active_keys", 0)
                     assert keys > 0, sig
@@ -466,16 +460,13 @@ class Driver:
         self.send(Tick(), t)
 
     def drain(self, limit: int = 400) -> bool:
-        """The upstream answers everything and time passes: every job ends (False: the
-        engine is stuck in a known bug's way: known_stuck)."""
+        """The upstream answers everything and time passes: every job ends."""
         if not self.known:
             self.known = True
             self.send(MetricsSample(True), self.now)
         for _ in range(limit):
             if not self.e.jobs:
                 return True
-            if known_stuck(self.e):
-                return False
             running = self.ids("running")
             if running:
                 for rid in running:
@@ -512,32 +503,9 @@ class Driver:
             nd = self.e.next_deadline()
             assert nd is not None, _stuck(self.e.jobs.values())
             out = self.send(Tick(), max(nd, self.now))
-            if any(isinstance(a, Expire) for a in out) and self._known_dependency_deadlock():
-                return
+            assert not any(isinstance(a, Expire) for a in out), _stuck(self.e.jobs.values())
         assert not self.e.jobs, _stuck(self.e.jobs.values())
         assert [self.reqs[i].end for i in fresh] == ["complete"] * 3
-
-    def _known_dependency_deadlock(self) -> bool:
-        """test_dependency_aware_scaling_activates_from_zero_for_the_probe (xfail): held at
-        zero executors while the breaker waits for a probe that needs one."""
-        e = self.e
-        return (self.sc.dependency is not None and e.pool.desired == 0
-                and e.breaker.state != "closed")  # fmt: skip
-
-
-def known_stuck(e: Engine) -> str | None:
-    """The two known ways work never ends (xfail regression tests below); remove each test
-    here when its bug is fixed."""
-    br = e.breaker
-    if (br.state == "half_open" and br.probe_in_flight
-            and not any(j.state == RUNNING for j in e.jobs.values())):  # fmt: skip
-        # the probe attempt ended without the breaker being told:
-        # test_a_half_open_probe_that_ends_unrecorded_frees_the_breaker
-        return "probe"
-    if e.pool.desired == 0 and any(j.state == RERUN for j in e.jobs.values()):
-        # re-runs are no eligible backlog: test_a_rerun_at_zero_replicas_activates_the_pool
-        return "rerun_at_zero"
-    return None
 
 
 def _stuck(jobs: Iterable[object]) -> list[tuple[str, int, int]]:
@@ -548,7 +516,8 @@ def run(p: Profile, program: list[tuple[str, int, int, float]], drain: bool = Tr
     d = Driver(p)
     for step in program:
         d.step(*step)
-    if drain and d.drain():
+    if drain:
+        d.drain()
         c = d.e.counts
         assert c.admitted == c.completed + c.failed + c.expired
         assert all(r.finals == 1 for r in d.reqs.values() if r.status != "rejected")
@@ -595,10 +564,6 @@ engine:
 """
 
 
-@pytest.mark.xfail(strict=True, reason="core.py: an attempt that was the half-open breaker's "
-                   "probe and ends without Engine._breaker_record (ACK_LOST redelivery, "
-                   "Cancelled, a non-retryable Failed) leaves probe_in_flight set: no call "
-                   "is ever let through again")  # fmt: skip
 @pytest.mark.parametrize("how", ["ack_lost", "cancelled", "not_retryable"])
 def test_a_half_open_probe_that_ends_unrecorded_frees_the_breaker(how: str) -> None:
     e = engine_of(BREAKER)
@@ -616,10 +581,6 @@ def test_a_half_open_probe_that_ends_unrecorded_frees_the_breaker(how: str) -> N
     assert e.busy >= 1, ("nothing runs", e.breaker.state, e.breaker.probe_in_flight)
 
 
-@pytest.mark.xfail(strict=True, raises=OverflowError,
-                   reason="scaler.py Scaler.measure: drain_time_s is inf with no ready "
-                   "executor (scale to zero, or all starting), and scaling_policy.py "
-                   "Autoscaler.raw_target does math.ceil(inf / target_per_replica)")  # fmt: skip
 def test_hpa_on_drain_time_activating_from_zero_decides() -> None:
     e = engine_of("""
 engine:
@@ -632,10 +593,6 @@ engine:
     assert s.reason == "activate" and s.to_replicas >= 1
 
 
-@pytest.mark.xfail(strict=True, reason="scaler.py Scaler._decide: from 0 replicas only eligible "
-                   "queue backlog activates; a job re-run after its executor was killed (or "
-                   "redelivered) waits in Engine._reruns, which no signal counts, so with an "
-                   "empty queue it never runs and never ends (a simulation never ends)")  # fmt: skip
 def test_a_rerun_at_zero_replicas_activates_the_pool() -> None:
     e = engine_of("""
 engine:
@@ -653,10 +610,6 @@ engine:
     assert e.pool.desired >= 1 and e.busy == 1, (e.pool.desired, e.busy)
 
 
-@pytest.mark.xfail(strict=True, reason="scaler.py Scaler._dependency: from 0 replicas it holds "
-                   "an activation above 1 executor while the breaker is not closed; the "
-                   "breaker, half-open, waits for a probe that needs an executor: every later "
-                   "request expires")  # fmt: skip
 def test_dependency_aware_scaling_activates_from_zero_for_the_probe() -> None:
     e = engine_of("""
 engine:
@@ -680,10 +633,7 @@ engine:
     assert not [a for a in ends if isinstance(a, Expire)], "r2 expired at 0 executors"
 
 
-@pytest.mark.xfail(strict=True, reason="scaler.py Scaler._decide: the activation branch "
-                   "evaluates from 1 replica and its ScaleDecision keeps from_replicas=1, so "
-                   "_dependency's _moved labels a hold at 0 'scale_down' (and 0 -> 1 'hold')")  # fmt: skip
-def test_a_hold_at_zero_is_not_called_a_scale_down() -> None:
+def test_a_dependency_hold_at_zero_activates_one_executor_and_says_so() -> None:
     e = engine_of("""
 engine:
   executors: {initial: 1}
@@ -696,13 +646,11 @@ engine:
     e.handle(Tick(), 10.0)
     e.handle(Arrived("r2", "a"), 11.0)
     (s,) = [a for a in e.handle(Tick(), 20.0) if isinstance(a, Scale)]
-    assert (s.from_replicas, s.to_replicas, s.held_by) == (0, 0, "dependency")
-    assert s.reason == "hold", s.reason
+    # held back by the upstream's health, but one executor is let start: the probe needs it
+    assert (s.from_replicas, s.to_replicas, s.held_by) == (0, 1, "dependency")
+    assert s.reason == "activate", s.reason
 
 
-@pytest.mark.xfail(strict=True, reason="scaler.py Scaler._decide: on held signals a scale-down "
-                   "is kept at the current replicas (signals_held) but bound_by keeps the "
-                   "policy's 'partitions', a ceiling the replicas are now above")  # fmt: skip
 def test_held_signals_never_claim_a_ceiling_they_exceed() -> None:
     e = engine_of("""
 engine:
