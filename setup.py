@@ -57,14 +57,29 @@ class OptionalBuildExt(build_ext):
                   "(the simulation runs about 2x slower)", file=sys.stderr)  # fmt: skip
 
 
+def _stay_pure() -> list[Any]:
+    """No compiled modules this time: remove those an earlier in-place (editable) build left
+    beside the sources, or they would shadow the new source with old code (a failed build
+    once left a compiled engine that no longer took the profile's arguments)."""
+    here = Path(__file__).resolve().parent
+    for module in HOT_MODULES:
+        src = here / module
+        for stale in src.parent.glob(src.stem + ".*.so"):
+            stale.unlink(missing_ok=True)
+            print(f"removed a stale compiled module: {stale}", file=sys.stderr)
+    for stale in here.glob("*__mypyc.*.so"):
+        stale.unlink(missing_ok=True)
+    return []
+
+
 def _extensions() -> list[Any]:
     if os.environ.get("HARNESS_PURE", "") not in ("", "0"):
-        return []
+        return _stay_pure()
     try:
         from mypyc.build import mypycify
     except ImportError:
         print("warning: mypyc not available; installing pure Python", file=sys.stderr)
-        return []
+        return _stay_pure()
     try:
         # numpy is imported lazily by one function and need not be in the build environment.
         return list(mypycify(["--ignore-missing-imports", *HOT_MODULES], opt_level="3",
@@ -72,7 +87,7 @@ def _extensions() -> list[Any]:
     except (Exception, SystemExit) as exc:  # mypyc reports type errors by exiting
         print(f"warning: mypyc could not compile ({exc}); installing pure Python",
               file=sys.stderr)  # fmt: skip
-        return []
+        return _stay_pure()
 
 
 setup(ext_modules=_extensions(), cmdclass={"build_ext": OptionalBuildExt})

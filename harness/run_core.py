@@ -36,6 +36,7 @@ from harness.engine.events import Action
 from harness.profile import Profile
 from harness.results import summary as summ
 from harness.results.alerts import evaluate_alerts
+from harness.results.quantiles import percentiles
 from harness.results.stats import TIMELINE_P95_WINDOW_S, Collector
 
 
@@ -206,8 +207,8 @@ class RunCore:
         return {"reviewers": rv.reviewers, "max_pending": rv.max_pending,
                 "reviewed": rv.reviewed, "held_for_review": rv.held_total,
                 "sla_breaches": rv.sla_breaches,
-                "review_wait_s": summ.percentiles(col.review_waits),
-                "before_review_s": summ.percentiles(col.before_review)}  # fmt: skip
+                "review_wait_s": percentiles(col.review_waits),
+                "before_review_s": percentiles(col.before_review)}  # fmt: skip
 
     def _timeline_and_alerts(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         col = self.collector

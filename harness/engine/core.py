@@ -559,10 +559,10 @@ class Engine:
                 out.append(Reviewed(id=job.id, waited_s=waited, review_s=review, sla_s=rv.sla_s))
                 out.append(Complete(id=job.id, service_s=done_at - job.started_at))
         while rv.held and self.busy < self.pool.concurrency and self.breaker.allows():
-            job = rv.next_held()
-            if job is None:
+            held = rv.next_held()
+            if held is None:
                 break
-            self._start(job, now, out)
+            self._start(held, now, out)
 
     def _dispatch_reruns(self, now: float, out: list[Action]) -> None:
         """Re-run jobs of killed executors first: they were admitted, and started, earlier."""
