@@ -142,3 +142,14 @@ def test_a_late_entry_to_review_starts_after_its_model_call() -> None:
     reviews = [a for a in e.handle(Tick(), 25.0) if isinstance(a, Reviewed)]
     assert [(r.id, r.waited_s) for r in reviews] == [("d1", 0.0)], [
         (r.id, r.waited_s) for r in reviews]  # fmt: skip
+
+
+@pytest.mark.xfail(strict=True, reason="harness/engine/core.py, Engine.next_deadline: with "
+                   "engine.review and scaling off, the disabled autoscaler's due time (inf) is "
+                   "reported as a deadline whenever jobs exist; a driver that ticks at it moves "
+                   "the clock to inf")  # fmt: skip
+def test_no_timer_is_none_not_infinity_with_a_review_stage() -> None:
+    e = engine_of("engine:\n  executors: {initial: 2}\n"
+                  "  review: {reviewers: 1, seconds_per_item: 5}\n", REVIEWED)
+    e.handle(Arrived("a0", "a"), 0.0)  # running, no deadline, no review under way
+    assert e.next_deadline() is None, e.next_deadline()
