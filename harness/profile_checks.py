@@ -136,14 +136,24 @@ def check_scaling(ctx: Ctx, p: Profile) -> None:
                       f"{initial} is outside engine.scaling's replica range "
                       f"[{sc.min_replicas}, {sc.max_replicas}]")  # fmt: skip
     for name, ceiling in sc.ceilings.replicas(p.engine.executors.jobs_per_executor):
-        if sc.min_replicas > ceiling:
-            raise ctx.err(f"engine.scaling.ceilings.{name}",
-                          f"allows {ceiling} replicas, below min_replicas ({sc.min_replicas})")  # fmt: skip
+        check_ceiling(ctx, p, f"engine.scaling.ceilings.{name}", ceiling)
     for direction in ("scale_up", "scale_down"):
         rules = getattr(sc.behavior, direction)
         if rules.policies is not None and not rules.policies and rules.select_policy != "Disabled":
             raise ctx.err(f"engine.scaling.behavior.{direction}.policies",
                           "an empty list allows no change; say select_policy: Disabled")  # fmt: skip
+
+
+def check_ceiling(ctx: Ctx, p: Profile, where: str, ceiling: int) -> None:
+    """A replica ceiling must allow some work, the floor and the initial pool."""
+    sc = p.engine.scaling
+    if ceiling < 1:
+        raise ctx.err(where, "allows 0 replicas: no work could ever run")
+    if sc.min_replicas > ceiling:
+        raise ctx.err(where, f"allows {ceiling} replicas, below min_replicas ({sc.min_replicas})")
+    if p.engine.executors.initial > ceiling:
+        raise ctx.err(where, f"allows {ceiling} replicas, below engine.executors.initial "
+                             f"({p.engine.executors.initial})")  # fmt: skip
 
 
 def check_cost(ctx: Ctx, p: Profile) -> None:
@@ -160,6 +170,9 @@ def check_cost(ctx: Ctx, p: Profile) -> None:
         if price < 0:
             raise ctx.err(f"engine.cost.per_call.{name}", "a price must be >= 0")
     sc = p.engine.scaling
+    if sc.enabled and cost.per_replica_hour > 0:
+        check_ceiling(ctx, p, "engine.cost.budget_per_hour",
+                      int(cost.budget_per_hour / cost.per_replica_hour))
     floor = sc.min_replicas if sc.enabled else p.engine.executors.initial
     if floor * cost.per_replica_hour > cost.budget_per_hour:
         raise ctx.err("engine.cost.budget_per_hour",

@@ -38,4 +38,4 @@ class Review:
     reviewers: int = field(default=1, metadata=_c(gt=0, le=10_000))
     seconds_per_item: float = field(metadata=_t(gt=0))
     sla_s: float | None = field(default=None, metadata=_t(gt=0))
-    max_pending: int | None = field(default=None, metadata=_c(ge=0))
+    max_pending: int | None = field(default=None, metadata=_c(gt=0))

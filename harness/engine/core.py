@@ -201,7 +201,8 @@ class Engine:
             self._retries[0][0] if self._retries and not retry_blocked else None,
             br.next_deadline(),
             pool.next_deadline(),
-            self._scale_due if self._scale_due <= self._horizon_s or self.jobs else None,
+            (self._scale_due if self._scale_due != math.inf
+             and (self._scale_due <= self._horizon_s or self.jobs) else None),
             rv.next_deadline() if rv is not None else None,
         ):
             if t is not None and (best is None or t < best):
@@ -220,6 +221,12 @@ class Engine:
     def reruns_waiting(self) -> int:
         """Jobs waiting to run again (killed at a drain timeout, or redelivered)."""
         return len(self._reruns)
+
+    @property
+    def held_startable(self) -> int:
+        """Units held for review that could start now, the review stage having room."""
+        rv = self.review
+        return rv.held_now if rv is not None and not rv.full() else 0
 
     def in_flight_by_state(self) -> dict[str, int]:
         """Admitted jobs not yet ended, by state (only states that hold any)."""

@@ -25,22 +25,9 @@ if TYPE_CHECKING:
 
 
 class ReviewStage:
-    __slots__ = (
-        "_seq",
-        "active",
-        "classes",
-        "held",
-        "held_total",
-        "max_pending",
-        "model_done_at",
-        "pending",
-        "producing",
-        "reviewed",
-        "reviewers",
-        "seconds_per_item",
-        "sla_breaches",
-        "sla_s",
-    )  # fmt: skip
+    __slots__ = ("_seq", "active", "classes", "held", "held_total", "max_pending",
+                 "model_done_at", "pending", "producing", "review_start", "reviewed",
+                 "reviewers", "seconds_per_item", "sla_breaches", "sla_s")  # fmt: skip
 
     def __init__(self, cfg: Review, classes: frozenset[str]) -> None:
         self.classes = classes
@@ -52,6 +39,7 @@ class ReviewStage:
         self.active: list[tuple[float, int, Job]] = []  # (review ends at, seq, job)
         self.held: deque[Job] = deque()  # held before their model call, oldest first
         self.model_done_at: dict[str, float] = {}
+        self.review_start: dict[str, float] = {}
         self._seq = 0
         self.producing = 0  # review-class units in their model call (retries and re-runs too)
         self.held_total = self.reviewed = self.sla_breaches = 0
@@ -90,9 +78,13 @@ class ReviewStage:
         else:
             self.pending.append(job)
 
-    def _start(self, job: Job, now: float) -> None:
+    def _start(self, job: Job, at: float) -> None:
+        """A reviewer takes ``job`` at ``at``: never before its model call ended (a reviewer
+        freed by an overdue review's end may pick up a unit that arrived after it)."""
+        at = max(at, self.model_done_at[job.id])
+        self.review_start[job.id] = at
         self._seq += 1
-        heapq.heappush(self.active, (now + self.seconds_per_item, self._seq, job))
+        heapq.heappush(self.active, (at + self.seconds_per_item, self._seq, job))
 
     def next_deadline(self) -> float | None:
         return self.active[0][0] if self.active else None
@@ -105,10 +97,11 @@ class ReviewStage:
         active = self.active
         while active and active[0][0] <= now:
             end, _seq, job = heapq.heappop(active)
+            start = self.review_start.pop(job.id, end)
             if job.state == IN_REVIEW:
                 done_at = self.model_done_at.pop(job.id)
                 review = self.seconds_per_item
-                waited = end - review - done_at
+                waited = start - done_at
                 self.reviewed += 1
                 if self.sla_s is not None and end - done_at > self.sla_s:
                     self.sla_breaches += 1
@@ -126,7 +119,8 @@ class ReviewStage:
         return None
 
     def drop(self, job: Job) -> None:
-        """A held or in-review unit was cancelled: it leaves (lazily, from the deques)."""
+        """A held or in-review unit was cancelled: it leaves (lazily, from the deques; a
+        reviewer who had it stays busy until the review would have ended)."""
         self.model_done_at.pop(job.id, None)
         job.state = DONE
 

@@ -240,12 +240,13 @@ class Scaler:
         if (self._last_bad is not None and now - self._last_bad < dep.recovery_s) \
                 or self._last_bad == now:
             self.scale_up_suppressed += 1
+            # held below the target: no limit set these replicas (bound_by None)
             if current == 0:  # the probe that tells the upstream's health needs an executor
-                return _moved(d, 1, held_by="dependency", bound_by=d.bound_by, reason="activate")
-            return _moved(d, current, held_by="dependency", bound_by=d.bound_by)
+                return _moved(d, 1, held_by="dependency", bound_by=None, reason="activate")
+            return _moved(d, current, held_by="dependency", bound_by=None)
         if self._ramping:
             if d.to_replicas > current + 1:
-                return _moved(d, current + 1, held_by="dependency_recovery", bound_by=d.bound_by)
+                return _moved(d, current + 1, held_by="dependency_recovery", bound_by=None)
             self._ramping = False
         return d
 
@@ -290,9 +291,10 @@ class Scaler:
         if now < self.cooldown_until:
             return _moved(hold, current, held_by="cooldown", bound_by=None)
         if current == 0:
-            # Work waiting to re-run (its executor was killed) needs an executor as much as
-            # the queue's: without it a pool at 0 would never run it.
-            if eligible + eng.reruns_waiting > cfg.activation_threshold:
+            # Work waiting to re-run (its executor was killed), and held units the review
+            # stage has room for, need an executor as much as the queue's: without them a
+            # pool at 0 would never run them.
+            if eligible + eng.reruns_waiting + eng.held_startable > cfg.activation_threshold:
                 d = self.policy.evaluate(now, 1, sig, self._ceilings(eng, record))
                 d = dataclasses.replace(d, from_replicas=0)  # evaluated as from 1: it is from 0
                 return _moved(d, max(1, d.to_replicas), held_by=d.held_by, bound_by=d.bound_by,

@@ -1,12 +1,10 @@
 """Regressions: the counterexamples tests/engine/test_stage_properties.py found in the review
 stage, the dependency ceilings and the autoscaler around them, minimised. Each is a bug in
-harness/ (strict xfail: it passes once fixed, and then the fence in the property can go)."""
+harness/, each fixed since: they guard the fixes."""
 
 from __future__ import annotations
 
 import random
-
-import pytest
 
 from harness.engine.core import Engine
 from harness.engine.events import (
@@ -35,9 +33,6 @@ def scales(out: list[Action]) -> list[Scale]:
     return [a for a in out if isinstance(a, Scale)]
 
 
-@pytest.mark.xfail(strict=True, reason="harness/engine/scaler.py, Scaler._dependency: a hold "
-                   "for the upstream's health keeps the policy's bound_by (model_quota) although "
-                   "the replicas stay below that ceiling")  # fmt: skip
 def test_a_dependency_hold_names_no_ceiling_it_did_not_reach() -> None:
     e = engine_of("""engine:
   executors: {initial: 1}
@@ -53,9 +48,6 @@ def test_a_dependency_hold_names_no_ceiling_it_did_not_reach() -> None:
     assert s.bound_by != "model_quota", "1 replica bound by a ceiling of 2"
 
 
-@pytest.mark.xfail(strict=True, reason="harness/engine/scaler.py, Scaler._decide: activation "
-                   "from 0 counts the queue and the re-runs but not held review units, so a unit "
-                   "held while the pool fell to 0 (a fallback) never starts")  # fmt: skip
 def test_a_unit_held_for_review_at_zero_replicas_activates_the_pool() -> None:
     e = engine_of("""engine:
   executors: {initial: 2}
@@ -78,9 +70,6 @@ def test_a_unit_held_for_review_at_zero_replicas_activates_the_pool() -> None:
     assert not e.jobs, (e.in_flight_by_state(), e.pool.desired)
 
 
-@pytest.mark.xfail(strict=True, reason="harness/schema_cost.py, Review.max_pending: 0 is "
-                   "accepted, and ReviewStage.full() is then always true: every unit of a "
-                   "review class is held forever")  # fmt: skip
 def test_max_pending_zero_is_refused_or_still_reviews() -> None:
     text = "engine:\n  executors: {initial: 2}\n" \
            "  review: {reviewers: 1, seconds_per_item: 5, max_pending: 0}\n"
@@ -92,9 +81,6 @@ def test_max_pending_zero_is_refused_or_still_reviews() -> None:
     assert e.in_flight_by_state() == {"running": 1}, e.in_flight_by_state()
 
 
-@pytest.mark.xfail(strict=True, reason="harness/profile_checks.py, check_scaling: a ceiling of 0 "
-                   "replicas (model_quota below jobs_per_executor) passes with min_replicas 0, "
-                   "and activation from 0 then runs 1 replica past it (bound_by min_replicas)")  # fmt: skip
 def test_a_ceiling_of_zero_replicas_is_refused_or_kept() -> None:
     text = """engine:
   executors: {initial: 0, jobs_per_executor: 2}
@@ -110,9 +96,6 @@ def test_a_ceiling_of_zero_replicas_is_refused_or_kept() -> None:
     assert s.to_replicas <= 0, (s.to_replicas, s.reason, s.bound_by)
 
 
-@pytest.mark.xfail(strict=True, reason="harness/profile_checks.py, check_scaling: an initial "
-                   "pool above a dependency ceiling is accepted, and an evaluation that holds "
-                   "(signals unknown, cooldown) keeps it above the ceiling")  # fmt: skip
 def test_an_initial_pool_above_a_ceiling_is_refused_or_clamped() -> None:
     text = """engine:
   executors: {initial: 4}
@@ -128,10 +111,6 @@ def test_an_initial_pool_above_a_ceiling_is_refused_or_clamped() -> None:
     assert s.to_replicas <= 2, (s.to_replicas, s.held_by)
 
 
-@pytest.mark.xfail(strict=True, reason="harness/engine/review.py, ReviewStage.finish_due: the "
-                   "next pending unit's review starts at the previous review's end even when the "
-                   "unit entered review later (an event before the overdue Tick): its review "
-                   "starts before its model call ended, waited_s < 0")  # fmt: skip
 def test_a_late_entry_to_review_starts_after_its_model_call() -> None:
     e = engine_of("engine:\n  executors: {initial: 2}\n"
                   "  review: {reviewers: 1, seconds_per_item: 10}\n", REVIEWED)
@@ -144,10 +123,6 @@ def test_a_late_entry_to_review_starts_after_its_model_call() -> None:
         (r.id, r.waited_s) for r in reviews]  # fmt: skip
 
 
-@pytest.mark.xfail(strict=True, reason="harness/engine/core.py, Engine.next_deadline: with "
-                   "engine.review and scaling off, the disabled autoscaler's due time (inf) is "
-                   "reported as a deadline whenever jobs exist; a driver that ticks at it moves "
-                   "the clock to inf")  # fmt: skip
 def test_no_timer_is_none_not_infinity_with_a_review_stage() -> None:
     e = engine_of("engine:\n  executors: {initial: 2}\n"
                   "  review: {reviewers: 1, seconds_per_item: 5}\n", REVIEWED)

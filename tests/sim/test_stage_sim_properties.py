@@ -10,13 +10,10 @@ autoscaling, lost answers (``ack_loss``) and drain timeouts.
   ends, and only then);
 - ``scaling.cost_spent`` >= 0 with a budget, replicas within min/max and every ceiling.
 
-``fallback_replicas: 0`` is left out of the generator: units held for review through it never
-start (the regression at the end, and tests/engine/test_stage_regressions.py).
 """
 
 from __future__ import annotations
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -34,8 +31,12 @@ def stage_sim_profiles(draw: st.DrawFn) -> Profile:
     db = draw(st.sampled_from(["null", str(max(lo, 1) * 2), "12"]))
     prh = draw(st.sampled_from([0, 1, 2]))
     budget = draw(st.sampled_from([2, 8]))
-    if lo * prh > budget:
+    if max(lo, 1) * prh > budget:
         prh = 0
+    # validation refuses an initial pool above any ceiling
+    caps = [int(c) // d for c, d in ((quota, jpe), (db, 2)) if c != "null"]
+    caps += [int(budget / prh)] if prh else []
+    initial = min([initial, *caps])
     drain = draw(st.sampled_from(["null", "0", "5", "30"]))
     faults = [f"  - {{kind: ack_loss, at_s: {draw(st.sampled_from([10, 50]))}, for_s: 60, "
               f"probability: {draw(st.sampled_from(['0', '0.2', '0.6']))}}}"]  # fmt: skip
@@ -69,7 +70,7 @@ engine:
     interval_s: {draw(st.sampled_from([5, 15]))}
     drain_timeout_s: {drain}
     idle_s: 20
-    metrics: {{on_missing: {draw(st.sampled_from(["hold", "zero"]))}, hold_s: 20, failure_threshold: 2, fallback_replicas: {draw(st.sampled_from(["null", "1", "6"]))}}}
+    metrics: {{on_missing: {draw(st.sampled_from(["hold", "zero"]))}, hold_s: 20, failure_threshold: 2, fallback_replicas: {draw(st.sampled_from(["null", "0", "1", "6"]))}}}
     ceilings: {{model_quota: {quota}, db_connections: {db}, db_connections_per_executor: 2}}
 """
     return loads(text, file="stage-sim-props.yaml")
@@ -103,9 +104,6 @@ def test_stage_simulations_conserve_end_and_count_their_reviews(p: Profile, seed
 # -- regressions: the engine bugs tests/engine/test_stage_regressions.py pins, as whole runs --
 
 
-@pytest.mark.xfail(strict=True, reason="harness/engine/scaler.py, Scaler._decide: activation "
-                   "from 0 does not count held review units; after a fallback to 0 replicas the "
-                   "held drafts never start and the run never ends")  # fmt: skip
 def test_units_held_for_review_through_a_fallback_to_zero_end() -> None:
     s = summary_of(loads("""
 name: held-at-zero
