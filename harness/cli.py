@@ -439,8 +439,10 @@ def export_(
         result = export(kind.value, prof, target_for(prof, namespace, deployment, prometheus_url))
     except ExportError as e:
         raise _bad_input(str(e)) from None
+    from rich.markup import escape
+
     for field, note in result.notes:
-        err.print(f"[yellow]not expressible[/] {field}: {note}", soft_wrap=True, markup=True)
+        err.print(f"[yellow]not expressible[/] {escape(f'{field}: {note}')}", soft_wrap=True)
     if out is None:
         sys.stdout.write(result.text)
         return
@@ -448,7 +450,7 @@ def export_(
 
     with _io_errors(out.parent):
         write_atomic(out, result.text.encode())
-    err.print(f"wrote {out}")
+    err.print(f"wrote {escape(str(out))}", soft_wrap=True)
 
 
 def main() -> None:  # pragma: no cover

@@ -81,7 +81,10 @@ def weighted_depth(scaling: Scaling) -> str:
 
 
 def _per(expr: str, jpe: int) -> str:
-    return expr if jpe == 1 else f"{expr} / {jpe}"
+    """``expr / jpe``, parenthesised where a sum would otherwise bind looser than ``/``."""
+    if jpe == 1:
+        return expr
+    return f"{expr} / {jpe}" if expr in (DEPTH, INFLIGHT, WEIGHTED_DEPTH) else f"({expr}) / {jpe}"
 
 
 def _service_time(prof: Profile) -> str:
