@@ -415,22 +415,23 @@ def export_(
     kind: Annotated[ExportKind, typer.Argument(help="keda: a KEDA ScaledObject. hpa: an autoscaling/v2 HorizontalPodAutoscaler on an External metric, then the prometheus-adapter rule that serves it. alerts: a PrometheusRule (prometheus-operator).")],
     profile: ProfileArg,
     namespace: Annotated[str, typer.Option(help="metadata.namespace of the manifest: where the workload runs.")] = "default",
-    deployment: Annotated[str | None, typer.Option(help="The Deployment that runs the executors (scaleTargetRef; also the manifest's name) [default: the profile's name].", show_default=False)] = None,
+    deployment: Annotated[str | None, typer.Option(help="The Deployment that runs the executors: scaleTargetRef and the manifest's name (default: the profile's name).", show_default=False)] = None,
     prometheus_url: Annotated[str, typer.Option(help="The Prometheus that scrapes the proxy's /metrics, as KEDA reaches it.")] = "http://prometheus.monitoring.svc:9090",
     out: Annotated[Path | None, typer.Option("--out", help="Write the YAML to FILE (atomically) instead of stdout.", metavar="FILE")] = None,
     set_: SetOpt = None,
 ) -> None:
     """Kubernetes manifests for the profile's tuned autoscaling policy and its alerts.
 
-    The PromQL reads the proxy's metrics (agent_queue_depth, agent_jobs_inflight, ... see
-    docs/proxy.md) and sums every series of those names that Prometheus holds: scrape one proxy
-    per name, or relabel. What the cluster cannot reproduce of the policy (dependency holds, the
-    partitions ceiling, drain timeouts, the HPA's cluster-wide tolerance, ...) is printed on
-    stderr and written as a comment at the top of the manifest: read it before you apply.
-    `hpa` writes two YAML documents; only the first is a Kubernetes object (apply it; merge the
-    second into prometheus-adapter's config). Add the labels your Prometheus's ruleSelector
-    needs to the PrometheusRule. Exit 2 when the profile is invalid or, for keda and hpa, has
-    engine.scaling.enabled false.
+    The queries read the harness proxy's /metrics (agent_queue_depth, agent_jobs_inflight, ...:
+    docs/proxy.md) through Prometheus and add up the series of every proxy it scrapes. What the
+    cluster cannot reproduce of the policy (dependency holds, the partitions ceiling, drain
+    timeouts, the HPA's cluster-wide tolerance, ...) is printed on stderr and written as a
+    comment at the top of the manifest: read it before you apply.
+
+    `hpa` writes two YAML documents: the HPA (kubectl apply it) and the prometheus-adapter
+    externalRules entry that serves its metric (merge it into the adapter's config). Add the
+    labels your Prometheus's ruleSelector needs to the PrometheusRule. Exit 2 when the profile
+    is invalid or, for keda and hpa, has engine.scaling.enabled false.
     """
     from harness.export import ExportError, export, target_for
 

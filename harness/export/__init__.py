@@ -30,10 +30,9 @@ from harness.schema import Profile
 
 Kind = Literal["keda", "hpa", "alerts"]
 KINDS: tuple[Kind, ...] = ("keda", "hpa", "alerts")
-DEFAULT_PROMETHEUS_URL = "http://prometheus.monitoring.svc:9090"
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
-__all__ = ["DEFAULT_PROMETHEUS_URL", "KINDS", "ExportError", "Exported", "Kind", "Target",
+__all__ = ["KINDS", "ExportError", "Exported", "Kind", "Target",
            "export", "target_for"]  # fmt: skip
 
 
