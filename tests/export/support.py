@@ -119,7 +119,9 @@ def promtool() -> str:
     return exe
 
 
-def promtool_run(tmp_path: Path, command: str, files: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+def promtool_run(
+    tmp_path: Path, command: str, files: dict[str, Any]
+) -> subprocess.CompletedProcess[str]:
     """Write ``files`` (YAML documents) to tmp_path and run ``promtool <command> <first file>``."""
     for name, content in files.items():
         (tmp_path / name).write_text(yaml.safe_dump(content, sort_keys=False, width=1 << 20))

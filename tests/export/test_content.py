@@ -29,7 +29,9 @@ def _behavior(spec: dict[str, Any]) -> dict[str, Any]:
     return b
 
 
-def test_polling_from_interval_s_and_cooldown_period_from_idle_s_not_cooldown_s(tmp_path: Path) -> None:
+def test_polling_from_interval_s_and_cooldown_period_from_idle_s_not_cooldown_s(
+    tmp_path: Path,
+) -> None:
     s = _keda(scaling(tmp_path, "interval_s: 20, idle_s: 45, cooldown_s: 30, min_replicas: 0, "
                                 "max_replicas: 7", "executors: {initial: 0}"))  # fmt: skip
     assert (s["pollingInterval"], s["cooldownPeriod"]) == (20, 45)
@@ -42,15 +44,21 @@ def test_hpa_target_gets_kubernetes_defaults_written_out(tmp_path: Path) -> None
     assert b == {"scaleUp": UP_DEFAULT, "scaleDown": DOWN_DEFAULT}
     b = _behavior(_keda(scaling(tmp_path, "target: hpa, behavior: {scale_down: "
                                           "{stabilization_window_s: 60}}")))  # fmt: skip
-    assert b == {"scaleUp": UP_DEFAULT, "scaleDown": {**DOWN_DEFAULT, "stabilizationWindowSeconds": 60}}
+    assert b == {
+        "scaleUp": UP_DEFAULT,
+        "scaleDown": {**DOWN_DEFAULT, "stabilizationWindowSeconds": 60},
+    }
 
 
 def test_hpa_target_keeps_configured_policies_and_select_policy(tmp_path: Path) -> None:
     b = _behavior(_keda(scaling(tmp_path, "target: hpa, behavior: {scale_up: {policies: "
                                           "[{type: Pods, value: 2, period_s: 30}], select_policy: Min}, "
                                           "scale_down: {select_policy: Disabled}}")))  # fmt: skip
-    assert b["scaleUp"] == {"stabilizationWindowSeconds": 0, "selectPolicy": "Min",
-                            "policies": [{"type": "Pods", "value": 2, "periodSeconds": 30}]}
+    assert b["scaleUp"] == {
+        "stabilizationWindowSeconds": 0,
+        "selectPolicy": "Min",
+        "policies": [{"type": "Pods", "value": 2, "periodSeconds": 30}],
+    }
     assert b["scaleDown"] == {**DOWN_DEFAULT, "selectPolicy": "Disabled"}
 
 
@@ -58,8 +66,11 @@ def test_weighted_target_has_no_hpa_down_window_and_no_binding_rate_limit(tmp_pa
     """The engine applies neither the HPA's 300 s down window nor rate policies to weighted."""
     b = _behavior(_keda(scaling(tmp_path, "target: weighted, max_replicas: 12")))
     assert b["scaleDown"] == {**DOWN_DEFAULT, "stabilizationWindowSeconds": 0}
-    assert b["scaleUp"] == {"stabilizationWindowSeconds": 0, "selectPolicy": "Max",
-                            "policies": [{"type": "Pods", "value": 12, "periodSeconds": 15}]}
+    assert b["scaleUp"] == {
+        "stabilizationWindowSeconds": 0,
+        "selectPolicy": "Max",
+        "policies": [{"type": "Pods", "value": 12, "periodSeconds": 15}],
+    }
     b = _behavior(_keda("scenarios/short-spike"))  # scale_down window 60
     assert b["scaleDown"]["stabilizationWindowSeconds"] == 60
 
@@ -93,7 +104,8 @@ def test_weighted_query_text(tmp_path: Path) -> None:
                                    "standard: 2, batch: 0}", "executors: {jobs_per_executor: 2}"))["triggers"]  # fmt: skip
     assert t["metadata"]["query"] == (
         'floor(((5 * sum(agent_queue_depth{priority="critical"}) + 2 * '
-        'sum(agent_queue_depth{priority="standard"})) + sum(agent_jobs_inflight)) / 2) + 1')
+        'sum(agent_queue_depth{priority="standard"})) + sum(agent_jobs_inflight)) / 2) + 1'
+    )
 
 
 @pytest.mark.parametrize(("signal", "query"), [
@@ -111,8 +123,10 @@ def test_each_hpa_signal_maps_to_one_query(signal: str, query: str, tmp_path: Pa
     assert t["metadata"]["query"] == query
     hpa, adapter = ok("hpa", spec).docs()
     assert adapter["externalRules"][0]["metricsQuery"] == query
-    assert hpa["spec"]["metrics"][0]["external"]["target"] == {"type": "AverageValue",
-                                                               "averageValue": "1"}
+    assert hpa["spec"]["metrics"][0]["external"]["target"] == {
+        "type": "AverageValue",
+        "averageValue": "1",
+    }
 
 
 def test_scale_to_zero(tmp_path: Path) -> None:
@@ -169,7 +183,9 @@ def test_each_unexpressible_feature_is_named_on_stderr_and_in_the_comment(
     assert named in header, header
 
 
-def test_a_policy_the_cluster_reproduces_names_only_what_every_pod_differs_in(tmp_path: Path) -> None:
+def test_a_policy_the_cluster_reproduces_names_only_what_every_pod_differs_in(
+    tmp_path: Path,
+) -> None:
     r = ok("keda", _gap_profile(tmp_path, "target: hpa, drain_timeout_s: 30, metrics: "
                                           "{fallback_replicas: 4}", "", ""))  # fmt: skip
     fields = [line.split(":")[0].removeprefix("not expressible ") for line in r.stderr.splitlines()]
@@ -193,10 +209,12 @@ def test_alerts_at_the_profile_thresholds_windows_and_for(tmp_path: Path) -> Non
     assert rules["oldest_age_page"]["for"] == "60s"
     assert rules["rejection_rate_warn"]["expr"] == (
         'sum(increase(agent_admission_decisions_total{decision="reject"}[60s])) / '
-        "sum(increase(agent_admission_decisions_total[60s])) > 0.05")
+        "sum(increase(agent_admission_decisions_total[60s])) > 0.05"
+    )
     assert "for" not in rules["rejection_rate_warn"]
     assert rules["turnaround_p95_warn"]["expr"] == (
-        "histogram_quantile(0.95, sum by (le) (rate(agent_turnaround_seconds_bucket[120s]))) > 50")
+        "histogram_quantile(0.95, sum by (le) (rate(agent_turnaround_seconds_bucket[120s]))) > 50"
+    )
     assert rules["turnaround_p95_page"]["labels"] == {"severity": "critical"}
     assert rules["oldest_age_warn"]["labels"] == {"severity": "warning"}
     assert "alerts.rejection_rate_page" in r.stderr and "alerts.rejection_rate_page" in r.header()

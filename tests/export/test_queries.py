@@ -37,7 +37,9 @@ def _series(depth: tuple[int, int, int], inflight: int, **gauges: float) -> list
     return out
 
 
-def _evaluate(tmp_path: Path, query: str, cases: list[tuple[list[dict[str, str]], float | None]]) -> None:
+def _evaluate(
+    tmp_path: Path, query: str, cases: list[tuple[list[dict[str, str]], float | None]]
+) -> None:
     """promtool checks ``query`` over each case's series against the expected value (None: an
     empty result)."""
     tests: list[dict[str, Any]] = []
@@ -47,7 +49,9 @@ def _evaluate(tmp_path: Path, query: str, cases: list[tuple[list[dict[str, str]]
                       "promql_expr_test": [{"expr": query, "eval_time": "0s",
                                             "exp_samples": samples}]})  # fmt: skip
     (tmp_path / "none.yaml").write_text("groups: []\n")
-    out = promtool_run(tmp_path, "test rules", {"t.yaml": {"rule_files": ["none.yaml"], "tests": tests}})
+    out = promtool_run(
+        tmp_path, "test rules", {"t.yaml": {"rule_files": ["none.yaml"], "tests": tests}}
+    )
     assert out.returncode == 0, out.stdout + out.stderr
 
 
@@ -59,8 +63,9 @@ def _evaluate(tmp_path: Path, query: str, cases: list[tuple[list[dict[str, str]]
     ("target: weighted, weights: {critical: 1, standard: 1, batch: 0.25}",
      "executors: {initial: 2, jobs_per_executor: 3}"),
 ])  # fmt: skip
-def test_weighted_query_is_floor_plus_one_as_the_engine(fields: str, engine: str,
-                                                        tmp_path: Path) -> None:
+def test_weighted_query_is_floor_plus_one_as_the_engine(
+    fields: str, engine: str, tmp_path: Path
+) -> None:
     prof = load(scaling(tmp_path, fields, engine))
     q = scaling_query(prof)
     assert q.threshold == 1.0 and "floor(" in q.promql and q.promql.endswith(") + 1")
@@ -78,7 +83,9 @@ def test_weighted_query_is_floor_plus_one_as_the_engine(fields: str, engine: str
 def test_an_integer_quotient_gives_floor_plus_one_not_its_ceiling(tmp_path: Path) -> None:
     """Two standard items on jobs_per_executor 2: int(2 / 2) + 1 = 2 replicas, where
     ceil(weighted_depth / jobs_per_executor) would give 1."""
-    prof = load(scaling(tmp_path, "target: weighted", "executors: {initial: 2, jobs_per_executor: 2}"))
+    prof = load(
+        scaling(tmp_path, "target: weighted", "executors: {initial: 2, jobs_per_executor: 2}")
+    )
     _evaluate(tmp_path, scaling_query(prof).promql, [(_series((0, 2, 0), 0), 2.0)])
 
 
@@ -128,8 +135,9 @@ def test_scale_to_zero_query_is_zero_exactly_without_work(tmp_path: Path) -> Non
                        "values": v} for p, v in (("critical", "0"), ("standard", "41.5"),
                                                  ("batch", "7"))], 41.5),
 ])  # fmt: skip
-def test_hpa_signals_read_the_proxy_gauges(signal: str, series: list[dict[str, str]],
-                                           want: float, tmp_path: Path) -> None:
+def test_hpa_signals_read_the_proxy_gauges(
+    signal: str, series: list[dict[str, str]], want: float, tmp_path: Path
+) -> None:
     prof = load(scaling(tmp_path, f"target: hpa, hpa: {{signal: {signal}, target_per_replica: 4}}"))
     q = scaling_query(prof)
     assert q.threshold == 4.0

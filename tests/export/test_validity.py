@@ -82,5 +82,7 @@ def test_every_scaling_query_parses_in_promtool(tmp_path: Path) -> None:
         (doc,) = ok("keda", _spec(name, tmp_path)).docs()
         queries.append(doc["spec"]["triggers"][0]["metadata"]["query"])
     rules = [{"record": f"harness:scaling_query:{i}", "expr": q} for i, q in enumerate(queries)]
-    out = promtool_run(tmp_path, "check rules", {"q.yaml": {"groups": [{"name": "q", "rules": rules}]}})
+    out = promtool_run(
+        tmp_path, "check rules", {"q.yaml": {"groups": [{"name": "q", "rules": rules}]}}
+    )
     assert out.returncode == 0, out.stdout + out.stderr
