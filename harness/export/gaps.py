@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from harness.export.promql import num, scaling_query
+from harness.export.scaling import dependency_ceilings, max_replicas
 from harness.schema import Profile
 
 Kind = str  # "keda" or "hpa"
@@ -27,6 +28,18 @@ def _dependency(p: Profile, kind: Kind) -> str | None:
             f"breaker is not closed, then one replica per evaluation after {num(d.recovery_s)} s: "
             "an autoscaler has no such hold (a scaling modifier could gate the query on "
             "agent_upstream_responses_total, but not reproduce the breaker or the ramp)")  # fmt: skip
+
+
+def _ceilings(p: Profile, kind: Kind) -> str | None:
+    ceilings = dependency_ceilings(p)
+    if not ceilings:
+        return None
+    value, bound = max_replicas(p)
+    named = ", ".join(f"{n} {v}" for n, v in ceilings)
+    folded = (f"{bound} sets the manifest's maximum, {value} replicas" if bound is not None
+              else f"none is below max_replicas {value}")  # fmt: skip
+    return (f"replica ceilings ({named}): fixed, so {folded}; the engine names the binding "
+            "limit in each decision (bound_by), the cluster only sees the maximum")  # fmt: skip
 
 
 def _partitions(p: Profile, kind: Kind) -> str | None:
@@ -129,6 +142,7 @@ def _activation(p: Profile, kind: Kind) -> str | None:
 
 GAPS: tuple[tuple[str, Check], ...] = (
     ("engine.scaling.dependency", _dependency),
+    ("replica ceilings", _ceilings),
     ("partitions ceiling", _partitions),
     ("engine.scaling.drain_timeout_s", _drain_timeout),
     ("engine.scaling.metrics.hold_s", _hold),

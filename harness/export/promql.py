@@ -105,7 +105,9 @@ def _hpa_signal(prof: Profile) -> str:
         "backlog_and_in_flight": f"{DEPTH} + {INFLIGHT}",
         "oldest_age_s": "max(agent_queue_oldest_age_seconds)",
         "arrival_rate_per_s": f"sum(rate(agent_admission_decisions_total[{duration(s.window_s)}]))",
-        "drain_time_s": "max(agent_queue_drain_time_seconds)",
+        # +Inf (work, no executor ready) asks for max_replicas, as the engine does
+        "drain_time_s": "clamp_max(max(agent_queue_drain_time_seconds), "
+        f"{num(s.max_replicas * s.hpa.target_per_replica)})",
     }[s.hpa.signal]
 
 
@@ -117,6 +119,11 @@ def _approximations(prof: Profile, signal: str) -> tuple[str, ...]:
         out.append(f"eligible backlog (classes {', '.join(keyed)} have partition keys): "
                    "agent_queue_depth also counts items waiting behind their key, which the "
                    "engine's signal excludes; the proxy exports no eligible-backlog series")  # fmt: skip
+    reviewed = sorted(prof.review_classes()) if prof.engine.review is not None else []
+    if reviewed and signal in _COUNTS_DEPTH:
+        out.append(f"eligible backlog (classes {', '.join(reviewed)} go through review): while "
+                   "the review stage is full the engine leaves their waiting items out of its "
+                   "signals; agent_queue_depth counts them")  # fmt: skip
     if signal == "drain_window":
         out.append("per-class service time (drain_window sums weight x backlog x service_s per "
                    "class): the proxy exports no service-time series; the query recovers its one "

@@ -15,8 +15,14 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from harness.engine.cost import CostLedger
 from harness.engine.scaler import policy_config
-from harness.engine.scaling_policy import ResolvedRules, ScalingPolicy, effective_rules
+from harness.engine.scaling_policy import (
+    ResolvedRules,
+    ScalingPolicy,
+    apply_limits,
+    effective_rules,
+)
 from harness.export.promql import ScalingQuery, num, scaling_query
 from harness.schema import Profile
 
@@ -95,12 +101,33 @@ def metadata(prof: Profile, target: Target, name: str) -> dict[str, Any]:
                             "harness/profile-sha256": prof.sha256}}  # fmt: skip
 
 
+def dependency_ceilings(prof: Profile) -> list[tuple[str, int]]:
+    """The engine's fixed replica ceilings, in its order: model_quota and db_connections
+    (``engine.scaling.ceilings``), then the replicas the cost budget pays for."""
+    out = list(prof.engine.scaling.ceilings.replicas(prof.engine.executors.jobs_per_executor))
+    if prof.engine.cost is not None:
+        paid = CostLedger(prof.engine.cost, 0, frozenset()).replica_ceiling()
+        if paid is not None:
+            out.append(("cost_budget", paid))
+    return out
+
+
+def max_replicas(prof: Profile) -> tuple[int, str | None]:
+    """The most replicas the engine ever runs, and the ceiling that sets it (None: max_replicas
+    itself): the fixed ceilings fold into the manifest's maximum."""
+    s = prof.engine.scaling
+    value, bound, _ = apply_limits(s.max_replicas, dependency_ceilings(prof), s.min_replicas,
+                                   s.max_replicas)  # fmt: skip
+    return value, bound if bound not in (None, "max_replicas", "min_replicas") else None
+
+
 def _fallback(prof: Profile) -> dict[str, int] | None:
     s = prof.engine.scaling
     m = s.metrics
     if m.on_missing != "hold" or m.fallback_replicas is None:
         return None
-    replicas = min(max(m.fallback_replicas, s.min_replicas), s.max_replicas)  # as the engine
+    replicas, _, _ = apply_limits(m.fallback_replicas, dependency_ceilings(prof), s.min_replicas,
+                                  s.max_replicas)  # clamped as the engine does  # fmt: skip
     return {"failureThreshold": m.failure_threshold, "replicas": replicas}
 
 
@@ -117,7 +144,7 @@ def scaled_object(prof: Profile, target: Target, notes: Notes) -> dict[str, Any]
         "pollingInterval": seconds(s.interval_s, "engine.scaling.interval_s", notes, lo=1),
         "cooldownPeriod": seconds(s.idle_s, "engine.scaling.idle_s", notes),
         "minReplicaCount": s.min_replicas,
-        "maxReplicaCount": s.max_replicas,
+        "maxReplicaCount": max_replicas(prof)[0],
     }
     fallback = _fallback(prof)
     if fallback is not None:
@@ -144,7 +171,7 @@ def hpa(prof: Profile, target: Target, notes: Notes) -> dict[str, Any]:
     spec = {
         "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target.name},
         "minReplicas": max(1, s.min_replicas),
-        "maxReplicas": s.max_replicas,
+        "maxReplicas": max(1, max_replicas(prof)[0]),
         "metrics": [metric],
         "behavior": behavior(prof, notes),
     }

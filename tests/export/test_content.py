@@ -115,7 +115,7 @@ def test_weighted_query_text(tmp_path: Path) -> None:
     ("backlog_and_in_flight", "sum(agent_queue_depth) + sum(agent_jobs_inflight)"),
     ("oldest_age_s", "max(agent_queue_oldest_age_seconds)"),
     ("arrival_rate_per_s", "sum(rate(agent_admission_decisions_total[90s]))"),
-    ("drain_time_s", "max(agent_queue_drain_time_seconds)"),
+    ("drain_time_s", "clamp_max(max(agent_queue_drain_time_seconds), 10)"),  # 10 x 1
 ])  # fmt: skip
 def test_each_hpa_signal_maps_to_one_query(signal: str, query: str, tmp_path: Path) -> None:
     spec = scaling(tmp_path, f"target: hpa, window_s: 90, hpa: {{signal: {signal}}}")
@@ -161,6 +161,9 @@ GAP_CASES = [  # (scaling fields, engine extra, classes extra, kind, the field n
     ("target: hpa, hpa: {signal: drain_time_s}", "", "b: {weight: 1}", "keda", "signal: drain_time_s"),
     ("target: hpa, hpa: {signal: arrival_rate_per_s}", "", "", "keda", "signal: arrival_rate_per_s"),
     ("interval_s: 7.5", "", "", "keda", "engine.scaling.interval_s: 7.5 s rounded up to 8 s"),
+    ("ceilings: {model_quota: 3}", "", "", "keda", "replica ceilings: replica ceilings (model_quota 3)"),
+    ("target: weighted", "review: {reviewers: 2, seconds_per_item: 5}", "b: {weight: 1, review: true}",
+     "keda", "signal: eligible backlog (classes b go through review)"),
 ]  # fmt: skip
 
 
@@ -219,3 +222,24 @@ def test_alerts_at_the_profile_thresholds_windows_and_for(tmp_path: Path) -> Non
     assert rules["oldest_age_warn"]["labels"] == {"severity": "warning"}
     assert "alerts.rejection_rate_page" in r.stderr and "alerts.rejection_rate_page" in r.header()
     assert "50 s fall inside a bucket" in " ".join(r.stderr.split())
+
+
+def test_fixed_ceilings_fold_into_the_maximum_and_clamp_the_fallback(tmp_path: Path) -> None:
+    """model_quota 7 on jobs_per_executor 2 -> 3; db_connections 10 at 2 each -> 5; a budget of
+    10 an hour at 2.5 a replica-hour -> 4: the engine never runs more than 3 replicas."""
+    spec = scaling(
+        tmp_path,
+        "max_replicas: 20, ceilings: {model_quota: 7, db_connections: 10, "
+        "db_connections_per_executor: 2}, metrics: {fallback_replicas: 9}",
+        "executors: {initial: 2, jobs_per_executor: 2}\n  "
+        "cost: {budget_per_hour: 10, per_replica_hour: 2.5}",
+    )
+    r = ok("keda", spec)
+    (doc,) = r.docs()
+    assert doc["spec"]["maxReplicaCount"] == 3
+    assert doc["spec"]["fallback"] == {"failureThreshold": 3, "replicas": 3}
+    note = " ".join(r.stderr.split())
+    assert "replica ceilings (model_quota 3, db_connections 5, cost_budget 4)" in note
+    assert "model_quota sets the manifest's maximum, 3 replicas" in note
+    hpa, _ = ok("hpa", spec).docs()
+    assert hpa["spec"]["maxReplicas"] == 3

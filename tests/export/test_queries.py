@@ -131,6 +131,8 @@ def test_scale_to_zero_query_is_zero_exactly_without_work(tmp_path: Path) -> Non
     ("in_flight", _series((1, 2, 3), 4), 4.0),
     ("backlog_and_in_flight", _series((1, 2, 3), 4), 10.0),
     ("drain_time_s", _series((1, 2, 3), 4, agent_queue_drain_time_seconds=12.5), 12.5),
+    # no executor ready: +Inf, which asks for max_replicas (10) x target_per_replica (4)
+    ("drain_time_s", _series((1, 2, 3), 4, agent_queue_drain_time_seconds=math.inf), 40.0),
     ("oldest_age_s", [{"series": f'agent_queue_oldest_age_seconds{{priority="{p}"}}',
                        "values": v} for p, v in (("critical", "0"), ("standard", "41.5"),
                                                  ("batch", "7"))], 41.5),
