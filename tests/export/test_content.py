@@ -243,3 +243,23 @@ def test_fixed_ceilings_fold_into_the_maximum_and_clamp_the_fallback(tmp_path: P
     assert "model_quota sets the manifest's maximum, 3 replicas" in note
     hpa, _ = ok("hpa", spec).docs()
     assert hpa["spec"]["maxReplicas"] == 3
+
+
+@pytest.mark.parametrize("spec", ["scenarios/cost-budget", "ceilings"])
+def test_the_exported_ceilings_are_the_engines(spec: str, tmp_path: Path) -> None:
+    """export recomputes the engine's fixed ceilings from the profile; a new ceiling in
+    Scaler._dependency_ceilings that export does not know shows here."""
+    import random
+
+    from harness.engine.core import Engine
+    from harness.export.scaling import dependency_ceilings
+    from harness.profile import load
+
+    if spec == "ceilings":
+        spec = scaling(tmp_path, "ceilings: {model_quota: 9, db_connections: 4}",
+                       "executors: {initial: 2, jobs_per_executor: 3}")  # fmt: skip
+    prof = load(spec)
+    eng = Engine(prof.engine, service_time_prior_s=prof.service_time_prior(),
+                 rng=random.Random(1), optional_classes=prof.optional_classes())  # fmt: skip
+    assert eng.scaler is not None
+    assert dependency_ceilings(prof) == eng.scaler._dependency_ceilings(eng) != []
