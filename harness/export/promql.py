@@ -19,7 +19,9 @@ Targets, as the engine computes them (harness/engine/scaling_policy.py):
   running jobs occupy). The proxy exports no service time; one is recovered from the drain-time
   gauge (``depth / concurrency x service_s``), and the profile's prior stands in while the queue
   is empty or no executor is ready. Threshold 1.
-- ``hpa``: the chosen signal, threshold ``target_per_replica``.
+- ``hpa``: the chosen signal, threshold ``target_per_replica``; ``drain_time_s`` is clamped at
+  ``max_replicas x target_per_replica``, so its +Inf (work, no executor ready) asks for
+  max_replicas, as the engine does, instead of reaching KEDA as an infinite quantity.
 
 With ``min_replicas: 0`` the value is multiplied by ``(work > bool 0)`` (work: waiting plus
 running jobs), so it is 0 exactly when the engine would count the pool idle: KEDA deactivates
