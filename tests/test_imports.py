@@ -123,3 +123,12 @@ def test_one_token_bucket_class_in_the_tree() -> None:
                    if isinstance(n, ast.ClassDef) and "bucket" in n.name.lower()
                    and not n.name.lower().endswith("buckets"))  # fmt: skip
     assert len(found) == 1, found
+
+
+def test_export_reads_the_profile_and_imports_neither_driver() -> None:
+    """harness export works from the frozen Profile (and the engine's pure policy core): a
+    manifest never depends on running the simulation or the proxy."""
+    bad = {path: sorted(m for m in _imports(tree)
+                        if any(_under(m, p) for p in ("harness.sim", "harness.live", "harness.commands")))
+           for path, tree in _modules().items() if path.startswith("export/")}  # fmt: skip
+    assert bad and {k: v for k, v in bad.items() if v} == {}

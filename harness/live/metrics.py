@@ -17,10 +17,8 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-PRIORITY_LABELS = ("critical", "standard", "batch")
-WEIGHTS = (3.0, 1.0, 0.5)  # priority weights of the weighted backlog (DESIGN.md, Scaling)
-TURNAROUND_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 15.0, 30.0,
-                      45.0, 60.0, 90.0, 120.0, 300.0, 600.0)  # fmt: skip
+from harness.metric_params import PRIORITY_LABELS, TURNAROUND_BUCKETS, WEIGHTS
+
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 

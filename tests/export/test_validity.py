@@ -1,0 +1,88 @@
+"""Every manifest kind, from the bundled scaling scenarios and small profiles that reach the
+other branches, is accepted by the schema the cluster would apply: the KEDA and
+prometheus-operator CRDs (unknown fields refused), kubernetes-validate's autoscaling/v2, and
+promtool for the PromQL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.schema_scaling import HPA_SIGNALS
+from tests.export.support import SCALING_SCENARIOS, ok, profile, promtool_run, scaling, validate_crd
+
+HPA_BEHAVIOR = ("behavior: {scale_up: {policies: [{type: Pods, value: 2, period_s: 30}], "
+                "select_policy: Min}, scale_down: {stabilization_window_s: 120}}")  # fmt: skip
+SMALL = {
+    "weighted-custom": ("target: weighted, weights: {critical: 5, standard: 2, batch: 0}, "
+                        "count_inflight: true", "executors: {initial: 2, jobs_per_executor: 2}"),
+    "drain-zero": ("target: drain_window, min_replicas: 0, count_inflight: true, window_s: 45, "
+                   "idle_s: 120", "executors: {initial: 0, jobs_per_executor: 3}"),
+    "fractional": ("target: weighted, interval_s: 7.5, idle_s: 90.5, cooldown_s: 20, "
+                   "behavior: {scale_down: {stabilization_window_s: 12.3}}", ""),
+    "outage-zero": ("target: hpa, metrics: {on_missing: zero}, drain_timeout_s: 30", ""),
+    "dependency": ("target: hpa, dependency: {error_ratio: 0.3, recovery_s: 20}, "
+                   "hpa: {tolerance: 0.05}", ""),
+    **{f"hpa-{s}": (f"target: hpa, hpa: {{signal: {s}, target_per_replica: 2.5}}, {HPA_BEHAVIOR}",
+                    "") for s in HPA_SIGNALS},
+}  # fmt: skip
+
+
+def _spec(name: str, tmp_path: Path) -> str:
+    if name in SMALL:
+        fields, engine = SMALL[name]
+        return scaling(tmp_path, fields, engine, name=f"{name}.yaml")
+    return f"scenarios/{name}"
+
+
+CASES = [*SCALING_SCENARIOS, *SMALL]
+
+
+def test_the_bundled_library_has_every_target_scale_to_zero_and_a_fallback() -> None:
+    texts = " ".join((Path(__file__).parents[2] / "profiles" / "scenarios" / f"{n}.yaml")
+                     .read_text() for n in SCALING_SCENARIOS)  # fmt: skip
+    for needle in ("target: weighted", "target: drain_window", "target: hpa",
+                   "min_replicas: 0", "fallback_replicas"):  # fmt: skip
+        assert needle in texts
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_scaled_object_matches_the_keda_crd(name: str, tmp_path: Path) -> None:
+    (doc,) = ok("keda", _spec(name, tmp_path)).docs()
+    validate_crd(doc, "keda.sh_scaledobjects.yaml")
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_hpa_matches_kubernetes_autoscaling_v2(name: str, tmp_path: Path) -> None:
+    import kubernetes_validate
+
+    hpa, adapter = ok("hpa", _spec(name, tmp_path)).docs()
+    for version in ("1.30.0", kubernetes_validate.latest_version()):
+        kubernetes_validate.validate(hpa, version, strict=True)
+    (rule,) = adapter["externalRules"]
+    assert set(rule) == {"seriesQuery", "resources", "name", "metricsQuery"}
+    assert rule["name"]["as"] == hpa["spec"]["metrics"][0]["external"]["metric"]["name"]
+
+
+@pytest.mark.parametrize("name", [*CASES[:3], "no-scaling"])
+def test_prometheus_rule_matches_the_crd_and_promtool(name: str, tmp_path: Path) -> None:
+    spec = (profile(tmp_path, "alerts: {oldest_age_warn: {threshold: 7.5, for_s: 12.5}}\n")
+            if name == "no-scaling" else _spec(name, tmp_path))  # fmt: skip
+    (doc,) = ok("alerts", spec).docs()
+    validate_crd(doc, "monitoring.coreos.com_prometheusrules.yaml")
+    out = promtool_run(tmp_path, "check rules", {"rules.yaml": doc["spec"]})
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "SUCCESS: 6 rules found" in out.stdout
+
+
+def test_every_scaling_query_parses_in_promtool(tmp_path: Path) -> None:
+    queries = []
+    for name in CASES:
+        (doc,) = ok("keda", _spec(name, tmp_path)).docs()
+        queries.append(doc["spec"]["triggers"][0]["metadata"]["query"])
+    rules = [{"record": f"harness:scaling_query:{i}", "expr": q} for i, q in enumerate(queries)]
+    out = promtool_run(
+        tmp_path, "check rules", {"q.yaml": {"groups": [{"name": "q", "rules": rules}]}}
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
