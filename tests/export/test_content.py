@@ -161,7 +161,7 @@ GAP_CASES = [  # (scaling fields, engine extra, classes extra, kind, the field n
     ("target: hpa, hpa: {signal: drain_time_s}", "", "b: {weight: 1}", "keda", "signal: drain_time_s"),
     ("target: hpa, hpa: {signal: arrival_rate_per_s}", "", "", "keda", "signal: arrival_rate_per_s"),
     ("interval_s: 7.5", "", "", "keda", "engine.scaling.interval_s: 7.5 s rounded up to 8 s"),
-    ("ceilings: {model_quota: 3}", "", "", "keda", "replica ceilings: replica ceilings (model_quota 3)"),
+    ("ceilings: {model_quota: 5}", "", "", "keda", "replica ceilings: replica ceilings (model_quota 5)"),
     ("target: weighted", "review: {reviewers: 2, seconds_per_item: 5}", "b: {weight: 1, review: true}",
      "keda", "signal: eligible backlog (classes b go through review)"),
 ]  # fmt: skip
