@@ -5,25 +5,41 @@ Exit codes come from the one map, :mod:`harness.exit_codes` (0 ok, 1 a threshold
 comparison failed, 2 bad input, 3 the run broke); what `sim` and `sweep` do lives in
 :mod:`harness.commands`, the only layer that imports both the simulation and the live run.
 Human output goes to stderr through one rich Console; files (and stdout, where a command prints
-data) carry the machine-readable output.
+data) carry the machine-readable output. The options the commands share and the helpers that
+turn bad input and failed writes into exit codes are in :mod:`harness.cli_options`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import enum
 import sys
-from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
 
-from harness.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN, EXIT_FAIL, EXIT_OK
-from harness.profile import Profile, ProfileError, load
-from harness.schema_fields import MAX_SEED
+from harness.cli_options import (
+    MASTER_PORT,
+    PORT,
+    SEED,
+    CaBundleOpt,
+    InsecureOpt,
+    LogLevel,
+    OutOpt,
+    ProfileArg,
+    SetOpt,
+    ThresholdOpt,
+    bad_input,
+    check_thresholds,
+    default_out,
+    err,
+    io_errors,
+    load_profile,
+    writable,
+)
+from harness.exit_codes import EXIT_BROKEN, EXIT_FAIL, EXIT_OK
+from harness.profile import ProfileError, load
 
 app = typer.Typer(
     name="harness",
@@ -33,84 +49,6 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-err = Console(stderr=True, highlight=False)
-
-
-class LogLevel(enum.StrEnum):
-    """uvicorn's log levels (the stub's server)."""
-
-    critical = "critical"
-    error = "error"
-    warning = "warning"
-    info = "info"
-    debug = "debug"
-
-
-ProfileArg = Annotated[str, typer.Argument(help="A profile YAML file, or the name of a bundled profile (see `harness profiles`).")]
-SetOpt = Annotated[list[str] | None, typer.Option("--set", help="Override a scalar: dotted.path=value (YAML). Repeatable.", metavar="PATH=VALUE")]
-OutOpt = Annotated[Path | None, typer.Option("--out", help="Results folder (default: results/<profile>-<UTC timestamp>/).")]
-# Ports and seeds are checked by click before a command runs: a usage error, exit 2. Port 0
-# asks the OS for a free port (tests use it); a remote Locust master needs a real one.
-PORT = {"min": 0, "max": 65535}
-MASTER_PORT = {"min": 1, "max": 65535}
-SEED = {"min": 0, "max": MAX_SEED}
-ThresholdOpt = Annotated[list[str] | None, typer.Option("--threshold", help="An extra gate, e.g. 'turnaround_s.p95 < 60'. Repeatable.", metavar="EXPR")]  # fmt: skip
-CaBundleOpt = Annotated[str | None, typer.Option("--ca-bundle", help="Verify the target's TLS certificate against this PEM CA bundle (a private CA) instead of the system's.", metavar="FILE")]  # fmt: skip
-InsecureOpt = Annotated[bool, typer.Option("--insecure", help="Do NOT verify TLS certificates (printed loudly; recorded in summary.meta.tls).")]  # fmt: skip
-
-
-def _bad_input(message: str) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {message}", soft_wrap=True)
-    return typer.Exit(EXIT_BAD_INPUT)
-
-
-def _load(spec: str, overrides: list[str] | None) -> Profile:
-    from harness.traces import check_rows
-
-    try:
-        prof = load(spec, overrides or [])
-        check_rows(prof)  # a trace's rows, before anything runs: a bad row is exit 2
-        return prof
-    except ProfileError as e:
-        raise _bad_input(str(e)) from None
-
-
-def _check_thresholds(exprs: list[str] | None) -> tuple[str, ...]:
-    from harness.results.thresholds import ThresholdError, parse_threshold
-
-    for e in exprs or []:
-        try:
-            parse_threshold(e)
-        except ThresholdError as ex:
-            raise _bad_input(f"--threshold: {ex}") from None
-    return tuple(exprs or [])
-
-
-@contextlib.contextmanager
-def _io_errors(folder: Path) -> Iterator[None]:
-    """A disk or I/O error while writing results: one line naming the path and the OS error,
-    exit 3 (the run broke), never a traceback and never exit 1 (a threshold failed)."""
-    from harness.results.summary import os_error_line
-
-    try:
-        yield
-    except OSError as e:
-        err.print(f"[bold red]error:[/] cannot write results: {os_error_line(e, folder)} (exit 3)",
-                  soft_wrap=True)  # fmt: skip
-        raise typer.Exit(EXIT_BROKEN) from None
-
-
-def _writable(folder: Path) -> None:
-    """Fail fast, before any work: the results folder must take a file."""
-    from harness.results.summary import check_writable
-
-    with _io_errors(folder):
-        check_writable(folder)
-
-
-def default_out(profile: Profile, suffix: str = "") -> Path:
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    return Path("results") / f"{profile.name}{suffix}-{stamp}"
 
 
 @app.command()
@@ -120,7 +58,7 @@ def validate(
     print_: Annotated[bool, typer.Option("--print", help="Print the effective, fully defaulted profile (YAML) to stdout.")] = False,
 ) -> None:
     """Check a profile: exit 0 when valid, 2 with file, line and field when not."""
-    prof = _load(profile, set_)
+    prof = load_profile(profile, set_)
     if print_:
         import yaml
 
@@ -166,11 +104,11 @@ def sim(
     """Run a profile in virtual time: a 300 s burst takes well under a second."""
     from harness.commands.sim import run_many, run_one
 
-    prof = _load(profile, set_)
-    extra = _check_thresholds(threshold)
+    prof = load_profile(profile, set_)
+    extra = check_thresholds(threshold)
     folder = out or default_out(prof)
-    _writable(folder)
-    with _io_errors(folder):
+    writable(folder)
+    with io_errors(folder):
         if seeds is not None:
             code = run_many(profile, set_ or [], prof, seed, seeds, folder, extra, jobs, err)
         else:
@@ -190,17 +128,17 @@ def report(
         from harness.live.recover import RecoverError, recover_folder
 
         try:
-            with _io_errors(folder):
+            with io_errors(folder):
                 summary = recover_folder(folder)
         except RecoverError as e:
-            raise _bad_input(str(e)) from None
+            raise bad_input(str(e)) from None
         c = summary["counts"]
         err.print(f"recovered {folder}/summary.json: incomplete, verdict {summary['verdict']}, "
                   f"{c['arrivals']} arrivals, {c['in_flight_at_end']} in flight at the end, "
                   f"conservation {'ok' if summary['conservation']['ok'] else 'VIOLATED'}")  # fmt: skip
     if not (folder / "summary.json").is_file():
-        raise _bad_input(f"{folder}: no summary.json here")
-    with _io_errors(folder):
+        raise bad_input(f"{folder}: no summary.json here")
+    with io_errors(folder):
         for p in write_report(folder):
             err.print(f"wrote {p}")
     if recover:
@@ -226,17 +164,17 @@ def compare(
     from harness.results.review_text import to_json, to_markdown
 
     if format_ not in ("md", "json"):
-        raise _bad_input("--format must be md or json")
+        raise bad_input("--format must be md or json")
     tols = {}
     for t in tolerance or []:
         try:
             k, v = parse_tolerance(t)
         except ValueError as e:
-            raise _bad_input(str(e)) from None
+            raise bad_input(str(e)) from None
         tols[k] = v
     for p in (base, new):
         if not p.exists():
-            raise _bad_input(f"{p}: no such file or folder")
+            raise bad_input(f"{p}: no such file or folder")
     try:
         if is_sweep(base) or is_sweep(new):
             md, js, regressions = compare_sweeps(base, new, tols)
@@ -244,7 +182,7 @@ def compare(
             raise typer.Exit(EXIT_FAIL if regressions else EXIT_OK)
         rv, sides = review(CompareRequest(base, new, tols, seeds, seed_base, alpha, jobs))
     except (CompareError, ValueError, OSError) as e:
-        raise _bad_input(str(e)) from None
+        raise bad_input(str(e)) from None
     sys.stdout.write(to_markdown(rv, sides) if format_ == "md" else to_json(rv, sides))
     raise typer.Exit(EXIT_FAIL if rv.regression else EXIT_OK)
 
@@ -265,12 +203,12 @@ def sweep(
     """Grid-sweep parameters in virtual time and recommend a value robust across seeds."""
     from harness.commands.sweep import sweep_command
 
-    prof = _load(profile, set_)
+    prof = load_profile(profile, set_)
     if time_scale <= 0:
-        raise _bad_input("--time-scale must be > 0")
+        raise bad_input("--time-scale must be > 0")
     folder = out or default_out(prof, "-sweep")
-    _writable(folder)
-    with _io_errors(folder):
+    writable(folder)
+    with io_errors(folder):
         code = sweep_command(profile, set_ or [], param, seeds, jobs, objective, constraint or [],
                              folder, err, time_scale if verify_live else None)  # fmt: skip
     raise typer.Exit(code)
@@ -290,13 +228,13 @@ def stub(
     """Serve the OpenAI-compatible slow stub with fault injection."""
     from harness.stub.server import serve
 
-    prof = _load(profile, None) if profile else None
+    prof = load_profile(profile, None) if profile else None
     if time_scale <= 0:
-        raise _bad_input("--time-scale must be > 0")
+        raise bad_input("--time-scale must be > 0")
     if latency_s is not None and latency_s < 0:
-        raise _bad_input("--latency-s must be >= 0")
+        raise bad_input("--latency-s must be >= 0")
     if not linger_s >= 0:
-        raise _bad_input("--linger-s must be >= 0")
+        raise bad_input("--linger-s must be >= 0")
     try:
         serve(host=host, port=port, profile=prof, latency_s=latency_s, seed=seed, time_scale=time_scale,
               linger_s=linger_s, log_level=log_level.value)
@@ -326,15 +264,15 @@ def proxy(
     from harness.live.proxy_server import default_profile, serve_proxy
 
     try:
-        prof = _load(profile, set_) if profile else default_profile(set_ or [])
+        prof = load_profile(profile, set_) if profile else default_profile(set_ or [])
     except ProfileError as e:
-        raise _bad_input(str(e)) from None
+        raise bad_input(str(e)) from None
     from harness.live.settings import not_live
 
     why = not_live(prof)
     if why is not None:
-        raise _bad_input(why)
-    extra = _check_thresholds(threshold)
+        raise bad_input(why)
+    extra = check_thresholds(threshold)
     if extra:
         prof = dataclasses.replace(prof, thresholds=(*prof.thresholds, *extra))
     from harness.live.tls import Tls, TlsError
@@ -342,9 +280,9 @@ def proxy(
     try:
         tls = Tls(ca_bundle=ca_bundle, insecure=insecure)
     except TlsError as e:
-        raise _bad_input(str(e)) from None
+        raise bad_input(str(e)) from None
     folder = out or default_out(prof, "-proxy")
-    with _io_errors(folder):
+    with io_errors(folder):
         code = serve_proxy(upstream=upstream, profile=prof, host=host, port=port, out=folder,
                            grace_s=grace_s, time_scale=time_scale, ready_file=ready_file,
                            tls=tls)  # fmt: skip
@@ -376,8 +314,8 @@ def run(
     from harness.live.run import run_live
     from harness.live.settings import LiveSettings
 
-    prof = _load(profile, set_)
-    extra = _check_thresholds(threshold)
+    prof = load_profile(profile, set_)
+    extra = check_thresholds(threshold)
     folder = out or default_out(prof, "-live")
     try:
         settings = LiveSettings.from_options(
@@ -387,8 +325,8 @@ def run(
             extra_thresholds=extra, remote_workers=remote_workers, master_port=master_port,
             public_host=public_host, ca_bundle=ca_bundle, insecure=insecure)  # fmt: skip
     except ValueError as e:  # SettingsError, BadTarget, TlsError
-        raise _bad_input(str(e)) from None
-    with _io_errors(folder):
+        raise bad_input(str(e)) from None
+    with io_errors(folder):
         code = run_live(settings, console=err, dry_run=dry_run)
     raise typer.Exit(code)
 
@@ -435,11 +373,11 @@ def export_(
     """
     from harness.export import ExportError, export, target_for
 
-    prof = _load(profile, set_)
+    prof = load_profile(profile, set_)
     try:
         result = export(kind.value, prof, target_for(prof, namespace, deployment, prometheus_url))
     except ExportError as e:
-        raise _bad_input(str(e)) from None
+        raise bad_input(str(e)) from None
     from rich.markup import escape
 
     for field, note in result.notes:
@@ -449,7 +387,7 @@ def export_(
         return
     from harness.results.summary import write_atomic
 
-    with _io_errors(out.parent):
+    with io_errors(out.parent):
         write_atomic(out, result.text.encode())
     err.print(f"wrote {escape(str(out))}", soft_wrap=True)
 

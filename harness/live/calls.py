@@ -146,8 +146,9 @@ class ClientRequest:
     """What happened to one arrival, in the generator's monotonic clock (wall seconds).
 
     ``history`` has one entry per attempt: ``completed``, ``rejected:<reason>``,
-    ``failed:<reason>``, ``expired`` or ``in_flight`` -- the cross-check against the proxy's
-    per-attempt counts reads it."""
+    ``failed:<reason>``, ``expired:<reason>`` or ``in_flight:interrupted`` (``in_flight`` when
+    rebuilt from a ``sent`` marker) -- the cross-check against the proxy's per-attempt counts
+    reads it by the part before the colon."""
 
     __slots__ = ("a", "actual", "attempts", "chars", "due", "end", "gaps", "history", "no_answer",
                  "outcome", "reason", "retry_after", "sent", "should_retry", "status", "tokens",

@@ -35,16 +35,28 @@ _P95 = AlertRule(signal="turnaround_p95_s", threshold=0.0, window_s=60.0)
 
 
 def attempt_counts(recs: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    """What the proxy should have counted, one arrival per attempt that reached it."""
+    """What the proxy should have counted, one arrival per attempt that reached it.
+
+    A history entry is ``outcome`` or ``outcome:reason`` (``ClientRequest.settle``), so each
+    is counted by the part before the colon: ``expired:deadline`` is an expiry, and both
+    ``in_flight`` (a ``sent`` marker with no record, rebuilt by ``records``) and
+    ``in_flight:interrupted`` (the generator's own record of an attempt out when it stopped)
+    are attempts of ``unknown`` outcome, which the proxy ended as failures (cancelled)."""
     hist = Counter(h for r in recs for h in r["history"] if h not in _UNREACHED)
-    rej = {k.split(":", 1)[1]: v for k, v in hist.items() if k.startswith("rejected:")}
-    failed = sum(v for k, v in hist.items() if k.startswith("failed:") or k == "in_flight")
+    by_outcome: Counter[str] = Counter()
+    rej: Counter[str] = Counter()
+    for entry, n in hist.items():
+        outcome, _, reason = entry.partition(":")
+        by_outcome[outcome] += n
+        if outcome == "rejected":
+            rej[reason] += n
     arrivals = sum(hist.values())
     rejected = sum(rej.values())
+    unknown = by_outcome["in_flight"]
     return {"arrivals": arrivals, "rejected": rejected, "admitted": arrivals - rejected,
-            "rejected_by_reason": dict(sorted(rej.items())), "completed": hist["completed"],
-            "failed": failed, "expired": hist["expired"],
-            "unknown": hist["in_flight"]}  # fmt: skip
+            "rejected_by_reason": dict(sorted(rej.items())), "completed": by_outcome["completed"],
+            "failed": by_outcome["failed"] + unknown, "expired": by_outcome["expired"],
+            "unknown": unknown}  # fmt: skip
 
 
 def cross_check(expected: Mapping[str, Any], proxy: Mapping[str, Any]) -> list[str]:

@@ -102,6 +102,72 @@ def _admission(
     return d
 
 
+# Refills after the first line of a kind: a key is set only where the decision differs from the
+# previous one of its kind. Between two rejects most inputs are unchanged (class, tenant,
+# priority, concurrency, in flight, the service-time estimate, usually depth and the estimated
+# wait), and each dict store costs ~220 instructions compiled (the old value freed); the
+# serialised line is the same, since an equal input gives an equal value. Measured with
+# callgrind on bench_sim.py's scenario, compiled (41,717 lines a run): filling the admission
+# dicts 152 M -> 48 M instructions, the whole log 458 M -> 359 M, a run with the log
+# 956 M -> 854 M (-11 %); the other 60 % of the log is orjson.
+
+
+def _refill_reject(d: dict[str, Any], p: Reject, t: float, a: Reject) -> None:
+    """Refill ``d`` (last filled from ``p``) for ``a``: ``_reject``'s bytes, fewer stores."""
+    d["age_s"] = int(a.age_s * 1000.0 + 0.5) / 1000.0
+    if a.cls != p.cls:
+        d["class"] = a.cls
+    if a.concurrency != p.concurrency:
+        d["concurrency"] = a.concurrency
+    if a.deadline_s != p.deadline_s:
+        d["deadline_s"] = a.deadline_s
+    if a.depth != p.depth:
+        d["depth"] = a.depth
+    if a.estimated_wait_s != p.estimated_wait_s:
+        d["estimated_wait_s"] = int(a.estimated_wait_s * 1000.0 + 0.5) / 1000.0
+    d["id"] = a.id
+    if a.in_flight != p.in_flight:
+        d["in_flight"] = a.in_flight
+    if a.priority != p.priority:
+        d["priority"] = PRIORITY_NAMES[a.priority]
+    if a.reason != p.reason:
+        d["reason"] = a.reason
+    if a.retry_after_s != p.retry_after_s:
+        d["retry_after_s"] = a.retry_after_s
+    if a.service_time_s != p.service_time_s:
+        d["service_time_s"] = int(a.service_time_s * 1000.0 + 0.5) / 1000.0
+    d["t"] = t
+    if a.tenant != p.tenant:
+        d["tenant"] = a.tenant
+
+
+def _refill_admit(d: dict[str, Any], p: Admit, t: float, a: Admit) -> None:
+    """Refill ``d`` (last filled from ``p``) for ``a``: ``_admit``'s bytes, fewer stores."""
+    d["age_s"] = int(a.age_s * 1000.0 + 0.5) / 1000.0
+    if a.cls != p.cls:
+        d["class"] = a.cls
+    if a.concurrency != p.concurrency:
+        d["concurrency"] = a.concurrency
+    if a.deadline_s != p.deadline_s:
+        d["deadline_s"] = a.deadline_s
+    if a.depth != p.depth:
+        d["depth"] = a.depth
+    if a.estimated_wait_s != p.estimated_wait_s:
+        d["estimated_wait_s"] = int(a.estimated_wait_s * 1000.0 + 0.5) / 1000.0
+    d["id"] = a.id
+    if a.in_flight != p.in_flight:
+        d["in_flight"] = a.in_flight
+    if a.priority != p.priority:
+        d["priority"] = PRIORITY_NAMES[a.priority]
+    if a.reason != p.reason:
+        d["reason"] = a.reason
+    if a.service_time_s != p.service_time_s:
+        d["service_time_s"] = int(a.service_time_s * 1000.0 + 0.5) / 1000.0
+    d["t"] = t
+    if a.tenant != p.tenant:
+        d["tenant"] = a.tenant
+
+
 def _dispatch(t: float, a: Dispatch, d: dict[str, Any] | None = None) -> dict[str, Any]:
     if d is None:
         d = {}
@@ -193,6 +259,8 @@ class DecisionLog:
         self._adm: dict[str, Any] = {}
         self._dsp: dict[str, Any] = {}
         self._limits: Limits | None = None  # the limits the refilled dicts hold
+        self._prev_rej: Reject | None = None  # what each refilled dict holds now
+        self._prev_adm: Admit | None = None
 
     @classmethod
     def open(cls, path: Path) -> DecisionLog:
@@ -208,11 +276,23 @@ class DecisionLog:
             if type(a) is Reject:  # the common ones first, refilling one dict each
                 if a.limits is not self._limits:
                     self._set_limits(a.limits)
-                buf += dumps(_reject(t, a, self._rej), option=nl)
+                prev_rej = self._prev_rej
+                if prev_rej is None:
+                    _reject(t, a, self._rej)
+                else:
+                    _refill_reject(self._rej, prev_rej, t, a)
+                self._prev_rej = a
+                buf += dumps(self._rej, option=nl)
             elif type(a) is Admit:
                 if a.limits is not self._limits:
                     self._set_limits(a.limits)
-                buf += dumps(_admit(t, a, self._adm), option=nl)
+                prev_adm = self._prev_adm
+                if prev_adm is None:
+                    _admit(t, a, self._adm)
+                else:
+                    _refill_admit(self._adm, prev_adm, t, a)
+                self._prev_adm = a
+                buf += dumps(self._adm, option=nl)
             elif type(a) is Dispatch:
                 buf += dumps(_dispatch(t, a, self._dsp), option=nl)
             elif type(a) is not Complete:
@@ -232,6 +312,8 @@ class DecisionLog:
         self._limits = limits
         self._rej.clear()
         self._adm.clear()
+        self._prev_rej = None
+        self._prev_adm = None
 
     def write_record(self, rec: dict[str, Any]) -> None:
         self._buf += orjson.dumps(rec, option=_OPTS | _NL)

@@ -148,9 +148,11 @@ def main() -> None:
     print(f"scaling on, hpa 300-600    {mov:>10,.0f} arrivals/s   {mov / off:.2f}x  (more work admitted)")
     if args.skip_hour:
         return
+    # seed-burst's three phases, each at 1,000/s (a phase may not end past duration_s).
     hour = load(str(ROOT / "profiles" / "seed-burst.yaml"), [
-        "duration_s=3600", "arrivals.phases.0.until_s=3600", "arrivals.phases.0.rate_per_s=1000",
-        "arrivals.phases.1.until_s=3601", "arrivals.phases.2.until_s=3602",
+        "duration_s=3600", "arrivals.phases.0.until_s=1200", "arrivals.phases.1.until_s=2400",
+        "arrivals.phases.2.until_s=3600", "arrivals.phases.0.rate_per_s=1000",
+        "arrivals.phases.1.rate_per_s=1000", "arrivals.phases.2.rate_per_s=1000",
         "engine.executors.initial=5000",
     ])  # fmt: skip
     t0 = time.perf_counter()

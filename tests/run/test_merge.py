@@ -8,6 +8,8 @@ from typing import Any
 
 import orjson
 
+from harness.arrivals import Arrival
+from harness.live.calls import ClientRequest
 from harness.live.merge import (
     attempt_counts,
     cross_check,
@@ -120,6 +122,33 @@ def test_attempts_are_cross_checked_against_the_proxys_counts() -> None:
     assert cross_check(exp, proxy) == []
     off = cross_check(exp, {**proxy, "arrivals": 6, "completed": 0})
     assert len(off) == 2 and any("arrivals" in v for v in off)
+
+
+def test_attempts_are_counted_by_outcome_as_the_generator_spells_them() -> None:
+    """History entries as ClientRequest writes them (``outcome:reason``): an expiry the proxy
+    answered is an expiry (a live run with expiries was declared invalid: expired 0 != N), and
+    an attempt out when the generator stopped is of unknown outcome (a shutting_down 503 it
+    never read was flagged as a rejection the client could not have missed)."""
+    expired, interrupted = (ClientRequest(Arrival(i, 0.0, "a", 1, "default", None, 2.0), 0.0, 0.0)
+                            for i in (1, 2))  # fmt: skip
+    for c in (expired, interrupted):
+        c.begin()
+    expired.answered(504, {"x-proxy-outcome": "expired", "x-proxy-reason": "deadline"}, None, True)
+    interrupted.abandon()
+    assert expired.history == ["expired:deadline"]
+    assert interrupted.history == ["in_flight:interrupted"]
+    recs = [{"history": expired.history}, {"history": interrupted.history},
+            {"history": ["rejected:queue_age", "completed"]}]  # fmt: skip
+    exp = attempt_counts(recs)
+    assert exp == {"arrivals": 4, "admitted": 3, "rejected": 1, "completed": 1, "failed": 1,
+                   "expired": 1, "rejected_by_reason": {"queue_age": 1}, "unknown": 1}  # fmt: skip
+    # The proxy ended the interrupted attempt as a cancelled failure (a complete run's check),
+    # or turned it away as it shut down (a cut run's check): both agree with the client.
+    proxy = {k: v for k, v in exp.items() if k != "unknown"}
+    assert cross_check(exp, proxy) == []
+    shut = {"arrivals": 4, "admitted": 2, "rejected": 2, "completed": 1,
+            "rejected_by_reason": {"queue_age": 1, "shutting_down": 1}}  # fmt: skip
+    assert cross_check_partial(exp, {"counts": shut, "conservation": {"violations": []}}) == []
 
 
 def test_a_cut_run_lets_an_answer_the_client_never_read_be_a_proxy_rejection() -> None:

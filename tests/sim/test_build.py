@@ -3,6 +3,10 @@
 setup.py compiles the simulation's hot modules when it can; ``HARNESS_PURE=1`` makes a process
 import their source instead. Both runs below go through every rule, fault kind, retry path,
 partition keys, tenant pools and client retries, and must write the same bytes.
+
+The two runs start outside the checkout, so they import the installed package in either mode:
+an editable install's source tree with its compiled modules in place, or a plain install's
+copy in site-packages (from the repo root the source tree would shadow it, uncompiled).
 """
 
 from __future__ import annotations
@@ -47,22 +51,31 @@ faults:
 """
 
 
-def _sim(folder: Path, profile: Path, pure: bool) -> None:
-    env = {k: v for k, v in os.environ.items() if k != "HARNESS_PURE"}
+def _env(pure: bool) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("HARNESS_PURE", "PYTHONPATH")}
     if pure:
         env["HARNESS_PURE"] = "1"
-    code = ("import sys; from harness.cli import app; "
-            "sys.argv = ['harness'] + sys.argv[1:]; app()")  # fmt: skip
+    return env
+
+
+def _installed_is_compiled(outside: Path) -> bool:
+    code = "import sys, harness; sys.exit(0 if harness.compiled() else 1)"
+    return subprocess.run([sys.executable, "-c", code], cwd=outside, env=_env(False),
+                          timeout=60).returncode == 0  # fmt: skip
+
+
+def _sim(folder: Path, profile: Path, pure: bool) -> None:
     out = subprocess.run(
-        [sys.executable, "-c", code, "sim", str(profile), "--seed", "7", "--out", str(folder),
-         "--no-report"],
-        env=env, capture_output=True, text=True, timeout=300,
+        [sys.executable, "-m", "harness", "sim", str(profile), "--seed", "7", "--out",
+         str(folder), "--no-report"],
+        env=_env(pure), cwd=profile.parent, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert out.returncode in (0, 1), out.stdout[-2000:] + out.stderr[-2000:]
 
 
-@pytest.mark.skipif(not harness.compiled(), reason="no compiled build installed (pure Python only)")
 def test_compiled_and_pure_builds_write_the_same_bytes(tmp_path: Path) -> None:
+    if not _installed_is_compiled(tmp_path):
+        pytest.skip("no compiled build installed (pure Python only)")
     prof = tmp_path / "both.yaml"
     prof.write_text(PROFILE)
     _sim(tmp_path / "compiled", prof, pure=False)
@@ -89,3 +102,29 @@ def test_no_compiled_module_is_older_than_its_source() -> None:
         if src.exists() and src.stat().st_mtime > so.stat().st_mtime + 1.0:
             stale.append(str(src.relative_to(root.parent)))
     assert not stale, f"compiled modules older than their source: {stale}; re-run pip install -e ."
+
+
+def test_the_package_run_outside_the_checkout_is_this_checkout(tmp_path: Path) -> None:
+    """Tests that start ``python -m harness`` in a temporary folder run the installed package:
+    with a plain install that is a copy, and a copy older than the checkout would have them
+    test old code (and fail as if the checkout were wrong). Re-run ``pip install '.[test]'``."""
+    code = "import os, harness; print(os.path.dirname(os.path.abspath(harness.__file__)))"
+    res = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=_env(False),
+                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert res.returncode == 0, res.stderr[-2000:]
+    installed = Path(res.stdout.strip())
+    root = Path(harness.__file__).resolve().parents[1]
+    if installed.resolve() == root / "harness":
+        return  # an editable install: the checkout itself (its compiled copies: above)
+    pairs = [(root / "harness", installed, (".py",)), (root / "stubs", installed / "stub", (".py",)),
+             (root / "profiles", installed / "bundled_profiles", (".py", ".yaml", ".csv", ".jsonl"))]  # fmt: skip
+    differ = []
+    for src_dir, inst_dir, suffixes in pairs:
+        for src in sorted(src_dir.rglob("*")):
+            if src.suffix not in suffixes or "__pycache__" in src.parts:
+                continue
+            inst = inst_dir / src.relative_to(src_dir)
+            if not inst.is_file() or inst.read_bytes() != src.read_bytes():
+                differ.append(str(src.relative_to(root)))
+    assert not differ, (f"the installed package ({installed}) is not this checkout: {differ[:10]}"
+                        f"{' ...' if len(differ) > 10 else ''}; re-run pip install '.[test]'")  # fmt: skip

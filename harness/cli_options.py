@@ -1,0 +1,101 @@
+"""What the commands of :mod:`harness.cli` share: option types, the results folder, and the
+edge where bad input and a failed write become exit codes (:mod:`harness.exit_codes`).
+
+Every message goes to stderr through the one Console, ``err``; a profile, threshold or option
+error is exit 2 with one line, a write that fails is exit 3 with the path and the OS error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from harness.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN
+from harness.profile import Profile, ProfileError, load
+from harness.schema_fields import MAX_SEED
+
+err = Console(stderr=True, highlight=False)
+
+
+class LogLevel(enum.StrEnum):
+    """uvicorn's log levels (the stub's server)."""
+
+    critical = "critical"
+    error = "error"
+    warning = "warning"
+    info = "info"
+    debug = "debug"
+
+
+ProfileArg = Annotated[str, typer.Argument(help="A profile YAML file, or the name of a bundled profile (see `harness profiles`).")]
+SetOpt = Annotated[list[str] | None, typer.Option("--set", help="Override a scalar: dotted.path=value (YAML). Repeatable.", metavar="PATH=VALUE")]
+OutOpt = Annotated[Path | None, typer.Option("--out", help="Results folder (default: results/<profile>-<UTC timestamp>/).")]
+# Ports and seeds are checked by click before a command runs: a usage error, exit 2. Port 0
+# asks the OS for a free port (tests use it); a remote Locust master needs a real one.
+PORT = {"min": 0, "max": 65535}
+MASTER_PORT = {"min": 1, "max": 65535}
+SEED = {"min": 0, "max": MAX_SEED}
+ThresholdOpt = Annotated[list[str] | None, typer.Option("--threshold", help="An extra gate, e.g. 'turnaround_s.p95 < 60'. Repeatable.", metavar="EXPR")]  # fmt: skip
+CaBundleOpt = Annotated[str | None, typer.Option("--ca-bundle", help="Verify the target's TLS certificate against this PEM CA bundle (a private CA) instead of the system's.", metavar="FILE")]  # fmt: skip
+InsecureOpt = Annotated[bool, typer.Option("--insecure", help="Do NOT verify TLS certificates (printed loudly; recorded in summary.meta.tls).")]  # fmt: skip
+
+
+def bad_input(message: str) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {message}", soft_wrap=True)
+    return typer.Exit(EXIT_BAD_INPUT)
+
+
+def load_profile(spec: str, overrides: list[str] | None) -> Profile:
+    from harness.traces import check_rows
+
+    try:
+        prof = load(spec, overrides or [])
+        check_rows(prof)  # a trace's rows, before anything runs: a bad row is exit 2
+        return prof
+    except ProfileError as e:
+        raise bad_input(str(e)) from None
+
+
+def check_thresholds(exprs: list[str] | None) -> tuple[str, ...]:
+    from harness.results.thresholds import ThresholdError, parse_threshold
+
+    for e in exprs or []:
+        try:
+            parse_threshold(e)
+        except ThresholdError as ex:
+            raise bad_input(f"--threshold: {ex}") from None
+    return tuple(exprs or [])
+
+
+@contextlib.contextmanager
+def io_errors(folder: Path) -> Iterator[None]:
+    """A disk or I/O error while writing results: one line naming the path and the OS error,
+    exit 3 (the run broke), never a traceback and never exit 1 (a threshold failed)."""
+    from harness.results.summary import os_error_line
+
+    try:
+        yield
+    except OSError as e:
+        err.print(f"[bold red]error:[/] cannot write results: {os_error_line(e, folder)} (exit 3)",
+                  soft_wrap=True)  # fmt: skip
+        raise typer.Exit(EXIT_BROKEN) from None
+
+
+def writable(folder: Path) -> None:
+    """Fail fast, before any work: the results folder must take a file."""
+    from harness.results.summary import check_writable
+
+    with io_errors(folder):
+        check_writable(folder)
+
+
+def default_out(profile: Profile, suffix: str = "") -> Path:
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return Path("results") / f"{profile.name}{suffix}-{stamp}"
