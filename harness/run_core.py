@@ -87,8 +87,6 @@ class RunCore:
         self._wall0 = time.perf_counter()
         self.wall_s = 0.0  # set by finish
         self.sec_end = 1.0  # the end of the timeline's open second
-        # (duplicate effects, duplicates suppressed) as the upstream counted them (sim only)
-        self.effects = (0, 0)
 
     # -- as the run goes ---------------------------------------------------------------------
 
@@ -121,6 +119,7 @@ class RunCore:
         extra: Mapping[str, Any] | None = None,
         meta: Mapping[str, Any] | None = None,
         trace: Mapping[str, int] | None = None,
+        effects: tuple[int, int] = (0, 0),
     ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """summary.json and the timeline, for a run that ended at ``end`` (run seconds).
 
@@ -130,7 +129,9 @@ class RunCore:
         verdict (the proxy's own turnaround, a stop reason); ``meta``: more wall-clock facts.
         Without the timeline (a sweep's unit) there are no alerts either. ``trace``: the
         totals of a public trace's arrivals (``arrivals``, ``prompt_tokens``,
-        ``output_tokens``), only when the arrivals came from one (harness.traces)."""
+        ``output_tokens``), only when the arrivals came from one (harness.traces).
+        ``effects``: (duplicate effects, duplicates suppressed) as the simulated upstream
+        counted them."""
         eng, col = self.engine, self.collector
         col.advance(math.ceil(end) if end > 0 else 1.0, eng)
         if eng.cost is not None:
@@ -148,7 +149,7 @@ class RunCore:
         summary = summ.build(
             profile=self.profile, mode=self.mode, seed=self.seed, col=col, duration_s=end,
             scheduled=scheduled, in_flight_at_end=len(eng.jobs), engine_counts=engine_counts,
-            alerts=alerts, engine_scaling=self._engine_scaling(), extra_thresholds=extra_thresholds,
+            alerts=alerts, engine_scaling=self._engine_scaling(effects), extra_thresholds=extra_thresholds,
             in_flight_by_state=eng.in_flight_by_state(), review=self._review_figures(),
             attempts=None if retried is None else ec.arrivals, complete=complete,
         )  # fmt: skip
@@ -164,7 +165,7 @@ class RunCore:
         summary["meta"].update(meta or {})
         return summary, timeline
 
-    def _engine_scaling(self) -> dict[str, Any]:
+    def _engine_scaling(self, effects: tuple[int, int]) -> dict[str, Any]:
         eng = self.engine
         sc = eng.scaler
         return {"scale_events": sc.scale_events if sc else 0,
@@ -172,7 +173,7 @@ class RunCore:
                 "scale_up_suppressed": sc.scale_up_suppressed if sc else 0,
                 "reexecuted": eng.counts.reexecuted, "executors_killed": eng.pool.killed,
                 "redelivered": eng.counts.redelivered,
-                "duplicate_effects": self.effects[0], "duplicates_suppressed": self.effects[1],
+                "duplicate_effects": effects[0], "duplicates_suppressed": effects[1],
                 "busy_while_draining_s": eng.pool.busy_while_draining_s,
                 "cost_spent": None if eng.cost is None else eng.cost.spent,
                 "held_for_review": 0 if eng.review is None else eng.review.held_total,
@@ -186,15 +187,21 @@ class RunCore:
         sc = self.engine.scaler
         if sc is None:
             return {}
-        by_class, _prio, _tenant = self.collector.tallies()
+        # Counts only, straight from the collector's groups: tallies() would merge every
+        # sample list again (the summary already did it once).
+        admitted: dict[str, int] = {}
+        expired: dict[str, int] = {}
+        for g in self.collector.groups.values():
+            admitted[g.cls] = admitted.get(g.cls, 0) + g.admitted
+            expired[g.cls] = expired.get(g.cls, 0) + g.expired
         out: dict[str, dict[str, Any]] = {}
         for cls in sorted(self.profile.classes):
             seen = sc.class_backlog.get(cls, [0, 0])
-            t = by_class.get(cls)
+            n = admitted.get(cls, 0)
             out[cls] = {
                 "eligible_backlog_mean": round(seen[0] / sc.measured, 3) if sc.measured else 0.0,
                 "eligible_backlog_max": seen[1],
-                "deadline_met": round(1 - t.expired / t.admitted, 4) if t and t.admitted else None,
+                "deadline_met": round(1 - expired.get(cls, 0) / n, 4) if n else None,
             }
         return out
 

@@ -542,9 +542,8 @@ class Engine:
     def _start(self, job: Job, now: float, out: list[Action]) -> None:
         """A job's first attempt starts: on an executor (with scaling), with a retry token."""
         self.breaker.on_start(job.id)
-        rv = self.review
-        if rv is not None and job.cls in rv.classes:
-            rv.started(job)
+        if self.review is not None:
+            self.review.started(job)
         if self.scaler is not None:
             self.pool.assign(job)
         self.busy += 1

@@ -50,8 +50,9 @@ class ReviewStage:
         return mp is not None and self._waiting() + self.producing >= mp
 
     def started(self, job: Job) -> None:
-        """A unit's first model attempt started (call only for review classes)."""
-        self.producing += 1
+        """A job's first model attempt started: a review-class unit is now on its way."""
+        if job.cls in self.classes:
+            self.producing += 1
 
     def abandoned(self, job: Job) -> None:
         """A unit left its model call without reaching review (failed or cancelled)."""

@@ -320,10 +320,11 @@ def _simulate(
     retried = Retried()
     if clients is not None:
         retried = Retried(clients.retried_rejects, clients.retried_fails, clients.retried_expires)
-    core.effects = (upstream.duplicate_effects, upstream.duplicates_suppressed)
     summary, timeline = core.finish(end, scheduled=scheduled, complete=not halted,
                                     with_timeline=with_timeline, retried=retried,
                                     extra_thresholds=extra_thresholds,
+                                    effects=(upstream.duplicate_effects,
+                                             upstream.duplicates_suppressed),
                                     trace={"arrivals": scheduled, "prompt_tokens": prompt_tokens,
                                            "output_tokens": output_tokens} if tokens else None)  # fmt: skip
     wall = core.wall_s
