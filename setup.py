@@ -26,6 +26,7 @@ HOT_MODULES = [
     "harness/engine/cost.py",
     "harness/engine/review.py",
     "harness/engine/core.py",
+    "harness/engine/scheduler.py",
     "harness/arrivals.py",
     "harness/clients.py",
     "harness/upstream_model/bucket.py",

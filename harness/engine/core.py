@@ -21,33 +21,24 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections import deque
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
-from harness.engine.admission import Admission, AdmissionView
-from harness.engine.cost import CostLedger
-from harness.engine.dependency import CircuitBreaker, RetryBudget, Rng, backoff_s
+from harness.engine.admission import AdmissionView
+from harness.engine.dependency import backoff_s
 from harness.engine.events import (
     ACK_LOST,
     Action,
     Admit,
     Arrived,
     Backoff,
-    BreakerChange,
     Cancelled,
     Complete,
-    Dispatch,
     Event,
-    Expire,
     Fail,
     Failed,
     Finished,
-    Held,
     MetricsSample,
-    Reexecute,
     Reject,
-    Reviewed,
     StopAdmitting,
     Tick,
 )
@@ -60,95 +51,15 @@ from harness.engine.queue import (
     RUNNING,
     WAITING,
     Job,
-    JobQueue,
 )
-from harness.engine.review import ReviewStage
-from harness.engine.scaler import Scaler
-from harness.engine.scaling import ExecutorPool
-from harness.engine.waits import MaxWait
-
-if TYPE_CHECKING:
-    from harness.profile import Engine as EngineConfig
+from harness.engine.scheduler import Scheduler, breaker_change
 
 EWMA_ALPHA: Final = 0.1  # weight of each new service-time observation
 
 
-def _breaker_change(change: tuple[str, str, float], limit: float) -> BreakerChange:
-    state, reason, ratio = change
-    return BreakerChange(state=state, reason=reason, failure_ratio=ratio, limit=limit)
-
-
-class Counts:
-    """The engine's own outcome counts (drivers cross-check them for conservation)."""
-
-    __slots__ = ("admitted", "arrivals", "completed", "expired", "failed", "redelivered",
-                 "reexecuted", "rejected", "resumed", "retries", "work_lost_s")  # fmt: skip
-
-    def __init__(self) -> None:
-        self.arrivals = self.admitted = self.rejected = 0
-        self.completed = self.failed = self.expired = self.retries = 0
-        self.reexecuted = 0  # attempts abandoned at a drain timeout and run again
-        self.redelivered = 0  # attempts whose answer was lost, delivered again (ack_loss)
-        self.resumed = 0  # re-executions that resumed from a checkpoint
-        self.work_lost_s = 0.0  # work of abandoned attempts that had to be done again
-
-
-class Engine:
-    def __init__(
-        self,
-        cfg: EngineConfig,
-        *,
-        service_time_prior_s: float,
-        rng: Rng,
-        max_wait_by_class: Mapping[str, float] | None = None,
-        horizon_s: float = math.inf,
-        optional_classes: frozenset[str] = frozenset(),
-        review_classes: frozenset[str] = frozenset(),
-        checkpoint_by_class: Mapping[str, float] | None = None,
-    ) -> None:
-        """``horizon_s``: the run's planned end; the autoscaler's evaluations stop after it
-        once no work remains (a timer that would otherwise keep a simulation alive).
-        ``optional_classes``: what the cost budget's degraded mode rejects;
-        ``review_classes``: what goes through the review stage (``engine.review``);
-        ``checkpoint_by_class``: the classes whose work checkpoints, and how often (s)."""
-        self.cfg = cfg
-        self.rng = rng
-        self.queue = JobQueue()
-        sc = cfg.scaling
-        self.pool = ExecutorPool(cfg.executors,
-                                 drain_timeout_s=sc.drain_timeout_s if sc.enabled else None)  # fmt: skip
-        self.scaler = (Scaler(sc, cfg.executors.jobs_per_executor)
-                       if sc.enabled else None)  # fmt: skip
-        self._reruns: deque[Job] = deque()  # jobs whose executor was killed, oldest first
-        # The next evaluation (inf: scaling off), kept here so the hot path reads a float;
-        # evaluations stop after the run's horizon once no work remains.
-        self._scale_due = self.scaler.due if self.scaler is not None else math.inf
-        self._horizon_s = horizon_s
-        # Per-class service time (an EWMA like the global one), kept only with scaling on:
-        # drain_window's targets use it.
-        self.service_by_class: dict[str, float] = {}
-        self.busy = 0
-        self.service_time_s = service_time_prior_s
-        self.jobs: dict[str, Job] = {}  # admitted and not yet ended
-        self.counts = Counts()
-        self.admit_always = cfg.admission.admit_always
-        pool = self.pool
-        self.cost = (CostLedger(cfg.cost, len(pool.execs), optional_classes)
-                     if cfg.cost is not None else None)  # fmt: skip
-        self.admission = Admission(cfg.admission, self.cost)
-        self.checkpoint_by_class = dict(checkpoint_by_class or {})
-        self.review = (ReviewStage(cfg.review, review_classes)
-                       if cfg.review is not None and review_classes else None)  # fmt: skip
-        self.breaker = CircuitBreaker(cfg.dependency.breaker)
-        self.budget = RetryBudget(cfg.dependency.retry_budget_ratio)
-        self.signals_known = True
-        self.admitting = True
-        self._retries: list[tuple[float, int, Job]] = []  # (due, seq, job) for RETRY_WAIT jobs
-        self._seq = 0
-        self.now = 0.0
-        self.waits = MaxWait(cfg.max_wait_s, max_wait_by_class)
-
-    # -- the public surface -------------------------------------------------------------------
+class Engine(Scheduler):
+    """The engine's one entry, ``handle``, and what each event means; the state it reads
+    and the scheduling it calls are ``Scheduler``'s (harness/engine/scheduler.py)."""
 
     def handle(self, event: Event, now: float) -> list[Action]:
         """The one entry: the actions ``event`` calls for at ``now`` (a ``now`` earlier than
@@ -175,68 +86,6 @@ class Engine:
         else:
             raise TypeError(f"not an engine event: {event!r}")
         return out
-
-    def next_deadline(self) -> float | None:
-        q = self.queue
-        br = self.breaker
-        pool = self.pool
-        rv = self.review
-        if not (q.has_deadlines() or self._retries or br.state == "open" or pool.starting
-                or pool.draining or rv is not None):  # fmt: skip
-            # The common case, on the hot path of every event: at most a max wait and the
-            # autoscaler's next evaluation are pending.
-            waited = self.waits.next_due(q) if q.depth else None
-            due = self._scale_due
-            if due == math.inf or (due > self._horizon_s and not self.jobs):
-                return waited
-            return due if waited is None or due < waited else waited
-        best: float | None = q.next_expiry()
-        if q.depth:
-            waited = self.waits.next_due(q)
-            if waited is not None and (best is None or waited < best):
-                best = waited
-        # A retry that waits for the half-open probe's outcome waits for an event, not a time.
-        retry_blocked = br.state == "half_open" and not br.allows()
-        for t in (
-            self._retries[0][0] if self._retries and not retry_blocked else None,
-            br.next_deadline(),
-            pool.next_deadline(),
-            (self._scale_due if self._scale_due != math.inf
-             and (self._scale_due <= self._horizon_s or self.jobs) else None),
-            rv.next_deadline() if rv is not None else None,
-        ):
-            if t is not None and (best is None or t < best):
-                best = t
-        return best
-
-    def oldest_age(self, now: float) -> float:
-        job = self.queue.oldest()
-        return now - job.admitted_at if job is not None else 0.0
-
-    @property
-    def in_flight(self) -> int:
-        return self.busy
-
-    @property
-    def reruns_waiting(self) -> int:
-        """Jobs waiting to run again (killed at a drain timeout, or redelivered)."""
-        return len(self._reruns)
-
-    @property
-    def held_startable(self) -> int:
-        """Units held for review that could start now, the review stage having room."""
-        rv = self.review
-        return rv.held_now if rv is not None and not rv.full() else 0
-
-    def in_flight_by_state(self) -> dict[str, int]:
-        """Admitted jobs not yet ended, by state (only states that hold any)."""
-        names = {WAITING: "waiting", RUNNING: "running", RETRY_WAIT: "retry_wait",
-                 RERUN: "rerun", HELD: "held", IN_REVIEW: "in_review"}  # fmt: skip
-        out: dict[str, int] = {}
-        for job in self.jobs.values():
-            name = names[job.state]
-            out[name] = out.get(name, 0) + 1
-        return dict(sorted(out.items()))
 
     # -- handlers ----------------------------------------------------------------------------
 
@@ -309,7 +158,7 @@ class Engine:
             by_cls[job.cls] = service if old is None else old + EWMA_ALPHA * (service - old)
         change = self.breaker.record(now, True)
         if change is not None:
-            out.append(_breaker_change(change, self.cfg.dependency.breaker.failure_ratio))
+            out.append(breaker_change(change, self.cfg.dependency.breaker.failure_ratio))
         rv = self.review
         if rv is not None and job.cls in rv.classes:
             # The model's part is done: the unit leaves its executor for the review stage.
@@ -391,197 +240,3 @@ class Engine:
         out.append(Fail(id=job.id, reason="cancelled", attempts=job.attempt,
                         was_running=was_running))  # fmt: skip
         self._dispatch(now, out)
-
-    # -- internals ---------------------------------------------------------------------------
-
-    def _end(self, job: Job, out: list[Action]) -> None:
-        """A running (or retry-waiting) job ends: free its slot and its partition key."""
-        if self.review is not None:
-            self.review.abandoned(job)
-        job.state = DONE
-        self.busy -= 1
-        del self.jobs[job.id]
-        if job.key is not None:
-            self.queue.release_key(job.key)
-        if job.executor is not None:
-            self.pool.release(job, self.now)
-
-    def _rerun(self, jobs: list[Job], out: list[Action]) -> None:
-        """Jobs of an executor killed at its drain timeout wait for a slot, ahead of the
-        queue; a running attempt is abandoned (``Reexecute``), a retry wait just moves."""
-        br = self.breaker
-        for job in jobs:
-            job.executor = None
-            self.busy -= 1
-            if job.state == RUNNING:
-                self.counts.reexecuted += 1
-                # The work done so far survives up to the class's last checkpoint, if any.
-                done = job.progress_s + (self.now - job.started_at)
-                cp = self.checkpoint_by_class.get(job.cls)
-                saved = math.floor(done / cp) * cp if cp else 0.0
-                lost = done - saved
-                if saved > 0.0:
-                    self.counts.resumed += 1
-                self.counts.work_lost_s += lost
-                job.progress_s = saved
-                out.append(Reexecute(id=job.id, attempt=job.attempt + 1, reason="drain_timeout",
-                                     resume_s=saved, lost_s=lost))  # fmt: skip
-                br.abandon(job.id)  # it may have been the half-open probe
-            job.state = RERUN
-            self._reruns.append(job)
-
-    def _redeliver(self, job: Job, now: float, out: list[Action]) -> None:
-        """The upstream did the work but its answer was lost: when the visibility timeout
-        passes the queue delivers the job again (at-least-once; not a retry: no budget, no
-        backoff, the breaker is not told). It runs again before the queue, as a re-run."""
-        self.counts.redelivered += 1
-        self.breaker.abandon(job.id)
-        if self.cost is not None:
-            self.cost.call(now, job.cls)  # the work was done: it is paid for
-        out.append(Reexecute(id=job.id, attempt=job.attempt + 1, reason="ack_lost"))
-        if job.executor is not None:
-            self.pool.release(job, now)
-        self.busy -= 1
-        job.state = RERUN
-        self._reruns.append(job)
-        self._dispatch(now, out)
-
-    def _scale(self, sc: Scaler, now: float, out: list[Action]) -> None:
-        """Executors that started or were killed, then the evaluation if it is due."""
-        pool = self.pool
-        killed = pool.poll(now)
-        if killed:
-            self._rerun(killed, out)
-        if now >= sc.due:
-            cost = self.cost
-            if cost is not None:
-                cost.accrue(now, len(pool.execs))
-            scale = sc.evaluate(self, now)
-            self._scale_due = sc.due
-            out.append(scale)
-            if scale.to_replicas != pool.desired:
-                killed = pool.resize(now, scale.to_replicas)
-                if killed:
-                    self._rerun(killed, out)
-            if cost is not None:
-                cost.accrue(now, len(pool.execs))
-
-    def _breaker_record(self, now: float, ok: bool, out: list[Action]) -> None:
-        change = self.breaker.record(now, ok)
-        if change is not None:
-            out.append(_breaker_change(change, self.cfg.dependency.breaker.failure_ratio))
-
-    def _expire(self, job: Job, now: float, reason: str, limit_s: float, out: list[Action]) -> None:
-        self.queue.remove(job)
-        del self.jobs[job.id]
-        self.counts.expired += 1
-        out.append(Expire(id=job.id, age_s=now - job.admitted_at, reason=reason, limit_s=limit_s))
-
-    def _expire_waited(self, now: float, out: list[Action]) -> None:
-        """Every waiting job past its max wait leaves as expired (reason max_wait)."""
-        waits, q = self.waits, self.queue
-        job, limit = waits.next_passed(q, now)
-        while job is not None:
-            self._expire(job, now, "max_wait", limit, out)
-            job, limit = waits.next_passed(q, now)
-        waits.rearm(q)
-
-    def _dispatch(self, now: float, out: list[Action]) -> None:
-        """Expire what is due, resume due retries, then fill free slots by priority."""
-        q = self.queue
-        if q.has_deadlines():
-            for job in q.pop_expired(now):
-                dl = job.deadline_at
-                self._expire(job, now, "deadline", 0.0 if dl is None else dl - job.admitted_at,
-                             out)  # fmt: skip
-        if now >= self.waits.check_at:
-            self._expire_waited(now, out)
-        sc = self.scaler
-        if sc is not None and (now >= self._scale_due or self.pool.starting or self.pool.draining):
-            self._scale(sc, now, out)
-        br = self.breaker
-        if br.state == "open":
-            change = br.poll(now)
-            if change is not None:
-                out.append(_breaker_change(change, self.cfg.dependency.breaker.failure_ratio))
-        retries = self._retries
-        while retries and retries[0][0] <= now:
-            job = retries[0][2]
-            if job.state != RETRY_WAIT:
-                heapq.heappop(retries)
-                continue
-            if not br.allows():
-                # Hold the retry until the breaker lets calls through again.
-                if br.state == "open":
-                    heapq.heapreplace(retries, (br.open_until, retries[0][1], job))
-                break
-            heapq.heappop(retries)
-            br.on_start(job.id)
-            job.state = RUNNING
-            job.attempt += 1
-            job.started_at = now
-            out.append(Dispatch(id=job.id, cls=job.cls, attempt=job.attempt, queue_wait_s=0.0))
-        if self._reruns:
-            self._dispatch_reruns(now, out)
-        rv = self.review
-        if rv is not None:
-            self._review(rv, now, out)
-        c = self.pool.concurrency
-        while self.busy < c and q.depth and br.allows():
-            nxt = q.pop()
-            if nxt is None:
-                break
-            job = nxt
-            if rv is not None and job.cls in rv.classes and rv.full():
-                rv.hold(job)
-                out.append(Held(id=job.id, cls=job.cls, pending=len(rv.pending),
-                                max_pending=rv.max_pending or 0))  # fmt: skip
-                continue
-            self._start(job, now, out)
-
-    def _start(self, job: Job, now: float, out: list[Action]) -> None:
-        """A job's first attempt starts: on an executor (with scaling), with a retry token."""
-        self.breaker.on_start(job.id)
-        if self.review is not None:
-            self.review.started(job)
-        if self.scaler is not None:
-            self.pool.assign(job)
-        self.busy += 1
-        job.state = RUNNING
-        job.attempt = 1
-        job.started_at = now
-        self.budget.deposit()
-        out.append(Dispatch(id=job.id, cls=job.cls, attempt=1,
-                            queue_wait_s=now - job.admitted_at))  # fmt: skip
-
-    def _review(self, rv: ReviewStage, now: float, out: list[Action]) -> None:
-        """Reviews that ended complete their units; held units start as the stage has room,
-        before the queue (they reached its front earlier)."""
-        if rv.active and rv.active[0][0] <= now:
-            for job, done_at, waited, review in rv.finish_due(now):
-                del self.jobs[job.id]
-                job.state = DONE
-                self.counts.completed += 1
-                out.append(Reviewed(id=job.id, waited_s=waited, review_s=review, sla_s=rv.sla_s))
-                out.append(Complete(id=job.id, service_s=done_at - job.started_at))
-        while rv.held and self.busy < self.pool.concurrency and self.breaker.allows():
-            held = rv.next_held()
-            if held is None:
-                break
-            self._start(held, now, out)
-
-    def _dispatch_reruns(self, now: float, out: list[Action]) -> None:
-        """Re-run jobs of killed executors first: they were admitted, and started, earlier."""
-        reruns = self._reruns
-        pool = self.pool
-        br = self.breaker
-        while reruns and self.busy < pool.concurrency and br.allows():
-            job = reruns.popleft()
-            br.on_start(job.id)
-            if self.scaler is not None:
-                pool.assign(job)
-            self.busy += 1
-            job.state = RUNNING
-            job.attempt += 1
-            job.started_at = now
-            out.append(Dispatch(id=job.id, cls=job.cls, attempt=job.attempt, queue_wait_s=0.0))

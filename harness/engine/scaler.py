@@ -42,7 +42,7 @@ from harness.engine.scaling_policy import (
 )
 
 if TYPE_CHECKING:
-    from harness.engine.core import Engine
+    from harness.engine.scheduler import Scheduler
     from harness.schema_scaling import ScaleRules, Scaling
 
 def _rules(r: ScaleRules) -> ScalingRules:
@@ -104,7 +104,7 @@ class Scaler:
 
     # -- signals -------------------------------------------------------------------------------
 
-    def measure(self, eng: Engine, now: float) -> tuple[Signals, dict[str, Any]]:
+    def measure(self, eng: Scheduler, now: float) -> tuple[Signals, dict[str, Any]]:
         """This evaluation's signals, and their record (rounded) for decisions.jsonl."""
         eligible = eng.queue.eligible()
         rv = eng.review
@@ -163,7 +163,7 @@ class Scaler:
             record["review_full"] = rv.full()
         return sig, record
 
-    def _ceilings(self, eng: Engine, record: dict[str, Any]) -> list[tuple[str, int]]:
+    def _ceilings(self, eng: Scheduler, record: dict[str, Any]) -> list[tuple[str, int]]:
         """The dependency ceilings (fixed by the profile), then the partitions ceiling: with
         keyed work, useful executors are at most the work that can run at once -- one item
         per active key, plus every key-less item waiting or running."""
@@ -177,7 +177,7 @@ class Scaler:
         useful = keys + record.get("plain_eligible", 0) + plain_running
         return [*fixed, ("partitions", max(1, math.ceil(useful / self.jpe)))]
 
-    def _dependency_ceilings(self, eng: Engine) -> list[tuple[str, int]]:
+    def _dependency_ceilings(self, eng: Scheduler) -> list[tuple[str, int]]:
         """model_quota and db_connections (fixed), then the replicas the cost budget pays for."""
         out = list(self._fixed)
         if eng.cost is not None:
@@ -188,7 +188,7 @@ class Scaler:
 
     # -- one evaluation ------------------------------------------------------------------------
 
-    def evaluate(self, eng: Engine, now: float) -> Scale:
+    def evaluate(self, eng: Scheduler, now: float) -> Scale:
         cfg = self.cfg
         self.evaluations += 1
         self.due = now + cfg.interval_s
@@ -224,7 +224,7 @@ class Scaler:
                      bound_by=decision.bound_by, raw=decision.raw, target=decision.target,
                      held_by=decision.held_by, signals=record)  # fmt: skip
 
-    def _dependency(self, eng: Engine, now: float, current: int, d: ScaleDecision,
+    def _dependency(self, eng: Scheduler, now: float, current: int, d: ScaleDecision,
                     record: dict[str, Any]) -> ScaleDecision:
         """Hold scale-up while the upstream is unwell; resume gradually after recovery_s."""
         dep = self.cfg.dependency
@@ -264,7 +264,7 @@ class Scaler:
 
     def _decide(
         self,
-        eng: Engine,
+        eng: Scheduler,
         now: float,
         current: int,
         sig: Signals | None,
