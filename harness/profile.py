@@ -22,16 +22,12 @@ from harness import yaml_guard
 from harness.profile_checks import check_fault, check_latency, check_profile
 from harness.profile_walk import Ctx, Lines, ProfileError, build, convert, join
 from harness.schema import (
-    DEFAULT_ALERTS,
     FAULT_KINDS,
     FAULT_REQUIRED,
     LATENCY_PARAMS,
     PRIORITIES,
     Admission,
-    AlertOverride,
-    AlertRule,
     Arrivals,
-    Auth,
     Breaker,
     ClientRetry,
     Clients,
@@ -39,8 +35,6 @@ from harness.schema import (
     Engine,
     Executors,
     Fault,
-    FromEnv,
-    Generator,
     Latency,
     NamePool,
     Phase,
@@ -48,17 +42,16 @@ from harness.schema import (
     Profile,
     PromptRepeat,
     RequestClass,
-    Slo,
     TenantRate,
     TokenCount,
     TraceBin,
     TraceClasses,
     TraceOptions,
     Upstream,
-    Verdict,
-    Wire,
 )
 from harness.schema_scaling import Scaling
+from harness.schema_verdict import DEFAULT_ALERTS, AlertOverride, AlertRule, Slo, Verdict
+from harness.schema_wire import Auth, FromEnv, Generator, Wire
 
 
 def _node_to_py(node: yaml.Node, path: str, lines: Lines, file: str) -> Any:

@@ -7,15 +7,14 @@ import re
 from harness.profile_bounds import check_bounds
 from harness.profile_walk import Ctx, join
 from harness.schema import (
-    DEFAULT_ALERTS,
     FAULT_REQUIRED,
     LATENCY_PARAMS,
     Fault,
-    FromEnv,
     Latency,
     Profile,
-    Wire,
 )
+from harness.schema_verdict import DEFAULT_ALERTS
+from harness.schema_wire import FromEnv, Wire
 
 
 def check_latency(ctx: Ctx, lat: Latency, path: str) -> None:

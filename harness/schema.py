@@ -22,6 +22,8 @@ from harness.schema_fields import (
     _t,
 )
 from harness.schema_scaling import Scaling
+from harness.schema_verdict import DEFAULT_ALERTS, AlertOverride, AlertRule, Slo, Verdict
+from harness.schema_wire import Generator, Wire
 
 Priority = Literal["critical", "standard", "batch"]
 PRIORITIES: tuple[Priority, ...] = ("critical", "standard", "batch")
@@ -278,89 +280,6 @@ class ClientRetry:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Clients:
     retry: ClientRetry | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Slo:
-    """A declared SLO gates the verdict unless ``enforce: false`` (informational); a profile
-    without ``slo:`` keeps the 60 s default for goodput and breaches, informational."""
-
-    turnaround_p95_s: float = field(default=60.0, metadata=_t(gt=0))
-    enforce: bool = True
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Verdict:
-    """What fails a run besides its thresholds and its SLO (``null``/0 turns a rule off).
-    Rejections by admission are not failures: the fraction is of admitted requests."""
-
-    min_completed: int = field(default=1, metadata=_c(ge=0))
-    max_failed_fraction: float | None = field(default=0.05, metadata=_c(ge=0, le=1))
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AlertRule:
-    """signal > threshold, held for for_s (0: at once), over rolling window_s windows."""
-
-    signal: Literal["oldest_age_s", "rejection_rate", "turnaround_p95_s"]
-    threshold: float
-    for_s: float = field(default=0.0, metadata=_t(ge=0))
-    window_s: float = field(default=60.0, metadata=_t(gt=0))
-    severity: Literal["warn", "page"] = "warn"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AlertOverride:
-    threshold: float | None = None
-    for_s: float | None = field(default=None, metadata=_t(ge=0))
-    window_s: float | None = field(default=None, metadata=_t(gt=0))
-    enabled: bool = True
-
-
-DEFAULT_ALERTS: dict[str, AlertRule] = {
-    "oldest_age_warn": AlertRule(signal="oldest_age_s", threshold=15.0, for_s=120.0),
-    "oldest_age_page": AlertRule(signal="oldest_age_s", threshold=25.0, for_s=60.0, severity="page"),
-    "rejection_rate_warn": AlertRule(signal="rejection_rate", threshold=0.05),
-    "rejection_rate_page": AlertRule(
-        signal="rejection_rate", threshold=0.20, for_s=300.0, severity="page"
-    ),
-    "turnaround_p95_warn": AlertRule(signal="turnaround_p95_s", threshold=45.0),
-    "turnaround_p95_page": AlertRule(signal="turnaround_p95_s", threshold=60.0, severity="page"),
-}
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Generator:
-    max_in_flight: int = field(default=10000, metadata=_c(gt=0))
-    lateness_p99_limit_s: float = field(default=0.01, metadata=_t(gt=0))
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class FromEnv:
-    """A value read from the environment variable ``env`` when requests are built; only the
-    variable's name is ever written (summary.effective, logs, the Locust config)."""
-
-    env: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Auth:
-    """The credential header: ``HEADER: SCHEME KEY`` (``scheme: null``: the bare key, as
-    Azure's ``api-key`` wants), the key from ``$env`` (``env: null``: none is sent)."""
-
-    header: str = "authorization"
-    scheme: str | None = "Bearer"
-    env: str | None = "OPENAI_API_KEY"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Wire:
-    """How each request is spelled on the wire (live runs only; the simulation ignores it)."""
-
-    auth: Auth = Auth()
-    headers: dict[str, str | FromEnv] = field(default_factory=dict)
-    query: dict[str, str | FromEnv] = field(default_factory=dict)
-    max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
