@@ -27,16 +27,18 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from harness.engine.events import PRIORITY_NAMES, Scale
+from harness.engine.hpa_rules import (
+    Behavior,
+    ScalingPolicy,
+    ScalingRules,
+)
 from harness.engine.scaling_policy import (
     Autoscaler,
-    Behavior,
     ClassLoad,
     HpaTarget,
     Reason,
     ScaleDecision,
     ScalingConfig,
-    ScalingPolicy,
-    ScalingRules,
     Signals,
     apply_limits,
 )

@@ -15,18 +15,8 @@ One evaluation, in order:
      With ``count_inflight`` the executors the running jobs occupy are added
      (``ceil(in_flight / jobs_per_executor)``): the backlog's drain comes on top of them.
    - ``hpa``: the Kubernetes HPA with an AverageValue target, ``ceil(value / target_per_replica)``.
-2. hpa only: tolerance -- the recommendation stays at the current replicas while
-   ``1 - tolerance <= value / (target_per_replica * current) <= 1 + tolerance``
-   (replica_calculator.go, ``Tolerances.isWithin``; inclusive at both ends).
-3. stabilization (horizontal.go, ``stabilizeRecommendationWithBehaviors``): every
-   recommendation is recorded; the result is the current replicas moved up to the MIN of the
-   recommendations in the scale-up window and down to the MAX of those in the scale-down
-   window. A recommendation counts while ``t > now - window`` (strictly, like ``After``).
-4. hpa only: rate policies (``calculateScaleUpLimitWithScalingRules`` /
-   ``calculateScaleDownLimitWithBehaviors``): per policy, the replicas at the start of its
-   period are ``current - (net replicas added by scale events with t > now - period_s)``; Pods
-   allows that +/- value, Percent ``ceil(start * (1 + v/100))`` up and ``int(start * (1 - v/100))``
-   down; ``select_policy`` Max takes the largest change, Min the smallest, Disabled none.
+2. hpa only: tolerance; 3. stabilization; 4. hpa only: rate policies -- the HPA's own
+   arithmetic, in ``harness.engine.hpa_rules`` (its header cites the Kubernetes code).
 5. limits: dependency ceilings in the order given, then ``max_replicas``, then ``min_replicas``.
 
 Unset behavior fields take Kubernetes' defaults (pkg/apis/autoscaling/v2/defaults.go, field by
@@ -42,62 +32,23 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Final, Literal
 
+from harness.engine.hpa_rules import (
+    K8S_SCALE_DOWN,
+    K8S_SCALE_UP,
+    Behavior,
+    ResolvedRules,
+    resolve_rules,
+    scale_down_limit,
+    scale_up_limit,
+    stabilize,
+    within_tolerance,
+)
+
 TargetKind = Literal["weighted", "drain_window", "hpa"]
-PolicyType = Literal["Pods", "Percent"]
-SelectPolicy = Literal["Max", "Min", "Disabled"]
 Reason = Literal["scale_up", "scale_down", "hold", "activate", "deactivate"]
 
 DEFAULT_WEIGHTS: Final[Mapping[str, float]] = MappingProxyType(
     {"critical": 3.0, "standard": 1.0, "batch": 0.5})
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ScalingPolicy:
-    """At most ``value`` pods (Pods) or ``value`` percent (Percent) per ``period_s``."""
-
-    type: PolicyType
-    value: int
-    period_s: float
-
-    def __post_init__(self) -> None:
-        if self.type not in ("Pods", "Percent"):
-            raise ValueError(f"policy type must be Pods or Percent, not {self.type!r}")
-        if self.value <= 0 or self.period_s <= 0:
-            raise ValueError("policy value and period_s must be > 0")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ScalingRules:
-    """One direction of ``engine.scaling.behavior``; None takes the default for that direction."""
-
-    stabilization_window_s: float | None = None
-    policies: tuple[ScalingPolicy, ...] | None = None
-    select_policy: SelectPolicy | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ResolvedRules:
-    """ScalingRules with every field decided (what the decision steps read)."""
-
-    stabilization_window_s: float
-    policies: tuple[ScalingPolicy, ...]
-    select_policy: SelectPolicy
-
-
-# Kubernetes' defaults: up -- no stabilization, the larger of +4 pods and +100 % per 15 s;
-# down -- 300 s stabilization (the controller's --horizontal-pod-autoscaler-downscale-
-# stabilization default), -100 % per 15 s.
-K8S_SCALE_UP: Final = ResolvedRules(stabilization_window_s=0.0, select_policy="Max", policies=(
-    ScalingPolicy(type="Pods", value=4, period_s=15.0),
-    ScalingPolicy(type="Percent", value=100, period_s=15.0)))
-K8S_SCALE_DOWN: Final = ResolvedRules(stabilization_window_s=300.0, select_policy="Max", policies=(
-    ScalingPolicy(type="Percent", value=100, period_s=15.0),))
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Behavior:
-    scale_up: ScalingRules = ScalingRules()
-    scale_down: ScalingRules = ScalingRules()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -206,80 +157,6 @@ def drain_window_target(cfg: ScalingConfig, signals: Signals) -> int:
                  for c in signals.classes.values())
     running = math.ceil(signals.inflight / cfg.jobs_per_executor) if cfg.count_inflight else 0
     return running + math.ceil(work_s / cfg.window_s)
-
-
-def within_tolerance(value: float, target_per_replica: float, current: int,
-                     tolerance: float) -> bool:
-    """True when the usage ratio is too close to 1 to act on. From zero replicas the ratio is
-    undefined (infinite in Go), so it is never within."""
-    if current <= 0:
-        return False
-    ratio = value / (target_per_replica * current)
-    return 1.0 - tolerance <= ratio <= 1.0 + tolerance
-
-
-# --- Stabilization and rate policies ---
-
-
-def stabilize(recommendations: Iterable[tuple[float, int]], now: float, current: int,
-              recommendation: int, up_window_s: float, down_window_s: float) -> int:
-    """The current replicas moved into [min over the up window, max over the down window];
-    ``recommendations`` are the earlier (t, replicas), ``recommendation`` is this one."""
-    up = down = recommendation
-    for t, r in recommendations:
-        if t > now - up_window_s:
-            up = min(up, r)
-        if t > now - down_window_s:
-            down = max(down, r)
-    return min(max(current, up), down)
-
-
-def replicas_added(events: Iterable[tuple[float, int]], now: float, period_s: float) -> int:
-    """Net replicas added (scale-ups minus scale-downs) by the events in the last period."""
-    return sum(change for t, change in events if t > now - period_s)
-
-
-def scale_up_limit(current: int, events: Sequence[tuple[float, int]], now: float,
-                   rules: ResolvedRules) -> int:
-    """The most replicas the scale-up policies allow now (``current`` when Disabled)."""
-    if rules.select_policy == "Disabled" or not rules.policies:
-        return current
-    proposals = []
-    for p in rules.policies:
-        start = current - replicas_added(events, now, p.period_s)
-        if p.type == "Pods":
-            proposals.append(start + p.value)
-        else:  # rounded up, or a small percentage of a few replicas would never add one
-            proposals.append(math.ceil(float(start) * (1 + float(p.value) / 100)))
-    return max(proposals) if rules.select_policy == "Max" else min(proposals)
-
-
-def scale_down_limit(current: int, events: Sequence[tuple[float, int]], now: float,
-                     rules: ResolvedRules) -> int:
-    """The fewest replicas the scale-down policies allow now (``current`` when Disabled)."""
-    if rules.select_policy == "Disabled" or not rules.policies:
-        return current
-    proposals = []
-    for p in rules.policies:
-        start = current - replicas_added(events, now, p.period_s)
-        if p.type == "Pods":
-            proposals.append(start - p.value)
-        else:  # truncated toward zero, as Go's int32() conversion does
-            proposals.append(int(float(start) * (1 - float(p.value) / 100)))
-    # Max selects the largest change, which for scaling down is the fewest replicas.
-    return min(proposals) if rules.select_policy == "Max" else max(proposals)
-
-
-def resolve_rules(rules: ScalingRules, default: ResolvedRules) -> ResolvedRules:
-    """Fill each unset field from ``default`` (Kubernetes' copyHPAScalingRules)."""
-    return ResolvedRules(
-        stabilization_window_s=(default.stabilization_window_s
-                                if rules.stabilization_window_s is None
-                                else rules.stabilization_window_s),
-        policies=default.policies if rules.policies is None else rules.policies,
-        select_policy=default.select_policy if rules.select_policy is None
-        else rules.select_policy,
-    )
 
 
 def effective_rules(cfg: ScalingConfig) -> tuple[ResolvedRules, ResolvedRules]:

@@ -16,10 +16,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.engine.cost import CostLedger
-from harness.engine.scaler import policy_config
-from harness.engine.scaling_policy import (
+from harness.engine.hpa_rules import (
     ResolvedRules,
     ScalingPolicy,
+)
+from harness.engine.scaler import policy_config
+from harness.engine.scaling_policy import (
     apply_limits,
     effective_rules,
 )

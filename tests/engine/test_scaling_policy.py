@@ -10,27 +10,29 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.engine.scaling_policy import (
+from harness.engine.hpa_rules import (
     K8S_SCALE_DOWN,
     K8S_SCALE_UP,
-    Autoscaler,
     Behavior,
-    ClassLoad,
-    HpaTarget,
     ResolvedRules,
-    ScaleDecision,
-    ScalingConfig,
     ScalingPolicy,
     ScalingRules,
+    scale_down_limit,
+    scale_up_limit,
+    within_tolerance,
+)
+from harness.engine.scaling_policy import (
+    Autoscaler,
+    ClassLoad,
+    HpaTarget,
+    ScaleDecision,
+    ScalingConfig,
     Signals,
     apply_limits,
     drain_window_target,
     effective_rules,
-    scale_down_limit,
-    scale_up_limit,
     weighted_depth,
     weighted_target,
-    within_tolerance,
 )
 
 
