@@ -39,7 +39,8 @@ class _SourceFirst(importlib.abc.MetaPathFinder):
 class _SourceTreeAliases(importlib.abc.MetaPathFinder):
     """In a source checkout, ``harness.stub`` is ``stubs/`` and ``harness.bundled_profiles`` is
     ``profiles/`` (pyproject's package-dir maps them so at install time). An editable install
-    brings its own finder for them; this one makes a bare checkout complete too, so the tests
+    brings its own finder for them; this one, ahead of it, makes a checkout complete and
+    self-consistent whatever is installed (a worktree's tests use its own stubs/), so the tests
     run from the repo root whatever is installed (a plain install's package is shadowed there
     by the source tree, as for any project with a flat layout)."""
 
@@ -82,4 +83,7 @@ if (
     and os.path.isfile(os.path.join(_root, "stubs", "__init__.py"))
     and not any(isinstance(f, _SourceTreeAliases) for f in sys.meta_path)
 ):
-    sys.meta_path.append(_SourceTreeAliases(_root))
+    # First, not last: an editable install of another checkout (a git worktree beside it)
+    # brings a finder mapping harness.stub to *that* checkout's stubs/, which would pair this
+    # tree's harness with another tree's stub and profiles.
+    sys.meta_path.insert(0, _SourceTreeAliases(_root))
