@@ -8,10 +8,18 @@ from harness.profile_bounds import check_bounds
 from harness.profile_walk import Ctx, join
 from harness.schema import (
     FAULT_REQUIRED,
-    LATENCY_PARAMS,
     Fault,
     Latency,
     Profile,
+)
+from harness.schema_fields import MAX_TOKENS
+from harness.schema_upstream import (
+    LATENCY_FIELDS,
+    LATENCY_OPTIONAL,
+    LATENCY_PARAMS,
+    TOKEN_FIELDS,
+    TOKEN_PARAMS,
+    TokenCount,
 )
 from harness.schema_verdict import DEFAULT_ALERTS
 from harness.schema_wire import FromEnv, Wire
@@ -19,14 +27,32 @@ from harness.schema_wire import FromEnv, Wire
 
 def check_latency(ctx: Ctx, lat: Latency, path: str) -> None:
     needed = LATENCY_PARAMS[lat.dist]
+    allowed = needed + LATENCY_OPTIONAL.get(lat.dist, ())
     for name in needed:
         if getattr(lat, name) is None:
             raise ctx.err(join(path, name), f"required for dist: {lat.dist}")
-    for name in ("value_s", "low_s", "high_s", "mean_s", "median_s", "sigma"):
-        if name not in needed and getattr(lat, name) is not None:
+    for name in LATENCY_FIELDS:
+        if name not in allowed and getattr(lat, name) is not None:
             raise ctx.err(join(path, name), f"not a parameter of dist: {lat.dist}")
     if lat.dist == "uniform" and (lat.high_s or 0) < (lat.low_s or 0):
         raise ctx.err(join(path, "high_s"), "must be >= low_s")
+
+
+def check_token_count(ctx: Ctx, tc: TokenCount, path: str) -> None:
+    """A token count's parameters: those its dist needs, no others; empirical values in range."""
+    needed = TOKEN_PARAMS[tc.dist]
+    for name in needed:
+        if getattr(tc, name) is None:
+            raise ctx.err(join(path, name), f"required for dist: {tc.dist}")
+    for name in TOKEN_FIELDS:
+        if name not in needed and getattr(tc, name) is not None:
+            raise ctx.err(join(path, name), f"not a parameter of dist: {tc.dist}")
+    if tc.values is not None:
+        if not tc.values:
+            raise ctx.err(join(path, "values"), "needs at least one value")
+        for i, v in enumerate(tc.values):
+            if not 0 <= v <= MAX_TOKENS:
+                raise ctx.err(join(path, f"values.{i}"), f"must be in 0..{MAX_TOKENS}, got {v}")
 
 
 def check_fault(ctx: Ctx, fault: Fault, path: str, *, timeline: bool) -> None:
@@ -217,13 +243,15 @@ def check_profile(ctx: Ctx, p: Profile) -> None:
             raise ctx.err(f"classes.{name}.prompt_repeat", "give prompt or prompt_repeat, not both")
         if c.latency is not None:
             check_latency(ctx, c.latency, f"classes.{name}.latency")
+        for key in ("completion_tokens", "prompt_tokens"):
+            tc = getattr(c, key)
+            if tc is not None:
+                check_token_count(ctx, tc, f"classes.{name}.{key}")
     check_latency(ctx, p.upstream.latency, "upstream.latency")
-    tc = p.upstream.completion_tokens
-    if tc is not None:
-        need = ("value",) if tc.dist == "fixed" else ("low", "high")
-        for n in need:
-            if getattr(tc, n) is None:
-                raise ctx.err(f"upstream.completion_tokens.{n}", f"required for dist: {tc.dist}")
+    for key in ("completion_tokens", "prompt_tokens"):
+        tc = getattr(p.upstream, key)
+        if tc is not None:
+            check_token_count(ctx, tc, f"upstream.{key}")
     for i, fault in enumerate(p.faults):
         check_fault(ctx, fault, f"faults.{i}", timeline=True)
     adm = p.engine.admission

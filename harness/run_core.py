@@ -120,6 +120,7 @@ class RunCore:
         meta: Mapping[str, Any] | None = None,
         trace: Mapping[str, int] | None = None,
         effects: tuple[int, int] = (0, 0),
+        token_figures: Mapping[str, Any] | None = None,
     ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """summary.json and the timeline, for a run that ended at ``end`` (run seconds).
 
@@ -131,7 +132,8 @@ class RunCore:
         totals of a public trace's arrivals (``arrivals``, ``prompt_tokens``,
         ``output_tokens``), only when the arrivals came from one (harness.traces).
         ``effects``: (duplicate effects, duplicates suppressed) as the simulated upstream
-        counted them."""
+        counted them. ``token_figures``: TTFT, ITL and output tokens per second when the
+        simulated upstream timed tokens (``results.summary.token_fields``)."""
         eng, col = self.engine, self.collector
         col.advance(math.ceil(end) if end > 0 else 1.0, eng)
         if eng.cost is not None:
@@ -152,6 +154,7 @@ class RunCore:
             alerts=alerts, engine_scaling=self._engine_scaling(effects), extra_thresholds=extra_thresholds,
             in_flight_by_state=eng.in_flight_by_state(), review=self._review_figures(),
             attempts=None if retried is None else ec.arrivals, complete=complete,
+            token_figures=token_figures,
         )  # fmt: skip
         if retried is not None:
             summary["counts"]["client_retries"] = retried.total

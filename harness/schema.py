@@ -8,7 +8,6 @@ per-field constraints (gt, ge, le) live in the field metadata and are checked by
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
@@ -22,8 +21,13 @@ from harness.schema_fields import (
     _t,
 )
 from harness.schema_scaling import Scaling
+from harness.schema_upstream import LATENCY_PARAMS as LATENCY_PARAMS
+from harness.schema_upstream import Latency as Latency
+from harness.schema_upstream import TokenCount as TokenCount
+from harness.schema_upstream import Upstream as Upstream
 from harness.schema_verdict import DEFAULT_ALERTS, AlertOverride, AlertRule, Slo, Verdict
 from harness.schema_wire import Generator, Wire
+from harness.upstream_model.tokens import prompt_tokens
 
 Priority = Literal["critical", "standard", "batch"]
 PRIORITIES: tuple[Priority, ...] = ("critical", "standard", "batch")
@@ -31,35 +35,6 @@ PRIORITIES: tuple[Priority, ...] = ("critical", "standard", "batch")
 
 # ---------------------------------------------------------------------------------------------
 # The schema. Field order = the order --print shows. Constraints: gt/ge (numbers), doc.
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Latency:
-    dist: Literal["fixed", "uniform", "exponential", "lognormal"]
-    value_s: float | None = field(default=None, metadata=_t(ge=0))
-    low_s: float | None = field(default=None, metadata=_t(ge=0))
-    high_s: float | None = field(default=None, metadata=_t(ge=0))
-    mean_s: float | None = field(default=None, metadata=_t(gt=0))
-    median_s: float | None = field(default=None, metadata=_t(gt=0))
-    sigma: float | None = field(default=None, metadata=_c(ge=0))
-
-    def mean(self) -> float:
-        if self.dist == "fixed":
-            return float(self.value_s or 0.0)
-        if self.dist == "uniform":
-            return (float(self.low_s or 0.0) + float(self.high_s or 0.0)) / 2
-        if self.dist == "exponential":
-            return float(self.mean_s or 0.0)
-        s = float(self.sigma or 0.0)
-        return float(self.median_s or 0.0) * math.exp(s * s / 2)
-
-
-LATENCY_PARAMS = {
-    "fixed": ("value_s",),
-    "uniform": ("low_s", "high_s"),
-    "exponential": ("mean_s",),
-    "lognormal": ("median_s", "sigma"),
-}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -126,6 +101,9 @@ class RequestClass:
     max_wait_s: float | None = field(default=None, metadata=_t(gt=0))
     stream: bool = False
     latency: Latency | None = None
+    # Token counts for this class, overriding upstream.prompt_tokens / completion_tokens.
+    prompt_tokens: TokenCount | None = None
+    completion_tokens: TokenCount | None = None
     # The work carries an idempotency key: the upstream applies a redelivered or re-executed
     # request's effect once (duplicates_suppressed) instead of again (duplicate_effects).
     idempotency_key: bool = False
@@ -141,26 +119,6 @@ class RequestClass:
         if self.prompt_repeat is not None:
             return self.prompt_repeat.text * self.prompt_repeat.times
         return self.prompt if self.prompt is not None else "Hello"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TokenCount:
-    """Completion length in tokens (capped by the class's max_tokens)."""
-
-    dist: Literal["fixed", "uniform"] = "fixed"
-    value: int | None = field(default=None, metadata=_c(ge=0, le=MAX_TOKENS))
-    low: int | None = field(default=None, metadata=_c(ge=0, le=MAX_TOKENS))
-    high: int | None = field(default=None, metadata=_c(ge=0, le=MAX_TOKENS))
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Upstream:
-    latency: Latency = Latency(dist="uniform", low_s=5.0, high_s=30.0)
-    timeout_s: float = field(default=120.0, metadata=_t(gt=0))
-    # Streaming: the first token arrives after this fraction of the sampled latency; the
-    # remaining tokens are spread evenly over the rest.
-    ttft_fraction: float = field(default=0.1, metadata=_c(ge=0, le=1))
-    completion_tokens: TokenCount | None = None
 
 
 FaultKind = Literal[
@@ -305,13 +263,29 @@ class Profile:
     sha256: str = field(default="", metadata=_c(internal=True))
 
     def service_time_prior(self) -> float:
+        """engine.service_time_prior_s, else the classes' mean latency by weight (a ``tokens``
+        class's at its expected prompt and output tokens, starting alone: in_flight 1)."""
         if self.engine.service_time_prior_s is not None:
             return self.engine.service_time_prior_s
         total = sum(c.weight for c in self.classes.values()) or 1.0
         mean = 0.0
         for c in self.classes.values():
-            mean += c.weight / total * (c.latency or self.upstream.latency).mean()
+            lat = c.latency or self.upstream.latency
+            if lat.dist == "tokens":
+                mean += c.weight / total * lat.mean(*self.expected_tokens(c))
+            else:
+                mean += c.weight / total * lat.mean()
         return mean if mean > 0 else self.upstream.latency.mean() or 1.0
+
+    def expected_tokens(self, c: RequestClass) -> tuple[float, float]:
+        """A class's expected (prompt, output) tokens: its own distributions, else the
+        upstream's, else its prompt text by the ~4 characters rule and its max_tokens (a model
+        that never stops: the stub's answer without a distribution)."""
+        ptc = c.prompt_tokens or self.upstream.prompt_tokens
+        prompt = ptc.mean() if ptc is not None else float(prompt_tokens(len(c.prompt_text())))
+        otc = c.completion_tokens or self.upstream.completion_tokens
+        output = otc.mean(c.max_tokens) if otc is not None else float(c.max_tokens)
+        return prompt, output
 
     def max_wait_by_class(self) -> dict[str, float]:
         """The classes that override engine.max_wait_s, and their max wait."""

@@ -1,11 +1,15 @@
 """``POST /v1/chat/completions``: validate, draw, meet the faults, answer slowly.
 
-All random draws happen synchronously when the body has been read (latency, completion
-length, then faults), so the outcome depends only on the seed and the order requests arrive.
-Timing: a non-streaming answer comes after ``latency + added``; a stream's first bytes
-(headers, the role chunk and the first token) come after ``ttft_fraction x latency + added``
-and the remaining tokens are spread evenly until ``latency + added``. Every sleep is absolute
-(from the request's start) and ends early when the client disconnects.
+All random draws happen synchronously when the body has been read (latency, token counts,
+then faults, each from its own stream), so the outcome depends only on the seed and the order
+requests arrive. Timing: a non-streaming answer comes after ``latency + added``; a stream's
+first bytes (headers, the role chunk and the first token) come after ``ttft_fraction x latency
++ added`` and the remaining tokens are spread evenly until ``latency + added``. A ``dist:
+tokens`` class is timed by the token model instead (``harness.upstream_model.latency``), from
+its prompt tokens and the requests in flight here (this one included): the first token after
+``ttft + added``, each next one ``tpot`` later, the end one ``tpot`` after the last
+(``latency`` = ``ttft + tokens x tpot``). Every sleep is absolute (from the request's start)
+and ends early when the client disconnects.
 """
 
 from __future__ import annotations
@@ -23,8 +27,10 @@ from harness.schema_fields import MAX_TOKENS
 from harness.stub import wire
 from harness.stub.asgi import abort, respond, sleep_or_disconnect
 from harness.stub.faults import FaultPlan
-from harness.stub.latency import completion_tokens
+from harness.stub.latency import ClassModel
 from harness.stub.state import StubState
+from harness.upstream_model.latency import service_s, token_counts
+from harness.upstream_model.tokens import prompt_tokens
 
 _BAD_JSON = (
     "We could not parse the JSON body of your request. (HINT: This likely means you aren't "
@@ -176,15 +182,46 @@ def _headers(rid: bytes, content_type: bytes, processing_s: float) -> list[tuple
     ]
 
 
+Timing = tuple[float, float, float]  # (first token, gap between tokens, end), wall seconds
+
+
+def draw_timing(
+    state: StubState, cls: ClassModel, prompt_chars: int, cap: int, in_flight: int
+) -> tuple[float, Timing | None, int, int, bool]:
+    """One request's draws after ``state.begin``: (latency, token timing or None, prompt
+    tokens, completion tokens, capped), wall seconds. ``in_flight`` counts this request too;
+    the timing is None unless the class's latency is ``dist: tokens``."""
+    ts = state.time_scale
+    prompt, n, capped = token_counts(cls.prompt_tokens, cls.completion_tokens,
+                                     prompt_tokens(prompt_chars), cap, state.draws.tokens)  # fmt: skip
+    if cls.tokens is None:
+        assert cls.sample is not None
+        return cls.sample() * ts, None, prompt, n, capped
+    ttft, tpot = cls.tokens.draw(prompt, in_flight)
+    end = service_s(ttft, tpot, n)
+    return end * ts, (ttft * ts, tpot * ts, end * ts), prompt, n, capped
+
+
+def _stream_timing(state: StubState, latency: float, timing: Timing | None, added: float,
+                   n: int) -> Timing:  # fmt: skip
+    """When a stream's tokens go out: the token model's times, else ``ttft_fraction``'s even
+    spread; latency faults delay the first byte and everything after it."""
+    if timing is not None:
+        return timing[0] + added, timing[1], timing[2] + added
+    ttft = state.upstream.ttft_fraction * latency + added
+    end = latency + added
+    return ttft, (end - ttft) / (n - 1) if n > 1 else 0.0, end
+
+
 async def handle(
     state: StubState, req: ChatRequest, rid: bytes, scope: Scope, receive: Receive, send: Send
 ) -> None:
-    # -- draws: latency, completion length, faults, each from its stream of this request ----
+    # -- draws: latency, token counts, faults, each from its stream of this request ----------
     state.begin(req.request_id)
     cls = state.classes.pick(req.class_header, req.prompt)
-    latency = cls.sample() * state.time_scale
     cap = req.max_tokens if req.max_tokens is not None else cls.max_tokens
-    n, capped = completion_tokens(state.upstream.completion_tokens, cap, state.draws.tokens)
+    latency, timing, prompt, n, capped = draw_timing(state, cls, req.prompt, cap,
+                                                     state.in_flight + 1)  # fmt: skip
     plan = state.timeline.plan(state.draws.faults, in_flight=state.in_flight, stream=req.stream)
     state.counters.requests += 1
     state.in_flight += 1
@@ -192,14 +229,12 @@ async def handle(
         if plan is not None and plan.terminal is not None:
             await _terminal(state, plan, plan.terminal, rid, scope, receive, send)
             return
-        prompt = wire.prompt_tokens(req.prompt)
         finish = "length" if capped else "stop"
         added = plan.add_s if plan is not None else 0.0
         if req.stream:
             fault = plan.stream if plan is not None else None
-            outcome = await _stream(
-                state, req, rid, latency, added, n, prompt, finish, fault, receive, send
-            )
+            times = _stream_timing(state, latency, timing, added, n)
+            outcome = await _stream(state, req, rid, times, n, prompt, finish, fault, receive, send)
         else:
             done = await _complete(
                 state, req, rid, latency + added, n, prompt, finish, receive, send
@@ -248,14 +283,12 @@ def _events(
 
 
 async def _stream(
-    state: StubState, req: ChatRequest, rid: bytes, latency: float, added: float, n: int,
-    prompt: int, finish: str, fault: Fault | None, receive: Receive, send: Send,
+    state: StubState, req: ChatRequest, rid: bytes, times: Timing, n: int, prompt: int,
+    finish: str, fault: Fault | None, receive: Receive, send: Send,
 ) -> str:  # fmt: skip
     loop = asyncio.get_running_loop()
     start = loop.time()
-    ttft = state.upstream.ttft_fraction * latency + added
-    end = latency + added
-    step = (end - ttft) / (n - 1) if n > 1 else 0.0
+    ttft, step, end = times
     if await sleep_or_disconnect(receive, start + ttft - loop.time()):
         return CANCELLED
     frames = wire.ChunkFrames(

@@ -3,16 +3,18 @@
 The latency samplers are the upstream model's (``harness.upstream_model.latency``), bound to
 the latency stream of the stub's request draws (``harness.upstream_model.draws``), reseeded per
 request: the same seed, request id and attempt give the same latency as in the simulation.
-Completion lengths draw from the draws' tokens stream.
+Token counts (a class's prompt and completion distributions) draw from the draws' tokens
+stream; a class whose latency is ``dist: tokens`` is timed by its :class:`TokenLatency` from its
+prompt tokens and the stub's in-flight count instead of a ``Sampler``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.profile import Latency, Profile, TokenCount, Upstream
+from harness.profile import Latency, Profile, RequestClass, TokenCount, Upstream
 from harness.upstream_model.draws import KeyedRandom
-from harness.upstream_model.latency import Sampler, sampler
+from harness.upstream_model.latency import Sampler, TokenLatency, sampler
 
 # Without a profile the stub behaves like the profile defaults (DESIGN.md: upstream.latency).
 DEFAULT_UPSTREAM = Upstream()
@@ -20,32 +22,28 @@ DEFAULT_UPSTREAM = Upstream()
 DEFAULT_MAX_TOKENS = 256
 
 
-def completion_tokens(tc: TokenCount | None, max_tokens: int, rng: KeyedRandom) -> tuple[int, bool]:
-    """(tokens, capped): the model's wanted length, capped by ``max_tokens``.
-
-    ``capped`` is true when the cap cut the completion short (finish_reason ``length``); with
-    no distribution the model always wants ``max_tokens``, as a model that never stops would.
-    """
-    if tc is None:
-        return max_tokens, True
-    if tc.dist == "fixed":
-        wanted = int(tc.value or 0)
-    else:
-        low, high = int(tc.low or 0), int(tc.high or 0)
-        wanted = rng.randint(min(low, high), max(low, high))
-    if wanted >= max_tokens:
-        return max_tokens, True
-    return wanted, False
-
-
 @dataclass(frozen=True, slots=True)
 class ClassModel:
-    """What the stub knows about one request class: its size, latency and length."""
+    """What the stub knows about one request class: its size, latency and token counts.
+    Exactly one of ``sample`` and ``tokens`` is set (``tokens``: the latency is ``dist: tokens``);
+    ``prompt_tokens`` null: the request's prompt size by the ~4 characters rule."""
 
     name: str
     prompt_chars: int
-    sample: Sampler
+    sample: Sampler | None
     max_tokens: int
+    tokens: TokenLatency | None = None
+    prompt_tokens: TokenCount | None = None
+    completion_tokens: TokenCount | None = None
+
+
+def _model(name: str, chars: int, lat: Latency, max_tokens: int, upstream: Upstream,
+           c: RequestClass | None, rng: KeyedRandom) -> ClassModel:  # fmt: skip
+    ptc = (c.prompt_tokens if c is not None else None) or upstream.prompt_tokens
+    ctc = (c.completion_tokens if c is not None else None) or upstream.completion_tokens
+    if lat.dist == "tokens":
+        return ClassModel(name, chars, None, max_tokens, TokenLatency(lat, rng), ptc, ctc)
+    return ClassModel(name, chars, sampler(lat, rng), max_tokens, None, ptc, ctc)
 
 
 class ClassTable:
@@ -64,14 +62,13 @@ class ClassTable:
         every class's latency (the stub's ``--latency``)."""
         upstream = profile.upstream if profile is not None else DEFAULT_UPSTREAM
         fixed = Latency(dist="fixed", value_s=latency_s) if latency_s is not None else None
-        base = sampler(fixed or upstream.latency, rng)
-        default = ClassModel("default", 0, base, DEFAULT_MAX_TOKENS)
+        base = fixed or upstream.latency
+        default = _model("default", 0, base, DEFAULT_MAX_TOKENS, upstream, None, rng)
         models: list[ClassModel] = []
         if profile is not None:
             for name, c in profile.classes.items():
-                lat = fixed or c.latency
-                sample = sampler(lat, rng) if lat is not None else base
-                models.append(ClassModel(name, len(c.prompt_text()), sample, c.max_tokens))
+                lat = fixed or c.latency or base
+                models.append(_model(name, len(c.prompt_text()), lat, c.max_tokens, upstream, c, rng))
         return cls(models, default)
 
     def pick(self, header: str | None, prompt_chars: int) -> ClassModel:

@@ -72,11 +72,6 @@ def delta_bytes(i: int) -> bytes:
     return _FIRST_DELTA if i == 0 else _DELTAS[i % len(_WORDS)]
 
 
-def prompt_tokens(chars: int) -> int:
-    """A tokenizer's rough count: about four characters per token."""
-    return max(1, (chars + 3) // 4)
-
-
 def usage(prompt: int, completion: int) -> dict[str, Any]:
     return {
         "prompt_tokens": prompt,

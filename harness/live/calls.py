@@ -49,8 +49,7 @@ from harness.engine.events import PRIORITY_NAMES
 from harness.live.dialect import request_body, wire_headers, wire_path
 from harness.live.wire import parse_retry_after
 from harness.profile import ClientRetry, Profile, loads, to_dict
-
-CHARS_PER_TOKEN = 4  # the usual rough estimate for English text and code
+from harness.upstream_model.tokens import CHARS_PER_TOKEN, prompt_tokens
 
 
 def client_timeout_s(profile: Profile) -> float:
@@ -270,7 +269,7 @@ class RequestSpec:
         self.caps: dict[str, tuple[int, int]] = {}  # (prompt estimate, max_tokens) per class
         extra = wire_headers(prof.wire, plan.api_key_env)
         for name, c in prof.classes.items():
-            self.caps[name] = (estimate_tokens(len(c.prompt_text())), c.max_tokens)
+            self.caps[name] = (prompt_tokens(len(c.prompt_text())), c.max_tokens)
             self.body[name] = request_body(c, plan.model, prof.wire)
             self.stream[name] = c.stream
             h = {"content-type": "application/json", "x-class": name, "x-priority": c.priority}
@@ -320,7 +319,8 @@ class RequestSpec:
 
 
 def estimate_tokens(chars: int) -> int:
-    """About four characters a token (rounded up): the usual rough rule for English and code."""
+    """Content received, in tokens: the prompt rule's four characters a token, rounded up
+    (``harness.upstream_model.tokens``), but nothing received is no tokens."""
     return -(-chars // CHARS_PER_TOKEN)
 
 

@@ -217,14 +217,14 @@ class LiveView:
 
 def print_dry_run(console: Console, profile: Profile, per_class: Counter[str], where: str) -> None:
     """What a run would send: requests and prompt tokens (~4 characters per token) per class."""
-    from harness.live.calls import CHARS_PER_TOKEN
+    from harness.upstream_model.tokens import CHARS_PER_TOKEN, prompt_tokens
 
     table = Table("class", "requests", "prompt tokens (est.)", "max completion tokens",
                   title=f"dry run: {profile.name} -> {where}", title_justify="left")  # fmt: skip
     tot = [0, 0, 0]
     for name, c in profile.classes.items():
         n = per_class.get(name, 0)
-        row = [n, n * max(1, len(c.prompt_text()) // CHARS_PER_TOKEN), n * c.max_tokens]
+        row = [n, n * prompt_tokens(len(c.prompt_text())), n * c.max_tokens]
         tot = [a + b for a, b in zip(tot, row, strict=True)]
         table.add_row(name, *(f"{v:,}" for v in row))
     table.add_row("total", *(f"{v:,}" for v in tot), style="bold")

@@ -14,7 +14,7 @@ from typing import Any
 
 from harness.profile import Profile
 from harness.results import summary as summ
-from harness.results.quantiles import percentiles, quantile
+from harness.results.quantiles import percentiles
 
 WALL_FLOOR_S = 0.005  # the capacity benchmark's criterion: p99 lateness under 5 ms
 
@@ -72,16 +72,6 @@ def lag_percentiles(lags: Sequence[float]) -> dict[str, float | None]:
     return out
 
 
-def itl_percentiles(gaps: Sequence[float]) -> dict[str, float | None]:
-    """Inter-token latency over every gap of every completed stream, pooled (vLLM's
-    benchmark_serving: ``itls += output.itl``), to the microsecond: gaps are milliseconds."""
-    xs = sorted(gaps)  # once: quantile's own sort of sorted data is then linear
-    out: dict[str, float | None] = {"mean": round(sum(xs) / len(xs), 6) if xs else None}
-    for k, q in (("p50", 0.5), ("p90", 0.9), ("p95", 0.95), ("p99", 0.99), ("max", 1.0)):
-        out[k] = round(quantile(xs, q), 6) if xs else None
-    return out
-
-
 def tokens_source(done: Iterable[Mapping[str, Any]]) -> str | None:
     """``usage`` (every figure from the server), ``estimated`` (none), ``mixed``, or null."""
     seen = {r.get("tokens_source") or "estimated" for r in done if r.get("tokens") is not None}
@@ -130,11 +120,11 @@ def request_figures(
     by_tenant = {
         t: _tally([r for r in recs if r["tenant"] == t]) for t in sorted({r["tenant"] for r in recs})
     }
+    gaps = sorted(g for r in done for g in r.get("itl_s") or ())
     return {"turnaround_s": percentiles([r["latency_s"] for r in done]),
-            "queue_wait_s": percentiles(_waits(recs)), "ttft_s": percentiles(ttft, ("p50", "p95")),
-            "itl_s": itl_percentiles([g for r in done for g in r.get("itl_s") or ()]),
+            "queue_wait_s": percentiles(_waits(recs)),
+            **summ.token_fields(ttft, [(g, 1) for g in gaps], tokens["completion"], span),
             "tokens": tokens, "tokens_source": tokens["source"],
-            "output_tokens_per_s": round(tokens["completion"] / span, 4),
             "goodput_per_s": round(good / span, 4), "by_class": by_class, "by_priority": by_prio,
             "by_tenant": by_tenant}  # fmt: skip
 

@@ -22,6 +22,29 @@ def quantile(values: Sequence[float], q: float) -> float:
     return xs[lo] + (h - lo) * (xs[hi] - xs[lo])
 
 
+def _nth(runs: Sequence[tuple[float, int]], i: int) -> float:
+    """The i-th (0-based) value of the sorted multiset that ``runs`` spells out."""
+    seen = 0
+    for v, c in runs:
+        seen += c
+        if i < seen:
+            return v
+    raise IndexError(i)
+
+
+def quantile_runs(runs: Sequence[tuple[float, int]], q: float) -> float:
+    """:func:`quantile` of every value repeated its count times, without spelling them out:
+    ``runs`` are (value, count > 0) sorted by value (a simulated stream's n - 1 equal gaps)."""
+    n = sum(c for _, c in runs)
+    if n <= 0:
+        raise ValueError("quantile of no values")
+    h = (n - 1) * q
+    lo = math.floor(h)
+    hi = min(lo + 1, n - 1)
+    x_lo = _nth(runs, lo)
+    return x_lo + (h - lo) * (_nth(runs, hi) - x_lo)
+
+
 def describe(values: Sequence[float | None]) -> dict[str, Any]:
     """``{"median", "p05", "p95", "min", "max", "values"}``; statistics skip nulls."""
     xs = [v for v in values if v is not None]

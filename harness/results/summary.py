@@ -22,7 +22,7 @@ import orjson
 
 import harness
 from harness.profile import Profile, to_dict
-from harness.results.quantiles import percentiles
+from harness.results.quantiles import percentiles, quantile_runs
 from harness.results.stats import Collector, Tally
 from harness.results.verdict import decide, rows
 
@@ -151,6 +151,29 @@ def no_scaling() -> dict[str, Any]:
             "cost_per_completed": None}  # fmt: skip
 
 
+def itl_run_percentiles(runs: Sequence[tuple[float, int]]) -> dict[str, float | None]:
+    """Inter-token latency over every gap of every completed stream, pooled (vLLM's
+    benchmark_serving: ``itls += output.itl``), to the microsecond: gaps are milliseconds.
+    Gaps come as (gap, count) runs sorted by gap: a live stream's gaps are runs of one, a
+    simulated stream's n - 1 equal gaps one run."""
+    n = sum(c for _, c in runs)
+    out: dict[str, float | None] = {"mean": round(sum(v * c for v, c in runs) / n, 6) if n else None}
+    for k, q in (("p50", 0.5), ("p90", 0.9), ("p95", 0.95), ("p99", 0.99), ("max", 1.0)):
+        out[k] = round(quantile_runs(runs, q), 6) if n else None
+    return out
+
+
+def token_fields(
+    ttfts: Sequence[float], itl_runs: Sequence[tuple[float, int]], completion_tokens: int,
+    span: float,
+) -> dict[str, Any]:  # fmt: skip
+    """summary.json's ``ttft_s``, ``itl_s`` and ``output_tokens_per_s``, live and simulated
+    alike: TTFT of completed streams from the intended send time, pooled gaps, and completion
+    tokens of completed requests per second of the run."""
+    return {"ttft_s": percentiles(ttfts, ("p50", "p95")), "itl_s": itl_run_percentiles(itl_runs),
+            "output_tokens_per_s": round(completion_tokens / span, 4)}  # fmt: skip
+
+
 def build(
     *,
     profile: Profile,
@@ -168,7 +191,11 @@ def build(
     extra_thresholds: Sequence[str] = (),
     complete: bool = True,
     attempts: int | None = None,
+    token_figures: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """summary.json for the run core (sim and proxy). ``token_figures``: the simulated
+    upstream's ``ttft_s``, ``itl_s`` and ``output_tokens_per_s`` (:func:`token_fields`) when it
+    timed tokens; null figures otherwise."""
     counts: dict[str, Any] = {
         "scheduled": scheduled, "arrivals": col.arrivals, "admitted": col.admitted,
         "rejected": col.rejected, "rejected_by_reason": dict(sorted(col.rejected_by_reason.items())),
@@ -210,6 +237,8 @@ def build(
         "duration_s": round(duration_s, 3),
     }
     summary["review"] = None if review is None else dict(review)
+    if token_figures is not None:
+        summary.update(token_figures)
     finish(summary, profile, extra_thresholds)
     return summary
 

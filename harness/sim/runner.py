@@ -39,6 +39,7 @@ from harness.results import summary as summ
 from harness.results.recorder import DecisionLog
 from harness.results.stats import Collector
 from harness.run_core import Retried, RunCore
+from harness.sim.tokens import TokenFigures
 from harness.sim.upstream import MID_STREAM, SimUpstream
 
 _FINISH: Final = 0
@@ -98,7 +99,8 @@ class ClientRetries:
                 if d is not None and entry is not None:
                     first, n = entry
                     nxt = Arrival(first.index, now + d[0], first.cls, first.priority,
-                                  first.tenant, first.key, first.deadline_s)  # fmt: skip
+                                  first.tenant, first.key, first.deadline_s,
+                                  first.prompt_tokens, first.output_tokens)  # fmt: skip
                     nxt.id = f"{first.id}.{n + 1}"
                     self.attempt[nxt.id] = (first, n + 1)
                     col.arrived(nxt.id, first.t)  # turnaround still counts from the first send
@@ -187,6 +189,9 @@ def _simulate(
     if keep_requests:
         col.records = []
     upstream = SimUpstream(profile, seed)
+    # dist: tokens times each attempt's tokens: TTFT, ITL and output tokens are reported.
+    figs = TokenFigures(upstream.streaming) if upstream.timed else None
+    call_timed = upstream.call_timed
     # Effects are counted per request (a set of ids) only where one can happen twice: an
     # answer lost (ack_loss), or an attempt abandoned by a drain timeout.
     sc = profile.engine.scaling
@@ -240,6 +245,8 @@ def _simulate(
             if tokens:
                 prompt_tokens += nxt.prompt_tokens or 0
                 output_tokens += nxt.output_tokens or 0
+                if figs is not None:
+                    figs.trace[nxt.id] = (nxt.prompt_tokens, nxt.output_tokens)
             actions = handle(nxt, now)
             nxt = next(arrivals, None)
         elif heap:
@@ -280,6 +287,8 @@ def _simulate(
                                          retryable=failure not in MID_STREAM, attempt=attempt),
                                  now)  # fmt: skip
             elif kind == _CLIENT:
+                if tokens and figs is not None:
+                    figs.trace[payload.id] = (payload.prompt_tokens, payload.output_tokens)
                 actions = handle(payload, now)
             elif kind == _TICK:
                 actions = handle(tick, now)
@@ -298,9 +307,18 @@ def _simulate(
                     seq += 1
                     push(heap, (t_again, seq, _CLIENT, attempt))
             apply(now, actions)
+            if figs is not None:
+                figs.apply(actions)
             for a in actions:
                 if type(a) is Dispatch:
-                    dur, failure, ra = call(now, a.cls, a.id, a.attempt)
+                    if figs is not None:
+                        trace = figs.trace
+                        dur, failure, ra, timing = call_timed(now, a.cls, a.id, a.attempt,
+                                                              trace.get(a.id) if trace else None)
+                        sent = col.requests[a.id][0] if a.id in col.requests else now
+                        figs.dispatched(a.id, a.cls, now, sent, timing)
+                    else:
+                        dur, failure, ra = call(now, a.cls, a.id, a.attempt)
                     seq += 1
                     if checkpoints and a.attempt > 1 and failure is None:
                         # A re-run of checkpointed work starts from its last checkpoint.
@@ -325,6 +343,7 @@ def _simulate(
                                     extra_thresholds=extra_thresholds,
                                     effects=(upstream.duplicate_effects,
                                              upstream.duplicates_suppressed),
+                                    token_figures=figs.fields(end) if figs is not None else None,
                                     trace={"arrivals": scheduled, "prompt_tokens": prompt_tokens,
                                            "output_tokens": output_tokens} if tokens else None)  # fmt: skip
     wall = core.wall_s

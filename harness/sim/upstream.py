@@ -7,6 +7,12 @@ dispatch time and returns ``(duration_s, failure, retry_after_s)``: the attempt 
 Its draws belong to the attempt (``harness.upstream_model.draws``): latency and faults come from
 streams reseeded by (seed, request id, attempt), so a request keeps its latency whatever
 admission did to the others, and a fault's presence does not move a latency draw.
+
+When some class's latency is ``dist: tokens`` the upstream is *timed* (``timed``): the driver
+calls :meth:`SimUpstream.call_timed` instead, which also draws token counts (the tokens stream,
+or a public trace's counts), counts the attempts in service endpoint-wide (a heap of their end
+times) for the model's ``in_flight``, and answers a successful attempt's token timing for the
+summary's TTFT, ITL and output tokens. Profiles without ``dist: tokens`` never pay for it.
 """
 
 from __future__ import annotations
@@ -19,7 +25,8 @@ from harness.profile import Fault, Profile
 from harness.upstream_model.bucket import TokenBucket
 from harness.upstream_model.draws import RequestDraws
 from harness.upstream_model.faults import walk
-from harness.upstream_model.latency import Sampler, sampler
+from harness.upstream_model.latency import Sampler, TokenLatency, sampler, service_s, token_counts
+from harness.upstream_model.tokens import prompt_tokens
 
 # How long an upstream takes to answer with an error status: the stub answers at once, a
 # loopback round trip. It matters with a short Retry-After (a rate limit's "next token in
@@ -66,15 +73,51 @@ class RateLimits:
         return None
 
 
+class ClassTokens:
+    """What the token model needs of one class: its token counts' distributions and defaults,
+    and its latency (a TokenLatency for dist: tokens, else the class's sampler)."""
+
+    __slots__ = ("cap", "completion", "latency", "prompt", "prompt_default", "sample", "stream")
+
+    def __init__(self, profile: Profile, name: str, draws: RequestDraws) -> None:
+        c = profile.classes[name]
+        up = profile.upstream
+        lat = c.latency or up.latency
+        self.latency = TokenLatency(lat, draws.latency) if lat.dist == "tokens" else None
+        self.sample: Sampler | None = None if self.latency else sampler(lat, draws.latency)
+        self.prompt = c.prompt_tokens or up.prompt_tokens
+        self.completion = c.completion_tokens or up.completion_tokens
+        self.prompt_default = prompt_tokens(len(c.prompt_text()))
+        self.cap = c.max_tokens
+        self.stream = c.stream
+
+
+# A successful timed attempt: (first token after dispatch, gap between tokens, completion
+# tokens), profile seconds.
+Timing = tuple[float, float, int]
+
+
 class SimUpstream:
     def __init__(self, profile: Profile, seed: int) -> None:
         self.timeout_s = profile.upstream.timeout_s
         self.draws = draws = RequestDraws(seed)
-        default = sampler(profile.upstream.latency, draws.latency)
-        self.samplers: dict[str, Sampler] = {
-            name: sampler(c.latency, draws.latency) if c.latency is not None else default
-            for name, c in profile.classes.items()
-        }
+        lat = profile.upstream.latency
+        default = sampler(lat, draws.latency) if lat.dist != "tokens" else None
+        classes = profile.classes
+        self.timed = any((c.latency or lat).dist == "tokens" for c in classes.values())
+        self.samplers: dict[str, Sampler] = {}
+        self.tokens: dict[str, ClassTokens] = {}
+        if self.timed:
+            self.tokens = {name: ClassTokens(profile, name, draws) for name in classes}
+        else:
+            for name, c in classes.items():
+                if c.latency is not None:
+                    self.samplers[name] = sampler(c.latency, draws.latency)
+                else:
+                    assert default is not None  # not timed: the upstream's is no tokens model
+                    self.samplers[name] = default
+        self.ttft_fraction = profile.upstream.ttft_fraction
+        self._ends: list[float] = []  # when each attempt in service ends (timed only)
         # Stream faults hit streaming requests only, as in the stub.
         self.streaming = frozenset(n for n, c in profile.classes.items() if c.stream)
         self.faults: tuple[Fault, ...] = tuple(
@@ -108,7 +151,51 @@ class SimUpstream:
         """(duration_s, failure reason or None, retry_after_s) for attempt ``attempt`` of
         request ``rid``, starting now."""
         self.draws.begin(rid, attempt)
-        latency = self.samplers[cls]()
+        return self._outcome(now, cls, self.samplers[cls]())
+
+    def in_flight(self, now: float) -> int:
+        """The attempts in service at ``now`` (timed upstreams only count them)."""
+        ends = self._ends
+        while ends and ends[0] <= now:
+            heapq.heappop(ends)
+        return len(ends)
+
+    def call_timed(
+        self, now: float, cls: str, rid: str, attempt: int, trace: tuple[int | None, int | None] | None
+    ) -> tuple[float, str | None, float | None, Timing | None]:
+        """:meth:`call` with the token model: also the attempt's :data:`Timing` when it
+        succeeds. ``trace``: a public trace's (prompt, output) tokens for this request, which
+        replace the draws (output still capped by the class's max_tokens)."""
+        self.draws.begin(rid, attempt)
+        tc = self.tokens[cls]
+        in_flight = self.in_flight(now) + 1
+        if trace is not None and trace[0] is not None and trace[1] is not None:
+            prompt, n = trace[0], min(trace[1], tc.cap)
+        else:
+            prompt, n, _capped = token_counts(tc.prompt, tc.completion, tc.prompt_default,
+                                              tc.cap, self.draws.tokens)  # fmt: skip
+            if trace is not None:  # one of the two counts is known
+                prompt = trace[0] if trace[0] is not None else prompt
+                n = min(trace[1], tc.cap) if trace[1] is not None else n
+        if tc.latency is not None:
+            ttft, tpot = tc.latency.draw(prompt, in_flight)
+            latency = service_s(ttft, tpot, n)
+        else:
+            assert tc.sample is not None
+            latency = tc.sample()
+            ttft = self.ttft_fraction * latency
+            tpot = (latency - ttft) / (n - 1) if n > 1 else 0.0
+        dur, failure, ra = self._outcome(now, cls, latency)
+        # The attempt holds the upstream until it ends; a lost answer's work ended earlier.
+        heapq.heappush(self._ends, now + (min(latency, dur) if failure == ACK_LOST else dur))
+        if failure is not None:
+            return dur, failure, ra, None
+        return dur, None, None, (ttft + (dur - latency), tpot, n)  # latency faults delay it all
+
+    def _outcome(
+        self, now: float, cls: str, latency: float
+    ) -> tuple[float, str | None, float | None]:
+        """The faults' and the timeout's verdict on an attempt whose latency is drawn."""
         if self.indexed:
             hit = walk(self.indexed, self.fault_rng, now, at_s=now, stream=cls in self.streaming,
                        base_s=latency, limiter=self._limits)  # fmt: skip

@@ -11,9 +11,9 @@ from collections.abc import Callable
 import pytest
 
 from harness.profile import Latency, TokenCount
-from harness.stub.latency import ClassTable, completion_tokens
+from harness.stub.latency import ClassTable
 from harness.upstream_model.draws import KeyedRandom
-from harness.upstream_model.latency import sampler
+from harness.upstream_model.latency import completion_tokens, sampler
 
 from .support import profile
 

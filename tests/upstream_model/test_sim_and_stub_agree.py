@@ -103,3 +103,66 @@ def test_same_profile_seed_and_dispatch_order_give_the_same_outcomes() -> None:
     reasons = {r for r, _, _ in sim_seen}
     assert reasons >= {None, "upstream_503", "upstream_429", "upstream_timeout",
                        "upstream_reset", "upstream_empty_stream", TRUNCATED}  # fmt: skip
+
+
+TOKENS_PROFILE = """\
+name: sim-and-stub-tokens
+arrivals: {phases: [{until_s: 60, rate_per_s: 5}]}
+classes:
+  chat: {weight: 3, stream: true, max_tokens: 64, prompt: "Summarise the incident report",
+         prompt_tokens: {dist: uniform, low: 50, high: 4000},
+         completion_tokens: {dist: lognormal, median: 30, sigma: 0.8}}
+  tool: {weight: 1, max_tokens: 32, prompt_repeat: {text: "call(); ", times: 50},
+         latency: {dist: tokens, ttft_s: 0.1, tpot_s: 0.01, sigma: 0.5},
+         completion_tokens: {dist: empirical, values: [1, 5, 40]}}
+  plain: {weight: 1, stream: true, max_tokens: 16, latency: {dist: uniform, low_s: 0.2, high_s: 3}}
+upstream:
+  latency: {dist: tokens, ttft_s: 0.3, ttft_per_prompt_token_s: 0.0005, tpot_s: 0.02,
+            tpot_per_in_flight_s: 0.003, sigma: 0.3}
+  timeout_s: 4
+faults:
+  - {at_s: 0, for_s: 60, kind: latency, add_s: 0.5, probability: 0.3}
+  - {at_s: 10, for_s: 30, kind: status, status: 503, probability: 0.4}
+"""
+
+
+def test_with_the_token_model_sim_and_stub_time_every_request_alike() -> None:
+    """Same profile, seed and dispatch order, and the sim's in-flight count handed to the
+    stub (each counts its own): the same token counts, TTFT, TPOT and outcome per attempt."""
+    from harness.stub.chat import _stream_timing, draw_timing
+
+    prof = loads(TOKENS_PROFILE, file="sim-and-stub-tokens.yaml")
+    sim = SimUpstream(prof, SEED)
+    clock = ManualClock()
+    stub = StubState.build(profile=prof, seed=SEED, clock=clock)
+    order = random.Random(9)
+    t, n_req, compared, timeouts = 0.0, 0, 0, 0
+    names = list(prof.classes)
+    while t < 60.0:
+        t += order.expovariate(8.0)
+        cls = order.choice(names)
+        c = prof.classes[cls]
+        clock.t = t
+        n_req += 1
+        rid = f"r-{n_req:06d}"
+        for attempt in (1, 2) if order.random() < 0.2 else (1,):
+            in_flight = sim.in_flight(t) + 1
+            dur, failure, _ra, timing = sim.call_timed(t, cls, rid, attempt, None)
+            stub.begin(rid)
+            model = stub.classes.pick(cls, 0)
+            latency, st, _prompt, n, _capped = draw_timing(stub, model, len(c.prompt_text()),
+                                                           c.max_tokens, in_flight)  # fmt: skip
+            plan = stub.timeline.plan(stub.draws.faults, in_flight=0, stream=c.stream)
+            outcome = _stub_outcome(latency, plan, prof.upstream.timeout_s)
+            assert failure == outcome[0], f"{rid}/{attempt}: sim {failure} vs stub {outcome}"
+            timeouts += failure == "upstream_timeout"
+            if timing is None:
+                continue
+            added = plan.add_s if plan is not None else 0.0
+            first, step, _end = _stream_timing(stub, latency, st, added, n)
+            assert timing[2] == n, rid
+            assert timing[0] == pytest.approx(first, rel=1e-12, abs=1e-12), rid
+            assert timing[1] == pytest.approx(step, rel=1e-12, abs=1e-12), rid
+            assert dur == pytest.approx(latency + added, rel=1e-12), rid
+            compared += 1
+    assert compared > 300 and timeouts > 0

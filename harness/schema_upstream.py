@@ -1,0 +1,143 @@
+"""The profile's upstream model: latency distributions, token counts, the ``upstream`` block.
+
+Split from ``harness.schema`` (which re-exports every name here). ``Latency.mean`` and
+``TokenCount.mean`` give the expected values that ``Profile.service_time_prior`` (the
+engine's starting service time, DESIGN.md's Definitions) is built from.
+
+``dist: tokens`` is the token-aware model (issue 17): for one request attempt, evaluated once
+when it starts (a stated simplification: a request's TPOT does not change when others start or
+finish while it runs), with ``f = exp(N(0, sigma))`` drawn once per attempt (no draw when
+sigma is 0 or absent)::
+
+    ttft    = f * (ttft_s + ttft_per_prompt_token_s * prompt_tokens)
+    tpot    = f * (tpot_s + tpot_per_in_flight_s * (in_flight - 1))
+    service = ttft + output_tokens * tpot
+
+``in_flight`` counts the requests in service at the upstream (endpoint-wide, this one
+included) when it starts. A stream's first token comes at ``ttft`` and each next one ``tpot``
+later; ``ttft_fraction`` does not apply. The sampler is
+``harness.upstream_model.latency.TokenLatency``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Literal
+
+from harness.schema_fields import MAX_TOKENS, _c, _t
+
+LatencyDist = Literal["fixed", "uniform", "exponential", "lognormal", "tokens"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Latency:
+    dist: LatencyDist
+    value_s: float | None = field(default=None, metadata=_t(ge=0))
+    low_s: float | None = field(default=None, metadata=_t(ge=0))
+    high_s: float | None = field(default=None, metadata=_t(ge=0))
+    mean_s: float | None = field(default=None, metadata=_t(gt=0))
+    median_s: float | None = field(default=None, metadata=_t(gt=0))
+    # lognormal: the log's spread; tokens: the per-attempt jitter's (median 1) [0].
+    sigma: float | None = field(default=None, metadata=_c(ge=0))
+    # dist: tokens (null: 0 for the two slopes).
+    ttft_s: float | None = field(default=None, metadata=_t(ge=0))
+    ttft_per_prompt_token_s: float | None = field(default=None, metadata=_t(ge=0))
+    tpot_s: float | None = field(default=None, metadata=_t(ge=0))
+    tpot_per_in_flight_s: float | None = field(default=None, metadata=_t(ge=0))
+
+    def mean(self, prompt_tokens: float = 0.0, output_tokens: float = 0.0) -> float:
+        """The expected latency. For ``tokens``, of a request with these expected token
+        counts starting alone (in_flight 1): ``E[f] = exp(sigma^2 / 2)`` times the rest."""
+        s = float(self.sigma or 0.0)
+        if self.dist == "fixed":
+            return float(self.value_s or 0.0)
+        if self.dist == "uniform":
+            return (float(self.low_s or 0.0) + float(self.high_s or 0.0)) / 2
+        if self.dist == "exponential":
+            return float(self.mean_s or 0.0)
+        if self.dist == "tokens":
+            ttft = float(self.ttft_s or 0.0) + float(self.ttft_per_prompt_token_s or 0.0) * prompt_tokens
+            return math.exp(s * s / 2) * (ttft + output_tokens * float(self.tpot_s or 0.0))
+        return float(self.median_s or 0.0) * math.exp(s * s / 2)
+
+
+# Per dist: the parameters it requires, and those it may take besides (every other one is an
+# error naming the field).
+LATENCY_PARAMS: dict[str, tuple[str, ...]] = {
+    "fixed": ("value_s",),
+    "uniform": ("low_s", "high_s"),
+    "exponential": ("mean_s",),
+    "lognormal": ("median_s", "sigma"),
+    "tokens": ("ttft_s", "tpot_s"),
+}
+LATENCY_OPTIONAL: dict[str, tuple[str, ...]] = {
+    "tokens": ("ttft_per_prompt_token_s", "tpot_per_in_flight_s", "sigma"),
+}
+LATENCY_FIELDS: tuple[str, ...] = ("value_s", "low_s", "high_s", "mean_s", "median_s", "sigma",
+                                   "ttft_s", "ttft_per_prompt_token_s", "tpot_s",
+                                   "tpot_per_in_flight_s")  # fmt: skip
+
+
+def _normal_cdf(z: float) -> float:
+    return 0.5 * (1.0 + math.erf(z / math.sqrt(2.0)))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TokenCount:
+    """A length in tokens: fixed ``value``; uniform integers ``low``..``high``; lognormal
+    (``median``, ``sigma``, rounded to an integer); empirical ``values``, one drawn uniformly.
+    Completions are capped by the class's (or the request's) max_tokens; prompts are not."""
+
+    dist: Literal["fixed", "uniform", "lognormal", "empirical"] = "fixed"
+    value: int | None = field(default=None, metadata=_c(ge=0, le=MAX_TOKENS))
+    low: int | None = field(default=None, metadata=_c(ge=0, le=MAX_TOKENS))
+    high: int | None = field(default=None, metadata=_c(ge=0, le=MAX_TOKENS))
+    median: float | None = field(default=None, metadata=_c(gt=0, le=MAX_TOKENS))
+    sigma: float | None = field(default=None, metadata=_c(ge=0))
+    values: tuple[int, ...] | None = None
+
+    def mean(self, cap: float = math.inf) -> float:
+        """E[min(X, cap)]: exact for fixed, uniform and empirical; lognormal before rounding
+        (its partial expectation)."""
+        if self.dist == "fixed":
+            return min(float(self.value or 0), cap)
+        if self.dist == "uniform":
+            lo, hi = sorted((int(self.low or 0), int(self.high or 0)))
+            c = int(min(cap, hi)) if cap < hi else hi
+            if c < lo:
+                return float(c)
+            below = (lo + c) * (c - lo + 1) / 2  # the values lo..c, then hi - c at the cap
+            return (below + c * (hi - c)) / (hi - lo + 1)
+        if self.dist == "empirical":
+            vs = self.values or (0,)
+            return sum(min(float(v), cap) for v in vs) / len(vs)
+        mu, s = math.log(float(self.median or 1.0)), float(self.sigma or 0.0)
+        mean = math.exp(mu + s * s / 2)
+        if math.isinf(cap):
+            return mean
+        if s == 0.0:
+            return min(math.exp(mu), cap)
+        z = (math.log(max(cap, 1e-300)) - mu) / s
+        return mean * _normal_cdf(z - s) + cap * (1.0 - _normal_cdf(z))
+
+
+TOKEN_PARAMS: dict[str, tuple[str, ...]] = {
+    "fixed": ("value",),
+    "uniform": ("low", "high"),
+    "lognormal": ("median", "sigma"),
+    "empirical": ("values",),
+}
+TOKEN_FIELDS: tuple[str, ...] = ("value", "low", "high", "median", "sigma", "values")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Upstream:
+    latency: Latency = Latency(dist="uniform", low_s=5.0, high_s=30.0)
+    timeout_s: float = field(default=120.0, metadata=_t(gt=0))
+    # Streaming: the first token arrives after this fraction of the sampled latency; the
+    # remaining tokens are spread evenly over the rest (not for dist: tokens, which times them).
+    ttft_fraction: float = field(default=0.1, metadata=_c(ge=0, le=1))
+    completion_tokens: TokenCount | None = None
+    # null: the class's prompt text, about four characters a token (upstream_model.tokens).
+    prompt_tokens: TokenCount | None = None

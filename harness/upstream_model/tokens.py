@@ -1,0 +1,19 @@
+"""The one rule for a prompt's size in tokens, when nothing better is known: about four
+characters a token, rounded up, at least one (a tokenizer's rough count for English and code).
+
+The stub reports it as ``usage.prompt_tokens``; the simulated upstream and the stub feed it to
+the token latency model (``dist: tokens``) as a class's default prompt length; the live load
+generator estimates with the same characters-per-token figure. Stdlib only, importing nothing
+else of harness, so any layer may import it.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+CHARS_PER_TOKEN: Final = 4
+
+
+def prompt_tokens(chars: int) -> int:
+    """A prompt of ``chars`` characters, in tokens: ``max(1, ceil(chars / 4))``."""
+    return max(1, -(-chars // CHARS_PER_TOKEN))
