@@ -29,6 +29,7 @@ from harness.engine.events import (
     ACK_LOST,
     Action,
     Admit,
+    AnswerStarts,
     Arrived,
     Backoff,
     Cancelled,
@@ -79,6 +80,11 @@ class Engine(Scheduler):
             self._failed(event, now, out)
         elif isinstance(event, Cancelled):
             self._cancelled(event, now, out)
+        elif isinstance(event, AnswerStarts):
+            job = self.jobs.get(event.id)
+            if job is not None:
+                job.answer_attempt = event.attempt
+                job.answer_at = event.at_s
         elif isinstance(event, MetricsSample):
             self.signals_known = event.known
         elif isinstance(event, StopAdmitting):

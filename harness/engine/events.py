@@ -97,6 +97,20 @@ class Cancelled(Event):
         self.id = id
 
 
+class AnswerStarts(Event):
+    """Attempt ``attempt`` of ``id`` starts answering its caller at ``at_s`` (a stream's first
+    chunk reaches the client): from then on a drain kill cannot run it again unseen, and ends
+    it as failed (``drain_killed``). The live proxy sends it when the first chunk goes out
+    (``at_s`` = now); the simulation knows the time at dispatch and sends it then."""
+
+    __slots__ = ("at_s", "attempt", "id")
+
+    def __init__(self, *, id: str, attempt: int, at_s: float) -> None:
+        self.id = id
+        self.attempt = attempt
+        self.at_s = at_s
+
+
 class Tick(Event):
     """Time passed: the driver calls this at ``Engine.next_deadline()`` (or any time)."""
 

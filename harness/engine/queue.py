@@ -12,6 +12,7 @@ removal is ever O(n). ``oldest`` reads a global admission-order deque, also lazi
 from __future__ import annotations
 
 import heapq
+import math
 from bisect import bisect_left
 from collections import deque
 from typing import TYPE_CHECKING, Final
@@ -29,8 +30,9 @@ IN_REVIEW: Final = 6  # its model call is done; it waits for, or is with, a revi
 
 
 class Job:
-    __slots__ = ("admitted_at", "attempt", "cls", "deadline_at", "executor", "id", "key",
-                 "priority", "progress_s", "seq", "started_at", "state", "tenant")  # fmt: skip
+    __slots__ = ("admitted_at", "answer_at", "answer_attempt", "attempt", "cls", "deadline_at",
+                 "executor", "id", "key", "priority", "progress_s", "seq", "started_at", "state",
+                 "tenant")  # fmt: skip
 
     def __init__(
         self,
@@ -56,6 +58,10 @@ class Job:
         self.started_at = 0.0
         self.progress_s = 0.0  # work saved at checkpoints, kept across a re-run
         self.executor: Executor | None = None  # set only with scaling on
+        # When attempt ``answer_attempt``'s answer starts reaching the caller (AnswerStarts):
+        # from then on a drain kill cannot run it again behind the caller's back.
+        self.answer_attempt = 0
+        self.answer_at = math.inf
 
 
 class JobQueue:

@@ -27,6 +27,7 @@ from harness.engine.events import (
     Complete,
     Dispatch,
     Expire,
+    Fail,
     Held,
     Reexecute,
     Reviewed,
@@ -213,6 +214,20 @@ class Scheduler:
         for job in jobs:
             job.executor = None
             self.busy -= 1
+            if job.state == RUNNING and job.answer_attempt == job.attempt \
+                    and job.answer_at <= self.now:  # fmt: skip
+                # Its answer is already reaching the caller: it cannot run again unseen.
+                br.abandon(job.id)
+                if self.review is not None:
+                    self.review.abandoned(job)
+                job.state = DONE
+                del self.jobs[job.id]
+                if job.key is not None:
+                    self.queue.release_key(job.key)
+                self.counts.failed += 1
+                out.append(Fail(id=job.id, reason="drain_killed", attempts=job.attempt,
+                                was_running=True))  # fmt: skip
+                continue
             if job.state == RUNNING:
                 self.counts.reexecuted += 1
                 # The work done so far survives up to the class's last checkpoint, if any.

@@ -36,6 +36,7 @@ from harness.engine.events import (
     Expire,
     Fail,
     MetricsSample,
+    Reexecute,
     Reject,
     StopAdmitting,
     Tick,
@@ -54,8 +55,8 @@ _MIN_REARM_S = 0.005  # a deadline already past after a Tick is retried at this 
 class Ticket:
     """One request as the driver sees it: its arrival fields, and where its actions go."""
 
-    __slots__ = ("cls", "deadline_s", "final", "fut", "id", "key", "pending", "priority",
-                 "t0", "tenant")  # fmt: skip
+    __slots__ = ("attempt", "cls", "deadline_s", "final", "fut", "id", "key", "pending",
+                 "priority", "running", "t0", "tenant")  # fmt: skip
 
     def __init__(
         self, cls: str, priority: int, tenant: str, key: str | None, deadline_s: float | None
@@ -70,6 +71,16 @@ class Ticket:
         self.pending: Action | None = None
         self.final: Action | None = None  # Complete, Fail or Expire once the engine decided
         self.fut: asyncio.Future[Action] | None = None
+        self.attempt = 0  # the attempt being served (the last Dispatch's)
+        # That attempt's task, while it runs, where an executor can be killed under it (a
+        # drain timeout): cancelling it abandons the upstream call.
+        self.running: asyncio.Task[None] | None = None
+
+    def kill_attempt(self) -> None:
+        """Abandon the attempt in progress (its executor was killed at its drain timeout)."""
+        t = self.running
+        if t is not None and not t.done():
+            t.cancel()
 
     def wake(self, action: Action) -> None:
         f = self.fut
@@ -187,6 +198,12 @@ class LiveDriver:
                     waiting[a.priority][a.id] = now
                 elif tp is Reject:
                     m.rejected(a.reason)  # type: ignore[attr-defined]
+                elif tp is Reexecute:
+                    # Its executor was killed at the drain timeout (or its answer was lost):
+                    # the attempt under way is abandoned; the engine dispatches the next one.
+                    t = tickets.get(a.id)  # type: ignore[attr-defined]
+                    if t is not None:
+                        t.kill_attempt()
                 elif tp is Complete or tp is Fail or tp is Expire:
                     t = tickets.pop(a.id, None)  # type: ignore[attr-defined]
                     if tp is Complete:
@@ -200,6 +217,8 @@ class LiveDriver:
                     if t is not None:
                         waiting[t.priority].pop(t.id, None)
                         t.final = a
+                        if tp is Fail and a.reason == "drain_killed":  # type: ignore[attr-defined]
+                            t.kill_attempt()  # a stream under way: ended where it stands
                         t.wake(a)
             if self.stopping and not self.engine.jobs:
                 self.drained.set()
@@ -303,7 +322,9 @@ class LiveDriver:
         drain = depth / c * eng.service_time_s if c > 0 else (math.inf if depth else 0.0)
         return QueueState(depth=(d[0], d[1], d[2]), oldest_age_s=(ages[0], ages[1], ages[2]),
                           in_flight=eng.busy, desired_replicas=eng.pool.desired,
-                          ready_replicas=eng.pool.ready, drain_time_s=drain)  # fmt: skip
+                          ready_replicas=eng.pool.ready, drain_time_s=drain,
+                          draining_replicas=eng.pool.draining,
+                          blind=not eng.signals_known)  # fmt: skip
 
     # -- the end -----------------------------------------------------------------------------
 

@@ -32,6 +32,8 @@ class QueueState:
     desired_replicas: int
     ready_replicas: int
     drain_time_s: float
+    draining_replicas: int = 0
+    blind: bool = False  # the autoscaler's signals are unknown (a metrics outage)
 
 
 class _Gauges(Collector):
@@ -72,6 +74,14 @@ class _Gauges(Collector):
         yield GaugeMetricFamily(
             "agent_queue_drain_time_seconds", "Waiting requests / concurrency x service time",
             value=s.drain_time_s,
+        )  # fmt: skip
+        yield GaugeMetricFamily(
+            "agent_scaling_draining_replicas", "Executors draining: no new work, gone when "
+            "idle or killed at the drain timeout", value=s.draining_replicas,
+        )  # fmt: skip
+        yield GaugeMetricFamily(
+            "agent_scaling_blind", "1 while the autoscaler's signals are unknown (a metrics "
+            "outage), else 0", value=1.0 if s.blind else 0.0,
         )  # fmt: skip
 
 

@@ -27,6 +27,8 @@ from harness.profile import Profile
 LOG_EVERY_S = 10.0
 P95_WINDOW = 100_000  # the p95 "so far" is over at most this many recent completions
 PRIORITIES = ("critical", "standard", "batch")
+_REPLICAS = {"agent_scaling_desired_replicas": "desired", "agent_scaling_ready_replicas": "ready",
+             "agent_scaling_draining_replicas": "draining"}  # fmt: skip
 
 
 def parse_metrics(text: str) -> dict[str, Any]:
@@ -43,6 +45,10 @@ def parse_metrics(text: str) -> dict[str, Any]:
                 out["oldest"][labels.get("priority", "")] = float(v)
             elif name == "agent_jobs_inflight":
                 out["in_flight"] = int(v)
+            elif name in _REPLICAS:
+                out[_REPLICAS[name]] = int(v)
+            elif name == "agent_scaling_blind":
+                out["blind"] = v > 0
             elif name == "agent_admission_decisions_total":
                 out["decisions"][(labels.get("decision", ""), labels.get("reason", ""))] += int(v)
     return out
@@ -183,6 +189,10 @@ class LiveView:
             oldest = max(m["oldest"].values(), default=0.0)
             rows.append(("proxy", f"admitted {admitted:,}  in flight {m['in_flight']}"))
             rows.append(("queue", f"{depth}  oldest {oldest:.1f} s"))
+            if self.profile.engine.scaling.enabled and "ready" in m:
+                blind = "  BLIND (signals unknown)" if m.get("blind") else ""
+                rows.append(("replicas", f"ready {m['ready']}  desired {m.get('desired', 0)}  "
+                                         f"draining {m.get('draining', 0)}{blind}"))  # fmt: skip
         else:
             rows.append(("in flight", f"{max(0, min(due, len(self.due_times)) - done):,} (client)"))
         p95 = self._q(self.latencies, 0.95)
@@ -209,9 +219,10 @@ class LiveView:
 
     def line(self) -> str:
         f = dict(self._fields())
+        replicas = f" | replicas {f['replicas']}" if "replicas" in f else ""
         return (
             f"[{self.status}] {f['time']} | {f['arrivals']} | {f['outcomes']} | "
-            f"p95 {f['turnaround p95']}"
+            f"p95 {f['turnaround p95']}{replicas}"
         )
 
 

@@ -29,6 +29,7 @@ from harness import outcomes
 from harness.asgi import Headers, Receive, Scope, Send
 from harness.engine.events import (
     Admit,
+    AnswerStarts,
     Complete,
     Dispatch,
     Event,
@@ -83,6 +84,10 @@ class ProxyApp:
         self.timeout_s = driver.profile.upstream.timeout_s * self.scale
         self.closed = False  # results written: later requests are refused and not counted
         self.classes = ClassTable(driver.profile)
+        sc = driver.profile.engine.scaling
+        # Executors can be killed under a running attempt (a drain timeout): attempts then run
+        # as tasks of their own, and streams tell the engine when they start answering.
+        self.killable = sc.enabled and sc.drain_timeout_s is not None
 
     # -- ASGI --------------------------------------------------------------------------------
 
@@ -185,13 +190,31 @@ class ProxyApp:
                 assert isinstance(act, Dispatch)
                 if act.attempt == 1:
                     call.queue_wait_ms = b"%.1f" % (act.queue_wait_s * self.scale * 1000.0)
-                await self._attempt(call, send)
+                call.attempt = act.attempt
+                if self.killable:
+                    await self._killable_attempt(call, send)
+                else:
+                    await self._attempt(call, send)
                 if call.final is not None:
                     break
             act = await call.next_action()
         await self._respond(call, send)
 
     # -- one upstream attempt ----------------------------------------------------------------
+
+    async def _killable_attempt(self, call: ProxiedRequest, send: Send) -> None:
+        """The attempt as a task of its own, which a drain kill cancels (``Ticket.kill_attempt``)
+        without cancelling the request: only where executors can be killed (autoscaling with a
+        drain timeout), since a task per attempt costs the proxy throughput."""
+        task = call.running = asyncio.get_running_loop().create_task(self._attempt(call, send))
+        try:
+            await task
+        except asyncio.CancelledError:
+            me = asyncio.current_task()
+            if not task.cancelled() or (me is not None and me.cancelling()):
+                raise  # the request itself was cancelled (its client left): not a drain kill
+        finally:
+            call.running = None
 
     async def _attempt(self, call: ProxiedRequest, send: Send) -> None:
         m = self.driver.metrics
@@ -206,7 +229,7 @@ class ProxyApp:
                                             timeout_s=self.timeout_s, stream=call.stream)  # fmt: skip
         except UpstreamError as e:
             m.upstream_response(e.reason)
-            return report(Failed(id=call.id, reason=e.reason))
+            return report(Failed(id=call.id, reason=e.reason, attempt=call.attempt))
         try:
             status = resp.status
             m.upstream_response(status)
@@ -215,15 +238,15 @@ class ProxyApp:
             try:
                 data = await resp.read()
             except UpstreamError as e:
-                return report(Failed(id=call.id, reason=e.reason))
+                return report(Failed(id=call.id, reason=e.reason, attempt=call.attempt))
             call.last = (status, resp.headers, data)
             if 200 <= status < 300:
-                return report(Finished(call.id))
+                return report(Finished(call.id, call.attempt))
             ra = wire.retry_after_s(resp.headers)
             retryable = status >= 500 or status in RETRYABLE_STATUS
             report(Failed(id=call.id, reason=f"upstream_{status}",
                           retry_after_s=None if ra is None else ra / self.scale,
-                          retryable=retryable))  # fmt: skip
+                          retryable=retryable, attempt=call.attempt))  # fmt: skip
         finally:
             resp.close()
 
@@ -240,20 +263,23 @@ class ProxyApp:
         try:
             first = await anext(it)
         except UpstreamError as e:
-            return report(Failed(id=call.id, reason=e.reason))
+            return report(Failed(id=call.id, reason=e.reason, attempt=call.attempt))
         except StopAsyncIteration:
-            return report(Failed(id=call.id, reason="upstream_empty_stream"))
+            return report(Failed(id=call.id, reason="upstream_empty_stream", attempt=call.attempt))
         sse = (wire.header(headers, b"content-type") or b"").startswith(b"text/event-stream") \
             and wire.header(headers, b"content-encoding") in (None, b"identity")  # fmt: skip
         out = wire.response_headers(headers)
         out.append((b"x-estimated-wait", call.est_wait))
         out.append((b"x-queue-wait-ms", call.queue_wait_ms))
         call.committed = True
+        if self.killable:  # from now on a drain kill cannot run it again unseen
+            self.driver.report(AnswerStarts(id=call.id, attempt=call.attempt,
+                                            at_s=self.driver.clock.now()))  # fmt: skip
         await send({"type": "http.response.start", "status": status, "headers": out})
         await send({"type": "http.response.body", "body": first, "more_body": True})
         tail = first[-32:]
         if sse and wire.sse_done(tail):
-            return report(Finished(call.id))
+            return report(Finished(call.id, call.attempt))
         try:
             async for chunk in it:
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
@@ -262,12 +288,13 @@ class ProxyApp:
                 # with the socket (a client that hangs up at once, as the SDKs do; an upstream
                 # that keeps the body open a while) is no longer this request's outcome.
                 if sse and wire.sse_done(tail):
-                    return report(Finished(call.id))
+                    return report(Finished(call.id, call.attempt))
         except UpstreamError as e:
-            return report(Failed(id=call.id, reason=e.reason, retryable=False))
+            return report(Failed(id=call.id, reason=e.reason, retryable=False, attempt=call.attempt))
         if sse and not tail.rstrip().endswith(b"[DONE]"):
-            return report(Failed(id=call.id, reason="upstream_truncated", retryable=False))
-        report(Finished(call.id))
+            return report(Failed(id=call.id, reason="upstream_truncated", retryable=False,
+                                 attempt=call.attempt))
+        report(Finished(call.id, call.attempt))
 
     # -- answers -----------------------------------------------------------------------------
 

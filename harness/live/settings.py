@@ -22,13 +22,6 @@ STUB_MODEL = "harness-stub"
 CHAT = "/v1/chat/completions"
 
 
-SCALING_NOT_LIVE = (
-    "engine.scaling.enabled: autoscaling runs in `harness sim` in this version; the live proxy "
-    "keeps a fixed pool of engine.executors.initial. Rehearse the policy with `harness sim`, or "
-    "run live with --set engine.scaling.enabled=false"
-)
-
-
 REVIEW_NOT_LIVE = (
     "classes marked review: true: the human review stage runs in `harness sim` in this "
     "version; the live proxy answers when the model call does. Rehearse it with `harness sim`"
@@ -38,8 +31,6 @@ REVIEW_NOT_LIVE = (
 def not_live(profile: Profile) -> str | None:
     """Why the live proxy cannot run this profile's engine as the simulation does (None: it
     can)."""
-    if profile.engine.scaling.enabled:
-        return SCALING_NOT_LIVE
     if profile.review_classes():
         return REVIEW_NOT_LIVE
     return None

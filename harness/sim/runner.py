@@ -23,6 +23,7 @@ from harness.clients import retry_delay
 from harness.engine.events import (
     ACK_LOST,
     Action,
+    AnswerStarts,
     Complete,
     Dispatch,
     Expire,
@@ -198,6 +199,9 @@ def _simulate(
     effects = any(f.kind == "ack_loss" for f in profile.faults) or (
         sc.enabled and sc.drain_timeout_s is not None)
     checkpoints = bool(engine.checkpoint_by_class)
+    # A drain kill ends a stream whose first bytes reached the caller (the proxy cannot run it
+    # again unseen): the engine is told when each streamed attempt starts answering.
+    answers = upstream.streaming if sc.enabled and sc.drain_timeout_s is not None else frozenset()
     heap: list[tuple[float, int, int, Any]] = []
     seq = 0
     for f in profile.faults:
@@ -317,6 +321,13 @@ def _simulate(
                                                               trace.get(a.id) if trace else None)
                         sent = col.requests[a.id][0] if a.id in col.requests else now
                         figs.dispatched(a.id, a.cls, now, sent, timing)
+                        if answers and a.cls in answers and timing is not None:
+                            handle(AnswerStarts(id=a.id, attempt=a.attempt, at_s=now + timing[0]),
+                                   now)  # fmt: skip
+                    elif answers and a.cls in answers:
+                        dur, failure, ra, first = upstream.call_streamed(now, a.cls, a.id, a.attempt)
+                        if first is not None:
+                            handle(AnswerStarts(id=a.id, attempt=a.attempt, at_s=now + first), now)
                     else:
                         dur, failure, ra = call(now, a.cls, a.id, a.attempt)
                     seq += 1

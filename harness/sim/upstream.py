@@ -153,6 +153,21 @@ class SimUpstream:
         self.draws.begin(rid, attempt)
         return self._outcome(now, cls, self.samplers[cls]())
 
+    def call_streamed(
+        self, now: float, cls: str, rid: str, attempt: int
+    ) -> tuple[float, str | None, float | None, float | None]:
+        """:meth:`call` for a streaming class, with when the answer's first bytes reach the
+        caller (seconds after dispatch; None when nothing does): the stub's ``ttft_fraction``
+        of the latency plus any latency fault's delay; a stream that breaks later did send its
+        first bytes. Same draws as :meth:`call`."""
+        self.draws.begin(rid, attempt)
+        latency = self.samplers[cls]()
+        dur, failure, ra = self._outcome(now, cls, latency)
+        first = self.ttft_fraction * latency
+        if failure is None:
+            return dur, None, None, first + max(0.0, dur - latency)
+        return dur, failure, ra, first if failure in MID_STREAM and first < dur else None
+
     def in_flight(self, now: float) -> int:
         """The attempts in service at ``now`` (timed upstreams only count them)."""
         ends = self._ends

@@ -8,9 +8,11 @@ import random
 from harness.engine.core import Engine
 from harness.engine.events import (
     Action,
+    AnswerStarts,
     Arrived,
     Complete,
     Dispatch,
+    Fail,
     Finished,
     MetricsSample,
     Reexecute,
@@ -247,3 +249,32 @@ def test_without_checkpoints_a_killed_attempt_loses_all_its_work() -> None:
     e.handle(Tick(), 10.0)
     (rx,) = of(e.handle(Tick(), 15.0), Reexecute)
     assert (rx.resume_s, rx.lost_s) == (0.0, 14.0) and e.counts.resumed == 0
+
+
+def test_a_drain_kill_ends_an_answer_already_reaching_its_caller_as_drain_killed() -> None:
+    e = engine(initial=2, hi=2, more="drain_timeout_s: 5")
+    arrive(e, 2, 1.0)
+    for rid in ("r0", "r1"):  # both streams have sent their first bytes
+        assert e.handle(AnswerStarts(id=rid, attempt=1, at_s=2.0), 2.0) == []
+    e.handle(Tick(), 10.0)  # -> 1 executor; the other is busy: drains until 15
+    out = e.handle(Tick(), 15.0)
+    assert of(out, Reexecute) == []
+    (f,) = of(out, Fail)
+    assert f.reason == "drain_killed" and f.attempts == 1 and f.was_running
+    assert e.counts.failed == 1 and e.counts.reexecuted == 0 and f.id not in e.jobs
+    # its late answer is news of an ended job; the other stream completes
+    assert e.handle(Finished(f.id, 1), 16.0) == []
+    other = "r1" if f.id == "r0" else "r0"
+    assert of(e.handle(Finished(other, 1), 17.0), Complete)
+    c = e.counts
+    assert c.admitted == c.completed + c.failed and not e.jobs
+
+
+def test_an_answer_that_starts_after_the_kill_or_for_another_attempt_is_still_rerun() -> None:
+    e = engine(initial=2, hi=2, more="drain_timeout_s: 5")
+    arrive(e, 2, 1.0)
+    e.handle(AnswerStarts(id="r0", attempt=1, at_s=40.0), 2.0)  # the simulation's forecast
+    e.handle(AnswerStarts(id="r1", attempt=7, at_s=2.0), 2.0)  # not the attempt running
+    e.handle(Tick(), 10.0)
+    out = e.handle(Tick(), 15.0)
+    assert of(out, Fail) == [] and len(of(out, Reexecute)) == 1

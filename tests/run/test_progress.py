@@ -78,3 +78,37 @@ def test_the_dry_run_counts_requests_and_prompt_tokens() -> None:
     assert "15" in out and "nothing was sent" in out
     # large: 400 x "x = 1; " = 2,800 characters, ~700 tokens each
     assert "3,500" in out
+
+
+SCALING_METRICS = METRICS + """\
+# TYPE agent_scaling_desired_replicas gauge
+agent_scaling_desired_replicas 6.0
+# TYPE agent_scaling_ready_replicas gauge
+agent_scaling_ready_replicas 4.0
+# TYPE agent_scaling_draining_replicas gauge
+agent_scaling_draining_replicas 1.0
+# TYPE agent_scaling_blind gauge
+agent_scaling_blind 1.0
+"""
+
+
+def test_a_scaling_run_shows_replicas_and_a_blind_marker(tmp_path: Path) -> None:
+    buf = io.StringIO()
+    console = Console(file=buf, width=200, force_terminal=False)
+    prof = load("scenarios/metric-outage")
+    with LiveView(console, prof, time_scale=0.1, due_times=array("d", [0.5]),
+                  records=tmp_path / "none.jsonl", metrics_url=None) as view:  # fmt: skip
+        view.metrics = parse_metrics(SCALING_METRICS)
+        blind = dict(view._fields())
+        view.metrics = parse_metrics(SCALING_METRICS.replace("agent_scaling_blind 1.0",
+                                                             "agent_scaling_blind 0.0"))  # fmt: skip
+        seeing = dict(view._fields())
+        line = view.line()
+    assert blind["replicas"] == "ready 4  desired 6  draining 1  BLIND (signals unknown)"
+    assert seeing["replicas"] == "ready 4  desired 6  draining 1"
+    assert "replicas ready 4" in line
+    # without autoscaling the row is left out
+    with LiveView(console, load("seed-burst"), time_scale=0.1, due_times=array("d", [0.5]),
+                  records=tmp_path / "none.jsonl", metrics_url=None) as view:  # fmt: skip
+        view.metrics = parse_metrics(SCALING_METRICS)
+        assert "replicas" not in dict(view._fields())
