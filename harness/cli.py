@@ -257,6 +257,7 @@ def proxy(
     ca_bundle: CaBundleOpt = None,
     insecure: InsecureOpt = False,
     ready_file: Annotated[Path | None, typer.Option("--ready-file", help="Once listening, write {\"url\", \"pid\"} as JSON to this file (how `harness run` learns the port of --port 0).", metavar="FILE")] = None,
+    from_epoch: Annotated[bool, typer.Option("--from-epoch", help="Hold the run's clock at 0 until PUT /_proxy/epoch (what `harness run` sends when its load starts): the timeline, fault windows and autoscaler evaluations then count from the load's start, as in `harness sim`.")] = False,
 ) -> None:
     """Serve the admission proxy alone in front of any endpoint; results written on stop."""
     import dataclasses
@@ -285,7 +286,7 @@ def proxy(
     with io_errors(folder):
         code = serve_proxy(upstream=upstream, profile=prof, host=host, port=port, out=folder,
                            grace_s=grace_s, time_scale=time_scale, ready_file=ready_file,
-                           tls=tls)  # fmt: skip
+                           tls=tls, from_epoch=from_epoch)  # fmt: skip
     raise typer.Exit(code)
 
 

@@ -31,16 +31,22 @@ class RunClock(Protocol):
 
 
 class MonotonicClock:
-    """``time.monotonic()`` based; the run begins when the clock is made (or at ``start``)."""
+    """``time.monotonic()`` based; the run begins when the clock is made (or at ``start``).
 
-    __slots__ = ("_inv", "_scale", "_t0")
+    A ``held`` clock reads 0 until :meth:`release`, and the run begins then: ``harness run``
+    starts its proxy held and releases it when the load starts (``PUT /_proxy/epoch``), so
+    the proxy's timeline, fault windows and autoscaler evaluations share the schedule's
+    origin, as in the simulation, instead of lagging it by the load generator's start-up."""
 
-    def __init__(self, scale: float = 1.0, start: float | None = None) -> None:
+    __slots__ = ("_held", "_inv", "_scale", "_t0")
+
+    def __init__(self, scale: float = 1.0, start: float | None = None, *, held: bool = False) -> None:
         if not scale > 0:
             raise ValueError(f"time scale must be > 0, got {scale}")
         self._scale = scale
         self._inv = 1.0 / scale
         self._t0 = time.monotonic() if start is None else start
+        self._held = held
 
     @property
     def scale(self) -> float:
@@ -51,7 +57,19 @@ class MonotonicClock:
         """The ``time.monotonic()`` reading at which the run began."""
         return self._t0
 
+    @property
+    def held(self) -> bool:
+        return self._held
+
+    def release(self) -> None:
+        """Begin the run now (a held clock); no effect on a running one."""
+        if self._held:
+            self._held = False
+            self._t0 = time.monotonic()
+
     def now(self) -> float:
+        if self._held:
+            return 0.0
         return (time.monotonic() - self._t0) * self._inv
 
     def wall_delay(self, at: float) -> float:

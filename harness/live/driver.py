@@ -41,7 +41,7 @@ from harness.engine.events import (
     StopAdmitting,
     Tick,
 )
-from harness.live.clock import RunClock
+from harness.live.clock import MonotonicClock, RunClock
 from harness.live.metrics import ProxyMetrics, QueueState
 from harness.live.outfiles import ProxyFiles, mark_broken
 from harness.profile import Profile
@@ -287,7 +287,15 @@ class LiveDriver:
         """Start the fault timeline now, as ``PUT /_stub/epoch`` does for the stub: ``harness
         run`` calls both at the instant its load starts, so a metrics outage at ``at_s`` lands
         at the same profile second as the stub's faults."""
-        self.epoch = self.clock.now()
+        clock = self.clock
+        if isinstance(clock, MonotonicClock) and clock.held:
+            # The run begins now: profile time 0 is the load's start, as in the simulation;
+            # the engine's first evaluation (and its timers) start from here.
+            clock.release()
+            self.epoch = 0.0
+            self.report(Tick())
+            return self.epoch
+        self.epoch = clock.now()
         return self.epoch
 
     def tick_second(self) -> None:

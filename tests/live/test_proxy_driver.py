@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 from typing import Any
 
@@ -122,3 +123,25 @@ def test_decisions_are_flushed_while_the_proxy_runs(tmp_path: Path) -> None:
         assert [orjson.loads(x)["kind"] for x in lines] == ["admission", "dispatch"]
 
     run(go())
+
+
+def test_a_held_clock_reads_zero_until_released_and_the_epoch_starts_the_run() -> None:
+    prof = profile(engine="  scaling: {enabled: true, min_replicas: 1, max_replicas: 4}\n")
+    held, running = MonotonicClock(0.01, held=True), MonotonicClock(0.01)
+    time.sleep(0.2)  # 20 profile seconds at this scale
+    assert held.now() == 0.0 and held.held  # a held clock does not move
+
+    async def main() -> tuple[float, float | None, float]:
+        driver = LiveDriver(prof, clock=held)
+        epoch = driver.set_epoch()  # releases the clock: the run begins now
+        nd = driver.engine.next_deadline()
+        await driver.aclose()
+        other = LiveDriver(prof, clock=running)
+        return epoch, nd, other.set_epoch()
+
+    epoch, first_evaluation, unheld_epoch = asyncio.run(main())
+    assert not held.held and epoch == 0.0
+    # the autoscaler's first evaluation is one interval after the load's start, as in sim
+    assert first_evaluation == prof.engine.scaling.interval_s
+    # a clock that was never held counts from the proxy's start: the epoch lags it
+    assert unheld_epoch >= 20.0
