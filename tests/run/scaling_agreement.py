@@ -1,0 +1,156 @@
+"""Autoscaling, sim vs live (issue 15): one scenario run live against the bundled stub at
+``--time-scale 0.1``, compared with its simulation's band over N seeds.
+
+Replicas over time: at each profile second the live run's desired replicas must lie inside
+the band the simulation spans at that second over its seeds, widened by one replica or 10 %
+of the band's top, whichever is larger. The sim band is taken over a +-2 s neighbourhood of
+each second: a live evaluation fires a few wall milliseconds after its simulated instant, and
+a change at a second's edge lands in the next second's sample. The scaling counts
+(scale events, re-executions, executors killed, drain-killed streams) must lie inside the
+simulated min-max, widened the same way. Drain kills are checked against the proxy's own
+decision records: every kill comes ``drain_timeout_s`` after a scale-down began draining --
+never before. Used by tests/run/test_scaling_live_vs_sim.py and
+tests/bench/bench_scaling_agreement.py (which also draws the README's picture).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.profile import load
+from harness.sim.runner import simulate
+from tests.run.support import LiveResult, live
+
+SCALE = 0.1
+SEED = 1
+NEIGHBOURHOOD_S = 2  # seconds either side of each second taken into the sim band
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    spec: str
+    overrides: tuple[str, ...] = ()
+
+    @property
+    def slug(self) -> str:
+        return self.spec.rsplit("/", 1)[-1]
+
+
+SCENARIOS = (
+    Scenario("short spike", "scenarios/short-spike"),
+    Scenario("metric unavailable", "scenarios/metric-outage"),
+    # scale-down while long tasks run: a 20 s drain timeout kills some of them
+    Scenario("long task, scale-down", "scenarios/long-task-drain",
+             ("engine.scaling.drain_timeout_s=20",)),
+)
+
+COUNTS = ("scale_events", "reexecuted", "executors_killed")
+
+
+def widen(hi: float) -> float:
+    return max(1.0, 0.1 * hi)
+
+
+def run_live(s: Scenario, out: Path) -> LiveResult:
+    return live(s.spec, out, s.overrides, time_scale=SCALE, seed=SEED)
+
+
+def _counts(summary: dict[str, Any]) -> dict[str, float]:
+    sc = summary["scaling"]
+    out = {k: float(sc[k]) for k in COUNTS}
+    out["drain_killed"] = float(summary["counts"]["failed_by_reason"].get("drain_killed", 0))
+    return out
+
+
+@dataclass
+class Row:
+    scenario: Scenario
+    live_replicas: list[int]
+    band: list[tuple[int, int]]
+    outside_s: list[int]
+    counts: dict[str, tuple[float, float, float]]  # name -> (live, sim min, sim max)
+    early_kills: list[float]
+    conservation_ok: bool
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def line(self) -> str:
+        c = "  ".join(f"{k} {v:g} [{lo:g}, {hi:g}]" for k, (v, lo, hi) in self.counts.items())
+        return (f"{self.scenario.name:<22} replicas outside the band {len(self.outside_s)} of "
+                f"{len(self.live_replicas)} s; {c}; kills before the timeout "
+                f"{len(self.early_kills)}; {'ok' if self.ok else '; '.join(self.problems)}")
+
+
+def kills_before_timeout(decisions: list[dict[str, Any]], timeout_s: float) -> list[float]:
+    """Times of drain kills (re-executions at the drain timeout, drain-killed streams) with no
+    scale-down that began draining at least ``timeout_s`` earlier."""
+    downs = [d["t"] for d in decisions if d.get("kind") == "scale" and d["to"] < d["from"]]
+    kills = [d["t"] for d in decisions
+             if (d.get("kind") == "reexecute" and d.get("reason") == "drain_timeout")
+             or (d.get("kind") == "fail" and d.get("reason") == "drain_killed")]  # fmt: skip
+    return [t for t in kills if not any(t - t0 >= timeout_s - 1e-6 for t0 in downs)]
+
+
+def compare(s: Scenario, res: LiveResult, *, seeds: int = 20) -> Row:
+    summary = res.summary
+    prof = load(s.spec, list(s.overrides))
+    timeline = res.jsonl("timeline.jsonl")
+    live_reps = [int(x["replicas_desired"]) for x in timeline]
+    sims = [simulate(prof, seed) for seed in range(1, seeds + 1)]
+    series = [[int(x["replicas_desired"]) for x in r.timeline] for r in sims]
+    n = len(live_reps)
+    band: list[tuple[int, int]] = []
+    outside: list[int] = []
+    for t in range(n):
+        lo_t, hi_t = max(0, t - NEIGHBOURHOOD_S), t + NEIGHBOURHOOD_S
+        vals = [v for ser in series for v in ser[lo_t:hi_t + 1]]
+        lo, hi = (min(vals), max(vals)) if vals else (live_reps[t], live_reps[t])
+        band.append((lo, hi))
+        if not lo - widen(hi) <= live_reps[t] <= hi + widen(hi):
+            outside.append(t)
+    sim_counts = [_counts(r.summary) for r in sims]
+    live_counts = _counts(summary)
+    counts = {k: (live_counts[k], min(c[k] for c in sim_counts), max(c[k] for c in sim_counts))
+              for k in live_counts}  # fmt: skip
+    timeout = prof.engine.scaling.drain_timeout_s
+    early = [] if timeout is None else kills_before_timeout(res.jsonl("decisions.jsonl"), timeout)
+    row = Row(s, live_reps, band, outside, counts, early, summary["conservation"]["ok"])
+    if outside:
+        row.problems.append(f"replicas outside the band at {outside[:10]} s")
+    for k, (v, lo, hi) in counts.items():
+        if not lo - widen(hi) <= v <= hi + widen(hi):
+            row.problems.append(f"{k} {v:g} outside [{lo:g}, {hi:g}] widened")
+    if early:
+        row.problems.append(f"drain kills before the timeout at {early}")
+    if not row.conservation_ok:
+        row.problems.append(f"conservation: {summary['conservation']['violations']}")
+    return row
+
+
+def plot(rows: list[Row], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(rows), figsize=(5 * len(rows), 3.4), squeeze=False)
+    for ax, r in zip(axes[0], rows, strict=True):
+        ts = list(range(len(r.band)))
+        ax.fill_between(ts, [lo for lo, _ in r.band], [hi for _, hi in r.band], step="mid",
+                        alpha=0.3, label="sim, 20 seeds (min-max)")  # fmt: skip
+        ax.step(ts, r.live_replicas, where="mid", color="black", lw=1.2,
+                label="live, --time-scale 0.1")  # fmt: skip
+        ax.set_title(r.scenario.name)
+        ax.set_xlabel("profile seconds")
+        ax.set_ylabel("desired replicas")
+    axes[0][0].legend(loc="upper right", fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
