@@ -393,5 +393,11 @@ def export_(
     err.print(f"wrote {escape(str(out))}", soft_wrap=True)
 
 
+from harness.cli_calibrate import calibrate, fit  # noqa: E402 (after the app exists)
+
+app.command()(calibrate)
+app.command(name="fit")(fit)
+
+
 def main() -> None:  # pragma: no cover
     app()

@@ -58,6 +58,13 @@ def test_only_the_commands_layer_imports_both_sim_and_live() -> None:
     assert not {p for p in live if p.startswith("sim/")}, "sim imports live"
 
 
+def test_fit_imports_neither_driver_nor_the_commands() -> None:
+    bad = {path: sorted(m for m in _imports(tree)
+                        if any(_under(m, p) for p in ("harness.sim", "harness.live", "harness.commands")))
+           for path, tree in _modules().items() if path.startswith("fit/")}  # fmt: skip
+    assert {k: v for k, v in bad.items() if v} == {}
+
+
 def test_results_modules_import_each_other_without_a_circle() -> None:
     mods = {p: t for p, t in _modules().items() if p.startswith("results/")}
     name = {f"harness.{p[:-3].replace('/', '.')}": p for p in mods}

@@ -1,0 +1,229 @@
+"""The `calibrate` and `fit` commands (registered on the app by :mod:`harness.cli`): parse,
+call :mod:`harness.commands.calibrate`, map errors to exit codes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from harness.cli_options import (
+    SEED,
+    CaBundleOpt,
+    InsecureOpt,
+    SetOpt,
+    bad_input,
+    default_out,
+    err,
+    io_errors,
+    load_profile,
+    writable,
+)
+
+FixOpt = Annotated[list[str] | None, typer.Option("--fix", help="Hold a slope instead of fitting it: ttft_per_prompt_token_s=V or tpot_per_in_flight_s=V (e.g. =0 when the data cannot identify it). Repeatable.", metavar="NAME=VALUE")]  # fmt: skip
+ResamplesOpt = Annotated[int, typer.Option(help="Bootstrap resamples for the 95 % confidence intervals.", min=20, max=10000)]  # fmt: skip
+FIT_CODES = ("Exit 0: every component fits. 1: a component fits badly (its KS distance or binned bias is over the stated limit; the files are still written, the bad fit flagged in them and on stderr). 2: bad input, or the data cannot identify a parameter (the message says what to vary, or --fix it).")  # fmt: skip
+
+
+def _fixed(items: list[str] | None) -> dict[str, float]:
+    from harness.fit.model import SLOPES
+
+    out: dict[str, float] = {}
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        if not sep or name.strip() not in SLOPES:
+            raise bad_input(f"--fix {item}: expected NAME=VALUE, NAME one of {', '.join(SLOPES)}")
+        try:
+            v = float(value)
+        except ValueError:
+            raise bad_input(f"--fix {item}: {value!r} is not a number") from None
+        if not v >= 0:
+            raise bad_input(f"--fix {item}: must be >= 0")
+        out[name.strip()] = v
+    return out
+
+
+def _ints(opt: str, text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise bad_input(f"{opt} {text}: expected whole numbers separated by commas") from None
+
+
+def calibrate(
+    profile: Annotated[
+        str,
+        typer.Argument(
+            help="The profile to calibrate (file or bundled name): the output is this profile with its upstream.latency replaced by the fit. With --target stub, the stub serves this profile's upstream."
+        ),
+    ] = "token-model",
+    target: Annotated[
+        str,
+        typer.Option(
+            help="'stub' (the bundled stub, started with PROFILE's upstream: a known-parameter check) or the base URL of an OpenAI-compatible endpoint."
+        ),
+    ] = "stub",
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            help="Folder for requests.jsonl, calibrated.yaml and calibrated.json (default: results/<profile>-calibrate-<UTC timestamp>/).",
+        ),
+    ] = None,
+    max_requests: Annotated[
+        int,
+        typer.Option(
+            help="Send at most N requests in all (the cost cap), split evenly over the concurrency steps.",
+            min=2,
+        ),
+    ] = 200,
+    concurrency: Annotated[
+        str, typer.Option(help="Concurrency steps: each runs that many closed-loop workers.")
+    ] = "1,2,4,8,16",
+    prompt_tokens: Annotated[
+        str,
+        typer.Option(
+            help="Prompt lengths in tokens (about 4 characters each), cycled within every step: at least two, so the prompt slope is identifiable."
+        ),
+    ] = "128,512,1024,2048",
+    max_tokens: Annotated[
+        int, typer.Option(help="Completion tokens asked of every request (max_tokens).", min=2)
+    ] = 64,
+    max_wall_s: Annotated[
+        float,
+        typer.Option(
+            help="Send no new request after S seconds (profile seconds with --target stub).", min=1
+        ),
+    ] = 600.0,
+    timeout_s: Annotated[
+        float, typer.Option(help="Cut one request after S seconds.", min=0.1)
+    ] = 120.0,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Print the probe's plan and cost (requests, prompt and completion tokens) and send nothing.",
+        ),
+    ] = False,
+    time_scale: Annotated[
+        float,
+        typer.Option(
+            help="--target stub only: run the stub F times faster; the fit stays in profile seconds."
+        ),
+    ] = 1.0,
+    seed: Annotated[
+        int, typer.Option(help="Seed for the prompts, the stub and the bootstrap.", **SEED)
+    ] = 1,
+    model: Annotated[str | None, typer.Option(help="Model name to send with --target URL.")] = None,
+    api_key_env: Annotated[
+        str | None,
+        typer.Option(
+            help="Environment variable holding the API key (never written anywhere) [default: the profile's wire.auth.env].",
+            show_default=False,
+        ),
+    ] = None,
+    fix: FixOpt = None,
+    resamples: ResamplesOpt = 200,
+    set_: SetOpt = None,
+    ca_bundle: CaBundleOpt = None,
+    insecure: InsecureOpt = False,
+) -> None:
+    """Probe an endpoint (streamed requests at concurrency steps and several prompt lengths),
+    fit the token-aware latency model (dist: tokens) and write the calibrated profile, with
+    each parameter's 95 % confidence interval and a goodness-of-fit figure per component."""
+    import dataclasses
+
+    from harness.commands.calibrate import CalibrateRequest, FitOptions, calibrate_command
+    from harness.fit import FitError
+    from harness.live.probe import ProbePlan
+    from harness.live.settings import STUB_MODEL
+    from harness.live.target import BadTarget, endpoint
+    from harness.live.tls import Tls, TlsError
+
+    prof = load_profile(profile, set_)
+    fixed = _fixed(fix)
+    if not time_scale > 0:
+        raise bad_input("--time-scale must be > 0")
+    try:
+        plan = ProbePlan(concurrency=_ints("--concurrency", concurrency),
+                         prompt_tokens=_ints("--prompt-tokens", prompt_tokens),
+                         max_tokens=max_tokens, max_requests=max_requests, max_wall_s=max_wall_s,
+                         timeout_s=timeout_s, seed=seed)  # fmt: skip
+        tls = Tls(ca_bundle=ca_bundle, insecure=insecure).validated()
+        if target != "stub":
+            endpoint(target)
+    except (ValueError, BadTarget, TlsError) as e:
+        raise bad_input(str(e)) from None
+    n, pt, ct = plan.cost()
+    err.print(f"probe plan: {n} streamed requests at concurrency {concurrency}, prompts of "
+              f"{prompt_tokens} tokens: about {pt:,} prompt tokens and at most {ct:,} completion "
+              f"tokens in all", soft_wrap=True)  # fmt: skip
+    if dry_run:
+        err.print("dry run: nothing sent")
+        return
+    if api_key_env is not None:
+        auth = dataclasses.replace(prof.wire.auth, env=api_key_env)
+        prof = dataclasses.replace(prof, wire=dataclasses.replace(prof.wire, auth=auth))
+    folder = out or default_out(prof, "-calibrate")
+    writable(folder)
+    req = CalibrateRequest(profile_spec=profile, overrides=set_ or [], profile=prof, target=target,
+                           out=folder, plan=plan, time_scale=time_scale if target == "stub" else 1.0,
+                           model=model or STUB_MODEL,
+                           key_env=None if target == "stub" else prof.wire.auth.env, tls=tls)  # fmt: skip
+    try:
+        with io_errors(folder):
+            code = calibrate_command(
+                req, FitOptions(fixed=fixed, resamples=resamples, seed=seed), err
+            )
+    except FitError as e:
+        raise bad_input(str(e)) from None
+    raise typer.Exit(code)
+
+
+calibrate.__doc__ = f"{calibrate.__doc__}\n\n    {FIT_CODES} 3: the probe broke (target unreachable, nothing completed)."
+
+
+def fit(
+    results: Annotated[
+        Path, typer.Argument(help="A `harness run` results folder (or its requests.jsonl).")
+    ],
+    profile: Annotated[
+        str | None,
+        typer.Option(
+            help="The profile to calibrate [default: the run's effective profile, from its summary.json]."
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            help="The calibrated profile's path (default: RESULTS/calibrated.yaml; the JSON goes beside it).",
+            metavar="FILE",
+        ),
+    ] = None,
+    fix: FixOpt = None,
+    resamples: ResamplesOpt = 200,
+    seed: Annotated[int, typer.Option(help="Seed for the bootstrap.", **SEED)] = 1,
+    set_: SetOpt = None,
+) -> None:
+    """Fit the token-aware latency model (dist: tokens) to a live run's streamed requests, and
+    the token counts per class to its traffic; write the calibrated profile and its JSON."""
+    from harness.commands.calibrate import FitOptions, fit_command
+    from harness.fit import FitError
+
+    prof = load_profile(profile, set_) if profile is not None else None
+    fixed = _fixed(fix)
+    if not results.exists():
+        raise bad_input(f"{results}: no such file or folder")
+    folder = out.parent if out is not None else (results if results.is_dir() else results.parent)
+    try:
+        with io_errors(folder):
+            code = fit_command(results, profile, set_ or [], prof, out,
+                               FitOptions(fixed=fixed, resamples=resamples, seed=seed), err)  # fmt: skip
+    except FitError as e:
+        raise bad_input(str(e)) from None
+    raise typer.Exit(code)
+
+
+fit.__doc__ = f"{fit.__doc__}\n\n    {FIT_CODES}"

@@ -1,0 +1,102 @@
+"""`harness calibrate --target stub` recovers the stub's own token model, and flags a stub
+whose latency is outside the model family.
+
+Probe sizes: the known model, 200 streamed requests (40 at each of concurrency 1, 2, 4, 8, 16;
+prompts of 128, 512, 1024 and 2048 tokens; 32 output tokens); the bimodal one, 100 (concurrency
+1, 4, 16). Both run at --time-scale 0.2, side by side, as real commands (about 20 s of wall
+time). The known model's ttft_s is 0.5 s so that loopback HTTP and scheduling overhead (a few
+wall milliseconds, which the client rightly sees as part of TTFT) stays well inside 10 %.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+pytestmark = [pytest.mark.live, pytest.mark.slow]
+
+KNOWN = """
+name: known-tokens
+description: one class, token-aware latency with known parameters (the calibration check)
+duration_s: 60
+seed: 1
+arrivals: {process: poisson, phases: [{until_s: 60, rate_per_s: 2}]}
+classes:
+  chat: {weight: 1, stream: true, prompt: "Review this diff", max_tokens: 64}
+upstream:
+  latency: {dist: tokens, ttft_s: 0.5, ttft_per_prompt_token_s: 0.0002, tpot_s: 0.01,
+            tpot_per_in_flight_s: 0.001, sigma: 0.2}
+  timeout_s: 60
+engine:
+  executors: {initial: 16}
+"""
+# Half the requests take a 1 s slow path before their first byte: TTFT is bimodal.
+BIMODAL = (
+    KNOWN + "faults:\n  - {at_s: 0, for_s: 100000, kind: latency, add_s: 1.0, probability: 0.5}\n"
+)
+TRUE = {"ttft_s": 0.5, "ttft_per_prompt_token_s": 0.0002, "tpot_s": 0.01,
+        "tpot_per_in_flight_s": 0.001, "sigma": 0.2}  # fmt: skip
+
+
+def _calibrate(tmp: Path, name: str, text: str, *args: str) -> subprocess.Popen[bytes]:
+    prof = tmp / f"{name}.yaml"
+    prof.write_text(text)
+    cmd = [sys.executable, "-m", "harness", "calibrate", str(prof), "--target", "stub",
+           "--time-scale", "0.2", "--max-tokens", "32", "--out", str(tmp / name), *args]  # fmt: skip
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, str, dict[str, Any]]]:
+    tmp = tmp_path_factory.mktemp("calibrate")
+    procs = {"known": _calibrate(tmp, "known", KNOWN, "--max-requests", "200"),
+             "bimodal": _calibrate(tmp, "bimodal", BIMODAL, "--max-requests", "100",
+                                   "--concurrency", "1,4,16")}  # fmt: skip
+    out = {}
+    for name, p in procs.items():
+        text, _ = p.communicate(timeout=180)
+        fig = tmp / name / "calibrated.json"
+        out[name] = (
+            p.returncode,
+            text.decode(),
+            orjson.loads(fig.read_bytes()) if fig.exists() else {},
+        )
+    return out
+
+
+def test_the_stubs_known_parameters_are_recovered_within_10_percent(runs: dict[str, Any]) -> None:
+    code, console, fig = runs["known"]
+    assert code == 0, console
+    assert fig["source"]["requests_fitted"] == 200
+    for name, true in TRUE.items():
+        got = fig["parameters"][name]["value"]
+        assert abs(got / true - 1) < 0.10, (name, got, true, console)
+    assert fig["bad_fit"] == []
+
+
+def test_the_calibrated_profile_is_the_input_with_the_fit(runs: dict[str, Any]) -> None:
+    from harness.profile import load
+
+    _code, console, fig = runs["known"]
+    # the written profile loads, and carries the fitted values
+    base = Path(console.split("wrote ")[1].split(" and ")[0].replace("\n", ""))
+    prof = load(str(base))
+    assert prof.upstream.latency.dist == "tokens"
+    assert prof.upstream.latency.ttft_s == fig["parameters"]["ttft_s"]["value"]
+    assert prof.name == "known-tokens" and list(prof.classes) == ["chat"]
+    assert "95 % CI" in base.read_text() and "BAD FIT" not in base.read_text()
+
+
+def test_a_bimodal_latency_is_flagged_as_a_bad_fit(runs: dict[str, Any]) -> None:
+    code, console, fig = runs["bimodal"]
+    assert code == 1, console
+    assert fig["bad_fit"] == ["ttft"]
+    g = fig["goodness"]["ttft"]
+    assert g["ks"] > g["ks_limit"] and not g["ok"]
+    assert fig["goodness"]["tpot"]["ok"]  # the gaps are untouched by the slow path
+    assert "bad fit: ttft" in console
