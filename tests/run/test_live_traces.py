@@ -6,7 +6,7 @@ it live at a small time scale -- through the proxy, without it, and with two Loc
 and checks what was sent against the file: the arrivals per 10 s window (within one), the
 interarrival CV (within 10 %), and the tokens: the stub answers a prompt of 4 x N characters as
 N prompt tokens and, with no completion distribution, exactly ``max_tokens`` completion tokens,
-so the achieved totals equal the traced ones. Each run is about 10 s of wall time.
+so the achieved totals equal the traced ones. Each run takes 12-18 s of wall time (9 s of load).
 """
 
 from __future__ import annotations
