@@ -47,8 +47,10 @@ from harness.arrivals import Arrival, schedule
 from harness.clients import retry_delay, should_retry_header
 from harness.engine.events import PRIORITY_NAMES
 from harness.live.dialect import request_body, wire_headers, wire_path
+from harness.live.traced import TracedBodies, traced_lengths
 from harness.live.wire import parse_retry_after
 from harness.profile import ClientRetry, Profile, loads, to_dict
+from harness.traces import traced
 from harness.upstream_model.tokens import CHARS_PER_TOKEN, prompt_tokens
 
 
@@ -267,6 +269,8 @@ class RequestSpec:
         self.stream: dict[str, bool] = {}
         self.headers: dict[str, dict[str, str]] = {}
         self.caps: dict[str, tuple[int, int]] = {}  # (prompt estimate, max_tokens) per class
+        # A public trace's arrivals carry their own lengths: a body per arrival (traced.py).
+        self.traced = TracedBodies(prof, plan.model) if traced(prof) else None
         extra = wire_headers(prof.wire, plan.api_key_env)
         for name, c in prof.classes.items():
             self.caps[name] = (prompt_tokens(len(c.prompt_text())), c.max_tokens)
@@ -275,6 +279,13 @@ class RequestSpec:
             h = {"content-type": "application/json", "x-class": name, "x-priority": c.priority}
             h.update(extra)
             self.headers[name] = h
+
+    def body_for(self, a: Arrival) -> bytes:
+        """The class's body, built once; a traced arrival's own (its row's lengths)."""
+        tb, p, o = self.traced, a.prompt_tokens, a.output_tokens
+        if tb is None or p is None or o is None:
+            return self.body[a.cls]
+        return tb.body(a, p, o)
 
     def headers_for(self, a: Arrival, attempt: int) -> dict[str, str]:
         h = dict(self.headers[a.cls])
@@ -314,7 +325,12 @@ class RequestSpec:
             return call.tokens, None if call.tokens is None else "usage"
         if call.tokens is not None:
             return call.tokens, "usage"
-        prompt, cap = self.caps[call.a.cls]
+        a = call.a
+        if self.traced is not None and a.prompt_tokens is not None and a.output_tokens is not None:
+            chars, cap = traced_lengths(a.prompt_tokens, a.output_tokens)
+            prompt = prompt_tokens(chars)
+        else:
+            prompt, cap = self.caps[a.cls]
         return {"prompt": prompt, "completion": min(cap, estimate_tokens(call.chars))}, "estimated"
 
 

@@ -11,7 +11,7 @@ variables' names.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Final
 from urllib.parse import urlencode
 
 import orjson
@@ -45,9 +45,32 @@ def wire_path(path: str, wire: Wire) -> str:
 
 
 def request_body(c: RequestClass, model: str, wire: Wire) -> bytes:
-    body: dict[str, Any] = {"model": model, wire.max_tokens_field: c.max_tokens}
-    body["messages"] = [{"role": "user", "content": c.prompt_text()}]
+    return orjson.dumps(_body(c, model, wire, c.max_tokens, c.prompt_text()))
+
+
+def _body(c: RequestClass, model: str, wire: Wire, max_tokens: int, prompt: str) -> dict[str, Any]:
+    body: dict[str, Any] = {"model": model, wire.max_tokens_field: max_tokens}
+    body["messages"] = [{"role": "user", "content": prompt}]
     if c.stream:
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
-    return orjson.dumps(body)
+    return body
+
+
+# Placeholders no class, model or header can hold in the way a template is cut at them.
+_CAP_MARK: Final = 987_654_321_987_654_321
+_PROMPT_MARK: Final = "@@harness-traced-prompt@@"
+
+
+def body_template(c: RequestClass, model: str, wire: Wire) -> tuple[bytes, bytes, bytes]:
+    """A traced request's body in three pieces: ``head + b"%d" % max_tokens + mid +
+    prompt + tail`` is the body :func:`request_body` would write for that ``max_tokens`` and
+    a prompt of plain ASCII that JSON needs no escape for (the caller's: a few byte joins per
+    request instead of a JSON encoding)."""
+    raw = orjson.dumps(_body(c, model, wire, _CAP_MARK, _PROMPT_MARK))
+    cap, prompt = str(_CAP_MARK).encode(), _PROMPT_MARK.encode()
+    if raw.count(cap) != 1 or raw.count(prompt) != 1:  # a model name holding a placeholder
+        raise ValueError(f"cannot build a traced body template for model {model!r}")
+    head, rest = raw.split(cap, 1)
+    mid, tail = rest.split(prompt, 1)
+    return head, mid, tail

@@ -19,15 +19,18 @@ import shutil
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from harness.profile import AlertRule, Profile
+from harness.arrivals import schedule
+from harness.profile import AlertRule, Profile, ProfileError
 from harness.results import summary as summ
 from harness.results.alerts import evaluate_alerts, signal_series
-from harness.results.client_figures import live_summary, offered_span
+from harness.results.client_figures import live_summary, offered_span, trace_figures
+from harness.traces import traced
 
 # Attempts that may not have reached the proxy (no connection was made).
 _UNREACHED = ("failed:connection_refused", "failed:connection_error")
@@ -185,6 +188,21 @@ def _rewrite_decisions(src: Path, dst: Path, offset: float) -> None:
 # -- the summary ---------------------------------------------------------------------------------
 
 
+def traced_rows(
+    profile: Profile, seed: int, recs: Sequence[Mapping[str, Any]]
+) -> list[tuple[int, int]] | None:
+    """Each arrival's traced (prompt, output) tokens up to the last one with a record, read
+    from the trace again (the records carry what the endpoint reported, not what was traced);
+    None when the file cannot be read any more (moved during the run): the summary then says
+    what was achieved only."""
+    last = max((int(r["id"][2:]) for r in recs), default=0)
+    try:
+        return [(a.prompt_tokens or 0, a.output_tokens or 0)
+                for a in islice(schedule(profile, seed), last)]  # fmt: skip
+    except ProfileError:
+        return None
+
+
 def merge(
     *,
     out: Path,
@@ -232,11 +250,12 @@ def merge(
         violations += [f"proxy: {v}" for v in proxy["conservation"]["violations"]]
     if live.get("proxy") and proxy is None:
         violations.append("the proxy wrote no summary.json")
+    trace = trace_figures(recs, traced_rows(profile, seed, recs)) if traced(profile) else None
     summary = live_summary(
         recs, profile, seed=seed, scheduled=scheduled, complete=complete, window=window, end=end,
         violations=violations, alerts=evaluate_alerts(profile.alert_rules(), timeline, completions),
         live={**live, "proxy_clock_offset_s": round(offset, 6)}, proxy=proxy,
-        extra_thresholds=extra_thresholds,
+        extra_thresholds=extra_thresholds, trace=trace,
     )  # fmt: skip
     summary["meta"] = summ.meta(started_at, wall_s)
     summary["meta"]["wall_per_profile_s"] = float(live["time_scale"])

@@ -159,13 +159,14 @@ class OpenLoop:
         perf = time.perf_counter
         call = ClientRequest(a, due, perf())
         try:
+            body = self.spec.body_for(a)  # every attempt sends the same bytes
             while True:
                 # A total deadline per attempt: the client's read timeout alone lets an answer
                 # that drips a byte at a time run for ever.
                 timer = gevent.Timeout(self.spec.timeout_wall_s)
                 timer.start()
                 try:
-                    self._attempt(call)
+                    self._attempt(call, body)
                 except gevent.Timeout as t:
                     if t is not timer:
                         raise
@@ -185,15 +186,15 @@ class OpenLoop:
             self.in_flight.pop(a.id, None)
             self.emit(self.spec.record(call, self.start, self.scale, self.plan.index))
 
-    def _attempt(self, call: ClientRequest) -> None:
+    def _attempt(self, call: ClientRequest, body: bytes) -> None:
         spec, a, perf = self.spec, call.a, time.perf_counter
         call.begin()
         stream = spec.stream[a.cls]
-        body: Any = spec.body[a.cls]  # bytes go out as they are
+        data: Any = body  # bytes go out as they are
         with self.session.request(
             "POST",
             spec.path,
-            data=body,
+            data=data,
             name=a.cls,
             headers=spec.headers_for(a, call.attempts),
             stream=stream,

@@ -88,6 +88,36 @@ def token_totals(done: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             "estimated_requests": sum(1 for r in toks if r.get("tokens_source") != "usage")}  # fmt: skip
 
 
+def trace_figures(
+    recs: Sequence[Mapping[str, Any]], rows: Sequence[tuple[int, int]] | None
+) -> dict[str, Any]:
+    """summary.json's ``trace`` block of a live run. ``rows``: each arrival's traced (prompt,
+    output) tokens, in schedule order (``r-000001`` first), or None when the trace could not
+    be read again. The keys the simulation writes (``arrivals``, ``prompt_tokens``,
+    ``output_tokens``: the traced totals of the arrivals with a record, every scheduled one
+    in a complete run), then ``completed``: the traced totals of the requests that completed,
+    and ``achieved``: what the endpoint reported for those same requests (``tokens``:
+    usage, or the ~4 characters a token estimate, as ``source`` says)."""
+    done = [r for r in recs if r["outcome"] == "completed"]
+    got = token_totals(done)
+    achieved = {"prompt_tokens": got["prompt"], "output_tokens": got["completion"],
+                "source": got["source"]}  # fmt: skip
+    if rows is None:
+        return {"arrivals": None, "prompt_tokens": None, "output_tokens": None,
+                "completed": None, "achieved": achieved}  # fmt: skip
+
+    def totals(of: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
+        picked = [rows[int(r["id"][2:]) - 1] for r in of]
+        return sum(p for p, _o in picked), sum(o for _p, o in picked)
+
+    prompt, output = totals(recs)
+    done_prompt, done_output = totals(done)
+    return {"arrivals": len(recs), "prompt_tokens": prompt, "output_tokens": output,
+            "completed": {"requests": len(done), "prompt_tokens": done_prompt,
+                          "output_tokens": done_output},
+            "achieved": achieved}  # fmt: skip
+
+
 def offered_span(
     recs: Sequence[Mapping[str, Any]], profile: Profile, capped: bool, complete: bool
 ) -> float:
@@ -172,9 +202,11 @@ def live_summary(
     live: Mapping[str, Any],
     proxy: Mapping[str, Any] | None,
     extra_thresholds: Sequence[str] = (),
+    trace: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A live run's summary.json (without ``meta``) from the generator's records (sorted by
-    id), the proxy's summary if there is one, and the cross-checks' ``violations``."""
+    id), the proxy's summary if there is one, and the cross-checks' ``violations``.
+    ``trace``: the ``trace`` block of a run whose arrivals came from a public trace."""
     counts = client_counts(recs, profile.slo.turnaround_p95_s)
     if complete:  # the schedule's own count: a lost record then breaks conservation
         counts["scheduled"] = scheduled
@@ -194,5 +226,7 @@ def live_summary(
         summary["proxy_turnaround_s"] = proxy.get("proxy_turnaround_s") or proxy.get("turnaround_s")
         summary["proxy"] = {k: proxy.get(k) for k in ("complete", "counts", "conservation",
                 "turnaround_s", "queue_wait_s")}  # fmt: skip
+    if trace is not None:
+        summary["trace"] = dict(trace)
     summ.finish(summary, profile, extra_thresholds)
     return summary

@@ -69,6 +69,9 @@ _SHAPE: dict[str, Any] = {
     "generator": {"offered_rate_per_s": None, "achieved_rate_per_s": None, "span_s": None,
                   "schedule_lag_s": {k: None for k in _STATS}},
     "rates": {"*": None},
+    "trace": {"arrivals": None, "prompt_tokens": None, "output_tokens": None,
+              "completed": {"requests": None, "prompt_tokens": None, "output_tokens": None},
+              "achieved": {"prompt_tokens": None, "output_tokens": None}},
 }  # fmt: skip
 _SHAPE["by_class"] = {"*": {"counts": _SHAPE["counts"], "turnaround_s": _SHAPE["turnaround_s"],
                             "queue_wait_s": _SHAPE["queue_wait_s"]}}  # fmt: skip

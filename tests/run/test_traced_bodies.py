@@ -1,0 +1,124 @@
+"""What a traced arrival sends (harness/live/traced.py), without a network: a prompt of 4
+characters per traced prompt token, the traced output as the length cap in the wire's field,
+the same JSON a full encoding would write; untraced profiles send the bytes they always did;
+and the live summary's ``trace`` block (results/client_figures.trace_figures)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from harness.arrivals import schedule
+from harness.live.calls import ClientRequest, Plan, RequestSpec, make_config
+from harness.live.dialect import request_body
+from harness.profile import Profile, loads
+from harness.results.client_figures import trace_figures
+from harness.schema_fields import MAX_PROMPT_CHARS, MAX_TOKENS
+
+CLASSES = """
+classes:
+  chat: {weight: 1, prompt: "Say \\"hello\\"\\n", max_tokens: 8}
+  live: {weight: 1, prompt: "Stream it", max_tokens: 8, stream: true, priority: critical}
+"""
+# (ms, prompt tokens, output tokens): zeros and lengths past the limits included
+ROWS = [(0, 100, 20), (250, 1, 1), (500, 0, 0), (750, 3, 7), (1000, 300_000, 200_000),
+        (1250, 2, 5000)]  # fmt: skip
+
+
+def traced_profile(tmp: Path, wire: str = "") -> Profile:
+    f = tmp / "t.jsonl"
+    f.write_bytes(b"".join(orjson.dumps({"timestamp": t, "input_length": p, "output_length": o})
+                           + b"\n" for t, p, o in ROWS))  # fmt: skip
+    return loads(f"""
+name: traced
+duration_s: 10
+arrivals: {{process: trace, format: mooncake, file: '{f}',
+           trace: {{classes: {{by: prompt_tokens, bins: [{{max: 50, class: live}},
+                                                        {{max: null, class: chat}}]}}}}}}
+{CLASSES}
+{wire}
+""", file="traced.yaml")  # fmt: skip
+
+
+def spec_of(prof: Profile, tmp: Path) -> tuple[Plan, RequestSpec]:
+    cfg = make_config(prof, seed=1, time_scale=1.0, base_url="http://127.0.0.1:1",
+                      path="/v1/chat/completions", model="m", api_key_env=None, proxied=False,
+                      max_requests=None, workdir=tmp)  # fmt: skip
+    plan = Plan.from_message({**cfg, "start_epoch": 0.0, "index": 0, "n": 1})
+    return plan, RequestSpec(plan)
+
+
+def test_untraced_profiles_send_the_same_bytes_as_before(tmp_path: Path) -> None:
+    prof = loads(f"name: plain\nduration_s: 5\narrivals: {{phases: [{{until_s: 5, rate_per_s: 4}}]}}"
+                 f"\n{CLASSES}")  # fmt: skip
+    plan, spec = spec_of(prof, tmp_path)
+    arrivals = list(plan.arrivals())
+    assert {a.cls for a in arrivals} == {"chat", "live"}
+    for a in arrivals:
+        assert spec.body_for(a) is spec.body[a.cls]
+    assert spec.body["chat"] == (b'{"model":"m","max_tokens":8,"messages":[{"role":"user",'
+                                 b'"content":"Say \\"hello\\"\\n"}]}')  # fmt: skip
+    assert spec.body["live"] == request_body(prof.classes["live"], "m", prof.wire)
+
+
+def expected(a: Any, cls: Any, field: str, chars: int, cap: int) -> dict[str, Any]:
+    text = (a.id + " " + "the quick brown fox jumps over the lazy dog " * 30_000)[:chars]
+    body: dict[str, Any] = {"model": "m", field: cap,
+                            "messages": [{"role": "user", "content": text}]}  # fmt: skip
+    if cls.stream:
+        body["stream"] = True
+        body["stream_options"] = {"include_usage": True}
+    return body
+
+
+def test_a_traced_arrival_sends_its_rows_prompt_length_and_output_cap(tmp_path: Path) -> None:
+    for field, wire in (("max_tokens", ""),
+                        ("max_completion_tokens", "wire: {max_tokens_field: max_completion_tokens}")):  # fmt: skip
+        prof = traced_profile(tmp_path, wire)
+        plan, spec = spec_of(prof, tmp_path)
+        arrivals = list(plan.arrivals())
+        assert [(a.prompt_tokens, a.output_tokens) for a in arrivals] == [r[1:] for r in ROWS]
+        for a in arrivals:
+            assert a.prompt_tokens is not None and a.output_tokens is not None
+            chars = 4 * min(max(1, a.prompt_tokens), MAX_PROMPT_CHARS // 4)
+            cap = min(max(1, a.output_tokens), MAX_TOKENS)
+            body = spec.body_for(a)
+            want = expected(a, prof.classes[a.cls], field, chars, cap)
+            # the joined template is byte for byte what a full JSON encoding writes
+            assert body == orjson.dumps(want), (a, body[:120])
+            assert len(orjson.loads(body)["messages"][0]["content"]) == chars
+        by_id = {a.id: orjson.loads(spec.body_for(a)) for a in arrivals}
+        assert by_id["r-000002"]["messages"][0]["content"] == "r-00"  # 1 token: 4 characters
+        assert by_id["r-000003"][field] == 1  # 0 output tokens asks for 1
+        assert by_id["r-000005"][field] == MAX_TOKENS
+        assert by_id["r-000002"]["stream"] is True and "stream" not in by_id["r-000001"]
+
+
+def test_without_usage_a_traced_requests_tokens_are_estimated_from_its_row(
+    tmp_path: Path,
+) -> None:
+    prof = traced_profile(tmp_path)
+    _plan, spec = spec_of(prof, tmp_path)
+    a = next(x for x in schedule(prof) if x.id == "r-000004")  # 3 prompt, 7 output tokens
+    call = ClientRequest(a, 0.0, 0.0)
+    call.begin()
+    call.chars = 400  # far more content than asked for: capped by the row's output
+    call.settle("completed")
+    assert spec.token_figures(call) == ({"prompt": 3, "completion": 7}, "estimated")
+
+
+def test_the_trace_block_sets_traced_totals_beside_the_achieved(tmp_path: Path) -> None:
+    def rec(i: int, outcome: str, tokens: dict[str, int] | None) -> dict[str, Any]:
+        return {"id": f"r-{i:06d}", "outcome": outcome, "tokens": tokens,
+                "tokens_source": "usage" if tokens else None}  # fmt: skip
+
+    rows = [(10, 2), (20, 3), (30, 4), (40, 5)]
+    recs = [rec(1, "completed", {"prompt": 10, "completion": 2}),
+            rec(2, "rejected", None), rec(3, "completed", {"prompt": 30, "completion": 1})]  # fmt: skip
+    block = trace_figures(recs, rows)
+    assert block == {"arrivals": 3, "prompt_tokens": 60, "output_tokens": 9,
+                     "completed": {"requests": 2, "prompt_tokens": 40, "output_tokens": 6},
+                     "achieved": {"prompt_tokens": 40, "output_tokens": 3, "source": "usage"}}  # fmt: skip
+    assert trace_figures(recs, None)["arrivals"] is None
