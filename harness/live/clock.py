@@ -61,16 +61,19 @@ class MonotonicClock:
     def held(self) -> bool:
         return self._held
 
-    def release(self) -> None:
-        """Begin the run now (a held clock); no effect on a running one."""
+    def release(self, at: float | None = None) -> None:
+        """Begin the run at Unix time ``at`` (default: now), which may be a moment ahead; the
+        clock reads 0 until then. No effect on a running clock."""
         if self._held:
             self._held = False
-            self._t0 = time.monotonic()
+            mono = time.monotonic()
+            self._t0 = mono if at is None else mono + (at - time.time())
 
     def now(self) -> float:
         if self._held:
             return 0.0
-        return (time.monotonic() - self._t0) * self._inv
+        t = (time.monotonic() - self._t0) * self._inv
+        return t if t > 0.0 else 0.0
 
     def wall_delay(self, at: float) -> float:
         d = (at - self.now()) * self._scale

@@ -283,15 +283,16 @@ class LiveDriver:
             now = self.clock.now()
             await asyncio.sleep(min(self.clock.wall_delay(math.floor(now) + 1.0) + 0.001, 1.0))
 
-    def set_epoch(self) -> float:
+    def set_epoch(self, at: float | None = None) -> float:
         """Start the fault timeline now, as ``PUT /_stub/epoch`` does for the stub: ``harness
         run`` calls both at the instant its load starts, so a metrics outage at ``at_s`` lands
         at the same profile second as the stub's faults."""
         clock = self.clock
         if isinstance(clock, MonotonicClock) and clock.held:
-            # The run begins now: profile time 0 is the load's start, as in the simulation;
-            # the engine's first evaluation (and its timers) start from here.
-            clock.release()
+            # The run begins at the load's start (``at``, a Unix time; else now): profile time
+            # 0 is then the schedule's 0, as in the simulation; the engine's first evaluation
+            # and its timers count from there.
+            clock.release(at)
             self.epoch = 0.0
             self.report(Tick())
             return self.epoch

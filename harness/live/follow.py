@@ -101,9 +101,15 @@ def _why(intr: Interrupts, otherwise: str) -> str:
     return f"interrupted ({intr.last})" if intr.count else otherwise
 
 
+_PROXY_LEAD_S = 0.05  # the proxy hears of the start this early: no request beats its release
+
+
 def _set_epoch(urls: list[str], start_epoch: float) -> None:
-    """The stub's and the proxy's fault timelines count from the moment the load starts."""
-    time.sleep(max(0.0, start_epoch - time.time()))
-    for url in urls:
+    """The stub's and the proxy's fault timelines count from the moment the load starts. The
+    proxy is told that moment (``?at=`` a Unix time) a little ahead, so its held clock starts
+    exactly then whatever the request's own latency; the stub is told at the moment itself."""
+    for url in sorted(urls, key=lambda u: "/_proxy/" not in u):  # the proxy first
+        lead = _PROXY_LEAD_S if "/_proxy/" in url else 0.0
+        time.sleep(max(0.0, start_epoch - lead - time.time()))
         with contextlib.suppress(httpx.HTTPError):
-            httpx.put(url, timeout=5.0)
+            httpx.put(f"{url}?at={start_epoch!r}" if lead else url, timeout=5.0)

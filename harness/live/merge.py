@@ -6,10 +6,12 @@ arrival, its final outcome, and latencies from the *intended* send time. The pro
 attempt is an arrival there. The merged ``counts`` are logical; ``proxy`` keeps the proxy's own
 counts, and conservation is checked on both sides and across them (per attempt).
 
-Clocks: the proxy's run clock starts when the proxy starts, a few seconds before the load. The
-offset is measured, not guessed: the proxy's first admission decision against the generator's
-first send (loopback adds well under a millisecond). Decisions are shifted by it exactly, the
-per-second timeline by it rounded to whole seconds.
+Clocks: under ``harness run`` the proxy's run clock starts with the load (``--from-epoch``:
+held at 0 until the load's start time, which it is told ahead), so the two sides share their
+origin; a proxy started alone counts from its own start. Either way the offset is measured,
+not assumed: the proxy's first admission decision against the generator's first send
+(loopback adds well under a millisecond). Decisions are shifted by it exactly, the per-second
+timeline by it rounded to whole seconds (0 when the clocks share their origin).
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ aborts the upstream call. A request malformed (400) or too large (413) is no arr
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Callable
 from typing import cast
 
@@ -48,6 +49,19 @@ from harness.outcomes import Answer
 
 DEFAULT_MAX_BODY = 8 * 1024 * 1024
 RETRYABLE_STATUS = frozenset((408, 409, 429))  # and every 5xx, as the OpenAI SDKs retry
+
+
+def epoch_at(query: bytes) -> float | None:
+    """``at=<Unix time>`` of ``PUT /_proxy/epoch``: when the load starts (None: now)."""
+    for part in query.split(b"&"):
+        k, _, v = part.partition(b"=")
+        if k == b"at":
+            try:
+                at = float(v)
+            except ValueError:
+                return None
+            return at if math.isfinite(at) else None
+    return None
 
 
 class ProxiedRequest(Ticket):
@@ -103,7 +117,7 @@ class ProxyApp:
                     (b"content-length", b"%d" % len(body))]})  # fmt: skip
                 await send({"type": "http.response.body", "body": body})
             elif scope["path"] == "/_proxy/epoch" and scope["method"] == "PUT":
-                epoch = self.driver.set_epoch()
+                epoch = self.driver.set_epoch(epoch_at(scope.get("query_string", b"")))
                 await wire.send_json(send, 200, orjson.dumps({"epoch_s": epoch}))
             elif scope["path"] == "/healthz":
                 up = not (self.driver.stopping or self.closed)

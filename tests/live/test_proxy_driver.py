@@ -145,3 +145,17 @@ def test_a_held_clock_reads_zero_until_released_and_the_epoch_starts_the_run() -
     assert first_evaluation == prof.engine.scaling.interval_s
     # a clock that was never held counts from the proxy's start: the epoch lags it
     assert unheld_epoch >= 20.0
+
+
+def test_a_held_clock_released_at_the_loads_start_counts_from_that_instant() -> None:
+    from harness.live.proxy import epoch_at
+
+    clock = MonotonicClock(1.0, held=True)
+    clock.release(time.time() + 60.0)  # the load starts in a minute
+    assert clock.now() == 0.0 and not clock.held  # never negative before it
+    past = MonotonicClock(1.0, held=True)
+    past.release(time.time() - 5.0)  # the load started 5 s ago (a slow PUT)
+    assert 5.0 <= past.now() < 60.0
+    assert epoch_at(b"at=1764750000.25") == 1764750000.25
+    assert epoch_at(b"x=1&at=nan") is None and epoch_at(b"at=soon") is None
+    assert epoch_at(b"") is None
