@@ -38,11 +38,12 @@ from harness.engine.events import (
     MetricsSample,
     Reexecute,
     Reject,
+    Scale,
     StopAdmitting,
     Tick,
 )
 from harness.live.clock import MonotonicClock, RunClock
-from harness.live.metrics import ProxyMetrics, QueueState
+from harness.live.metrics import ProxyMetrics, QueueState, ScalingState
 from harness.live.outfiles import ProxyFiles, mark_broken
 from harness.profile import Profile
 from harness.results.quantiles import percentiles
@@ -123,6 +124,7 @@ class LiveDriver:
         self.engine = self.core.engine
         self.collector = self.core.collector
         self.tickets: dict[str, Ticket] = {}
+        self.last_scale: Scale | None = None  # the autoscaler's last evaluation, for /metrics
         # Waiting (admitted, not yet started) ids per tier, in admission order: the oldest age
         # per tier for the gauges, which the engine does not keep.
         self._waiting: tuple[dict[str, float], ...] = ({}, {}, {})
@@ -198,6 +200,8 @@ class LiveDriver:
                     waiting[a.priority][a.id] = now
                 elif tp is Reject:
                     m.rejected(a.reason)  # type: ignore[attr-defined]
+                elif tp is Scale:
+                    self.last_scale = a  # type: ignore[assignment]
                 elif tp is Reexecute:
                     # Its executor was killed at the drain timeout (or its answer was lost):
                     # the attempt under way is abandoned; the engine dispatches the next one.
@@ -333,7 +337,21 @@ class LiveDriver:
                           in_flight=eng.busy, desired_replicas=eng.pool.desired,
                           ready_replicas=eng.pool.ready, drain_time_s=drain,
                           draining_replicas=eng.pool.draining,
-                          blind=not eng.signals_known)  # fmt: skip
+                          blind=not eng.signals_known, scaling=self._scaling_state())  # fmt: skip
+
+    def _scaling_state(self) -> ScalingState | None:
+        sc = self.engine.scaler
+        if sc is None:
+            return None
+        last = self.last_scale
+        sig = (last.signals or {}) if last is not None else {}
+        weighted = sig.get("weighted_depth") if sig.get("known") else None
+        if weighted is not None and self.profile.engine.scaling.count_inflight:
+            weighted += sig.get("in_flight", 0)
+        return ScalingState(weighted_signal=weighted, drain_time_s=sig.get("drain_time_s"),
+                            bound_by=None if last is None else last.bound_by,
+                            blind_seconds=self.collector.blind_s,
+                            scale_up_suppressed=sc.scale_up_suppressed)  # fmt: skip
 
     # -- the end -----------------------------------------------------------------------------
 

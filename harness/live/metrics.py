@@ -34,6 +34,19 @@ class QueueState:
     drain_time_s: float
     draining_replicas: int = 0
     blind: bool = False  # the autoscaler's signals are unknown (a metrics outage)
+    # Autoscaling only (None without it): the last evaluation and the run's totals so far.
+    scaling: ScalingState | None = None
+
+
+@dataclass(slots=True)
+class ScalingState:
+    """What the autoscaler read and decided at its last evaluation, and its run totals."""
+
+    weighted_signal: float | None  # the profile's weights, in-flight work too if counted
+    drain_time_s: float | None  # the engine's estimate: backlog x per-class service / slots
+    bound_by: str | None  # the limit that set the last decision (None: none bound it)
+    blind_seconds: float
+    scale_up_suppressed: int
 
 
 class _Gauges(Collector):
@@ -83,6 +96,40 @@ class _Gauges(Collector):
             "agent_scaling_blind", "1 while the autoscaler's signals are unknown (a metrics "
             "outage), else 0", value=1.0 if s.blind else 0.0,
         )  # fmt: skip
+        if s.scaling is not None:
+            yield from _scaling(s.scaling)
+
+
+_NAN = float("nan")
+
+
+def _scaling(sc: ScalingState) -> Iterator[GaugeMetricFamily]:
+    """The autoscaler's own view (profiles with engine.scaling on); NaN where its last
+    evaluation could not read a value (blind, or no evaluation yet)."""
+    yield GaugeMetricFamily(
+        "agent_scaling_weighted_signal", "The weighted target's signal at the last evaluation: "
+        "eligible backlog by the profile's priority weights, plus work in flight when "
+        "count_inflight", value=_NAN if sc.weighted_signal is None else sc.weighted_signal,
+    )  # fmt: skip
+    yield GaugeMetricFamily(
+        "agent_scaling_drain_time_seconds", "The engine's drain-time estimate at the last "
+        "evaluation (backlog x per-class service time / ready slots)",
+        value=_NAN if sc.drain_time_s is None else sc.drain_time_s,
+    )  # fmt: skip
+    bound = GaugeMetricFamily(
+        "agent_scaling_bound", "1 for the limit that set the last decision (none: nothing "
+        "bound it)", labels=["limit"],
+    )  # fmt: skip
+    bound.add_metric([sc.bound_by or "none"], 1.0)
+    yield bound
+    yield GaugeMetricFamily(
+        "agent_scaling_blind_seconds", "Seconds of the run so far with the autoscaler blind",
+        value=sc.blind_seconds,
+    )  # fmt: skip
+    yield GaugeMetricFamily(
+        "agent_scaling_scale_up_suppressed", "Evaluations so far whose scale-up the dependency "
+        "(breaker, Retry-After) held back", value=float(sc.scale_up_suppressed),
+    )  # fmt: skip
 
 
 class ProxyMetrics:

@@ -78,6 +78,12 @@ def gauges(app: Any) -> dict[str, float]:
             if not s.labels}  # fmt: skip
 
 
+def labelled(app: Any, name: str) -> dict[tuple[tuple[str, str], ...], float]:
+    text = generate_latest(app.driver.metrics.registry).decode()
+    return {tuple(sorted(s.labels.items())): s.value for f in text_string_to_metric_families(text)
+            for s in f.samples if s.name == name}  # fmt: skip
+
+
 def _at(app: Any, clock: ManualClock, t: float) -> None:
     clock.advance(t - clock.now())
     app.driver.report(Tick())
@@ -92,6 +98,13 @@ def test_a_killed_executors_plain_request_runs_again_after_the_drain_timeout() -
         g = gauges(app)
         assert (g["agent_scaling_desired_replicas"], g["agent_scaling_ready_replicas"],
                 g["agent_scaling_draining_replicas"], g["agent_scaling_blind"]) == (1, 1, 1, 0)
+        # the autoscaler's own view at that evaluation: nothing waits (both run), no limit bound
+        assert (g["agent_scaling_weighted_signal"], g["agent_scaling_blind_seconds"],
+                g["agent_scaling_scale_up_suppressed"]) == (0, 0, 0)
+        last = app.driver.last_scale
+        assert last is not None and (last.from_replicas, last.to_replicas) == (2, 1)
+        bound = labelled(app, "agent_scaling_bound")
+        assert bound == {(("limit", last.bound_by or "none"),): 1.0}
         app.driver.report(MetricsSample(False))  # an outage: the autoscaler is blind
         assert gauges(app)["agent_scaling_blind"] == 1
         app.driver.report(MetricsSample(True))
