@@ -52,7 +52,9 @@ def _calibrate(tmp: Path, name: str, text: str, *args: str) -> subprocess.Popen[
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, str, dict[str, Any]]]:
+def runs(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[str, tuple[int, str, dict[str, Any], Path]]:
     tmp = tmp_path_factory.mktemp("calibrate")
     procs = {"known": _calibrate(tmp, "known", KNOWN, "--max-requests", "200"),
              "bimodal": _calibrate(tmp, "bimodal", BIMODAL, "--max-requests", "100",
@@ -65,12 +67,13 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, str, 
             p.returncode,
             text.decode(),
             orjson.loads(fig.read_bytes()) if fig.exists() else {},
+            tmp / name,
         )
     return out
 
 
 def test_the_stubs_known_parameters_are_recovered_within_10_percent(runs: dict[str, Any]) -> None:
-    code, console, fig = runs["known"]
+    code, console, fig, _out = runs["known"]
     assert code == 0, console
     assert fig["source"]["requests_fitted"] == 200
     for name, true in TRUE.items():
@@ -82,9 +85,10 @@ def test_the_stubs_known_parameters_are_recovered_within_10_percent(runs: dict[s
 def test_the_calibrated_profile_is_the_input_with_the_fit(runs: dict[str, Any]) -> None:
     from harness.profile import load
 
-    _code, console, fig = runs["known"]
-    # the written profile loads, and carries the fitted values
-    base = Path(console.split("wrote ")[1].split(" and ")[0].replace("\n", ""))
+    _code, console, fig, out = runs["known"]
+    # the written profile loads, and carries the fitted values; the console names it
+    base = out / "calibrated.yaml"
+    assert "calibrated.yaml" in console.replace("\n", "")
     prof = load(str(base))
     assert prof.upstream.latency.dist == "tokens"
     assert prof.upstream.latency.ttft_s == fig["parameters"]["ttft_s"]["value"]
@@ -93,7 +97,7 @@ def test_the_calibrated_profile_is_the_input_with_the_fit(runs: dict[str, Any]) 
 
 
 def test_a_bimodal_latency_is_flagged_as_a_bad_fit(runs: dict[str, Any]) -> None:
-    code, console, fig = runs["bimodal"]
+    code, console, fig, _out = runs["bimodal"]
     assert code == 1, console
     assert fig["bad_fit"] == ["ttft"]
     g = fig["goodness"]["ttft"]

@@ -1,7 +1,8 @@
 """Autoscaling, sim vs live (issue 15): one scenario run live against the bundled stub at
 ``--time-scale 0.1``, compared with its simulation's band over N seeds.
 
-Replicas over time: at each profile second the live run's desired replicas must lie inside
+Replicas over time: at each profile second of the load's span (``duration_s``; after it each
+run ends at its own last answer) the live run's desired replicas must lie inside
 the band the simulation spans at that second over its seeds, widened by one replica or 10 %
 of the band's top, whichever is larger. The sim band is taken over a +-2 s neighbourhood of
 each second: a live evaluation fires a few wall milliseconds after its simulated instant, and
@@ -15,6 +16,7 @@ tests/bench/bench_scaling_agreement.py (which also draws the README's picture).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -101,7 +103,9 @@ def compare(s: Scenario, res: LiveResult, *, seeds: int = 20) -> Row:
     summary = res.summary
     prof = load(s.spec, list(s.overrides))
     timeline = res.jsonl("timeline.jsonl")
-    live_reps = [int(x["replicas_desired"]) for x in timeline]
+    # The load's span: after it each run ends at its own last answer, so seconds past it are
+    # not comparable second by second (the counts below still cover the whole run).
+    live_reps = [int(x["replicas_desired"]) for x in timeline][: math.ceil(prof.duration_s)]
     sims = [simulate(prof, seed) for seed in range(1, seeds + 1)]
     series = [[int(x["replicas_desired"]) for x in r.timeline] for r in sims]
     n = len(live_reps)
