@@ -137,7 +137,9 @@ def calibrate_command(req: CalibrateRequest, opts: FitOptions, console: Console)
 
     req.out.mkdir(parents=True, exist_ok=True)
     records = req.out / "requests.jsonl"
-    logs = Path(tempfile.mkdtemp(prefix=".calibrate-", dir=req.out))
+    # absolute: the children run with this folder as their working directory, so a relative
+    # --out would make the stub look for its profile under itself
+    logs = Path(tempfile.mkdtemp(prefix=".calibrate-", dir=req.out)).resolve()
     kids = loadgen.Children(logs)
     try:
         if req.target == "stub":
