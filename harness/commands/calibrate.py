@@ -3,10 +3,11 @@
 ``calibrate`` probes a target (``harness.live.probe``; ``--target stub`` starts the bundled stub
 with the profile's own upstream, as ``harness run`` does: ``python -m harness stub`` with its
 real flags), writes the probe's ``requests.jsonl``, and then does what ``fit`` does with it:
-read the records (one reader), fit (``harness.fit``), write ``calibrated.yaml`` and
-``calibrated.json``. Exit codes (``harness.exit_codes``): 0 every component fits; 1 a
-component fits badly (the files are still written, the bad fit flagged); 2 bad input or a
-parameter the data cannot identify; 3 the probe broke (target unreachable, nothing completed).
+read the records (one reader), fit (``harness.fit``), write ``calibrated.yaml``,
+``calibrated.json`` and ``fit.png`` (the picture: ``harness.results.fit_plot``). Exit codes
+(``harness.exit_codes``): 0 every component fits; 1 a component fits badly (the files are
+still written, the bad fit flagged); 2 bad input or a parameter the data cannot identify; 3
+the probe broke (target unreachable, nothing completed).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from harness.fit.model import PARAMS, fit
 from harness.fit.observations import observations, read_requests
 from harness.fit.output import calibrated, figures, write
 from harness.profile import Profile, apply_override, resolve, to_dict
+from harness.results.fit_plot import plot_fit
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -59,8 +61,11 @@ def fit_records(records: Path, base: dict[str, Any], opts: FitOptions, source: d
     fig = figures(result, obs, source, counts)
     text, notes = calibrated(base, result, fig, str(out_yaml))
     out_json = write(out_yaml, text, fig)
+    png = plot_fit(out_yaml.with_name("fit.png"), prompt=obs.prompt, ttft=obs.ttft,
+                   in_flight=obs.in_flight, tpot=obs.tpot, figures=fig)  # fmt: skip
     _show(console, fig, notes)
     console.print(f"wrote {out_yaml} and {out_json}")
+    console.print(f"picture of the fit: {png}")
     if result.bad:
         console.print(f"[bold yellow]warning:[/] bad fit: {', '.join(result.bad)} "
                       "(the token model does not describe this latency; see the figures) "
@@ -132,7 +137,9 @@ def calibrate_command(req: CalibrateRequest, opts: FitOptions, console: Console)
 
     req.out.mkdir(parents=True, exist_ok=True)
     records = req.out / "requests.jsonl"
-    logs = Path(tempfile.mkdtemp(prefix=".calibrate-", dir=req.out))
+    # absolute: the children run with this folder as their working directory, so a relative
+    # --out would make the stub look for its profile under itself
+    logs = Path(tempfile.mkdtemp(prefix=".calibrate-", dir=req.out)).resolve()
     kids = loadgen.Children(logs)
     try:
         if req.target == "stub":

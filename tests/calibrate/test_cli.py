@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import orjson
+import pytest
 from typer.testing import CliRunner
 
 from harness.cli import app
@@ -52,3 +53,18 @@ def test_help_says_what_the_exit_codes_mean() -> None:
         r = runner.invoke(app, [cmd, "--help"])
         assert r.exit_code == 0
         assert "fits badly" in r.output and "cannot identify" in r.output
+
+
+@pytest.mark.live
+def test_calibrate_with_a_relative_out_folder_finds_its_stub_profile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stub runs with the run's log folder as its working directory: a relative --out once
+    made it look for its profile under itself (exit 3). A tiny probe: 24 requests, 8 tokens."""
+    monkeypatch.chdir(tmp_path)
+    r = runner.invoke(app, ["calibrate", "token-model", "--target", "stub", "--out", "calib",
+                            "--max-requests", "24", "--concurrency", "1,4", "--max-tokens", "8",
+                            "--time-scale", "0.05", "--resamples", "20"])  # fmt: skip
+    assert r.exit_code in (0, 1), r.output  # 1: a bad fit is possible from 24 requests
+    for name in ("requests.jsonl", "calibrated.yaml", "calibrated.json", "fit.png"):
+        assert (tmp_path / "calib" / name).is_file(), name
