@@ -258,6 +258,7 @@ def proxy(
     insecure: InsecureOpt = False,
     ready_file: Annotated[Path | None, typer.Option("--ready-file", help="Once listening, write {\"url\", \"pid\"} as JSON to this file (how `harness run` learns the port of --port 0).", metavar="FILE")] = None,
     from_epoch: Annotated[bool, typer.Option("--from-epoch", help="Hold the run's clock at 0 until PUT /_proxy/epoch (what `harness run` sends when its load starts): the timeline, fault windows and autoscaler evaluations then count from the load's start, as in `harness sim`.")] = False,
+    forward_class: Annotated[bool, typer.Option("--forward-class", help="Pass the x-class header on to the upstream (the bundled stub picks a class's latency and token model by it; `harness run` sets it when the target is the stub). Off: the upstream sees none of the proxy's control headers.")] = False,
 ) -> None:
     """Serve the admission proxy alone in front of any endpoint; results written on stop."""
     import dataclasses
@@ -286,7 +287,7 @@ def proxy(
     with io_errors(folder):
         code = serve_proxy(upstream=upstream, profile=prof, host=host, port=port, out=folder,
                            grace_s=grace_s, time_scale=time_scale, ready_file=ready_file,
-                           tls=tls, from_epoch=from_epoch)  # fmt: skip
+                           tls=tls, from_epoch=from_epoch, forward_class=forward_class)  # fmt: skip
     raise typer.Exit(code)
 
 

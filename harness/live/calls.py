@@ -47,7 +47,7 @@ from harness.arrivals import Arrival, schedule
 from harness.clients import retry_delay, should_retry_header
 from harness.engine.events import PRIORITY_NAMES
 from harness.live.dialect import request_body, wire_headers, wire_path
-from harness.live.traced import TracedBodies, traced_lengths
+from harness.live.traced import ClassSizes, TracedBodies, traced_lengths
 from harness.live.wire import parse_retry_after
 from harness.profile import ClientRetry, Profile, loads, to_dict
 from harness.traces import traced
@@ -269,8 +269,10 @@ class RequestSpec:
         self.stream: dict[str, bool] = {}
         self.headers: dict[str, dict[str, str]] = {}
         self.caps: dict[str, tuple[int, int]] = {}  # (prompt estimate, max_tokens) per class
-        # A public trace's arrivals carry their own lengths: a body per arrival (traced.py).
-        self.traced = TracedBodies(prof, plan.model) if traced(prof) else None
+        # A public trace's arrivals carry their own lengths, and classes with token-count
+        # distributions draw theirs: a body per arrival (traced.py).
+        self.sizes = ClassSizes(prof, plan.seed)
+        self.traced = TracedBodies(prof, plan.model) if traced(prof) or self.sizes else None
         extra = wire_headers(prof.wire, plan.api_key_env)
         for name, c in prof.classes.items():
             self.caps[name] = (prompt_tokens(len(c.prompt_text())), c.max_tokens)
@@ -280,12 +282,22 @@ class RequestSpec:
             h.update(extra)
             self.headers[name] = h
 
+    def lengths(self, a: Arrival) -> tuple[int, int] | None:
+        """(prompt, output) tokens a body is sized to: a trace row's, else the class's draws."""
+        if self.traced is None:
+            return None
+        p, o = a.prompt_tokens, a.output_tokens
+        if p is not None and o is not None:
+            return p, o
+        return self.sizes.lengths(a)
+
     def body_for(self, a: Arrival) -> bytes:
-        """The class's body, built once; a traced arrival's own (its row's lengths)."""
-        tb, p, o = self.traced, a.prompt_tokens, a.output_tokens
-        if tb is None or p is None or o is None:
+        """The class's body, built once; a sized arrival's own (its row's or drawn lengths)."""
+        tb = self.traced
+        if tb is None:
             return self.body[a.cls]
-        return tb.body(a, p, o)
+        sized = self.lengths(a)
+        return self.body[a.cls] if sized is None else tb.body(a, *sized)
 
     def headers_for(self, a: Arrival, attempt: int) -> dict[str, str]:
         h = dict(self.headers[a.cls])
@@ -326,8 +338,9 @@ class RequestSpec:
         if call.tokens is not None:
             return call.tokens, "usage"
         a = call.a
-        if self.traced is not None and a.prompt_tokens is not None and a.output_tokens is not None:
-            chars, cap = traced_lengths(a.prompt_tokens, a.output_tokens)
+        sized = self.lengths(a)
+        if sized is not None:
+            chars, cap = traced_lengths(*sized)
             prompt = prompt_tokens(chars)
         else:
             prompt, cap = self.caps[a.cls]

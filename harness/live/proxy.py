@@ -89,7 +89,8 @@ class ProxiedRequest(Ticket):
 
 class ProxyApp:
     def __init__(
-        self, driver: LiveDriver, upstream: Upstream, *, max_body_bytes: int = DEFAULT_MAX_BODY
+        self, driver: LiveDriver, upstream: Upstream, *, max_body_bytes: int = DEFAULT_MAX_BODY,
+        forward_class: bool = False,
     ) -> None:
         self.driver = driver
         self.upstream = upstream
@@ -98,6 +99,10 @@ class ProxyApp:
         self.timeout_s = driver.profile.upstream.timeout_s * self.scale
         self.closed = False  # results written: later requests are refused and not counted
         self.classes = ClassTable(driver.profile)
+        # Pass x-class on upstream: the bundled stub picks a class's latency and token model by
+        # it (else by the closest prompt size, which sized prompts defeat); harness run sets it
+        # for the stub only -- a real endpoint never sees the proxy's control headers.
+        self.forward_class = forward_class
         sc = driver.profile.engine.scaling
         # Executors can be killed under a running attempt (a drain timeout): attempts then run
         # as tasks of their own, and streams tell the engine when they start answering.
@@ -180,6 +185,8 @@ class ProxyApp:
         call.target = scope["path"] + ("?" + qs.decode("latin-1") if qs else "")
         call.body = body
         call.fwd = split.forward
+        if self.forward_class and b"x-class" in split.control:
+            call.fwd = [*split.forward, (b"x-class", split.control[b"x-class"])]
         decision = self.driver.arrive(call)
         if type(decision) is not Admit:
             return await self._reject(send, cast(Reject, decision))

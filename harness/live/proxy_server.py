@@ -95,13 +95,14 @@ def build_proxy(
     client: str = "h1",
     tls: Tls | None = None,
     from_epoch: bool = False,
+    forward_class: bool = False,
 ) -> ProxyApp:
     """The ASGI app with its driver and upstream client (call ``driver.start()`` on the loop
     that serves it, or let ASGI lifespan do it)."""
     client_ = make_upstream(upstream, client, tls) if isinstance(upstream, str) else upstream
     clock = clock or MonotonicClock(time_scale, held=from_epoch)
     driver = LiveDriver(profile, clock=clock, seed=seed, out=out)
-    return ProxyApp(driver, client_, max_body_bytes=max_body_bytes)
+    return ProxyApp(driver, client_, max_body_bytes=max_body_bytes, forward_class=forward_class)
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -229,6 +230,7 @@ def serve_proxy(
     ready_file: Path | None = None,
     tls: Tls | None = None,
     from_epoch: bool = False,
+    forward_class: bool = False,
 ) -> int:
     """Serve the proxy in front of ``upstream`` until SIGTERM/SIGINT; returns the exit code."""
     con = Console(stderr=True, highlight=False)
@@ -262,7 +264,7 @@ def serve_proxy(
             sock.close()
             return EXIT_BROKEN
         app = build_proxy(upstream=upstream, profile=profile, out=out, time_scale=time_scale,
-                          tls=tls, from_epoch=from_epoch)  # fmt: skip
+                          tls=tls, from_epoch=from_epoch, forward_class=forward_class)  # fmt: skip
         extra = {"live": {"upstream": public_url(upstream), "time_scale": time_scale,
                           "listen": f"{host}:{sock.getsockname()[1]}"}}  # fmt: skip
         return await run_proxy(app, sock, grace_s=grace_s, ready_file=ready_file,

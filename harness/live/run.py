@@ -218,7 +218,8 @@ def _start_servers(run: LiveSettings, kids: loadgen.Children, work: Path) -> Ser
                                  "--port", "0", "--profile", str(prof_file),
                                  "--out", str(run.out / "proxy"), "--grace-s", repr(PROXY_GRACE_S),
                                  "--time-scale", repr(run.time_scale), "--ready-file", str(ready),
-                                 "--from-epoch", *tls])  # fmt: skip
+                                 "--from-epoch", *(["--forward-class"] if run.stub else []),
+                                 *tls])  # fmt: skip
         url = str(orjson.loads(kids.wait_file(ready, p, "proxy"))["url"])
         port = int(url.rsplit(":", 1)[1])
         kids.wait_healthy(f"http://127.0.0.1:{port}", p, "proxy")

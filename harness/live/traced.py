@@ -21,9 +21,11 @@ from typing import Final
 
 from harness.arrivals import Arrival
 from harness.live.dialect import body_template
-from harness.profile import Profile
+from harness.profile import Profile, TokenCount
 from harness.schema_fields import MAX_PROMPT_CHARS, MAX_TOKENS
-from harness.upstream_model.tokens import CHARS_PER_TOKEN
+from harness.upstream_model.draws import RequestDraws
+from harness.upstream_model.latency import token_counts
+from harness.upstream_model.tokens import CHARS_PER_TOKEN, prompt_tokens
 
 _WORDS: Final = b"the quick brown fox jumps over the lazy dog "
 _MAX_PROMPT_TOKENS: Final = MAX_PROMPT_CHARS // CHARS_PER_TOKEN
@@ -33,6 +35,39 @@ def traced_lengths(prompt_tokens: int, output_tokens: int) -> tuple[int, int]:
     """(prompt characters, max_tokens) sent for a trace row's token counts."""
     p = min(max(1, prompt_tokens), _MAX_PROMPT_TOKENS)
     return p * CHARS_PER_TOKEN, min(max(1, output_tokens), MAX_TOKENS)
+
+
+class ClassSizes:
+    """Lengths for the arrivals of classes with token-count distributions (``prompt_tokens`` /
+    ``completion_tokens``, the class's or the upstream's): drawn per request exactly as the
+    stub and the simulated upstream draw them (the tokens stream of ``RequestDraws`` keyed by
+    the run's seed, the request id and attempt 1), so the endpoint is sent a prompt of the
+    drawn size and asked for the drawn completion as its cap -- what the simulation assumed.
+    Classes without a distribution are not sized (their prompt text is sent as written)."""
+
+    __slots__ = ("_draws", "_sized")
+
+    def __init__(self, profile: Profile, seed: int) -> None:
+        up = profile.upstream
+        self._sized: dict[str, tuple[TokenCount | None, TokenCount | None, int, int]] = {}
+        for name, c in profile.classes.items():
+            ptc, ctc = c.prompt_tokens or up.prompt_tokens, c.completion_tokens or up.completion_tokens
+            if ptc is not None or ctc is not None:
+                self._sized[name] = (ptc, ctc, prompt_tokens(len(c.prompt_text())), c.max_tokens)
+        self._draws = RequestDraws(seed)
+
+    def __bool__(self) -> bool:
+        return bool(self._sized)
+
+    def lengths(self, a: Arrival) -> tuple[int, int] | None:
+        """(prompt tokens, completion tokens) for ``a``; None when its class is not sized."""
+        sized = self._sized.get(a.cls)
+        if sized is None:
+            return None
+        ptc, ctc, default, cap = sized
+        self._draws.begin(a.id, 1)
+        p, n, _capped = token_counts(ptc, ctc, default, cap, self._draws.tokens)
+        return p, n
 
 
 class TracedBodies:

@@ -122,3 +122,39 @@ def test_the_trace_block_sets_traced_totals_beside_the_achieved(tmp_path: Path) 
                      "completed": {"requests": 2, "prompt_tokens": 40, "output_tokens": 6},
                      "achieved": {"prompt_tokens": 40, "output_tokens": 3, "source": "usage"}}  # fmt: skip
     assert trace_figures(recs, None)["arrivals"] is None
+
+
+def test_classes_with_token_distributions_send_their_drawn_sizes_as_the_stub_draws_them(
+    tmp_path: Path,
+) -> None:
+    from harness.upstream_model.draws import RequestDraws
+    from harness.upstream_model.latency import token_counts
+    from harness.upstream_model.tokens import prompt_tokens
+
+    prof = loads("""
+name: sized
+duration_s: 5
+arrivals: {phases: [{until_s: 5, rate_per_s: 8}]}
+classes:
+  sized: {weight: 1, prompt: "Review this", max_tokens: 512,
+          prompt_tokens: {dist: lognormal, median: 1500, sigma: 0.6},
+          completion_tokens: {dist: uniform, low: 10, high: 900}}
+  plain: {weight: 1, prompt: "Say hi", max_tokens: 8}
+""", file="sized.yaml")  # fmt: skip
+    plan, spec = spec_of(prof, tmp_path)
+    arrivals = list(plan.arrivals())
+    sized = [a for a in arrivals if a.cls == "sized"]
+    assert sized and any(a.cls == "plain" for a in arrivals)
+    stub = RequestDraws(1)  # the stub's draws for the run's seed
+    c = prof.classes["sized"]
+    for a in arrivals:
+        body = orjson.loads(spec.body_for(a))
+        if a.cls == "plain":
+            assert spec.body_for(a) is spec.body["plain"]  # no distribution: sent as written
+            continue
+        stub.begin(a.id, 1)
+        p, n, _ = token_counts(c.prompt_tokens, c.completion_tokens,
+                               prompt_tokens(len(c.prompt_text())), c.max_tokens, stub.tokens)  # fmt: skip
+        assert prompt_tokens(len(body["messages"][0]["content"])) == p
+        assert body["max_tokens"] == n <= c.max_tokens  # the draw, capped as the stub caps it
+    assert len({orjson.loads(spec.body_for(a))["max_tokens"] for a in sized}) > 1
