@@ -226,8 +226,13 @@ class LiveView:
         )
 
 
-def print_dry_run(console: Console, profile: Profile, per_class: Counter[str], where: str) -> None:
-    """What a run would send: requests and prompt tokens (~4 characters per token) per class."""
+def print_dry_run(
+    console: Console, profile: Profile, per_class: Counter[str], where: str,
+    sized: dict[str, tuple[int, int]] | None = None,
+) -> None:  # fmt: skip
+    """What a run would send: requests and prompt tokens (~4 characters per token) per class;
+    ``sized``: the totals of classes whose requests are sized one by one (traces, token-count
+    distributions), which replace the class's prompt text and max_tokens."""
     from harness.upstream_model.tokens import CHARS_PER_TOKEN, prompt_tokens
 
     table = Table("class", "requests", "prompt tokens (est.)", "max completion tokens",
@@ -236,6 +241,8 @@ def print_dry_run(console: Console, profile: Profile, per_class: Counter[str], w
     for name, c in profile.classes.items():
         n = per_class.get(name, 0)
         row = [n, n * prompt_tokens(len(c.prompt_text())), n * c.max_tokens]
+        if sized and name in sized:
+            row = [n, *sized[name]]
         tot = [a + b for a, b in zip(tot, row, strict=True)]
         table.add_row(name, *(f"{v:,}" for v in row))
     table.add_row("total", *(f"{v:,}" for v in tot), style="bold")

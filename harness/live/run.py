@@ -43,8 +43,11 @@ from harness.live.settings import CHAT, LiveSettings
 from harness.live.target import api_base, public
 from harness.live.tls import INSECURE_WARNING
 from harness.live.tls import check as tls_check
+from harness.live.traced import ClassSizes, traced_lengths
 from harness.profile import FromEnv, Profile, to_dict
 from harness.results.summary import check_writable, os_error_line
+from harness.traces import traced
+from harness.upstream_model.tokens import prompt_tokens
 
 UPSTREAM_FAULTS = ("latency", "status", "rate_limit", "hang", "reset", "stream_error", "truncate")
 PROXY_GRACE_S = 5.0
@@ -67,6 +70,25 @@ def plan_size(profile: Profile, seed: int, cap: int | None) -> tuple[array[float
     return times, per_class
 
 
+def sized_totals(profile: Profile, seed: int, cap: int | None) -> dict[str, tuple[int, int]]:
+    """Per class, the prompt and completion-cap tokens of requests sized per arrival (a
+    trace's rows, or classes with token-count distributions: what the dry run shows)."""
+    sizes = ClassSizes(profile, seed)
+    out: dict[str, tuple[int, int]] = {}
+    if not sizes and not traced(profile):
+        return out
+    for i, a in enumerate(schedule(profile, seed)):
+        if cap is not None and i >= cap:
+            break
+        p, o = a.prompt_tokens, a.output_tokens
+        got = (p, o) if p is not None and o is not None else sizes.lengths(a)
+        if got is not None:
+            chars, max_tokens = traced_lengths(*got)
+            tp, to = out.get(a.cls, (0, 0))
+            out[a.cls] = (tp + prompt_tokens(chars), to + max_tokens)
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class Servers:
     """What the started children answer on: where the load generator sends (``base`` +
@@ -84,7 +106,8 @@ def run_live(run: LiveSettings, *, console: Console, dry_run: bool = False) -> i
     try:
         times, per_class = plan_size(run.profile, run.seed, run.max_requests)
         if dry_run:
-            print_dry_run(console, run.profile, per_class, run.where)
+            sized = sized_totals(run.profile, run.seed, run.max_requests)
+            print_dry_run(console, run.profile, per_class, run.where, sized)
             return EXIT_OK
         _notes(run, console)
         if run.tls.insecure:

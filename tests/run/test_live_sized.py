@@ -41,3 +41,15 @@ def test_every_completed_request_used_its_drawn_prompt_and_completion(
     # the chat class's prompts are long (median 1,500 tokens), as the simulation assumed
     chat = sorted(r["tokens"]["prompt"] for r in done if r["class"] == "chat")
     assert chat and chat[len(chat) // 2] > 500
+
+
+def test_the_dry_run_counts_the_sized_requests_it_would_send(tmp_path: Path) -> None:
+    from harness.arrivals import schedule
+
+    prof = load("token-model", list(SHORT))
+    res = live("token-model", tmp_path / "d", SHORT, time_scale=0.1, seed=3, dry_run=True)
+    assert res.code == 0, res.console
+    sizes = ClassSizes(prof, 3)
+    drawn = [sizes.lengths(a) for a in schedule(prof, 3) if a.cls == "chat"]
+    prompt = sum(d[0] for d in drawn if d is not None)
+    assert f"{prompt:,}" in res.console  # not the class's ~12-token prompt text
