@@ -29,6 +29,7 @@ queue deadline), ``dropped`` (the in-flight cap was full: never sent) or ``in_fl
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import dataclasses
 import os
@@ -127,6 +128,9 @@ class Plan:
             fd, name = tempfile.mkstemp(suffix=trace["suffix"], prefix="harness-trace-")
             with os.fdopen(fd, "w") as fh:
                 fh.write(trace["text"])
+            # The schedule reads it whenever the arrivals are drawn: kept for the process's
+            # life, removed when it exits (one copy per Locust process otherwise stayed in /tmp).
+            atexit.register(_remove, name)
             arr = dataclasses.replace(prof.arrivals, file=name)
             prof = dataclasses.replace(prof, arrivals=arr)
         return cls(profile=prof, **{k: data[k] for k in _PLAN_KEYS})
@@ -138,6 +142,11 @@ class Plan:
         if self.n > 1:
             arr = islice(arr, self.index, None, self.n)
         return arr
+
+
+def _remove(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
 
 
 # -- one request ---------------------------------------------------------------------------------

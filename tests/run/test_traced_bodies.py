@@ -158,3 +158,22 @@ classes:
         assert prompt_tokens(len(body["messages"][0]["content"])) == p
         assert body["max_tokens"] == n <= c.max_tokens  # the draw, capped as the stub caps it
     assert len({orjson.loads(spec.body_for(a))["max_tokens"] for a in sized}) > 1
+
+
+def test_a_workers_copy_of_the_trace_is_removed_when_it_exits(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    code = f"""
+import pathlib, sys
+sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
+from tests.run.test_traced_bodies import spec_of, traced_profile
+plan, _spec = spec_of(traced_profile(pathlib.Path({str(tmp_path)!r})), pathlib.Path({str(tmp_path)!r}))
+copy = pathlib.Path(plan.profile.arrivals.file)
+assert copy.is_file() and copy.name.startswith("harness-trace-")
+print(copy)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    copy = Path(out.stdout.strip().splitlines()[-1])
+    assert copy.name.startswith("harness-trace-") and not copy.exists()
