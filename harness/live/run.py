@@ -123,6 +123,9 @@ def run_live(run: LiveSettings, *, console: Console, dry_run: bool = False) -> i
 
 
 def _notes(run: LiveSettings, console: Console) -> None:
+    if any(f.kind == "ack_loss" for f in run.profile.faults):
+        console.print("[yellow]note:[/] ack_loss faults are not applied live in this version "
+                      "(no answer is lost, nothing is redelivered); `harness sim` runs them")  # fmt: skip
     if run.stub:
         return
     up = sorted({f.kind for f in run.profile.faults if f.kind in UPSTREAM_FAULTS})

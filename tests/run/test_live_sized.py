@@ -53,3 +53,4 @@ def test_the_dry_run_counts_the_sized_requests_it_would_send(tmp_path: Path) -> 
     drawn = [sizes.lengths(a) for a in schedule(prof, 3) if a.cls == "chat"]
     prompt = sum(d[0] for d in drawn if d is not None)
     assert f"{prompt:,}" in res.console  # not the class's ~12-token prompt text
+
