@@ -25,15 +25,21 @@ from harness.schema_verdict import DEFAULT_ALERTS
 from harness.schema_wire import FromEnv, Wire
 
 
+def _check_dist_params(ctx: Ctx, obj: Latency | TokenCount, path: str, needed: tuple[str, ...],
+                       allowed: tuple[str, ...], fields: tuple[str, ...]) -> None:  # fmt: skip
+    """A distribution's parameters: those its dist needs, optional ones, no others."""
+    for name in needed:
+        if getattr(obj, name) is None:
+            raise ctx.err(join(path, name), f"required for dist: {obj.dist}")
+    for name in fields:
+        if name not in allowed and getattr(obj, name) is not None:
+            raise ctx.err(join(path, name), f"not a parameter of dist: {obj.dist}")
+
+
 def check_latency(ctx: Ctx, lat: Latency, path: str) -> None:
     needed = LATENCY_PARAMS[lat.dist]
     allowed = needed + LATENCY_OPTIONAL.get(lat.dist, ())
-    for name in needed:
-        if getattr(lat, name) is None:
-            raise ctx.err(join(path, name), f"required for dist: {lat.dist}")
-    for name in LATENCY_FIELDS:
-        if name not in allowed and getattr(lat, name) is not None:
-            raise ctx.err(join(path, name), f"not a parameter of dist: {lat.dist}")
+    _check_dist_params(ctx, lat, path, needed, allowed, LATENCY_FIELDS)
     if lat.dist == "uniform" and (lat.high_s or 0) < (lat.low_s or 0):
         raise ctx.err(join(path, "high_s"), "must be >= low_s")
 
@@ -41,12 +47,7 @@ def check_latency(ctx: Ctx, lat: Latency, path: str) -> None:
 def check_token_count(ctx: Ctx, tc: TokenCount, path: str) -> None:
     """A token count's parameters: those its dist needs, no others; empirical values in range."""
     needed = TOKEN_PARAMS[tc.dist]
-    for name in needed:
-        if getattr(tc, name) is None:
-            raise ctx.err(join(path, name), f"required for dist: {tc.dist}")
-    for name in TOKEN_FIELDS:
-        if name not in needed and getattr(tc, name) is not None:
-            raise ctx.err(join(path, name), f"not a parameter of dist: {tc.dist}")
+    _check_dist_params(ctx, tc, path, needed, needed, TOKEN_FIELDS)
     if tc.values is not None:
         if not tc.values:
             raise ctx.err(join(path, "values"), "needs at least one value")

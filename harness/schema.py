@@ -277,13 +277,18 @@ class Profile:
                 mean += c.weight / total * lat.mean()
         return mean if mean > 0 else self.upstream.latency.mean() or 1.0
 
+    def token_counts(self, c: RequestClass) -> tuple[TokenCount | None, TokenCount | None]:
+        """A class's (prompt, completion) token-count distributions: its own, else the
+        upstream's (None: the prompt text's size, and max_tokens)."""
+        up = self.upstream
+        return c.prompt_tokens or up.prompt_tokens, c.completion_tokens or up.completion_tokens
+
     def expected_tokens(self, c: RequestClass) -> tuple[float, float]:
         """A class's expected (prompt, output) tokens: its own distributions, else the
         upstream's, else its prompt text by the ~4 characters rule and its max_tokens (a model
         that never stops: the stub's answer without a distribution)."""
-        ptc = c.prompt_tokens or self.upstream.prompt_tokens
+        ptc, otc = self.token_counts(c)
         prompt = ptc.mean() if ptc is not None else float(prompt_tokens(len(c.prompt_text())))
-        otc = c.completion_tokens or self.upstream.completion_tokens
         output = otc.mean(c.max_tokens) if otc is not None else float(c.max_tokens)
         return prompt, output
 

@@ -29,7 +29,7 @@ from harness.stub.asgi import abort, respond, sleep_or_disconnect
 from harness.stub.faults import FaultPlan
 from harness.stub.latency import ClassModel
 from harness.stub.state import StubState
-from harness.upstream_model.latency import service_s, token_counts
+from harness.upstream_model.latency import even_spread, service_s, token_counts
 from harness.upstream_model.tokens import prompt_tokens
 
 _BAD_JSON = (
@@ -208,9 +208,8 @@ def _stream_timing(state: StubState, latency: float, timing: Timing | None, adde
     spread; latency faults delay the first byte and everything after it."""
     if timing is not None:
         return timing[0] + added, timing[1], timing[2] + added
-    ttft = state.upstream.ttft_fraction * latency + added
-    end = latency + added
-    return ttft, (end - ttft) / (n - 1) if n > 1 else 0.0, end
+    ttft, gap = even_spread(state.upstream.ttft_fraction, latency, n)
+    return ttft + added, gap, latency + added
 
 
 async def handle(

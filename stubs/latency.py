@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.profile import Latency, Profile, RequestClass, TokenCount, Upstream
+from harness.profile import Latency, Profile, TokenCount, Upstream
 from harness.upstream_model.draws import KeyedRandom
 from harness.upstream_model.latency import Sampler, TokenLatency, sampler
 
@@ -37,10 +37,9 @@ class ClassModel:
     completion_tokens: TokenCount | None = None
 
 
-def _model(name: str, chars: int, lat: Latency, max_tokens: int, upstream: Upstream,
-           c: RequestClass | None, rng: KeyedRandom) -> ClassModel:  # fmt: skip
-    ptc = (c.prompt_tokens if c is not None else None) or upstream.prompt_tokens
-    ctc = (c.completion_tokens if c is not None else None) or upstream.completion_tokens
+def _model(name: str, chars: int, lat: Latency, max_tokens: int,
+           counts: tuple[TokenCount | None, TokenCount | None], rng: KeyedRandom) -> ClassModel:  # fmt: skip
+    ptc, ctc = counts
     if lat.dist == "tokens":
         return ClassModel(name, chars, None, max_tokens, TokenLatency(lat, rng), ptc, ctc)
     return ClassModel(name, chars, sampler(lat, rng), max_tokens, None, ptc, ctc)
@@ -63,12 +62,14 @@ class ClassTable:
         upstream = profile.upstream if profile is not None else DEFAULT_UPSTREAM
         fixed = Latency(dist="fixed", value_s=latency_s) if latency_s is not None else None
         base = fixed or upstream.latency
-        default = _model("default", 0, base, DEFAULT_MAX_TOKENS, upstream, None, rng)
+        default = _model("default", 0, base, DEFAULT_MAX_TOKENS,
+                         (upstream.prompt_tokens, upstream.completion_tokens), rng)  # fmt: skip
         models: list[ClassModel] = []
         if profile is not None:
             for name, c in profile.classes.items():
                 lat = fixed or c.latency or base
-                models.append(_model(name, len(c.prompt_text()), lat, c.max_tokens, upstream, c, rng))
+                models.append(_model(name, len(c.prompt_text()), lat, c.max_tokens,
+                                     profile.token_counts(c), rng))  # fmt: skip
         return cls(models, default)
 
     def pick(self, header: str | None, prompt_chars: int) -> ClassModel:

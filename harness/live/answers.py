@@ -25,7 +25,7 @@ def read_all(r: Any) -> bytes | None:
     return content if isinstance(content, bytes) else None
 
 
-def _tokens(usage: Any) -> dict[str, int] | None:
+def usage_tokens(usage: Any) -> dict[str, int] | None:
     if not isinstance(usage, dict):
         return None
     return {"prompt": int(usage.get("prompt_tokens") or 0),
@@ -37,7 +37,7 @@ def read_body(content: bytes | None, call: ClientRequest) -> None:
     if not isinstance(obj, dict) or "error" in obj or not obj.get("choices"):
         call.settle("failed", "bad_body")
         return
-    call.tokens = _tokens(obj.get("usage"))
+    call.tokens = usage_tokens(obj.get("usage"))
     if call.tokens is None:  # the estimate's input: the answer's text
         for choice in obj["choices"]:
             msg = choice.get("message") if isinstance(choice, dict) else None
@@ -81,5 +81,5 @@ def read_stream(r: Any, call: ClientRequest, perf: Any, proxied: bool) -> None:
                 last = now
                 call.chars += len(content)
         if obj.get("usage"):
-            call.tokens = _tokens(obj["usage"])
+            call.tokens = usage_tokens(obj["usage"])
     call.settle("failed", "truncated")

@@ -27,6 +27,7 @@ from typing import Any
 
 import orjson
 
+from harness.live.answers import usage_tokens
 from harness.live.calls import RECORD_KEYS
 from harness.live.upstream import Upstream, UpstreamError
 from harness.profile import Wire
@@ -137,10 +138,7 @@ class _Sse:
                 else:
                     self.gaps.append(now - self.last)
                 self.last = now
-            u = obj.get("usage")
-            if isinstance(u, dict):
-                self.usage = {"prompt": int(u.get("prompt_tokens") or 0),
-                              "completion": int(u.get("completion_tokens") or 0)}  # fmt: skip
+            self.usage = usage_tokens(obj.get("usage")) or self.usage
 
 
 async def _one(up: Upstream, tgt: Target, rid: str, prompt: int, plan: ProbePlan

@@ -48,10 +48,9 @@ class ClassSizes:
     __slots__ = ("_draws", "_sized")
 
     def __init__(self, profile: Profile, seed: int) -> None:
-        up = profile.upstream
         self._sized: dict[str, tuple[TokenCount | None, TokenCount | None, int, int]] = {}
         for name, c in profile.classes.items():
-            ptc, ctc = c.prompt_tokens or up.prompt_tokens, c.completion_tokens or up.completion_tokens
+            ptc, ctc = profile.token_counts(c)
             if ptc is not None or ctc is not None:
                 self._sized[name] = (ptc, ctc, prompt_tokens(len(c.prompt_text())), c.max_tokens)
         self._draws = RequestDraws(seed)

@@ -25,7 +25,14 @@ from harness.profile import Fault, Profile
 from harness.upstream_model.bucket import TokenBucket
 from harness.upstream_model.draws import RequestDraws
 from harness.upstream_model.faults import walk
-from harness.upstream_model.latency import Sampler, TokenLatency, sampler, service_s, token_counts
+from harness.upstream_model.latency import (
+    Sampler,
+    TokenLatency,
+    even_spread,
+    sampler,
+    service_s,
+    token_counts,
+)
 from harness.upstream_model.tokens import prompt_tokens
 
 # How long an upstream takes to answer with an error status: the stub answers at once, a
@@ -85,8 +92,7 @@ class ClassTokens:
         lat = c.latency or up.latency
         self.latency = TokenLatency(lat, draws.latency) if lat.dist == "tokens" else None
         self.sample: Sampler | None = None if self.latency else sampler(lat, draws.latency)
-        self.prompt = c.prompt_tokens or up.prompt_tokens
-        self.completion = c.completion_tokens or up.completion_tokens
+        self.prompt, self.completion = profile.token_counts(c)
         self.prompt_default = prompt_tokens(len(c.prompt_text()))
         self.cap = c.max_tokens
         self.stream = c.stream
@@ -163,7 +169,7 @@ class SimUpstream:
         self.draws.begin(rid, attempt)
         latency = self.samplers[cls]()
         dur, failure, ra = self._outcome(now, cls, latency)
-        first = self.ttft_fraction * latency
+        first = even_spread(self.ttft_fraction, latency, 1)[0]
         if failure is None:
             return dur, None, None, first + max(0.0, dur - latency)
         return dur, failure, ra, first if failure in MID_STREAM and first < dur else None
@@ -198,8 +204,7 @@ class SimUpstream:
         else:
             assert tc.sample is not None
             latency = tc.sample()
-            ttft = self.ttft_fraction * latency
-            tpot = (latency - ttft) / (n - 1) if n > 1 else 0.0
+            ttft, tpot = even_spread(self.ttft_fraction, latency, n)
         dur, failure, ra = self._outcome(now, cls, latency)
         # The attempt holds the upstream until it ends; a lost answer's work ended earlier.
         heapq.heappush(self._ends, now + (min(latency, dur) if failure == ACK_LOST else dur))

@@ -78,6 +78,14 @@ class TokenLatency:
         return ttft, tpot
 
 
+def even_spread(ttft_fraction: float, latency: float, tokens: int) -> tuple[float, float]:
+    """(ttft, gap) of a stream timed by its whole latency (not ``dist: tokens``): the first
+    token after ``ttft_fraction`` of it, the others evenly until its end. The stub streams so
+    and the simulation times streams so (TTFT, ITL, when a drain kill finds one answering)."""
+    ttft = ttft_fraction * latency
+    return ttft, (latency - ttft) / (tokens - 1) if tokens > 1 else 0.0
+
+
 def service_s(ttft: float, tpot: float, output_tokens: int) -> float:
     """A token-timed request's whole service: ``ttft + output_tokens * tpot`` (the stream ends
     one tpot after its last token)."""
