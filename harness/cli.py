@@ -258,6 +258,7 @@ def proxy(
     ready_file: Annotated[Path | None, typer.Option("--ready-file", help="Once listening, write {\"url\", \"pid\"} as JSON to this file (how `harness run` learns the port of --port 0).", metavar="FILE")] = None,
     from_epoch: Annotated[bool, typer.Option("--from-epoch", help="Hold the run's clock at 0 until PUT /_proxy/epoch (what `harness run` sends when its load starts): the timeline, fault windows and autoscaler evaluations then count from the load's start, as in `harness sim`.")] = False,
     forward_class: Annotated[bool, typer.Option("--forward-class", help="Pass the x-class header on to the upstream (the bundled stub picks a class's latency and token model by it; `harness run` sets it when the target is the stub). Off: the upstream sees none of the proxy's control headers.")] = False,
+    prometheus_url: Annotated[str | None, typer.Option("--prometheus-url", help="With engine.scaling.source: prometheus, the Prometheus (scraping this proxy's /metrics) each evaluation queries, with the PromQL `harness export keda` writes.", metavar="URL")] = None,
 ) -> None:
     """Serve the admission proxy alone in front of any endpoint; results written on stop."""
     import dataclasses
@@ -286,7 +287,8 @@ def proxy(
     with io_errors(folder):
         code = serve_proxy(upstream=upstream, profile=prof, host=host, port=port, out=folder,
                            grace_s=grace_s, time_scale=time_scale, ready_file=ready_file,
-                           tls=tls, from_epoch=from_epoch, forward_class=forward_class)  # fmt: skip
+                           tls=tls, from_epoch=from_epoch, forward_class=forward_class,
+                           prometheus_url=prometheus_url)  # fmt: skip
     raise typer.Exit(code)
 
 
@@ -310,6 +312,8 @@ def run(
     public_host: Annotated[str | None, typer.Option(help="Address remote workers use to reach this machine's proxy.")] = None,
     ca_bundle: CaBundleOpt = None,
     insecure: InsecureOpt = False,
+    prometheus: Annotated[str | None, typer.Option(help="engine.scaling.source: prometheus reads the autoscaler's signal through a real Prometheus: 'auto' (the default for such a profile) starts the `prometheus` binary from PATH on loopback, scraping the proxy; a URL uses one you run (with --proxy-port).", metavar="auto|URL", show_default=False)] = None,
+    proxy_port: Annotated[int, typer.Option(help="The proxy's port (0: any free one).", **PORT)] = 0,
 ) -> None:
     """Run a profile live: open-loop Locust load -> admission proxy -> the stub or a real endpoint."""
     from harness.live.run import run_live
@@ -324,7 +328,8 @@ def run(
             no_proxy=no_proxy, time_scale=time_scale, seed=seed, out=folder, workers=workers,
             api_key_env=api_key_env, model=model, max_requests=max_requests,
             extra_thresholds=extra, remote_workers=remote_workers, master_port=master_port,
-            public_host=public_host, ca_bundle=ca_bundle, insecure=insecure)  # fmt: skip
+            public_host=public_host, ca_bundle=ca_bundle, insecure=insecure,
+            prometheus=prometheus, proxy_port=proxy_port)  # fmt: skip
     except ValueError as e:  # SettingsError, BadTarget, TlsError
         raise bad_input(str(e)) from None
     with io_errors(folder):

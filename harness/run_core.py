@@ -181,7 +181,10 @@ class RunCore:
                 "cost_spent": None if eng.cost is None else eng.cost.spent,
                 "held_for_review": 0 if eng.review is None else eng.review.held_total,
                 "resumed": eng.counts.resumed, "work_lost_s": eng.counts.work_lost_s,
-                "by_class": self._class_figures()}  # fmt: skip
+                "by_class": self._class_figures(),
+                **({"prometheus": {"reads": sc.reads, "empty": sc.empty_reads,
+                                   "errors": sc.read_errors}}
+                   if sc is not None and sc.prometheus else {})}  # fmt: skip
 
     def _class_figures(self) -> dict[str, dict[str, Any]]:
         """Per class (seed 004's policy metrics): the eligible backlog the evaluations saw

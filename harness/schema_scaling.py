@@ -137,5 +137,13 @@ class Scaling:
     idle_s: float = field(default=300.0, metadata=_t(ge=0))
     activation_threshold: float = field(default=0.0, metadata=_c(ge=0))
     metrics: MetricsPolicy = MetricsPolicy()
+    # Where the signal comes from: ``engine`` reads its own state at each evaluation;
+    # ``prometheus`` reads the exported query's value (``harness export keda``'s PromQL) as a
+    # Prometheus scraping the proxy every ``scrape_interval_s`` holds it: live, by querying a
+    # real one (``harness run --prometheus``); in the simulation, the value of the last scrape
+    # before the evaluation (a scrape during a metrics_outage fails: the series goes stale and
+    # the query comes back empty).
+    source: Literal["engine", "prometheus"] = "engine"
+    scrape_interval_s: float = field(default=15.0, metadata=_t(gt=0))
     dependency: DependencyAware | None = None  # null: scale-up ignores the upstream's health
     ceilings: Ceilings = Ceilings()

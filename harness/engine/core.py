@@ -40,6 +40,7 @@ from harness.engine.events import (
     Finished,
     MetricsSample,
     Reject,
+    SignalRead,
     StopAdmitting,
     Tick,
 )
@@ -86,7 +87,9 @@ class Engine(Scheduler):
                 job.answer_attempt = event.attempt
                 job.answer_at = event.at_s
         elif isinstance(event, MetricsSample):
-            self.signals_known = event.known
+            self._metrics(event.known)
+        elif isinstance(event, SignalRead):
+            self._signal_read(event, now, out)
         elif isinstance(event, StopAdmitting):
             self.admitting = False
         else:

@@ -126,6 +126,18 @@ class MetricsSample(Event):
         self.known = known
 
 
+class SignalRead(Event):
+    """The answer to a ``ReadSignal``: the scaling query's value as the driver's Prometheus
+    returned it, None when it came back empty (the series are stale: a metrics outage) or
+    could not be read (``error`` says why). The engine evaluates on it at once."""
+
+    __slots__ = ("error", "value")
+
+    def __init__(self, value: float | None, error: str | None = None) -> None:
+        self.value = value
+        self.error = error
+
+
 class StopAdmitting(Event):
     """Shutdown began: every later arrival is rejected as ``shutting_down``."""
 
@@ -336,6 +348,14 @@ class Scale(Action):
         self.target = target
         self.held_by = held_by
         self.signals = signals
+
+
+class ReadSignal(Action):
+    """An evaluation is due and the signal lives in an external Prometheus (``source:
+    prometheus`` with a driver that reads it): the driver queries it and answers with
+    ``SignalRead``; the evaluation waits for that answer."""
+
+    __slots__ = ()
 
 
 class Reexecute(Action):

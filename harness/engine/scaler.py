@@ -42,6 +42,7 @@ from harness.engine.scaling_policy import (
     Signals,
     apply_limits,
 )
+from harness.engine.scrape import query_value
 
 if TYPE_CHECKING:
     from harness.engine.scheduler import Scheduler
@@ -80,9 +81,10 @@ def _r(x: float) -> float:
 
 
 class Scaler:
-    def __init__(self, cfg: Scaling, jobs_per_executor: int) -> None:
+    def __init__(self, cfg: Scaling, jobs_per_executor: int, prior_s: float = 1.0) -> None:
         self.cfg = cfg
         self.jpe = jobs_per_executor
+        self.prior_s = prior_s  # the service-time prior (the drain-window query's stand-in)
         self.policy = Autoscaler(policy_config(cfg, jobs_per_executor))
         self._fixed = cfg.ceilings.replicas(jobs_per_executor)
         self.due = cfg.interval_s  # the first evaluation: one interval in, as a fresh HPA
@@ -101,6 +103,63 @@ class Scaler:
         self._ramping = False  # after a recovery: one executor per evaluation until caught up
         self.class_backlog: dict[str, list[int]] = {}  # class -> [sum, max] of eligible backlog
         self.measured = 0  # evaluations that measured the signals
+        # source: prometheus. The simulation scrapes itself every scrape_interval_s from 0;
+        # a live driver that reads a real Prometheus calls use_external() and answers each
+        # ReadSignal (``asked``) with the query's value.
+        self.prometheus = cfg.source == "prometheus"
+        self.external = False
+        self.asked = False
+        self.asked_at = 0.0
+        self.scrape_due = 0.0 if self.prometheus else math.inf
+        self._scrapes = 0
+        self.sample: float | None = None  # the value the next evaluation reads (None: empty)
+        self.sample_at: float | None = None
+        self.read_error: str | None = None
+        self.reads = self.empty_reads = self.read_errors = 0
+
+    # -- source: prometheus ----------------------------------------------------------------------
+
+    def use_external(self) -> None:
+        """A live driver reads the signal from a real Prometheus: no self-scrapes."""
+        self.external = True
+        self.scrape_due = math.inf
+
+    def next_due(self) -> float:
+        """The next instant this autoscaler needs the engine (an evaluation or a scrape)."""
+        if self.asked:
+            return self.scrape_due
+        return self.due if self.due < self.scrape_due else self.scrape_due
+
+    def own_value(self, eng: Scheduler, now: float) -> float:
+        """The exported query's value over the proxy's gauges right now (harness.engine.scrape)."""
+        t0, a0, _ = self._marks[0]
+        span = now - t0
+        rate = (eng.counts.arrivals - a0) / span if span > 0 else 0.0
+        return query_value(eng, self.cfg, self.jpe, self.prior_s, now, rate)
+
+    def scrape(self, eng: Scheduler, now: float) -> None:
+        """A simulated scrape: the value, or nothing while the metrics are down (stale)."""
+        self.sample = self.own_value(eng, now) if eng.metrics_up else None
+        self.sample_at = now
+        self.reads += 1
+        if self.sample is None:
+            self.empty_reads += 1
+        eng.signals_known = self.sample is not None
+        interval = self.cfg.scrape_interval_s
+        while self.scrape_due <= now:
+            self._scrapes += 1
+            self.scrape_due = self._scrapes * interval
+
+    def read(self, eng: Scheduler, value: float | None, error: str | None, now: float) -> None:
+        """A live read of the query (None: an empty result, or ``error``)."""
+        self.asked = False
+        self.sample, self.sample_at, self.read_error = value, now, error
+        self.reads += 1
+        if error is not None:
+            self.read_errors += 1
+        elif value is None:
+            self.empty_reads += 1
+        eng.signals_known = value is not None
 
     # -- timing --------------------------------------------------------------------------------
 
@@ -193,22 +252,32 @@ class Scaler:
     def evaluate(self, eng: Scheduler, now: float) -> Scale:
         cfg = self.cfg
         self.evaluations += 1
-        self.due = now + cfg.interval_s
+        self.due = (self.asked_at if self.external else now) + cfg.interval_s
         current = eng.pool.desired
-        known = eng.signals_known
+        prom = self.prometheus
+        known = self.sample is not None if prom else eng.signals_known
         work = bool(eng.jobs)
         sig: Signals | None
         if known:
             self.measured += 1
             sig, record = self.measure(eng, now)
+            if prom:
+                sig = Signals(external=self.sample, hpa_value=self.sample)
             self._last, self._last_record = sig, record
             self.blind_since, self.missed = None, 0
-            eligible = sum(sig.backlog.values())
+            eligible = _eligible(sig)
         else:
             if self.blind_since is None:
                 self.blind_since = now
             self.missed += 1
             sig, record, eligible = self._missing(now)
+        if prom:
+            # What the query says, not the engine's own books; an empty read says nothing.
+            work = eligible > 0 if known else self.idle_since is None
+            record = {**record, "read": self.sample, "own": self.own_value(eng, now),
+                      "read_at": None if self.sample_at is None else _r(self.sample_at)}  # fmt: skip
+            if self.read_error is not None:
+                record["read_error"] = self.read_error
         if work or eligible:
             self.idle_since = None
         elif self.idle_since is None:
@@ -261,7 +330,7 @@ class Scaler:
         assert self.blind_since is not None
         if self._last is not None and now - self.blind_since <= m.hold_s:
             rec = {"substituted": "last_known", **(self._last_record or {})}
-            return self._last, rec, sum(self._last.backlog.values())
+            return self._last, rec, _eligible(self._last)
         return None, {"substituted": None}, 0
 
     def _decide(
@@ -313,6 +382,13 @@ class Scaler:
             # never scale down on held signals
             return _moved(d, current, held_by="signals_held", bound_by=None)
         return d
+
+
+def _eligible(sig: Signals) -> int:
+    """Work the signals show: the eligible backlog, or (a Prometheus read) the query's value."""
+    if sig.external is not None:
+        return math.ceil(sig.external)
+    return sum(sig.backlog.values())
 
 
 def _moved(

@@ -109,6 +109,9 @@ class Signals:
     inflight: int = 0
     classes: Mapping[str, ClassLoad] = field(default_factory=dict)
     hpa_value: float | None = None
+    # The exported query's value as Prometheus returned it (source: prometheus): the raw
+    # target is ceil(external) (weighted, drain_window) or the hpa signal (``hpa_value``).
+    external: float | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -209,6 +212,9 @@ class Autoscaler:
 
     def raw_target(self, signals: Signals) -> int | None:
         """The formula's value; None for hpa while its signal is unknown."""
+        ext = signals.external
+        if ext is not None and self.cfg.target != "hpa":
+            return math.ceil(ext)  # the query is the formula (threshold 1)
         if self.cfg.target == "weighted":
             return weighted_target(self.cfg, signals)
         if self.cfg.target == "drain_window":

@@ -29,8 +29,10 @@ from harness.engine.events import (
     Expire,
     Fail,
     Held,
+    ReadSignal,
     Reexecute,
     Reviewed,
+    SignalRead,
 )
 from harness.engine.queue import (
     DONE,
@@ -99,12 +101,12 @@ class Scheduler:
         sc = cfg.scaling
         self.pool = ExecutorPool(cfg.executors,
                                  drain_timeout_s=sc.drain_timeout_s if sc.enabled else None)  # fmt: skip
-        self.scaler = (Scaler(sc, cfg.executors.jobs_per_executor)
+        self.scaler = (Scaler(sc, cfg.executors.jobs_per_executor, service_time_prior_s)
                        if sc.enabled else None)  # fmt: skip
         self._reruns: deque[Job] = deque()  # jobs whose executor was killed, oldest first
         # The next evaluation (inf: scaling off), kept here so the hot path reads a float;
         # evaluations stop after the run's horizon once no work remains.
-        self._scale_due = self.scaler.due if self.scaler is not None else math.inf
+        self._scale_due = self.scaler.next_due() if self.scaler is not None else math.inf
         self._horizon_s = horizon_s
         # Per-class service time (an EWMA like the global one), kept only with scaling on:
         # drain_window's targets use it.
@@ -123,7 +125,11 @@ class Scheduler:
                        if cfg.review is not None and review_classes else None)  # fmt: skip
         self.breaker = CircuitBreaker(cfg.dependency.breaker)
         self.budget = RetryBudget(cfg.dependency.retry_budget_ratio)
+        # signals_known: what the autoscaler can read now; metrics_up: whether the metrics can
+        # be scraped (False during a metrics outage). They differ with source: prometheus,
+        # where the autoscaler reads the last scrape.
         self.signals_known = True
+        self.metrics_up = True
         self.admitting = True
         self._retries: list[tuple[float, int, Job]] = []  # (due, seq, job) for RETRY_WAIT jobs
         self._seq = 0
@@ -267,19 +273,49 @@ class Scheduler:
         killed = pool.poll(now)
         if killed:
             self._rerun(killed, out)
-        if now >= sc.due:
-            cost = self.cost
-            if cost is not None:
-                cost.accrue(now, len(pool.execs))
-            scale = sc.evaluate(self, now)
-            self._scale_due = sc.due
-            out.append(scale)
-            if scale.to_replicas != pool.desired:
-                killed = pool.resize(now, scale.to_replicas)
-                if killed:
-                    self._rerun(killed, out)
-            if cost is not None:
-                cost.accrue(now, len(pool.execs))
+        if now >= sc.due and not sc.asked:
+            if sc.external:  # the driver reads Prometheus; the evaluation waits for SignalRead
+                sc.asked = True
+                sc.asked_at = now
+                out.append(ReadSignal())
+            else:
+                self._evaluate(sc, now, out)
+        if now >= sc.scrape_due:
+            sc.scrape(self, now)
+        self._scale_due = sc.next_due()
+
+    def _evaluate(self, sc: Scaler, now: float, out: list[Action]) -> None:
+        """One evaluation and the executors it starts or drains."""
+        pool = self.pool
+        cost = self.cost
+        if cost is not None:
+            cost.accrue(now, len(pool.execs))
+        scale = sc.evaluate(self, now)
+        out.append(scale)
+        if scale.to_replicas != pool.desired:
+            killed = pool.resize(now, scale.to_replicas)
+            if killed:
+                self._rerun(killed, out)
+        if cost is not None:
+            cost.accrue(now, len(pool.execs))
+
+    def _metrics(self, up: bool) -> None:
+        """A metrics outage began (False) or ended: with source: engine the autoscaler is blind
+        at once; with prometheus, from the first scrape that fails."""
+        self.metrics_up = up
+        sc = self.scaler
+        if sc is None or sc.cfg.source == "engine":
+            self.signals_known = up
+
+    def _signal_read(self, ev: SignalRead, now: float, out: list[Action]) -> None:
+        """The driver's answer to ReadSignal: the evaluation it waited for runs now."""
+        sc = self.scaler
+        if sc is None or not sc.asked:
+            return
+        sc.read(self, ev.value, ev.error, now)
+        self._evaluate(sc, now, out)
+        self._dispatch(now, out)
+        self._scale_due = sc.next_due()
 
     def _breaker_record(self, now: float, ok: bool, out: list[Action]) -> None:
         change = self.breaker.record(now, ok)

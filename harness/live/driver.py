@@ -36,6 +36,7 @@ from harness.engine.events import (
     Expire,
     Fail,
     MetricsSample,
+    ReadSignal,
     Reexecute,
     Reject,
     Scale,
@@ -45,8 +46,10 @@ from harness.engine.events import (
 from harness.live.clock import MonotonicClock, RunClock
 from harness.live.metrics import ProxyMetrics, QueueState, ScalingState
 from harness.live.outfiles import ProxyFiles, mark_broken
+from harness.live.prometheus import ProxySignal
 from harness.profile import Profile
 from harness.results.quantiles import percentiles
+from harness.results.summary import write_jsonl
 from harness.run_core import RunCore
 
 _TIMER_SLACK_S = 0.0005  # fire just after a deadline, never just before it
@@ -110,6 +113,7 @@ class LiveDriver:
         clock: RunClock,
         seed: int | None = None,
         out: Path | None = None,
+        prometheus_url: str | None = None,
     ) -> None:
         self.profile = profile
         self.clock = clock
@@ -132,8 +136,11 @@ class LiveDriver:
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at = math.inf
         self._housekeeper: asyncio.Task[None] | None = None
-        self._signals_known = True
+        self.metrics_up = True  # False during a metrics_outage: /metrics answers 503
         self._outages = tuple(f for f in profile.faults if f.kind == "metrics_outage")
+        # engine.scaling.source: prometheus: each evaluation reads the exported query from a
+        # real Prometheus that scrapes this proxy (harness/live/prometheus.py).
+        self.signal = ProxySignal.attach(self.engine, profile, prometheus_url)
         self.epoch = 0.0  # the fault timeline counts from here (PUT /_proxy/epoch moves it)
         self.stopping = False
         self.drained = asyncio.Event()
@@ -202,6 +209,8 @@ class LiveDriver:
                     m.rejected(a.reason)  # type: ignore[attr-defined]
                 elif tp is Scale:
                     self.last_scale = a  # type: ignore[assignment]
+                elif tp is ReadSignal and self.signal is not None:
+                    self.signal.ask(self.report)
                 elif tp is Reexecute:
                     # Its executor was killed at the drain timeout (or its answer was lost):
                     # the attempt under way is abandoned; the engine dispatches the next one.
@@ -238,6 +247,15 @@ class LiveDriver:
         delay = self.clock.wall_delay(nd)
         delay = delay + _TIMER_SLACK_S if delay > 0 else _MIN_REARM_S
         self._timer = asyncio.get_running_loop().call_later(delay, self._on_timer)
+
+    def scraped(self, by_prometheus: bool = False) -> bool:
+        """``/metrics`` was asked for: False during a metrics outage (it answers 503). With
+        source: prometheus, what a Prometheus scrape got is kept (the query's value)."""
+        sc, signal = self.engine.scaler, self.signal
+        if sc is not None and signal is not None and by_prometheus:
+            now = self.clock.now()
+            signal.served(now, sc.own_value(self.engine, now) if self.metrics_up else None)
+        return self.metrics_up
 
     def _on_timer(self) -> None:
         self._timer = None
@@ -278,6 +296,8 @@ class LiveDriver:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        if self.signal is not None:
+            await self.signal.aclose()
 
     async def _housekeep(self) -> None:
         # Wake at each profile second (to sample the timeline at its end), and at least once a
@@ -306,10 +326,10 @@ class LiveDriver:
     def tick_second(self) -> None:
         """Close finished seconds of the timeline, apply metric outages, flush decisions."""
         now = self.clock.now()
-        known = not any(f.active(now - self.epoch) for f in self._outages)
-        if known != self._signals_known:
-            self._signals_known = known
-            self.report(MetricsSample(known))
+        up = not any(f.active(now - self.epoch) for f in self._outages)
+        if up != self.metrics_up:
+            self.metrics_up = up
+            self.report(MetricsSample(up))
         if now >= self.core.sec_end:
             self.core.advance(now)
         if self.files is not None:
@@ -364,6 +384,10 @@ class LiveDriver:
         own = {"proxy_turnaround_s": percentiles(col.turnarounds), **(extra or {})}
         summary, timeline = self.core.finish(self.clock.now(), scheduled=col.arrivals,
                                              complete=complete, extra=own, meta=meta)  # fmt: skip
+        if self.signal is not None:
+            summary["scaling"].setdefault("prometheus", {}).update(self.signal.figures())
+            if self.out is not None:
+                write_jsonl(self.out / "scrapes.jsonl", self.signal.scrapes)
         self.summary = summary
         if self.files is not None:
             self.files.finish(summary, timeline, self.profile)

@@ -101,6 +101,7 @@ class LiveView:
         self.latencies: list[float] = []
         self.lags: list[float] = []
         self.metrics: dict[str, Any] | None = None
+        self.metrics_down = False
         self.status = "starting"
         self._live: Live | None = None
         self._last_log = 0.0
@@ -140,7 +141,11 @@ class LiveView:
             del self.lags[:-P95_WINDOW]
         if self.metrics_url is not None:
             try:
-                self.metrics = parse_metrics(self._client.get(self.metrics_url).text)
+                resp = self._client.get(self.metrics_url)
+                # 503: a metrics_outage fails the scrape; the last figures stay, marked
+                self.metrics_down = resp.status_code == 503
+                if not self.metrics_down:
+                    self.metrics = parse_metrics(resp.text)
             except (httpx.HTTPError, ValueError):
                 self.metrics = None
         if self._live is not None:
@@ -187,7 +192,8 @@ class LiveView:
             admitted = sum(v for (d, _r), v in m["decisions"].items() if d == "admit")
             depth = "  ".join(f"{p} {m['depth'].get(p, 0)}" for p in PRIORITIES)
             oldest = max(m["oldest"].values(), default=0.0)
-            rows.append(("proxy", f"admitted {admitted:,}  in flight {m['in_flight']}"))
+            down = "  (metrics down: last scrape shown)" if self.metrics_down else ""
+            rows.append(("proxy", f"admitted {admitted:,}  in flight {m['in_flight']}{down}"))
             rows.append(("queue", f"{depth}  oldest {oldest:.1f} s"))
             if self.profile.engine.scaling.enabled and "ready" in m:
                 blind = "  BLIND (signals unknown)" if m.get("blind") else ""

@@ -116,11 +116,7 @@ class ProxyApp:
             if scope["method"] == "POST":
                 await self._admission(scope, receive, send)
             elif scope["path"] == "/metrics":
-                body = self.driver.metrics.render()
-                await send({"type": "http.response.start", "status": 200, "headers": [
-                    (b"content-type", b"text/plain; version=0.0.4; charset=utf-8"),
-                    (b"content-length", b"%d" % len(body))]})  # fmt: skip
-                await send({"type": "http.response.body", "body": body})
+                await self._metrics(scope, send)
             elif scope["path"] == "/_proxy/epoch" and scope["method"] == "PUT":
                 epoch = self.driver.set_epoch(epoch_at(scope.get("query_string", b"")))
                 await wire.send_json(send, 200, orjson.dumps({"epoch_s": epoch}))
@@ -155,6 +151,18 @@ class ProxyApp:
                 call.task.cancel()
 
     # -- admission ---------------------------------------------------------------------------
+
+    async def _metrics(self, scope: Scope, send: Send) -> None:
+        """The exposition; 503 during a metrics_outage (the scrape fails, as it would)."""
+        agent = wire.header(scope["headers"], b"user-agent") or b""
+        if not self.driver.scraped(agent.startswith(b"Prometheus/")):
+            await wire.send_json(send, 503, b'{"error": "metrics_outage"}')
+            return
+        body = self.driver.metrics.render()
+        await send({"type": "http.response.start", "status": 200, "headers": [
+            (b"content-type", b"text/plain; version=0.0.4; charset=utf-8"),
+            (b"content-length", b"%d" % len(body))]})  # fmt: skip
+        await send({"type": "http.response.body", "body": body})
 
     async def _admission(self, scope: Scope, receive: Receive, send: Send) -> None:
         split = wire.split_request_headers(scope["headers"])
@@ -402,3 +410,4 @@ class ProxyApp:
 
 
 __all__ = ["DEFAULT_MAX_BODY", "ProxiedRequest", "ProxyApp"]
+

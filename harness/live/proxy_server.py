@@ -96,12 +96,13 @@ def build_proxy(
     tls: Tls | None = None,
     from_epoch: bool = False,
     forward_class: bool = False,
+    prometheus_url: str | None = None,
 ) -> ProxyApp:
     """The ASGI app with its driver and upstream client (call ``driver.start()`` on the loop
     that serves it, or let ASGI lifespan do it)."""
     client_ = make_upstream(upstream, client, tls) if isinstance(upstream, str) else upstream
     clock = clock or MonotonicClock(time_scale, held=from_epoch)
-    driver = LiveDriver(profile, clock=clock, seed=seed, out=out)
+    driver = LiveDriver(profile, clock=clock, seed=seed, out=out, prometheus_url=prometheus_url)
     return ProxyApp(driver, client_, max_body_bytes=max_body_bytes, forward_class=forward_class)
 
 
@@ -231,11 +232,19 @@ def serve_proxy(
     tls: Tls | None = None,
     from_epoch: bool = False,
     forward_class: bool = False,
+    prometheus_url: str | None = None,
 ) -> int:
     """Serve the proxy in front of ``upstream`` until SIGTERM/SIGINT; returns the exit code."""
     con = Console(stderr=True, highlight=False)
     if time_scale <= 0:
         con.print("[bold red]error:[/] --time-scale must be > 0")
+        return EXIT_BAD_INPUT
+    sc = profile.engine.scaling
+    if (sc.enabled and sc.source == "prometheus") != (prometheus_url is not None):
+        con.print("[bold red]error:[/] " + (
+            "engine.scaling.source: prometheus reads its signal from a Prometheus that scrapes "
+            "this proxy: pass --prometheus-url URL" if prometheus_url is None else
+            "--prometheus-url is for engine.scaling.source: prometheus (with scaling enabled)"))
         return EXIT_BAD_INPUT
     try:
         tls = (tls or Tls()).validated()
@@ -264,7 +273,8 @@ def serve_proxy(
             sock.close()
             return EXIT_BROKEN
         app = build_proxy(upstream=upstream, profile=profile, out=out, time_scale=time_scale,
-                          tls=tls, from_epoch=from_epoch, forward_class=forward_class)  # fmt: skip
+                          tls=tls, from_epoch=from_epoch, forward_class=forward_class,
+                          prometheus_url=prometheus_url)  # fmt: skip
         extra = {"live": {"upstream": public_url(upstream), "time_scale": time_scale,
                           "listen": f"{host}:{sock.getsockname()[1]}"}}  # fmt: skip
         return await run_proxy(app, sock, grace_s=grace_s, ready_file=ready_file,

@@ -35,7 +35,7 @@ from rich.console import Console
 from harness.arrivals import schedule
 from harness.exit_codes import EXIT_BROKEN, EXIT_OK, for_summary
 from harness.interrupts import Interrupts
-from harness.live import calls, loadgen, records
+from harness.live import calls, loadgen, prometheus, records
 from harness.live.follow import follow
 from harness.live.merge import merge
 from harness.live.progress import LiveView, print_dry_run, show_results
@@ -235,23 +235,51 @@ def _start_servers(run: LiveSettings, kids: loadgen.Children, work: Path) -> Ser
         stub_url = f"http://127.0.0.1:{port}"
         kids.wait_healthy(stub_url, p, "stub")
         base = f"http://{host}:{port}"
+    prom = prom_url = None
+    if run.prometheus == "auto":
+        try:
+            binary = prometheus.find_binary()
+        except prometheus.PrometheusError as e:
+            raise loadgen.StartError(str(e)) from None
+        prom = loadgen.free_port()
+        prom_url = f"http://127.0.0.1:{prom}"
+    elif run.prometheus is not None:
+        prom_url = run.prometheus
     if run.proxied:
         ready = work / "proxy-ready.json"
         upstream = stub_url or api_base(run.target)
         tls = ["--ca-bundle", run.tls.ca_bundle] if run.tls.ca_bundle else []
         tls += ["--insecure"] if run.tls.insecure else []
         p = kids.start("proxy", [*cmd, "proxy", "--upstream", upstream, "--host", bind,
-                                 "--port", "0", "--profile", str(prof_file),
+                                 "--port", str(run.proxy_port), "--profile", str(prof_file),
                                  "--out", str(run.out / "proxy"), "--grace-s", repr(PROXY_GRACE_S),
                                  "--time-scale", repr(run.time_scale), "--ready-file", str(ready),
                                  "--from-epoch", *(["--forward-class"] if run.stub else []),
+                                 *(["--prometheus-url", prom_url] if prom_url else []),
                                  *tls])  # fmt: skip
         url = str(orjson.loads(kids.wait_file(ready, p, "proxy"))["url"])
         port = int(url.rsplit(":", 1)[1])
         kids.wait_healthy(f"http://127.0.0.1:{port}", p, "proxy")
         base, path = f"http://{host}:{port}", CHAT
         metrics = f"http://127.0.0.1:{port}/metrics"
+        if prom is not None:
+            _start_prometheus(run, kids, work, binary, prom, port)
     return Servers(base, path, stub_url, metrics)
+
+
+def _start_prometheus(
+    run: LiveSettings, kids: loadgen.Children, work: Path, binary: str, port: int, proxy: int
+) -> None:
+    """``--prometheus auto``: the binary on loopback, scraping the proxy every
+    ``scrape_interval_s`` of the profile (in wall time), ready before the load starts."""
+    folder = work / "prometheus"
+    every = prometheus.wall_interval(run.profile.engine.scaling.scrape_interval_s, run.time_scale)
+    config = prometheus.write_config(folder, f"127.0.0.1:{proxy}", every)
+    p = kids.start("prometheus", prometheus.command(binary, config, folder / "data", port))
+    try:
+        prometheus.wait_ready(f"http://127.0.0.1:{port}", p)
+    except prometheus.PrometheusError as e:
+        raise loadgen.StartError(f"{e}:\n{loadgen.tail(kids.logs / 'prometheus.log')}") from None
 
 
 def _start_locust(

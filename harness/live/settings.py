@@ -61,6 +61,10 @@ class LiveSettings:
     max_requests: int | None = None
     extra_thresholds: tuple[str, ...] = ()
     tls: Tls = field(default_factory=Tls)
+    # engine.scaling.source: prometheus: "auto" (start one) or the URL of one that scrapes
+    # the proxy on ``proxy_port`` (0: any free port, for "auto")
+    prometheus: str | None = None
+    proxy_port: int = 0
 
     def __post_init__(self) -> None:
         if not self.time_scale > 0:
@@ -80,6 +84,17 @@ class LiveSettings:
             endpoint(self.target)  # raises BadTarget
         if self.model is None and not self.stub:
             raise SettingsError("--model is required with --target URL")
+        if self.prometheus is not None:
+            sc = self.profile.engine.scaling
+            if not (sc.enabled and sc.source == "prometheus" and self.proxied):
+                raise SettingsError("--prometheus is for a run through the proxy whose profile "
+                                    "sets engine.scaling.source: prometheus (--set "
+                                    "engine.scaling.source=prometheus), with scaling enabled")  # fmt: skip
+            if self.prometheus != "auto":
+                endpoint(self.prometheus)  # raises BadTarget
+                if not self.proxy_port:
+                    raise SettingsError("--prometheus URL needs --proxy-port N: the port that "
+                                        "Prometheus scrapes the proxy's /metrics on")  # fmt: skip
         if self.remote_workers and self.stub and not self.proxied:
             raise SettingsError("workers on other machines need the proxy or a --target URL")
 
@@ -105,6 +120,8 @@ class LiveSettings:
         public_host: str | None = None,
         ca_bundle: str | None = None,
         insecure: bool = False,
+        prometheus: str | None = None,
+        proxy_port: int = 0,
     ) -> LiveSettings:
         """From ``harness run``'s options: ``api_key_env`` overrides ``wire.auth.env``; TLS is
         verified unless ``insecure``, against ``ca_bundle`` when given. Raises ``TlsError``,
@@ -116,12 +133,16 @@ class LiveSettings:
         if api_key_env is not None:
             auth = dataclasses.replace(profile.wire.auth, env=api_key_env)
             profile = dataclasses.replace(profile, wire=dataclasses.replace(profile.wire, auth=auth))
+        sc = profile.engine.scaling
+        if prometheus is None and sc.enabled and sc.source == "prometheus" and not no_proxy:
+            prometheus = "auto"  # the profile reads its signal through one: start it
         return cls(profile=profile, spec=profile_spec, overrides=tuple(overrides),
                    seed=profile.seed if seed is None else seed, time_scale=time_scale,
                    out=out.resolve(), target=target, proxied=not no_proxy, model=model,
                    workers=workers, remote_workers=remote_workers, master_port=master_port,
                    public_host=public_host, max_requests=max_requests,
-                   extra_thresholds=extra_thresholds, tls=tls)  # fmt: skip
+                   extra_thresholds=extra_thresholds, tls=tls, prometheus=prometheus,
+                   proxy_port=proxy_port)  # fmt: skip
 
     @property
     def stub(self) -> bool:

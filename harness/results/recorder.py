@@ -28,6 +28,7 @@ from harness.engine.events import (
     Fail,
     Held,
     Limits,
+    ReadSignal,
     Reexecute,
     Reject,
     Reviewed,
@@ -233,6 +234,7 @@ RECORDS: dict[type, Callable[[float, Any], dict[str, Any] | None]] = {
     Held: _hold,
     Reviewed: _review,
     Complete: lambda t, a: None,  # an outcome, not a decision: it lands in the counts
+    ReadSignal: lambda t, a: None,  # a request to the driver; the Scale it leads to is recorded
 }
 
 

@@ -112,7 +112,9 @@ def scaling_figures(profile: Profile, col: Collector,
     desired = [st["replicas_desired"] for st in states]
     e = engine or {}
     spent = e.get("cost_spent")
-    return {
+    # source: prometheus: the signal's reads (simulated scrapes, or queries of a real one)
+    read = {"prometheus": e["prometheus"]} if "prometheus" in e else {}
+    return {**read,
         "replicas": {"min": min(ready), "max": max(ready),
                      "mean": round(sum(ready) / len(ready), 3)},
         "scale_events": e.get("scale_events", 0),

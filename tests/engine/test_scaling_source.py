@@ -1,0 +1,224 @@
+"""``engine.scaling.source: prometheus``: the simulation's self-scrapes (a read at most one
+scrape old, blind from the first failed scrape), the live driver's ReadSignal / SignalRead
+exchange, and ``query_value`` against promtool's evaluation of the exported query
+(harness/engine/scaler.py, scrape.py, scheduler.py)."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.engine.core import Engine
+from harness.engine.events import Action, Arrived, Finished, ReadSignal, Scale, SignalRead, Tick
+from harness.engine.scrape import query_value
+from harness.export.promql import PROXY_WEIGHTS, scaling_query
+from harness.profile import Profile, load, loads
+from harness.results.recorder import DecisionLog
+from harness.sim.runner import simulate
+from tests.export.support import promtool_run
+
+OUTAGE = (180.0, 300.0)  # scenarios/metric-outage's metrics_outage
+BASE = """
+name: t
+duration_s: 100
+arrivals: {process: poisson, phases: [{until_s: 100, rate_per_s: 1}]}
+classes: {a: {weight: 1}}
+upstream: {latency: {dist: fixed, value_s: 10}, timeout_s: 30}
+"""
+
+
+def outage_run(*sets: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """metric-outage with ``sets``: its summary and its Scale records."""
+    buf = io.BytesIO()
+    log = DecisionLog(buf)
+    res = simulate(load("scenarios/metric-outage", list(sets)), log=log)
+    log.flush()
+    recs = [json.loads(line) for line in buf.getvalue().splitlines()]
+    return res.summary, [r for r in recs if r["kind"] == "scale"]
+
+
+def engine(prof: Profile) -> Engine:
+    return Engine(prof.engine, service_time_prior_s=prof.service_time_prior(),
+                  rng=random.Random(1), max_wait_by_class=prof.max_wait_by_class(),
+                  horizon_s=1000.0)  # fmt: skip
+
+
+def of(out: list[Action], tp: type) -> list[Any]:
+    return [a for a in out if type(a) is tp]
+
+
+# -- the simulation's scrapes -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("every", "blind"), [(15, 120.0), (25, 100.0), (40, 120.0)])
+def test_reads_are_one_scrape_old_and_blind_between_failed_scrapes(
+    every: int, blind: float
+) -> None:
+    summary, scales = outage_run("engine.scaling.source=prometheus",
+                                 f"engine.scaling.scrape_interval_s={every}")  # fmt: skip
+    assert len(scales) > 20
+    first_bad = math.ceil(OUTAGE[0] / every) * every  # scrapes at 0, every, 2 every, ...
+    first_good = math.ceil(OUTAGE[1] / every) * every
+    for r in scales:
+        s = r["signals"]
+        assert 0 < r["t"] - s["read_at"] <= every + 1e-9, r
+        # an evaluation coinciding with a scrape reads the one before it; the scrape due at 0
+        # is taken at the run's first event
+        grid = (math.ceil(r["t"] / every) - 1) * every
+        assert s["read_at"] == grid if grid else 0 < s["read_at"] < every, r
+        empty = first_bad <= s["read_at"] < first_good
+        assert (s["read"] is None) is empty and s["known"] is not empty, r
+        assert "read_error" not in s
+    assert summary["scaling"]["seconds_blind"] == first_good - first_bad == blind
+
+
+def test_prometheus_goes_blind_one_scrape_after_the_engine() -> None:
+    _, prom = outage_run("engine.scaling.source=prometheus")
+    _, own = outage_run()
+    blind_prom = [r["t"] for r in prom if not r["signals"]["known"]]
+    blind_own = [r["t"] for r in own if not r["signals"]["known"]]
+    assert blind_own == [t for t in range(180, 300, 15)]  # from the first evaluation at/after 180
+    assert blind_prom == [t + 15 for t in blind_own]  # the scrape at 180 is read at 195
+    assert all("read" not in r["signals"] for r in own)
+
+
+def test_a_faster_scrape_gives_a_fresher_read() -> None:
+    _, scales = outage_run("engine.scaling.source=prometheus", "engine.scaling.scrape_interval_s=5")
+    assert [r["t"] for r in scales[:3]] == [15.0, 30.0, 45.0]  # interval_s stays 15
+    for r in scales[1:]:
+        assert r["t"] - r["signals"]["read_at"] == 5.0, r
+
+
+@pytest.mark.parametrize("target", ["hpa", "weighted"])
+def test_the_read_is_the_value_the_previous_evaluation_saw(target: str) -> None:
+    """Scrapes and evaluations share the 15 s grid: the scrape at t runs right after the
+    evaluation at t, on the same state (backlog and in-flight do not move in between: no
+    drain timeout kills work), so the next evaluation reads exactly that evaluation's ``own``."""
+    _, scales = outage_run("engine.scaling.source=prometheus", f"engine.scaling.target={target}")
+    own_at = {r["t"]: r["signals"]["own"] for r in scales}
+    checked = 0
+    for r in scales[1:]:
+        s = r["signals"]
+        if s["read"] is not None:
+            assert s["read"] == own_at[s["read_at"]], r
+            checked += 1
+    assert checked >= 20
+    assert any(r["signals"]["read"] != r["signals"]["own"] for r in scales)  # reads are old
+
+
+# -- the live driver's reads --------------------------------------------------------------------
+
+
+def test_an_external_read_is_asked_once_and_evaluated_on_its_answer() -> None:
+    e = engine(loads(BASE + "engine:\n  executors: {initial: 1}\n  scaling: {enabled: true, "
+                     "source: prometheus, interval_s: 10, max_replicas: 10}\n"))  # fmt: skip
+    sc = e.scaler
+    assert sc is not None
+    sc.use_external()
+    for i in range(3):
+        e.handle(Arrived(f"r{i}", "a"), 1.0)
+    assert e.next_deadline() == 10.0
+    out = e.handle(Tick(), 10.0)
+    assert len(of(out, ReadSignal)) == 1 and not of(out, Scale)
+    nd = e.next_deadline()
+    assert nd is None or nd > 10.0  # waiting for the answer: no deadline to spin on
+    assert e.handle(Tick(), 12.0) == []  # asked once
+    (s,) = of(e.handle(SignalRead(7.0), 12.5), Scale)
+    assert (s.raw, s.to_replicas) == (7, 7)  # weighted: ceil(value) executors
+    assert s.signals["read"] == 7.0 and s.signals["read_at"] == 12.5 and s.signals["known"]
+    assert sc.due == 20.0 and e.next_deadline() == 20.0  # asked_at + interval_s
+    assert of(e.handle(Tick(), 20.0), ReadSignal)
+    (s,) = of(e.handle(SignalRead(None), 20.5), Scale)
+    assert s.signals["known"] is False and s.signals["read"] is None
+    assert "read_error" not in s.signals and e.signals_known is False
+    assert of(e.handle(Tick(), 30.0), ReadSignal)
+    (s,) = of(e.handle(SignalRead(None, error="connect refused"), 30.5), Scale)
+    assert s.signals["read_error"] == "connect refused" and s.signals["known"] is False
+    assert e.handle(SignalRead(3.0), 31.0) == []  # nothing asked: ignored
+    assert (sc.reads, sc.empty_reads, sc.read_errors, sc.evaluations) == (3, 1, 1, 3)
+
+
+# -- query_value against promtool ----------------------------------------------------------------
+
+PROFILES = [  # (engine.scaling fields, engine.executors)
+    ("target: weighted", "{initial: 2}"),
+    ("target: weighted, count_inflight: true, weights: {critical: 5, standard: 2, batch: 0}",
+     "{initial: 2, jobs_per_executor: 2}"),
+    ("target: weighted, count_inflight: true, min_replicas: 0", "{initial: 2, jobs_per_executor: 2}"),
+    ("target: weighted, min_replicas: 0", "{initial: 0}"),
+    ("target: drain_window, window_s: 45", "{initial: 2}"),
+    ("target: drain_window, count_inflight: true, min_replicas: 0, window_s: 45, "
+     "weights: {critical: 2, standard: 1, batch: 0.25}", "{initial: 2, jobs_per_executor: 3}"),
+    ("target: drain_window, count_inflight: true, min_replicas: 0", "{initial: 0}"),
+    ("target: hpa, hpa: {signal: eligible_backlog, target_per_replica: 2}, min_replicas: 0",
+     "{initial: 2}"),
+    ("target: hpa, hpa: {signal: backlog_and_in_flight, target_per_replica: 1.5}",
+     "{initial: 2, jobs_per_executor: 2}"),
+    ("target: hpa, hpa: {signal: weighted_depth, target_per_replica: 3}", "{initial: 1}"),
+    ("target: hpa, hpa: {signal: drain_time_s, target_per_replica: 7}, max_replicas: 6",
+     "{initial: 2, jobs_per_executor: 2}"),
+    ("target: hpa, hpa: {signal: drain_time_s, target_per_replica: 7}, max_replicas: 6, "
+     "min_replicas: 0", "{initial: 0}"),
+]  # fmt: skip
+# standard requests at 0, of which the first ones finish at 6.5, then (critical, standard,
+# batch) at 8; read at 9
+STATES = [(0, 0, (0, 0, 0)), (2, 0, (0, 0, 0)), (6, 2, (1, 1, 3)), (5, 1, (2, 0, 1)),
+          (1, 1, (0, 3, 0)), (9, 3, (0, 0, 7))]  # fmt: skip
+
+
+def _num(x: float) -> str:
+    return "+Inf" if x == math.inf else repr(float(x))
+
+
+def proxy_series(e: Engine) -> list[dict[str, str]]:
+    """What the proxy's /metrics serves for this state (harness/live/driver.py queue_state)."""
+    d = e.queue.depth_by_tier
+    c, depth = e.pool.concurrency, e.queue.depth
+    drain = depth / c * e.service_time_s if c > 0 else (math.inf if depth else 0.0)
+    out = [{"series": f'agent_queue_depth{{priority="{p}"}}', "values": str(n)}
+           for p, n in zip(PROXY_WEIGHTS, d, strict=True)]  # fmt: skip
+    weighted = sum(w * n for w, n in zip(PROXY_WEIGHTS.values(), d, strict=True))
+    for name, v in (("agent_queue_weighted_depth", weighted), ("agent_jobs_inflight", e.busy),
+                    ("agent_scaling_ready_replicas", e.pool.ready),
+                    ("agent_queue_drain_time_seconds", drain)):  # fmt: skip
+        out.append({"series": name, "values": _num(v)})
+    return out
+
+
+def test_query_value_is_what_promtool_computes_over_the_proxy_series(tmp_path: Path) -> None:
+    tests: list[dict[str, Any]] = []
+    seen: set[tuple[bool, bool, bool]] = set()
+    for fields, executors in PROFILES:
+        prof = loads(BASE + f"engine:\n  executors: {executors}\n"
+                     f"  scaling: {{enabled: true, {fields}}}\n")  # fmt: skip
+        promql = scaling_query(prof).promql
+        for fill, done, (c, s, b) in STATES:
+            e = engine(prof)
+            for i in range(fill):
+                e.handle(Arrived(f"f{i}", "a"), 0.0)
+            for i in range(min(done, e.busy)):
+                e.handle(Finished(f"f{i}"), 6.5)
+            for p, n in enumerate((c, s, b)):
+                for i in range(n):
+                    e.handle(Arrived(f"q{p}-{i}", "a", priority=p), 8.0)
+            want = query_value(e, prof.engine.scaling, prof.engine.executors.jobs_per_executor,
+                               prof.service_time_prior(), 9.0, 0.0)  # fmt: skip
+            assert math.isfinite(want)
+            seen.add((e.queue.depth > 0, e.busy > 0, e.pool.ready == 0))
+            tests.append({"interval": "15s", "input_series": proxy_series(e),
+                          "promql_expr_test": [{"expr": promql, "eval_time": "0s",
+                                                "exp_samples": [{"labels": "{}",
+                                                                 "value": want}]}]})  # fmt: skip
+    # empty and busy queues, with and without work in flight, and no executor ready
+    assert {(True, True, False), (True, False, True), (False, True, False),
+            (False, False, False)} <= seen  # fmt: skip
+    (tmp_path / "none.yaml").write_text("groups: []\n")
+    out = promtool_run(tmp_path, "test rules",
+                       {"t.yaml": {"rule_files": ["none.yaml"], "tests": tests}})  # fmt: skip
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr
