@@ -269,11 +269,6 @@ def proxy(
         prof = load_profile(profile, set_) if profile else default_profile(set_ or [])
     except ProfileError as e:
         raise bad_input(str(e)) from None
-    from harness.live.settings import not_live
-
-    why = not_live(prof)
-    if why is not None:
-        raise bad_input(why)
     extra = check_thresholds(threshold)
     if extra:
         prof = dataclasses.replace(prof, thresholds=(*prof.thresholds, *extra))

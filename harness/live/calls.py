@@ -57,9 +57,14 @@ from harness.upstream_model.tokens import CHARS_PER_TOKEN, prompt_tokens
 
 def client_timeout_s(profile: Profile) -> float:
     """A caller's per-request patience, in profile seconds: the SDKs' 600 s default, or more
-    when the upstream timeout times its retries needs it (hangs must end at the proxy)."""
+    when the upstream timeout times its retries needs it (hangs must end at the proxy). With
+    a review stage, a reviewed answer is released when people have read it, which can take
+    longer than any SDK waits: the callers then wait out the run, as the simulation's do."""
     dep = profile.engine.dependency
-    return max(600.0, profile.upstream.timeout_s * (dep.max_retries + 2) + 60.0)
+    patience = max(600.0, profile.upstream.timeout_s * (dep.max_retries + 2) + 60.0)
+    if profile.engine.review is not None and profile.review_classes():
+        patience += profile.duration_s
+    return patience
 
 
 # -- the plan ------------------------------------------------------------------------------------

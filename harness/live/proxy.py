@@ -107,6 +107,9 @@ class ProxyApp:
         # Executors can be killed under a running attempt (a drain timeout): attempts then run
         # as tasks of their own, and streams tell the engine when they start answering.
         self.killable = sc.enabled and sc.drain_timeout_s is not None
+        # A reviewed class's answer is released when its review ends: a stream is read whole
+        # upstream and sent then, never piped past the reviewer.
+        self.reviewed = driver.profile.review_classes() if driver.engine.review else frozenset()
 
     # -- ASGI --------------------------------------------------------------------------------
 
@@ -262,7 +265,7 @@ class ProxyApp:
         try:
             status = resp.status
             m.upstream_response(status)
-            if 200 <= status < 300 and call.stream:
+            if 200 <= status < 300 and call.stream and call.cls not in self.reviewed:
                 return await self._pipe(call, resp, send, report)
             try:
                 data = await resp.read()

@@ -22,20 +22,6 @@ STUB_MODEL = "harness-stub"
 CHAT = "/v1/chat/completions"
 
 
-REVIEW_NOT_LIVE = (
-    "classes marked review: true: the human review stage runs in `harness sim` in this "
-    "version; the live proxy answers when the model call does. Rehearse it with `harness sim`"
-)
-
-
-def not_live(profile: Profile) -> str | None:
-    """Why the live proxy cannot run this profile's engine as the simulation does (None: it
-    can)."""
-    if profile.review_classes():
-        return REVIEW_NOT_LIVE
-    return None
-
-
 class SettingsError(ValueError):
     """A live run's setting that cannot be used (bad input: exit 2)."""
 
@@ -127,9 +113,6 @@ class LiveSettings:
         verified unless ``insecure``, against ``ca_bundle`` when given. Raises ``TlsError``,
         ``SettingsError`` or ``BadTarget`` (all ``ValueError``: exit 2)."""
         tls = Tls(ca_bundle=ca_bundle, insecure=insecure).validated()
-        why = not_live(profile)
-        if why is not None and not no_proxy:
-            raise SettingsError(why)
         if api_key_env is not None:
             auth = dataclasses.replace(profile.wire.auth, env=api_key_env)
             profile = dataclasses.replace(profile, wire=dataclasses.replace(profile.wire, auth=auth))

@@ -226,6 +226,8 @@ def live_summary(
         summary["proxy_turnaround_s"] = proxy.get("proxy_turnaround_s") or proxy.get("turnaround_s")
         summary["proxy"] = {k: proxy.get(k) for k in ("complete", "counts", "conservation",
                 "turnaround_s", "queue_wait_s")}  # fmt: skip
+        if proxy.get("review") is not None:  # the review stage ran in the proxy's engine
+            summary["review"] = proxy["review"]
     if trace is not None:
         summary["trace"] = dict(trace)
     summ.finish(summary, profile, extra_thresholds)
