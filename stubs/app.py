@@ -45,6 +45,7 @@ class StubApp:
             ("PUT", "/_stub/faults"): StubApp._put_faults,
             ("DELETE", "/_stub/faults"): StubApp._delete_faults,
             ("PUT", "/_stub/epoch"): StubApp._put_epoch,
+            ("GET", "/_stub/effects"): StubApp._get_effects,
         }
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -122,13 +123,17 @@ class StubApp:
             return
         class_header: str | None = None
         request_id: str | None = None
+        keyed = False
         for name, value in scope["headers"]:
             if name == b"x-class":
                 class_header = value.decode("latin-1")
             elif name == b"x-request-id" and 0 < len(value) <= 256:
                 request_id = value.decode("latin-1")
+            elif name in (b"idempotency-key", b"x-idempotency-key") and value:
+                keyed = True
         try:
             req = chat.ChatRequest(body, class_header, self.state.model, request_id)
+            req.idempotency_key = keyed
         except chat.BadRequest as e:
             self.state.counters.rejected += 1
             await self._error(send, rid, 400, e.body())
@@ -164,6 +169,9 @@ class StubApp:
     async def _get_faults(self, scope: Scope, receive: Receive, send: Send, rid: bytes) -> None:
         body = orjson.dumps(self.state.timeline.snapshot())
         await respond(send, 200, body, _json_headers(rid))
+
+    async def _get_effects(self, scope: Scope, receive: Receive, send: Send, rid: bytes) -> None:
+        await respond(send, 200, orjson.dumps(self.state.effects.snapshot()), _json_headers(rid))
 
     async def _put_faults(self, scope: Scope, receive: Receive, send: Send, rid: bytes) -> None:
         body = await self._body(scope, receive, send, rid)

@@ -121,8 +121,8 @@ def _positive_int(req: dict[str, Any], name: str) -> int | None:
 
 
 class ChatRequest:
-    __slots__ = ("class_header", "include_usage", "max_tokens", "model", "prompt", "request_id",
-                 "stream")
+    __slots__ = ("class_header", "idempotency_key", "include_usage", "max_tokens", "model",
+                 "prompt", "request_id", "stream")  # fmt: skip
 
     def __init__(
         self,
@@ -132,6 +132,7 @@ class ChatRequest:
         request_id: str | None = None,
     ) -> None:
         self.request_id = request_id  # the client's x-request-id: it keys this request's draws
+        self.idempotency_key = False  # an Idempotency-Key came with it: duplicates suppressed
         try:
             req = orjson.loads(body)
         except orjson.JSONDecodeError:
@@ -242,6 +243,7 @@ async def handle(
         c = state.counters
         if outcome == COMPLETED:
             c.completed += 1
+            state.effects.record(req.request_id, req.idempotency_key)
         elif outcome == CANCELLED:
             c.cancelled += 1
         else:

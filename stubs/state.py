@@ -26,6 +26,34 @@ class Counters:
 
 
 @dataclass(slots=True)
+class Effects:
+    """The work's effects, per ``x-request-id``: the first completed attempt applies it; a
+    later one (a redelivery after a lost answer, a retry) is a duplicate -- applied again
+    without an idempotency key, suppressed with one. ``GET /_stub/effects`` reports them."""
+
+    applied: int = 0
+    duplicate_effects: int = 0
+    duplicates_suppressed: int = 0
+    _seen: set[str] = field(default_factory=set)
+
+    def record(self, request_id: str | None, idempotency_key: bool) -> None:
+        if request_id is None:
+            return
+        if request_id not in self._seen:
+            if len(self._seen) < SEEN_CAP:
+                self._seen.add(request_id)
+            self.applied += 1
+        elif idempotency_key:
+            self.duplicates_suppressed += 1
+        else:
+            self.duplicate_effects += 1
+
+    def snapshot(self) -> dict[str, int]:
+        return {"applied": self.applied, "duplicate_effects": self.duplicate_effects,
+                "duplicates_suppressed": self.duplicates_suppressed}  # fmt: skip
+
+
+@dataclass(slots=True)
 class StubState:
     """Everything a request reads or changes. Draw order per request: latency, length, faults."""
 
@@ -41,6 +69,7 @@ class StubState:
     linger_s: float = 0.0
     in_flight: int = 0
     counters: Counters = field(default_factory=Counters)
+    effects: Effects = field(default_factory=Effects)
     _next_id: int = 0
     _seen: OrderedDict[str, int] = field(default_factory=OrderedDict)
 

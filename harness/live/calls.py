@@ -288,6 +288,7 @@ class RequestSpec:
         self.sizes = ClassSizes(prof, plan.seed)
         self.traced = TracedBodies(prof, plan.model) if traced(prof) or self.sizes else None
         extra = wire_headers(prof.wire, plan.api_key_env)
+        self.keyed = frozenset(n for n, c in prof.classes.items() if c.idempotency_key)
         for name, c in prof.classes.items():
             self.caps[name] = (prompt_tokens(len(c.prompt_text())), c.max_tokens)
             self.body[name] = request_body(c, plan.model, prof.wire)
@@ -319,6 +320,8 @@ class RequestSpec:
         if a.key is not None:
             h["x-key"] = a.key  # partition key: the proxy runs one request per key at a time
         h["x-request-id"] = a.id if attempt == 1 else f"{a.id}.{attempt}"
+        if a.cls in self.keyed:  # the caller's key: one per logical request, across retries
+            h["idempotency-key"] = a.id
         return h
 
     def dropped(self, a: Arrival, t_now: float, worker: int) -> dict[str, Any]:

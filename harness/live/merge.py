@@ -219,10 +219,12 @@ def merge(
     complete: bool,
     extra_thresholds: Sequence[str] = (),
     meta: Mapping[str, Any] | None = None,
+    effects: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """Write summary.json, requests.jsonl, timeline.jsonl (and decisions.jsonl) into ``out``:
     read the proxy's side, check the two sides against each other, and let
-    ``results.client_figures.live_summary`` build the summary."""
+    ``results.client_figures.live_summary`` build the summary. ``effects``: what the stub
+    counted (``GET /_stub/effects``): duplicate effects applied, and suppressed by a key."""
     recs = sorted(records, key=lambda r: r["id"])
     ends = [r["t_end"] for r in recs if r["t_end"] is not None]
     cap = live.get("max_requests")
@@ -233,6 +235,9 @@ def merge(
     offset = 0.0
     if proxy_dir is not None and (proxy_dir / "summary.json").is_file():
         proxy = orjson.loads((proxy_dir / "summary.json").read_bytes())
+        if effects is not None and isinstance(proxy.get("scaling"), dict):
+            for k in ("duplicate_effects", "duplicates_suppressed"):
+                proxy["scaling"][k] = int(effects.get(k, 0))
         decisions = _jsonl(proxy_dir / "decisions.jsonl")
         offset = proxy_offset(decisions, recs)
         timeline = shift_timeline(_jsonl(proxy_dir / "timeline.jsonl"), offset)

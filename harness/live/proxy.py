@@ -29,6 +29,7 @@ import orjson
 from harness import outcomes
 from harness.asgi import Headers, Receive, Scope, Send
 from harness.engine.events import (
+    ACK_LOST,
     Admit,
     AnswerStarts,
     Complete,
@@ -41,6 +42,7 @@ from harness.engine.events import (
     Reject,
 )
 from harness.live import wire
+from harness.live.acks import AckLoss
 from harness.live.driver import LiveDriver, Ticket
 from harness.live.passthrough import pass_on, passthrough
 from harness.live.request_class import ClassTable
@@ -110,6 +112,7 @@ class ProxyApp:
         # A reviewed class's answer is released when its review ends: a stream is read whole
         # upstream and sent then, never piped past the reviewer.
         self.reviewed = driver.profile.review_classes() if driver.engine.review else frozenset()
+        self.acks = AckLoss(driver.profile, driver.seed)  # ack_loss faults: answers lost
 
     # -- ASGI --------------------------------------------------------------------------------
 
@@ -142,6 +145,7 @@ class ProxyApp:
                     return
 
     async def aclose(self) -> None:
+        self.acks.close()
         await self.driver.aclose()
         await self.upstream.aclose()
 
@@ -251,6 +255,14 @@ class ProxyApp:
     async def _attempt(self, call: ProxiedRequest, send: Send) -> None:
         m = self.driver.metrics
         call.last = None
+        acks, clock = self.acks, self.driver.clock
+        if acks and acks.lost(call.id, call.attempt, clock.now() - self.driver.epoch):
+            # The work runs to its end upstream; its answer is lost, and the queue learns
+            # of it when the visibility timeout passes (harness/live/acks.py).
+            due = clock.now() + acks.timeout_s
+            acks.finish_unseen(self._unseen(call))
+            await asyncio.sleep(max(0.0, clock.wall_delay(due)))
+            return self.driver.report(Failed(id=call.id, reason=ACK_LOST, attempt=call.attempt))
 
         def report(ev: Event) -> None:
             call.cause = ev.reason if isinstance(ev, Failed) else None
@@ -279,6 +291,20 @@ class ProxyApp:
             report(Failed(id=call.id, reason=f"upstream_{status}",
                           retry_after_s=None if ra is None else ra / self.scale,
                           retryable=retryable, attempt=call.attempt))  # fmt: skip
+        finally:
+            resp.close()
+
+    async def _unseen(self, call: ProxiedRequest) -> None:
+        """One upstream call whose answer nobody will see (a lost ack)."""
+        try:
+            resp = await self.upstream.send(call.method, call.target, call.fwd, call.body,
+                                            timeout_s=self.timeout_s, stream=call.stream)  # fmt: skip
+        except UpstreamError:
+            return
+        try:
+            await resp.read()
+        except UpstreamError:
+            pass
         finally:
             resp.close()
 

@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import httpx
 import orjson
 import yaml
 from rich.console import Console
@@ -123,9 +124,9 @@ def run_live(run: LiveSettings, *, console: Console, dry_run: bool = False) -> i
 
 
 def _notes(run: LiveSettings, console: Console) -> None:
-    if any(f.kind == "ack_loss" for f in run.profile.faults):
-        console.print("[yellow]note:[/] ack_loss faults are not applied live in this version "
-                      "(no answer is lost, nothing is redelivered); `harness sim` runs them")  # fmt: skip
+    if not run.proxied and any(f.kind == "ack_loss" for f in run.profile.faults):
+        console.print("[yellow]note:[/] ack_loss faults are the queue's (the proxy applies "
+                      "them): --no-proxy skips them")  # fmt: skip
     if run.stub:
         return
     up = sorted({f.kind for f in run.profile.faults if f.kind in UPSTREAM_FAULTS})
@@ -167,6 +168,7 @@ def _execute(run: LiveSettings, times: array[float], console: Console) -> int:
             lc.kill()
             if proxy is not None and kids.stop(proxy, PROXY_GRACE_S + 20) is None:
                 end.complete = False
+            effects = _stub_effects(servers.stub_url)
             kids.stop_all()
             if end.why:
                 console.print(f"[bold red]{end.why}[/]")
@@ -180,7 +182,7 @@ def _execute(run: LiveSettings, times: array[float], console: Console) -> int:
             meta = {"tls": run.tls.meta()}
             try:
                 summary = _merge(run, work, len(times), started_at, time.monotonic() - wall0,
-                                 end.complete, live, meta)  # fmt: skip
+                                 end.complete, live, meta, effects)  # fmt: skip
             except OSError as e:
                 keep_work = True
                 console.print(f"[bold red]error:[/] cannot write results: {os_error_line(e, run.out)}; "
@@ -198,6 +200,7 @@ def _execute(run: LiveSettings, times: array[float], console: Console) -> int:
 def _merge(
     run: LiveSettings, work: Path, scheduled: int, started_at: datetime, wall_s: float,
     complete: bool, live: dict[str, Any], meta: dict[str, Any],
+    effects: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     """Both sides into ``run.out``: a request the generator sent and never recorded (it was
     stopped or killed first) is counted in flight, never dropped."""
@@ -209,7 +212,18 @@ def _merge(
     return merge(out=run.out, profile=run.profile, seed=run.seed, records=recs,
                  scheduled=scheduled, proxy_dir=run.out / "proxy" if run.proxied else None,
                  live=live, started_at=started_at, wall_s=wall_s, complete=complete,
-                 extra_thresholds=run.extra_thresholds, meta=meta)  # fmt: skip
+                 extra_thresholds=run.extra_thresholds, meta=meta, effects=effects)  # fmt: skip
+
+
+def _stub_effects(stub_url: str | None) -> dict[str, int] | None:
+    """The effects the stub counted by request id (None: no stub, or it did not answer)."""
+    if stub_url is None:
+        return None
+    try:
+        got = httpx.get(f"{stub_url}/_stub/effects", timeout=5.0).json()
+    except (httpx.HTTPError, ValueError):
+        return None
+    return {k: int(v) for k, v in got.items()} if isinstance(got, dict) else None
 
 
 def _start_servers(run: LiveSettings, kids: loadgen.Children, work: Path) -> Servers:
