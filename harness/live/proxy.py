@@ -26,28 +26,24 @@ from typing import cast
 
 import orjson
 
-from harness import outcomes
-from harness.asgi import Headers, Receive, Scope, Send
+from harness.asgi import Receive, Scope, Send
 from harness.engine.events import (
     ACK_LOST,
     Admit,
     AnswerStarts,
-    Complete,
     Dispatch,
     Event,
-    Expire,
-    Fail,
     Failed,
     Finished,
     Reject,
 )
 from harness.live import wire
 from harness.live.acks import AckLoss
-from harness.live.driver import LiveDriver, Ticket
-from harness.live.passthrough import pass_on, passthrough
+from harness.live.driver import LiveDriver
+from harness.live.passthrough import passthrough
+from harness.live.proxy_answers import Answers, ProxiedRequest
 from harness.live.request_class import ClassTable
 from harness.live.upstream import Upstream, UpstreamError, UpstreamResponse
-from harness.outcomes import Answer
 
 DEFAULT_MAX_BODY = 8 * 1024 * 1024
 RETRYABLE_STATUS = frozenset((408, 409, 429))  # and every 5xx, as the OpenAI SDKs retry
@@ -66,30 +62,7 @@ def epoch_at(query: bytes) -> float | None:
     return None
 
 
-class ProxiedRequest(Ticket):
-    """A ticket plus the HTTP side of one admitted request."""
-
-    __slots__ = ("aborted", "body", "cause", "committed", "est_wait", "fwd", "gone", "last",
-                 "method", "queue_wait_ms", "responded", "stream", "target", "task")  # fmt: skip
-
-    def __init__(
-        self, cls: str, priority: int, tenant: str, key: str | None, deadline_s: float | None
-    ) -> None:
-        super().__init__(cls, priority, tenant, key, deadline_s)
-        self.task: asyncio.Task[object] | None = None
-        self.gone = self.aborted = self.committed = self.responded = False
-        self.last: tuple[int, Headers, bytes] | None = None
-        self.cause: str | None = None  # the last attempt's failure: the answer follows it
-        self.est_wait = b"0.000"
-        self.queue_wait_ms = b"0.0"
-        self.stream = False
-        self.method = "POST"
-        self.target = ""
-        self.body = b""
-        self.fwd: Headers = []
-
-
-class ProxyApp:
+class ProxyApp(Answers):
     def __init__(
         self, driver: LiveDriver, upstream: Upstream, *, max_body_bytes: int = DEFAULT_MAX_BODY,
         forward_class: bool = False,
@@ -353,79 +326,6 @@ class ProxyApp:
             return report(Failed(id=call.id, reason="upstream_truncated", retryable=False,
                                  attempt=call.attempt))
         report(Finished(call.id, call.attempt))
-
-    # -- answers -----------------------------------------------------------------------------
-
-    async def _respond(self, call: ProxiedRequest, send: Send) -> None:
-        final = call.final
-        call.responded = True
-        if call.committed:  # a stream already under way: end it, with an error event if failed
-            body = b""
-            if type(final) is Fail:
-                r = final.reason
-                body = wire.sse_error(f"The upstream stream failed: {r}.", r)
-            await send({"type": "http.response.body", "body": body, "more_body": False})
-            return
-        extra = [(b"x-estimated-wait", call.est_wait), (b"x-queue-wait-ms", call.queue_wait_ms)]
-        if type(final) is Complete and call.last is not None:
-            await pass_on(send, call.last, extra)
-        elif type(final) is Fail:
-            assert isinstance(final, Fail)
-            ans = outcomes.failed(final.reason, call.cause)
-            if ans is None:  # cancelled: nobody is listening
-                return
-            extra += [(b"x-proxy-reason", final.reason.encode()),
-                      (b"x-proxy-attempts", b"%d" % final.attempts)]  # fmt: skip
-            if ans.passthrough and call.last is not None:  # the upstream's own error answer
-                return await pass_on(send, call.last, [*extra, (b"x-proxy-outcome", b"failed")])
-            msg = f"The upstream call failed after {final.attempts} attempt(s): {final.reason}."
-            await self._answer(send, ans, msg, extra)
-        elif type(final) is Expire:
-            assert isinstance(final, Expire)
-            age = final.age_s * self.scale
-            if final.reason == "max_wait":
-                msg = f"The request waited {age:.3f} s in the queue, past the longest wait allowed."
-            else:
-                msg = f"The request waited {age:.3f} s in the queue, past its class's deadline."
-            extra.append((b"x-proxy-reason", final.reason.encode()))
-            await self._answer(send, outcomes.expired(final.reason), msg, extra)
-
-    async def _answer(
-        self, send: Send, ans: Answer, msg: str, headers: Headers | None = None
-    ) -> None:
-        """An answer of harness.outcomes' table, as JSON with its headers (wall seconds)."""
-        out = list(headers or [])
-        if ans.outcome != "rejected":
-            out.append((b"x-proxy-outcome", ans.outcome.encode()))
-        if ans.retry_after_s is not None:
-            out += wire.retry_after_headers(ans.retry_after_s * self.scale)
-        if ans.should_retry is not None:
-            out.append((b"x-should-retry", b"true" if ans.should_retry else b"false"))
-        await wire.send_json(send, ans.status, wire.error_body(msg, ans.type, ans.code), out)
-
-    async def _reject(self, send: Send, r: Reject) -> None:
-        wall = r.retry_after_s * self.scale
-        msg = (f"The proxy is shutting down and admits no new requests; retry in {wall:.3f} s."
-               if r.reason == "shutting_down" else f"Request rejected by admission control "
-               f"({r.reason}); retry in {wall:.3f} s.")  # fmt: skip
-        headers = [(b"x-admission-reason", r.reason.encode()),
-                   (b"x-estimated-wait", wire.seconds(r.estimated_wait_s * self.scale))]  # fmt: skip
-        await self._answer(send, outcomes.rejected(r.reason, r.retry_after_s), msg, headers)
-
-    async def _bad(self, send: Send, code: str, msg: str) -> None:
-        await wire.send_json(send, 400, wire.error_body(msg, "invalid_request_error", code))
-
-    async def _refuse_closed(self, send: Send) -> None:
-        ans = outcomes.rejected("shutting_down", 1.0 / self.scale)  # one wall second
-        await self._answer(send, ans, "The proxy has stopped.",
-                           [(b"x-admission-reason", b"shutting_down")])  # fmt: skip
-
-    async def _send_aborted(self, call: ProxiedRequest, send: Send) -> None:
-        if call.committed:
-            body = wire.sse_error("The proxy shut down before the stream ended.", "shutting_down")
-            await send({"type": "http.response.body", "body": body, "more_body": False})
-        elif not call.responded:
-            await self._refuse_closed(send)
 
     async def _watch(self, receive: Receive, call: ProxiedRequest) -> None:
         while (await receive())["type"] != "http.disconnect":
