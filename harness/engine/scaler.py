@@ -123,6 +123,8 @@ class Scaler:
         """A live driver reads the signal from a real Prometheus: no self-scrapes."""
         self.external = True
         self.scrape_due = math.inf
+        self.sample = self.sample_at = None  # nothing read yet: the first read is a query
+        self.reads = self.empty_reads = 0
 
     def next_due(self) -> float:
         """The next instant this autoscaler needs the engine (an evaluation or a scrape)."""

@@ -135,6 +135,18 @@ class Scheduler:
         self._seq = 0
         self.now = 0.0
         self.waits = MaxWait(cfg.max_wait_s, max_wait_by_class)
+        scaler = self.scaler
+        if scaler is not None and scaler.prometheus:  # the first scrape, at 0: an empty engine
+            scaler.scrape(self, 0.0)
+            self._scale_due = scaler.next_due()
+
+    def read_signal_externally(self) -> None:
+        """source: prometheus, live: each evaluation waits for the driver's ``SignalRead``
+        (the engine's own scrapes stop)."""
+        sc = self.scaler
+        if sc is not None and sc.prometheus:
+            sc.use_external()
+            self._scale_due = sc.next_due()
 
     # -- what drivers and the autoscaler read --------------------------------------------------
 

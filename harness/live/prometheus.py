@@ -170,7 +170,7 @@ class ProxySignal:
         if url is None:
             raise ValueError("engine.scaling.source: prometheus needs a Prometheus that "
                              "scrapes the proxy (--prometheus-url URL)")  # fmt: skip
-        sc.use_external()
+        engine.read_signal_externally()
         return cls(url, scaling_query(profile).promql)
 
     def ask(self, report: Callable[[Event], None]) -> None:
