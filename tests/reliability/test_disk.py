@@ -142,3 +142,15 @@ def test_run_full_mid_run_stops_the_load_and_exits_3(tmp_path: Path) -> None:
     # early, says which part stopped and that its summary could not be written.
     assert "stopped" in text and "File too large" in text and str(out) in text
     assert "--recover" in text and any(out.glob(".live-*/requests.jsonl"))
+
+
+def test_results_files_take_the_umask_not_a_private_mode(tmp_path: Path) -> None:
+    """mkstemp creates 0600 files; results are written for others to read (umask applies)."""
+    import os
+
+    from harness.results.summary import write_atomic
+
+    mask = os.umask(0o022)
+    os.umask(mask)
+    write_atomic(tmp_path / "summary.json", b"{}\n")
+    assert (tmp_path / "summary.json").stat().st_mode & 0o777 == 0o666 & ~mask
