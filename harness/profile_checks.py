@@ -161,6 +161,10 @@ def check_scaling(ctx: Ctx, p: Profile) -> None:
         raise ctx.err("engine.executors.initial",
                       f"{initial} is outside engine.scaling's replica range "
                       f"[{sc.min_replicas}, {sc.max_replicas}]")  # fmt: skip
+    if sc.scrape_phase_s is not None and sc.scrape_phase_s >= sc.scrape_interval_s:
+        raise ctx.err("engine.scaling.scrape_phase_s",
+                      f"{sc.scrape_phase_s:g} is not below scrape_interval_s "
+                      f"({sc.scrape_interval_s:g}): an offset within one interval")  # fmt: skip
     for name, ceiling in sc.ceilings.replicas(p.engine.executors.jobs_per_executor):
         check_ceiling(ctx, p, f"engine.scaling.ceilings.{name}", ceiling)
     for direction in ("scale_up", "scale_down"):

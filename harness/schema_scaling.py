@@ -145,5 +145,9 @@ class Scaling:
     # the query comes back empty).
     source: Literal["engine", "prometheus"] = "engine"
     scrape_interval_s: float = field(default=15.0, metadata=_t(gt=0))
+    # The simulation's scrapes fall at this offset + k x scrape_interval_s (after one at 0);
+    # null: drawn per seed, as a real Prometheus picks its own (a live run's phase can be
+    # read off proxy/scrapes.jsonl and set here to replay it).
+    scrape_phase_s: float | None = field(default=None, metadata=_t(ge=0))
     dependency: DependencyAware | None = None  # null: scale-up ignores the upstream's health
     ceilings: Ceilings = Ceilings()

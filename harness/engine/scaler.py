@@ -112,6 +112,7 @@ class Scaler:
         self.asked_at = 0.0
         self.scrape_due = 0.0 if self.prometheus else math.inf
         self._scrapes = 0
+        self._phase = 0.0
         self.sample: float | None = None  # the value the next evaluation reads (None: empty)
         self.sample_at: float | None = None
         self.read_error: str | None = None
@@ -139,6 +140,14 @@ class Scaler:
         rate = (eng.counts.arrivals - a0) / span if span > 0 else 0.0
         return query_value(eng, self.cfg, self.jpe, self.prior_s, now, rate)
 
+    def phase(self, offset_s: float) -> None:
+        """Scrape at ``offset_s`` + k x scrape_interval_s after the first scrape at 0: a
+        Prometheus' scrape offset is its own, so the simulation draws one per seed and the
+        seeds' band spans how old a read can be (up to one scrape interval)."""
+        self._phase = offset_s
+        self._scrapes = 0 if offset_s > 0 else 1
+        self.scrape_due = offset_s + self._scrapes * self.cfg.scrape_interval_s
+
     def scrape(self, eng: Scheduler, now: float) -> None:
         """A simulated scrape: the value, or nothing while the metrics are down (stale)."""
         self.sample = self.own_value(eng, now) if eng.metrics_up else None
@@ -150,7 +159,7 @@ class Scaler:
         interval = self.cfg.scrape_interval_s
         while self.scrape_due <= now:
             self._scrapes += 1
-            self.scrape_due = self._scrapes * interval
+            self.scrape_due = self._phase + self._scrapes * interval
 
     def read(self, eng: Scheduler, value: float | None, error: str | None, now: float) -> None:
         """A live read of the query (None: an empty result, or ``error``)."""
@@ -254,7 +263,10 @@ class Scaler:
     def evaluate(self, eng: Scheduler, now: float) -> Scale:
         cfg = self.cfg
         self.evaluations += 1
-        self.due = (self.asked_at if self.external else now) + cfg.interval_s
+        # From this evaluation's own time (live: when the read came back), so evaluations
+        # are never closer than interval_s: the HPA windows count events strictly inside
+        # their period, and a shorter gap would let one more count than in the simulation.
+        self.due = now + cfg.interval_s
         current = eng.pool.desired
         prom = self.prometheus
         known = self.sample is not None if prom else eng.signals_known

@@ -138,6 +138,8 @@ class Scheduler:
         scaler = self.scaler
         if scaler is not None and scaler.prometheus:  # the first scrape, at 0: an empty engine
             scaler.scrape(self, 0.0)
+            at = sc.scrape_phase_s  # the scrapes' own offset: the profile's, or drawn
+            scaler.phase(rng.uniform(0.0, sc.scrape_interval_s) if at is None else at)
             self._scale_due = scaler.next_due()
 
     def read_signal_externally(self) -> None:

@@ -184,6 +184,9 @@ def _rewrite_decisions(src: Path, dst: Path, offset: float) -> None:
                 continue
             d = orjson.loads(line)
             d["t"] = round(d["t"] - offset, 6)
+            sig = d.get("signals")
+            if isinstance(sig, dict) and isinstance(sig.get("read_at"), int | float):
+                sig["read_at"] = round(sig["read_at"] - offset, 3)  # source: prometheus
             fout.write(orjson.dumps(d, option=orjson.OPT_SORT_KEYS) + b"\n")
 
 

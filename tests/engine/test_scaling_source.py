@@ -56,28 +56,57 @@ def of(out: list[Action], tp: type) -> list[Any]:
 # -- the simulation's scrapes -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("every", "blind"), [(15, 120.0), (25, 100.0), (40, 120.0)])
-def test_reads_are_one_scrape_old_and_blind_between_failed_scrapes(
-    every: int, blind: float
+def _grid(phase: float, every: float, upto: float) -> list[float]:
+    """The simulated scrape instants: 0, then phase + k x every."""
+    out, k = [0.0], 0 if phase > 0 else 1
+    while phase + k * every <= upto:
+        out.append(phase + k * every)
+        k += 1
+    return out
+
+
+@pytest.mark.parametrize(("every", "phase"), [(15, 0.0), (15, 7.5), (25, 3.0), (40, 39.0)])
+def test_reads_are_the_last_scrape_and_blind_between_failed_scrapes(
+    every: int, phase: float
 ) -> None:
     summary, scales = outage_run("engine.scaling.source=prometheus",
-                                 f"engine.scaling.scrape_interval_s={every}")  # fmt: skip
+                                 f"engine.scaling.scrape_interval_s={every}",
+                                 f"engine.scaling.scrape_phase_s={phase}")  # fmt: skip
     assert len(scales) > 20
-    first_bad = math.ceil(OUTAGE[0] / every) * every  # scrapes at 0, every, 2 every, ...
-    first_good = math.ceil(OUTAGE[1] / every) * every
+    grid = _grid(phase, every, 1000.0)
+    first_bad = min(g for g in grid if g >= OUTAGE[0])  # scrapes that fail: the outage's
+    first_good = min(g for g in grid if g >= OUTAGE[1])
     for r in scales:
         s = r["signals"]
+        # the last scrape before the evaluation (at a coincident instant, the one before)
+        assert s["read_at"] == max(g for g in grid if g < r["t"]), r
         assert 0 < r["t"] - s["read_at"] <= every + 1e-9, r
-        # an evaluation coinciding with a scrape reads the one before it (the first at 0)
-        assert s["read_at"] == (math.ceil(r["t"] / every) - 1) * every, r
         empty = first_bad <= s["read_at"] < first_good
         assert (s["read"] is None) is empty and s["known"] is not empty, r
         assert "read_error" not in s
-    assert summary["scaling"]["seconds_blind"] == first_good - first_bad == blind
+    assert summary["scaling"]["seconds_blind"] == first_good - first_bad
 
 
-def test_prometheus_goes_blind_one_scrape_after_the_engine() -> None:
-    _, prom = outage_run("engine.scaling.source=prometheus")
+def test_the_scrape_phase_is_drawn_per_seed_within_one_interval() -> None:
+    """Unset, each seed scrapes at its own offset (a real Prometheus picks its own), so the
+    seeds' band spans how old a read is."""
+    phases = set()
+    for seed in range(1, 6):
+        prof = load("scenarios/metric-outage", ["engine.scaling.source=prometheus"])
+        buf = io.BytesIO()
+        log = DecisionLog(buf)
+        simulate(prof, seed, log=log)
+        log.flush()
+        reads = [json.loads(x)["signals"]["read_at"] for x in buf.getvalue().splitlines()
+                 if json.loads(x)["kind"] == "scale"]  # fmt: skip
+        offsets = {round(r % 15, 3) for r in reads if r > 0}
+        assert len(offsets) == 1  # one grid per run
+        phases |= offsets
+    assert len(phases) == 5 and all(0 <= p < 15 for p in phases)
+
+
+def test_prometheus_goes_blind_at_the_first_failed_scrape_read() -> None:
+    _, prom = outage_run("engine.scaling.source=prometheus", "engine.scaling.scrape_phase_s=0")
     _, own = outage_run()
     blind_prom = [r["t"] for r in prom if not r["signals"]["known"]]
     blind_own = [r["t"] for r in own if not r["signals"]["known"]]
@@ -87,7 +116,8 @@ def test_prometheus_goes_blind_one_scrape_after_the_engine() -> None:
 
 
 def test_a_faster_scrape_gives_a_fresher_read() -> None:
-    _, scales = outage_run("engine.scaling.source=prometheus", "engine.scaling.scrape_interval_s=5")
+    _, scales = outage_run("engine.scaling.source=prometheus",
+                           "engine.scaling.scrape_interval_s=5", "engine.scaling.scrape_phase_s=0")  # fmt: skip
     assert [r["t"] for r in scales[:3]] == [15.0, 30.0, 45.0]  # interval_s stays 15
     for r in scales:
         assert r["t"] - r["signals"]["read_at"] == 5.0, r
@@ -95,10 +125,12 @@ def test_a_faster_scrape_gives_a_fresher_read() -> None:
 
 @pytest.mark.parametrize("target", ["hpa", "weighted"])
 def test_the_read_is_the_value_the_previous_evaluation_saw(target: str) -> None:
-    """Scrapes and evaluations share the 15 s grid: the scrape at t runs right after the
-    evaluation at t, on the same state (backlog and in-flight do not move in between: no
-    drain timeout kills work), so the next evaluation reads exactly that evaluation's ``own``."""
-    _, scales = outage_run("engine.scaling.source=prometheus", f"engine.scaling.target={target}")
+    """With phase 0, scrapes and evaluations share the 15 s grid: the scrape at t runs right
+    after the evaluation at t, on the same state (backlog and in-flight do not move in
+    between: no drain timeout kills work), so the next evaluation reads exactly that
+    evaluation's ``own``."""
+    _, scales = outage_run("engine.scaling.source=prometheus", f"engine.scaling.target={target}",
+                           "engine.scaling.scrape_phase_s=0")  # fmt: skip
     own_at = {r["t"]: r["signals"]["own"] for r in scales}
     checked = 0
     for r in scales[1:]:
@@ -130,15 +162,16 @@ def test_an_external_read_is_asked_once_and_evaluated_on_its_answer() -> None:
     (s,) = of(e.handle(SignalRead(7.0), 12.5), Scale)
     assert (s.raw, s.to_replicas) == (7, 7)  # weighted: ceil(value) executors
     assert s.signals["read"] == 7.0 and s.signals["read_at"] == 12.5 and s.signals["known"]
-    assert sc.due == 20.0 and e.next_deadline() == 20.0  # asked_at + interval_s
-    assert of(e.handle(Tick(), 20.0), ReadSignal)
-    (s,) = of(e.handle(SignalRead(None), 20.5), Scale)
+    assert sc.due == 22.5 and e.next_deadline() == 22.5  # from the read's own time
+    assert not of(e.handle(Tick(), 22.4), ReadSignal)  # never closer than interval_s
+    assert of(e.handle(Tick(), 22.5), ReadSignal)
+    (s,) = of(e.handle(SignalRead(None), 23.0), Scale)
     assert s.signals["known"] is False and s.signals["read"] is None
     assert "read_error" not in s.signals and e.signals_known is False
-    assert of(e.handle(Tick(), 30.0), ReadSignal)
-    (s,) = of(e.handle(SignalRead(None, error="connect refused"), 30.5), Scale)
+    assert of(e.handle(Tick(), 33.0), ReadSignal)
+    (s,) = of(e.handle(SignalRead(None, error="connect refused"), 33.5), Scale)
     assert s.signals["read_error"] == "connect refused" and s.signals["known"] is False
-    assert e.handle(SignalRead(3.0), 31.0) == []  # nothing asked: ignored
+    assert e.handle(SignalRead(3.0), 34.0) == []  # nothing asked: ignored
     assert (sc.reads, sc.empty_reads, sc.read_errors, sc.evaluations) == (3, 1, 1, 3)
 
 
