@@ -17,6 +17,7 @@ tests/bench/bench_scaling_agreement.py (which also draws the README's picture).
 from __future__ import annotations
 
 import math
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,10 +36,21 @@ class Scenario:
     name: str
     spec: str
     overrides: tuple[str, ...] = ()
+    variant: str = ""  # tells apart two scenarios of one profile (ids, folders)
+    needs: str | None = None  # a binary the live run starts; the scenario is skipped without it
 
     @property
     def slug(self) -> str:
-        return self.spec.rsplit("/", 1)[-1]
+        base = self.spec.rsplit("/", 1)[-1]
+        return f"{base}-{self.variant}" if self.variant else base
+
+    @property
+    def missing(self) -> str | None:
+        """Why this scenario cannot run live here (None: it can)."""
+        if self.needs is None or shutil.which(self.needs) is not None:
+            return None
+        return (f"the {self.needs} binary is not installed (Debian: apt-get install -y "
+                f"{self.needs}); {self.name!r} reads its signal through one")  # fmt: skip
 
 
 SCENARIOS = (
@@ -47,6 +59,12 @@ SCENARIOS = (
     # scale-down while long tasks run: a 20 s drain timeout kills some of them
     Scenario("long task, scale-down", "scenarios/long-task-drain",
              ("engine.scaling.drain_timeout_s=20",)),
+    # the same outage read through a real Prometheus scraping the proxy every 15 s (live:
+    # `harness run --prometheus auto`; sim: the engine's own scrapes, the last one before
+    # each evaluation, blind from the first scrape that fails)
+    Scenario("outage via Prometheus", "scenarios/metric-outage",
+             ("engine.scaling.source=prometheus", "engine.scaling.scrape_interval_s=15"),
+             variant="prometheus", needs="prometheus"),
 )
 
 COUNTS = ("scale_events", "reexecuted", "executors_killed")
