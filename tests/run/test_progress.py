@@ -103,9 +103,14 @@ def test_a_scaling_run_shows_replicas_and_a_blind_marker(tmp_path: Path) -> None
         view.metrics = parse_metrics(SCALING_METRICS.replace("agent_scaling_blind 1.0",
                                                              "agent_scaling_blind 0.0"))  # fmt: skip
         seeing = dict(view._fields())
+        view.metrics_down = True  # /metrics answered 503 (a metrics_outage): last figures kept
+        down = dict(view._fields())
+        view.metrics_down = False
         line = view.line()
     assert blind["replicas"] == "ready 4  desired 6  draining 1  BLIND (signals unknown)"
     assert seeing["replicas"] == "ready 4  desired 6  draining 1"
+    assert down["proxy"].endswith("(metrics down: last scrape shown)")
+    assert "metrics down" not in seeing["proxy"]
     assert "replicas ready 4" in line
     # without autoscaling the row is left out
     with LiveView(console, load("seed-burst"), time_scale=0.1, due_times=array("d", [0.5]),
