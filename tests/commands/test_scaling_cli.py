@@ -28,16 +28,17 @@ def test_a_live_dry_run_takes_a_scaling_profile(tmp_path: Path) -> None:
     assert "Traceback" not in r.output
 
 
-def test_live_commands_refuse_a_review_stage_with_a_message(tmp_path: Path) -> None:
-    off = ["--set", "engine.scaling.enabled=false"]
-    for args in (["run", "scenarios/review-backlog", *off, "--dry-run", "--out",
-                  str(tmp_path / "r")],
-                 ["proxy", "--upstream", "http://127.0.0.1:9", "--profile",
-                  "scenarios/review-backlog", *off, "--out", str(tmp_path / "p")]):  # fmt: skip
-        r = CliRunner().invoke(app, args)
-        assert r.exit_code == 2, r.output
-        assert "human review stage runs in `harness sim`" in r.output
-        assert "Traceback" not in r.output
+def test_live_commands_take_a_review_stage(tmp_path: Path) -> None:
+    """The review stage runs live (tests/run/test_review_live.py runs it): a dry run plans
+    it, and the proxy gets past the profile to its upstream check (port 9: unreachable)."""
+    r = CliRunner().invoke(app, ["run", "scenarios/review-backlog", "--dry-run", "--out",
+                                 str(tmp_path / "r")])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert "draft" in r.output and "nothing was sent" in r.output
+    r = CliRunner().invoke(app, ["proxy", "--upstream", "http://127.0.0.1:9", "--profile",
+                                 "scenarios/review-backlog", "--out", str(tmp_path / "p")])  # fmt: skip
+    assert r.exit_code == 3 and "unreachable" in r.output, r.output
+    assert "Traceback" not in r.output
 
 
 def test_a_replica_range_that_cannot_hold_the_pool_is_refused(tmp_path: Path) -> None:

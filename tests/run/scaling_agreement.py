@@ -117,9 +117,25 @@ def kills_before_timeout(decisions: list[dict[str, Any]], timeout_s: float) -> l
     return [t for t in kills if not any(t - t0 >= timeout_s - 1e-6 for t0 in downs)]
 
 
+def live_phase(res: LiveResult, interval_s: float) -> float:
+    """The offset of the live Prometheus' scrapes (proxy/scrapes.jsonl), a circular mean of
+    their times modulo the interval: a property of the deployment, like the time scale."""
+    ts = [x["t"] for x in res.jsonl("proxy/scrapes.jsonl") if x["t"] > 0]
+    angles = [2 * math.pi * (t % interval_s) / interval_s for t in ts]
+    mean = math.atan2(sum(map(math.sin, angles)), sum(map(math.cos, angles)))
+    phase = round((mean / (2 * math.pi) % 1.0) * interval_s, 3)
+    return phase if phase < interval_s else 0.0
+
+
 def compare(s: Scenario, res: LiveResult, *, seeds: int = 20) -> Row:
     summary = res.summary
     prof = load(s.spec, list(s.overrides))
+    sc = prof.engine.scaling
+    if sc.source == "prometheus":
+        # The band replays the live Prometheus' scrape offset (its seeds still differ in
+        # arrivals, latencies and faults): that offset is the deployment's, not chance's.
+        phase = live_phase(res, sc.scrape_interval_s)
+        prof = load(s.spec, [*s.overrides, f"engine.scaling.scrape_phase_s={phase}"])
     timeline = res.jsonl("timeline.jsonl")
     # The load's span: after it each run ends at its own last answer, so seconds past it are
     # not comparable second by second (the counts below still cover the whole run).
