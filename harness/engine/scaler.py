@@ -109,7 +109,6 @@ class Scaler:
         self.prometheus = cfg.source == "prometheus"
         self.external = False
         self.asked = False
-        self.asked_at = 0.0
         self.scrape_due = 0.0 if self.prometheus else math.inf
         self._scrapes = 0
         self._phase = 0.0
@@ -135,10 +134,15 @@ class Scaler:
 
     def own_value(self, eng: Scheduler, now: float) -> float:
         """The exported query's value over the proxy's gauges right now (harness.engine.scrape)."""
-        t0, a0, _ = self._marks[0]
+        return query_value(eng, self.cfg, self.jpe, self.prior_s, now, self._rates(eng, now)[0])
+
+    def _rates(self, eng: Scheduler, now: float) -> tuple[float, float]:
+        """Arrivals and confirmed completions per second since the oldest mark in window_s."""
+        t0, a0, c0 = self._marks[0]
         span = now - t0
-        rate = (eng.counts.arrivals - a0) / span if span > 0 else 0.0
-        return query_value(eng, self.cfg, self.jpe, self.prior_s, now, rate)
+        if span <= 0:
+            return 0.0, 0.0
+        return (eng.counts.arrivals - a0) / span, (eng.counts.completed - c0) / span
 
     def phase(self, offset_s: float) -> None:
         """Scrape at ``offset_s`` + k x scrape_interval_s after the first scrape at 0: a
@@ -204,11 +208,8 @@ class Scaler:
         by_name = {PRIORITY_NAMES[i]: backlog[i] for i in range(3)}
         w = self.cfg.weights
         weighted = w.critical * backlog[0] + w.standard * backlog[1] + w.batch * backlog[2]
-        t0, a0, c0 = self._marks[0]
-        span = now - t0
+        arrival_rate, completion_rate = self._rates(eng, now)
         counts = eng.counts
-        arrival_rate = (counts.arrivals - a0) / span if span > 0 else 0.0
-        completion_rate = (counts.completed - c0) / span if span > 0 else 0.0
         self._marks.append((now, counts.arrivals, counts.completed))
         while len(self._marks) > 1 and self._marks[1][0] <= now - self.cfg.window_s:
             self._marks.popleft()

@@ -290,13 +290,13 @@ class Scheduler:
         if now >= sc.due and not sc.asked:
             if sc.external:  # the driver reads Prometheus; the evaluation waits for SignalRead
                 sc.asked = True
-                sc.asked_at = now
                 out.append(ReadSignal())
             else:
                 self._evaluate(sc, now, out)
+            self._scale_due = sc.next_due()
         if now >= sc.scrape_due:
             sc.scrape(self, now)
-        self._scale_due = sc.next_due()
+            self._scale_due = sc.next_due()
 
     def _evaluate(self, sc: Scaler, now: float, out: list[Action]) -> None:
         """One evaluation and the executors it starts or drains."""
@@ -318,7 +318,7 @@ class Scheduler:
         at once; with prometheus, from the first scrape that fails."""
         self.metrics_up = up
         sc = self.scaler
-        if sc is None or sc.cfg.source == "engine":
+        if sc is None or not sc.prometheus:
             self.signals_known = up
 
     def _signal_read(self, ev: SignalRead, now: float, out: list[Action]) -> None:

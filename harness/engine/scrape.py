@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from harness.schema_scaling import Scaling
 
 
-def _drain_time(eng: Scheduler) -> float:
+def drain_time(eng: Scheduler) -> float:
     """``agent_queue_drain_time_seconds``: waiting work over the slots, at one service time."""
     depth = eng.queue.depth
     c = eng.pool.concurrency
@@ -35,7 +35,7 @@ def _service_estimate(eng: Scheduler, jpe: int, prior_s: float) -> float:
     """The drain-window query's service time: drain x ready (x jpe) / depth, kept when it is a
     positive finite number (``> 0 < +Inf``), else the profile's prior (``or on() vector``)."""
     depth = eng.queue.depth
-    est = _drain_time(eng) * eng.pool.ready
+    est = drain_time(eng) * eng.pool.ready
     if jpe != 1:
         est = est * jpe
     est = est / depth if depth else math.nan
@@ -76,7 +76,7 @@ def query_value(
         elif signal == "arrival_rate_per_s":
             value = arrival_rate
         else:  # drain_time_s, clamped so +Inf asks for max_replicas
-            value = min(_drain_time(eng), cfg.max_replicas * threshold)
+            value = min(drain_time(eng), cfg.max_replicas * threshold)
     if cfg.min_replicas == 0:
         work = 1.0 if depth + busy > 0 else 0.0
         value = (value if cfg.target == "weighted" else max(value, threshold)) * work

@@ -13,7 +13,8 @@ delivers the job again, as in the simulation.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Coroutine
+from typing import Any
 
 from harness.profile import Fault, Profile
 from harness.upstream_model.draws import KeyedRandom
@@ -24,7 +25,6 @@ class AckLoss:
         self.faults: tuple[Fault, ...] = tuple(f for f in profile.faults if f.kind == "ack_loss")
         self.timeout_s = profile.engine.ack_timeout_s
         self.seed = seed
-        self.lost_answers = 0
         self._work: set[asyncio.Task[None]] = set()
 
     def __bool__(self) -> bool:
@@ -36,18 +36,12 @@ class AckLoss:
         for f in self.faults:
             if f.active(t):
                 p = f.probability
-                hit = p >= 1.0 or KeyedRandom(self.seed, f"ack_loss:{rid}:{attempt}").random() < p
-                self.lost_answers += hit
-                return hit
+                return p >= 1.0 or KeyedRandom(self.seed, f"ack_loss:{rid}:{attempt}").random() < p
         return False
 
-    def finish_unseen(self, work: Awaitable[None]) -> None:
+    def finish_unseen(self, work: Coroutine[Any, Any, None]) -> None:
         """Let the upstream call end in the background; its answer is dropped."""
-
-        async def run() -> None:
-            await work
-
-        task = asyncio.get_running_loop().create_task(run())
+        task = asyncio.get_running_loop().create_task(work)
         self._work.add(task)
         task.add_done_callback(self._work.discard)
 

@@ -43,6 +43,7 @@ from harness.engine.events import (
     StopAdmitting,
     Tick,
 )
+from harness.engine.scrape import drain_time
 from harness.live.clock import MonotonicClock, RunClock
 from harness.live.metrics import ProxyMetrics, QueueState, ScalingState
 from harness.live.outfiles import ProxyFiles, mark_broken
@@ -350,9 +351,7 @@ class LiveDriver:
                 ages[i] = round(max(0.0, now - admitted_at), 6)
                 break
         d = eng.queue.depth_by_tier
-        c = eng.pool.concurrency
-        depth = eng.queue.depth
-        drain = depth / c * eng.service_time_s if c > 0 else (math.inf if depth else 0.0)
+        drain = drain_time(eng)  # the formula the exported query and the simulation read
         return QueueState(depth=(d[0], d[1], d[2]), oldest_age_s=(ages[0], ages[1], ages[2]),
                           in_flight=eng.busy, desired_replicas=eng.pool.desired,
                           ready_replicas=eng.pool.ready, drain_time_s=drain,

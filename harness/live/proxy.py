@@ -242,8 +242,7 @@ class ProxyApp(Answers):
             self.driver.report(ev)
 
         try:
-            resp = await self.upstream.send(call.method, call.target, call.fwd, call.body,
-                                            timeout_s=self.timeout_s, stream=call.stream)  # fmt: skip
+            resp = await self._send(call)
         except UpstreamError as e:
             m.upstream_response(e.reason)
             return report(Failed(id=call.id, reason=e.reason, attempt=call.attempt))
@@ -267,11 +266,14 @@ class ProxyApp(Answers):
         finally:
             resp.close()
 
+    async def _send(self, call: ProxiedRequest) -> UpstreamResponse:
+        return await self.upstream.send(call.method, call.target, call.fwd, call.body,
+                                        timeout_s=self.timeout_s, stream=call.stream)
+
     async def _unseen(self, call: ProxiedRequest) -> None:
         """One upstream call whose answer nobody will see (a lost ack)."""
         try:
-            resp = await self.upstream.send(call.method, call.target, call.fwd, call.body,
-                                            timeout_s=self.timeout_s, stream=call.stream)  # fmt: skip
+            resp = await self._send(call)
         except UpstreamError:
             return
         try:

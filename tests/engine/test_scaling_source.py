@@ -18,19 +18,13 @@ from harness.engine.core import Engine
 from harness.engine.events import Action, Arrived, Finished, ReadSignal, Scale, SignalRead, Tick
 from harness.engine.scrape import query_value
 from harness.export.promql import PROXY_WEIGHTS, scaling_query
-from harness.profile import Profile, load, loads
+from harness.profile import Profile, load
 from harness.results.recorder import DecisionLog
 from harness.sim.runner import simulate
+from tests.conftest import make_profile
 from tests.export.support import promtool_run
 
 OUTAGE = (180.0, 300.0)  # scenarios/metric-outage's metrics_outage
-BASE = """
-name: t
-duration_s: 100
-arrivals: {process: poisson, phases: [{until_s: 100, rate_per_s: 1}]}
-classes: {a: {weight: 1}}
-upstream: {latency: {dist: fixed, value_s: 10}, timeout_s: 30}
-"""
 
 
 def outage_run(*sets: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -41,6 +35,11 @@ def outage_run(*sets: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     log.flush()
     recs = [json.loads(line) for line in buf.getvalue().splitlines()]
     return res.summary, [r for r in recs if r["kind"] == "scale"]
+
+
+def _profile(extra: str) -> Profile:
+    """tests/conftest.py's small profile with a 10 s fixed latency (the service-time prior)."""
+    return make_profile(extra, ["upstream.latency.value_s=10"])
 
 
 def engine(prof: Profile) -> Engine:
@@ -146,7 +145,7 @@ def test_the_read_is_the_value_the_previous_evaluation_saw(target: str) -> None:
 
 
 def test_an_external_read_is_asked_once_and_evaluated_on_its_answer() -> None:
-    e = engine(loads(BASE + "engine:\n  executors: {initial: 1}\n  scaling: {enabled: true, "
+    e = engine(_profile("engine:\n  executors: {initial: 1}\n  scaling: {enabled: true, "
                      "source: prometheus, interval_s: 10, max_replicas: 10}\n"))  # fmt: skip
     sc = e.scaler
     assert sc is not None
@@ -226,7 +225,7 @@ def test_query_value_is_what_promtool_computes_over_the_proxy_series(tmp_path: P
     tests: list[dict[str, Any]] = []
     seen: set[tuple[bool, bool, bool]] = set()
     for fields, executors in PROFILES:
-        prof = loads(BASE + f"engine:\n  executors: {executors}\n"
+        prof = _profile(f"engine:\n  executors: {executors}\n"
                      f"  scaling: {{enabled: true, {fields}}}\n")  # fmt: skip
         promql = scaling_query(prof).promql
         for fill, done, (c, s, b) in STATES:
