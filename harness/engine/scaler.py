@@ -103,9 +103,9 @@ class Scaler:
         self._ramping = False  # after a recovery: one executor per evaluation until caught up
         self.class_backlog: dict[str, list[int]] = {}  # class -> [sum, max] of eligible backlog
         self.measured = 0  # evaluations that measured the signals
-        # source: prometheus. The simulation scrapes itself every scrape_interval_s from 0;
-        # a live driver that reads a real Prometheus calls use_external() and answers each
-        # ReadSignal (``asked``) with the query's value.
+        # source: prometheus. The simulation scrapes itself (at 0, then from its phase every
+        # scrape_interval_s); a live driver that reads a real Prometheus calls use_external()
+        # and answers each ReadSignal (``asked``) with the query's value.
         self.prometheus = cfg.source == "prometheus"
         self.external = False
         self.asked = False

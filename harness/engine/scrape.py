@@ -9,8 +9,9 @@ the value a real Prometheus returns can be checked against it exactly; tests/exp
 both over the same states with promtool.
 
 The simulation's autoscaler evaluates on the value of the last scrape before the evaluation
-(scrapes every ``scrape_interval_s`` from 0; a scrape during a metrics outage fails, the series
-goes stale, and the query comes back empty: the engine is blind until the next good scrape).
+(one at 0, then every ``scrape_interval_s`` from an offset drawn per seed or set by
+``scrape_phase_s``; a scrape during a metrics outage fails, the series goes stale, and the
+query comes back empty: the engine is blind until the next good scrape).
 Sans-I/O: it reads the scheduler and nothing else.
 """
 
