@@ -109,6 +109,7 @@ class Scaler:
         self.prometheus = cfg.source == "prometheus"
         self.external = False
         self.asked = False
+        self.asked_for = 0.0  # the due instant the asked read stands for
         self.scrape_due = 0.0 if self.prometheus else math.inf
         self._scrapes = 0
         self._phase = 0.0
@@ -264,10 +265,14 @@ class Scaler:
     def evaluate(self, eng: Scheduler, now: float) -> Scale:
         cfg = self.cfg
         self.evaluations += 1
-        # From this evaluation's own time (live: when the read came back), so evaluations
-        # are never closer than interval_s: the HPA windows count events strictly inside
-        # their period, and a shorter gap would let one more count than in the simulation.
-        self.due = now + cfg.interval_s
+        # Live reads: the evaluation stands for the instant it was due (``asked_for``), not
+        # for when the answer came back. The policy's windows and the next due then keep the
+        # simulation's grid: counting from the answer drifted by the query's latency every
+        # evaluation (1.2 s by 300 s under CI's load, enough to read a scrape the simulation's
+        # evaluation cannot), and gaps shorter than interval_s let the HPA's rate windows count
+        # one event more.
+        at = self.asked_for if self.external else now
+        self.due = at + cfg.interval_s
         current = eng.pool.desired
         prom = self.prometheus
         known = self.sample is not None if prom else eng.signals_known
@@ -297,13 +302,13 @@ class Scaler:
             self.idle_since = None
         elif self.idle_since is None:
             self.idle_since = now
-        decision = self._decide(eng, now, current, sig, record, known, eligible)
+        decision = self._decide(eng, at, current, sig, record, known, eligible)
         if cfg.dependency is not None:
             decision = self._dependency(eng, now, current, decision, record)
         to = decision.to_replicas
         if to != current:
             self.scale_events += 1
-            self.cooldown_until = now + cfg.cooldown_s
+            self.cooldown_until = at + cfg.cooldown_s
         self.bound_by = decision.bound_by
         record = {**record, "known": known}
         return Scale(from_replicas=current, to_replicas=to, reason=decision.reason,

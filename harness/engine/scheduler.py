@@ -290,6 +290,7 @@ class Scheduler:
         if now >= sc.due and not sc.asked:
             if sc.external:  # the driver reads Prometheus; the evaluation waits for SignalRead
                 sc.asked = True
+                sc.asked_for = sc.due
                 out.append(ReadSignal())
             else:
                 self._evaluate(sc, now, out)

@@ -161,16 +161,17 @@ def test_an_external_read_is_asked_once_and_evaluated_on_its_answer() -> None:
     (s,) = of(e.handle(SignalRead(7.0), 12.5), Scale)
     assert (s.raw, s.to_replicas) == (7, 7)  # weighted: ceil(value) executors
     assert s.signals["read"] == 7.0 and s.signals["read_at"] == 12.5 and s.signals["known"]
-    assert sc.due == 22.5 and e.next_deadline() == 22.5  # from the read's own time
-    assert not of(e.handle(Tick(), 22.4), ReadSignal)  # never closer than interval_s
-    assert of(e.handle(Tick(), 22.5), ReadSignal)
-    (s,) = of(e.handle(SignalRead(None), 23.0), Scale)
+    assert sc.due == 20.0 and e.next_deadline() == 20.0  # the due grid, not the answer time
+    assert not of(e.handle(Tick(), 19.9), ReadSignal)
+    assert of(e.handle(Tick(), 20.0), ReadSignal)
+    (s,) = of(e.handle(SignalRead(None), 20.5), Scale)
     assert s.signals["known"] is False and s.signals["read"] is None
     assert "read_error" not in s.signals and e.signals_known is False
-    assert of(e.handle(Tick(), 33.0), ReadSignal)
-    (s,) = of(e.handle(SignalRead(None, error="connect refused"), 33.5), Scale)
+    assert sc.due == 30.0  # still on the grid after a later answer
+    assert of(e.handle(Tick(), 30.0), ReadSignal)
+    (s,) = of(e.handle(SignalRead(None, error="connect refused"), 30.5), Scale)
     assert s.signals["read_error"] == "connect refused" and s.signals["known"] is False
-    assert e.handle(SignalRead(3.0), 34.0) == []  # nothing asked: ignored
+    assert e.handle(SignalRead(3.0), 31.0) == []  # nothing asked: ignored
     assert (sc.reads, sc.empty_reads, sc.read_errors, sc.evaluations) == (3, 1, 1, 3)
 
 
