@@ -91,3 +91,15 @@ def per_window(times: list[float], width: float, end: float) -> list[int]:
         if 0 <= t < n * width:
             counts[int(t // width)] += 1
     return counts
+
+
+def passed_or_saturated(res: LiveResult) -> None:
+    """Exit 0; or exit 1 with verdict invalid only because the load generator fell behind (a
+    loaded CI machine: lateness over its limit), every threshold held and the run complete --
+    what a test of something other than the generator's timing can accept."""
+    if res.code == 0:
+        return
+    s = res.summary
+    assert res.code == 1 and s["verdict"] == "invalid" and s["generator_saturated"], res.console
+    assert s["complete"] and s["conservation"]["ok"], res.console
+    assert all(t["ok"] for t in s["thresholds"] if t.get("enforced", True)), res.console

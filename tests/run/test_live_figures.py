@@ -18,7 +18,7 @@ import pytest
 from harness.profile import loads
 from harness.stub import create_app
 from harness.stub.server import StubThread
-from tests.run.support import live, write_profile
+from tests.run.support import live, passed_or_saturated, write_profile
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
 
@@ -45,7 +45,7 @@ engine:
 def test_itl_and_token_counts_match_the_stubs_known_spacing(tmp_path: Path) -> None:
     res = live(write_profile(tmp_path, KNOWN), tmp_path / "out", time_scale=0.5)
     s = res.summary
-    assert res.code == 0, res.console
+    passed_or_saturated(res)
     done = s["counts"]["completed"]
     assert done == s["counts"]["arrivals"] > 0
     itl = s["itl_s"]

@@ -18,7 +18,7 @@ import yaml
 
 from harness.export import export, target_for
 from harness.profile import load
-from tests.run.support import live, write_profile
+from tests.run.support import live, passed_or_saturated, write_profile
 
 pytestmark = [
     pytest.mark.live,
@@ -65,9 +65,7 @@ engine:
 def test_the_engine_reads_through_prometheus_what_the_proxy_served(tmp_path: Path) -> None:
     spec = write_profile(tmp_path, PROFILE)
     r = live(spec, tmp_path / "run", time_scale=0.2)
-    # 1: a loaded machine (CI's parallel workers) can push the generator past its lateness
-    # limit (verdict invalid); the round trip below does not depend on the generator's timing
-    assert r.code in (0, 1), r.console
+    passed_or_saturated(r)  # the round trip does not depend on the generator's timing
     s = r.summary
     assert s["conservation"]["ok"], s["conservation"]
     read = s["scaling"]["prometheus"]
