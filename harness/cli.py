@@ -18,6 +18,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+import harness
 from harness.cli_options import (
     MASTER_PORT,
     PORT,
@@ -48,6 +49,19 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(harness.version_report())
+        raise typer.Exit(EXIT_OK)
+
+
+@app.callback()
+def _main(
+    version: Annotated[bool, typer.Option("--version", "-V", is_eager=True, callback=_print_version, help="Print the version, whether the hot path is compiled, which copy of harness is imported and the Python, then exit.")] = False,
+) -> None:
+    pass
 
 
 @app.command()
