@@ -7,4 +7,17 @@ harness sim seed-burst --out "$out/sim" >/dev/null 2>&1 || true   # exit 1/3 sti
 harness sweep seed-burst --param engine.admission.age_reject_s=2:40:2 --seeds 20 --out "$out/sweep" >/dev/null 2>&1 || true
 cp "$out/sim/timeline.png" docs/img/timeline.png
 cp "$out/sweep/sweep.png" docs/img/sweep.png
-echo "wrote docs/img/timeline.png docs/img/sweep.png"
+# The first screen of report.html as a reviewer opens it (1280x800): verdict, headline, picture.
+# Debian's chromium (apt-get install chromium); --no-sandbox because it may run as root here.
+chrome=$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)
+if [ -n "$chrome" ]; then
+  rm -f docs/img/report-first-screen.png   # so the check below sees this run's picture
+  "$chrome" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+    --disable-background-networking --disable-component-update --disable-sync \
+    --user-data-dir="$out/chromium" --window-size=1280,800 \
+    --screenshot="$PWD/docs/img/report-first-screen.png" "file://$out/sim/report.html" >/dev/null 2>&1
+  test -s docs/img/report-first-screen.png
+  echo "wrote docs/img/timeline.png docs/img/sweep.png docs/img/report-first-screen.png"
+else
+  echo "wrote docs/img/timeline.png docs/img/sweep.png (no chromium: report-first-screen.png not redrawn)"
+fi

@@ -1,9 +1,11 @@
 """The human summary of a result folder: report.md, report.html (self-contained) and timeline.png.
 
 The report is built once as a list of blocks (headings, paragraphs, tables, the image) and
-rendered twice, so the Markdown and the HTML always carry the same figures. Every field is
-read defensively: live-mode summaries carry extra fields, partial runs lack some, and an empty
-or missing timeline still gives a report (and a plot that says so).
+rendered twice, so the Markdown and the HTML always carry the same figures in the same order:
+the verdict and a one-line headline, then the timeline picture (what a person reads first,
+in the first screen of the HTML), then the tables. Every field is read defensively: live-mode
+summaries carry extra fields, partial runs lack some, and an empty or missing timeline still
+gives a report (and a plot that says so).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from harness.results.fmt import fmt_num, percent
 from harness.results.verdict import row_result
 
 Table = tuple[list[str], list[list[str]]]
-Block = tuple[str, Any]  # ("h1"|"h2"|"p"|"list"|"table"|"img", payload)
+Block = tuple[str, Any]  # ("h1"|"h2"|"p"|"list"|"table"|"img"|"verdict", payload)
 
 STATS = ("mean", "p50", "p90", "p95", "p99", "max")
 
@@ -58,9 +60,95 @@ def _by_reason(table: Any, total: Any, what: str) -> Block:
     return _table(["reason", "count", f"share of {what}"], body, f"No {what}.")
 
 
-def _header(s: Mapping[str, Any]) -> list[Block]:
-    facts = [f"verdict: {str(s.get('verdict', '?')).upper()}", f"mode: {s.get('mode', '?')}",
-             f"seed: {s.get('seed', '?')}"]  # fmt: skip
+def _is_num(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _volume(s: Mapping[str, Any]) -> str:
+    c = _map(s.get("counts"))
+    arrivals, rejected = c.get("arrivals"), c.get("rejected")
+    if not _is_num(arrivals):
+        return "arrivals not recorded"
+    if not _is_num(rejected):
+        return f"{fmt_num(arrivals)} arrivals, rejections not recorded"
+    share = percent(rejected, arrivals)
+    return f"{fmt_num(arrivals)} arrivals, {fmt_num(rejected)} rejected" + (
+        f" ({share})" if share != "-" else ""
+    )
+
+
+def _p95_against_slo(s: Mapping[str, Any]) -> str:
+    p95, slo = _get(s, "turnaround_s", "p95"), _map(_get(s, "effective", "slo"))
+    limit = slo.get("turnaround_p95_s")
+    note = "" if slo.get("enforce") is not False else " (informational: does not gate the verdict)"
+    if not _is_num(p95):
+        done = _get(s, "counts", "completed")
+        text = "no p95 turnaround" + (" (no request completed)" if done == 0 else " recorded")
+        return text + (f" against the {fmt_num(limit)} s SLO{note}" if _is_num(limit) else "")
+    text = f"p95 turnaround {fmt_num(p95)} s"
+    if not _is_num(limit):
+        return text + " (no SLO recorded)"
+    return text + f", {'over' if p95 > limit else 'within'} the {fmt_num(limit)} s SLO{note}"
+
+
+def _rows_text(rows: list[Mapping[str, Any]], most: int = 3) -> str:
+    def one(t: Mapping[str, Any]) -> str:
+        if t.get("why"):
+            return f"{t.get('expr')} ({t['why']})"
+        if t.get("source") == "slo":  # its value is the p95 the headline has just given
+            return str(t.get("expr"))
+        return f"{t.get('expr')} (value {fmt_num(t.get('value'))})"
+
+    text = ", ".join(one(t) for t in rows[:most])
+    return text + (f" and {len(rows) - most} more" if len(rows) > most else "")
+
+
+def _invalid_because(s: Mapping[str, Any]) -> list[str]:
+    why = []
+    if s.get("complete") is False:
+        stop = _get(s, "live", "stopped_by")
+        why.append("INCOMPLETE run: partial results" + (f" (stopped by {stop})" if stop else ""))
+    cons = s.get("conservation")
+    if isinstance(cons, Mapping) and cons.get("ok") is False:
+        n = len(cons["violations"]) if isinstance(cons.get("violations"), list) else 0
+        why.append("conservation violated" + (f" ({n} violation{'s' * (n != 1)})" if n else ""))
+    if s.get("generator_saturated"):
+        why.append("the load generator saturated")
+    return why
+
+
+def _outcome(s: Mapping[str, Any], verdict: str) -> str:
+    """What failed (and why a run is invalid), or that nothing did -- never more than is known."""
+    rows = _dicts(s.get("thresholds"))
+    gates = [t for t in rows if t.get("enforced", True) is not False]
+    failed = [t for t in gates if not t.get("ok")]
+    noted = [t for t in rows if t not in gates and not t.get("ok") and t.get("source") != "slo"]
+    invalid = _invalid_because(s)
+    parts = [f"invalid: {', '.join(invalid)}"] if invalid else []
+    parts += [f"failed: {_rows_text(failed)}"] if failed else []
+    parts += [f"breached (informational): {_rows_text(noted)}"] if noted else []
+    if not invalid and not failed:
+        if verdict in ("fail", "invalid"):
+            parts.insert(0, f"summary.json records no reason for the {verdict} verdict")
+        elif verdict == "pass":
+            held = f"{len(gates)} of {len(gates)} gates held" if gates else "no gates"
+            parts.insert(0, f"nothing failed ({held})")
+        else:  # no verdict recorded: say what the rows say, nothing more
+            parts.insert(0, f"none of {len(gates)} gates failed" if gates else "no gates recorded")
+    return "; ".join(parts)
+
+
+def _lead(s: Mapping[str, Any]) -> list[Block]:
+    """The title, the verdict and the one-line headline: what a reader needs before the picture."""
+    verdict = s.get("verdict")
+    word = verdict.lower() if isinstance(verdict, str) and verdict else "?"
+    headline = f"{_volume(s)}; {_p95_against_slo(s)}; {_outcome(s, word)}."
+    return [("h1", f"harness report: {_get(s, 'profile', 'name') or 'run'}"),
+            ("verdict", (word, headline))]  # fmt: skip
+
+
+def _run_facts(s: Mapping[str, Any]) -> list[Block]:
+    facts = [f"mode: {s.get('mode', '?')}", f"seed: {s.get('seed', '?')}"]
     if s.get("complete") is False:
         facts.append("INCOMPLETE run: partial results")
     meta = _map(s.get("meta"))
@@ -69,14 +157,11 @@ def _header(s: Mapping[str, Any]) -> list[Block]:
     sha = _get(s, "profile", "sha256")
     if isinstance(sha, str) and sha:
         facts.append(f"profile sha256: {sha[:12]}")
-    c, ths, alerts = _map(s.get("counts")), _dicts(s.get("thresholds")), _dicts(s.get("alerts"))
+    ths, alerts = _dicts(s.get("thresholds")), _dicts(s.get("alerts"))
     pages = sum(1 for a in alerts if a.get("severity") == "page")
-    facts.insert(1, f"{fmt_num(c.get('arrivals'))} arrivals, {percent(c.get('rejected'), c.get('arrivals'))}"
-                 f" rejected; p95 turnaround {fmt_num(_get(s, 'turnaround_s', 'p95'))} s (SLO "
-                 f"{fmt_num(_get(s, 'effective', 'slo', 'turnaround_p95_s'))} s); thresholds "
-                 f"{sum(1 for t in ths if t.get('ok'))}/{len(ths)} pass; {len(alerts)} alert "
-                 f"episode(s), {pages} paging")  # fmt: skip
-    return [("h1", f"harness report: {_get(s, 'profile', 'name') or 'run'}"), ("list", facts)]
+    facts.append(f"thresholds {sum(1 for t in ths if t.get('ok'))}/{len(ths)} pass; "
+                 f"{len(alerts)} alert episode(s), {pages} paging")  # fmt: skip
+    return [("h2", "Run"), ("list", facts)]
 
 
 _COUNT_KEYS = ("scheduled", "arrivals", "admitted", "rejected", "completed", "failed", "expired",
@@ -188,12 +273,12 @@ def _details(s: Mapping[str, Any]) -> list[Block]:
 
 
 def build(summary: Mapping[str, Any], image: str | None) -> list[Block]:
-    """The report as blocks: header, counts, latency and SLO, gates and alerts, details."""
-    blocks = [*_header(summary), *_counts(summary), *_latency(summary), *_gates(summary)]
-    blocks += _details(summary)
-    if image:
-        blocks += [("h2", "Timeline"), ("img", image)]
-    return blocks
+    """The report as blocks, in the order a person reads it: the verdict and a one-line
+    headline, the timeline picture, then the tables (counts, latency and SLO, gates and
+    alerts, details) and last the run's provenance."""
+    blocks = _lead(summary) + ([("img", image)] if image else [])
+    blocks += [*_counts(summary), *_latency(summary), *_gates(summary), *_details(summary)]
+    return blocks + _run_facts(summary)
 
 
 def _md_cell(text: str) -> str:
@@ -209,6 +294,9 @@ def render_markdown(blocks: Sequence[Block]) -> str:
             lines += [f"## {payload}", ""]
         elif kind == "p":
             lines += [payload, ""]
+        elif kind == "verdict":
+            word, headline = payload
+            lines += [f"**verdict: {word.upper()}**", "", headline, ""]
         elif kind == "list":
             lines += [*(f"- {item}" for item in payload), ""]
         elif kind == "table":
@@ -225,9 +313,13 @@ def render_markdown(blocks: Sequence[Block]) -> str:
     return "\n".join(lines)
 
 
-_CSS = """body{font:14px/1.45 system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+_CSS = """body{font:14px/1.45 system-ui,sans-serif;max-width:1100px;margin:1em auto;padding:0 1em;color:#222}
+h1{font-size:1.5em;margin:.2em 0 .3em}.lead{font-size:15px;margin:0 0 .6em}
+.verdict{font-weight:700;color:#fff;background:#666;padding:.1em .5em;border-radius:3px;margin-right:.3em}
+.verdict.pass{background:#2e7d32}.verdict.fail{background:#c62828}.verdict.invalid{background:#8e24aa}
 table{border-collapse:collapse;margin:.5em 0 1em}th,td{border:1px solid #ccc;padding:.25em .6em;text-align:right}
-th:first-child,td:first-child{text-align:left}th{background:#f3f3f3}img{max-width:100%}h2{margin-top:1.6em}"""
+th:first-child,td:first-child{text-align:left}th{background:#f3f3f3}img{display:block;max-width:100%}
+h2{margin-top:1.6em}"""
 
 
 def render_html(blocks: Sequence[Block], png: bytes | None) -> str:
@@ -240,6 +332,11 @@ def render_html(blocks: Sequence[Block], png: bytes | None) -> str:
             parts.append(f"<{kind}>{e(payload)}</{kind}>")
         elif kind == "p":
             parts.append(f"<p>{e(payload)}</p>")
+        elif kind == "verdict":
+            word, headline = payload
+            tone = word if word in ("pass", "fail", "invalid") else "unknown"
+            parts.append(f'<p class="lead"><span class="verdict {tone}">verdict: {e(word.upper())}'
+                         f"</span> {e(headline)}</p>")  # fmt: skip
         elif kind == "list":
             parts.append("<ul>" + "".join(f"<li>{e(i)}</li>" for i in payload) + "</ul>")
         elif kind == "table":
@@ -253,7 +350,10 @@ def render_html(blocks: Sequence[Block], png: bytes | None) -> str:
             parts.append("</tbody></table>")
         elif kind == "img" and png:
             data = base64.b64encode(png).decode("ascii")
-            parts.append(f'<img alt="timeline" src="data:image/png;base64,{data}">')
+            parts.append(
+                f'<img alt="timeline: queue depth, oldest age, admissions, replicas, p95 '
+                f'turnaround, faults and alerts" src="data:image/png;base64,{data}">'
+            )
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
 

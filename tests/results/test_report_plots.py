@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import pytest
 from harness.results.fmt import fmt_num
 from harness.results.plots import plot_sweep, plot_timeline
 from harness.results.quantiles import describe
-from harness.results.report import ReportError, write_report
+from harness.results.report import ReportError, build, render_html, render_markdown, write_report
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -113,6 +114,88 @@ def test_report_survives_live_summaries_and_sparse_ones(tmp_path: Path) -> None:
     }
     write_report(write(tmp_path / "sparse", sparse, [{"t": 0}]))
     assert "INCOMPLETE" in (tmp_path / "sparse" / "report.md").read_text()
+
+
+def test_report_opens_with_verdict_headline_then_picture(tmp_path: Path) -> None:
+    """A reader sees the verdict, the headline and the timeline before any table (issue 25)."""
+    folder = write(tmp_path / "run", summary(), timeline())
+    write_report(folder)
+    md = (folder / "report.md").read_text()
+    order = [md.index("**verdict: FAIL**"), md.index("120 arrivals, 30 rejected (25.0%)"),
+             md.index("![timeline"), md.index("\n| ")]  # fmt: skip
+    assert order == sorted(order), order
+    assert md.index("![timeline") < md.index("\n## ")  # no section before the picture
+    html = (folder / "report.html").read_text()
+    order = [html.index("verdict: FAIL"), html.index("120 arrivals, 30 rejected (25.0%)"),
+             html.index('<img alt="timeline'), html.index("<table")]  # fmt: skip
+    assert order == sorted(order), order
+    assert html.index("<img") < html.index("<h2>")
+
+
+def headline(summ: dict[str, Any]) -> str:
+    """The line under the verdict in report.md; the same text must lead report.html."""
+    md = render_markdown(build(summ, "timeline.png")).splitlines()
+    at = next(i for i, line in enumerate(md) if line.startswith("**verdict: "))
+    assert md[at + 1] == "" and md[at + 3] == "", md[at : at + 4]  # one line, its own paragraph
+    assert escape(md[at + 2]) in render_html(build(summ, "timeline.png"), None)
+    return md[at + 2]
+
+
+SLO_ROW = {"expr": "slo: turnaround_s.p95 <= 60", "source": "slo"}
+
+
+@pytest.mark.parametrize(
+    ("extra", "verdict", "needles", "absent"),
+    [
+        ({"verdict": "pass", "thresholds": [{**SLO_ROW, "value": 48.2, "ok": True}]}, "PASS",
+         ["120 arrivals, 30 rejected (25.0%)", "p95 turnaround 48.20 s, within the 60 s SLO",
+          "nothing failed (1 of 1 gates held)"], ["failed:", "over"]),
+        ({}, "FAIL", ["within the 60 s SLO",
+                      "failed: counts.failed / counts.admitted < 0.01 (division by zero)"],
+         ["nothing failed", "turnaround_s.p95 < 60"]),
+        ({"turnaround_s": {"p95": 63.88}, "thresholds": [{**SLO_ROW, "value": 63.88, "ok": False}]},
+         "FAIL", ["p95 turnaround 63.88 s, over the 60 s SLO",
+                  "failed: slo: turnaround_s.p95 <= 60."], ["within", "(value"]),
+        ({"thresholds": [{"expr": f"counts.rejected / counts.arrivals < 0.{n}", "value": 0.25,
+                          "ok": False} for n in (1, 2, 3, 4)]}, "FAIL",
+         ["failed: counts.rejected / counts.arrivals < 0.1 (value 0.25), ", "< 0.3 (value 0.25) "
+          "and 1 more."], ["< 0.4"]),
+        ({"verdict": "pass", "turnaround_s": {"p95": 63.88},
+          "effective": {"slo": {"turnaround_p95_s": 60, "enforce": False}},
+          "thresholds": [{**SLO_ROW, "value": 63.88, "ok": False, "enforced": False}]}, "PASS",
+         ["over the 60 s SLO (informational: does not gate the verdict)", "nothing failed"],
+         ["failed:"]),
+        ({"verdict": "invalid", "complete": False, "live": {"stopped_by": "SIGINT"},
+          "thresholds": []}, "INVALID",
+         ["invalid: INCOMPLETE run: partial results (stopped by SIGINT)"], ["nothing failed"]),
+        ({"verdict": "invalid", "conservation": {"ok": False, "violations": ["a", "b"]},
+          "generator_saturated": True}, "INVALID",
+         ["invalid: conservation violated (2 violations), the load generator saturated",
+          "failed: counts.failed"], []),
+        ({"effective": {}, "verdict": "pass", "thresholds": []}, "PASS",
+         ["p95 turnaround 48.20 s (no SLO recorded)", "nothing failed (no gates)"], ["within"]),
+        ({"verdict": "fail", "turnaround_s": {"p95": None}, "counts": {"arrivals": 5, "rejected": 0,
+          "completed": 0}, "thresholds": [{**SLO_ROW, "value": None, "ok": False,
+                                            "why": "no request completed"}]}, "FAIL",
+         ["5 arrivals, 0 rejected (0.0%)", "no p95 turnaround (no request completed) against the 60 s SLO",
+          "failed: slo: turnaround_s.p95 <= 60 (no request completed)"], ["within", "over"]),
+        ({"verdict": None, "counts": {}, "turnaround_s": None, "thresholds": None}, "?",
+         ["arrivals not recorded", "no p95 turnaround recorded", "no gates"], ["failed:"]),
+    ],
+    ids=["pass", "fail-gate", "fail-slo", "fail-many", "pass-informational-slo", "invalid-incomplete",
+         "invalid-conservation", "no-slo", "no-p95", "sparse"],
+)  # fmt: skip
+def test_the_headline_is_truthful_for_every_verdict(
+    extra: dict[str, Any], verdict: str, needles: list[str], absent: list[str]
+) -> None:
+    summ = summary(**extra)
+    md = render_markdown(build(summ, "timeline.png"))
+    assert f"**verdict: {verdict}**" in md
+    line = headline(summ)
+    for needle in needles:
+        assert needle in line, (needle, line)
+    for word in absent:
+        assert word not in line, (word, line)
 
 
 def test_report_without_summary_is_a_report_error(tmp_path: Path) -> None:
