@@ -8,8 +8,12 @@ PrometheusRule; ``gaps`` is the table of what the cluster cannot reproduce, whic
 and written as the manifest's header comment. Kinds:
 
 - ``keda``: keda.sh/v1alpha1 ScaledObject, one ``prometheus`` trigger (AverageValue).
-- ``hpa``: autoscaling/v2 HorizontalPodAutoscaler on an External metric, then (a second YAML
-  document, not a Kubernetes object) the prometheus-adapter ``externalRules`` entry serving it.
+- ``hpa``: autoscaling/v2 HorizontalPodAutoscaler on an External metric. The
+  prometheus-adapter ``externalRules`` entry serving that metric is not a Kubernetes object, so
+  it is never a document of the manifest (``kubectl apply -f -`` refuses a stream holding
+  one): it follows the HPA as a comment block, or (``adapter_rules_file``, the CLI's
+  ``--adapter-rules``) goes to a file of its own (:attr:`Exported.adapter_rules`) and the
+  comment names that file.
 - ``alerts``: monitoring.coreos.com/v1 PrometheusRule; needs no scaling.
 
 Errors are :class:`ExportError` (bad input: the CLI's exit 2).
@@ -24,7 +28,7 @@ from typing import Any, Literal
 
 from harness.export.alerts import prometheus_rule
 from harness.export.gaps import scaling_gaps
-from harness.export.render import header, render
+from harness.export.render import comment, commented, dump, header, origin, render
 from harness.export.scaling import Notes, Target, adapter_rule, hpa, scaled_object
 from harness.schema import Profile
 
@@ -42,10 +46,13 @@ class ExportError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Exported:
-    """The YAML text and the notes (field, what the cluster will do differently)."""
+    """The manifest (Kubernetes objects only, with comments: what stdout or --out gets), the
+    notes (field, what the cluster will do differently) and, for ``hpa``, the
+    prometheus-adapter rules as a YAML file of their own (None for the other kinds)."""
 
     text: str
     notes: tuple[tuple[str, str], ...]
+    adapter_rules: str | None = None
 
 
 def slug(name: str) -> str:
@@ -68,12 +75,16 @@ def target_for(
     return Target(name=name, namespace=namespace, prometheus_url=prometheus_url)
 
 
-def export(kind: Kind, prof: Profile, target: Target) -> Exported:
-    """The manifest of ``kind`` for ``prof``; ExportError when scaling is off (keda, hpa)."""
+def export(
+    kind: Kind, prof: Profile, target: Target, *, adapter_rules_file: str | None = None
+) -> Exported:
+    """The manifest of ``kind`` for ``prof``; ExportError when scaling is off (keda, hpa).
+    ``adapter_rules_file`` (hpa): where the caller writes :attr:`Exported.adapter_rules`; the
+    manifest then names it instead of carrying the rule as a comment block."""
     notes: Notes = []
-    docs: list[tuple[str, dict[str, Any]]]
+    tail, rules_text = "", None
     if kind == "alerts":
-        docs = [("", prometheus_rule(prof, target, notes))]
+        doc = prometheus_rule(prof, target, notes)
         what = "PrometheusRule with the profile's alerts"
     else:
         if not prof.engine.scaling.enabled:
@@ -82,13 +93,36 @@ def export(kind: Kind, prof: Profile, target: Target) -> Exported:
                               "without it)")  # fmt: skip
         notes.extend(scaling_gaps(prof, kind))
         if kind == "keda":
-            docs = [("", scaled_object(prof, target, notes))]
+            doc = scaled_object(prof, target, notes)
             what = "KEDA ScaledObject"
         else:
-            docs = [("", hpa(prof, target, notes)),
-                    ("prometheus-adapter: not a Kubernetes object; merge this externalRules entry "
-                     "into the adapter's config (Helm chart: rules.external) so it serves the "
-                     "HPA's External metric", adapter_rule(prof, target))]  # fmt: skip
-            what = "HorizontalPodAutoscaler, then its prometheus-adapter rule"
+            doc = hpa(prof, target, notes)
+            rule = adapter_rule(prof, target)
+            tail, rules_text = _adapter_rule_texts(prof, rule, adapter_rules_file)
+            where = ("below, commented out" if adapter_rules_file is None
+                     else f"in {adapter_rules_file}")  # fmt: skip
+            what = f"HorizontalPodAutoscaler (prometheus-adapter rule {where})"
     head = header(kind, prof.name, prof.sha256, notes, what)
-    return Exported(text=render(head, docs), notes=tuple(notes))
+    return Exported(text=render(head, doc, tail), notes=tuple(notes),
+                    adapter_rules=rules_text)  # fmt: skip
+
+
+def _adapter_rule_texts(
+    prof: Profile, rule: dict[str, Any], rules_file: str | None
+) -> tuple[str, str]:
+    """The comment after the HPA (the rule itself, or where it was written) and the rules file."""
+    metric = rule["externalRules"][0]["name"]["as"]
+    merge = ("merge it into prometheus-adapter's config (externalRules; Helm chart values: "
+             "rules.external). Without it the adapter does not serve the metric and the HPA "
+             "cannot scale.")  # fmt: skip
+    about = f"The prometheus-adapter rule serving the HPA's External metric {metric}"
+    if rules_file is None:
+        tail = comment(["", f"{about} -- not a Kubernetes object, so kubectl applies the HPA "
+                            f"alone: {merge} Uncomment the block below, or write it to a file "
+                            "with --adapter-rules FILE.", ""]) + commented(rule)  # fmt: skip
+    else:
+        tail = comment(["", f"{about} is in {rules_file}: {merge}"])
+    what = f"prometheus-adapter rule serving the External metric {metric}"
+    rules_text = comment([*origin("hpa", prof.name, prof.sha256, what),
+                          f"Not a Kubernetes object: {merge}"]) + dump(rule)  # fmt: skip
+    return tail, rules_text

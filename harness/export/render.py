@@ -1,5 +1,6 @@
 """Manifests as YAML text: a header comment with what the manifest cannot express, then the
-documents. Deterministic (no timestamp), so a policy change shows as a diff in review."""
+one Kubernetes object, then any comment that follows it. Deterministic (no timestamp), so a
+policy change shows as a diff in review."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ class _Dumper(yaml.SafeDumper):
     """Block style, keys in the order written, no line folding inside PromQL."""
 
 
-def _dump(doc: dict[str, Any]) -> str:
+def dump(doc: dict[str, Any]) -> str:
     return yaml.dump(doc, Dumper=_Dumper, sort_keys=False, default_flow_style=False,
                      width=1 << 20, allow_unicode=True)  # fmt: skip
 
@@ -26,16 +27,20 @@ def _dump(doc: dict[str, Any]) -> str:
 def comment(lines: Sequence[str]) -> str:
     out: list[str] = []
     for line in lines:
-        wrapped = textwrap.wrap(line, width=98, subsequent_indent="    ") or [""]
+        wrapped = textwrap.wrap(line, width=98, subsequent_indent="    ", break_long_words=False,
+                                break_on_hyphens=False) or [""]  # a name or path stays whole
         out.extend(f"# {w}".rstrip() for w in wrapped)
     return "\n".join(out) + "\n"
 
 
+def origin(kind: str, profile: str, sha256: str, what: str) -> list[str]:
+    """What the file holds and what wrote it."""
+    return [f"{what}: harness export {kind} {profile}",
+            f"(profile sha256 {sha256[:12]}, harness {__version__})"]  # fmt: skip
+
+
 def header(kind: str, profile: str, sha256: str, notes: Notes, what: str) -> str:
-    lines = [
-        f"{what}: harness export {kind} {profile}",
-        f"(profile sha256 {sha256[:12]}, harness {__version__})",
-    ]
+    lines = origin(kind, profile, sha256, what)
     if notes:
         lines.append("Not expressible exactly -- the cluster will differ from `harness sim` in:")
         lines.extend(f"  - {field}: {note}" for field, note in notes)
@@ -44,10 +49,12 @@ def header(kind: str, profile: str, sha256: str, notes: Notes, what: str) -> str
     return comment(lines)
 
 
-def render(head: str, docs: Sequence[tuple[str, dict[str, Any]]]) -> str:
-    """``head`` then each (comment, document), separated by ``---``."""
-    parts = []
-    for i, (note, doc) in enumerate(docs):
-        text = (comment([note]) if note else "") + _dump(doc)
-        parts.append(text if i == 0 else "---\n" + text)
-    return head + "".join(parts)
+def commented(doc: dict[str, Any]) -> str:
+    """``doc`` as YAML with every line behind ``# `` (never wrapped): not a document of the
+    stream, and ``sed 's/^# //'`` on the block gives the YAML back."""
+    return "".join(f"# {line}" for line in dump(doc).splitlines(keepends=True))
+
+
+def render(head: str, doc: dict[str, Any], tail: str = "") -> str:
+    """``head``, the one document, then ``tail`` (comment lines after it)."""
+    return head + dump(doc) + tail

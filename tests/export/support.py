@@ -1,4 +1,5 @@
-"""Shared pieces of the export tests: profiles, the CLI, the CRD schemas, promtool."""
+"""Shared pieces of the export tests: profiles, the CLI, the schemas a cluster validates
+with (tests/data's CRDs, kubernetes-validate), promtool."""
 
 from __future__ import annotations
 
@@ -13,13 +14,16 @@ import yaml
 from typer.testing import CliRunner
 
 from harness.cli import app
+from harness.profile import bundled_dir
 
 REPO = Path(__file__).resolve().parents[2]
-SCHEMAS = REPO / ".." / "shared" / "schemas"
-SCALING_SCENARIOS = sorted(
-    p.stem for p in (REPO / "profiles" / "scenarios").glob("*.yaml")
-    if "enabled: true" in p.read_text()
-)  # fmt: skip
+SCHEMAS = REPO / "tests" / "data"  # the upstream CRDs (tests/data/README.md)
+# The scenario library as `harness profiles` lists it (scenarios/NAME), and those that scale.
+BUNDLED_SCENARIOS = sorted(p.stem for p in (bundled_dir() / "scenarios").glob("*.yaml"))
+SCALING_SCENARIOS = [
+    n for n in BUNDLED_SCENARIOS
+    if "enabled: true" in (bundled_dir() / "scenarios" / f"{n}.yaml").read_text()
+]  # fmt: skip
 
 BASE = """\
 name: t
@@ -51,6 +55,15 @@ class Run:
 
     def docs(self) -> list[dict[str, Any]]:
         return [d for d in yaml.safe_load_all(self.stdout) if d is not None]
+
+    def adapter_rules(self) -> dict[str, Any]:
+        """``hpa`` without --adapter-rules: the prometheus-adapter rules in the comment block
+        after the HPA, uncommented (everything from ``# externalRules:`` on, ``# `` removed)."""
+        lines = self.stdout.splitlines()
+        start = lines.index("# externalRules:")
+        assert all(line.startswith("# ") for line in lines[start:]), lines[start:]
+        rules: dict[str, Any] = yaml.safe_load("\n".join(x[2:] for x in lines[start:]))
+        return rules
 
     def header(self) -> str:
         """The comment block at the top of the manifest."""
@@ -91,10 +104,7 @@ def _closed(schema: Any) -> Any:
 
 
 def crd_schema(file: str, version: str) -> dict[str, Any]:
-    path = SCHEMAS / file
-    if not path.is_file():
-        pytest.skip(f"{path} is absent (../shared/schemas is not part of a clean clone)")
-    crd = yaml.safe_load(path.read_text())
+    crd = yaml.safe_load((SCHEMAS / file).read_text())
     for v in crd["spec"]["versions"]:
         if v["name"] == version:
             schema: dict[str, Any] = _closed(v["schema"]["openAPIV3Schema"])
@@ -107,6 +117,35 @@ def validate_crd(doc: dict[str, Any], file: str) -> None:
 
     version = doc["apiVersion"].split("/")[1]
     jsonschema.Draft7Validator(crd_schema(file, version)).validate(doc)
+
+
+CRDS = {  # (API group, kind) -> its CustomResourceDefinition in tests/data
+    ("keda.sh", "ScaledObject"): "keda.sh_scaledobjects.yaml",
+    ("monitoring.coreos.com", "PrometheusRule"): "monitoring.coreos.com_prometheusrules.yaml",
+}
+
+
+def kubernetes_versions() -> tuple[str, ...]:
+    """Kubernetes 1.30 and the newest version kubernetes-validate knows."""
+    import kubernetes_validate
+
+    return ("1.30.0", kubernetes_validate.latest_version())
+
+
+def validate_object(doc: Any) -> None:
+    """``doc`` is a Kubernetes object the cluster accepts as it is: apiVersion and kind, then
+    its CRD's schema (custom kinds) or kubernetes-validate's, strict (built-in kinds)."""
+    assert isinstance(doc, dict), f"not a Kubernetes object: {doc!r}"
+    assert doc.get("apiVersion") and doc.get("kind"), f"no apiVersion or kind: {sorted(doc)}"
+    group = doc["apiVersion"].rpartition("/")[0]
+    crd = CRDS.get((group, doc["kind"]))
+    if crd is not None:
+        validate_crd(doc, crd)
+        return
+    import kubernetes_validate
+
+    for version in kubernetes_versions():
+        kubernetes_validate.validate(doc, version, strict=True)
 
 
 # -- promtool ---------------------------------------------------------------------------------

@@ -121,8 +121,9 @@ def test_each_hpa_signal_maps_to_one_query(signal: str, query: str, tmp_path: Pa
     spec = scaling(tmp_path, f"target: hpa, window_s: 90, hpa: {{signal: {signal}}}")
     (t,) = _keda(spec)["triggers"]
     assert t["metadata"]["query"] == query
-    hpa, adapter = ok("hpa", spec).docs()
-    assert adapter["externalRules"][0]["metricsQuery"] == query
+    r = ok("hpa", spec)
+    (hpa,) = r.docs()
+    assert r.adapter_rules()["externalRules"][0]["metricsQuery"] == query
     assert hpa["spec"]["metrics"][0]["external"]["target"] == {
         "type": "AverageValue",
         "averageValue": "1",
@@ -133,7 +134,7 @@ def test_scale_to_zero(tmp_path: Path) -> None:
     s = _keda("scenarios/scale-to-zero")
     assert (s["minReplicaCount"], s["cooldownPeriod"]) == (0, 60)
     assert s["triggers"][0]["metadata"]["activationThreshold"] == "0"
-    hpa, _ = ok("hpa", "scenarios/scale-to-zero").docs()
+    (hpa,) = ok("hpa", "scenarios/scale-to-zero").docs()
     assert hpa["spec"]["minReplicas"] == 1
 
 
@@ -241,7 +242,7 @@ def test_fixed_ceilings_fold_into_the_maximum_and_clamp_the_fallback(tmp_path: P
     note = " ".join(r.stderr.split())
     assert "replica ceilings (model_quota 3, db_connections 5, cost_budget 4)" in note
     assert "model_quota sets the manifest's maximum, 3 replicas" in note
-    hpa, _ = ok("hpa", spec).docs()
+    (hpa,) = ok("hpa", spec).docs()
     assert hpa["spec"]["maxReplicas"] == 3
 
 

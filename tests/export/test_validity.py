@@ -1,16 +1,30 @@
-"""Every manifest kind, from the bundled scaling scenarios and small profiles that reach the
-other branches, is accepted by the schema the cluster would apply: the KEDA and
-prometheus-operator CRDs (unknown fields refused), kubernetes-validate's autoscaling/v2, and
-promtool for the PromQL."""
+"""Every manifest kind, from the bundled scenarios and small profiles that reach the other
+branches, is accepted by the schema the cluster would apply: the KEDA and prometheus-operator
+CRDs in tests/data (unknown fields refused), kubernetes-validate's autoscaling/v2 (strict, at
+Kubernetes 1.30 and the newest version it knows), and promtool for the PromQL. Every document
+on stdout is a Kubernetes object, so `harness export KIND P | kubectl apply -f -` is accepted."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+import yaml
 
+from harness.export import KINDS
 from harness.schema_scaling import HPA_SIGNALS
-from tests.export.support import SCALING_SCENARIOS, ok, profile, promtool_run, scaling, validate_crd
+from tests.export.support import (
+    BUNDLED_SCENARIOS,
+    SCALING_SCENARIOS,
+    export,
+    kubernetes_versions,
+    ok,
+    profile,
+    promtool_run,
+    scaling,
+    validate_crd,
+    validate_object,
+)
 
 HPA_BEHAVIOR = ("behavior: {scale_up: {policies: [{type: Pods, value: 2, period_s: 30}], "
                 "select_policy: Min}, scale_down: {stabilization_window_s: 120}}")  # fmt: skip
@@ -47,6 +61,26 @@ def test_the_bundled_library_has_every_target_scale_to_zero_and_a_fallback() -> 
         assert needle in texts
 
 
+def test_the_whole_scenario_library_is_exported() -> None:
+    assert len(BUNDLED_SCENARIOS) >= 17  # the 17 scenarios `harness profiles` lists, or more
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("name", BUNDLED_SCENARIOS)
+def test_every_document_on_stdout_is_an_object_the_cluster_accepts(name: str, kind: str) -> None:
+    """What `harness export KIND P | kubectl apply -f -` sends: every document of the stream
+    (empty ones included) has apiVersion and kind and matches its schema."""
+    r = export(kind, f"scenarios/{name}")
+    if kind != "alerts" and name not in SCALING_SCENARIOS:  # exit 2, nothing on stdout
+        assert (r.code, r.stdout) == (2, ""), r.stderr
+        return
+    assert r.code == 0, r.stderr
+    docs = list(yaml.safe_load_all(r.stdout))
+    assert docs
+    for doc in docs:
+        validate_object(doc)
+
+
 @pytest.mark.parametrize("name", CASES)
 def test_scaled_object_matches_the_keda_crd(name: str, tmp_path: Path) -> None:
     (doc,) = ok("keda", _spec(name, tmp_path)).docs()
@@ -57,10 +91,11 @@ def test_scaled_object_matches_the_keda_crd(name: str, tmp_path: Path) -> None:
 def test_hpa_matches_kubernetes_autoscaling_v2(name: str, tmp_path: Path) -> None:
     import kubernetes_validate
 
-    hpa, adapter = ok("hpa", _spec(name, tmp_path)).docs()
-    for version in ("1.30.0", kubernetes_validate.latest_version()):
+    r = ok("hpa", _spec(name, tmp_path))
+    (hpa,) = r.docs()
+    for version in kubernetes_versions():
         kubernetes_validate.validate(hpa, version, strict=True)
-    (rule,) = adapter["externalRules"]
+    (rule,) = r.adapter_rules()["externalRules"]
     assert set(rule) == {"seriesQuery", "resources", "name", "metricsQuery"}
     assert rule["name"]["as"] == hpa["spec"]["metrics"][0]["external"]["metric"]["name"]
 
