@@ -125,9 +125,10 @@ class RunCore:
         """summary.json and the timeline, for a run that ended at ``end`` (run seconds).
 
         ``scheduled``: the logical requests offered. ``retried``: the simulated callers'
-        retries (None for a live proxy, which counts attempts as its arrivals and has no
-        ``counts.client_retries``). ``extra``: top-level fields the driver adds after the
-        verdict (the proxy's own turnaround, a stop reason); ``meta``: more wall-clock facts.
+        retries (None for a live proxy, which counts attempts as its arrivals: its
+        ``counts.client_retries`` is null, named under ``unavailable``). ``extra``: top-level
+        fields the driver adds after the verdict (the proxy's own turnaround, a stop reason);
+        ``meta``: more wall-clock facts.
         Without the timeline (a sweep's unit) there are no alerts either. ``trace``: the
         totals of a public trace's arrivals (``arrivals``, ``prompt_tokens``,
         ``output_tokens``), only when the arrivals came from one (harness.traces).
@@ -154,11 +155,9 @@ class RunCore:
             alerts=alerts, engine_scaling=self._engine_scaling(effects), extra_thresholds=extra_thresholds,
             in_flight_by_state=eng.in_flight_by_state(), review=self._review_figures(),
             attempts=None if retried is None else ec.arrivals, complete=complete,
-            token_figures=token_figures,
+            token_figures=token_figures, upstream_retries=ec.retries,
+            client_retries=None if retried is None else retried.total,
         )  # fmt: skip
-        if retried is not None:
-            summary["counts"]["client_retries"] = retried.total
-        summary["counts"]["upstream_retries"] = ec.retries
         if trace is not None:
             summary["trace"] = dict(trace)
         if extra:

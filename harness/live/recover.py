@@ -30,6 +30,7 @@ from harness.live.merge import attempt_counts, merge
 from harness.live.outfiles import PARTIAL_TIMELINE
 from harness.profile import Profile, ProfileError, load
 from harness.results import summary as summ
+from harness.results.quantiles import percentiles
 
 
 class RecoverError(Exception):
@@ -92,10 +93,43 @@ def recover_proxy(folder: Path) -> dict[str, Any]:
                       "note": "rebuilt after the proxy died: requests admitted and not known "
                               "to have ended are counted in flight; latencies were not kept"},
     }  # fmt: skip
+    _contract(summary, prof, decisions)
     summ.finish(summary, prof)
     summary["meta"] = summ.meta(datetime.now(UTC), 0.0)
     summ.write_summary(folder, summary)
     return summary
+
+
+def _contract(summary: dict[str, Any], prof: Profile, decisions: list[dict[str, Any]]) -> None:
+    """A rebuilt proxy summary has every key a finished one has: what the decisions still
+    tell (rejections, failures, expiries and retries by kind), the rest null and named."""
+    counts = summary["counts"]
+    exp = Counter(str(d.get("reason") or "deadline") for d in decisions if d.get("kind") == "expire")
+    counts["expired_by_reason"] = dict(sorted(exp.items()))
+    counts["upstream_retries"] = sum(1 for d in decisions if d.get("kind") == "retry")
+    counts["client_retries"] = None
+    adm = counts["arrivals"]
+    summary.update({
+        "turnaround_s": percentiles(()), "queue_wait_s": percentiles(()),
+        "ttft_s": {"p50": None, "p95": None}, "itl_s": summ.itl_run_percentiles(()),
+        "output_tokens_per_s": None, "goodput_per_s": None,
+        "tokens": {"prompt": None, "completion": None, "source": None,
+                   "estimated_requests": None},
+        "tokens_source": None, "by_class": None, "by_priority": None, "by_tenant": None,
+        "scaling": summ.no_scaling(), "alerts": None, "review": None, "unavailable": {},
+        "generator": summ.generator_block(prof, offered=adm, achieved=adm,
+                                          span_s=prof.duration_s),
+        "generator_saturated": None,
+    })  # fmt: skip
+    summ.proxy_alone(summary)
+    lost = "rebuilt from decisions.jsonl after the proxy died: latencies and per-request " \
+           "outcomes were not kept"  # fmt: skip
+    for path in ("counts.in_flight_at_end_by_state", "counts.slo_breach", "turnaround_s",
+                 "queue_wait_s", "ttft_s", "itl_s", "output_tokens_per_s", "goodput_per_s",
+                 "by_class", "by_priority", "by_tenant", "scaling", "alerts"):  # fmt: skip
+        summ.unavailable(summary, path, lost)
+    if prof.engine.review is not None:
+        summ.unavailable(summary, "review", lost)
 
 
 def recover_run(folder: Path) -> dict[str, Any]:

@@ -222,13 +222,36 @@ def live_summary(
         "generator": generator, "generator_saturated": saturated, "duration_s": round(end, 3),
         "live": dict(live),
     }  # fmt: skip
+    summary["review"] = None  # the review stage runs in the proxy's engine
     if proxy is not None:
         summary["proxy_turnaround_s"] = proxy.get("proxy_turnaround_s") or proxy.get("turnaround_s")
         summary["proxy"] = {k: proxy.get(k) for k in ("complete", "counts", "conservation",
                 "turnaround_s", "queue_wait_s")}  # fmt: skip
-        if proxy.get("review") is not None:  # the review stage ran in the proxy's engine
-            summary["review"] = proxy["review"]
+        summary["review"] = proxy.get("review")
     if trace is not None:
         summary["trace"] = dict(trace)
+    live_contract(summary, proxy)
     summ.finish(summary, profile, extra_thresholds)
     return summary
+
+
+def live_contract(summary: dict[str, Any], proxy: Mapping[str, Any] | None) -> None:
+    """The figures a live run writes beside the generator's own, as the simulation writes
+    them: the callers' retries (each record's attempts past its first), the proxy's retries
+    of the upstream, and what the generator's records cannot know, null and named."""
+    counts = summary["counts"]
+    counts["client_retries"] = counts["attempts"] - counts["arrivals"]
+    summary["unavailable"] = {}
+    summ.unavailable(summary, "counts.in_flight_at_end_by_state", "the generator's records do "
+                     "not say where an unanswered request was (queued or running); the proxy's "
+                     "view is proxy.counts.in_flight_at_end_by_state")  # fmt: skip
+    retries = ((proxy or {}).get("counts") or {}).get("upstream_retries")
+    if proxy is None:
+        summ.unavailable(summary, "counts.upstream_retries", "no proxy ran (--no-proxy): no "
+                         "engine retried the upstream, and the target's own retries are not "
+                         "seen")  # fmt: skip
+    elif retries is None:
+        summ.unavailable(summary, "counts.upstream_retries", "the proxy's summary does not "
+                         "count its retries of the upstream")  # fmt: skip
+    else:
+        counts["upstream_retries"] = int(retries)

@@ -30,6 +30,26 @@ def lookup(summary: Mapping[str, Any], path: str) -> float | None:
     return float(node)
 
 
+def why_missing(summary: Mapping[str, Any], path: str) -> str:
+    """Why ``path`` has no number: a figure this mode cannot know (named under the summary's
+    ``unavailable``, on the path or a block above it), a null figure, or no such figure."""
+    named = summary.get("unavailable")
+    if isinstance(named, Mapping):
+        parts = path.split(".")
+        for i in range(len(parts), 0, -1):
+            reason = named.get(".".join(parts[:i]))
+            if reason is not None:
+                return f"{path} is null in these results: {reason}"
+    node: Any = summary
+    for part in path.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return f"{path} is not in the results"
+        node = node[part]
+    if node is None:
+        return f"{path} is null in these results"
+    return f"{path} is not a number in the results"
+
+
 def split_expr(expr: str) -> tuple[str, str | None]:
     """``"a.b / c.d"`` -> ``("a.b", "c.d")``; ``"a.b"`` -> ``("a.b", None)``."""
     num, sep, den = expr.partition("/")
@@ -42,12 +62,12 @@ def evaluate(
     """``(value, why)``: the value of ``num`` or ``num / den``, or None and the reason."""
     n = lookup(summary, num)
     if n is None:
-        return None, f"{num} is not in the results"
+        return None, why_missing(summary, num)
     if den is None:
         return n, None
     d = lookup(summary, den)
     if d is None:
-        return None, f"{den} is not in the results"
+        return None, why_missing(summary, den)
     if d == 0:
         return None, f"division by zero: {den} is 0"
     return n / d, None

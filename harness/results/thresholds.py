@@ -39,6 +39,7 @@ _STATS = {"mean", "p50", "p90", "p95", "p99", "max", "min", "count"}
 _COUNTS = {
     "arrivals", "admitted", "rejected", "completed", "failed", "expired", "in_flight_at_end",
     "slo_breach", "scheduled", "dropped_by_generator", "attempts", "cancelled",
+    "client_retries", "upstream_retries",
 }  # fmt: skip
 # The shape of summary.json, for path checks: "*" is any key; a set lists the leaf names.
 _SHAPE: dict[str, Any] = {
@@ -67,7 +68,10 @@ _SHAPE: dict[str, Any] = {
                                    "deadline_met": None}},
                 "cost_per_completed": None},
     "generator": {"offered_rate_per_s": None, "achieved_rate_per_s": None, "span_s": None,
-                  "schedule_lag_s": {k: None for k in _STATS}},
+                  "schedule_lag_s": {k: None for k in _STATS}, "dropped": None,
+                  "unsent": None, "lateness_p99_limit_s": None,
+                  "lateness_p99_limit_wall_s": None, "max_in_flight": None, "workers": None,
+                  "max_requests": None},
     "rates": {"*": None},
     "trace": {"arrivals": None, "prompt_tokens": None, "output_tokens": None,
               "completed": {"requests": None, "prompt_tokens": None, "output_tokens": None},
