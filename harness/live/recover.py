@@ -29,6 +29,7 @@ from harness.live import records
 from harness.live.merge import attempt_counts, merge
 from harness.live.outfiles import PARTIAL_TIMELINE
 from harness.profile import Profile, ProfileError, load
+from harness.results import contract
 from harness.results import summary as summ
 from harness.results.quantiles import percentiles
 
@@ -117,19 +118,19 @@ def _contract(summary: dict[str, Any], prof: Profile, decisions: list[dict[str, 
                    "estimated_requests": None},
         "tokens_source": None, "by_class": None, "by_priority": None, "by_tenant": None,
         "scaling": summ.no_scaling(), "alerts": None, "review": None, "unavailable": {},
-        "generator": summ.generator_block(prof, offered=adm, achieved=adm,
+        "generator": contract.generator_block(prof, offered=adm, achieved=adm,
                                           span_s=prof.duration_s),
         "generator_saturated": None,
     })  # fmt: skip
-    summ.proxy_alone(summary)
+    contract.proxy_alone(summary)
     lost = "rebuilt from decisions.jsonl after the proxy died: latencies and per-request " \
            "outcomes were not kept"  # fmt: skip
     for path in ("counts.in_flight_at_end_by_state", "counts.slo_breach", "turnaround_s",
                  "queue_wait_s", "ttft_s", "itl_s", "output_tokens_per_s", "goodput_per_s",
                  "by_class", "by_priority", "by_tenant", "scaling", "alerts"):  # fmt: skip
-        summ.unavailable(summary, path, lost)
+        contract.unavailable(summary, path, lost)
     if prof.engine.review is not None:
-        summ.unavailable(summary, "review", lost)
+        contract.unavailable(summary, "review", lost)
 
 
 def recover_run(folder: Path) -> dict[str, Any]:

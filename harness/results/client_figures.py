@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from harness.profile import Profile
+from harness.results import contract
 from harness.results import summary as summ
 from harness.results.quantiles import percentiles
 
@@ -242,16 +243,16 @@ def live_contract(summary: dict[str, Any], proxy: Mapping[str, Any] | None) -> N
     counts = summary["counts"]
     counts["client_retries"] = counts["attempts"] - counts["arrivals"]
     summary["unavailable"] = {}
-    summ.unavailable(summary, "counts.in_flight_at_end_by_state", "the generator's records do "
+    contract.unavailable(summary, "counts.in_flight_at_end_by_state", "the generator's records do "
                      "not say where an unanswered request was (queued or running); the proxy's "
                      "view is proxy.counts.in_flight_at_end_by_state")  # fmt: skip
     retries = ((proxy or {}).get("counts") or {}).get("upstream_retries")
     if proxy is None:
-        summ.unavailable(summary, "counts.upstream_retries", "no proxy ran (--no-proxy): no "
+        contract.unavailable(summary, "counts.upstream_retries", "no proxy ran (--no-proxy): no "
                          "engine retried the upstream, and the target's own retries are not "
                          "seen")  # fmt: skip
     elif retries is None:
-        summ.unavailable(summary, "counts.upstream_retries", "the proxy's summary does not "
+        contract.unavailable(summary, "counts.upstream_retries", "the proxy's summary does not "
                          "count its retries of the upstream")  # fmt: skip
     else:
         counts["upstream_retries"] = int(retries)

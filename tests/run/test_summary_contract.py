@@ -17,7 +17,7 @@ import pytest
 
 from harness.live.recover import recover_proxy
 from harness.profile import load
-from harness.results import summary as summ
+from harness.results import contract
 from harness.results.thresholds import evaluate_all, known_path
 from harness.sim.runner import simulate
 from tests.run.support import LiveResult, live, passed_or_saturated, write_profile
@@ -77,7 +77,7 @@ def contract_paths(s: Mapping[str, Any], unknown: set[str]) -> set[str]:
     figure some mode named unavailable (a null there stands for the whole block)."""
     out = set()
     for p in key_paths(s):
-        if p.split(".")[0] in summ.MODE_ONLY:
+        if p.split(".")[0] in contract.MODE_ONLY:
             continue
         if any(p.startswith(u + ".") for u in unknown):
             continue
