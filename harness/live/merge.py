@@ -77,21 +77,42 @@ def cross_check(expected: Mapping[str, Any], proxy: Mapping[str, Any]) -> list[s
     return out
 
 
+def sent_unseen(expected: Mapping[str, Any], proxy_counts: Mapping[str, Any]) -> int | None:
+    """Client attempts the proxy never counted: the client's attempts less the proxy's
+    arrivals (None when the proxy's count is missing; negative when it counted more)."""
+    seen = proxy_counts.get("arrivals")
+    return None if not isinstance(seen, int) else int(expected["arrivals"]) - seen
+
+
 def cross_check_partial(expected: Mapping[str, Any], proxy: Mapping[str, Any]) -> list[str]:
     """An interrupted run: a request's end may be known to one side only (an answer lost on
     the way, a client gone before the proxy noticed), so the outcomes may differ; but every
     attempt that reached the proxy is one arrival there, admitted or rejected for the same
     reason, the client never saw more completions than the proxy made, and the proxy's own
-    books balance."""
+    books balance.
+
+    An attempt whose answer the client never read (``unknown``: out when the run was cut) may
+    also never have reached the proxy's books: the generator writes its ``sent`` marker when
+    it lets a request go, the proxy counts it once it has read the whole request, and a kill
+    can land in between. Such attempts (``sent_unseen``) are the client's attempts less the
+    proxy's arrivals: never more than the attempts of unknown outcome, and never fewer than 0
+    (an attempt the proxy counted and the client never sent)."""
     pc = proxy.get("counts") or {}
     out = []
-    if expected["arrivals"] != pc.get("arrivals"):
-        out.append(f"client attempts arrivals == proxy arrivals: {expected['arrivals']} != "
-                   f"{pc.get('arrivals')}")  # fmt: skip
-    # An attempt whose answer the client never read (it was still in flight when the run was
-    # cut: ``unknown``) may have been rejected at the proxy -- a ``shutting_down`` 503 sent as
-    # the generator died, say. Each such attempt may account for one rejection the client did
-    # not see; a rejection the client saw and the proxy did not make is always a violation.
+    unknown = int(expected.get("unknown", 0))
+    unseen_sent = sent_unseen(expected, pc)
+    if unseen_sent is None or unseen_sent < 0:
+        out.append(f"proxy arrivals <= client attempts: {pc.get('arrivals')} > "
+                   f"{expected['arrivals']}")  # fmt: skip
+    elif unseen_sent > unknown:
+        out.append(f"client attempts the proxy never counted ({unseen_sent}) <= client attempts "
+                   f"of unknown outcome ({unknown}): client attempts arrivals "
+                   f"{expected['arrivals']}, proxy arrivals {pc.get('arrivals')}")  # fmt: skip
+    reached = unknown - min(unknown, max(0, unseen_sent or 0))
+    # An attempt whose answer the client never read and that reached the proxy may have been
+    # rejected there -- a ``shutting_down`` 503 sent as the generator died, say. Each such
+    # attempt may account for one rejection the client did not see; a rejection the client
+    # saw and the proxy did not make is always a violation.
     pr = {k: v for k, v in (pc.get("rejected_by_reason") or {}).items() if v}
     cr = expected["rejected_by_reason"]
     unseen = 0
@@ -100,10 +121,10 @@ def cross_check_partial(expected: Mapping[str, Any], proxy: Mapping[str, Any]) -
         if c > p:
             out.append(f"client {reason} rejections <= proxy's: {c} > {p}")
         unseen += max(0, p - c)
-    unknown = int(expected.get("unknown", 0))
-    if unseen > unknown:
+    if unseen > reached:
         out.append(f"proxy rejections the client never saw ({unseen}) <= client attempts of "
-                   f"unknown outcome ({unknown}): by reason {cr} vs proxy {pr}")  # fmt: skip
+                   f"unknown outcome that reached the proxy ({reached}): by reason {cr} vs "
+                   f"proxy {pr}")  # fmt: skip
     if expected["completed"] > int(pc.get("completed") or 0):
         out.append(f"client completed <= proxy completed: {expected['completed']} > "
                    f"{pc.get('completed')}")  # fmt: skip
@@ -251,12 +272,16 @@ def merge(
     for line, v in zip(timeline, p95, strict=True):
         line["turnaround_p95_s"] = None if v is None else round(v, 3)
     violations = id_check(recs, scheduled, complete)
-    if proxy is not None and complete and proxy.get("complete", False):
-        violations += cross_check(attempt_counts(recs), proxy["counts"])
-    elif proxy is not None and not proxy.get("recovered"):  # cut short: what still agrees
-        violations += cross_check_partial(attempt_counts(recs), proxy)
+    if proxy is not None and not proxy.get("recovered"):
+        expected = attempt_counts(recs)
+        live["sent_unseen"] = sent_unseen(expected, proxy.get("counts") or {})
+        if complete and proxy.get("complete", False):
+            violations += cross_check(expected, proxy["counts"])
+        else:  # cut short: what still agrees
+            violations += cross_check_partial(expected, proxy)
     elif proxy is not None:  # rebuilt after a kill: its last second was lost with it
         live["proxy_recovered"] = True
+        live["sent_unseen"] = None  # not to be told from the decisions lost with it
         violations += [f"proxy: {v}" for v in proxy["conservation"]["violations"]]
     if live.get("proxy") and proxy is None:
         violations.append("the proxy wrote no summary.json")

@@ -16,6 +16,7 @@ from harness.live.merge import (
     cross_check_partial,
     merge,
     proxy_offset,
+    sent_unseen,
 )
 from harness.profile import loads
 from harness.results.client_figures import lateness_wall_limit
@@ -176,6 +177,47 @@ def test_a_cut_run_lets_an_answer_the_client_never_read_be_a_proxy_rejection() -
         {**proxy({"queue_age": 1}), "counts": {**proxy({"queue_age": 1})["counts"], "arrivals": 4}},
     )  # type: ignore[dict-item]
     assert any("arrivals" in v for v in more)
+
+
+def test_a_cut_run_names_the_attempts_the_proxy_never_counted(tmp_path: Path) -> None:
+    """A kill between the generator's sent marker and the proxy's read of the request leaves
+    an attempt of unknown outcome the proxy never counted: named (``live.sent_unseen``), not
+    a violation. An attempt whose answer the client read always reached the proxy, the proxy
+    never counts more attempts than were sent, and an unseen rejection needs an attempt of
+    unknown outcome that did reach it."""
+    recs = [rec(1, history=["completed"]), rec(2, "in_flight", "interrupted",
+                                                history=["in_flight:interrupted"]),
+            rec(3, "in_flight", history=["in_flight"])]  # fmt: skip
+    exp = attempt_counts(recs)
+    assert exp["arrivals"] == 3 and exp["unknown"] == 2
+
+    def proxy(arrivals: int, rejected: dict[str, int] | None = None) -> dict[str, Any]:
+        rej = rejected or {}
+        counts = {"arrivals": arrivals, "admitted": arrivals - sum(rej.values()),
+                  "rejected": sum(rej.values()), "completed": 1, "rejected_by_reason": rej}  # fmt: skip
+        return {"counts": counts, "conservation": {"violations": []}}
+
+    for seen in (3, 2, 1):
+        assert cross_check_partial(exp, proxy(seen)) == [], seen
+        assert sent_unseen(exp, proxy(seen)["counts"]) == 3 - seen
+    answered = cross_check_partial(exp, proxy(0))
+    assert (
+        len(answered) == 1
+        and "never counted (3) <= client attempts of unknown outcome (2)" in answered[0]
+    )
+    assert any(
+        "proxy arrivals <= client attempts: 4 > 3" in v for v in cross_check_partial(exp, proxy(4))
+    )
+    assert cross_check_partial(exp, proxy(2, {"shutting_down": 1})) == []
+    two = cross_check_partial(exp, proxy(2, {"shutting_down": 2}))
+    assert len(two) == 1 and "that reached the proxy (1)" in two[0]
+    # The merged summary says how many, and its books balance.
+    folder = tmp_path / "proxy"
+    folder.mkdir()
+    (folder / "summary.json").write_bytes(orjson.dumps({"complete": False, **proxy(2)}))
+    s = run_merge(tmp_path, recs, scheduled=3, proxy_dir=folder, complete=False)
+    assert s["conservation"]["ok"], s["conservation"]
+    assert s["live"]["sent_unseen"] == 1 and s["counts"]["in_flight_at_end"] == 2
 
 
 def test_the_proxys_clock_is_aligned_to_the_load_start(tmp_path: Path) -> None:
