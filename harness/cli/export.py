@@ -1,4 +1,4 @@
-"""The `export` command (registered on the app by :mod:`harness.cli`): a profile's tuned
+"""The `export` command (registered on the app by :mod:`harness.cli.app`): a profile's tuned
 autoscaling policy and alerts as Kubernetes manifests (:mod:`harness.export`)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from harness.cli_options import ProfileArg, SetOpt, bad_input, err, io_errors, load_profile
+from harness.cli.options import ProfileArg, SetOpt, bad_input, err, io_errors, load_profile
 
 
 class ExportKind(enum.StrEnum):

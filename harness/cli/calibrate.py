@@ -1,4 +1,4 @@
-"""The `calibrate` and `fit` commands (registered on the app by :mod:`harness.cli`): parse,
+"""The `calibrate` and `fit` commands (registered on the app by :mod:`harness.cli.app`): parse,
 call :mod:`harness.commands.calibrate`, map errors to exit codes."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from harness.cli_options import (
+from harness.cli.options import (
     SEED,
     CaBundleOpt,
     InsecureOpt,

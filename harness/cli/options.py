@@ -1,4 +1,4 @@
-"""What the commands of :mod:`harness.cli` share: option types, the results folder, and the
+"""What the commands of :mod:`harness.cli.app` share: option types, the results folder, and the
 edge where bad input and a failed write become exit codes (:mod:`harness.exit_codes`).
 
 Every message goes to stderr through the one Console, ``err``; a profile, threshold or option

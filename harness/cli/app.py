@@ -6,7 +6,7 @@ comparison failed, 2 bad input, 3 the run broke); what `sim` and `sweep` do live
 :mod:`harness.commands`, the only layer that imports both the simulation and the live run.
 Human output goes to stderr through one rich Console; files (and stdout, where a command prints
 data) carry the machine-readable output. The options the commands share and the helpers that
-turn bad input and failed writes into exit codes are in :mod:`harness.cli_options`.
+turn bad input and failed writes into exit codes are in :mod:`harness.cli.options`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import typer
 from rich.console import Console
 
 import harness
-from harness.cli_options import (
+from harness.cli.options import (
     MASTER_PORT,
     PORT,
     SEED,
@@ -357,8 +357,8 @@ def worker(
     raise typer.Exit(run_worker(master, master_port))
 
 
-from harness.cli_calibrate import calibrate, fit  # noqa: E402 (after the app exists)
-from harness.cli_export import export_  # noqa: E402
+from harness.cli.calibrate import calibrate, fit  # noqa: E402 (after the app exists)
+from harness.cli.export import export_  # noqa: E402
 
 app.command(name="export")(export_)
 app.command()(calibrate)
