@@ -25,7 +25,7 @@ import random
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from harness.schema import ClientRetry
+    from harness.profile.schema import ClientRetry
 
 
 def should_retry(

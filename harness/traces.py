@@ -26,8 +26,8 @@ from datetime import date
 from pathlib import Path
 from typing import Final
 
-from harness.profile_walk import ProfileError
-from harness.schema import Profile, TraceClasses
+from harness.profile.schema import Profile, TraceClasses
+from harness.profile.walk import ProfileError
 
 # offset_s, class, prompt tokens, output tokens
 TracedRow = tuple[float, str, int, int]

@@ -23,7 +23,7 @@ import orjson
 
 from harness.asgi import Receive, Scope, Send
 from harness.profile import Fault
-from harness.schema_fields import MAX_TOKENS
+from harness.profile.schema.fields import MAX_TOKENS
 from harness.stub import wire
 from harness.stub.asgi import abort, respond, sleep_or_disconnect
 from harness.stub.faults import FaultPlan

@@ -19,7 +19,7 @@ from rich.console import Console
 
 from harness.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN
 from harness.profile import Profile, ProfileError, load
-from harness.schema_fields import MAX_SEED
+from harness.profile.schema.fields import MAX_SEED
 
 err = Console(stderr=True, highlight=False)
 

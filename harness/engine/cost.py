@@ -14,7 +14,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
-    from harness.schema_cost import Cost
+    from harness.profile.schema.cost import Cost
 
 HOUR_S: Final = 3600.0
 

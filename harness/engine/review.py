@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from harness.engine.queue import DONE, HELD, IN_REVIEW, Job
 
 if TYPE_CHECKING:
-    from harness.schema_cost import Review
+    from harness.profile.schema.cost import Review
 
 
 class ReviewStage:

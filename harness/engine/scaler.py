@@ -46,7 +46,7 @@ from harness.engine.scrape import query_value
 
 if TYPE_CHECKING:
     from harness.engine.scheduler import Scheduler
-    from harness.schema_scaling import ScaleRules, Scaling
+    from harness.profile.schema.scaling import ScaleRules, Scaling
 
 def _rules(r: ScaleRules) -> ScalingRules:
     pols = (

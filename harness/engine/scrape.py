@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from harness.engine.scheduler import Scheduler
-    from harness.schema_scaling import Scaling
+    from harness.profile.schema.scaling import Scaling
 
 
 def drain_time(eng: Scheduler) -> float:

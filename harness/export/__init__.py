@@ -30,7 +30,7 @@ from harness.export.alerts import prometheus_rule
 from harness.export.gaps import scaling_gaps
 from harness.export.render import comment, commented, dump, header, origin, render
 from harness.export.scaling import Notes, Target, adapter_rule, hpa, scaled_object
-from harness.schema import Profile
+from harness.profile.schema import Profile
 
 Kind = Literal["keda", "hpa", "alerts"]
 KINDS: tuple[Kind, ...] = ("keda", "hpa", "alerts")

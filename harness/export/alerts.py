@@ -19,8 +19,8 @@ from typing import Any
 from harness.export.promql import duration, num
 from harness.export.scaling import Notes, Target, metadata
 from harness.metric_params import TURNAROUND_BUCKETS
-from harness.schema import Profile
-from harness.schema_verdict import AlertRule
+from harness.profile.schema import Profile
+from harness.profile.schema.verdict import AlertRule
 
 SEVERITY = {"warn": "warning", "page": "critical"}  # Alertmanager's usual route labels
 WHAT = {"oldest_age_s": "oldest waiting request's age (s)",

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from harness.export.promql import num, scaling_query
 from harness.export.scaling import dependency_ceilings, max_replicas
-from harness.schema import Profile
+from harness.profile.schema import Profile
 
 Kind = str  # "keda" or "hpa"
 Check = Callable[[Profile, Kind], str | None]

@@ -35,8 +35,8 @@ import math
 from dataclasses import dataclass
 
 from harness.metric_params import PRIORITY_LABELS, WEIGHTS
-from harness.schema import Profile
-from harness.schema_scaling import Scaling
+from harness.profile.schema import Profile
+from harness.profile.schema.scaling import Scaling
 
 DEPTH = "sum(agent_queue_depth)"
 INFLIGHT = "sum(agent_jobs_inflight)"

@@ -26,7 +26,7 @@ from harness.engine.scaling_policy import (
     effective_rules,
 )
 from harness.export.promql import ScalingQuery, num, scaling_query
-from harness.schema import Profile
+from harness.profile.schema import Profile
 
 Notes = list[tuple[str, str]]
 STABILIZATION_MAX_S = 3600  # Kubernetes' bounds (HPAScalingRules)

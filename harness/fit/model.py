@@ -1,6 +1,6 @@
 """The token model's fit: parameters, confidence intervals, goodness of fit.
 
-The model (``harness.schema_upstream``): one jitter ``f = exp(N(0, sigma))`` per attempt
+The model (``harness.profile.schema.upstream``): one jitter ``f = exp(N(0, sigma))`` per attempt
 multiplies both ``ttft = f (ttft_s + ttft_per_prompt_token_s x prompt)`` and
 ``tpot = f (tpot_s + tpot_per_in_flight_s x (in_flight - 1))``. So ``log y = log(a + b x) +
 e`` for each component, and the fit is least squares in log space: each component's line

@@ -1,7 +1,7 @@
 """``harness calibrate``'s probe: a bounded, closed-loop series of streamed chat completions
 at concurrency steps and several prompt lengths, recorded as ``requests.jsonl``.
 
-Why this shape: the token model (``harness.schema_upstream``) has a TTFT that grows with
+Why this shape: the token model (``harness.profile.schema.upstream``) has a TTFT that grows with
 prompt tokens and a time per output token that grows with the requests in flight, so the
 probe varies both -- each step runs ``c`` workers, each sending its next request when its
 last one ends (so about ``c`` are in flight), and the prompt lengths cycle within every step.

@@ -28,7 +28,7 @@ from harness.engine.core import Engine
 from harness.engine.events import Event, SignalRead
 from harness.export.promql import duration, scaling_query
 from harness.live.target import public
-from harness.schema import Profile
+from harness.profile.schema import Profile
 
 BINARY = "prometheus"
 JOB = "harness-proxy"

@@ -8,7 +8,7 @@ returned as a string; a good one is the request's fields, in ``ProxiedRequest``'
 from __future__ import annotations
 
 from harness.engine.events import PRIORITY_OF
-from harness.schema import Profile
+from harness.profile.schema import Profile
 
 # (class name, priority rank, tenant, partition key, deadline_s)
 ClassFields = tuple[str, int, str, str | None, float | None]

@@ -22,7 +22,7 @@ from typing import Final
 from harness.arrivals import Arrival
 from harness.live.dialect import body_template
 from harness.profile import Profile, TokenCount
-from harness.schema_fields import MAX_PROMPT_CHARS, MAX_TOKENS
+from harness.profile.schema.fields import MAX_PROMPT_CHARS, MAX_TOKENS
 from harness.upstream_model.draws import RequestDraws
 from harness.upstream_model.latency import token_counts
 from harness.upstream_model.tokens import CHARS_PER_TOKEN, prompt_tokens

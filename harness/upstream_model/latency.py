@@ -7,7 +7,7 @@ belongs to its request. A fixed model draws nothing. The simulation draws one la
 dispatch, so this module is compiled (setup.py HOT_MODULES); the uniform and exponential
 formulas are ``random.uniform``'s and ``random.expovariate``'s, on one uniform each.
 
-``dist: tokens`` (the formulas: ``harness.schema_upstream``) needs the request's prompt tokens and
+``dist: tokens`` (the formulas: ``harness.profile.schema.upstream``) needs the request's prompt tokens and
 the upstream's in-flight count, so it is a :class:`TokenLatency` rather than a ``Sampler``; it
 draws one normal (two uniforms) per attempt for its jitter, none when sigma is 0. Token counts
 (:func:`token_counts`) draw from the tokens stream: the prompt's first when it has a

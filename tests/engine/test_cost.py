@@ -11,7 +11,7 @@ from harness.engine.core import Engine
 from harness.engine.cost import CostLedger
 from harness.engine.events import Admit, Arrived, Finished, Reject, Scale, Tick
 from harness.profile import ProfileError, loads
-from harness.schema_cost import Cost
+from harness.profile.schema.cost import Cost
 from tests.conftest import BASE
 
 COST = BASE.replace(

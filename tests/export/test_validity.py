@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from harness.export import KINDS
-from harness.schema_scaling import HPA_SIGNALS
+from harness.profile.schema.scaling import HPA_SIGNALS
 from tests.export.support import (
     BUNDLED_SCENARIOS,
     SCALING_SCENARIOS,

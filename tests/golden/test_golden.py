@@ -48,7 +48,7 @@ def test_golden_cases_cover_every_rule_and_fault() -> None:
             reasons.add("admit_always")
     assert reasons >= {"tenant_rate", "queue_full", "shed_batch", "shed_standard", "queue_age",
                        "queue_depth", "deadline_slack", "admit_always"}  # fmt: skip
-    from harness.schema import FAULT_KINDS
+    from harness.profile.schema import FAULT_KINDS
 
     assert kinds >= set(FAULT_KINDS)
     assert all(counts[k] > 0 for k in counts), counts

@@ -15,8 +15,7 @@ import sys
 import atheris
 
 with atheris.instrument_imports():
-    from harness import yaml_guard
-    from harness.profile import ProfileError, loads
+    from harness.profile import ProfileError, loads, yaml_guard
     from harness.results.thresholds import ThresholdError, parse_threshold
     from harness.stub.chat import BadRequest, ChatRequest
 

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from harness.schema_fields import MAX_TOKENS
+from harness.profile.schema.fields import MAX_TOKENS
 from harness.stub import create_app
 from tests.live.proxy_support import CHAT, make_app, profile, start
 

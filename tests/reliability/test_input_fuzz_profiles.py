@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 from harness.profile import Profile, ProfileError, loads, to_dict
-from harness.profile_bounds import expected_arrivals
+from harness.profile.bounds import expected_arrivals
 from harness.results.thresholds import ThresholdError, parse_threshold
 from harness.sim.runner import simulate
 from tests.reliability.input_support import BUNDLED, BUNDLED_NAMES, cli

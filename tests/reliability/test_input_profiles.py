@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import yaml_guard
-from harness.profile import ProfileError, loads
-from harness.schema_fields import MAX_ARRIVALS, MAX_TOKENS
+from harness.profile import ProfileError, loads, yaml_guard
+from harness.profile.schema.fields import MAX_ARRIVALS, MAX_TOKENS
 from tests.reliability.input_support import billion_laughs, cli
 
 OK = """name: t

@@ -37,7 +37,7 @@ COMPLETION = {"model": "snapshot-model", "messages": [{"role": "user", "content"
 STREAM = {**COMPLETION, "stream": True, "stream_options": {"include_usage": True}}
 
 # case -> the faults put before the requests (at_s 0, probability 1: active from the start).
-# One case per fault kind (the test checks every kind in harness.schema.FAULT_KINDS has one), a
+# One case per fault kind (the test checks every kind in harness.profile.schema.FAULT_KINDS has one), a
 # case without faults, and a status 429 (which takes the rate-limit headers' path).
 CASES: dict[str, list[dict[str, Any]]] = {
     "none": [],

@@ -62,7 +62,7 @@ def test_the_stubs_bytes_per_fault_kind_match_their_snapshots() -> None:
 
 
 def test_every_fault_kind_has_a_stub_case() -> None:
-    from harness.schema import FAULT_KINDS
+    from harness.profile.schema import FAULT_KINDS
     from tests.snapshots.stub_wire import fault_kinds_covered
 
     missing = sorted(set(FAULT_KINDS) - fault_kinds_covered())

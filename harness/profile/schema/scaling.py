@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from harness.schema_fields import _c, _t
+from harness.profile.schema.fields import _c, _t
 
 HpaSignal = Literal[
     "eligible_backlog", "weighted_depth", "in_flight", "backlog_and_in_flight",

@@ -2,8 +2,8 @@
 
 Theory of operation: the YAML is *composed* (not loaded) so every value keeps the line it
 came from; ``--set`` overrides are applied to that tree; then one generic walker
-(:mod:`harness.profile_walk`) turns the tree into the frozen dataclasses of
-:mod:`harness.schema`, and :mod:`harness.profile_checks` checks what crosses fields.
+(:mod:`harness.profile.walk`) turns the tree into the frozen dataclasses of
+:mod:`harness.profile.schema`, and :mod:`harness.profile.checks` checks what crosses fields.
 Every error is a :class:`ProfileError` naming file, line and dotted field -- the CLI turns it
 into exit code 2 and nowhere else.
 """
@@ -18,10 +18,9 @@ from typing import Any
 
 import yaml
 
-from harness import yaml_guard
-from harness.profile_checks import check_fault, check_latency, check_profile
-from harness.profile_walk import Ctx, Lines, ProfileError, build, convert, join
-from harness.schema import (
+from harness.profile import yaml_guard
+from harness.profile.checks import check_fault, check_latency, check_profile
+from harness.profile.schema import (
     FAULT_KINDS,
     FAULT_REQUIRED,
     LATENCY_PARAMS,
@@ -49,9 +48,10 @@ from harness.schema import (
     TraceOptions,
     Upstream,
 )
-from harness.schema_scaling import Scaling
-from harness.schema_verdict import DEFAULT_ALERTS, AlertOverride, AlertRule, Slo, Verdict
-from harness.schema_wire import Auth, FromEnv, Generator, Wire
+from harness.profile.schema.scaling import Scaling
+from harness.profile.schema.verdict import DEFAULT_ALERTS, AlertOverride, AlertRule, Slo, Verdict
+from harness.profile.schema.wire import Auth, FromEnv, Generator, Wire
+from harness.profile.walk import Ctx, Lines, ProfileError, build, convert, join
 
 
 def _node_to_py(node: yaml.Node, path: str, lines: Lines, file: str) -> Any:

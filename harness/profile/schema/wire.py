@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from harness.schema_fields import _c, _t
+from harness.profile.schema.fields import _c, _t
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import re
 
-from harness.profile_bounds import check_bounds
-from harness.profile_walk import Ctx, join
-from harness.schema import (
+from harness.profile.bounds import check_bounds
+from harness.profile.schema import (
     FAULT_REQUIRED,
     Fault,
     Latency,
     Profile,
 )
-from harness.schema_fields import MAX_TOKENS
-from harness.schema_upstream import (
+from harness.profile.schema.fields import MAX_TOKENS
+from harness.profile.schema.upstream import (
     LATENCY_FIELDS,
     LATENCY_OPTIONAL,
     LATENCY_PARAMS,
@@ -21,8 +20,9 @@ from harness.schema_upstream import (
     TOKEN_PARAMS,
     TokenCount,
 )
-from harness.schema_verdict import DEFAULT_ALERTS
-from harness.schema_wire import FromEnv, Wire
+from harness.profile.schema.verdict import DEFAULT_ALERTS
+from harness.profile.schema.wire import FromEnv, Wire
+from harness.profile.walk import Ctx, join
 
 
 def _check_dist_params(ctx: Ctx, obj: Latency | TokenCount, path: str, needed: tuple[str, ...],

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from harness.schema_fields import _c, _t
+from harness.profile.schema.fields import _c, _t
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,6 +1,6 @@
 """The profile's upstream model: latency distributions, token counts, the ``upstream`` block.
 
-Split from ``harness.schema`` (which re-exports every name here). ``Latency.mean`` and
+Split from ``harness.profile.schema`` (which re-exports every name here). ``Latency.mean`` and
 ``TokenCount.mean`` give the expected values that ``Profile.service_time_prior`` (the
 engine's starting service time, DESIGN.md's Definitions) is built from.
 
@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal
 
-from harness.schema_fields import MAX_TOKENS, _c, _t
+from harness.profile.schema.fields import MAX_TOKENS, _c, _t
 
 LatencyDist = Literal["fixed", "uniform", "exponential", "lognormal", "tokens"]
 

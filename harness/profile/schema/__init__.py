@@ -11,8 +11,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
-from harness.schema_cost import Cost, Review
-from harness.schema_fields import (
+from harness.profile.schema.cost import Cost, Review
+from harness.profile.schema.fields import (
     DEFAULT_MAX_WAIT_S,
     MAX_PROMPT_CHARS,
     MAX_SEED,
@@ -20,13 +20,13 @@ from harness.schema_fields import (
     _c,
     _t,
 )
-from harness.schema_scaling import Scaling
-from harness.schema_upstream import LATENCY_PARAMS as LATENCY_PARAMS
-from harness.schema_upstream import Latency as Latency
-from harness.schema_upstream import TokenCount as TokenCount
-from harness.schema_upstream import Upstream as Upstream
-from harness.schema_verdict import DEFAULT_ALERTS, AlertOverride, AlertRule, Slo, Verdict
-from harness.schema_wire import Generator, Wire
+from harness.profile.schema.scaling import Scaling
+from harness.profile.schema.upstream import LATENCY_PARAMS as LATENCY_PARAMS
+from harness.profile.schema.upstream import Latency as Latency
+from harness.profile.schema.upstream import TokenCount as TokenCount
+from harness.profile.schema.upstream import Upstream as Upstream
+from harness.profile.schema.verdict import DEFAULT_ALERTS, AlertOverride, AlertRule, Slo, Verdict
+from harness.profile.schema.wire import Generator, Wire
 from harness.upstream_model.tokens import prompt_tokens
 
 Priority = Literal["critical", "standard", "batch"]

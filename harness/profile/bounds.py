@@ -2,7 +2,7 @@
 
 Each check here stops a profile that would validate and then hang, exhaust memory or crash at
 run time (issue 10): too many expected arrivals, phases the run never reaches, a pool that can
-never serve, a prompt or trace too large to hold. The limits are in ``harness.schema`` and
+never serve, a prompt or trace too large to hold. The limits are in ``harness.profile.schema`` and
 documented in the README's "Limits" table; every message names the limit it enforces.
 """
 
@@ -13,8 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
-from harness.schema import Profile
-from harness.schema_fields import MAX_ARRIVALS, MAX_PROMPT_CHARS
+from harness.profile.schema import Profile
+from harness.profile.schema.fields import MAX_ARRIVALS, MAX_PROMPT_CHARS
 
 MAX_TRACE_BYTES: Final = 256 << 20  # an arrivals.file is read whole: ~10 M rows
 
