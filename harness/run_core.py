@@ -131,7 +131,7 @@ class RunCore:
         ``meta``: more wall-clock facts.
         Without the timeline (a sweep's unit) there are no alerts either. ``trace``: the
         totals of a public trace's arrivals (``arrivals``, ``prompt_tokens``,
-        ``output_tokens``), only when the arrivals came from one (harness.traces).
+        ``output_tokens``), only when the arrivals came from one (harness.workload.traces).
         ``effects``: (duplicate effects, duplicates suppressed) as the simulated upstream
         counted them. ``token_figures``: TTFT, ITL and output tokens per second when the
         simulated upstream timed tokens (``results.summary.token_fields``)."""

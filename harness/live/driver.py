@@ -24,7 +24,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harness.arrivals import stream
 from harness.engine.events import (
     Action,
     Admit,
@@ -52,6 +51,7 @@ from harness.profile import Profile
 from harness.results.quantiles import percentiles
 from harness.results.summary import write_jsonl
 from harness.run_core import RunCore
+from harness.workload.arrivals import stream
 
 _TIMER_SLACK_S = 0.0005  # fire just after a deadline, never just before it
 _MIN_REARM_S = 0.005  # a deadline already past after a Tick is retried at this pace, not spun

@@ -27,12 +27,12 @@ from typing import Any
 
 import orjson
 
-from harness.arrivals import schedule
 from harness.profile import AlertRule, Profile, ProfileError
 from harness.results import summary as summ
 from harness.results.alerts import evaluate_alerts, signal_series
 from harness.results.client_figures import live_summary, offered_span, trace_figures
-from harness.traces import traced
+from harness.workload.arrivals import schedule
+from harness.workload.traces import traced
 
 # Attempts that may not have reached the proxy (no connection was made).
 _UNREACHED = ("failed:connection_refused", "failed:connection_error")

@@ -2,7 +2,7 @@
 
 Theory of operation. Locust users are closed-loop: each waits for its response before it sends
 again, so a rate collapses when responses take 5-30 s (locust#2347). Here one ``Driver`` user
-per process does no request itself: it walks the precomputed schedule (``harness.arrivals``, the
+per process does no request itself: it walks the precomputed schedule (``harness.workload.arrivals``, the
 same one ``harness sim`` uses), sleeps until each arrival's intended time and spawns one greenlet
 per arrival, never waiting on a response. A bounded in-flight count caps the greenlets; when it
 is full the arrival is dropped and recorded as ``dropped`` (``dropped_by_generator``). All

@@ -4,7 +4,7 @@ A POST is one logical request; ``x-class``, ``x-priority`` and ``x-tenant`` clas
 (defaults: the profile's first class, its priority and tenant). The engine decides at once; an
 admitted request waits for its ``Dispatch``, and each attempt's outcome goes back to the engine
 as ``Finished`` or ``Failed``. The client hears only the engine's final word, answered as
-``harness.outcomes`` says (the table the simulated callers retry by), so a retried attempt
+``harness.workload.outcomes`` says (the table the simulated callers retry by), so a retried attempt
 stays invisible -- except in a stream: once its first byte went out, a failure is final.
 
 The request path is a raw ASGI callable (no routing framework: it measured faster, see

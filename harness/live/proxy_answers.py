@@ -1,7 +1,7 @@
 """The proxy's answers to its clients, and the HTTP side of one admitted request.
 
 ``Answers`` is the part of ``ProxyApp`` (harness/live/proxy.py) that turns the engine's final
-word into an HTTP answer, as ``harness.outcomes`` says: the upstream's answer passed on, a
+word into an HTTP answer, as ``harness.workload.outcomes`` says: the upstream's answer passed on, a
 failure, an expiry, a rejection, a refusal after shutdown. Times in answers are wall seconds
 (profile seconds times the clock's scale).
 """
@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import asyncio
 
-from harness import outcomes
 from harness.asgi import Headers, Send
 from harness.engine.events import Complete, Expire, Fail, Reject
 from harness.live import wire
 from harness.live.driver import Ticket
 from harness.live.passthrough import pass_on
-from harness.outcomes import Answer
+from harness.workload import outcomes
+from harness.workload.outcomes import Answer
 
 
 class ProxiedRequest(Ticket):
@@ -83,7 +83,7 @@ class Answers:
     async def _answer(
         self, send: Send, ans: Answer, msg: str, headers: Headers | None = None
     ) -> None:
-        """An answer of harness.outcomes' table, as JSON with its headers (wall seconds)."""
+        """An answer of harness.workload.outcomes' table, as JSON with its headers (wall seconds)."""
         out = list(headers or [])
         if ans.outcome != "rejected":
             out.append((b"x-proxy-outcome", ans.outcome.encode()))

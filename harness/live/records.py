@@ -17,9 +17,9 @@ from typing import Any
 
 import orjson
 
-from harness.arrivals import Arrival, schedule
 from harness.live.calls import record_of
 from harness.profile import Profile
+from harness.workload.arrivals import Arrival, schedule
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:

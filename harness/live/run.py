@@ -33,7 +33,6 @@ import orjson
 import yaml
 from rich.console import Console
 
-from harness.arrivals import schedule
 from harness.exit_codes import EXIT_BROKEN, EXIT_OK, for_summary
 from harness.interrupts import Interrupts
 from harness.live import calls, loadgen, prometheus, records
@@ -47,8 +46,9 @@ from harness.live.tls import check as tls_check
 from harness.live.traced import ClassSizes, traced_lengths
 from harness.profile import FromEnv, Profile, to_dict
 from harness.results.summary import check_writable, os_error_line
-from harness.traces import traced
 from harness.upstream_model.tokens import prompt_tokens
+from harness.workload.arrivals import schedule
+from harness.workload.traces import traced
 
 UPSTREAM_FAULTS = ("latency", "status", "rate_limit", "hang", "reset", "stream_error", "truncate")
 PROXY_GRACE_S = 5.0

@@ -1,6 +1,6 @@
 """A traced request's body: the prompt length and the output cap of its trace row.
 
-A public trace (``harness.traces``) gives each arrival its prompt and output token counts;
+A public trace (``harness.workload.traces``) gives each arrival its prompt and output token counts;
 without the endpoint's tokenizer the prompt is sized by the one rule of
 ``harness.upstream_model.tokens``: ``CHARS_PER_TOKEN`` characters a token, so a row of N prompt
 tokens sends 4 x N characters (the stub counts them back as exactly N), and asks for the row's
@@ -19,13 +19,13 @@ from __future__ import annotations
 
 from typing import Final
 
-from harness.arrivals import Arrival
 from harness.live.dialect import body_template
 from harness.profile import Profile, TokenCount
 from harness.profile.schema.fields import MAX_PROMPT_CHARS, MAX_TOKENS
 from harness.upstream_model.draws import RequestDraws
 from harness.upstream_model.latency import token_counts
 from harness.upstream_model.tokens import CHARS_PER_TOKEN, prompt_tokens
+from harness.workload.arrivals import Arrival
 
 _WORDS: Final = b"the quick brown fox jumps over the lazy dog "
 _MAX_PROMPT_TOKENS: Final = MAX_PROMPT_CHARS // CHARS_PER_TOKEN

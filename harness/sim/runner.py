@@ -17,9 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from harness import outcomes
-from harness.arrivals import Arrival, schedule, stream
-from harness.clients import retry_delay
 from harness.engine.events import (
     ACK_LOST,
     Action,
@@ -34,7 +31,6 @@ from harness.engine.events import (
     Reject,
     Tick,
 )
-from harness.outcomes import Answer
 from harness.profile import ClientRetry, Profile
 from harness.results import summary as summ
 from harness.results.recorder import DecisionLog
@@ -42,6 +38,10 @@ from harness.results.stats import Collector
 from harness.run_core import Retried, RunCore
 from harness.sim.tokens import TokenFigures
 from harness.sim.upstream import MID_STREAM, SimUpstream
+from harness.workload import outcomes
+from harness.workload.arrivals import Arrival, schedule, stream
+from harness.workload.clients import retry_delay
+from harness.workload.outcomes import Answer
 
 _FINISH: Final = 0
 _FAIL: Final = 1
@@ -52,8 +52,8 @@ _CLIENT: Final = 4
 
 class ClientRetries:
     """``clients.retry`` in virtual time: each final outcome is turned into what its caller
-    hears (``harness.outcomes``, the proxy's own table) and the caller retries it or not by the
-    SDKs' rules (``harness.clients``), as a new arrival with id ``r-000123.2``. Only the last
+    hears (``harness.workload.outcomes``, the proxy's own table) and the caller retries it or not by the
+    SDKs' rules (``harness.workload.clients``), as a new arrival with id ``r-000123.2``. Only the last
     attempt is the logical request's outcome; every attempt is an engine arrival
     (``counts.attempts``), and the per-second timeline shows attempts, as a proxy would."""
 

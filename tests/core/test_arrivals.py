@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.arrivals import schedule
 from harness.profile import ProfileError, load, loads
+from harness.workload.arrivals import schedule
 from tests.conftest import BASE
 
 

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.arrivals import schedule
 from harness.profile import Profile, ProfileError, loads, to_dict
 from harness.sim.runner import simulate
-from harness.traces import azure_ticks
+from harness.workload.arrivals import schedule
+from harness.workload.traces import azure_ticks
 
 ROOT = Path(__file__).resolve().parents[2]
 AZURE_HEAD = "TIMESTAMP,ContextTokens,GeneratedTokens\n"

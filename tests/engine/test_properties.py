@@ -82,8 +82,8 @@ def test_conservation_holds_for_any_profile_and_seed(p: Profile, seed: int) -> N
 def test_no_tier_is_served_while_a_higher_tier_waits(p: Profile, seed: int) -> None:
     import heapq
 
-    from harness.arrivals import schedule, stream
     from harness.engine.events import Finished, Tick
+    from harness.workload.arrivals import schedule, stream
 
     eng = Engine(p.engine, service_time_prior_s=p.service_time_prior(), rng=stream(seed, "engine"))
     heap: list[tuple[float, int, str]] = []
@@ -118,7 +118,7 @@ def test_no_tier_is_served_while_a_higher_tier_waits(p: Profile, seed: int) -> N
 @SETTINGS
 @given(profiles(), st.integers(0, 10_000))
 def test_every_reject_has_a_reason_and_a_retry_after(p: Profile, seed: int) -> None:
-    from harness.arrivals import schedule, stream
+    from harness.workload.arrivals import schedule, stream
 
     eng = Engine(p.engine, service_time_prior_s=p.service_time_prior(), rng=stream(seed, "engine"))
     for a in schedule(p, seed):

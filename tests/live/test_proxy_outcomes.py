@@ -1,4 +1,4 @@
-"""The proxy answers each of the engine's outcomes exactly as ``harness.outcomes`` says -- the
+"""The proxy answers each of the engine's outcomes exactly as ``harness.workload.outcomes`` says -- the
 table the simulation's callers retry by -- so the two cannot drift (issue 12)."""
 
 from __future__ import annotations
@@ -6,10 +6,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from harness import outcomes
 from harness.live.clock import MonotonicClock
 from harness.live.upstream import ScriptedResponse, UpstreamError
-from harness.outcomes import Answer
+from harness.workload import outcomes
+from harness.workload.outcomes import Answer
 from tests.live.proxy_support import Exchange, Gate, make_app, profile, request, start, until
 from tests.live.test_proxy_upstream import SSE, scripted, status
 

@@ -10,7 +10,6 @@ from typing import Any
 import orjson
 import pytest
 
-from harness.arrivals import schedule
 from harness.live.answers import read_body, read_stream
 from harness.live.calls import (
     ClientRequest,
@@ -20,6 +19,7 @@ from harness.live.calls import (
     make_config,
 )
 from harness.profile import ClientRetry, load, loads
+from harness.workload.arrivals import schedule
 
 STREAMY = """
 name: streamy

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.arrivals import schedule
 from harness.profile import load
 from harness.stub import create_app
 from harness.stub.server import StubThread
+from harness.workload.arrivals import schedule
 from tests.run.support import RETRYING, STREAMY, live, per_window, write_profile
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.arrivals import Arrival
 from harness.live.traced import ClassSizes
 from harness.profile import load
+from harness.workload.arrivals import Arrival
 from tests.run.support import live
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
@@ -44,7 +44,7 @@ def test_every_completed_request_used_its_drawn_prompt_and_completion(
 
 
 def test_the_dry_run_counts_the_sized_requests_it_would_send(tmp_path: Path) -> None:
-    from harness.arrivals import schedule
+    from harness.workload.arrivals import schedule
 
     prof = load("token-model", list(SHORT))
     res = live("token-model", tmp_path / "d", SHORT, time_scale=0.1, seed=3, dry_run=True)

@@ -1,7 +1,7 @@
 """Public LLM traces replayed live against the bundled stub (issue 17's must-show).
 
 Each test writes a small trace in one format (Azure CSV, BurstGPT CSV, mooncake JSONL), works
-out what the file holds on its own (rebase, window, speed-up: not through harness.traces), runs
+out what the file holds on its own (rebase, window, speed-up: not through harness.workload.traces), runs
 it live at a small time scale -- through the proxy, without it, and with two Locust workers --
 and checks what was sent against the file: the arrivals per 10 s window (within one), the
 interarrival CV (within 10 %), and the tokens: the stub answers a prompt of 4 x N characters as

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from harness.arrivals import schedule
 from harness.profile import load
 from harness.sim.runner import simulate
+from harness.workload.arrivals import schedule
 from tests.run.support import LiveResult, live, per_window
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]

@@ -8,7 +8,6 @@ from typing import Any
 
 import orjson
 
-from harness.arrivals import Arrival
 from harness.live.calls import ClientRequest
 from harness.live.merge import (
     attempt_counts,
@@ -20,6 +19,7 @@ from harness.live.merge import (
 )
 from harness.profile import loads
 from harness.results.client_figures import lateness_wall_limit
+from harness.workload.arrivals import Arrival
 
 PROFILE = loads("""
 name: merge-test

@@ -10,12 +10,12 @@ from typing import Any
 
 import orjson
 
-from harness.arrivals import schedule
 from harness.live.calls import ClientRequest, Plan, RequestSpec, make_config
 from harness.live.dialect import request_body
 from harness.profile import Profile, loads
 from harness.profile.schema.fields import MAX_PROMPT_CHARS, MAX_TOKENS
 from harness.results.client_figures import trace_figures
+from harness.workload.arrivals import schedule
 
 CLASSES = """
 classes:

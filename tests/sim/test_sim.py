@@ -148,7 +148,7 @@ faults:
 def test_simulated_callers_retry_what_the_engine_gave_up_on_as_live_callers_do() -> None:
     """Issue 12: the proxy answers a ``retry_budget`` failure with the last upstream answer (a
     429 here, a 502 after a reset), which SDK callers retry; so do the simulated callers, by
-    the same table (harness.outcomes), and only mid-stream failures stay unretried."""
+    the same table (harness.workload.outcomes), and only mid-stream failures stay unretried."""
     for fault in ("{kind: status, status: 429, probability: 0.7, retry_after_s: 1}",
                   "{kind: reset, probability: 0.7}"):  # fmt: skip
         base = BASE + f"""
@@ -165,7 +165,7 @@ faults:
 
 
 def test_a_schedule_seed_keeps_the_arrivals_and_redraws_the_rest() -> None:
-    from harness.arrivals import schedule
+    from harness.workload.arrivals import schedule
 
     p = load("seed-burst")
     a = simulate(p, 5, with_timeline=False, schedule_seed=1).summary

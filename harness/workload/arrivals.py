@@ -22,7 +22,7 @@ from typing import Final
 
 from harness.engine.events import PRIORITY_OF, Arrived
 from harness.profile import NamePool, Profile, ProfileError, RequestClass
-from harness.traces import hint, read_trace, traced
+from harness.workload.traces import hint, read_trace, traced
 
 
 class Arrival(Arrived):
@@ -50,7 +50,7 @@ class Arrival(Arrived):
         self.tenant = tenant
         self.key = key
         self.deadline_s = deadline_s
-        # Per-request token counts from a public trace (harness.traces); None otherwise.
+        # Per-request token counts from a public trace (harness.workload.traces); None otherwise.
         self.prompt_tokens = prompt_tokens
         self.output_tokens = output_tokens
 

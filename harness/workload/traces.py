@@ -271,7 +271,7 @@ def check_rows(profile: Profile) -> None:
     if traced(profile):
         read_trace(profile)
     elif profile.arrivals.process == "trace":
-        from harness.arrivals import schedule
+        from harness.workload.arrivals import schedule
 
         for _ in schedule(profile):
             pass
