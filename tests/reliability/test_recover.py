@@ -13,6 +13,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -38,6 +39,18 @@ def _gone(pid: int) -> bool:
     except ProcessLookupError:
         return True
     return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
+
+
+def _recover(out: Path) -> dict[str, Any]:
+    """``harness report --recover OUT``: exit 3, no traceback, an incomplete and conserved
+    summary (returned)."""
+    res = subprocess.run(harness("report", "--recover", str(out)), capture_output=True,
+                         text=True, timeout=120)  # fmt: skip
+    assert res.returncode == 3, res.stderr
+    assert_no_traceback(res.stderr)
+    s = summary(out)
+    assert_incomplete_and_conserved(s)
+    return s
 
 
 def _kill_mid_run(tmp_path: Path, also_proxy: bool) -> Path:
@@ -76,12 +89,7 @@ def test_report_recover_rebuilds_an_honest_summary(tmp_path: Path, also_proxy: b
     gen = next(out.glob(".live-*/requests.jsonl"))
     with gen.open("ab") as fh:  # the write a kill cut short
         fh.write(b'{"id":"r-9999","outcome":"compl')
-    res = subprocess.run(harness("report", "--recover", str(out)), capture_output=True,
-                         text=True, timeout=120)  # fmt: skip
-    assert res.returncode == 3, res.stderr
-    assert_no_traceback(res.stderr)
-    s = summary(out)
-    assert_incomplete_and_conserved(s)
+    s = _recover(out)
     c = s["counts"]
     assert c["arrivals"] >= 10 and s["live"]["recovered"]["torn_lines"] == 1
     assert c["in_flight_at_end"] + c["completed"] + c["failed"] + c["expired"] == c["admitted"]
@@ -218,12 +226,7 @@ def test_a_request_the_proxy_never_read_is_named_not_a_violation(tmp_path: Path)
     finally:
         relay.close()
     assert not (out / "summary.json").exists()
-    res = subprocess.run(harness("report", "--recover", str(out)), capture_output=True,
-                         text=True, timeout=120)  # fmt: skip
-    assert res.returncode == 3, res.stderr
-    assert_no_traceback(res.stderr)
-    s = summary(out)
-    assert_incomplete_and_conserved(s)
+    s = _recover(out)
     recs = {
         r["id"]: r for r in map(orjson.loads, (out / "requests.jsonl").read_bytes().splitlines())
     }
