@@ -138,7 +138,7 @@ def report(
     from harness.results.report import write_report
 
     if recover:
-        from harness.live.recover import RecoverError, recover_folder
+        from harness.live.run.recover import RecoverError, recover_folder
 
         try:
             with io_errors(folder):
@@ -277,7 +277,7 @@ def proxy(
     """Serve the admission proxy alone in front of any endpoint; results written on stop."""
     import dataclasses
 
-    from harness.live.proxy_server import default_profile, serve_proxy
+    from harness.live.proxy.server import default_profile, serve_proxy
 
     try:
         prof = load_profile(profile, set_) if profile else default_profile(set_ or [])
@@ -286,7 +286,7 @@ def proxy(
     extra = check_thresholds(threshold)
     if extra:
         prof = dataclasses.replace(prof, thresholds=(*prof.thresholds, *extra))
-    from harness.live.tls import Tls, TlsError
+    from harness.live.transport.tls import Tls, TlsError
 
     try:
         tls = Tls(ca_bundle=ca_bundle, insecure=insecure)
@@ -325,8 +325,8 @@ def run(
     proxy_port: Annotated[int, typer.Option(help="The proxy's port (0: any free one).", **PORT)] = 0,
 ) -> None:
     """Run a profile live: open-loop Locust load -> admission proxy -> the stub or a real endpoint."""
-    from harness.live.run import run_live
-    from harness.live.settings import LiveSettings
+    from harness.live.run.orchestrate import run_live
+    from harness.live.run.settings import LiveSettings
 
     prof = load_profile(profile, set_)
     extra = check_thresholds(threshold)
@@ -352,7 +352,7 @@ def worker(
     master_port: Annotated[int, typer.Option(help="The master's Locust port.", **MASTER_PORT)] = 5557,
 ) -> None:
     """Join a `harness run` on another machine as a Locust worker (it ships the plan)."""
-    from harness.live.run import run_worker
+    from harness.live.run.orchestrate import run_worker
 
     raise typer.Exit(run_worker(master, master_port))
 

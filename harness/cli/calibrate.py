@@ -137,9 +137,9 @@ def calibrate(
     from harness.commands.calibrate import CalibrateRequest, FitOptions, calibrate_command
     from harness.fit import FitError
     from harness.live.probe import ProbePlan
-    from harness.live.settings import STUB_MODEL
-    from harness.live.target import BadTarget, endpoint
-    from harness.live.tls import Tls, TlsError
+    from harness.live.run.settings import STUB_MODEL
+    from harness.live.transport.target import BadTarget, endpoint
+    from harness.live.transport.tls import Tls, TlsError
 
     prof = load_profile(profile, set_)
     fixed = _fixed(fix)

@@ -124,16 +124,16 @@ class CalibrateRequest:
     time_scale: float
     model: str
     key_env: str | None
-    tls: Any  # harness.live.tls.Tls
+    tls: Any  # harness.live.transport.tls.Tls
 
 
 def calibrate_command(req: CalibrateRequest, opts: FitOptions, console: Console) -> int:
-    from harness.live import loadgen
-    from harness.live.dialect import wire_headers, wire_path
+    from harness.live.load.dialect import wire_headers, wire_path
     from harness.live.probe import Target, probe
-    from harness.live.target import endpoint, public
-    from harness.live.tls import check
-    from harness.live.upstream import AiohttpUpstream
+    from harness.live.run import loadgen
+    from harness.live.transport.target import endpoint, public
+    from harness.live.transport.tls import check
+    from harness.live.transport.upstream import AiohttpUpstream
 
     req.out.mkdir(parents=True, exist_ok=True)
     records = req.out / "requests.jsonl"

@@ -32,8 +32,8 @@ def verify_recommendation(
 ) -> int:
     """Re-run the recommended point live (``harness run`` against the stub) and report whether
     the live figures fall inside the sweep's seed band for that point."""
-    from harness.live.run import run_live
-    from harness.live.settings import LiveSettings
+    from harness.live.run.orchestrate import run_live
+    from harness.live.run.settings import LiveSettings
 
     values = result["recommendation"]["values"]
     point = next(p for p in result["points"] if p["values"] == values)

@@ -3,7 +3,7 @@ prometheus``).
 
 :func:`query_value` is the exported scaling query's value (``harness.export.promql.
 scaling_query``, the PromQL ``harness export keda`` writes) computed over the gauges the proxy
-serves at ``now`` (``harness/live/metrics.py``), from the engine's state. It repeats the query's
+serves at ``now`` (``harness/live/proxy/metrics.py``), from the engine's state. It repeats the query's
 arithmetic in the query's order, so a live run's proxy can say what it served at each scrape and
 the value a real Prometheus returns can be checked against it exactly; tests/export evaluate
 both over the same states with promtool.

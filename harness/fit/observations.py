@@ -1,4 +1,4 @@
-"""From ``requests.jsonl`` records (``harness.live.calls`` documents them) to the figures the
+"""From ``requests.jsonl`` records (``harness.live.load.calls`` documents them) to the figures the
 token model is fitted on, one row per completed streamed request.
 
 Per request, in profile seconds (records are already scaled back from ``--time-scale``):

@@ -11,7 +11,7 @@ the server's token counts are all seen) and asks for ``max_tokens`` completion t
 Bounds: at most ``max_requests`` requests, split evenly over the steps; no new request after
 ``max_wall_s``; each request cut at ``timeout_s``. Prompts are seeded random common words,
 distinct per request (a prefix cache would otherwise serve repeats and hide the prompt's
-cost). Records are the live run's (``harness.live.calls``), in profile seconds (wall / time
+cost). Records are the live run's (``harness.live.load.calls``), in profile seconds (wall / time
 scale), so ``harness fit`` and ``calibrate`` read them the same way. The API key travels only
 in the request's headers: it is never in a record, a message or a repr.
 """
@@ -27,9 +27,9 @@ from typing import Any
 
 import orjson
 
-from harness.live.answers import usage_tokens
-from harness.live.calls import RECORD_KEYS
-from harness.live.upstream import Upstream, UpstreamError
+from harness.live.load.answers import usage_tokens
+from harness.live.load.calls import RECORD_KEYS
+from harness.live.transport.upstream import Upstream, UpstreamError
 from harness.profile import Wire
 from harness.upstream_model.tokens import CHARS_PER_TOKEN
 

@@ -2,7 +2,7 @@
 
 The generator's records (``requests.jsonl``) are the logical view of a live run: one per
 scheduled arrival, its final outcome, latencies from the *intended* send time. These functions
-turn them into summary.json's client-side fields; ``harness.live.merge`` reads the files, checks
+turn them into summary.json's client-side fields; ``harness.live.run.merge`` reads the files, checks
 the two sides against each other, and calls :func:`live_summary`.
 """
 

@@ -122,8 +122,8 @@ def run_live_cell(cell: str, workdir: Path, scale: float = SCALE) -> dict[str, A
     """One live run of the cell's profile; its summary."""
     from rich.console import Console
 
-    from harness.live.run import run_live
-    from harness.live.settings import LiveSettings
+    from harness.live.run.orchestrate import run_live
+    from harness.live.run.settings import LiveSettings
 
     spec = workdir / f"{cell.replace('/', '-')}.yaml"
     spec.parent.mkdir(parents=True, exist_ok=True)

@@ -36,8 +36,8 @@ from pathlib import Path
 import orjson
 from rich.console import Console
 
-from harness.live.run import run_live
-from harness.live.settings import LiveSettings
+from harness.live.run.orchestrate import run_live
+from harness.live.run.settings import LiveSettings
 from harness.profile import loads
 
 LIMIT_S = 0.005

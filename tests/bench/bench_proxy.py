@@ -134,7 +134,7 @@ def routed(app: Any) -> Any:
     from starlette.applications import Starlette
     from starlette.routing import Mount
 
-    from harness.live.proxy import ProxyApp
+    from harness.live.proxy.app import ProxyApp
 
     class Routed(ProxyApp):
         def __init__(self, inner: ProxyApp) -> None:
@@ -160,7 +160,7 @@ def serve(kind: str, port: int, upstream: str | None) -> None:
         return
     from rich.console import Console
 
-    from harness.live.proxy_server import bind, build_proxy, run_proxy
+    from harness.live.proxy.server import bind, build_proxy, run_proxy
     from harness.profile import loads
 
     assert upstream is not None
@@ -256,7 +256,7 @@ async def paired(direct: str, proxied: str, rate: float, seconds: float) -> tupl
     """Open loop at ``rate`` req/s to each URL, the two schedules interleaved half a period
     apart, so noise from the machine hits both alike. Latencies (s) from the send to the end
     of the body, over pools of keep-alive connections (the proxy's own h1 client)."""
-    from harness.live.h1 import H1Upstream
+    from harness.live.transport.h1 import H1Upstream
 
     clients = (H1Upstream(direct), H1Upstream(proxied))
     hdrs = [(b"content-type", b"application/json")]

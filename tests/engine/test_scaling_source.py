@@ -208,7 +208,7 @@ def _num(x: float) -> str:
 
 
 def proxy_series(e: Engine) -> list[dict[str, str]]:
-    """What the proxy's /metrics serves for this state (harness/live/driver.py queue_state)."""
+    """What the proxy's /metrics serves for this state (harness/live/proxy/driver.py queue_state)."""
     d = e.queue.depth_by_tier
     c, depth = e.pool.concurrency, e.queue.depth
     drain = depth / c * e.service_time_s if c > 0 else (math.inf if depth else 0.0)

@@ -21,9 +21,9 @@ from typing import Any
 
 import orjson
 
-from harness.live.clock import ManualClock
-from harness.live.proxy_server import build_proxy
-from harness.live.upstream import ScriptedResponse, ScriptedUpstream, UpstreamRequest
+from harness.live.proxy.clock import ManualClock
+from harness.live.proxy.server import build_proxy
+from harness.live.transport.upstream import ScriptedResponse, ScriptedUpstream, UpstreamRequest
 from harness.profile import loads
 
 PROFILE = """

@@ -14,10 +14,10 @@ from typing import Any
 import orjson
 import uvicorn
 
-from harness.live.clock import ManualClock, MonotonicClock, RunClock
-from harness.live.proxy import ProxyApp
-from harness.live.proxy_server import bind, build_proxy, run_proxy
-from harness.live.upstream import Handler, ScriptedResponse, ScriptedUpstream, Upstream
+from harness.live.proxy.app import ProxyApp
+from harness.live.proxy.clock import ManualClock, MonotonicClock, RunClock
+from harness.live.proxy.server import bind, build_proxy, run_proxy
+from harness.live.transport.upstream import Handler, ScriptedResponse, ScriptedUpstream, Upstream
 from harness.profile import Profile, loads
 
 CHAT = "/v1/chat/completions"

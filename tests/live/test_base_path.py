@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from harness.live.target import BadTarget, api_base, endpoint
+from harness.live.transport.target import BadTarget, api_base, endpoint
 from tests.live.proxy_support import OK_BODY, REQUEST, ProxyThread, ServerThread, profile
 
 pytestmark = pytest.mark.live

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from harness.live.h1 import H1Upstream
-from harness.live.upstream import AiohttpUpstream, UpstreamError, join_target
+from harness.live.transport.h1 import H1Upstream
+from harness.live.transport.upstream import AiohttpUpstream, UpstreamError, join_target
 from tests.live.proxy_support import free_port
 
 Script = Callable[[asyncio.StreamReader, asyncio.StreamWriter, "Server"], Awaitable[None]]

@@ -12,7 +12,7 @@ import yaml
 from typer.testing import CliRunner
 
 from harness.cli import app
-from harness.live.prometheus import QueryReader, parse_result, scrape_config, wall_interval
+from harness.live.proxy.prometheus import QueryReader, parse_result, scrape_config, wall_interval
 from tests.live.proxy_support import free_port
 
 

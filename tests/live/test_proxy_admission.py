@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
-from harness.live.clock import ManualClock
+from harness.live.proxy.clock import ManualClock
 from tests.live.proxy_support import Exchange, Gate, make_app, profile, request, start, until
 
 

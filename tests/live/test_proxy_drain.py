@@ -17,8 +17,8 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from harness.engine.events import MetricsSample, Tick
-from harness.live.clock import ManualClock
-from harness.live.upstream import ScriptedResponse
+from harness.live.proxy.clock import ManualClock
+from harness.live.transport.upstream import ScriptedResponse
 from tests.live.proxy_support import REQUEST, make_app, ok, profile, start, until
 
 ENGINE = """  executors: {initial: 2, startup_s: 0}

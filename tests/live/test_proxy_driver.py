@@ -11,8 +11,8 @@ import orjson
 import pytest
 
 from harness.engine.events import Finished
-from harness.live.clock import ManualClock, MonotonicClock
-from harness.live.driver import LiveDriver, Ticket
+from harness.live.proxy.clock import ManualClock, MonotonicClock
+from harness.live.proxy.driver import LiveDriver, Ticket
 from tests.live.proxy_support import profile
 
 
@@ -148,7 +148,7 @@ def test_a_held_clock_reads_zero_until_released_and_the_epoch_starts_the_run() -
 
 
 def test_a_held_clock_released_at_the_loads_start_counts_from_that_instant() -> None:
-    from harness.live.proxy import epoch_at
+    from harness.live.proxy.app import epoch_at
 
     clock = MonotonicClock(1.0, held=True)
     clock.release(time.time() + 60.0)  # the load starts in a minute

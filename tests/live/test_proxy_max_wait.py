@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from harness.live.clock import MonotonicClock
+from harness.live.proxy.clock import MonotonicClock
 from tests.live.proxy_support import Gate, make_app, profile, request, start, until
 
 

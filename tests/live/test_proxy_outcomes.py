@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from harness.live.clock import MonotonicClock
-from harness.live.upstream import ScriptedResponse, UpstreamError
+from harness.live.proxy.clock import MonotonicClock
+from harness.live.transport.upstream import ScriptedResponse, UpstreamError
 from harness.workload import outcomes
 from harness.workload.outcomes import Answer
 from tests.live.proxy_support import Exchange, Gate, make_app, profile, request, start, until

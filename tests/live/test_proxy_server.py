@@ -14,7 +14,7 @@ import httpx
 import orjson
 import pytest
 
-from harness.live.proxy_server import default_profile, public_url
+from harness.live.proxy.server import default_profile, public_url
 from tests.live.proxy_support import CHAT, REQUEST, ServerThread, TestUpstream, free_port
 
 pytestmark = pytest.mark.live
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.live
 LAUNCH = """
 import sys
 from pathlib import Path
-from harness.live.proxy_server import default_profile, serve_proxy
+from harness.live.proxy.server import default_profile, serve_proxy
 a = sys.argv
 sys.exit(serve_proxy(upstream=a[1], profile=default_profile(["engine.executors.initial=2"]),
                      port=int(a[2]), out=Path(a[3]), ready_file=Path(a[4]) if a[4] else None,

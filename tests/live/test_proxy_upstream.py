@@ -10,8 +10,8 @@ from typing import Any
 
 import orjson
 
-from harness.live.clock import MonotonicClock
-from harness.live.upstream import ScriptedResponse, UpstreamError, UpstreamRequest
+from harness.live.proxy.clock import MonotonicClock
+from harness.live.transport.upstream import ScriptedResponse, UpstreamError, UpstreamRequest
 from tests.live.proxy_support import (
     FAST_RETRIES,
     Gate,

@@ -13,8 +13,8 @@ from typing import Any
 import orjson
 from rich.console import Console
 
-from harness.live.run import run_live
-from harness.live.settings import LiveSettings
+from harness.live.run.orchestrate import run_live
+from harness.live.run.settings import LiveSettings
 from harness.profile import load
 
 STREAMY = """

@@ -10,8 +10,8 @@ from typing import Any
 import orjson
 import pytest
 
-from harness.live.answers import read_body, read_stream
-from harness.live.calls import (
+from harness.live.load.answers import read_body, read_stream
+from harness.live.load.calls import (
     ClientRequest,
     Plan,
     RequestSpec,

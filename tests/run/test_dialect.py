@@ -1,11 +1,11 @@
-"""The profile's wire: section turned into headers, a query and a body (harness.live.dialect)."""
+"""The profile's wire: section turned into headers, a query and a body (harness.live.load.dialect)."""
 
 from __future__ import annotations
 
 import orjson
 import pytest
 
-from harness.live.dialect import request_body, wire_headers, wire_path
+from harness.live.load.dialect import request_body, wire_headers, wire_path
 from tests.conftest import make_profile
 
 AZURE = """wire:

@@ -26,11 +26,11 @@ def test_only_the_locust_process_modules_import_locust_or_gevent() -> None:
                 names = [node.module]
             if any(n.split(".")[0] in GREEN for n in names):
                 found.add(path.relative_to(root).as_posix())
-    assert found == {"live/locust_driver.py", "live/open_loop.py"}
+    assert found == {"live/load/locust_driver.py", "live/load/open_loop.py"}
 
 
 def test_the_run_command_does_not_load_locust_into_its_own_process() -> None:
-    code = ("import sys, harness.live.run, harness.live.loadgen, harness.live.calls\n"
+    code = ("import sys, harness.live.run.orchestrate, harness.live.run.loadgen, harness.live.load.calls\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] in "
             f"{GREEN!r}))")  # fmt: skip
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -39,6 +39,6 @@ def test_the_run_command_does_not_load_locust_into_its_own_process() -> None:
 
 @pytest.mark.parametrize("name", ["locust_driver.py", "open_loop.py"])
 def test_the_driver_imports_locust_first(name: str) -> None:
-    tree = ast.parse((Path(harness.__file__).parent / "live" / name).read_text())
+    tree = ast.parse((Path(harness.__file__).parent / "live" / "load" / name).read_text())
     first = next(n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom))
     assert isinstance(first, ast.Import) and first.names[0].name == "locust"

@@ -58,8 +58,8 @@ def test_client_retries_are_counted_as_attempts_on_both_sides(tmp_path: Path) ->
 def test_ctrl_c_drains_briefly_and_keeps_partial_results(tmp_path: Path) -> None:
     out = tmp_path / "out"
     code = (f"import sys; from pathlib import Path; from rich.console import Console\n"
-            f"from harness.profile import load; from harness.live.run import run_live\n"
-            f"from harness.live.settings import LiveSettings\n"
+            f"from harness.profile import load; from harness.live.run.orchestrate import run_live\n"
+            f"from harness.live.run.settings import LiveSettings\n"
             f"sys.exit(run_live(LiveSettings.from_options(profile_spec='seed-burst', "
             f"profile=load('seed-burst'), out=Path({str(out)!r})), console=Console()))")  # fmt: skip
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,

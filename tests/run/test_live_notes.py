@@ -1,5 +1,5 @@
 """What a live run says before its load starts, about what it will not do as the simulation
-does (harness/live/run.py ``_notes``)."""
+does (harness/live/run/orchestrate.py ``_notes``)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from harness.live.run import _notes
-from harness.live.settings import LiveSettings
+from harness.live.run.orchestrate import _notes
+from harness.live.run.settings import LiveSettings
 from harness.profile import load
 
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import orjson
 
-from harness.live.calls import ClientRequest
-from harness.live.merge import (
+from harness.live.load.calls import ClientRequest
+from harness.live.run.merge import (
     attempt_counts,
     cross_check,
     cross_check_partial,

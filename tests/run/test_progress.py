@@ -10,7 +10,7 @@ from pathlib import Path
 import orjson
 from rich.console import Console
 
-from harness.live.progress import LiveView, Tail, parse_metrics, print_dry_run
+from harness.live.run.progress import LiveView, Tail, parse_metrics, print_dry_run
 from harness.profile import load
 
 METRICS = """\

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import uvicorn
 
-from harness.live.proxy_server import bind
+from harness.live.proxy.server import bind
 from tests.run.support import live, passed_or_saturated, write_profile
 
 stub = pytest.importorskip("harness.stub")
@@ -172,8 +172,8 @@ def test_tls_without_the_ca_is_exit_3_naming_the_certificate_before_any_load(
 def test_the_proxy_alone_names_a_certificate_failure(pki: tuple[Path, Path]) -> None:
     import asyncio
 
-    from harness.live.proxy_server import reachable
-    from harness.live.tls import Tls
+    from harness.live.proxy.server import reachable
+    from harness.live.transport.tls import Tls
 
     server, bundle = pki
     with Server(stub.create_app(latency_s=0.05), certfile=server) as s:
@@ -200,7 +200,7 @@ def test_the_generator_itself_refuses_an_unverified_server(
     """With the start-up check out of the way, the load generator still verifies: nothing
     reaches the server (and so no key), every request fails naming the certificate."""
     server, _bundle = pki
-    monkeypatch.setattr("harness.live.run.tls_check", lambda *a, **k: None)
+    monkeypatch.setattr("harness.live.run.orchestrate.tls_check", lambda *a, **k: None)
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     app = stub.create_app(latency_s=0.05)
     with Server(app, certfile=server) as s:

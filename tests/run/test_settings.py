@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.live.settings import LiveSettings, SettingsError
-from harness.live.target import BadTarget
-from harness.live.wire import parse_retry_after
+from harness.live.run.settings import LiveSettings, SettingsError
+from harness.live.transport.target import BadTarget
+from harness.live.transport.wire import parse_retry_after
 from harness.profile import load
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 import pytest
 
-from harness.live.recover import recover_proxy
+from harness.live.run.recover import recover_proxy
 from harness.profile import load
 from harness.results import contract
 from harness.results.thresholds import evaluate_all, known_path

@@ -1,4 +1,4 @@
-"""What a traced arrival sends (harness/live/traced.py), without a network: a prompt of 4
+"""What a traced arrival sends (harness/live/load/traced.py), without a network: a prompt of 4
 characters per traced prompt token, the traced output as the length cap in the wire's field,
 the same JSON a full encoding would write; untraced profiles send the bytes they always did;
 and the live summary's ``trace`` block (results/client_figures.trace_figures)."""
@@ -10,8 +10,8 @@ from typing import Any
 
 import orjson
 
-from harness.live.calls import ClientRequest, Plan, RequestSpec, make_config
-from harness.live.dialect import request_body
+from harness.live.load.calls import ClientRequest, Plan, RequestSpec, make_config
+from harness.live.load.dialect import request_body
 from harness.profile import Profile, loads
 from harness.profile.schema.fields import MAX_PROMPT_CHARS, MAX_TOKENS
 from harness.results.client_figures import trace_figures

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 import httpx
 
 from harness.interrupts import Interrupts
-from harness.live import calls, loadgen
-from harness.live.progress import LiveView
+from harness.live.load import calls
+from harness.live.run import loadgen
+from harness.live.run.progress import LiveView
 from harness.profile import Profile
 
 

@@ -37,13 +37,13 @@ from harness.engine.events import (
     Finished,
     Reject,
 )
-from harness.live import wire
-from harness.live.acks import AckLoss
-from harness.live.driver import LiveDriver
-from harness.live.passthrough import passthrough
-from harness.live.proxy_answers import Answers, ProxiedRequest
-from harness.live.request_class import ClassTable
-from harness.live.upstream import Upstream, UpstreamError, UpstreamResponse
+from harness.live.proxy.acks import AckLoss
+from harness.live.proxy.answers import Answers, ProxiedRequest
+from harness.live.proxy.driver import LiveDriver
+from harness.live.proxy.passthrough import passthrough
+from harness.live.proxy.request_class import ClassTable
+from harness.live.transport import wire
+from harness.live.transport.upstream import Upstream, UpstreamError, UpstreamResponse
 
 DEFAULT_MAX_BODY = 8 * 1024 * 1024
 RETRYABLE_STATUS = frozenset((408, 409, 429))  # and every 5xx, as the OpenAI SDKs retry
@@ -231,7 +231,7 @@ class ProxyApp(Answers):
         acks, clock = self.acks, self.driver.clock
         if acks and acks.lost(call.id, call.attempt, clock.now() - self.driver.epoch):
             # The work runs to its end upstream; its answer is lost, and the queue learns
-            # of it when the visibility timeout passes (harness/live/acks.py).
+            # of it when the visibility timeout passes (harness/live/proxy/acks.py).
             due = clock.now() + acks.timeout_s
             acks.finish_unseen(self._unseen(call))
             await asyncio.sleep(max(0.0, clock.wall_delay(due)))

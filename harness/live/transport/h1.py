@@ -24,8 +24,8 @@ from urllib.parse import urlsplit
 
 import httptools
 
-from harness.live.tls import Tls
-from harness.live.upstream import Headers, UpstreamError, UpstreamResponse, join_target
+from harness.live.transport.tls import Tls
+from harness.live.transport.upstream import Headers, UpstreamError, UpstreamResponse, join_target
 
 _HIGH_WATER = 1 << 20  # buffered body bytes above which reading pauses (slow consumer)
 _MAX_IDLE = 256  # pooled idle connections kept
@@ -261,7 +261,7 @@ class H1Response:
 
 
 class H1Upstream:
-    """The :class:`~harness.live.upstream.Upstream` protocol over :class:`_Conn` connections."""
+    """The :class:`~harness.live.transport.upstream.Upstream` protocol over :class:`_Conn` connections."""
 
     def __init__(
         self, base_url: str, *, connect_timeout_s: float = 10.0, tls: Tls | None = None

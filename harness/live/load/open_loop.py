@@ -39,9 +39,9 @@ from geventhttpclient.response import HTTPConnectionClosed
 from locust.contrib.fasthttp import FastHttpSession
 from locust.env import Environment
 
-from harness.live.answers import read_all, read_body, read_stream
-from harness.live.calls import ClientRequest, Plan, RequestSpec, Retry
-from harness.live.records import sent_marker
+from harness.live.load.answers import read_all, read_body, read_stream
+from harness.live.load.calls import ClientRequest, Plan, RequestSpec, Retry
+from harness.live.load.records import sent_marker
 
 SPIN_S = 0.0015  # at most this last stretch before an arrival is spun, not slept...
 SPIN_SHARE = 0.1  # ...and at most this share of the recent mean gap between arrivals

@@ -27,7 +27,7 @@ import yaml
 from harness.engine.core import Engine
 from harness.engine.events import Event, SignalRead
 from harness.export.promql import duration, scaling_query
-from harness.live.target import public
+from harness.live.transport.target import public
 from harness.profile.schema import Profile
 
 BINARY = "prometheus"

@@ -43,10 +43,10 @@ from harness.engine.events import (
     Tick,
 )
 from harness.engine.scrape import drain_time
-from harness.live.clock import MonotonicClock, RunClock
-from harness.live.metrics import ProxyMetrics, QueueState, ScalingState
-from harness.live.outfiles import ProxyFiles, mark_broken
-from harness.live.prometheus import ProxySignal
+from harness.live.proxy.clock import MonotonicClock, RunClock
+from harness.live.proxy.metrics import ProxyMetrics, QueueState, ScalingState
+from harness.live.proxy.outfiles import ProxyFiles, mark_broken
+from harness.live.proxy.prometheus import ProxySignal
 from harness.profile import Profile
 from harness.results.quantiles import percentiles
 from harness.results.summary import write_jsonl
@@ -140,7 +140,7 @@ class LiveDriver:
         self.metrics_up = True  # False during a metrics_outage: /metrics answers 503
         self._outages = tuple(f for f in profile.faults if f.kind == "metrics_outage")
         # engine.scaling.source: prometheus: each evaluation reads the exported query from a
-        # real Prometheus that scrapes this proxy (harness/live/prometheus.py).
+        # real Prometheus that scrapes this proxy (harness/live/proxy/prometheus.py).
         self.signal = ProxySignal.attach(self.engine, profile, prometheus_url)
         self.epoch = 0.0  # the fault timeline counts from here (PUT /_proxy/epoch moves it)
         self.stopping = False

@@ -30,12 +30,12 @@ from rich.console import Console
 
 from harness import serving
 from harness.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN, for_summary
-from harness.live.clock import MonotonicClock, RunClock
-from harness.live.driver import LiveDriver
-from harness.live.h1 import H1Upstream
-from harness.live.proxy import DEFAULT_MAX_BODY, ProxyApp
-from harness.live.tls import INSECURE_WARNING, Tls, TlsError, acheck
-from harness.live.upstream import AiohttpUpstream, Upstream
+from harness.live.proxy.app import DEFAULT_MAX_BODY, ProxyApp
+from harness.live.proxy.clock import MonotonicClock, RunClock
+from harness.live.proxy.driver import LiveDriver
+from harness.live.transport.h1 import H1Upstream
+from harness.live.transport.tls import INSECURE_WARNING, Tls, TlsError, acheck
+from harness.live.transport.upstream import AiohttpUpstream, Upstream
 from harness.profile import Profile, loads
 from harness.results.summary import check_writable, os_error_line
 

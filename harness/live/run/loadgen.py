@@ -89,7 +89,7 @@ def write_shim(workdir: Path) -> Path:
     a private folder keeps harness/live/ off sys.path (its module names would shadow others)."""
     shim = workdir / SHIM
     shim.write_text(
-        "import locust  # noqa: F401\nfrom harness.live.locust_driver import *  # noqa\n"
+        "import locust  # noqa: F401\nfrom harness.live.load.locust_driver import *  # noqa\n"
     )
     return shim
 

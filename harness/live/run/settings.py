@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.live.target import endpoint, public
-from harness.live.tls import Tls
+from harness.live.transport.target import endpoint, public
+from harness.live.transport.tls import Tls
 from harness.profile import Profile
 
 STUB_MODEL = "harness-stub"

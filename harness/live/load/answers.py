@@ -1,4 +1,4 @@
-"""Reading a 200 answer into a :class:`~harness.live.calls.ClientRequest`: a JSON body or a
+"""Reading a 200 answer into a :class:`~harness.live.load.calls.ClientRequest`: a JSON body or a
 stream.
 
 Duck-typed (a FastResponse, or a test double), and free of Locust and gevent like ``calls``.
@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from harness.live.calls import ClientRequest
+from harness.live.load.calls import ClientRequest
 
 
 def read_all(r: Any) -> bytes | None:

@@ -35,15 +35,17 @@ from rich.console import Console
 
 from harness.exit_codes import EXIT_BROKEN, EXIT_OK, for_summary
 from harness.interrupts import Interrupts
-from harness.live import calls, loadgen, prometheus, records
-from harness.live.follow import follow
-from harness.live.merge import merge
-from harness.live.progress import LiveView, print_dry_run, show_results
-from harness.live.settings import CHAT, LiveSettings
-from harness.live.target import api_base, public
-from harness.live.tls import INSECURE_WARNING
-from harness.live.tls import check as tls_check
-from harness.live.traced import ClassSizes, traced_lengths
+from harness.live.load import calls, records
+from harness.live.load.traced import ClassSizes, traced_lengths
+from harness.live.proxy import prometheus
+from harness.live.run import loadgen
+from harness.live.run.follow import follow
+from harness.live.run.merge import merge
+from harness.live.run.progress import LiveView, print_dry_run, show_results
+from harness.live.run.settings import CHAT, LiveSettings
+from harness.live.transport.target import api_base, public
+from harness.live.transport.tls import INSECURE_WARNING
+from harness.live.transport.tls import check as tls_check
 from harness.profile import FromEnv, Profile, to_dict
 from harness.results.summary import check_writable, os_error_line
 from harness.upstream_model.tokens import prompt_tokens

@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from harness.live.calls import record_of
+from harness.live.load.calls import record_of
 from harness.profile import Profile
 from harness.workload.arrivals import Arrival, schedule
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from harness.live.dialect import body_template
+from harness.live.load.dialect import body_template
 from harness.profile import Profile, TokenCount
 from harness.profile.schema.fields import MAX_PROMPT_CHARS, MAX_TOKENS
 from harness.upstream_model.draws import RequestDraws

@@ -1,6 +1,6 @@
 """The proxy's answers to its clients, and the HTTP side of one admitted request.
 
-``Answers`` is the part of ``ProxyApp`` (harness/live/proxy.py) that turns the engine's final
+``Answers`` is the part of ``ProxyApp`` (harness/live/proxy/app.py) that turns the engine's final
 word into an HTTP answer, as ``harness.workload.outcomes`` says: the upstream's answer passed on, a
 failure, an expiry, a rejection, a refusal after shutdown. Times in answers are wall seconds
 (profile seconds times the clock's scale).
@@ -12,9 +12,9 @@ import asyncio
 
 from harness.asgi import Headers, Send
 from harness.engine.events import Complete, Expire, Fail, Reject
-from harness.live import wire
-from harness.live.driver import Ticket
-from harness.live.passthrough import pass_on
+from harness.live.proxy.driver import Ticket
+from harness.live.proxy.passthrough import pass_on
+from harness.live.transport import wire
 from harness.workload import outcomes
 from harness.workload.outcomes import Answer
 

@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 from harness.asgi import Headers, Receive, Scope, Send
-from harness.live import wire
-from harness.live.upstream import Upstream, UpstreamError
+from harness.live.transport import wire
+from harness.live.transport.upstream import Upstream, UpstreamError
 
 
 async def passthrough(upstream: Upstream, scope: Scope, receive: Receive, send: Send, *,

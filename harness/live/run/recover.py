@@ -25,9 +25,9 @@ from typing import Any
 
 import orjson
 
-from harness.live import records
-from harness.live.merge import attempt_counts, merge
-from harness.live.outfiles import PARTIAL_TIMELINE
+from harness.live.load import records
+from harness.live.proxy.outfiles import PARTIAL_TIMELINE
+from harness.live.run.merge import attempt_counts, merge
 from harness.profile import Profile, ProfileError, load
 from harness.results import contract
 from harness.results import summary as summ

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-from harness.live.tls import Tls
+from harness.live.transport.tls import Tls
 
 Headers = list[tuple[bytes, bytes]]
 
@@ -75,7 +75,7 @@ class Upstream(Protocol):
 
 def join_target(base_path: str, target: str) -> str:
     """The upstream path for a request path, so the proxy forwards to exactly the URL a bare
-    run with the same base URL would use (``harness.live.target.endpoint``).
+    run with the same base URL would use (``harness.live.transport.target.endpoint``).
 
     A server root (``""``, ``"/"``) takes the request path as it is. Any other base path is an
     OpenAI-style API base (``/v1``, ``/openai/v1``, ``/api/v1``, ``/v1beta/openai``) that stands

@@ -3,14 +3,14 @@
 Locust users are closed-loop: each waits for its response before it sends again, so a rate
 collapses when responses take 5-30 s (locust#2347). Here one ``Driver`` user per process does
 no request itself: it hands the process's share of the schedule to
-:class:`harness.live.open_loop.OpenLoop`, which sends it open-loop (timing, in-flight cap and
+:class:`harness.live.load.open_loop.OpenLoop`, which sends it open-loop (timing, in-flight cap and
 records are described there). This module holds the process state and Locust's hooks.
 
 Distribution. The master sends each worker a plan (profile, seed, start, index i of N) in a
 ``harness_plan`` message from ``test_start``; worker i sends arrivals i, i+N, i+2N...; workers
 stream their records back (``harness_records``) and say ``harness_done``; when every worker
 is done the master quits, which writes Locust's HTML report. Records are one JSON line per
-scheduled arrival (schema in ``harness.live.calls``). SIGUSR1 to the master (or the standalone
+scheduled arrival (schema in ``harness.live.load.calls``). SIGUSR1 to the master (or the standalone
 process) stops the load early: the CLI's Ctrl-C.
 """
 
@@ -35,8 +35,8 @@ from locust import User, events, task
 from locust.env import Environment
 from locust.runners import MasterRunner, WorkerRunner
 
-from harness.live.calls import Plan
-from harness.live.open_loop import OpenLoop
+from harness.live.load.calls import Plan
+from harness.live.load.open_loop import OpenLoop
 
 # -- process state -----------------------------------------------------------------------------
 
