@@ -35,7 +35,6 @@ from harness.engine.events import (
     Scale,
 )
 
-_OPTS: Final = orjson.OPT_SORT_KEYS
 _NL: Final = orjson.OPT_APPEND_NEWLINE
 _DUMPS: Final = orjson.dumps
 
@@ -316,10 +315,6 @@ class DecisionLog:
         self._adm.clear()
         self._prev_rej = None
         self._prev_adm = None
-
-    def write_record(self, rec: dict[str, Any]) -> None:
-        self._buf += orjson.dumps(rec, option=_OPTS | _NL)
-        self._pending += 1
 
     def flush(self) -> None:
         if self._buf:

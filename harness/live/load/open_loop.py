@@ -32,7 +32,6 @@ import time
 from typing import Any
 
 import gevent
-import gevent.ssl
 import orjson
 from gevent.event import Event
 from geventhttpclient.response import HTTPConnectionClosed
@@ -42,6 +41,7 @@ from locust.env import Environment
 from harness.live.load.answers import read_all, read_body, read_stream
 from harness.live.load.calls import ClientRequest, Plan, RequestSpec, Retry
 from harness.live.load.records import sent_marker
+from harness.live.transport.tls import Tls
 
 SPIN_S = 0.0015  # at most this last stretch before an arrival is spun, not slept...
 SPIN_SHARE = 0.1  # ...and at most this share of the recent mean gap between arrivals
@@ -59,14 +59,14 @@ class OpenLoop:
         self.scale = plan.time_scale
         cap = max(1, -(-plan.profile.generator.max_in_flight // plan.n))
         self.cap = cap
-        tls = plan.tls or {}
+        tls = Tls.from_config(plan.tls)
         self.session = FastHttpSession(base_url=self.spec.base_url,
                                        request_event=env.events.request, user=None,
                                        concurrency=cap + 16,
                                        network_timeout=self.spec.timeout_wall_s,
                                        connection_timeout=min(30.0, self.spec.timeout_wall_s),
                                        max_retries=0, max_redirects=0,
-                                       insecure=bool(tls.get("insecure")),
+                                       insecure=tls.insecure,
                                        ssl_context_factory=_ssl_factory(tls))  # fmt: skip
         # 4xx/5xx are answers we classify ourselves, not exceptions (and no debug dump per 429).
         agent: Any = self.session.client
@@ -252,15 +252,15 @@ class OpenLoop:
             self.flush()
 
 
-def _ssl_factory(tls: dict[str, Any]) -> Any:
+def _ssl_factory(tls: Tls) -> Any:
     """Verified TLS (Locust's FastHttpSession skips verification unless told): the system's
-    CAs or ``--ca-bundle``'s; None with ``--insecure`` (Locust's unverified context)."""
-    if tls.get("insecure"):
+    CAs or ``--ca-bundle``'s (``Tls.context``: gevent's ``ssl`` once Locust has patched it);
+    None with ``--insecure`` (Locust's unverified context)."""
+    if tls.insecure:
         return None
-    cafile = tls.get("ca_bundle")
 
     def factory(**_kw: Any) -> Any:
-        return gevent.ssl.create_default_context(cafile=cafile)
+        return tls.context()
 
     return factory
 

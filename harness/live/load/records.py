@@ -22,11 +22,6 @@ from harness.profile import Profile
 from harness.workload.arrivals import Arrival, schedule
 
 
-def read_records(path: Path) -> list[dict[str, Any]]:
-    """Complete records only (a line being written is left for the next read)."""
-    return read_generator_file(path).records
-
-
 @dataclass
 class GeneratorFile:
     """What the generator's stream holds: a ``{"sent": id}`` marker when a request goes out,
