@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from harness.live.run.settings import LiveSettings, SettingsError
+from harness.live.transport.http import parse_retry_after
 from harness.live.transport.target import BadTarget
-from harness.live.transport.wire import parse_retry_after
 from harness.profile import load
 
 

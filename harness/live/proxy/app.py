@@ -42,7 +42,7 @@ from harness.live.proxy.answers import Answers, ProxiedRequest
 from harness.live.proxy.driver import LiveDriver
 from harness.live.proxy.passthrough import passthrough
 from harness.live.proxy.request_class import ClassTable
-from harness.live.transport import wire
+from harness.live.transport import http
 from harness.live.transport.upstream import Upstream, UpstreamError, UpstreamResponse
 
 DEFAULT_MAX_BODY = 8 * 1024 * 1024
@@ -98,10 +98,10 @@ class ProxyApp(Answers):
                 await self._metrics(scope, send)
             elif scope["path"] == "/_proxy/epoch" and scope["method"] == "PUT":
                 epoch = self.driver.set_epoch(epoch_at(scope.get("query_string", b"")))
-                await wire.send_json(send, 200, orjson.dumps({"epoch_s": epoch}))
+                await http.send_json(send, 200, orjson.dumps({"epoch_s": epoch}))
             elif scope["path"] == "/healthz":
                 up = not (self.driver.stopping or self.closed)
-                await wire.send_json(send, 200 if up else 503, orjson.dumps(
+                await http.send_json(send, 200 if up else 503, orjson.dumps(
                     {"status": "ok" if up else "shutting_down", "admitting": up}))  # fmt: skip
             else:
                 await passthrough(self.upstream, scope, receive, send, max_body=self.max_body,
@@ -134,9 +134,9 @@ class ProxyApp(Answers):
 
     async def _metrics(self, scope: Scope, send: Send) -> None:
         """The exposition; 503 during a metrics_outage (the scrape fails, as it would)."""
-        agent = wire.header(scope["headers"], b"user-agent") or b""
+        agent = http.header(scope["headers"], b"user-agent") or b""
         if not self.driver.scraped(agent.startswith(b"Prometheus/")):
-            await wire.send_json(send, 503, b'{"error": "metrics_outage"}')
+            await http.send_json(send, 503, b'{"error": "metrics_outage"}')
             return
         body = self.driver.metrics.render()
         await send({"type": "http.response.start", "status": 200, "headers": [
@@ -145,15 +145,15 @@ class ProxyApp(Answers):
         await send({"type": "http.response.body", "body": body})
 
     async def _admission(self, scope: Scope, receive: Receive, send: Send) -> None:
-        split = wire.split_request_headers(scope["headers"])
+        split = http.split_request_headers(scope["headers"])
         cl = split.content_length
         if cl is not None and cl > self.max_body:
-            return await wire.too_large(send, receive, cl > 0, self.max_body)
+            return await http.too_large(send, receive, cl > 0, self.max_body)
         try:
-            body = await wire.read_body(receive, self.max_body)
-        except wire.BodyTooLarge as e:
-            return await wire.too_large(send, receive, e.more, self.max_body)
-        except wire.ClientGone:
+            body = await http.read_body(receive, self.max_body)
+        except http.BodyTooLarge as e:
+            return await http.too_large(send, receive, e.more, self.max_body)
+        except http.ClientGone:
             return
         try:
             doc = orjson.loads(body)
@@ -178,7 +178,7 @@ class ProxyApp(Answers):
         decision = self.driver.arrive(call)
         if type(decision) is not Admit:
             return await self._reject(send, cast(Reject, decision))
-        call.est_wait = wire.seconds(decision.estimated_wait_s * self.scale)
+        call.est_wait = http.seconds(decision.estimated_wait_s * self.scale)
         task = call.task = asyncio.current_task()
         watcher = asyncio.get_running_loop().create_task(self._watch(receive, call))
         try:
@@ -258,7 +258,7 @@ class ProxyApp(Answers):
             call.last = (status, resp.headers, data)
             if 200 <= status < 300:
                 return report(Finished(call.id, call.attempt))
-            ra = wire.retry_after_s(resp.headers)
+            ra = http.retry_after_s(resp.headers)
             retryable = status >= 500 or status in RETRYABLE_STATUS
             report(Failed(id=call.id, reason=f"upstream_{status}",
                           retry_after_s=None if ra is None else ra / self.scale,
@@ -299,9 +299,9 @@ class ProxyApp(Answers):
             return report(Failed(id=call.id, reason=e.reason, attempt=call.attempt))
         except StopAsyncIteration:
             return report(Failed(id=call.id, reason="upstream_empty_stream", attempt=call.attempt))
-        sse = (wire.header(headers, b"content-type") or b"").startswith(b"text/event-stream") \
-            and wire.header(headers, b"content-encoding") in (None, b"identity")  # fmt: skip
-        out = wire.response_headers(headers)
+        sse = (http.header(headers, b"content-type") or b"").startswith(b"text/event-stream") \
+            and http.header(headers, b"content-encoding") in (None, b"identity")  # fmt: skip
+        out = http.response_headers(headers)
         out.append((b"x-estimated-wait", call.est_wait))
         out.append((b"x-queue-wait-ms", call.queue_wait_ms))
         call.committed = True
@@ -311,7 +311,7 @@ class ProxyApp(Answers):
         await send({"type": "http.response.start", "status": status, "headers": out})
         await send({"type": "http.response.body", "body": first, "more_body": True})
         tail = first[-32:]
-        if sse and wire.sse_done(tail):
+        if sse and http.sse_done(tail):
             return report(Finished(call.id, call.attempt))
         try:
             async for chunk in it:
@@ -320,7 +320,7 @@ class ProxyApp(Answers):
                 # Complete once the terminal event is delivered: what either side then does
                 # with the socket (a client that hangs up at once, as the SDKs do; an upstream
                 # that keeps the body open a while) is no longer this request's outcome.
-                if sse and wire.sse_done(tail):
+                if sse and http.sse_done(tail):
                     return report(Finished(call.id, call.attempt))
         except UpstreamError as e:
             return report(Failed(id=call.id, reason=e.reason, retryable=False, attempt=call.attempt))

@@ -4,19 +4,19 @@
 from __future__ import annotations
 
 from harness.asgi import Headers, Receive, Scope, Send
-from harness.live.transport import wire
+from harness.live.transport import http
 from harness.live.transport.upstream import Upstream, UpstreamError
 
 
 async def passthrough(upstream: Upstream, scope: Scope, receive: Receive, send: Send, *,
                       max_body: int, timeout_s: float) -> None:  # fmt: skip
     """A non-POST request, forwarded outside admission: it is no arrival."""
-    split = wire.split_request_headers(scope["headers"])
+    split = http.split_request_headers(scope["headers"])
     try:
-        body = await wire.read_body(receive, max_body)
-    except wire.BodyTooLarge as e:
-        return await wire.too_large(send, receive, e.more, max_body)
-    except wire.ClientGone:
+        body = await http.read_body(receive, max_body)
+    except http.BodyTooLarge as e:
+        return await http.too_large(send, receive, e.more, max_body)
+    except http.ClientGone:
         return
     qs = scope.get("query_string", b"")
     target = scope["path"] + ("?" + qs.decode("latin-1") if qs else "")
@@ -29,15 +29,15 @@ async def passthrough(upstream: Upstream, scope: Scope, receive: Receive, send: 
             resp.close()
     except UpstreamError as e:
         msg = f"The upstream call failed: {e.reason}."
-        return await wire.send_json(send, 504 if e.reason == "upstream_timeout" else 502,
-                                    wire.error_body(msg, "upstream_error", e.reason))  # fmt: skip
+        return await http.send_json(send, 504 if e.reason == "upstream_timeout" else 502,
+                                    http.error_body(msg, "upstream_error", e.reason))  # fmt: skip
     await pass_on(send, (resp.status, resp.headers, data), [])
 
 
 async def pass_on(send: Send, last: tuple[int, Headers, bytes], extra: Headers) -> None:
     """The upstream's answer as it came, plus the proxy's own headers."""
     status, headers, data = last
-    out = wire.response_headers(headers) + extra
+    out = http.response_headers(headers) + extra
     out.append((b"content-length", b"%d" % len(data)))
     await send({"type": "http.response.start", "status": status, "headers": out})
     await send({"type": "http.response.body", "body": data})
