@@ -138,17 +138,12 @@ def report(
     from harness.results.report import write_report
 
     if recover:
-        from harness.live.run.recover import RecoverError, recover_folder
+        from harness.commands.recover import recover_command
 
-        try:
-            with io_errors(folder):
-                summary = recover_folder(folder)
-        except RecoverError as e:
-            raise bad_input(str(e)) from None
-        c = summary["counts"]
-        err.print(f"recovered {folder}/summary.json: incomplete, verdict {summary['verdict']}, "
-                  f"{c['arrivals']} arrivals, {c['in_flight_at_end']} in flight at the end, "
-                  f"conservation {'ok' if summary['conservation']['ok'] else 'VIOLATED'}")  # fmt: skip
+        with io_errors(folder):
+            code = recover_command(folder, err)
+        if code != EXIT_BROKEN:
+            raise typer.Exit(code)
     if not (folder / "summary.json").is_file():
         raise bad_input(f"{folder}: no summary.json here")
     with io_errors(folder):
@@ -239,21 +234,14 @@ def stub(
     log_level: Annotated[LogLevel, typer.Option(help="uvicorn's log level (`harness run` starts its stub with 'warning').")] = LogLevel.info,
 ) -> None:
     """Serve the OpenAI-compatible slow stub with fault injection."""
-    from harness.stub.server import serve
+    from harness.commands.stub import stub_command
 
     prof = load_profile(profile, None) if profile else None
-    if time_scale <= 0:
-        raise bad_input("--time-scale must be > 0")
-    if latency_s is not None and latency_s < 0:
-        raise bad_input("--latency-s must be >= 0")
-    if not linger_s >= 0:
-        raise bad_input("--linger-s must be >= 0")
-    try:
-        serve(host=host, port=port, profile=prof, latency_s=latency_s, seed=seed, time_scale=time_scale,
-              linger_s=linger_s, log_level=log_level.value)
-    except OSError as e:
-        err.print(f"[bold red]error:[/] cannot serve on {host}:{port}: {e.strerror or e}")
-        raise typer.Exit(EXIT_BROKEN) from None
+    code = stub_command(host=host, port=port, profile=prof, latency_s=latency_s, seed=seed,
+                        time_scale=time_scale, linger_s=linger_s, log_level=log_level.value,
+                        console=err)  # fmt: skip
+    if code:
+        raise typer.Exit(code)
 
 
 @app.command()
@@ -275,29 +263,20 @@ def proxy(
     prometheus_url: Annotated[str | None, typer.Option("--prometheus-url", help="With engine.scaling.source: prometheus, the Prometheus (scraping this proxy's /metrics) each evaluation queries, with the PromQL `harness export keda` writes.", metavar="URL")] = None,
 ) -> None:
     """Serve the admission proxy alone in front of any endpoint; results written on stop."""
-    import dataclasses
-
-    from harness.live.proxy.server import default_profile, serve_proxy
+    from harness.commands.proxy import proxy_command, proxy_profile
 
     try:
-        prof = load_profile(profile, set_) if profile else default_profile(set_ or [])
+        given = load_profile(profile, set_) if profile else None
+        prof = proxy_profile(given, set_ or [], check_thresholds(threshold))
     except ProfileError as e:
-        raise bad_input(str(e)) from None
-    extra = check_thresholds(threshold)
-    if extra:
-        prof = dataclasses.replace(prof, thresholds=(*prof.thresholds, *extra))
-    from harness.live.transport.tls import Tls, TlsError
-
-    try:
-        tls = Tls(ca_bundle=ca_bundle, insecure=insecure)
-    except TlsError as e:
         raise bad_input(str(e)) from None
     folder = out or default_out(prof, "-proxy")
     with io_errors(folder):
-        code = serve_proxy(upstream=upstream, profile=prof, host=host, port=port, out=folder,
-                           grace_s=grace_s, time_scale=time_scale, ready_file=ready_file,
-                           tls=tls, from_epoch=from_epoch, forward_class=forward_class,
-                           prometheus_url=prometheus_url)  # fmt: skip
+        code = proxy_command(upstream=upstream, profile=prof, host=host, port=port, out=folder,
+                             grace_s=grace_s, time_scale=time_scale, ready_file=ready_file,
+                             ca_bundle=ca_bundle, insecure=insecure, from_epoch=from_epoch,
+                             forward_class=forward_class, prometheus_url=prometheus_url,
+                             console=err)  # fmt: skip
     raise typer.Exit(code)
 
 
@@ -325,24 +304,19 @@ def run(
     proxy_port: Annotated[int, typer.Option(help="The proxy's port (0: any free one).", **PORT)] = 0,
 ) -> None:
     """Run a profile live: open-loop Locust load -> admission proxy -> the stub or a real endpoint."""
-    from harness.live.run.orchestrate import run_live
-    from harness.live.run.settings import LiveSettings
+    from harness.commands.live_run import run_command
 
     prof = load_profile(profile, set_)
     extra = check_thresholds(threshold)
     folder = out or default_out(prof, "-live")
-    try:
-        settings = LiveSettings.from_options(
-            profile_spec=profile, overrides=set_ or [], profile=prof, target=target,
-            no_proxy=no_proxy, time_scale=time_scale, seed=seed, out=folder, workers=workers,
-            api_key_env=api_key_env, model=model, max_requests=max_requests,
-            extra_thresholds=extra, remote_workers=remote_workers, master_port=master_port,
-            public_host=public_host, ca_bundle=ca_bundle, insecure=insecure,
-            prometheus=prometheus, proxy_port=proxy_port)  # fmt: skip
-    except ValueError as e:  # SettingsError, BadTarget, TlsError
-        raise bad_input(str(e)) from None
     with io_errors(folder):
-        code = run_live(settings, console=err, dry_run=dry_run)
+        code = run_command(
+            console=err, dry_run=dry_run, profile_spec=profile, overrides=set_ or [],
+            profile=prof, target=target, no_proxy=no_proxy, time_scale=time_scale, seed=seed,
+            out=folder, workers=workers, api_key_env=api_key_env, model=model,
+            max_requests=max_requests, extra_thresholds=extra, remote_workers=remote_workers,
+            master_port=master_port, public_host=public_host, ca_bundle=ca_bundle,
+            insecure=insecure, prometheus=prometheus, proxy_port=proxy_port)  # fmt: skip
     raise typer.Exit(code)
 
 
@@ -352,9 +326,9 @@ def worker(
     master_port: Annotated[int, typer.Option(help="The master's Locust port.", **MASTER_PORT)] = 5557,
 ) -> None:
     """Join a `harness run` on another machine as a Locust worker (it ships the plan)."""
-    from harness.live.run.orchestrate import run_worker
+    from harness.commands.live_run import worker_command
 
-    raise typer.Exit(run_worker(master, master_port))
+    raise typer.Exit(worker_command(master, master_port))
 
 
 from harness.cli.calibrate import calibrate, fit  # noqa: E402 (after the app exists)

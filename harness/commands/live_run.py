@@ -1,0 +1,30 @@
+"""`harness run` and `harness worker`: a live run's settings from the command's options, then
+the run (Locust load -> admission proxy -> the stub or a real endpoint) or one remote worker."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+
+from harness.exit_codes import EXIT_BAD_INPUT
+
+
+def run_command(*, console: Console, dry_run: bool, **options: Any) -> int:
+    """Validate the options into ``LiveSettings`` (bad ones: one line, exit 2) and run."""
+    from harness.live.run.orchestrate import run_live
+    from harness.live.run.settings import LiveSettings
+
+    try:
+        settings = LiveSettings.from_options(**options)
+    except ValueError as e:  # SettingsError, BadTarget, TlsError
+        console.print(f"[bold red]error:[/] {e}", soft_wrap=True)
+        return EXIT_BAD_INPUT
+    return run_live(settings, console=console, dry_run=dry_run)
+
+
+def worker_command(master: str, master_port: int) -> int:
+    """Join a `harness run --remote-workers M` on ``master`` as one Locust worker."""
+    from harness.live.run.orchestrate import run_worker
+
+    return run_worker(master, master_port)
