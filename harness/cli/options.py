@@ -53,7 +53,7 @@ def bad_input(message: str) -> typer.Exit:
 
 
 def load_profile(spec: str, overrides: list[str] | None) -> Profile:
-    from harness.workload.traces import check_rows
+    from harness.workload.arrivals import check_rows
 
     try:
         prof = load(spec, overrides or [])

@@ -212,3 +212,12 @@ def schedule(profile: Profile, seed: int | None = None) -> Iterator[Arrival]:
         ten = tenant or _pick(c.tenant, "tenant", pool_rng) or "default"
         key = _pick(c.key, "key", pool_rng)
         yield Arrival(i, t, names[j], prio[j], ten, key, c.deadline_s)
+
+
+def check_rows(profile: Profile) -> None:
+    """Read a trace profile's file whole, so a malformed row is refused before a run starts."""
+    if traced(profile):
+        read_trace(profile)
+    elif profile.arrivals.process == "trace":
+        for _ in schedule(profile):
+            pass

@@ -264,14 +264,3 @@ def read_trace(profile: Profile) -> list[TracedRow]:
         r = raw[i]
         out.append((t, classes[i], r[3], r[4]))
     return out
-
-
-def check_rows(profile: Profile) -> None:
-    """Read a trace profile's file whole, so a malformed row is refused before a run starts."""
-    if traced(profile):
-        read_trace(profile)
-    elif profile.arrivals.process == "trace":
-        from harness.workload.arrivals import schedule
-
-        for _ in schedule(profile):
-            pass
