@@ -150,11 +150,6 @@ class ExecutorPool:
                 best = ex.drain_at + timeout
         return None if best == math.inf else best
 
-    def time_to_ready(self, now: float) -> float | None:
-        """Seconds until the next starting executor is ready (None: none is starting)."""
-        starts = [e.ready_at for e in self.execs if e.state == STARTING]
-        return max(0.0, min(starts) - now) if starts else None
-
     # -- jobs (only with scaling on) ------------------------------------------------------------
 
     def assign(self, job: Job) -> None:
