@@ -18,10 +18,11 @@ from setuptools.command.build_ext import build_ext
 
 HOT_MODULES = [
     "harness/engine/events.py",
+    "harness/engine/jobs.py",
     "harness/engine/queue.py",
     "harness/engine/admission.py",
     "harness/engine/dependency.py",
-    "harness/engine/scaling.py",
+    "harness/engine/pool.py",
     "harness/engine/waits.py",
     "harness/engine/cost.py",
     "harness/engine/review.py",

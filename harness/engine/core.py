@@ -44,7 +44,7 @@ from harness.engine.events import (
     StopAdmitting,
     Tick,
 )
-from harness.engine.queue import (
+from harness.engine.jobs import (
     DONE,
     HELD,
     IN_REVIEW,

@@ -12,56 +12,10 @@ removal is ever O(n). ``oldest`` reads a global admission-order deque, also lazi
 from __future__ import annotations
 
 import heapq
-import math
 from bisect import bisect_left
 from collections import deque
-from typing import TYPE_CHECKING, Final
 
-if TYPE_CHECKING:
-    from harness.engine.scaling import Executor
-
-WAITING: Final = 0
-RUNNING: Final = 1
-RETRY_WAIT: Final = 2
-DONE: Final = 3
-RERUN: Final = 4  # its executor was killed while draining: waits for a slot to run again
-HELD: Final = 5  # left the queue to start, held because the review stage is full
-IN_REVIEW: Final = 6  # its model call is done; it waits for, or is with, a reviewer
-
-
-class Job:
-    __slots__ = ("admitted_at", "answer_at", "answer_attempt", "attempt", "cls", "deadline_at",
-                 "executor", "id", "key", "priority", "progress_s", "seq", "started_at", "state",
-                 "tenant")  # fmt: skip
-
-    def __init__(
-        self,
-        id: str,
-        cls: str,
-        priority: int,
-        tenant: str,
-        key: str | None,
-        admitted_at: float,
-        deadline_at: float | None,
-        seq: int,
-    ) -> None:
-        self.id = id
-        self.cls = cls
-        self.priority = priority
-        self.tenant = tenant
-        self.key = key
-        self.admitted_at = admitted_at
-        self.deadline_at = deadline_at
-        self.seq = seq
-        self.state = WAITING
-        self.attempt = 0
-        self.started_at = 0.0
-        self.progress_s = 0.0  # work saved at checkpoints, kept across a re-run
-        self.executor: Executor | None = None  # set only with scaling on
-        # When attempt ``answer_attempt``'s answer starts reaching the caller (AnswerStarts):
-        # from then on a drain kill cannot run it again behind the caller's back.
-        self.answer_attempt = 0
-        self.answer_at = math.inf
+from harness.engine.jobs import DONE, WAITING, Job
 
 
 class JobQueue:

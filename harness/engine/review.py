@@ -18,7 +18,7 @@ import heapq
 from collections import deque
 from typing import TYPE_CHECKING
 
-from harness.engine.queue import DONE, HELD, IN_REVIEW, Job
+from harness.engine.jobs import DONE, HELD, IN_REVIEW, Job
 
 if TYPE_CHECKING:
     from harness.profile.schema.cost import Review

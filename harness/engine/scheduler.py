@@ -34,7 +34,7 @@ from harness.engine.events import (
     Reviewed,
     SignalRead,
 )
-from harness.engine.queue import (
+from harness.engine.jobs import (
     DONE,
     HELD,
     IN_REVIEW,
@@ -43,11 +43,11 @@ from harness.engine.queue import (
     RUNNING,
     WAITING,
     Job,
-    JobQueue,
 )
+from harness.engine.pool import ExecutorPool
+from harness.engine.queue import JobQueue
 from harness.engine.review import ReviewStage
 from harness.engine.scaler import Scaler
-from harness.engine.scaling import ExecutorPool
 from harness.engine.waits import MaxWait
 
 if TYPE_CHECKING:

@@ -19,7 +19,8 @@ import math
 from collections import deque
 from collections.abc import Mapping
 
-from harness.engine.queue import WAITING, Job, JobQueue
+from harness.engine.jobs import WAITING, Job
+from harness.engine.queue import JobQueue
 
 
 class MaxWait:

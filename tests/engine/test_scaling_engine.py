@@ -1,5 +1,5 @@
 """The autoscaler inside the engine: executors with identity, drain, evaluation records,
-missing signals, scale to zero (harness/engine/scaler.py, scaling.py, core.py)."""
+missing signals, scale to zero (harness/engine/scaler.py, pool.py, core.py)."""
 
 from __future__ import annotations
 

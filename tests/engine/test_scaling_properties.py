@@ -11,7 +11,7 @@ or after ``next_deadline()``. After every ``handle()``:
 3. conservation with re-executions and redeliveries: arrivals == admitted + rejected,
    admitted == completed + failed + expired + jobs in the engine, at most one final action per
    id and nothing after it, a stale answer changes nothing, ``busy`` counts the running and
-   retry-waiting jobs (retry waits keep their slot: scaling.py's docstring), and once the
+   retry-waiting jobs (retry waits keep their slot: pool.py's docstring), and once the
    upstream answers everything every job ends.
 
 Driven as a driver would: the test pushes events and reads actions; no mocks.
@@ -50,8 +50,7 @@ from harness.engine.events import (
     Scale,
     Tick,
 )
-from harness.engine.queue import RERUN, RETRY_WAIT, RUNNING, WAITING
-from harness.engine.scaling import DRAINING, READY, STARTING
+from harness.engine.jobs import DRAINING, READY, RERUN, RETRY_WAIT, RUNNING, STARTING, WAITING
 from harness.profile import Profile, loads
 
 # The reliability fuzzers' settings (tests/reliability): derandomized, no example database,

@@ -61,7 +61,7 @@ from harness.engine.events import (
     Scale,
     Tick,
 )
-from harness.engine.queue import HELD, IN_REVIEW, RERUN, RETRY_WAIT, RUNNING, WAITING
+from harness.engine.jobs import HELD, IN_REVIEW, RERUN, RETRY_WAIT, RUNNING, WAITING
 from harness.profile import Profile, loads
 from tests.engine.test_scaling_properties import DRAIN_PROGRAMS, PROPS
 

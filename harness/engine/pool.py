@@ -19,26 +19,12 @@ the engine, which re-runs them (``reexecuted``) and ignores the killed attempts'
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
+
+from harness.engine.jobs import DRAINING, READY, STARTING, Executor, Job
 
 if TYPE_CHECKING:  # config types only; the engine imports nothing outside the stdlib
-    from harness.engine.queue import Job
     from harness.profile import Executors
-
-STARTING: Final = 0
-READY: Final = 1
-DRAINING: Final = 2
-
-
-class Executor:
-    __slots__ = ("drain_at", "id", "jobs", "ready_at", "state")
-
-    def __init__(self, id: int, state: int, ready_at: float) -> None:
-        self.id = id
-        self.state = state
-        self.ready_at = ready_at
-        self.drain_at = math.inf
-        self.jobs: list[Job] = []
 
 
 class ExecutorPool:

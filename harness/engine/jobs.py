@@ -1,0 +1,73 @@
+"""A job and the executor that runs it, with their states: the records the queue, the executor
+pool, the review stage and the scheduler share (each of those modules imports them from here,
+and none from another).
+
+A job is WAITING in the queue, RUNNING, RETRY_WAIT (between attempts, keeping its slot), RERUN
+(its executor was killed while draining: it waits for a slot to run again), HELD (it left the
+queue to start but the review stage is full), IN_REVIEW (its model call is done; it waits for,
+or is with, a reviewer) or DONE. An executor is STARTING (ready after ``startup_s``), READY
+(takes work) or DRAINING (takes no new work, leaves when its last job ends).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Final
+
+WAITING: Final = 0
+RUNNING: Final = 1
+RETRY_WAIT: Final = 2
+DONE: Final = 3
+RERUN: Final = 4  # its executor was killed while draining: waits for a slot to run again
+HELD: Final = 5  # left the queue to start, held because the review stage is full
+IN_REVIEW: Final = 6  # its model call is done; it waits for, or is with, a reviewer
+
+STARTING: Final = 0
+READY: Final = 1
+DRAINING: Final = 2
+
+
+class Job:
+    __slots__ = ("admitted_at", "answer_at", "answer_attempt", "attempt", "cls", "deadline_at",
+                 "executor", "id", "key", "priority", "progress_s", "seq", "started_at", "state",
+                 "tenant")  # fmt: skip
+
+    def __init__(
+        self,
+        id: str,
+        cls: str,
+        priority: int,
+        tenant: str,
+        key: str | None,
+        admitted_at: float,
+        deadline_at: float | None,
+        seq: int,
+    ) -> None:
+        self.id = id
+        self.cls = cls
+        self.priority = priority
+        self.tenant = tenant
+        self.key = key
+        self.admitted_at = admitted_at
+        self.deadline_at = deadline_at
+        self.seq = seq
+        self.state = WAITING
+        self.attempt = 0
+        self.started_at = 0.0
+        self.progress_s = 0.0  # work saved at checkpoints, kept across a re-run
+        self.executor: Executor | None = None  # set only with scaling on
+        # When attempt ``answer_attempt``'s answer starts reaching the caller (AnswerStarts):
+        # from then on a drain kill cannot run it again behind the caller's back.
+        self.answer_attempt = 0
+        self.answer_at = math.inf
+
+
+class Executor:
+    __slots__ = ("drain_at", "id", "jobs", "ready_at", "state")
+
+    def __init__(self, id: int, state: int, ready_at: float) -> None:
+        self.id = id
+        self.state = state
+        self.ready_at = ready_at
+        self.drain_at = math.inf
+        self.jobs: list[Job] = []
