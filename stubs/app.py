@@ -20,6 +20,7 @@ from harness.stub import chat, wire
 from harness.stub.asgi import ClientGone, close_quietly, read_body, respond
 from harness.stub.faults import Clock
 from harness.stub.state import DEFAULT_MAX_BODY_BYTES, DEFAULT_MODEL, StubState
+from harness.wire import error_body
 
 # An oversized body is read and dropped up to this many bytes, so the 413 reaches the client.
 DRAIN_BYTES = 64 << 20
@@ -86,7 +87,7 @@ class StubApp:
 
     async def _not_found(self, scope: Scope, send: Send, rid: bytes) -> None:
         msg = f"Invalid URL ({scope['method']} {scope['path']})"
-        await self._error(send, rid, 404, wire.error(msg, "invalid_request_error"))
+        await self._error(send, rid, 404, error_body(msg, "invalid_request_error"))
 
     async def _body(self, scope: Scope, receive: Receive, send: Send, rid: bytes) -> bytes | None:
         """The body, or ``None`` after answering 413."""
@@ -112,7 +113,7 @@ class StubApp:
         limit = self.state.max_body_bytes
         what = f"{size} bytes" if size is not None else "the body"
         msg = f"Request body too large: {what} exceeds the limit of {limit} bytes."
-        body = wire.error(msg, "invalid_request_error", None, "request_too_large")
+        body = error_body(msg, "invalid_request_error", code="request_too_large")
         await self._error(send, rid, 413, body, close=close)
 
     # -- routes ---------------------------------------------------------------------------
@@ -181,18 +182,18 @@ class StubApp:
             data = orjson.loads(body)
         except orjson.JSONDecodeError:
             await self._error(
-                send, rid, 400, wire.error("Body is not valid JSON.", "invalid_request_error")
+                send, rid, 400, error_body("Body is not valid JSON.", "invalid_request_error")
             )
             return
         if not isinstance(data, list):
             msg = "Expected a JSON list of fault entries."
-            await self._error(send, rid, 400, wire.error(msg, "invalid_request_error"))
+            await self._error(send, rid, 400, error_body(msg, "invalid_request_error"))
             return
         try:
             faults = parse_fault_list(data)
         except ProfileError as e:
             await self._error(
-                send, rid, 400, wire.error(str(e), "invalid_request_error", e.field_path)
+                send, rid, 400, error_body(str(e), "invalid_request_error", param=e.field_path)
             )
             return
         self.state.timeline.replace(faults)

@@ -31,6 +31,7 @@ from harness.stub.latency import ClassModel
 from harness.stub.state import StubState
 from harness.upstream_model.latency import even_spread, service_s, token_counts
 from harness.upstream_model.tokens import prompt_tokens
+from harness.wire import DONE, error_body, error_event
 
 _BAD_JSON = (
     "We could not parse the JSON body of your request. (HINT: This likely means you aren't "
@@ -49,7 +50,7 @@ class BadRequest(Exception):
         self.message, self.param, self.code = message, param, code
 
     def body(self) -> bytes:
-        return wire.error(self.message, "invalid_request_error", self.param, self.code)
+        return error_body(self.message, "invalid_request_error", code=self.code, param=self.param)
 
 
 _ROLES = ("system", "assistant", "user", "function", "tool", "developer")
@@ -319,15 +320,16 @@ async def _stream(
                 return CANCELLED
         buf.append(frame)
     if fault is None:
-        buf.append(wire.DONE)
+        buf.append(DONE)
         if state.linger_s > 0:  # [DONE] is out; the body stays open a while (real servers may)
             await send({"type": "http.response.body", "body": b"".join(buf), "more_body": True})
             buf = []
             await sleep_or_disconnect(receive, state.linger_s)
     elif fault.kind == "stream_error":
         buf.append(
-            wire.error_event(
-                "The server had an error while processing your request. Sorry about that!"
+            error_event(
+                "The server had an error while processing your request. Sorry about that!",
+                "server_error",
             )
         )
     # else truncate: the body ends cleanly, without [DONE]
@@ -364,5 +366,5 @@ async def _terminal(
                 f"Rate limit reached for requests per min (RPM): Limit {lim.limit_requests}, "
                 f"Used {lim.limit_requests}, Requested 1. Please try again in {wait}."
             )
-        body = wire.error(msg, "requests", None, "rate_limit_exceeded")
+        body = error_body(msg, "requests", code="rate_limit_exceeded")
     await respond(send, status, body, headers)

@@ -1,27 +1,27 @@
-"""The OpenAI wire format: bodies, SSE frames and headers, as bytes.
+"""The stub's side of the OpenAI wire format: its bodies, SSE frames and headers, as bytes.
 
 Shapes follow the Chat Completions API as the official clients parse it: a ``chat.completion``
 object; ``chat.completion.chunk`` events in the order role, content deltas, an empty delta
 with ``finish_reason``, a ``choices: []`` chunk with ``usage`` (only when
-``stream_options.include_usage``), then ``data: [DONE]``; errors as
-``{"error": {"message", "type", "param", "code"}}``. Stream frames are assembled from
-pre-encoded pieces: the hot path of a 10,000-request hold is building these bytes.
+``stream_options.include_usage``), then ``data: [DONE]``. The format's shared pieces (the
+error body and event, ``[DONE]``, ``usage``) are ``harness.wire``'s; this module adds the
+stub's own content. Stream frames are assembled from pre-encoded pieces: the hot path
+of a 10,000-request hold is building these bytes.
 """
 
 from __future__ import annotations
 
 import math
 from functools import lru_cache
-from typing import Any
 
 import orjson
 
 from harness.asgi import Headers
 from harness.stub.faults import RateLimitInfo
+from harness.wire import error_body, usage_object
 
 JSON = b"application/json"
 SSE = b"text/event-stream; charset=utf-8"
-DONE = b"data: [DONE]\n\n"
 
 # What a completion says, token by token: a fixed vocabulary, so content is deterministic and
 # costs no random draws. One word is one token.
@@ -72,32 +72,11 @@ def delta_bytes(i: int) -> bytes:
     return _FIRST_DELTA if i == 0 else _DELTAS[i % len(_WORDS)]
 
 
-def usage(prompt: int, completion: int) -> dict[str, Any]:
-    return {
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "total_tokens": prompt + completion,
-        "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
-        "completion_tokens_details": {
-            "reasoning_tokens": 0,
-            "audio_tokens": 0,
-            "accepted_prediction_tokens": 0,
-            "rejected_prediction_tokens": 0,
-        },
-    }
-
-
-def error(message: str, type_: str, param: str | None = None, code: str | None = None) -> bytes:
-    return orjson.dumps(
-        {"error": {"message": message, "type": type_, "param": param, "code": code}}
-    )
-
-
 def status_error(status: int) -> bytes:
     message, type_, code = _STATUS_ERRORS.get(
         status, (f"The upstream returned an error ({status}).", "server_error", None)
     )
-    return error(message, type_, None, code)
+    return error_body(message, type_, code=code)
 
 
 def completion(
@@ -128,7 +107,7 @@ def completion(
                     "finish_reason": finish_reason,
                 }
             ],
-            "usage": usage(prompt, tokens),
+            "usage": usage_object(prompt, tokens),
             "service_tier": "default",
             "system_fingerprint": None,
         }
@@ -168,12 +147,8 @@ class ChunkFrames:
 
     def usage(self, prompt: int, completion: int) -> bytes:
         return b"".join(
-            (self._head, b'[],"usage":', orjson.dumps(usage(prompt, completion)), b"}\n\n")
+            (self._head, b'[],"usage":', orjson.dumps(usage_object(prompt, completion)), b"}\n\n")
         )
-
-
-def error_event(message: str, type_: str = "server_error", code: str | None = None) -> bytes:
-    return b"data: " + error(message, type_, None, code) + b"\n\n"
 
 
 def format_duration(seconds: float) -> str:

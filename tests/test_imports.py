@@ -139,3 +139,27 @@ def test_export_reads_the_profile_and_imports_neither_driver() -> None:
                         if any(_under(m, p) for p in ("harness.sim", "harness.live", "harness.commands")))
            for path, tree in _modules().items() if path.startswith("export/")}  # fmt: skip
     assert bad and {k: v for k, v in bad.items() if v} == {}
+
+
+def test_the_wire_owner_imports_the_standard_library_and_orjson_only() -> None:
+    """harness.wire is imported by the stub, the proxy, the load generator's process and the
+    probe: it reaches no other part of harness (but the token rule) and no other library."""
+    import sys
+
+    allowed = {"harness.upstream_model.tokens"}
+    bad = {}
+    for path, tree in _modules().items():
+        if not path.startswith("wire/"):
+            continue
+        tops: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                tops.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                tops.add(node.module)
+        mods = {m for m in _imports(tree) if not _under(m, "harness.wire") and m not in allowed}
+        mods |= {m for m in tops if not m.startswith("harness")
+                 and m.split(".")[0] not in sys.stdlib_module_names and m != "orjson"}  # fmt: skip
+        if mods:
+            bad[path] = sorted(mods)
+    assert bad == {}

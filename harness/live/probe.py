@@ -27,11 +27,11 @@ from typing import Any
 
 import orjson
 
-from harness.live.load.answers import usage_tokens
 from harness.live.load.calls import RECORD_KEYS
 from harness.live.transport.upstream import Upstream, UpstreamError
 from harness.profile import Wire
 from harness.upstream_model.tokens import CHARS_PER_TOKEN
+from harness.wire import usage_tokens
 
 # common three-letter words: with the space, about one token each in the usual tokenizers
 _VOCAB = "the and for you are not but all any can had her was one our out day get has him his how "

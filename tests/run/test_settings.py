@@ -1,16 +1,13 @@
-"""A live run's settings: frozen, validated once at the edge; one Retry-After parser."""
+"""A live run's settings: frozen, validated once at the edge."""
 
 from __future__ import annotations
 
 import dataclasses
-from datetime import UTC, datetime, timedelta
-from email.utils import format_datetime
 from pathlib import Path
 
 import pytest
 
 from harness.live.run.settings import LiveSettings, SettingsError
-from harness.live.transport.http import parse_retry_after
 from harness.live.transport.target import BadTarget
 from harness.profile import load
 
@@ -47,13 +44,3 @@ def test_bad_settings_are_value_errors(tmp_path: Path, kw: dict[str, object], er
     with pytest.raises(error):
         _settings(tmp_path, **kw)
 
-
-def test_one_retry_after_parser() -> None:
-    assert parse_retry_after(b"1500", b"9") == 1.5  # retry-after-ms first
-    assert parse_retry_after("nan", "2") == 2.0  # a useless ms falls back to seconds
-    assert parse_retry_after(None, b" 3 ") == 3.0
-    assert parse_retry_after(None, "-1") is None and parse_retry_after(None, None) is None
-    when = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
-    assert 25 < (parse_retry_after(None, when) or 0) <= 30
-    past = format_datetime(datetime.now(UTC) - timedelta(seconds=30), usegmt=True)
-    assert parse_retry_after(None, past) == 0.0

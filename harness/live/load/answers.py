@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from harness.live.load.calls import ClientRequest
+from harness.wire import usage_tokens
 
 
 def read_all(r: Any) -> bytes | None:
@@ -23,13 +24,6 @@ def read_all(r: Any) -> bytes | None:
     except Exception:  # the status already tells the story
         return None
     return content if isinstance(content, bytes) else None
-
-
-def usage_tokens(usage: Any) -> dict[str, int] | None:
-    if not isinstance(usage, dict):
-        return None
-    return {"prompt": int(usage.get("prompt_tokens") or 0),
-            "completion": int(usage.get("completion_tokens") or 0)}  # fmt: skip
 
 
 def read_body(content: bytes | None, call: ClientRequest) -> None:

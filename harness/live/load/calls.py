@@ -47,9 +47,9 @@ import yaml
 from harness.engine.events import PRIORITY_NAMES
 from harness.live.load.dialect import request_body, wire_headers, wire_path
 from harness.live.load.traced import ClassSizes, TracedBodies, traced_lengths
-from harness.live.transport.http import parse_retry_after
 from harness.profile import ClientRetry, Profile, loads, to_dict
 from harness.upstream_model.tokens import CHARS_PER_TOKEN, prompt_tokens
+from harness.wire import parse_retry_after
 from harness.workload.arrivals import Arrival, schedule
 from harness.workload.clients import retry_delay, should_retry_header
 from harness.workload.traces import traced

@@ -15,6 +15,7 @@ from harness.engine.events import Complete, Expire, Fail, Reject
 from harness.live.proxy.driver import Ticket
 from harness.live.proxy.passthrough import pass_on
 from harness.live.transport import http
+from harness.wire import error_body, error_event, retry_after_headers
 from harness.workload import outcomes
 from harness.workload.outcomes import Answer
 
@@ -53,7 +54,7 @@ class Answers:
             body = b""
             if type(final) is Fail:
                 r = final.reason
-                body = http.sse_error(f"The upstream stream failed: {r}.", r)
+                body = error_event(f"The upstream stream failed: {r}.", "upstream_error", code=r)
             await send({"type": "http.response.body", "body": body, "more_body": False})
             return
         extra = [(b"x-estimated-wait", call.est_wait), (b"x-queue-wait-ms", call.queue_wait_ms)]
@@ -88,10 +89,10 @@ class Answers:
         if ans.outcome != "rejected":
             out.append((b"x-proxy-outcome", ans.outcome.encode()))
         if ans.retry_after_s is not None:
-            out += http.retry_after_headers(ans.retry_after_s * self.scale)
+            out += retry_after_headers(ans.retry_after_s * self.scale)
         if ans.should_retry is not None:
             out.append((b"x-should-retry", b"true" if ans.should_retry else b"false"))
-        await http.send_json(send, ans.status, http.error_body(msg, ans.type, ans.code), out)
+        await http.send_json(send, ans.status, error_body(msg, ans.type, code=ans.code), out)
 
     async def _reject(self, send: Send, r: Reject) -> None:
         wall = r.retry_after_s * self.scale
@@ -103,7 +104,7 @@ class Answers:
         await self._answer(send, outcomes.rejected(r.reason, r.retry_after_s), msg, headers)
 
     async def _bad(self, send: Send, code: str, msg: str) -> None:
-        await http.send_json(send, 400, http.error_body(msg, "invalid_request_error", code))
+        await http.send_json(send, 400, error_body(msg, "invalid_request_error", code=code))
 
     async def _refuse_closed(self, send: Send) -> None:
         ans = outcomes.rejected("shutting_down", 1.0 / self.scale)  # one wall second
@@ -112,7 +113,8 @@ class Answers:
 
     async def _send_aborted(self, call: ProxiedRequest, send: Send) -> None:
         if call.committed:
-            body = http.sse_error("The proxy shut down before the stream ended.", "shutting_down")
+            body = error_event("The proxy shut down before the stream ended.", "upstream_error",
+                               code="shutting_down")
             await send({"type": "http.response.body", "body": body, "more_body": False})
         elif not call.responded:
             await self._refuse_closed(send)

@@ -44,6 +44,7 @@ from harness.live.proxy.passthrough import passthrough
 from harness.live.proxy.request_class import ClassTable
 from harness.live.transport import http
 from harness.live.transport.upstream import Upstream, UpstreamError, UpstreamResponse
+from harness.wire import retry_after_s, sse_done
 
 DEFAULT_MAX_BODY = 8 * 1024 * 1024
 RETRYABLE_STATUS = frozenset((408, 409, 429))  # and every 5xx, as the OpenAI SDKs retry
@@ -258,7 +259,7 @@ class ProxyApp(Answers):
             call.last = (status, resp.headers, data)
             if 200 <= status < 300:
                 return report(Finished(call.id, call.attempt))
-            ra = http.retry_after_s(resp.headers)
+            ra = retry_after_s(resp.headers)
             retryable = status >= 500 or status in RETRYABLE_STATUS
             report(Failed(id=call.id, reason=f"upstream_{status}",
                           retry_after_s=None if ra is None else ra / self.scale,
@@ -311,7 +312,7 @@ class ProxyApp(Answers):
         await send({"type": "http.response.start", "status": status, "headers": out})
         await send({"type": "http.response.body", "body": first, "more_body": True})
         tail = first[-32:]
-        if sse and http.sse_done(tail):
+        if sse and sse_done(tail):
             return report(Finished(call.id, call.attempt))
         try:
             async for chunk in it:
@@ -320,7 +321,7 @@ class ProxyApp(Answers):
                 # Complete once the terminal event is delivered: what either side then does
                 # with the socket (a client that hangs up at once, as the SDKs do; an upstream
                 # that keeps the body open a while) is no longer this request's outcome.
-                if sse and http.sse_done(tail):
+                if sse and sse_done(tail):
                     return report(Finished(call.id, call.attempt))
         except UpstreamError as e:
             return report(Failed(id=call.id, reason=e.reason, retryable=False, attempt=call.attempt))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from harness.asgi import Headers, Receive, Scope, Send
 from harness.live.transport import http
 from harness.live.transport.upstream import Upstream, UpstreamError
+from harness.wire import error_body
 
 
 async def passthrough(upstream: Upstream, scope: Scope, receive: Receive, send: Send, *,
@@ -30,7 +31,7 @@ async def passthrough(upstream: Upstream, scope: Scope, receive: Receive, send: 
     except UpstreamError as e:
         msg = f"The upstream call failed: {e.reason}."
         return await http.send_json(send, 504 if e.reason == "upstream_timeout" else 502,
-                                    http.error_body(msg, "upstream_error", e.reason))  # fmt: skip
+                                    error_body(msg, "upstream_error", code=e.reason))  # fmt: skip
     await pass_on(send, (resp.status, resp.headers, data), [])
 
 

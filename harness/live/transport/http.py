@@ -1,4 +1,5 @@
-"""HTTP details of the proxy: ASGI types, header filtering, OpenAI-style error bodies.
+"""The proxy's HTTP edge: header filtering, request bodies, JSON answers (their error bodies are
+``harness.wire``'s).
 
 Header rules. Requests keep every end-to-end header -- ``Authorization``, ``api-key``,
 ``OpenAI-Organization``, cookies -- byte for byte; only connection-level headers
@@ -9,13 +10,8 @@ logs or stores a header.
 
 from __future__ import annotations
 
-import math
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
-
-import orjson
-
 from harness.asgi import Headers, Receive, Send
+from harness.wire import error_body
 
 CONTROL = (b"x-class", b"x-priority", b"x-tenant", b"x-key")
 _HOP = frozenset((b"connection", b"keep-alive", b"proxy-connection", b"te", b"trailer",
@@ -76,66 +72,8 @@ def header(headers: Headers, name: bytes) -> bytes | None:
     return None
 
 
-def retry_after_s(headers: Headers) -> float | None:
-    """The upstream's ``retry-after-ms`` or ``Retry-After`` (see :func:`parse_retry_after`)."""
-    return parse_retry_after(header(headers, b"retry-after-ms"), header(headers, b"retry-after"))
-
-
-def parse_retry_after(ms: bytes | str | None, seconds: bytes | str | None) -> float | None:
-    """Seconds to wait, as the OpenAI SDK reads an answer: ``retry-after-ms`` first, then
-    ``Retry-After`` (seconds or an HTTP date, a past date being 0); None when neither gives
-    a finite value >= 0. The one parser of the proxy (upstream answers) and of the load
-    generator (the proxy's or a target's answers)."""
-    if ms is not None:
-        try:
-            v = float(ms) / 1000.0
-            if math.isfinite(v) and v >= 0:
-                return v
-        except ValueError:
-            pass
-    if seconds is None:
-        return None
-    text = (seconds.decode("latin-1") if isinstance(seconds, bytes) else seconds).strip()
-    try:
-        v = float(text)
-        return v if math.isfinite(v) and v >= 0 else None
-    except ValueError:
-        pass
-    try:
-        when = parsedate_to_datetime(text)
-        return max(0.0, (when - datetime.now(UTC)).total_seconds())
-    except (TypeError, ValueError):
-        return None
-
-
-def error_body(message: str, type_: str, code: str | None, param: str | None = None) -> bytes:
-    return orjson.dumps({"error": {"message": message, "type": type_, "param": param,
-                                   "code": code}})  # fmt: skip
-
-
-def sse_error(message: str, code: str) -> bytes:
-    """An error event inside a stream that already started (the OpenAI clients raise on it)."""
-    return b"data: " + error_body(message, "upstream_error", code) + b"\n\n"
-
-
-def sse_done(tail: bytes) -> bool:
-    """The stream so far ends with a whole ``data: [DONE]`` event (its blank line included):
-    the OpenAI terminal event. A ``[DONE]`` still waiting for its blank line is not yet
-    whole, so a client is never handed a half event before the stream is ended."""
-    if not tail.endswith((b"\n\n", b"\r\n\r\n", b"\r\r")):
-        return False
-    return tail.rstrip().endswith((b"data: [DONE]", b"data:[DONE]"))
-
-
 def seconds(x: float) -> bytes:
     return b"%.3f" % x
-
-
-def retry_after_headers(wall_s: float) -> Headers:
-    """``Retry-After`` in whole seconds (HTTP's unit, at least 1) and ``retry-after-ms``
-    (which the OpenAI SDKs prefer) with the exact wall-clock figure."""
-    return [(b"retry-after", b"%d" % max(1, math.ceil(wall_s - 1e-9))),
-            (b"retry-after-ms", b"%d" % round(wall_s * 1000.0))]  # fmt: skip
 
 
 async def send_json(send: Send, status: int, body: bytes, headers: Headers | None = None) -> None:
@@ -206,6 +144,6 @@ async def too_large(send: Send, receive: Receive, more: bool, limit: int) -> Non
     if more:
         await drain_body(receive)
     msg = f"The request body is larger than this proxy's limit of {limit} bytes."
-    await send_json(send, 413, error_body(msg, "invalid_request_error", "body_too_large"),
+    await send_json(send, 413, error_body(msg, "invalid_request_error", code="body_too_large"),
                     [(b"connection", b"close")])  # fmt: skip
 

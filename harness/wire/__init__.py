@@ -1,0 +1,30 @@
+"""The OpenAI wire format, written once: what the stub sends, the proxy passes on and answers,
+and the load generator and the calibration probe read.
+
+``errors`` the error object (``{"error": {"message", "type", "param", "code"}}``) as a JSON body
+and as an event inside a stream; ``sse`` server-sent events: one event's bytes, the terminal
+``data: [DONE]`` and how a stream is known to have ended with it; ``retry_after`` the
+``Retry-After`` / ``retry-after-ms`` pair, written and read; ``usage`` the ``usage`` object,
+written and read as token counts.
+
+Standard library and orjson only, so the stub, the proxy, the load generator's process and the
+probe can all import it (tests/test_imports.py).
+"""
+
+from harness.wire.errors import error_body, error_event
+from harness.wire.retry_after import parse_retry_after, retry_after_headers, retry_after_s
+from harness.wire.sse import DONE, event, sse_done
+from harness.wire.usage import usage_object, usage_tokens
+
+__all__ = [
+    "DONE",
+    "error_body",
+    "error_event",
+    "event",
+    "parse_retry_after",
+    "retry_after_headers",
+    "retry_after_s",
+    "sse_done",
+    "usage_object",
+    "usage_tokens",
+]
