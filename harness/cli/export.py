@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from harness.atomic import write_atomic
 from harness.cli.options import ProfileArg, SetOpt, bad_input, err, io_errors, load_profile
 
 
@@ -62,8 +63,6 @@ def export_(
                         adapter_rules_file=None if adapter_rules is None else str(adapter_rules))  # fmt: skip
     except ExportError as e:
         raise bad_input(str(e)) from None
-    from harness.results.summary import write_atomic
-
     for field, note in result.notes:
         err.print(f"[yellow]not expressible[/] {escape(f'{field}: {note}')}", soft_wrap=True)
     if result.adapter_rules is not None and adapter_rules is None:

@@ -8,6 +8,7 @@ from typing import Any
 
 from rich.console import Console
 
+from harness.atomic import write_atomic
 from harness.commands.pool import run_chunks
 from harness.commands.progress import progress_bar
 from harness.exit_codes import EXIT_BROKEN, for_summary
@@ -101,7 +102,7 @@ def run_many(
     agg = aggregate(summaries)
     if not complete:
         agg["complete"], agg["seeds_finished"] = False, sorted(done)
-    summ.write_atomic(folder / "aggregate.json", summ.dumps(agg))
+    write_atomic(folder / "aggregate.json", summ.dumps(agg))
     if not complete:
         console.print(f"[bold red]interrupted ({intr.last}):[/] {len(done)} of {n} seeds "
                       f"finished; partial {folder / 'aggregate.json'} written (exit 3)")  # fmt: skip

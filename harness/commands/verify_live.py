@@ -11,6 +11,7 @@ from typing import Any
 
 from rich.console import Console
 
+from harness.atomic import write_atomic
 from harness.exit_codes import EXIT_BROKEN, EXIT_FAIL, EXIT_OK
 from harness.profile import load
 from harness.results import summary as summ
@@ -67,5 +68,5 @@ def verify_recommendation(
                       f"[{lo:.3f}, {hi:.3f}] +- {slack:.3f}: {mark}")  # fmt: skip
     result["verify_live"] = {"time_scale": time_scale, "folder": str(live_dir), "agrees": agree,
                              "rows": rows}  # fmt: skip
-    summ.write_atomic(folder / "sweep.json", summ.dumps(result))
+    write_atomic(folder / "sweep.json", summ.dumps(result))
     return EXIT_OK if agree else EXIT_FAIL

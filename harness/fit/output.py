@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 import yaml
 
+from harness.atomic import write_atomic
 from harness.fit import FitError
 from harness.fit.model import METHOD, PARAMS, Fit, Goodness
 from harness.fit.observations import Observations
@@ -140,8 +141,6 @@ def calibrated(
 
 def write(out_yaml: Path, text: str, fig: dict[str, Any]) -> Path:
     """Both files, atomically; returns the JSON's path."""
-    from harness.results.summary import write_atomic
-
     out_json = out_yaml.with_suffix(".json")
     write_atomic(out_yaml, text.encode())
     write_atomic(out_json, orjson.dumps(fig, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))

@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 
 import harness
+from harness.atomic import write_atomic
 from harness.profile import Profile, to_dict
 from harness.results import contract
 from harness.results.quantiles import percentiles, quantile_runs
@@ -264,32 +265,6 @@ def finish(summary: dict[str, Any], profile: Profile, extra_thresholds: Sequence
 
 def dumps(obj: Any) -> bytes:
     return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2) + b"\n"
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-# Results are files like any other the user writes (0644 under the usual umask), not
-# mkstemp's private 0600: they are attached to reviews and read by other accounts and CI.
-_FILE_MODE = 0o666 & ~_umask()
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, _FILE_MODE)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def write_summary(folder: Path, summary: Mapping[str, Any]) -> Path:

@@ -28,13 +28,13 @@ from __future__ import annotations
 import json
 import math
 import operator
-import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, Literal
 
+from harness.atomic import write_atomic
 from harness.results.compare import FIGURES
 from harness.results.expr import expr_value
 from harness.results.quantiles import describe, quantile
@@ -369,11 +369,9 @@ def write_outputs(sweep: dict[str, Any], out: Path) -> list[Path]:
     """``sweep.json`` (sorted keys, written atomically) and ``sweep.png``."""
     from harness.results.plots import plot_sweep
 
-    out.mkdir(parents=True, exist_ok=True)
     path = out / "sweep.json"
-    tmp = out / ".sweep.json.tmp"
-    tmp.write_text(json.dumps(sweep, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    text = json.dumps(sweep, indent=2, sort_keys=True) + "\n"
+    write_atomic(path, text.encode("utf-8"), durable=False)
     if not sweep.get("complete", True):
         return [path]  # no plot of a partial grid
     png = out / "sweep.png"

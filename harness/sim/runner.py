@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from harness.atomic import atomic_file
 from harness.engine.events import (
     ACK_LOST,
     Action,
@@ -384,14 +385,11 @@ def run_to_folder(
 ) -> SimResult:
     """Simulate and write summary.json, decisions.jsonl, timeline.jsonl and requests.jsonl
     (one line per ended request, as a live run writes) into ``out``."""
-    out.mkdir(parents=True, exist_ok=True)
-    tmp = out / ".decisions.jsonl.partial"
-    with tmp.open("wb") as fh:
+    with atomic_file(out / "decisions.jsonl", durable=False) as fh:
         log = DecisionLog(fh)
         result = simulate(profile, seed, log=log, extra_thresholds=extra_thresholds,
                           progress=progress, stop=stop, keep_requests=True)  # fmt: skip
         log.flush()
-    tmp.replace(out / "decisions.jsonl")
     summ.write_jsonl(out / "timeline.jsonl", result.timeline)
     assert result.collector is not None and result.collector.records is not None
     summ.write_jsonl(out / "requests.jsonl", request_lines(result.collector.records))

@@ -35,6 +35,7 @@ from locust import User, events, task
 from locust.env import Environment
 from locust.runners import MasterRunner, WorkerRunner
 
+from harness.atomic import write_atomic
 from harness.live.load.calls import Plan
 from harness.live.load.open_loop import OpenLoop
 
@@ -61,12 +62,6 @@ def _raise_nofile() -> None:
     if soft < want:
         with contextlib.suppress(ValueError, OSError):
             resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
-
-
-def _write_json(path: str, obj: dict[str, Any]) -> None:
-    tmp = f"{path}.tmp"
-    Path(tmp).write_bytes(orjson.dumps(obj))
-    os.replace(tmp, path)
 
 
 def _append_records(blob: bytes) -> None:
@@ -158,9 +153,8 @@ def _test_start(environment: Environment, **_kw: Any) -> None:
     else:
         _got_plan({**cfg, "start_epoch": start_epoch, "index": 0, "n": 1})
         workers = 0
-    _write_json(
-        cfg["start_file"], {"start_epoch": start_epoch, "workers": workers, "pid": os.getpid()}
-    )
+    start = {"start_epoch": start_epoch, "workers": workers, "pid": os.getpid()}
+    write_atomic(Path(cfg["start_file"]), orjson.dumps(start), durable=False)
 
 
 _events: Any = events  # Locust's event hooks are untyped

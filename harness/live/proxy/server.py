@@ -29,6 +29,7 @@ import uvicorn
 from rich.console import Console
 
 from harness import serving
+from harness.atomic import write_atomic
 from harness.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN, for_summary
 from harness.live.proxy.app import DEFAULT_MAX_BODY, ProxyApp
 from harness.live.proxy.clock import MonotonicClock, RunClock
@@ -121,9 +122,7 @@ async def reachable(url: str, timeout_s: float = 5.0, tls: Tls | None = None) ->
 
 
 def write_ready(path: Path, url: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(orjson.dumps({"url": url, "pid": os.getpid()}) + b"\n")
-    tmp.replace(path)
+    write_atomic(path, orjson.dumps({"url": url, "pid": os.getpid()}) + b"\n", durable=False)
 
 
 async def run_proxy(
