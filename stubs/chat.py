@@ -31,7 +31,7 @@ from harness.stub.latency import ClassModel
 from harness.stub.state import StubState
 from harness.upstream_model.latency import even_spread, service_s, token_counts
 from harness.upstream_model.tokens import prompt_tokens
-from harness.wire import DONE, error_body, error_event
+from harness.wire import DONE, error_body, error_event, retry_after_headers
 
 _BAD_JSON = (
     "We could not parse the JSON body of your request. (HINT: This likely means you aren't "
@@ -352,7 +352,8 @@ async def _terminal(
         return
     status = fault.status if fault.kind == "status" and fault.status is not None else 429
     headers = _headers(rid, wire.JSON, plan.add_s)
-    headers += wire.retry_headers(plan.retry_after_s)
+    if plan.retry_after_s is not None:
+        headers += retry_after_headers(plan.retry_after_s)
     if status == 429:
         headers += wire.rate_limit_headers(plan.limits, plan.retry_after_s)
     body = wire.status_error(status)

@@ -4,14 +4,13 @@ Shapes follow the Chat Completions API as the official clients parse it: a ``cha
 object; ``chat.completion.chunk`` events in the order role, content deltas, an empty delta
 with ``finish_reason``, a ``choices: []`` chunk with ``usage`` (only when
 ``stream_options.include_usage``), then ``data: [DONE]``. The format's shared pieces (the
-error body and event, ``[DONE]``, ``usage``) are ``harness.wire``'s; this module adds the
-stub's own content. Stream frames are assembled from pre-encoded pieces: the hot path
+error body and event, ``[DONE]``, ``usage``, Retry-After) are ``harness.wire``'s; this module
+adds the stub's own content. Stream frames are assembled from pre-encoded pieces: the hot path
 of a 10,000-request hold is building these bytes.
 """
 
 from __future__ import annotations
 
-import math
 from functools import lru_cache
 
 import orjson
@@ -164,16 +163,6 @@ def format_duration(seconds: float) -> str:
     if minutes:
         return f"{minutes}m{secs}s"
     return f"{secs}s"
-
-
-def retry_headers(retry_after_s: float | None) -> Headers:
-    """``retry-after`` (whole seconds, rounded up) and ``retry-after-ms``, wall-clock."""
-    if retry_after_s is None:
-        return []
-    return [
-        (b"retry-after", str(math.ceil(retry_after_s)).encode()),
-        (b"retry-after-ms", str(round(retry_after_s * 1000)).encode()),
-    ]
 
 
 def rate_limit_headers(limits: RateLimitInfo | None, retry_after_s: float | None) -> Headers:

@@ -215,6 +215,18 @@ def test_429_from_a_status_fault_carries_retry_and_rate_limit_headers() -> None:
     assert (err["type"], err["code"]) == ("requests", "rate_limit_exceeded")
 
 
+def test_a_zero_retry_after_is_sent_as_one_second_beside_its_exact_milliseconds() -> None:
+    """HTTP's Retry-After says when to come back, in whole seconds: never 0 (a client reading
+    only it would retry at once), as the proxy writes it; retry-after-ms keeps the exact 0, which
+    the OpenAI SDKs read first and, not being above 0, answer with their own backoff."""
+    prof = profile(
+        "faults:\n  - {at_s: 0, for_s: 60, kind: status, status: 503, retry_after_s: 0}\n"
+    )
+    r = run(_post(create_app(profile=prof), body()))
+    assert r.status_code == 503
+    assert (r.headers["retry-after"], r.headers["retry-after-ms"]) == ("1", "0")
+
+
 def test_rate_limit_fault_answers_429_like_a_provider() -> None:
     clock = FakeClock()
     app = create_app(latency_s=0, clock=clock)

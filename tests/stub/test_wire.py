@@ -1,4 +1,4 @@
-"""Wire helpers: provider-style durations and retry/rate-limit headers."""
+"""The stub's wire helpers: provider-style durations and rate-limit headers."""
 
 from __future__ import annotations
 
@@ -18,12 +18,6 @@ pytestmark = pytest.mark.timeout(30)
 )  # fmt: skip
 def test_format_duration_like_a_provider(seconds: float, text: str) -> None:
     assert wire.format_duration(seconds) == text
-
-
-def test_retry_headers_round_seconds_up_and_give_milliseconds() -> None:
-    assert dict(wire.retry_headers(0.25)) == {b"retry-after": b"1", b"retry-after-ms": b"250"}
-    assert dict(wire.retry_headers(2)) == {b"retry-after": b"2", b"retry-after-ms": b"2000"}
-    assert wire.retry_headers(None) == []
 
 
 def test_rate_limit_headers_from_a_bucket() -> None:
