@@ -45,7 +45,7 @@ from harness.engine.scaling_policy import (
 from harness.engine.scrape import query_value
 
 if TYPE_CHECKING:
-    from harness.engine.scheduler import Scheduler
+    from harness.engine.scaling_view import ScalingView
     from harness.profile.schema.scaling import ScaleRules, Scaling
 
 def _rules(r: ScaleRules) -> ScalingRules:
@@ -133,11 +133,11 @@ class Scaler:
             return self.scrape_due
         return self.due if self.due < self.scrape_due else self.scrape_due
 
-    def own_value(self, eng: Scheduler, now: float) -> float:
+    def own_value(self, eng: ScalingView, now: float) -> float:
         """The exported query's value over the proxy's gauges right now (harness.engine.scrape)."""
         return query_value(eng, self.cfg, self.jpe, self.prior_s, now, self._rates(eng, now)[0])
 
-    def _rates(self, eng: Scheduler, now: float) -> tuple[float, float]:
+    def _rates(self, eng: ScalingView, now: float) -> tuple[float, float]:
         """Arrivals and confirmed completions per second since the oldest mark in window_s."""
         t0, a0, c0 = self._marks[0]
         span = now - t0
@@ -153,7 +153,7 @@ class Scaler:
         self._scrapes = 0 if offset_s > 0 else 1
         self.scrape_due = offset_s + self._scrapes * self.cfg.scrape_interval_s
 
-    def scrape(self, eng: Scheduler, now: float) -> None:
+    def scrape(self, eng: ScalingView, now: float) -> None:
         """A simulated scrape: the value, or nothing while the metrics are down (stale)."""
         self.sample = self.own_value(eng, now) if eng.metrics_up else None
         self.sample_at = now
@@ -166,7 +166,7 @@ class Scaler:
             self._scrapes += 1
             self.scrape_due = self._phase + self._scrapes * interval
 
-    def read(self, eng: Scheduler, value: float | None, error: str | None, now: float) -> None:
+    def read(self, eng: ScalingView, value: float | None, error: str | None, now: float) -> None:
         """A live read of the query (None: an empty result, or ``error``)."""
         self.asked = False
         self.sample, self.sample_at, self.read_error = value, now, error
@@ -181,7 +181,7 @@ class Scaler:
 
     # -- signals -------------------------------------------------------------------------------
 
-    def measure(self, eng: Scheduler, now: float) -> tuple[Signals, dict[str, Any]]:
+    def measure(self, eng: ScalingView, now: float) -> tuple[Signals, dict[str, Any]]:
         """This evaluation's signals, and their record (rounded) for decisions.jsonl."""
         eligible = eng.queue.eligible()
         rv = eng.review
@@ -237,7 +237,7 @@ class Scaler:
             record["review_full"] = rv.full()
         return sig, record
 
-    def _ceilings(self, eng: Scheduler, record: dict[str, Any]) -> list[tuple[str, int]]:
+    def _ceilings(self, eng: ScalingView, record: dict[str, Any]) -> list[tuple[str, int]]:
         """The dependency ceilings (fixed by the profile), then the partitions ceiling: with
         keyed work, useful executors are at most the work that can run at once -- one item
         per active key, plus every key-less item waiting or running."""
@@ -251,7 +251,7 @@ class Scaler:
         useful = keys + record.get("plain_eligible", 0) + plain_running
         return [*fixed, ("partitions", max(1, math.ceil(useful / self.jpe)))]
 
-    def _dependency_ceilings(self, eng: Scheduler) -> list[tuple[str, int]]:
+    def _dependency_ceilings(self, eng: ScalingView) -> list[tuple[str, int]]:
         """model_quota and db_connections (fixed), then the replicas the cost budget pays for."""
         out = list(self._fixed)
         if eng.cost is not None:
@@ -262,7 +262,7 @@ class Scaler:
 
     # -- one evaluation ------------------------------------------------------------------------
 
-    def evaluate(self, eng: Scheduler, now: float) -> Scale:
+    def evaluate(self, eng: ScalingView, now: float) -> Scale:
         cfg = self.cfg
         self.evaluations += 1
         # Live reads: the evaluation stands for the instant it was due (``asked_for``), not
@@ -315,7 +315,7 @@ class Scaler:
                      bound_by=decision.bound_by, raw=decision.raw, target=decision.target,
                      held_by=decision.held_by, signals=record)  # fmt: skip
 
-    def _dependency(self, eng: Scheduler, now: float, current: int, d: ScaleDecision,
+    def _dependency(self, eng: ScalingView, now: float, current: int, d: ScaleDecision,
                     record: dict[str, Any]) -> ScaleDecision:
         """Hold scale-up while the upstream is unwell; resume gradually after recovery_s."""
         dep = self.cfg.dependency
@@ -355,7 +355,7 @@ class Scaler:
 
     def _decide(
         self,
-        eng: Scheduler,
+        eng: ScalingView,
         now: float,
         current: int,
         sig: Signals | None,

@@ -12,7 +12,7 @@ The simulation's autoscaler evaluates on the value of the last scrape before the
 (one at 0, then every ``scrape_interval_s`` from an offset drawn per seed or set by
 ``scrape_phase_s``; a scrape during a metrics outage fails, the series goes stale, and the
 query comes back empty: the engine is blind until the next good scrape).
-Sans-I/O: it reads the scheduler and nothing else.
+Sans-I/O: it reads the engine's state (``scaling_view.ScalingView``) and nothing else.
 """
 
 from __future__ import annotations
@@ -21,18 +21,18 @@ import math
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from harness.engine.scheduler import Scheduler
+    from harness.engine.scaling_view import ScalingView
     from harness.profile.schema.scaling import Scaling
 
 
-def drain_time(eng: Scheduler) -> float:
+def drain_time(eng: ScalingView) -> float:
     """``agent_queue_drain_time_seconds``: waiting work over the slots, at one service time."""
     depth = eng.queue.depth
     c = eng.pool.concurrency
     return depth / c * eng.service_time_s if c > 0 else (math.inf if depth else 0.0)
 
 
-def _service_estimate(eng: Scheduler, jpe: int, prior_s: float) -> float:
+def _service_estimate(eng: ScalingView, jpe: int, prior_s: float) -> float:
     """The drain-window query's service time: drain x ready (x jpe) / depth, kept when it is a
     positive finite number (``> 0 < +Inf``), else the profile's prior (``or on() vector``)."""
     depth = eng.queue.depth
@@ -44,7 +44,7 @@ def _service_estimate(eng: Scheduler, jpe: int, prior_s: float) -> float:
 
 
 def query_value(
-    eng: Scheduler, cfg: Scaling, jpe: int, prior_s: float, now: float, arrival_rate: float
+    eng: ScalingView, cfg: Scaling, jpe: int, prior_s: float, now: float, arrival_rate: float
 ) -> float:
     """The scaling query's value at ``now`` (see the module notes); ``arrival_rate``: the
     engine's own per-second rate over ``window_s`` (the query's ``rate()`` extrapolates)."""
