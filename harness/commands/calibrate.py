@@ -157,8 +157,9 @@ def calibrate_command(req: CalibrateRequest, opts: FitOptions, console: Console)
             base, path = endpoint(req.target)
             why = check(base + path, req.tls)
             if why is not None:
+                hint = " (--ca-bundle FILE names a private CA)" if "certificate" in why else ""
                 console.print(f"[bold red]error:[/] the target {public(req.target)} is "
-                              f"unreachable: {why} (exit 3)")  # fmt: skip
+                              f"unreachable: {why}{hint} (exit 3)", soft_wrap=True)  # fmt: skip
                 return EXIT_BROKEN
             where = f"probe of {public(req.target)}"
         headers = {"content-type": "application/json",

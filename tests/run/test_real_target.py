@@ -169,6 +169,24 @@ def test_tls_without_the_ca_is_exit_3_naming_the_certificate_before_any_load(
     assert app.state.counters.requests == 0  # no load at all
 
 
+def test_calibrate_names_the_certificate_and_the_ca_bundle_before_any_probe(
+    tmp_path: Path, pki: tuple[Path, Path]
+) -> None:
+    from typer.testing import CliRunner
+
+    from harness.cli import app as cli
+
+    server, _bundle = pki
+    app = stub.create_app(latency_s=0.05)
+    with Server(app, certfile=server) as s:
+        r = CliRunner().invoke(cli, ["calibrate", "token-model", "--target", s.origin + "/v1",
+                                     "--out", str(tmp_path / "c"), "--max-requests", "10"])  # fmt: skip
+    assert r.exit_code == 3, r.output
+    line = next(x for x in r.output.splitlines() if "unreachable" in x)  # one line, unwrapped
+    assert "certificate verification failed" in line and "(--ca-bundle FILE names a private CA)" in line
+    assert app.state.counters.requests == 0  # no probe at all
+
+
 def test_the_proxy_alone_names_a_certificate_failure(pki: tuple[Path, Path]) -> None:
     import asyncio
 
