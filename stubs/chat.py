@@ -29,8 +29,8 @@ from harness.stub.asgi import abort, respond, sleep_or_disconnect
 from harness.stub.faults import FaultPlan
 from harness.stub.latency import ClassModel
 from harness.stub.state import StubState
+from harness.text_tokens import prompt_tokens
 from harness.upstream_model.latency import even_spread, service_s, token_counts
-from harness.upstream_model.tokens import prompt_tokens
 from harness.wire import DONE, error_body, error_event, retry_after_headers
 
 _BAD_JSON = (

@@ -30,7 +30,7 @@ import orjson
 from harness.live.load.calls import RECORD_KEYS
 from harness.live.transport.upstream import Upstream, UpstreamError
 from harness.profile import Wire
-from harness.upstream_model.tokens import CHARS_PER_TOKEN
+from harness.text_tokens import CHARS_PER_TOKEN
 from harness.wire import usage_tokens
 
 # common three-letter words: with the space, about one token each in the usual tokenizers

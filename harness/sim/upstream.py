@@ -22,6 +22,7 @@ from typing import Final
 
 from harness.engine.events import ACK_LOST
 from harness.profile import Fault, Profile
+from harness.text_tokens import prompt_tokens
 from harness.upstream_model.bucket import TokenBucket
 from harness.upstream_model.draws import RequestDraws
 from harness.upstream_model.faults import walk
@@ -33,7 +34,6 @@ from harness.upstream_model.latency import (
     service_s,
     token_counts,
 )
-from harness.upstream_model.tokens import prompt_tokens
 
 # How long an upstream takes to answer with an error status: the stub answers at once, a
 # loopback round trip. It matters with a short Retry-After (a rate limit's "next token in

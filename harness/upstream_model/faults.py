@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Final, Generic, TypeVar
 
-from harness.profile import Fault
+from harness.profile.schema import Fault
 from harness.upstream_model.draws import KeyedRandom
 
 STREAM_KINDS: Final = frozenset({"stream_error", "truncate"})

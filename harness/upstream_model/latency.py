@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from harness.profile import Latency, TokenCount
+from harness.profile.schema.upstream import Latency, TokenCount
 from harness.upstream_model.draws import KeyedRandom
 
 Sampler = Callable[[], float]

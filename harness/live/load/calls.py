@@ -48,7 +48,7 @@ from harness.engine.events import PRIORITY_NAMES
 from harness.live.load.dialect import request_body, wire_headers, wire_path
 from harness.live.load.traced import ClassSizes, TracedBodies, traced_lengths
 from harness.profile import ClientRetry, Profile, loads, to_dict
-from harness.upstream_model.tokens import CHARS_PER_TOKEN, prompt_tokens
+from harness.text_tokens import CHARS_PER_TOKEN, prompt_tokens
 from harness.wire import parse_retry_after
 from harness.workload.arrivals import Arrival, schedule
 from harness.workload.clients import retry_delay, should_retry_header
@@ -366,7 +366,7 @@ class RequestSpec:
 
 def estimate_tokens(chars: int) -> int:
     """Content received, in tokens: the prompt rule's four characters a token, rounded up
-    (``harness.upstream_model.tokens``), but nothing received is no tokens."""
+    (``harness.text_tokens``), but nothing received is no tokens."""
     return -(-chars // CHARS_PER_TOKEN)
 
 

@@ -2,7 +2,7 @@
 
 A public trace (``harness.workload.traces``) gives each arrival its prompt and output token counts;
 without the endpoint's tokenizer the prompt is sized by the one rule of
-``harness.upstream_model.tokens``: ``CHARS_PER_TOKEN`` characters a token, so a row of N prompt
+``harness.text_tokens``: ``CHARS_PER_TOKEN`` characters a token, so a row of N prompt
 tokens sends 4 x N characters (the stub counts them back as exactly N), and asks for the row's
 output tokens as ``max_tokens`` (or the wire's ``max_completion_tokens``).
 
@@ -22,9 +22,9 @@ from typing import Final
 from harness.live.load.dialect import body_template
 from harness.profile import Profile, TokenCount
 from harness.profile.schema.fields import MAX_PROMPT_CHARS, MAX_TOKENS
+from harness.text_tokens import CHARS_PER_TOKEN, prompt_tokens
 from harness.upstream_model.draws import RequestDraws
 from harness.upstream_model.latency import token_counts
-from harness.upstream_model.tokens import CHARS_PER_TOKEN, prompt_tokens
 from harness.workload.arrivals import Arrival
 
 _WORDS: Final = b"the quick brown fox jumps over the lazy dog "

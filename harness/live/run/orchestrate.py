@@ -48,7 +48,7 @@ from harness.live.transport.tls import INSECURE_WARNING
 from harness.live.transport.tls import check as tls_check
 from harness.profile import FromEnv, Profile, to_dict
 from harness.results.summary import check_writable, os_error_line
-from harness.upstream_model.tokens import prompt_tokens
+from harness.text_tokens import prompt_tokens
 from harness.workload.arrivals import schedule
 from harness.workload.traces import traced
 

@@ -239,7 +239,7 @@ def print_dry_run(
     """What a run would send: requests and prompt tokens (~4 characters per token) per class;
     ``sized``: the totals of classes whose requests are sized one by one (traces, token-count
     distributions), which replace the class's prompt text and max_tokens."""
-    from harness.upstream_model.tokens import CHARS_PER_TOKEN, prompt_tokens
+    from harness.text_tokens import CHARS_PER_TOKEN, prompt_tokens
 
     table = Table("class", "requests", "prompt tokens (est.)", "max completion tokens",
                   title=f"dry run: {profile.name} -> {where}", title_justify="left")  # fmt: skip

@@ -27,7 +27,7 @@ from harness.profile.schema.upstream import TokenCount as TokenCount
 from harness.profile.schema.upstream import Upstream as Upstream
 from harness.profile.schema.verdict import DEFAULT_ALERTS, AlertOverride, AlertRule, Slo, Verdict
 from harness.profile.schema.wire import Generator, Wire
-from harness.upstream_model.tokens import prompt_tokens
+from harness.text_tokens import prompt_tokens
 
 Priority = Literal["critical", "standard", "batch"]
 PRIORITIES: tuple[Priority, ...] = ("critical", "standard", "batch")

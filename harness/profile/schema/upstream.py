@@ -139,5 +139,5 @@ class Upstream:
     # remaining tokens are spread evenly over the rest (not for dist: tokens, which times them).
     ttft_fraction: float = field(default=0.1, metadata=_c(ge=0, le=1))
     completion_tokens: TokenCount | None = None
-    # null: the class's prompt text, about four characters a token (upstream_model.tokens).
+    # null: the class's prompt text, about four characters a token (harness.text_tokens).
     prompt_tokens: TokenCount | None = None

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.upstream_model import tokens
-from harness.upstream_model.tokens import prompt_tokens
+from harness import text_tokens
+from harness.text_tokens import prompt_tokens
 
 
 @pytest.mark.parametrize(("chars", "want"), [(0, 1), (1, 1), (4, 1), (5, 2), (8, 2), (2801, 701)])
@@ -24,7 +24,7 @@ def test_the_stub_reports_the_same_rule() -> None:
 
 
 def test_the_rule_imports_the_standard_library_only() -> None:
-    tree = ast.parse(Path(tokens.__file__).read_text(encoding="utf-8"))
+    tree = ast.parse(Path(text_tokens.__file__).read_text(encoding="utf-8"))
     names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
     names += [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
     assert not [m for m in names if m.startswith("harness")]

@@ -3,8 +3,9 @@ characters a token, rounded up, at least one (a tokenizer's rough count for Engl
 
 The stub reports it as ``usage.prompt_tokens``; the simulated upstream and the stub feed it to
 the token latency model (``dist: tokens``) as a class's default prompt length; the live load
-generator estimates with the same characters-per-token figure. Stdlib only, importing nothing
-else of harness, so any layer may import it.
+generator estimates with the same characters-per-token figure; the profile's schema reads a
+class's expected prompt tokens with it. Stdlib only, importing nothing else of harness, so any
+layer may import it (the profile, the lowest, included).
 """
 
 from __future__ import annotations
