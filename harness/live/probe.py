@@ -31,7 +31,7 @@ from harness.live.load.calls import RECORD_KEYS
 from harness.live.transport.upstream import Upstream, UpstreamError
 from harness.profile import Wire
 from harness.text_tokens import CHARS_PER_TOKEN
-from harness.wire import usage_tokens
+from harness.wire import BadEvent, EventSplitter, chunk_object, delta_content, is_done, usage_tokens
 
 # common three-letter words: with the space, about one token each in the usual tokenizers
 _VOCAB = "the and for you are not but all any can had her was one our out day get has him his how "
@@ -104,7 +104,7 @@ class _Sse:
     """A stream's server-sent events, timed as they arrive: first content delta, gaps, usage."""
 
     def __init__(self) -> None:
-        self.buf = b""
+        self.events = EventSplitter()
         self.first: float | None = None
         self.last = 0.0
         self.gaps: list[float] = []
@@ -113,26 +113,17 @@ class _Sse:
         self.error = False
 
     def feed(self, data: bytes, now: float) -> None:
-        self.buf += data
-        *lines, self.buf = self.buf.split(b"\n")
-        for raw in lines:
-            line = raw.strip()
-            if not line.startswith(b"data:"):
-                continue
-            payload = line[5:].strip()
-            if payload == b"[DONE]":
+        for payload in self.events.feed(data):
+            if is_done(payload):
                 self.done = True
                 continue
             try:
-                obj = orjson.loads(payload)
-            except orjson.JSONDecodeError:
-                continue
-            if not isinstance(obj, dict):
+                obj = chunk_object(payload)
+                content = delta_content(obj)
+            except BadEvent:
                 continue
             self.error = self.error or "error" in obj
-            choices = obj.get("choices") or []
-            content = (choices[0].get("delta") or {}).get("content") if choices else None
-            if isinstance(content, str) and content:
+            if content is not None:
                 if self.first is None:
                     self.first = now
                 else:

@@ -3,7 +3,7 @@ and the load generator and the calibration probe read.
 
 ``errors`` the error object (``{"error": {"message", "type", "param", "code"}}``) as a JSON body
 and as an event inside a stream; ``sse`` server-sent events: one event's bytes, the terminal
-``data: [DONE]`` and how a stream is known to have ended with it; ``retry_after`` the
+``data: [DONE]``, the one parser (a streaming event splitter) and what an event's data says; ``retry_after`` the
 ``Retry-After`` / ``retry-after-ms`` pair, written and read; ``usage`` the ``usage`` object,
 written and read as token counts.
 
@@ -13,14 +13,28 @@ probe can all import it (tests/test_imports.py).
 
 from harness.wire.errors import error_body, error_event
 from harness.wire.retry_after import parse_retry_after, retry_after_headers, retry_after_s
-from harness.wire.sse import DONE, event, sse_done
+from harness.wire.sse import (
+    DONE,
+    BadEvent,
+    EventSplitter,
+    chunk_object,
+    delta_content,
+    event,
+    is_done,
+    sse_done,
+)
 from harness.wire.usage import usage_object, usage_tokens
 
 __all__ = [
     "DONE",
+    "BadEvent",
+    "EventSplitter",
+    "chunk_object",
+    "delta_content",
     "error_body",
     "error_event",
     "event",
+    "is_done",
     "parse_retry_after",
     "retry_after_headers",
     "retry_after_s",

@@ -1,7 +1,17 @@
 """Server-sent events as the Chat Completions API streams them: ``data: <json>`` events, each
-ended by a blank line, the last one ``data: [DONE]``."""
+ended by a blank line, the last one ``data: [DONE]``.
+
+Written with :func:`event` and :data:`DONE`; read with :class:`EventSplitter` (the one parser:
+the load generator and the probe feed it what arrives) and :func:`is_done`,
+:func:`chunk_object`, :func:`delta_content` on each event's data; the proxy, which only passes
+bytes on, asks :func:`sse_done` of a stream's last bytes.
+"""
 
 from __future__ import annotations
+
+from typing import Any
+
+import orjson
 
 DONE = b"data: [DONE]\n\n"
 
@@ -18,3 +28,85 @@ def sse_done(tail: bytes) -> bool:
     if not tail.endswith((b"\n\n", b"\r\n\r\n", b"\r\r")):
         return False
     return tail.rstrip().endswith((b"data: [DONE]", b"data:[DONE]"))
+
+
+class EventSplitter:
+    """Whole events out of a byte stream as it arrives, as the WHATWG event-stream rules and
+    the official OpenAI clients read it: lines end in ``\\n``, ``\\r\\n`` or ``\\r`` (split
+    anywhere across chunks); ``data:`` lines (one space after the colon dropped) join with
+    ``\\n``; a blank line dispatches the event; comments (``:``) and other fields are ignored;
+    an event the stream ends inside, before its blank line, is never dispatched."""
+
+    __slots__ = ("_cr", "_data", "_partial")
+
+    def __init__(self) -> None:
+        self._partial = b""  # a line still waiting for its end
+        self._data: list[bytes] | None = None  # the pending event's data lines
+        self._cr = False  # the last chunk ended in \r: a \n opening the next one is its pair
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        """The data of every event this chunk completes, in order."""
+        if not chunk:
+            return []
+        if self._cr and chunk[0] == 10:  # b"\n"
+            chunk = chunk[1:]
+        self._cr = chunk.endswith(b"\r")
+        lines = (self._partial + chunk if self._partial else chunk).splitlines(keepends=True)
+        if lines and not lines[-1].endswith((b"\n", b"\r")):
+            self._partial = lines.pop()
+        else:
+            self._partial = b""
+        out: list[bytes] = []
+        for raw in lines:
+            line = raw.rstrip(b"\r\n")
+            if not line:
+                if self._data is not None:
+                    out.append(b"\n".join(self._data))
+                    self._data = None
+                continue
+            name, _, value = line.partition(b":")
+            if name != b"data":  # a comment (empty name), event, id, retry or unknown field
+                continue
+            if value[:1] == b" ":
+                value = value[1:]
+            if self._data is None:
+                self._data = [value]
+            else:
+                self._data.append(value)
+        return out
+
+
+class BadEvent(ValueError):
+    """An event whose data is not a chunk the API would send (the OpenAI clients raise)."""
+
+
+def is_done(data: bytes) -> bool:
+    """The terminal event, as the OpenAI clients test it."""
+    return data.startswith(b"[DONE]")
+
+
+def chunk_object(data: bytes) -> dict[str, Any]:
+    """An event's data as the JSON object it must be; :class:`BadEvent` otherwise."""
+    try:
+        obj = orjson.loads(data)
+    except orjson.JSONDecodeError as e:
+        raise BadEvent("an event's data is not JSON") from e
+    if not isinstance(obj, dict):
+        raise BadEvent("an event's data is not a JSON object")
+    return obj
+
+
+def delta_content(obj: dict[str, Any]) -> str | None:
+    """The first choice's content delta, None when it carries none (a role, a finish, the usage
+    chunk); :class:`BadEvent` when the choices are not shaped as a chunk's."""
+    choices = obj.get("choices")
+    if not choices:
+        return None
+    first = choices[0] if isinstance(choices, list) else None
+    if not isinstance(first, dict):
+        raise BadEvent("a chunk's choice is not an object")
+    delta = first.get("delta") or {}
+    if not isinstance(delta, dict):
+        raise BadEvent("a chunk's delta is not an object")
+    content = delta.get("content")
+    return content if isinstance(content, str) and content else None

@@ -219,6 +219,22 @@ def test_a_stream_without_done_is_truncated_and_an_error_event_fails_it() -> Non
     assert (c.outcome, c.reason) == ("failed", "upstream_stream_error")
 
 
+def test_a_done_whose_blank_line_never_came_is_truncated() -> None:
+    """An event is whole at its blank line (the WHATWG rules, the OpenAI clients): a stream
+    that ends inside its ``[DONE]`` never delivered it."""
+    c = _call(200)
+    lines = [*_sse({"choices": [{"delta": {"content": "x"}}]}), b"data: [DONE]\n"]
+    read_stream(FakeStream(lines), c, lambda: 1.0, True)
+    assert (c.outcome, c.reason) == ("failed", "truncated")
+
+
+def test_a_malformed_event_fails_the_stream_as_the_openai_clients_raise() -> None:
+    for bad in (b"{not json", b"[1]", b'{"choices": ["x"]}'):
+        c = _call(200)
+        read_stream(FakeStream(_sse(bad, b"[DONE]")), c, lambda: 1.0, True)
+        assert (c.outcome, c.reason) == ("failed", "bad_body")
+
+
 def test_a_body_without_choices_is_a_failure() -> None:
     c = _call(200)
     read_body(b'{"choices": [{"message": {}}], "usage": {"prompt_tokens": 1}}', c)

@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from harness.live.load.calls import ClientRequest
-from harness.wire import usage_tokens
+from harness.wire import BadEvent, EventSplitter, chunk_object, delta_content, is_done, usage_tokens
 
 
 def read_all(r: Any) -> bytes | None:
@@ -41,32 +41,34 @@ def read_body(content: bytes | None, call: ClientRequest) -> None:
 
 
 def read_stream(r: Any, call: ClientRequest, perf: Any, proxied: bool) -> None:
-    """Server-sent events: the first content delta is the first token; ``[DONE]`` ends it.
-    Each later content delta adds its gap since the previous one (inter-token latency)."""
+    """Server-sent events (``harness.wire``'s splitter): the first content delta is the first
+    token; ``[DONE]`` ends it. Each later content delta adds its gap since the previous one
+    (inter-token latency)."""
     resp = r._response
     gaps: list[float] = []
     call.gaps = gaps
     last = 0.0
+    events = EventSplitter()
     while True:
         line = resp.readline(b"\n")
         if not line:
             break
-        line = line.strip()
-        if not line.startswith(b"data:"):
-            continue
-        data = line[5:].strip()
-        if data == b"[DONE]":
-            call.settle("completed")
-            return
-        obj = orjson.loads(data)
-        if "error" in obj:
-            code = (obj.get("error") or {}).get("code") if proxied else None
-            call.settle("failed", code if isinstance(code, str) and code else "stream_error")
-            return
-        choices = obj.get("choices") or []
-        if choices:
-            content = (choices[0].get("delta") or {}).get("content")
-            if content and isinstance(content, str):
+        for data in events.feed(line):
+            if is_done(data):
+                call.settle("completed")
+                return
+            try:
+                obj = chunk_object(data)
+                content = None if "error" in obj else delta_content(obj)
+            except BadEvent:
+                call.settle("failed", "bad_body")  # the OpenAI clients raise on it
+                return
+            if "error" in obj:
+                err = obj["error"]
+                code = err.get("code") if proxied and isinstance(err, dict) else None
+                call.settle("failed", code if isinstance(code, str) and code else "stream_error")
+                return
+            if content is not None:
                 now = perf()
                 if call.ttft is None:
                     call.ttft = now
@@ -74,6 +76,6 @@ def read_stream(r: Any, call: ClientRequest, perf: Any, proxied: bool) -> None:
                     gaps.append(now - last)
                 last = now
                 call.chars += len(content)
-        if obj.get("usage"):
-            call.tokens = usage_tokens(obj["usage"])
+            if obj.get("usage"):
+                call.tokens = usage_tokens(obj["usage"])
     call.settle("failed", "truncated")
