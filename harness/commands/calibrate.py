@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -132,7 +131,6 @@ def calibrate_command(req: CalibrateRequest, opts: FitOptions, console: Console)
     from harness.live.probe import Target, probe
     from harness.live.run import loadgen
     from harness.live.transport.target import endpoint, public
-    from harness.live.transport.tls import check
     from harness.live.transport.upstream import AiohttpUpstream
 
     req.out.mkdir(parents=True, exist_ok=True)
@@ -145,22 +143,12 @@ def calibrate_command(req: CalibrateRequest, opts: FitOptions, console: Console)
         if req.target == "stub":
             prof_file = logs / "profile.yaml"
             prof_file.write_text(yaml.safe_dump(to_dict(req.profile)))
-            port = loadgen.free_port()
-            p = kids.start("stub", [sys.executable, "-m", "harness", "stub", "--host", "127.0.0.1",
-                                    "--port", str(port), "--profile", str(prof_file), "--seed",
-                                    str(opts.seed), "--time-scale", repr(req.time_scale),
-                                    "--log-level", "warning"])  # fmt: skip
+            port = kids.start_stub(prof_file, seed=opts.seed, time_scale=req.time_scale)
             base, path = f"http://127.0.0.1:{port}", "/v1/chat/completions"
-            kids.wait_healthy(base, p, "stub")
             where = f"probe of the bundled stub at --time-scale {req.time_scale:g}"
         else:
             base, path = endpoint(req.target)
-            why = check(base + path, req.tls)
-            if why is not None:
-                hint = " (--ca-bundle FILE names a private CA)" if "certificate" in why else ""
-                console.print(f"[bold red]error:[/] the target {public(req.target)} is "
-                              f"unreachable: {why}{hint} (exit 3)", soft_wrap=True)  # fmt: skip
-                return EXIT_BROKEN
+            loadgen.check_target(req.target, base + path, req.tls)
             where = f"probe of {public(req.target)}"
         headers = {"content-type": "application/json",
                    **wire_headers(req.profile.wire, req.key_env)}  # fmt: skip

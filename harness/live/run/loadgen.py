@@ -23,6 +23,9 @@ from typing import Any
 import httpx
 import orjson
 
+from harness.live.transport.target import public
+from harness.live.transport.tls import Tls, check
+
 SHIM = "harness_locustfile.py"
 
 
@@ -42,6 +45,16 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
+
+
+def check_target(target: str, url: str, tls: Tls) -> None:
+    """Before any load, what the first request to ``url`` would meet: TCP, then for https a
+    verified handshake. Raises :class:`StartError` naming the target and why (a certificate
+    failure points at ``--ca-bundle``)."""
+    why = check(url, tls)
+    if why is not None:
+        hint = " (--ca-bundle FILE names a private CA)" if "certificate" in why else ""
+        raise StartError(f"the target {public(target)} is unreachable: {why}{hint}")
 
 
 def tail(path: Path, n: int = 6) -> str:
@@ -210,6 +223,18 @@ class Children:
                 proc.wait(5)
                 return None
         return proc.returncode
+
+    def start_stub(self, profile: Path, *, seed: int, time_scale: float,
+                   host: str = "127.0.0.1") -> int:  # fmt: skip
+        """The bundled stub, the real command (``python -m harness stub`` with its flags), bound
+        to ``host`` and answering /healthz on loopback; its port."""
+        port = free_port()
+        proc = self.start("stub", [sys.executable, "-m", "harness", "stub", "--host", host,
+                                   "--port", str(port), "--profile", str(profile),
+                                   "--seed", str(seed), "--time-scale", repr(time_scale),
+                                   "--log-level", "warning"])  # fmt: skip
+        self.wait_healthy(f"http://127.0.0.1:{port}", proc, "stub")
+        return port
 
     def stop_all(self) -> None:
         for _name, proc in reversed(self.procs):

@@ -45,7 +45,6 @@ from harness.live.run.progress import LiveView, print_dry_run, show_results
 from harness.live.run.settings import CHAT, LiveSettings
 from harness.live.transport.target import api_base, public
 from harness.live.transport.tls import INSECURE_WARNING
-from harness.live.transport.tls import check as tls_check
 from harness.profile import FromEnv, Profile, to_dict
 from harness.results.summary import check_writable, os_error_line
 from harness.text_tokens import prompt_tokens
@@ -238,18 +237,11 @@ def _start_servers(run: LiveSettings, kids: loadgen.Children, work: Path) -> Ser
     stub_url = metrics = None
     base, path = run.direct
     if not run.stub:  # what the first request would meet, before any load (a cert: exit 3)
-        why = tls_check(base + path, run.tls)
-        if why is not None:
-            hint = " (--ca-bundle FILE names a private CA)" if "certificate" in why else ""
-            raise loadgen.StartError(f"the target {public(run.target)} is unreachable: {why}{hint}")
+        loadgen.check_target(run.target, base + path, run.tls)
     if run.stub:
-        port = loadgen.free_port()
-        p = kids.start("stub", [*cmd, "stub", "--host", "127.0.0.1" if run.proxied else bind,
-                                "--port", str(port), "--profile", str(prof_file),
-                                "--seed", str(run.seed), "--time-scale", repr(run.time_scale),
-                                "--log-level", "warning"])  # fmt: skip
+        port = kids.start_stub(prof_file, seed=run.seed, time_scale=run.time_scale,
+                               host="127.0.0.1" if run.proxied else bind)  # fmt: skip
         stub_url = f"http://127.0.0.1:{port}"
-        kids.wait_healthy(stub_url, p, "stub")
         base = f"http://{host}:{port}"
     prom = prom_url = None
     if run.prometheus == "auto":
