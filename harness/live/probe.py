@@ -110,7 +110,7 @@ class _Sse:
         self.gaps: list[float] = []
         self.usage: dict[str, int] | None = None
         self.done = False
-        self.error = False
+        self.failure: str | None = None  # the first error event or malformed event seen
 
     def feed(self, data: bytes, now: float) -> None:
         for payload in self.events.feed(data):
@@ -120,9 +120,11 @@ class _Sse:
             try:
                 obj = chunk_object(payload)
                 content = delta_content(obj)
-            except BadEvent:
+            except BadEvent:  # the OpenAI clients raise on it, as the load generator fails it
+                self.failure = self.failure or "bad_body"
                 continue
-            self.error = self.error or "error" in obj
+            if "error" in obj:
+                self.failure = self.failure or "stream_error"
             if content is not None:
                 if self.first is None:
                     self.first = now
@@ -165,8 +167,8 @@ async def _one(up: Upstream, tgt: Target, rid: str, prompt: int, plan: ProbePlan
     except TimeoutError:
         return sent, None, "failed", "client_timeout", sse, time.perf_counter()
     end = time.perf_counter()
-    if sse.error or not sse.done or sse.first is None:
-        why = "stream_error" if sse.error else "truncated" if not sse.done else "no_content"
+    if sse.failure or not sse.done or sse.first is None:
+        why = sse.failure or ("truncated" if not sse.done else "no_content")
         return sent, 200, "failed", why, sse, end
     return sent, 200, "completed", None, sse, end
 
