@@ -64,7 +64,7 @@ def load_profile(spec: str, overrides: list[str] | None) -> Profile:
 
 
 def check_thresholds(exprs: list[str] | None) -> tuple[str, ...]:
-    from harness.results.thresholds import ThresholdError, parse_threshold
+    from harness.profile.thresholds import ThresholdError, parse_threshold
 
     for e in exprs or []:
         try:

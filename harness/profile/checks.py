@@ -22,6 +22,7 @@ from harness.profile.schema.upstream import (
 )
 from harness.profile.schema.verdict import DEFAULT_ALERTS
 from harness.profile.schema.wire import FromEnv, Wire
+from harness.profile.thresholds import ThresholdError, parse_threshold
 from harness.profile.walk import Ctx, join
 
 
@@ -275,9 +276,6 @@ def check_profile(ctx: Ctx, p: Profile) -> None:
         if name not in DEFAULT_ALERTS:
             raise ctx.err(f"alerts.{name}", f"unknown alert (known: {', '.join(DEFAULT_ALERTS)})")
     check_bounds(p, ctx.err)
-    # Threshold expressions are checked by the results layer (it knows summary paths).
-    from harness.results.thresholds import ThresholdError, parse_threshold
-
     for i, expr in enumerate(p.thresholds):
         try:
             parse_threshold(expr)

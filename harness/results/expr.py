@@ -1,7 +1,7 @@
 """The one evaluator of ``PATH`` and ``PATH / PATH`` expressions over a summary.
 
 Thresholds, the sweep's metrics, objective and constraints, compare's key figures and
-``--verify-live`` all name figures in this grammar (parsed in :mod:`harness.results.thresholds`)
+``--verify-live`` all name figures in this grammar (parsed in :mod:`harness.profile.thresholds`)
 and read their values here, so a ratio means the same thing everywhere: missing or divided by
 zero is undefined (``None``), never 0 or infinity.
 """

@@ -283,7 +283,7 @@ def _label_panels(axes: Sequence[Any], bins: int) -> None:
 
 def _metric_of(expr: str) -> tuple[str, str | None, float | None]:
     """(metric key, op, limit) of a constraint, or (expr, None, None) for a bare metric."""
-    from harness.results.thresholds import parse_threshold
+    from harness.profile.thresholds import parse_threshold
 
     text = expr.split(":", 1)[1] if expr.startswith(("min:", "max:")) else expr
     try:

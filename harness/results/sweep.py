@@ -35,10 +35,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from harness.atomic import write_atomic
+from harness.profile.thresholds import parse_threshold
 from harness.results.compare import FIGURES
 from harness.results.expr import expr_value
 from harness.results.quantiles import describe, quantile
-from harness.results.thresholds import parse_threshold
 
 DEFAULT_OBJECTIVE = "min:counts.rejected / counts.arrivals"
 STANDARD_METRICS = ("counts.rejected / counts.arrivals", "turnaround_s.p95",

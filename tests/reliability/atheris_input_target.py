@@ -16,7 +16,7 @@ import atheris
 
 with atheris.instrument_imports():
     from harness.profile import ProfileError, loads, yaml_guard
-    from harness.results.thresholds import ThresholdError, parse_threshold
+    from harness.profile.thresholds import ThresholdError, parse_threshold
     from harness.stub.chat import BadRequest, ChatRequest
 
 BASE = (

@@ -17,8 +17,9 @@ import pytest
 
 from harness.live.run.recover import recover_proxy
 from harness.profile import load
+from harness.profile.thresholds import known_path
 from harness.results import contract
-from harness.results.thresholds import evaluate_all, known_path
+from harness.results.thresholds import evaluate_all
 from harness.sim.runner import simulate
 from tests.run.support import LiveResult, live, passed_or_saturated, write_profile
 
