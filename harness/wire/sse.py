@@ -4,7 +4,7 @@ ended by a blank line, the last one ``data: [DONE]``.
 Written with :func:`event` and :data:`DONE`; read with :class:`EventSplitter` (the one parser:
 the load generator and the probe feed it what arrives) and :func:`is_done`,
 :func:`chunk_object`, :func:`delta_content` on each event's data; the proxy, which only passes
-bytes on, asks :func:`sse_done` of a stream's last bytes.
+bytes on, asks :func:`sse_done` and :func:`done_rest` of a stream's last bytes.
 """
 
 from __future__ import annotations
@@ -21,13 +21,27 @@ def event(data: bytes) -> bytes:
     return b"data: " + data + b"\n\n"
 
 
+_DONE_LINES = (b"data: [DONE]", b"data:[DONE]")
+_BLANK = (b"\n\n", b"\r\n\r\n", b"\r\r")
+
+
 def sse_done(tail: bytes) -> bool:
     """The stream so far ends with a whole ``data: [DONE]`` event (its blank line included):
     the OpenAI terminal event. A ``[DONE]`` still waiting for its blank line is not yet
     whole, so a client is never handed a half event before the stream is ended."""
-    if not tail.endswith((b"\n\n", b"\r\n\r\n", b"\r\r")):
-        return False
-    return tail.rstrip().endswith((b"data: [DONE]", b"data:[DONE]"))
+    return tail.endswith(_BLANK) and tail.rstrip().endswith(_DONE_LINES)
+
+
+def done_rest(tail: bytes) -> bytes | None:
+    """What a stream that ends here lacks for its ``data: [DONE]`` to be a whole event: ``b""``
+    when it already is (:func:`sse_done`), the missing line end(s) when its last data line is
+    ``[DONE]`` but the blank line never came, None when it does not end with ``[DONE]``."""
+    body = tail.rstrip()
+    if not body.endswith(_DONE_LINES):
+        return None
+    if tail.endswith(_BLANK):
+        return b""
+    return b"\n" if tail.endswith(b"\n") else b"\n\n"  # after a lone CR, CR LF is one line end
 
 
 class EventSplitter:

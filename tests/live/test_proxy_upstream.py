@@ -217,6 +217,25 @@ def test_a_stream_that_ends_without_done_counts_as_truncated() -> None:
     run(go())
 
 
+def test_an_upstream_ending_inside_its_done_event_has_the_event_ended_for_the_client() -> None:
+    """A whole [DONE] (its blank line) is what ends a stream, for the proxy as for the OpenAI
+    clients and the load generator: one the upstream left unended is ended for the client,
+    which then holds the [DONE] it counts; a '[DONE]' that is no data line is a truncation."""
+
+    async def go(last: bytes) -> tuple[bytes, dict[str, int]]:
+        app, _ = make_app(fast(), scripted(ScriptedResponse(200, SSE, b"", [b"data: {}\n\n", last])))
+        ex = await request(app, json={"stream": True})
+        s = app.driver.finish(complete=True)
+        return ex.body, {"completed": s["counts"]["completed"], **s["counts"]["failed_by_reason"]}
+
+    for last, end in ((b"data: [DONE]\n", b"data: [DONE]\n\n"), (b"data: [DONE]", b"data: [DONE]\n\n"),
+                      (b"data: [DONE]\r", b"data: [DONE]\r\n\n")):  # fmt: skip
+        body, counts = run(go(last))
+        assert body == b"data: {}\n\n" + end and counts == {"completed": 1}
+    body, counts = run(go(b": not [DONE]\n"))
+    assert b"upstream_truncated" in body and counts == {"completed": 0, "upstream_truncated": 1}
+
+
 def test_a_client_that_leaves_while_queued_is_counted_cancelled() -> None:
     async def go() -> None:
         gate = Gate()

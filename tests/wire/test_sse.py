@@ -11,9 +11,11 @@ from harness.wire import (
     EventSplitter,
     chunk_object,
     delta_content,
+    done_rest,
     error_event,
     event,
     is_done,
+    sse_done,
 )
 
 STREAM = (event(b'{"choices":[{"delta":{"role":"assistant"}}]}')
@@ -74,3 +76,16 @@ def test_data_that_is_not_a_json_object_is_a_bad_event(data: bytes) -> None:
 def test_choices_not_shaped_as_a_chunks_are_a_bad_event(obj: dict[str, object]) -> None:
     with pytest.raises(BadEvent):
         delta_content(obj)
+
+
+@pytest.mark.parametrize(("tail", "rest"), [
+    (b"x\n\n" + DONE, b""), (b"data:[DONE]\r\n\r\n", b""),
+    (b"data: [DONE]\n", b"\n"), (b"data: [DONE]\r\n", b"\n"), (b"data: [DONE]", b"\n\n"),
+    (b"data: [DONE]\r", b"\n\n"),
+    (event(b"{}"), None), (b": [DONE]\n\n", None), (b"data: [DONE] and more\n\n", None),
+])  # fmt: skip
+def test_what_a_stream_ending_here_lacks_for_a_whole_done(tail: bytes, rest: bytes | None) -> None:
+    assert done_rest(tail) == rest
+    assert sse_done(tail) is (rest == b"")
+    if rest is not None:  # what it lacks makes the [DONE] an event the one parser dispatches
+        assert _split(tail + rest)[-1:] == [b"[DONE]"] and sse_done(tail + rest)

@@ -44,7 +44,7 @@ from harness.live.proxy.passthrough import passthrough
 from harness.live.proxy.request_class import ClassTable
 from harness.live.transport import http
 from harness.live.transport.upstream import Upstream, UpstreamError, UpstreamResponse
-from harness.wire import retry_after_s, sse_done
+from harness.wire import done_rest, retry_after_s, sse_done
 
 DEFAULT_MAX_BODY = 8 * 1024 * 1024
 RETRYABLE_STATUS = frozenset((408, 409, 429))  # and every 5xx, as the OpenAI SDKs retry
@@ -325,9 +325,14 @@ class ProxyApp(Answers):
                     return report(Finished(call.id, call.attempt))
         except UpstreamError as e:
             return report(Failed(id=call.id, reason=e.reason, retryable=False, attempt=call.attempt))
-        if sse and not tail.rstrip().endswith(b"[DONE]"):
-            return report(Failed(id=call.id, reason="upstream_truncated", retryable=False,
-                                 attempt=call.attempt))
+        if sse:
+            rest = done_rest(tail)
+            if rest is None:
+                return report(Failed(id=call.id, reason="upstream_truncated", retryable=False,
+                                     attempt=call.attempt))  # fmt: skip
+            # The upstream ended inside its [DONE] event: end the event for the client, which
+            # would otherwise never receive it (and read an error event after it as [DONE]).
+            await send({"type": "http.response.body", "body": rest, "more_body": True})
         report(Finished(call.id, call.attempt))
 
     async def _watch(self, receive: Receive, call: ProxiedRequest) -> None:
