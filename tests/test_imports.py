@@ -163,3 +163,147 @@ def test_the_wire_owner_imports_the_standard_library_and_orjson_only() -> None:
         if mods:
             bad[path] = sorted(mods)
     assert bad == {}
+
+
+# -- the layers, over the whole package ----------------------------------------------------------
+# Bottom-up: a module imports its own layer or a lower one. Every import counts: module level,
+# function level and under TYPE_CHECKING. ``from P import name`` counts as importing the
+# module ``P.name`` when there is one (the package P itself otherwise).
+LAYERS: tuple[tuple[str, ...], ...] = (
+    (
+        "harness",
+        "harness.exit_codes",
+        "harness.interrupts",
+        "harness.asgi",
+        "harness.serving",
+        "harness.metric_params",
+        "harness.atomic",
+        "harness.text_tokens",
+        "harness.wire",
+        "harness.bundled_profiles",
+    ),
+    ("harness.profile",),  # the profile, its schema and its threshold grammar
+    ("harness.upstream_model",),  # how an endpoint behaves (sim and stub)
+    ("harness.engine", "harness.stub"),  # the sans-I/O engine; the stub beside it
+    ("harness.workload",),  # arrivals are the engine's Arrived events
+    ("harness.results", "harness.export", "harness.fit"),
+    ("harness.run_core",),  # engine + collector + log -> the summary, for both drivers
+    ("harness.sim", "harness.live"),
+    ("harness.commands",),
+    ("harness.cli", "harness.__main__"),
+)
+# The imports allowed to run up a layer, each with its reason.
+UPWARD = {
+    ("harness", "harness.engine.core"): "harness.compiled() asks whether the engine in use is "
+    "the mypyc build (a function-level import, for --version and the summary's meta)",
+}
+
+
+def _package_modules() -> dict[str, Path]:
+    import harness.bundled_profiles
+    import harness.stub
+
+    out: dict[str, Path] = {}
+    for base, pkg in ((ROOT, "harness"), (Path(harness.stub.__file__).parent, "harness.stub"),
+                      (Path(harness.bundled_profiles.__file__).parent,
+                       "harness.bundled_profiles")):  # fmt: skip
+        for p in base.rglob("*.py"):
+            parts = [x for x in p.relative_to(base).with_suffix("").parts if x != "__init__"]
+            out[".".join([pkg, *parts])] = p
+    return out
+
+
+def _graph() -> dict[str, set[str]]:
+    mods = _package_modules()
+
+    def owner(name: str) -> str | None:
+        while name and name not in mods:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {}
+    for mod, path in mods.items():
+        deps: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                subs = [f"{node.module}.{a.name}" for a in node.names]
+                names = [n for n in subs if n in mods]
+                if len(names) < len(subs):
+                    names.append(node.module)
+            else:
+                continue
+            deps.update(o for n in names if n.startswith("harness") and (o := owner(n)))
+        graph[mod] = deps - {mod}
+    return graph
+
+
+def _layer(mod: str) -> int | None:
+    best: tuple[int, int] | None = None
+    for i, names in enumerate(LAYERS):
+        for n in names:
+            if (mod == n or mod.startswith(n + ".")) and (best is None or len(n) > best[1]):
+                best = (i, len(n))
+    return None if best is None else best[0]
+
+
+def test_every_module_has_a_layer_and_imports_none_above_it() -> None:
+    graph = _graph()
+    assert sorted(m for m in graph if _layer(m) is None) == []
+    up = sorted((m, d) for m, deps in graph.items() for d in deps
+                if (_layer(d) or 0) > (_layer(m) or 0) and (m, d) not in UPWARD)  # fmt: skip
+    assert up == []
+
+
+def test_no_import_cycles_in_the_package() -> None:
+    """Tarjan's strongly connected components over every import: none has two modules."""
+    graph = _graph()
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                cycles.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    assert cycles == []
+
+
+def test_live_rooms_keep_to_their_process() -> None:
+    """Inside live/: the proxy and the load generator never import each other, and the
+    transport imports no other part of live/ (Locust and gevent stay in load/:
+    tests/run/test_imports.py)."""
+    graph = _graph()
+
+    def room(m: str) -> str | None:
+        parts = m.split(".")
+        return parts[2] if len(parts) > 2 and parts[1] == "live" else None
+
+    crossings = {(room(m), room(d)) for m, deps in graph.items() for d in deps
+                 if room(m) and room(d) and room(m) != room(d)}  # fmt: skip
+    assert not crossings & {("proxy", "load"), ("load", "proxy")}
+    assert not {c for c in crossings if c[0] == "transport"}
+    assert {"proxy", "transport", "load", "run"} <= {room(m) for m in graph if room(m)}
