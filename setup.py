@@ -29,7 +29,7 @@ HOT_MODULES = [
     "harness/engine/core.py",
     "harness/engine/scheduler.py",
     "harness/workload/arrivals.py",
-    "harness/workload/clients.py",
+    "harness/workload/callers.py",
     "harness/upstream_model/bucket.py",
     "harness/upstream_model/draws.py",
     "harness/upstream_model/latency.py",

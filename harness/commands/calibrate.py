@@ -129,7 +129,7 @@ class CalibrateRequest:
 def calibrate_command(req: CalibrateRequest, opts: FitOptions, console: Console) -> int:
     from harness.live.load.dialect import wire_headers, wire_path
     from harness.live.probe import Target, probe
-    from harness.live.run import loadgen
+    from harness.live.run import children
     from harness.live.transport.target import endpoint, public
     from harness.live.transport.upstream import AiohttpUpstream
 
@@ -138,7 +138,7 @@ def calibrate_command(req: CalibrateRequest, opts: FitOptions, console: Console)
     # absolute: the children run with this folder as their working directory, so a relative
     # --out would make the stub look for its profile under itself
     logs = Path(tempfile.mkdtemp(prefix=".calibrate-", dir=req.out)).resolve()
-    kids = loadgen.Children(logs)
+    kids = children.Children(logs)
     try:
         if req.target == "stub":
             prof_file = logs / "profile.yaml"
@@ -148,7 +148,7 @@ def calibrate_command(req: CalibrateRequest, opts: FitOptions, console: Console)
             where = f"probe of the bundled stub at --time-scale {req.time_scale:g}"
         else:
             base, path = endpoint(req.target)
-            loadgen.check_target(req.target, base + path, req.tls)
+            children.check_target(req.target, base + path, req.tls)
             where = f"probe of {public(req.target)}"
         headers = {"content-type": "application/json",
                    **wire_headers(req.profile.wire, req.key_env)}  # fmt: skip
@@ -156,7 +156,7 @@ def calibrate_command(req: CalibrateRequest, opts: FitOptions, console: Console)
                      req.time_scale if req.target == "stub" else 1.0)  # fmt: skip
         sent = asyncio.run(_probe_to_file(AiohttpUpstream(base, tls=req.tls), tgt, req.plan,
                                           records, probe))  # fmt: skip
-    except loadgen.StartError as e:
+    except children.StartError as e:
         console.print(f"[bold red]error:[/] {e} (exit 3)", soft_wrap=True)
         return EXIT_BROKEN
     finally:

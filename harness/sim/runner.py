@@ -37,11 +37,11 @@ from harness.results import summary as summ
 from harness.results.recorder import DecisionLog
 from harness.results.stats import Collector
 from harness.run_core import Retried, RunCore
-from harness.sim.tokens import TokenFigures
+from harness.sim.token_timing import TokenFigures
 from harness.sim.upstream import MID_STREAM, SimUpstream
 from harness.workload import outcomes
 from harness.workload.arrivals import Arrival, schedule, stream
-from harness.workload.clients import retry_delay
+from harness.workload.callers import retry_delay
 from harness.workload.outcomes import Answer
 
 _FINISH: Final = 0
@@ -54,7 +54,7 @@ _CLIENT: Final = 4
 class ClientRetries:
     """``clients.retry`` in virtual time: each final outcome is turned into what its caller
     hears (``harness.workload.outcomes``, the proxy's own table) and the caller retries it or not by the
-    SDKs' rules (``harness.workload.clients``), as a new arrival with id ``r-000123.2``. Only the last
+    SDKs' rules (``harness.workload.callers``), as a new arrival with id ``r-000123.2``. Only the last
     attempt is the logical request's outcome; every attempt is an engine arrival
     (``counts.attempts``), and the per-second timeline shows attempts, as a proxy would."""
 

@@ -20,7 +20,7 @@ it, e.g. ``retry_budget`` after ``upstream_429``):
 | failed, ``cancelled`` | no answer: the caller left | | |
 | expired in the queue | 504 | none | ``timeout_error`` / ``deadline_expired`` or ``max_wait_expired`` |
 
-Whether the caller retries is not decided here but by ``harness.workload.clients`` (the official SDKs'
+Whether the caller retries is not decided here but by ``harness.workload.callers`` (the official SDKs'
 rules), from the status, Retry-After and ``x-should-retry`` given here. No answer sets
 ``x-should-retry`` today: the proxy leaves the choice to the SDK's status rules.
 

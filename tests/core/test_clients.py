@@ -9,7 +9,7 @@ import pytest
 
 from harness.profile import ClientRetry
 from harness.workload import outcomes
-from harness.workload.clients import retry_delay, should_retry, should_retry_header
+from harness.workload.callers import retry_delay, should_retry, should_retry_header
 
 OPENAI = ClientRetry()
 ANTHROPIC = ClientRetry(retry_after_max_s=None, give_up_over_max=False)

@@ -92,7 +92,7 @@ def test_report_on_a_full_disk_is_exit_3(tmp_path: Path) -> None:
 def test_the_proxy_on_a_disk_that_fills_stops_and_says_what_was_lost(tmp_path: Path) -> None:
     stub, stub_url, _ = _stub(tmp_path, "--latency-s", "0")
     out, log = tmp_path / "proxy-out", tmp_path / "proxy.log"
-    from harness.live.run.loadgen import free_port
+    from harness.live.run.children import free_port
 
     port = free_port()
     with log.open("wb") as fh:  # the proxy's output through a pipe: the limit is its own

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from harness.live.run.loadgen import free_port
+from harness.live.run.children import free_port
 from tests.reliability.support import (
     SLOW,
     assert_incomplete_and_conserved,

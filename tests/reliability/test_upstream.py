@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from harness.live.run.loadgen import free_port
+from harness.live.run.children import free_port
 from tests.reliability.support import finish, harness, start, summary, wait_for
 from tests.reliability.test_signals import _stub
 

@@ -10,7 +10,6 @@ from typing import Any
 import orjson
 import pytest
 
-from harness.live.load.answers import read_body, read_stream
 from harness.live.load.calls import (
     ClientRequest,
     Plan,
@@ -18,6 +17,7 @@ from harness.live.load.calls import (
     Retry,
     make_config,
 )
+from harness.live.load.response_reader import read_body, read_stream
 from harness.profile import ClientRetry, load, loads
 from harness.workload.arrivals import schedule
 

@@ -1,5 +1,5 @@
 """Classes with token-count distributions, live: each request is sent a prompt of its drawn
-size and its drawn completion as the cap (harness/live/load/traced.py, ClassSizes), drawn as the
+size and its drawn completion as the cap (harness/live/load/trace_bodies.py, ClassSizes), drawn as the
 stub and the simulation draw them, so the stub's usage matches the draws request for request,
 through the proxy (which passes x-class on to the stub: the stub picks the class by it, not by
 the prompt's size) and bare. token-model, 20 profile seconds at --time-scale 0.1 (2 s of load)."""
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.live.load.traced import ClassSizes
+from harness.live.load.trace_bodies import ClassSizes
 from harness.profile import load
 from harness.workload.arrivals import Arrival
 from tests.run.support import live

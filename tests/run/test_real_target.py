@@ -218,7 +218,7 @@ def test_the_generator_itself_refuses_an_unverified_server(
     """With the start-up check out of the way, the load generator still verifies: nothing
     reaches the server (and so no key), every request fails naming the certificate."""
     server, _bundle = pki
-    monkeypatch.setattr("harness.live.run.loadgen.check_target", lambda *a, **k: None)
+    monkeypatch.setattr("harness.live.run.children.check_target", lambda *a, **k: None)
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     app = stub.create_app(latency_s=0.05)
     with Server(app, certfile=server) as s:

@@ -1,4 +1,4 @@
-"""What a traced arrival sends (harness/live/load/traced.py), without a network: a prompt of 4
+"""What a traced arrival sends (harness/live/load/trace_bodies.py), without a network: a prompt of 4
 characters per traced prompt token, the traced output as the length cap in the wire's field,
 the same JSON a full encoding would write; untraced profiles send the bytes they always did;
 and the live summary's ``trace`` block (results/client_figures.trace_figures)."""

@@ -46,12 +46,12 @@ import yaml
 
 from harness.engine.events import PRIORITY_NAMES
 from harness.live.load.dialect import request_body, wire_headers, wire_path
-from harness.live.load.traced import ClassSizes, TracedBodies, traced_lengths
+from harness.live.load.trace_bodies import ClassSizes, TracedBodies, traced_lengths
 from harness.profile import ClientRetry, Profile, loads, to_dict
 from harness.text_tokens import CHARS_PER_TOKEN, prompt_tokens
 from harness.wire import parse_retry_after
 from harness.workload.arrivals import Arrival, schedule
-from harness.workload.clients import retry_delay, should_retry_header
+from harness.workload.callers import retry_delay, should_retry_header
 from harness.workload.traces import traced
 
 
@@ -246,7 +246,7 @@ def _failure_reason(status: int, body: bytes | None, proxied: bool) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Retry:
-    """Callers' retries, by the SDK model of ``harness.workload.clients`` (the simulation's too). The
+    """Callers' retries, by the SDK model of ``harness.workload.callers`` (the simulation's too). The
     model speaks profile seconds: a Retry-After heard in wall seconds is scaled back before it
     is judged (so a ``retry_after_max_s`` of 120 means the same at any time scale), and the
     wait is scaled to wall seconds again."""

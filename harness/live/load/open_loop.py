@@ -38,9 +38,9 @@ from geventhttpclient.response import HTTPConnectionClosed
 from locust.contrib.fasthttp import FastHttpSession
 from locust.env import Environment
 
-from harness.live.load.answers import read_all, read_body, read_stream
 from harness.live.load.calls import ClientRequest, Plan, RequestSpec, Retry
-from harness.live.load.records import sent_marker
+from harness.live.load.requests_jsonl import sent_marker
+from harness.live.load.response_reader import read_all, read_body, read_stream
 from harness.live.transport.tls import Tls
 
 SPIN_S = 0.0015  # at most this last stretch before an arrival is spun, not slept...

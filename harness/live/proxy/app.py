@@ -38,10 +38,10 @@ from harness.engine.events import (
     Reject,
 )
 from harness.live.proxy.acks import AckLoss
-from harness.live.proxy.answers import Answers, ProxiedRequest
 from harness.live.proxy.driver import LiveDriver
 from harness.live.proxy.passthrough import passthrough
 from harness.live.proxy.request_class import ClassTable
+from harness.live.proxy.responses import Answers, ProxiedRequest
 from harness.live.transport import http
 from harness.live.transport.upstream import Upstream, UpstreamError, UpstreamResponse
 from harness.wire import done_rest, retry_after_s, sse_done

@@ -18,7 +18,7 @@ import httpx
 
 from harness.interrupts import Interrupts
 from harness.live.load import calls
-from harness.live.run import loadgen
+from harness.live.run import children
 from harness.live.run.progress import LiveView
 from harness.profile import Profile
 
@@ -31,7 +31,7 @@ class End:
 
 
 def follow(
-    lc: loadgen.Locust,
+    lc: children.Locust,
     view: LiveView,
     intr: Interrupts,
     prof: Profile,
@@ -49,8 +49,8 @@ def follow(
     info = lc.started()
     while info is None:
         if not lc.alive():
-            raise loadgen.StartError(
-                f"Locust exited at start:\n{loadgen.tail(lc.logs / 'locust.log')}"
+            raise children.StartError(
+                f"Locust exited at start:\n{children.tail(lc.logs / 'locust.log')}"
             )
         if intr.count or time.monotonic() > deadline:
             return End(False, bool(intr.count), _why(intr, "the load did not start"))

@@ -2,7 +2,7 @@
 
 Order of operations, each step bounded in time: start the stub (the profile's latency and
 faults, ``--seed``, ``--time-scale``) and the proxy (the profile's engine) as child processes on
-loopback, each the real command (``python -m harness stub|proxy`` with its flags); wait until both answer; start Locust (``loadgen``); when its driver fixes the common
+loopback, each the real command (``python -m harness stub|proxy`` with its flags); wait until both answer; start Locust (``children``); when its driver fixes the common
 start time, set the stub's fault epoch at that instant; show progress until the load has drained;
 SIGTERM the proxy so it writes its results; stop the stub; merge both sides (``merge``); write the
 report; print the summary. Children run in their own sessions, so Ctrl-C reaches only this
@@ -35,10 +35,10 @@ from rich.console import Console
 
 from harness.exit_codes import EXIT_BROKEN, EXIT_OK, for_summary
 from harness.interrupts import Interrupts
-from harness.live.load import calls, records
-from harness.live.load.traced import ClassSizes, traced_lengths
+from harness.live.load import calls, requests_jsonl
+from harness.live.load.trace_bodies import ClassSizes, traced_lengths
 from harness.live.proxy import prometheus
-from harness.live.run import loadgen
+from harness.live.run import children
 from harness.live.run.follow import follow
 from harness.live.run.merge import merge
 from harness.live.run.progress import LiveView, print_dry_run, show_results
@@ -119,7 +119,7 @@ def run_live(run: LiveSettings, *, console: Console, dry_run: bool = False) -> i
         except OSError as e:
             raise RunError(f"cannot write results: {os_error_line(e, run.out)}") from None
         return _execute(run, times, console)
-    except (RunError, loadgen.StartError) as e:
+    except (RunError, children.StartError) as e:
         console.print(f"[bold red]error:[/] {e}", soft_wrap=True)
         return EXIT_BROKEN
 
@@ -150,7 +150,7 @@ def _execute(run: LiveSettings, times: array[float], console: Console) -> int:
     work = Path(tempfile.mkdtemp(prefix=".live-", dir=run.out))
     logs = run.out / "logs"
     logs.mkdir(exist_ok=True)
-    kids = loadgen.Children(logs)
+    kids = children.Children(logs)
     started_at, wall0 = datetime.now(UTC), time.monotonic()
     keep_work = False  # kept when the results could not be written: `report --recover`
     try:
@@ -205,9 +205,9 @@ def _merge(
 ) -> dict[str, Any]:
     """Both sides into ``run.out``: a request the generator sent and never recorded (it was
     stopped or killed first) is counted in flight, never dropped."""
-    gen = records.read_generator_file(work / "requests.jsonl")
+    gen = requests_jsonl.read_generator_file(work / "requests.jsonl")
     missing = gen.sent - {r["id"] for r in gen.records}
-    recs = gen.records + records.unrecorded(run.profile, run.seed, missing, run.max_requests)
+    recs = gen.records + requests_jsonl.unrecorded(run.profile, run.seed, missing, run.max_requests)
     if gen.torn:
         live = {**live, "torn_record_lines": gen.torn}
     return merge(out=run.out, profile=run.profile, seed=run.seed, records=recs,
@@ -227,7 +227,7 @@ def _stub_effects(stub_url: str | None) -> dict[str, int] | None:
     return {k: int(v) for k, v in got.items()} if isinstance(got, dict) else None
 
 
-def _start_servers(run: LiveSettings, kids: loadgen.Children, work: Path) -> Servers:
+def _start_servers(run: LiveSettings, kids: children.Children, work: Path) -> Servers:
     """The stub and the proxy (those the run uses), healthy."""
     prof_file = work / "profile.yaml"  # the children's seed is the run's
     prof_file.write_text(yaml.safe_dump(to_dict(dataclasses.replace(run.profile, seed=run.seed))))
@@ -237,7 +237,7 @@ def _start_servers(run: LiveSettings, kids: loadgen.Children, work: Path) -> Ser
     stub_url = metrics = None
     base, path = run.direct
     if not run.stub:  # what the first request would meet, before any load (a cert: exit 3)
-        loadgen.check_target(run.target, base + path, run.tls)
+        children.check_target(run.target, base + path, run.tls)
     if run.stub:
         port = kids.start_stub(prof_file, seed=run.seed, time_scale=run.time_scale,
                                host="127.0.0.1" if run.proxied else bind)  # fmt: skip
@@ -248,8 +248,8 @@ def _start_servers(run: LiveSettings, kids: loadgen.Children, work: Path) -> Ser
         try:
             binary = prometheus.find_binary()
         except prometheus.PrometheusError as e:
-            raise loadgen.StartError(str(e)) from None
-        prom = loadgen.free_port()
+            raise children.StartError(str(e)) from None
+        prom = children.free_port()
         prom_url = f"http://127.0.0.1:{prom}"
     elif run.prometheus is not None:
         prom_url = run.prometheus
@@ -276,7 +276,7 @@ def _start_servers(run: LiveSettings, kids: loadgen.Children, work: Path) -> Ser
 
 
 def _start_prometheus(
-    run: LiveSettings, kids: loadgen.Children, work: Path, binary: str, port: int, proxy: int
+    run: LiveSettings, kids: children.Children, work: Path, binary: str, port: int, proxy: int
 ) -> None:
     """``--prometheus auto``: the binary on loopback, scraping the proxy every
     ``scrape_interval_s`` of the profile (in wall time), ready before the load starts."""
@@ -287,19 +287,19 @@ def _start_prometheus(
     try:
         prometheus.wait_ready(f"http://127.0.0.1:{port}", p)
     except prometheus.PrometheusError as e:
-        raise loadgen.StartError(f"{e}:\n{loadgen.tail(kids.logs / 'prometheus.log')}") from None
+        raise children.StartError(f"{e}:\n{children.tail(kids.logs / 'prometheus.log')}") from None
 
 
 def _start_locust(
     run: LiveSettings, servers: Servers, work: Path, logs: Path, console: Console
-) -> loadgen.Locust:
+) -> children.Locust:
     config = calls.make_config(run.profile, seed=run.seed, time_scale=run.time_scale,
                                base_url=servers.base, path=servers.path, model=run.model_name,
                                api_key_env=run.key_env,
                                proxied=run.proxied, max_requests=run.max_requests, workdir=work,
                                tls=run.tls.to_config())  # fmt: skip
-    port = run.master_port if run.remote_workers else loadgen.free_port()
-    lc = loadgen.Locust(config, work, workers=run.workers, remote_workers=run.remote_workers,
+    port = run.master_port if run.remote_workers else children.free_port()
+    lc = children.Locust(config, work, workers=run.workers, remote_workers=run.remote_workers,
                         master_port=port, html=run.out / "locust.html", logs=logs)  # fmt: skip
     lc.start()
     if run.remote_workers:
@@ -326,9 +326,9 @@ def run_worker(master_host: str, master_port: int = 5557) -> int:
     if any, from its own environment. Returns 0 when the run ended normally, else 3."""
     work = Path(tempfile.mkdtemp(prefix="harness-worker-"))
     try:
-        shim = loadgen.write_shim(work)
-        proc = subprocess.Popen(loadgen.worker_command(shim, master_host, master_port), cwd=work,
-                                env=loadgen.locust_env())  # fmt: skip
+        shim = children.write_shim(work)
+        proc = subprocess.Popen(children.worker_command(shim, master_host, master_port), cwd=work,
+                                env=children.locust_env())  # fmt: skip
         try:
             rc = proc.wait()
         except KeyboardInterrupt:

@@ -25,7 +25,7 @@ from typing import Any
 
 import orjson
 
-from harness.live.load import records
+from harness.live.load import requests_jsonl
 from harness.live.proxy.outfiles import PARTIAL_TIMELINE
 from harness.live.run.merge import attempt_counts, merge
 from harness.profile import Profile, ProfileError, load
@@ -140,9 +140,9 @@ def recover_run(folder: Path) -> dict[str, Any]:
         raise RecoverError(f"{folder}: no .live-*/ work folder of a killed `harness run` here")
     work = works[-1]
     prof = _profile(work / "profile.yaml")
-    gen = records.read_generator_file(work / "requests.jsonl")
+    gen = requests_jsonl.read_generator_file(work / "requests.jsonl")
     missing = gen.sent - {r["id"] for r in gen.records}
-    recs = gen.records + records.unrecorded(prof, prof.seed, missing, None)
+    recs = gen.records + requests_jsonl.unrecorded(prof, prof.seed, missing, None)
     proxy_dir = folder / "proxy"
     proxied = proxy_dir.is_dir()
     inferred = 0
@@ -154,8 +154,8 @@ def recover_run(folder: Path) -> dict[str, Any]:
         inferred = max(0, int(seen) - attempt_counts(recs)["arrivals"])
         if inferred:
             known = {r["id"] for r in recs}
-            extra = records.next_unknown(prof, prof.seed, known, inferred, None)
-            recs += records.unrecorded(prof, prof.seed, extra, None)
+            extra = requests_jsonl.next_unknown(prof, prof.seed, known, inferred, None)
+            recs += requests_jsonl.unrecorded(prof, prof.seed, extra, None)
     try:
         start = orjson.loads((work / "start.json").read_bytes())
         started = datetime.fromtimestamp(float(start["start_epoch"]), UTC)

@@ -223,7 +223,7 @@ class Engine:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ClientRetry:
-    """Callers' retries, as the official SDKs do them (harness/workload/clients.py says which)."""
+    """Callers' retries, as the official SDKs do them (harness/workload/callers.py says which)."""
 
     max_retries: int = field(default=2, metadata=_c(ge=0))
     honour_retry_after: bool = True
