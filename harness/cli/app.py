@@ -252,7 +252,7 @@ def proxy(
     port: Annotated[int, typer.Option(help="Port to bind (0: any free port).", **PORT)] = 8080,
     set_: SetOpt = None,
     out: OutOpt = None,
-    time_scale: Annotated[float, typer.Option(help="Profile seconds per wall second divisor (see DESIGN).")] = 1.0,
+    time_scale: Annotated[float, typer.Option(help="Multiply every duration by F, as `harness run --time-scale` does. Results stay in profile seconds.")] = 1.0,
     grace_s: Annotated[float, typer.Option(help="Drain time on SIGTERM/SIGINT before results are marked incomplete.")] = 30.0,
     threshold: ThresholdOpt = None,
     ca_bundle: CaBundleOpt = None,
