@@ -1,0 +1,1 @@
+"""Generated references under docs/reference/: their producers, ``regen`` and staleness tests."""
