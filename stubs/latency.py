@@ -16,7 +16,7 @@ from harness.profile import Latency, Profile, TokenCount, Upstream
 from harness.upstream_model.draws import KeyedRandom
 from harness.upstream_model.latency import Sampler, TokenLatency, sampler
 
-# Without a profile the stub behaves like the profile defaults (DESIGN.md: upstream.latency).
+# Without a profile the stub behaves like the profile defaults (upstream.latency's defaults).
 DEFAULT_UPSTREAM = Upstream()
 # Used when neither the request nor a profile class says how long a completion is.
 DEFAULT_MAX_TOKENS = 256

@@ -1,4 +1,4 @@
-"""The layers' import rules (DESIGN.md), read from the source: results/ is data only, only the
+"""The layers' import rules (docs/architecture.md), read from the source: results/ is data only, only the
 commands layer imports both drivers, one exit-code map, one expression evaluator."""
 
 from __future__ import annotations

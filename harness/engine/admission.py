@@ -1,6 +1,6 @@
 """Admission: an ordered table of named rules; the first rule that objects wins.
 
-Order (DESIGN.md): admit_always bypass (the engine's, before any rule); per-tenant token bucket
+Order (docs/reference/exit-codes-and-admission.md): admit_always bypass (the engine's, before any rule); per-tenant token bucket
 (``tenant_rate``); the cost budget's degraded mode for optional classes (``cost_budget``);
 ``max_queue_depth`` (``queue_full``); priority shedding (``shed_batch``,
 ``shed_standard``); oldest age (``queue_age``); depth vs concurrency (``queue_depth``);

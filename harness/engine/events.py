@@ -3,7 +3,7 @@
 Events are what a driver tells the engine (a request arrived, an upstream call finished or
 failed, a client went away, time passed). Actions are what the engine decides. Both are small
 slotted classes, not frozen dataclasses: the simulation builds millions of them and a frozen
-dataclass costs noticeably more to construct (STYLE.md, section 4).
+dataclass costs noticeably more to construct (measured: docs/figures.md).
 
 Priorities are small ints on the hot path: 0 critical, 1 standard, 2 batch.
 """

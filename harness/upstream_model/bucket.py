@@ -1,7 +1,7 @@
 """The one token bucket: the engine's ``tenant_rate``, the stub's and the simulation's
 ``rate_limit`` fault.
 
-Stdlib only and importing nothing else of harness: the engine may import it (DESIGN.md's
+Stdlib only and importing nothing else of harness: the engine may import it (docs/architecture.md's
 import rules). Time is passed in (``now``, in whatever unit ``rate`` is per), never read.
 """
 

@@ -39,7 +39,7 @@ def dispatched(actions: list[object]) -> list[str]:
     return [a.id for a in actions if isinstance(a, Dispatch)]
 
 
-# The one module of shared primitives the engine may import (DESIGN.md's import rules).
+# The one module of shared primitives the engine may import (docs/architecture.md's import rules).
 BUCKET = "harness.upstream_model.bucket"
 
 

@@ -1,5 +1,5 @@
 """``serve_proxy`` as ``harness proxy`` runs it: a process that stops on SIGTERM, writes its
-results and returns the DESIGN.md exit codes."""
+results and returns the documented exit codes (docs/reference/exit-codes-and-admission.md)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ The CLI side builds a run config (``make_config``: a JSON-able dict, written to 
 Locust); each Locust process turns it into a :class:`Plan` (its share of the schedule), and its
 driver uses :class:`RequestSpec`, :class:`ClientRequest` and :class:`Retry` to send and record
 each arrival. Nothing here imports Locust or gevent: the CLI's process must never be
-monkey-patched (STYLE.md, section 8), and these parts stay testable without a network.
+monkey-patched (Locust's gevent stays in its own process), and these parts stay testable without a network.
 
 Record schema (``requests.jsonl``, one line per scheduled arrival; times in profile seconds
 from the run's start, ``latency_s`` and ``ttft_s`` counted from the *intended* send time)::

@@ -1,4 +1,4 @@
-"""Prometheus metrics of the live proxy, under the names in DESIGN.md.
+"""Prometheus metrics of the live proxy, under the names in docs/reference/proxy-and-stub.md.
 
 Counters and the turnaround histogram are updated as decisions happen; the gauges (queue
 depth, oldest age, in flight, replicas, drain time) are read from the engine only when

@@ -6,7 +6,7 @@ drains for up to ``grace_s`` wall seconds; results are written -- ``"complete": 
 was still in flight -- and any request still waiting is answered 503; then uvicorn closes the
 listener and its connections. A second signal cuts the drain short.
 
-Exit codes (DESIGN.md): 0 results complete and every threshold held; 1 a threshold failed;
+Exit codes (docs/reference/exit-codes-and-admission.md): 0 results complete and every threshold held; 1 a threshold failed;
 3 the run broke (port in use, upstream unreachable at start, drain cut short, conservation
 violated).
 """

@@ -1,4 +1,4 @@
-"""Merge a live run's two sides into one results folder (DESIGN.md's schema, ``mode: "live"``).
+"""Merge a live run's two sides into one results folder (docs/reference/summary.md, ``mode: "live"``).
 
 The generator's records (``requests.jsonl``) are the logical view: one line per scheduled
 arrival, its final outcome, and latencies from the *intended* send time. The proxy's folder

@@ -103,7 +103,7 @@ class Servers:
 
 
 def run_live(run: LiveSettings, *, console: Console, dry_run: bool = False) -> int:
-    """Run the profile live; returns the exit code (DESIGN.md: 0, 1, 2 or 3). ``dry_run``
+    """Run the profile live; returns the exit code (0, 1, 2 or 3: docs/reference/exit-codes-and-admission.md). ``dry_run``
     prints what the run would send, and sends nothing."""
     try:
         times, per_class = plan_size(run.profile, run.seed, run.max_requests)

@@ -1,4 +1,4 @@
-"""The profile schema: frozen, keyword-only dataclasses (DESIGN.md's YAML, typed).
+"""The profile schema: frozen, keyword-only dataclasses (the profile's YAML, typed).
 
 ``harness.profile`` reads YAML into these (and re-exports them); everything downstream
 receives typed, frozen parts of a Profile. Field order is the order ``validate --print`` shows;
