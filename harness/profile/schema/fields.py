@@ -2,6 +2,8 @@
 
 Per-field constraints (gt, ge, le, why, key) live in dataclass field metadata; the loader
 (profile_walk) checks them and names the file, line and field of a value that breaks one.
+Every field also carries ``doc``: its meaning in one line, which docs/reference/profile.md and
+``harness validate --print --explain`` show (dataclass metadata takes no part in equality).
 """
 
 from __future__ import annotations
@@ -10,7 +12,8 @@ from typing import Any, Final
 
 
 def _c(**kw: Any) -> dict[str, Any]:
-    """Per-field constraints, kept in dataclass field metadata."""
+    """Per-field constraints and ``doc`` (the field's meaning, one line), kept in dataclass
+    field metadata."""
     return kw
 
 

@@ -28,9 +28,13 @@ HPA_SIGNALS: tuple[str, ...] = (
 class ScalePolicy:
     """At most ``value`` pods (Pods) or ``value`` percent (Percent) per ``period_s``."""
 
-    type: Literal["Pods", "Percent"]
-    value: int = field(metadata=_c(gt=0))
-    period_s: float = field(metadata=_t(gt=0))
+    type: Literal["Pods", "Percent"] = field(
+        metadata=_c(doc="Pods (a number of executors) or Percent (of the current ones)")
+    )
+    value: int = field(
+        metadata=_c(gt=0, doc="the most executors (Pods) or percent (Percent) per period")
+    )
+    period_s: float = field(metadata=_t(gt=0, doc="the period the limit applies over"))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -39,15 +43,23 @@ class ScaleRules:
     (up: no window, max(+4 pods, +100 %) per 15 s; down: 300 s window, -100 % per 15 s) and
     none for the other targets."""
 
-    stabilization_window_s: float | None = field(default=None, metadata=_t(ge=0))
-    policies: tuple[ScalePolicy, ...] | None = None
-    select_policy: Literal["Max", "Min", "Disabled"] | None = None
+    stabilization_window_s: float | None = field(
+        default=None, metadata=_t(ge=0, doc="act on the most cautious recommendation of this window; null: Kubernetes' default (hpa) or none")
+    )
+    policies: tuple[ScalePolicy, ...] | None = field(
+        default=None, metadata=_c(doc="rate limits, Pods or Percent per period; null: Kubernetes' default (hpa) or none")
+    )
+    select_policy: Literal["Max", "Min", "Disabled"] | None = field(
+        default=None, metadata=_c(doc="which policy binds: Max (the largest change), Min, or Disabled (no change this way)")
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ScaleBehavior:
-    scale_up: ScaleRules = ScaleRules()
-    scale_down: ScaleRules = ScaleRules()
+    scale_up: ScaleRules = field(default=ScaleRules(), metadata=_c(doc="the rules for scaling up"))
+    scale_down: ScaleRules = field(
+        default=ScaleRules(), metadata=_c(doc="the rules for scaling down")
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -55,18 +67,30 @@ class HpaTarget:
     """An AverageValue target: ``ceil(signal / target_per_replica)`` replicas, skipped while
     ``|signal / (target_per_replica x current) - 1| <= tolerance``."""
 
-    signal: HpaSignal = "backlog_and_in_flight"
-    target_per_replica: float = field(default=1.0, metadata=_c(gt=0))
-    tolerance: float = field(default=0.1, metadata=_c(ge=0, le=1))
+    signal: HpaSignal = field(
+        default="backlog_and_in_flight", metadata=_c(doc="the signal averaged per replica")
+    )
+    target_per_replica: float = field(
+        default=1.0, metadata=_c(gt=0, doc="the signal's target value per replica: ceil(signal / target) replicas")
+    )
+    tolerance: float = field(
+        default=0.1, metadata=_c(ge=0, le=1, doc="no change while |signal / (target x current) - 1| is within this")
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ScaleWeights:
     """Weight of one eligible backlog item per priority (seed 000's 3 / 1 / 0.5)."""
 
-    critical: float = field(default=3.0, metadata=_c(ge=0))
-    standard: float = field(default=1.0, metadata=_c(ge=0))
-    batch: float = field(default=0.5, metadata=_c(ge=0))
+    critical: float = field(
+        default=3.0, metadata=_c(ge=0, doc="the weight of one eligible critical item")
+    )
+    standard: float = field(
+        default=1.0, metadata=_c(ge=0, doc="the weight of one eligible standard item")
+    )
+    batch: float = field(
+        default=0.5, metadata=_c(ge=0, doc="the weight of one eligible batch item")
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -78,10 +102,18 @@ class MetricsPolicy:
     fallback; unset: keep the current replicas, as the HPA does). ``zero``: missing reads as 0,
     what an empty Prometheus result does to a trigger that ignores null values."""
 
-    on_missing: Literal["hold", "zero"] = "hold"
-    hold_s: float = field(default=60.0, metadata=_t(ge=0))
-    failure_threshold: int = field(default=3, metadata=_c(gt=0))
-    fallback_replicas: int | None = field(default=None, metadata=_c(ge=0))
+    on_missing: Literal["hold", "zero"] = field(
+        default="hold", metadata=_c(doc="hold: keep the last known signals; zero: read missing as 0")
+    )
+    hold_s: float = field(
+        default=60.0, metadata=_t(ge=0, doc="hold: keep the last known signals this long, never scaling down on them")
+    )
+    failure_threshold: int = field(
+        default=3, metadata=_c(gt=0, doc="hold: after this many missed evaluations in a row, go to fallback_replicas")
+    )
+    fallback_replicas: int | None = field(
+        default=None, metadata=_c(ge=0, doc="hold: the replicas after failure_threshold misses; null: keep the current ones")
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -91,8 +123,12 @@ class DependencyAware:
     the breaker is not closed; after ``recovery_s`` below it, scale-up resumes one executor
     per evaluation until it has caught up with the target."""
 
-    error_ratio: float = field(default=0.2, metadata=_c(gt=0, le=1))
-    recovery_s: float = field(default=60.0, metadata=_t(ge=0))
+    error_ratio: float = field(
+        default=0.2, metadata=_c(gt=0, le=1, doc="no scale-up while the upstream's failure ratio is above this or the breaker is not closed")
+    )
+    recovery_s: float = field(
+        default=60.0, metadata=_t(ge=0, doc="after this long below error_ratio, scale up again one executor per evaluation")
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -102,9 +138,15 @@ class Ceilings:
     ``db_connections`` connections shared by executors that hold
     ``db_connections_per_executor`` each. null: no such limit."""
 
-    model_quota: int | None = field(default=None, metadata=_c(gt=0))
-    db_connections: int | None = field(default=None, metadata=_c(gt=0))
-    db_connections_per_executor: int = field(default=1, metadata=_c(gt=0))
+    model_quota: int | None = field(
+        default=None, metadata=_c(gt=0, doc="concurrent upstream calls the model's quota allows: at most quota // jobs_per_executor replicas")
+    )
+    db_connections: int | None = field(
+        default=None, metadata=_c(gt=0, doc="database connections available to all executors; null: no limit")
+    )
+    db_connections_per_executor: int = field(
+        default=1, metadata=_c(gt=0, doc="connections each executor holds")
+    )
 
     def replicas(self, jobs_per_executor: int) -> tuple[tuple[str, int], ...]:
         """(name, max replicas) of each limit set, in the order the autoscaler applies them."""
@@ -118,36 +160,74 @@ class Ceilings:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Scaling:
-    enabled: bool = False
-    target: Literal["weighted", "drain_window", "hpa"] = "weighted"
-    min_replicas: int = field(default=1, metadata=_c(ge=0))
-    max_replicas: int = field(default=10, metadata=_c(gt=0, le=10_000))
-    interval_s: float = field(default=15.0, metadata=_t(gt=0))
-    cooldown_s: float = field(default=0.0, metadata=_t(ge=0))
-    weights: ScaleWeights = ScaleWeights()
-    count_inflight: bool = False  # weighted: running jobs count too (weight 1)
-    window_s: float = field(default=60.0, metadata=_t(gt=0))  # drain_window's drain window
-    hpa: HpaTarget = HpaTarget()
-    behavior: ScaleBehavior = ScaleBehavior()
+    enabled: bool = field(
+        default=False, metadata=_c(doc="let the engine decide how many executors to run")
+    )
+    target: Literal["weighted", "drain_window", "hpa"] = field(
+        default="weighted", metadata=_c(doc="the policy: weighted (seed 000), drain_window (seed 004) or hpa (Kubernetes' algorithm)")
+    )
+    min_replicas: int = field(
+        default=1, metadata=_c(ge=0, doc="the fewest executors; 0 allows scale to zero")
+    )
+    max_replicas: int = field(default=10, metadata=_c(gt=0, le=10_000, doc="the most executors"))
+    interval_s: float = field(
+        default=15.0, metadata=_t(gt=0, doc="the time between evaluations (the HPA's sync period)")
+    )
+    cooldown_s: float = field(
+        default=0.0, metadata=_t(ge=0, doc="no scale event for this long after one")
+    )
+    weights: ScaleWeights = field(
+        default=ScaleWeights(), metadata=_c(doc="weighted: the weight of one eligible backlog item per priority")
+    )
+    count_inflight: bool = field(
+        default=False, metadata=_c(doc="weighted and drain_window: running jobs count too")
+    )
+    window_s: float = field(
+        default=60.0, metadata=_t(gt=0, doc="drain_window: the time to drain the backlog in; also the span of the arrival and completion rates")
+    )
+    hpa: HpaTarget = field(
+        default=HpaTarget(), metadata=_c(doc="hpa: the signal and its per-replica target")
+    )
+    behavior: ScaleBehavior = field(
+        default=ScaleBehavior(), metadata=_c(doc="Kubernetes-style stabilization windows and rate policies, per direction")
+    )
     # A draining executor's running work is cancelled and re-run elsewhere after this long;
     # null: it drains for as long as its work takes; 0: killed at once (no drain).
-    drain_timeout_s: float | None = field(default=None, metadata=_t(ge=0))
+    drain_timeout_s: float | None = field(
+        default=None, metadata=_t(ge=0, doc="a draining executor's work is killed and re-run after this long; null: never; 0: at once")
+    )
     # Scale to zero (min_replicas 0): down to 0 only after idle_s without work; from 0, eligible
     # backlog above activation_threshold starts executors at the next evaluation.
-    idle_s: float = field(default=300.0, metadata=_t(ge=0))
-    activation_threshold: float = field(default=0.0, metadata=_c(ge=0))
-    metrics: MetricsPolicy = MetricsPolicy()
+    idle_s: float = field(
+        default=300.0, metadata=_t(ge=0, doc="with min_replicas 0: scale to zero only after this long without work")
+    )
+    activation_threshold: float = field(
+        default=0.0, metadata=_c(ge=0, doc="from zero: start executors once eligible backlog exceeds this")
+    )
+    metrics: MetricsPolicy = field(
+        default=MetricsPolicy(), metadata=_c(doc="what an evaluation does while the signals are unknown (a metrics_outage)")
+    )
     # Where the signal comes from: ``engine`` reads its own state at each evaluation;
     # ``prometheus`` reads the exported query's value (``harness export keda``'s PromQL) as a
     # Prometheus scraping the proxy every ``scrape_interval_s`` holds it: live, by querying a
     # real one (``harness run --prometheus``); in the simulation, the value of the last scrape
     # before the evaluation (a scrape during a metrics_outage fails: the series goes stale and
     # the query comes back empty).
-    source: Literal["engine", "prometheus"] = "engine"
-    scrape_interval_s: float = field(default=15.0, metadata=_t(gt=0))
+    source: Literal["engine", "prometheus"] = field(
+        default="engine", metadata=_c(doc="where the signal comes from: the engine's own state, or Prometheus scrapes of the proxy")
+    )
+    scrape_interval_s: float = field(
+        default=15.0, metadata=_t(gt=0, doc="source prometheus: the time between scrapes")
+    )
     # The simulation's scrapes fall at this offset + k x scrape_interval_s (after one at 0);
     # null: drawn per seed, as a real Prometheus picks its own (a live run's phase can be
     # read off proxy/scrapes.jsonl and set here to replay it).
-    scrape_phase_s: float | None = field(default=None, metadata=_t(ge=0))
-    dependency: DependencyAware | None = None  # null: scale-up ignores the upstream's health
-    ceilings: Ceilings = Ceilings()
+    scrape_phase_s: float | None = field(
+        default=None, metadata=_t(ge=0, doc="source prometheus, simulation: the scrapes' offset; null: drawn per seed")
+    )
+    dependency: DependencyAware | None = field(
+        default=None, metadata=_c(doc="hold scale-up while the upstream is unhealthy; null: scale-up ignores it")
+    )
+    ceilings: Ceilings = field(
+        default=Ceilings(), metadata=_c(doc="replica ceilings from what the dependencies can take (model quota, DB connections)")
+    )

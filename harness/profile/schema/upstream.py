@@ -32,19 +32,41 @@ LatencyDist = Literal["fixed", "uniform", "exponential", "lognormal", "tokens"]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Latency:
-    dist: LatencyDist
-    value_s: float | None = field(default=None, metadata=_t(ge=0))
-    low_s: float | None = field(default=None, metadata=_t(ge=0))
-    high_s: float | None = field(default=None, metadata=_t(ge=0))
-    mean_s: float | None = field(default=None, metadata=_t(gt=0))
-    median_s: float | None = field(default=None, metadata=_t(gt=0))
+    dist: LatencyDist = field(
+        metadata=_c(doc="the distribution: fixed, uniform, exponential, lognormal, or tokens (token-aware)")
+    )
+    value_s: float | None = field(
+        default=None, metadata=_t(ge=0, doc="fixed: the latency, in seconds")
+    )
+    low_s: float | None = field(
+        default=None, metadata=_t(ge=0, doc="uniform: the lowest latency, in seconds")
+    )
+    high_s: float | None = field(
+        default=None, metadata=_t(ge=0, doc="uniform: the highest latency, in seconds")
+    )
+    mean_s: float | None = field(
+        default=None, metadata=_t(gt=0, doc="exponential: the mean latency, in seconds")
+    )
+    median_s: float | None = field(
+        default=None, metadata=_t(gt=0, doc="lognormal: the median latency, in seconds")
+    )
     # lognormal: the log's spread; tokens: the per-attempt jitter's (median 1) [0].
-    sigma: float | None = field(default=None, metadata=_c(ge=0))
+    sigma: float | None = field(
+        default=None, metadata=_c(ge=0, doc="lognormal: the log's spread; tokens: the per-attempt jitter's (median 1; null: none)")
+    )
     # dist: tokens (null: 0 for the two slopes).
-    ttft_s: float | None = field(default=None, metadata=_t(ge=0))
-    ttft_per_prompt_token_s: float | None = field(default=None, metadata=_t(ge=0))
-    tpot_s: float | None = field(default=None, metadata=_t(ge=0))
-    tpot_per_in_flight_s: float | None = field(default=None, metadata=_t(ge=0))
+    ttft_s: float | None = field(
+        default=None, metadata=_t(ge=0, doc="tokens: the time to first token of an empty prompt, in seconds")
+    )
+    ttft_per_prompt_token_s: float | None = field(
+        default=None, metadata=_t(ge=0, doc="tokens: seconds added to the time to first token per prompt token (null: 0)")
+    )
+    tpot_s: float | None = field(
+        default=None, metadata=_t(ge=0, doc="tokens: the time per output token of a request in service alone, in seconds")
+    )
+    tpot_per_in_flight_s: float | None = field(
+        default=None, metadata=_t(ge=0, doc="tokens: seconds added per output token per other request in service (null: 0)")
+    )
 
     def mean(self, prompt_tokens: float = 0.0, output_tokens: float = 0.0) -> float:
         """The expected latency. For ``tokens``, of a request with these expected token
@@ -89,13 +111,25 @@ class TokenCount:
     (``median``, ``sigma``, rounded to an integer); empirical ``values``, one drawn uniformly.
     Completions are capped by the class's (or the request's) max_tokens; prompts are not."""
 
-    dist: Literal["fixed", "uniform", "lognormal", "empirical"] = "fixed"
-    value: int | None = field(default=None, metadata=_c(ge=0, le=MAX_TOKENS))
-    low: int | None = field(default=None, metadata=_c(ge=0, le=MAX_TOKENS))
-    high: int | None = field(default=None, metadata=_c(ge=0, le=MAX_TOKENS))
-    median: float | None = field(default=None, metadata=_c(gt=0, le=MAX_TOKENS))
-    sigma: float | None = field(default=None, metadata=_c(ge=0))
-    values: tuple[int, ...] | None = None
+    dist: Literal["fixed", "uniform", "lognormal", "empirical"] = field(
+        default="fixed", metadata=_c(doc="the distribution: fixed, uniform (integers), lognormal (rounded) or empirical")
+    )
+    value: int | None = field(
+        default=None, metadata=_c(ge=0, le=MAX_TOKENS, doc="fixed: the count")
+    )
+    low: int | None = field(
+        default=None, metadata=_c(ge=0, le=MAX_TOKENS, doc="uniform: the lowest count")
+    )
+    high: int | None = field(
+        default=None, metadata=_c(ge=0, le=MAX_TOKENS, doc="uniform: the highest count")
+    )
+    median: float | None = field(
+        default=None, metadata=_c(gt=0, le=MAX_TOKENS, doc="lognormal: the median count")
+    )
+    sigma: float | None = field(default=None, metadata=_c(ge=0, doc="lognormal: the log's spread"))
+    values: tuple[int, ...] | None = field(
+        default=None, metadata=_c(doc="empirical: the counts, one drawn uniformly per request")
+    )
 
     def mean(self, cap: float = math.inf) -> float:
         """E[min(X, cap)]: exact for fixed, uniform and empirical; lognormal before rounding
@@ -133,11 +167,20 @@ TOKEN_FIELDS: tuple[str, ...] = ("value", "low", "high", "median", "sigma", "val
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Upstream:
-    latency: Latency = Latency(dist="uniform", low_s=5.0, high_s=30.0)
-    timeout_s: float = field(default=120.0, metadata=_t(gt=0))
+    latency: Latency = field(
+        default=Latency(dist="uniform", low_s=5.0, high_s=30.0), metadata=_c(doc="the latency of one upstream call (a class's latency overrides it)")
+    )
+    timeout_s: float = field(
+        default=120.0, metadata=_t(gt=0, doc="an upstream call not answered in this long fails as a timeout")
+    )
     # Streaming: the first token arrives after this fraction of the sampled latency; the
     # remaining tokens are spread evenly over the rest (not for dist: tokens, which times them).
-    ttft_fraction: float = field(default=0.1, metadata=_c(ge=0, le=1))
-    completion_tokens: TokenCount | None = None
-    # null: the class's prompt text, about four characters a token (harness.text_tokens).
-    prompt_tokens: TokenCount | None = None
+    ttft_fraction: float = field(
+        default=0.1, metadata=_c(ge=0, le=1, doc="streams: the first token comes after this fraction of the latency (not for dist tokens)")
+    )
+    completion_tokens: TokenCount | None = field(
+        default=None, metadata=_c(doc="completion token counts, capped by max_tokens; null: max_tokens")
+    )
+    prompt_tokens: TokenCount | None = field(
+        default=None, metadata=_c(doc="prompt token counts; null: the class's prompt text at about four characters a token")
+    )

@@ -14,8 +14,12 @@ class Slo:
     """A declared SLO gates the verdict unless ``enforce: false`` (informational); a profile
     without ``slo:`` keeps the 60 s default for goodput and breaches, informational."""
 
-    turnaround_p95_s: float = field(default=60.0, metadata=_t(gt=0))
-    enforce: bool = True
+    turnaround_p95_s: float = field(
+        default=60.0, metadata=_t(gt=0, doc="the SLO on the p95 turnaround, in seconds; also the slo_breach boundary")
+    )
+    enforce: bool = field(
+        default=True, metadata=_c(doc="true: a p95 above the SLO fails the verdict; false (and without slo:): it only informs")
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -23,27 +27,43 @@ class Verdict:
     """What fails a run besides its thresholds and its SLO (``null``/0 turns a rule off).
     Rejections by admission are not failures: the fraction is of admitted requests."""
 
-    min_completed: int = field(default=1, metadata=_c(ge=0))
-    max_failed_fraction: float | None = field(default=0.05, metadata=_c(ge=0, le=1))
+    min_completed: int = field(
+        default=1, metadata=_c(ge=0, doc="fail when fewer requests completed; 0: off")
+    )
+    max_failed_fraction: float | None = field(
+        default=0.05, metadata=_c(ge=0, le=1, doc="fail when more of the admitted requests failed; null: off")
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AlertRule:
     """signal > threshold, held for for_s (0: at once), over rolling window_s windows."""
 
-    signal: Literal["oldest_age_s", "rejection_rate", "turnaround_p95_s"]
-    threshold: float
-    for_s: float = field(default=0.0, metadata=_t(ge=0))
-    window_s: float = field(default=60.0, metadata=_t(gt=0))
-    severity: Literal["warn", "page"] = "warn"
+    signal: Literal["oldest_age_s", "rejection_rate", "turnaround_p95_s"] = field(
+        metadata=_c(doc="the signal watched: oldest_age_s, rejection_rate or turnaround_p95_s")
+    )
+    threshold: float = field(metadata=_c(doc="the alert fires when the signal is above this"))
+    for_s: float = field(
+        default=0.0, metadata=_t(ge=0, doc="how long the signal must stay above it (0: at once)")
+    )
+    window_s: float = field(
+        default=60.0, metadata=_t(gt=0, doc="the rolling window the signal is measured over")
+    )
+    severity: Literal["warn", "page"] = field(default="warn", metadata=_c(doc="warn or page"))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AlertOverride:
-    threshold: float | None = None
-    for_s: float | None = field(default=None, metadata=_t(ge=0))
-    window_s: float | None = field(default=None, metadata=_t(gt=0))
-    enabled: bool = True
+    threshold: float | None = field(
+        default=None, metadata=_c(doc="the alert's threshold; null: the built-in one")
+    )
+    for_s: float | None = field(
+        default=None, metadata=_t(ge=0, doc="how long the signal must stay above it; null: the built-in one")
+    )
+    window_s: float | None = field(
+        default=None, metadata=_t(gt=0, doc="the rolling window of the signal; null: the built-in one")
+    )
+    enabled: bool = field(default=True, metadata=_c(doc="false turns the alert off"))
 
 
 DEFAULT_ALERTS: dict[str, AlertRule] = {
