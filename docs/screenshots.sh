@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates the pictures the README shows (docs/img/*.png) from the bundled seed burst.
+# Regenerates the pictures the README and docs/ show (docs/img/*.png) from the bundled seed burst.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=$(mktemp -d)

@@ -1,6 +1,6 @@
 """Change review: one verdict over the primary figures, robust to seed noise.
 
-Method (README, "Change review"):
+Method (docs/verdict-and-review.md, "Change review"):
 
 1. **Four primary figures**, each with a direction and an equivalence margin (the
    ``--tolerance``): SLO-breach fraction (completed requests slower than the SLO), p95

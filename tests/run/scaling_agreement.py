@@ -11,7 +11,7 @@ a change at a second's edge lands in the next second's sample. The scaling count
 simulated min-max, widened the same way. Drain kills are checked against the proxy's own
 decision records: every kill comes ``drain_timeout_s`` after a scale-down began draining --
 never before. Used by tests/run/test_scaling_live_vs_sim.py and
-tests/bench/bench_scaling_agreement.py (which also draws the README's picture).
+tests/bench/bench_scaling_agreement.py (which also draws docs/autoscaling.md's picture).
 """
 
 from __future__ import annotations

@@ -50,7 +50,7 @@ def test_live_agrees_with_sim_within_the_20_seed_band(
 ) -> None:
     res = runs[name]
     # 1: the generator saturated (see below), or the declared SLO was breached: seed-burst's
-    # AGE_REJECT of 25 s misses its 60 s SLO on most seeds (README, "The verdict")
+    # AGE_REJECT of 25 s misses its 60 s SLO on most seeds (docs/verdict-and-review.md, "The verdict")
     assert res.code in (0, 1), res.console
     s = res.summary
     assert s["complete"] and s["conservation"]["ok"], s["conservation"]
