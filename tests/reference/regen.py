@@ -6,10 +6,11 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.reference import cli_ref
+from tests.reference import cli_ref, profile_ref
 
 GROUPS: dict[str, tuple[Path, Callable[[], str]]] = {
     "cli": (cli_ref.PATH, cli_ref.produce),
+    "profile": (profile_ref.PATH, profile_ref.produce),
 }
 
 

@@ -1,0 +1,183 @@
+"""docs/reference/profile.md, produced from the profile schema (``harness.profile.schema``).
+
+Every key path a profile may hold, read from the dataclasses themselves: the type hints, the
+defaults, the bounds (``gt``/``ge``/``le`` in field metadata) and the meaning (``doc`` in
+field metadata), so the page cannot say anything the loader does not do. A map's keys are
+written ``*`` (``classes.*.weight``), a list's items ``[]`` (``faults[].kind``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from pathlib import Path
+from typing import Any, Literal, Union, get_args, get_origin
+
+from harness.profile import schema, to_dict
+from harness.profile.schema.verdict import DEFAULT_ALERTS
+
+ROOT = Path(__file__).resolve().parents[2]
+PATH = ROOT / "docs" / "reference" / "profile.md"
+REGEN = "python -m tests.reference.regen profile"
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    path: str
+    type: str
+    default: str
+    bounds: str
+    meaning: str
+
+
+def yaml_fields(cls: Any) -> list[dataclasses.Field[Any]]:
+    """The fields a profile's YAML names (internal ones, such as ``source``, are not read)."""
+    return [f for f in dataclasses.fields(cls) if not f.metadata.get("internal")]
+
+
+def key(f: dataclasses.Field[Any]) -> str:
+    return str(f.metadata.get("key", f.name))
+
+
+def type_name(tp: Any) -> str:
+    origin = get_origin(tp)
+    if origin is Literal:
+        return "one of " + ", ".join(f"`{a}`" for a in get_args(tp))
+    if origin in (Union, types.UnionType):
+        args = get_args(tp)
+        names = [type_name(a) for a in args if a is not type(None)]
+        return " or ".join(names + (["null"] if type(None) in args else []))
+    if origin is tuple:
+        return f"list of {_plural(type_name(get_args(tp)[0]))}"
+    if origin is dict:
+        return f"map of {_plural(type_name(get_args(tp)[1]))}"
+    if dataclasses.is_dataclass(tp):
+        return "mapping"
+    plain: dict[Any, str] = {float: "number", int: "integer", bool: "true/false", str: "string"}
+    return plain.get(tp, str(tp))
+
+
+def _plural(name: str) -> str:
+    if name.startswith("one of "):
+        return name
+    return " or ".join(f"{part}s" if part != "true/false" else part for part in name.split(" or "))
+
+
+def default_text(f: dataclasses.Field[Any]) -> str:
+    if f.default is not dataclasses.MISSING:
+        value: Any = f.default
+    elif f.default_factory is not dataclasses.MISSING:
+        value = f.default_factory()
+    else:
+        return "required"
+    plain = to_dict(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        if _all_defaults(value):
+            return "its keys' defaults"
+        plain = {k: v for k, v in plain.items() if v is not None}  # the keys it sets
+    return "`" + json.dumps(plain, separators=(", ", ": ")) + "`"
+
+
+def _all_defaults(value: Any) -> bool:
+    try:
+        return bool(value == type(value)())
+    except TypeError:  # a required field: the default sets it
+        return False
+
+
+def bounds_text(f: dataclasses.Field[Any]) -> str:
+    m = f.metadata
+    parts = [f"{op} {_num(m[k])}" for k, op in (("gt", ">"), ("ge", ">="), ("le", "<="))
+             if k in m]  # fmt: skip
+    return ", ".join(parts)
+
+
+def _num(x: float) -> str:
+    return f"{int(x):,}" if float(x).is_integer() else f"{x:g}"
+
+
+def _dataclasses_in(tp: Any) -> list[Any]:
+    """The dataclasses a field's values may be (an optional mapping, a literal or a pool)."""
+    if dataclasses.is_dataclass(tp):
+        return [tp]
+    if get_origin(tp) in (Union, types.UnionType):
+        return [c for a in get_args(tp) for c in _dataclasses_in(a)]
+    return []
+
+
+def rows(cls: Any = schema.Profile, prefix: str = "") -> list[Row]:
+    """Every key path under ``cls``, depth first in field order (the order --print shows)."""
+    out: list[Row] = []
+    hints = typing.get_type_hints(cls)
+    for f in yaml_fields(cls):
+        tp = hints[f.name]
+        path = f"{prefix}{key(f)}"
+        out.append(Row(path, type_name(tp), default_text(f), bounds_text(f),
+                       str(f.metadata.get("doc", ""))))  # fmt: skip
+        inner, below = tp, path
+        if get_origin(tp) in (Union, types.UnionType):
+            args = [a for a in get_args(tp) if a is not type(None)]
+            inner = args[0] if len(args) == 1 else tp
+        if get_origin(inner) is tuple:
+            inner, below = get_args(inner)[0], f"{path}[]"
+        elif get_origin(inner) is dict:
+            inner, below = get_args(inner)[1], f"{path}.*"
+        for sub in _dataclasses_in(inner):
+            out += rows(sub, f"{below}.")
+    return out
+
+
+def _top(path: str) -> str:
+    return path.split(".")[0].split("[")[0]
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _alerts() -> list[str]:
+    out = ["## The built-in alerts", "",
+           "The names `alerts.*` overrides, with the rules they stand for:", "",
+           "| name | signal | threshold | for_s | window_s | severity |",
+           "| --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+    for name, r in DEFAULT_ALERTS.items():
+        out.append(f"| `{name}` | `{r.signal}` | {r.threshold:g} | {r.for_s:g} | "
+                   f"{r.window_s:g} | {r.severity} |")  # fmt: skip
+    return [*out, ""]
+
+
+def produce(root: Any = schema.Profile) -> str:
+    """The whole of docs/reference/profile.md for ``root`` (default: the Profile schema)."""
+    all_rows = rows(root)
+    lines = [
+        "# Profile reference",
+        "",
+        f"<!-- Generated from harness.profile.schema by `{REGEN}`; do not edit by hand. -->",
+        "",
+        "Every key a profile may hold, in the order `harness validate PROFILE --print` shows",
+        "them, with its type, its default, its bounds and its meaning, as the schema defines",
+        "them. A map's keys are written `*` (`classes.*.weight`), a list's items `[]`",
+        "(`faults[].kind`). A key without a default is required where its mapping is given;",
+        "`null` turns an optional setting off. Which keys a choice requires (`dist`, `kind`,",
+        "`process`) and the limits across keys are checked too; README's \"Limits\" lists",
+        "those. A test fails when this page and the schema disagree.",
+        "",
+    ]
+    # A top-level key with keys below it has a section of its own; the others share one.
+    nested = {_top(r.path) for r in all_rows if _top(r.path) != r.path}
+    sections: dict[str, list[Row]] = {"top level": []}
+    for r in all_rows:
+        top = _top(r.path)
+        sections.setdefault(top if top in nested else "top level", []).append(r)
+    for top, group in sections.items():
+        lines += [f"## {top}", "", "| key | type | default | bounds | meaning |",
+                  "| --- | --- | --- | --- | --- |"]  # fmt: skip
+        for r in group:
+            lines.append(f"| `{r.path}` | {_cell(r.type)} | {_cell(r.default)} | "
+                         f"{r.bounds} | {_cell(r.meaning)} |")  # fmt: skip
+        lines.append("")
+    lines += _alerts()
+    lines.append(f"{len(all_rows)} keys.")
+    return "\n".join(lines).rstrip("\n") + "\n"
