@@ -69,15 +69,16 @@ def validate(
     profile: ProfileArg,
     set_: SetOpt = None,
     print_: Annotated[bool, typer.Option("--print", help="Print the effective, fully defaulted profile (YAML) to stdout.")] = False,
+    explain: Annotated[bool, typer.Option("--explain", help="Print it as --print does, with each key's meaning in a comment line above it (once per key path; docs/reference/profile.md has them all).")] = False,
 ) -> None:
     """Check a profile: exit 0 when valid, 2 with file, line and field when not."""
     prof = load_profile(profile, set_)
-    if print_:
-        import yaml
-
+    if print_ or explain:
         from harness.profile import to_dict
+        from harness.profile.explain import explain_yaml, print_yaml
 
-        sys.stdout.write(yaml.safe_dump(to_dict(prof), sort_keys=False, allow_unicode=True))
+        plain = to_dict(prof)
+        sys.stdout.write(explain_yaml(plain) if explain else print_yaml(plain))
     err.print(f"[green]ok[/] {profile}: {prof.name} ({len(prof.classes)} classes, "
               f"{len(prof.faults)} faults, {prof.duration_s:g} s)")  # fmt: skip
 
