@@ -162,8 +162,9 @@ def produce(root: Any = schema.Profile) -> str:
         "these meanings as comments. A map's keys are written `*` (`classes.*.weight`), a",
         "list's items `[]` (`faults[].kind`). A key without a default is required where its",
         "mapping is given; `null` turns an optional setting off. Which keys a choice requires",
-        "(`dist`, `kind`, `process`) and the limits across keys are checked too; README's",
-        "\"Limits\" lists those. A test fails when this page and the schema disagree.",
+        "(`dist`, `kind`, `process`) and the limits across keys are checked too;",
+        "[docs/profiles.md](../profiles.md#limits) lists those. A test fails when this page",
+        "and the schema disagree.",
         "",
     ]
     # A top-level key with keys below it has a section of its own; the others share one.
