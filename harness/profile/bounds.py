@@ -3,7 +3,7 @@
 Each check here stops a profile that would validate and then hang, exhaust memory or crash at
 run time (issue 10): too many expected arrivals, phases the run never reaches, a pool that can
 never serve, a prompt or trace too large to hold. The limits are in ``harness.profile.schema`` and
-documented in the README's "Limits" table; every message names the limit it enforces.
+documented in docs/profiles.md's "Limits" table; every message names the limit it enforces.
 """
 
 from __future__ import annotations

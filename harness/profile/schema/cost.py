@@ -1,5 +1,5 @@
 """``engine.cost`` and ``engine.review``: the engine's two stages beyond the model call that a
-profile can price or staff (README "Autoscaling").
+profile can price or staff (docs/autoscaling.md).
 
 ``engine.cost``: one budget over a rolling hour.
 

@@ -1,4 +1,4 @@
-"""``engine.scaling``: the autoscaler's part of the profile schema (README "Autoscaling").
+"""``engine.scaling``: the autoscaler's part of the profile schema (docs/autoscaling.md).
 
 The engine evaluates the policy every ``interval_s`` (the HPA's sync period; KEDA polls every
 30 s) and records every evaluation, also when nothing changed, with what held it back.

@@ -2,7 +2,7 @@
 
 Split from ``harness.profile.schema`` (which re-exports every name here). ``Latency.mean`` and
 ``TokenCount.mean`` give the expected values that ``Profile.service_time_prior`` (the
-engine's starting service time, see README's profile section) is built from.
+engine's starting service time, see docs/profiles.md) is built from.
 
 ``dist: tokens`` is the token-aware model (issue 17): for one request attempt, evaluated once
 when it starts (a stated simplification: a request's TPOT does not change when others start or
