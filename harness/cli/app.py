@@ -165,9 +165,11 @@ def compare(
     jobs: Annotated[int, typer.Option(help="Worker processes for the re-simulation (0: one per CPU).", min=0)] = 0,
     format_: Annotated[str, typer.Option("--format", help="md or json.")] = "md",
 ) -> None:
-    """Review a change: regression, improvement, no detectable change or inconclusive, over the
-    primary figures (SLO-breach fraction, p95 turnaround, goodput, rejection fraction), robust to
-    seed noise. Exit 1 only on a regression. The method is in the README ("Change review")."""
+    """Review a change: regression, improvement, no detectable change or inconclusive.
+
+    Over the primary figures (SLO-breach fraction, p95 turnaround, goodput, rejection fraction),
+    robust to seed noise. Exit 1 only on a regression. The method: docs/verdict-and-review.md
+    ("Change review")."""
     from harness.commands.compare import CompareRequest, compare_sweeps, is_sweep, review
     from harness.results.compare import CompareError, parse_tolerance
     from harness.results.review_text import to_json, to_markdown

@@ -129,9 +129,11 @@ def calibrate(
     ca_bundle: CaBundleOpt = None,
     insecure: InsecureOpt = False,
 ) -> None:
-    """Probe an endpoint (streamed requests at concurrency steps and several prompt lengths),
-    fit the token-aware latency model (dist: tokens) and write the calibrated profile, with
-    each parameter's 95 % confidence interval and a goodness-of-fit figure per component."""
+    """Probe an endpoint and write a calibrated profile (the token-aware latency model).
+
+    Streamed requests at concurrency steps and several prompt lengths; the fit of the model
+    (dist: tokens) with each parameter's 95 % confidence interval and a goodness-of-fit figure
+    per component."""
     import dataclasses
 
     from harness.commands.calibrate import CalibrateRequest, FitOptions, calibrate_command
@@ -207,8 +209,10 @@ def fit(
     seed: Annotated[int, typer.Option(help="Seed for the bootstrap.", **SEED)] = 1,
     set_: SetOpt = None,
 ) -> None:
-    """Fit the token-aware latency model (dist: tokens) to a live run's streamed requests, and
-    the token counts per class to its traffic; write the calibrated profile and its JSON."""
+    """Fit the token-aware latency model to a live run's requests; write a calibrated profile.
+
+    The model (dist: tokens) is fitted to the run's streamed requests and the token counts per
+    class to its traffic; the calibrated profile and its JSON are written beside them."""
     from harness.commands.calibrate import FitOptions, fit_command
     from harness.fit import FitError
 
