@@ -1,9 +1,9 @@
 """The exit codes of every `harness` command, and the one map from a run's summary to a code.
 
-docs/reference/exit-codes-and-admission.md: 0 success and every threshold held; 1 a threshold or a comparison failed, or the
-run is invalid because the load generator saturated; 2 bad input (usage, profile, unreadable
-file); 3 the run itself broke (upstream unreachable at start, port in use, interrupted,
-conservation violated).
+docs/reference/exit-codes-and-admission.md: 0 success and every threshold held; 1 a threshold or a
+comparison failed, or the run is invalid because the load generator saturated; 2 bad input (usage,
+profile, unreadable file); 3 the run itself broke (upstream unreachable at start, port in use,
+interrupted, conservation violated).
 
 Stdlib only and below every driver, so the CLI, the commands layer, the live run and the proxy
 server all take their codes from here without importing each other.

@@ -1,11 +1,11 @@
 """Stop signals, counted instead of raised: SIGINT, SIGTERM and SIGHUP all mean "stop".
 
-Ctrl-C, ``timeout``, a CI cancel and ``docker stop`` (SIGTERM) and a closed terminal (SIGHUP)
-must all end a run the same way: partial results written, marked ``"complete": false``,
-verdict ``invalid``, exit 3 (docs/reference/exit-codes-and-admission.md). A handler that raises (Python's default for SIGINT)
-can land anywhere, mid-write included, and the default for SIGTERM/SIGHUP kills the process
-with nothing written; so the handler only counts, and the loops that own the work look at the
-count where stopping is safe. A second signal means "stop at once" (skip the drain).
+Ctrl-C, ``timeout``, a CI cancel and ``docker stop`` (SIGTERM) and a closed terminal (SIGHUP) must
+all end a run the same way: partial results written, marked ``"complete": false``, verdict
+``invalid``, exit 3 (docs/reference/exit-codes-and-admission.md). A handler that raises (Python's
+default for SIGINT) can land anywhere, mid-write included, and the default for SIGTERM/SIGHUP kills
+the process with nothing written; so the handler only counts, and the loops that own the work look
+at the count where stopping is safe. A second signal means "stop at once" (skip the drain).
 
 Stdlib only: the sim, the live run and the sweep share it.
 """

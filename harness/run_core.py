@@ -75,12 +75,16 @@ class RunCore:
         self.profile = profile
         self.seed = seed
         self.mode = mode
-        self.engine = Engine(profile.engine, service_time_prior_s=profile.service_time_prior(),
-                             rng=engine_rng, max_wait_by_class=profile.max_wait_by_class(),
-                             horizon_s=profile.duration_s,
-                             optional_classes=profile.optional_classes(),
-                             review_classes=profile.review_classes(),
-                             checkpoint_by_class=profile.checkpoint_by_class())  # fmt: skip
+        self.engine = Engine(
+            profile.engine,
+            service_time_prior_s=profile.service_time_prior(),
+            rng=engine_rng,
+            max_wait_by_class=profile.max_wait_by_class(),
+            horizon_s=profile.duration_s,
+            optional_classes=profile.optional_classes(),
+            review_classes=profile.review_classes(),
+            checkpoint_by_class=profile.checkpoint_by_class(),
+        )
         self.collector = Collector(profile.faults, profile.slo.turnaround_p95_s)
         self.log = log
         self.started_at = datetime.now(UTC)
@@ -146,18 +150,34 @@ class RunCore:
         ec = eng.counts
         r = retried if retried is not None else Retried()
         # The engine saw every attempt; the results count logical requests. Cross-check the two.
-        engine_counts = {"arrivals": ec.arrivals - r.total, "admitted": ec.admitted - r.fails - r.expires,
-                         "rejected": ec.rejected - r.rejects, "completed": ec.completed,
-                         "failed": ec.failed - r.fails, "expired": ec.expired - r.expires}  # fmt: skip
+        engine_counts = {
+            "arrivals": ec.arrivals - r.total,
+            "admitted": ec.admitted - r.fails - r.expires,
+            "rejected": ec.rejected - r.rejects,
+            "completed": ec.completed,
+            "failed": ec.failed - r.fails,
+            "expired": ec.expired - r.expires,
+        }
         summary = summ.build(
-            profile=self.profile, mode=self.mode, seed=self.seed, col=col, duration_s=end,
-            scheduled=scheduled, in_flight_at_end=len(eng.jobs), engine_counts=engine_counts,
-            alerts=alerts, engine_scaling=self._engine_scaling(effects), extra_thresholds=extra_thresholds,
-            in_flight_by_state=eng.in_flight_by_state(), review=self._review_figures(),
-            attempts=None if retried is None else ec.arrivals, complete=complete,
-            token_figures=token_figures, upstream_retries=ec.retries,
+            profile=self.profile,
+            mode=self.mode,
+            seed=self.seed,
+            col=col,
+            duration_s=end,
+            scheduled=scheduled,
+            in_flight_at_end=len(eng.jobs),
+            engine_counts=engine_counts,
+            alerts=alerts,
+            engine_scaling=self._engine_scaling(effects),
+            extra_thresholds=extra_thresholds,
+            in_flight_by_state=eng.in_flight_by_state(),
+            review=self._review_figures(),
+            attempts=None if retried is None else ec.arrivals,
+            complete=complete,
+            token_figures=token_figures,
+            upstream_retries=ec.retries,
             client_retries=None if retried is None else retried.total,
-        )  # fmt: skip
+        )
         if trace is not None:
             summary["trace"] = dict(trace)
         if extra:
@@ -170,20 +190,33 @@ class RunCore:
     def _engine_scaling(self, effects: tuple[int, int]) -> dict[str, Any]:
         eng = self.engine
         sc = eng.scaler
-        return {"scale_events": sc.scale_events if sc else 0,
-                "evaluations": sc.evaluations if sc else 0,
-                "scale_up_suppressed": sc.scale_up_suppressed if sc else 0,
-                "reexecuted": eng.counts.reexecuted, "executors_killed": eng.pool.killed,
-                "redelivered": eng.counts.redelivered,
-                "duplicate_effects": effects[0], "duplicates_suppressed": effects[1],
-                "busy_while_draining_s": eng.pool.busy_while_draining_s,
-                "cost_spent": None if eng.cost is None else eng.cost.spent,
-                "held_for_review": 0 if eng.review is None else eng.review.held_total,
-                "resumed": eng.counts.resumed, "work_lost_s": eng.counts.work_lost_s,
-                "by_class": self._class_figures(),
-                **({"prometheus": {"reads": sc.reads, "empty": sc.empty_reads,
-                                   "errors": sc.read_errors}}
-                   if sc is not None and sc.prometheus else {})}  # fmt: skip
+        return {
+            "scale_events": sc.scale_events if sc else 0,
+            "evaluations": sc.evaluations if sc else 0,
+            "scale_up_suppressed": sc.scale_up_suppressed if sc else 0,
+            "reexecuted": eng.counts.reexecuted,
+            "executors_killed": eng.pool.killed,
+            "redelivered": eng.counts.redelivered,
+            "duplicate_effects": effects[0],
+            "duplicates_suppressed": effects[1],
+            "busy_while_draining_s": eng.pool.busy_while_draining_s,
+            "cost_spent": None if eng.cost is None else eng.cost.spent,
+            "held_for_review": 0 if eng.review is None else eng.review.held_total,
+            "resumed": eng.counts.resumed,
+            "work_lost_s": eng.counts.work_lost_s,
+            "by_class": self._class_figures(),
+            **(
+                {
+                    "prometheus": {
+                        "reads": sc.reads,
+                        "empty": sc.empty_reads,
+                        "errors": sc.read_errors,
+                    }
+                }
+                if sc is not None and sc.prometheus
+                else {}
+            ),
+        }
 
     def _class_figures(self) -> dict[str, dict[str, Any]]:
         """Per class (seed 004's policy metrics): the eligible backlog the evaluations saw
@@ -216,11 +249,15 @@ class RunCore:
         rv, col = self.engine.review, self.collector
         if rv is None:
             return None
-        return {"reviewers": rv.reviewers, "max_pending": rv.max_pending,
-                "reviewed": rv.reviewed, "held_for_review": rv.held_total,
-                "sla_breaches": rv.sla_breaches,
-                "review_wait_s": percentiles(col.review_waits),
-                "before_review_s": percentiles(col.before_review)}  # fmt: skip
+        return {
+            "reviewers": rv.reviewers,
+            "max_pending": rv.max_pending,
+            "reviewed": rv.reviewed,
+            "held_for_review": rv.held_total,
+            "sla_breaches": rv.sla_breaches,
+            "review_wait_s": percentiles(col.review_waits),
+            "before_review_s": percentiles(col.before_review),
+        }
 
     def _timeline_and_alerts(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         col = self.collector
@@ -229,7 +266,9 @@ class RunCore:
         cache = {("turnaround_p95_s", TIMELINE_P95_WINDOW_S): p95}
         rules = self.profile.alert_rules()
         # The completions are needed only for a p95 rule over another window than the timeline's.
-        other = any(r.signal == "turnaround_p95_s" and r.window_s != TIMELINE_P95_WINDOW_S
-                    for r in rules.values())  # fmt: skip
+        other = any(
+            r.signal == "turnaround_p95_s" and r.window_s != TIMELINE_P95_WINDOW_S
+            for r in rules.values()
+        )
         alerts = evaluate_alerts(rules, timeline, col.completions if other else [], cache)
         return timeline, alerts

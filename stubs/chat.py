@@ -66,21 +66,34 @@ def _check_message(i: int, m: Any) -> None:
     where = f"messages[{i}]"
     role = m.get("role")
     if role is None:
-        raise BadRequest(f"Missing required parameter: '{where}.role'.", f"{where}.role",
-                         "missing_required_parameter")  # fmt: skip
+        raise BadRequest(
+            f"Missing required parameter: '{where}.role'.",
+            f"{where}.role",
+            "missing_required_parameter",
+        )
     if role not in _ROLES:
         shown = repr(role) if isinstance(role, str) else f"a {type(role).__name__}"
-        raise BadRequest(f"Invalid value: {shown[:60]}. Supported values are: "
-                         + ", ".join(f"'{r}'" for r in _ROLES) + ".", f"{where}.role",
-                         "invalid_value")  # fmt: skip
+        raise BadRequest(
+            f"Invalid value: {shown[:60]}. Supported values are: "
+            + ", ".join(f"'{r}'" for r in _ROLES)
+            + ".",
+            f"{where}.role",
+            "invalid_value",
+        )
     content = m.get("content")
     calls = role == "assistant" and ("tool_calls" in m or "function_call" in m)
     if content is None and not calls:
-        raise BadRequest(f"Missing required parameter: '{where}.content'.", f"{where}.content",
-                         "missing_required_parameter")  # fmt: skip
+        raise BadRequest(
+            f"Missing required parameter: '{where}.content'.",
+            f"{where}.content",
+            "missing_required_parameter",
+        )
     if content is not None and not isinstance(content, str | list):
-        raise BadRequest(f"Invalid type for '{where}.content': expected one of a string or "
-                         "array of objects.", f"{where}.content", "invalid_type")  # fmt: skip
+        raise BadRequest(
+            f"Invalid type for '{where}.content': expected one of a string or array of objects.",
+            f"{where}.content",
+            "invalid_type",
+        )
 
 
 def _prompt_chars(messages: list[Any]) -> int:
@@ -122,8 +135,16 @@ def _positive_int(req: dict[str, Any], name: str) -> int | None:
 
 
 class ChatRequest:
-    __slots__ = ("class_header", "idempotency_key", "include_usage", "max_tokens", "model",
-                 "prompt", "request_id", "stream")  # fmt: skip
+    __slots__ = (
+        "class_header",
+        "idempotency_key",
+        "include_usage",
+        "max_tokens",
+        "model",
+        "prompt",
+        "request_id",
+        "stream",
+    )
 
     def __init__(
         self,
@@ -194,8 +215,13 @@ def draw_timing(
     tokens, completion tokens, capped), wall seconds. ``in_flight`` counts this request too;
     the timing is None unless the class's latency is ``dist: tokens``."""
     ts = state.time_scale
-    prompt, n, capped = token_counts(cls.prompt_tokens, cls.completion_tokens,
-                                     prompt_tokens(prompt_chars), cap, state.draws.tokens)  # fmt: skip
+    prompt, n, capped = token_counts(
+        cls.prompt_tokens,
+        cls.completion_tokens,
+        prompt_tokens(prompt_chars),
+        cap,
+        state.draws.tokens,
+    )
     if cls.tokens is None:
         assert cls.sample is not None
         return cls.sample() * ts, None, prompt, n, capped
@@ -204,8 +230,9 @@ def draw_timing(
     return end * ts, (ttft * ts, tpot * ts, end * ts), prompt, n, capped
 
 
-def _stream_timing(state: StubState, latency: float, timing: Timing | None, added: float,
-                   n: int) -> Timing:  # fmt: skip
+def _stream_timing(
+    state: StubState, latency: float, timing: Timing | None, added: float, n: int
+) -> Timing:
     """When a stream's tokens go out: the token model's times, else ``ttft_fraction``'s even
     spread; latency faults delay the first byte and everything after it."""
     if timing is not None:
@@ -221,8 +248,9 @@ async def handle(
     state.begin(req.request_id)
     cls = state.classes.pick(req.class_header, req.prompt)
     cap = req.max_tokens if req.max_tokens is not None else cls.max_tokens
-    latency, timing, prompt, n, capped = draw_timing(state, cls, req.prompt, cap,
-                                                     state.in_flight + 1)  # fmt: skip
+    latency, timing, prompt, n, capped = draw_timing(
+        state, cls, req.prompt, cap, state.in_flight + 1
+    )
     plan = state.timeline.plan(state.draws.faults, in_flight=state.in_flight, stream=req.stream)
     state.counters.requests += 1
     state.in_flight += 1
@@ -254,9 +282,16 @@ async def handle(
 
 
 async def _complete(
-    state: StubState, req: ChatRequest, rid: bytes, wait: float, n: int, prompt: int,
-    finish: str, receive: Receive, send: Send,
-) -> bool:  # fmt: skip
+    state: StubState,
+    req: ChatRequest,
+    rid: bytes,
+    wait: float,
+    n: int,
+    prompt: int,
+    finish: str,
+    receive: Receive,
+    send: Send,
+) -> bool:
     if await sleep_or_disconnect(receive, wait):
         return False
     body = wire.completion(
@@ -272,9 +307,14 @@ async def _complete(
 
 
 def _events(
-    frames: wire.ChunkFrames, n: int, ttft: float, step: float, end: float, finish: str,
+    frames: wire.ChunkFrames,
+    n: int,
+    ttft: float,
+    step: float,
+    end: float,
+    finish: str,
     usage: tuple[int, int] | None,
-) -> Iterator[tuple[float, bytes]]:  # fmt: skip
+) -> Iterator[tuple[float, bytes]]:
     """(due, frame) pairs, lazily: 10,000 held streams must not each hold their frames."""
     yield ttft, frames.role()
     for i in range(n):
@@ -285,9 +325,17 @@ def _events(
 
 
 async def _stream(
-    state: StubState, req: ChatRequest, rid: bytes, times: Timing, n: int, prompt: int,
-    finish: str, fault: Fault | None, receive: Receive, send: Send,
-) -> str:  # fmt: skip
+    state: StubState,
+    req: ChatRequest,
+    rid: bytes,
+    times: Timing,
+    n: int,
+    prompt: int,
+    finish: str,
+    fault: Fault | None,
+    receive: Receive,
+    send: Send,
+) -> str:
     loop = asyncio.get_running_loop()
     start = loop.time()
     ttft, step, end = times
@@ -338,9 +386,14 @@ async def _stream(
 
 
 async def _terminal(
-    state: StubState, plan: FaultPlan, fault: Fault, rid: bytes, scope: Scope, receive: Receive,
+    state: StubState,
+    plan: FaultPlan,
+    fault: Fault,
+    rid: bytes,
+    scope: Scope,
+    receive: Receive,
     send: Send,
-) -> None:  # fmt: skip
+) -> None:
     state.counters.faulted += 1
     if await sleep_or_disconnect(receive, plan.add_s):
         return
@@ -361,7 +414,10 @@ async def _terminal(
         lim = plan.limits
         wait = wire.format_duration(lim.reset_requests_s)
         if lim.reason == "concurrency":
-            msg = f"Too many concurrent requests (limit {fault.max_concurrent}). Please try again in {wait}."
+            msg = (
+                f"Too many concurrent requests (limit {fault.max_concurrent}). Please try again in"
+                f" {wait}."
+            )
         else:
             msg = (
                 f"Rate limit reached for requests per min (RPM): Limit {lim.limit_requests}, "

@@ -7,14 +7,14 @@ clock and no sleeps. An entry with ``at_s`` counts from the *epoch* (app start, 
 moment it was put, and without ``for_s`` lasts until cleared. Profile times are multiplied
 by ``time_scale`` to get wall-clock times; everything this module returns is wall-clock.
 
-Per request, :meth:`FaultTimeline.plan` hands the active entries, in order, to the upstream
-model's walk (``harness.upstream_model.faults``), the one the simulation uses: added latencies
-add up; the first *terminal* fault (status, rate_limit, hang, reset) or stream fault
-(stream_error, truncate; streaming requests only) that fires decides the request, and later
-faults are not consulted. Each consulted entry with ``probability < 1`` draws once from the
-caller's fault stream, reseeded per request -- so for one seed, the same request ids and
-attempts fail, and they are the ones the simulation fails. ``metrics_outage`` and ``ack_loss`` are faults of the harness, not of an upstream: the
-stub keeps them (GET shows them) and ignores them.
+Per request, :meth:`FaultTimeline.plan` hands the active entries, in order, to the upstream model's
+walk (``harness.upstream_model.faults``), the one the simulation uses: added latencies add up; the
+first *terminal* fault (status, rate_limit, hang, reset) or stream fault (stream_error, truncate;
+streaming requests only) that fires decides the request, and later faults are not consulted. Each
+consulted entry with ``probability < 1`` draws once from the caller's fault stream, reseeded per
+request -- so for one seed, the same request ids and attempts fail, and they are the ones the
+simulation fails. ``metrics_outage`` and ``ack_loss`` are faults of the harness, not of an upstream:
+the stub keeps them (GET shows them) and ignores them.
 """
 
 from __future__ import annotations
@@ -135,8 +135,7 @@ class FaultTimeline:
         def limiter(i: int, f: Fault, t: float) -> RateLimitInfo | None:
             return self._rate_limit(entries[i], t, in_flight)
 
-        hit = walk(active, rng, now, stream=stream, base_s=0.0, limiter=limiter,
-                   skip=IGNORED_KINDS)  # fmt: skip
+        hit = walk(active, rng, now, stream=stream, base_s=0.0, limiter=limiter, skip=IGNORED_KINDS)
         if hit is None:
             return None
         plan = FaultPlan(add_s=hit.latency_s * self.time_scale)

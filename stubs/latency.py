@@ -37,8 +37,14 @@ class ClassModel:
     completion_tokens: TokenCount | None = None
 
 
-def _model(name: str, chars: int, lat: Latency, max_tokens: int,
-           counts: tuple[TokenCount | None, TokenCount | None], rng: KeyedRandom) -> ClassModel:  # fmt: skip
+def _model(
+    name: str,
+    chars: int,
+    lat: Latency,
+    max_tokens: int,
+    counts: tuple[TokenCount | None, TokenCount | None],
+    rng: KeyedRandom,
+) -> ClassModel:
     ptc, ctc = counts
     if lat.dist == "tokens":
         return ClassModel(name, chars, None, max_tokens, TokenLatency(lat, rng), ptc, ctc)
@@ -56,20 +62,31 @@ class ClassTable:
         self.default = default
 
     @classmethod
-    def build(cls, profile: Profile | None, latency_s: float | None, rng: KeyedRandom) -> ClassTable:
+    def build(
+        cls, profile: Profile | None, latency_s: float | None, rng: KeyedRandom
+    ) -> ClassTable:
         """The table for ``profile``, its samplers drawing from ``rng``; ``latency_s`` fixes
         every class's latency (the stub's ``--latency``)."""
         upstream = profile.upstream if profile is not None else DEFAULT_UPSTREAM
         fixed = Latency(dist="fixed", value_s=latency_s) if latency_s is not None else None
         base = fixed or upstream.latency
-        default = _model("default", 0, base, DEFAULT_MAX_TOKENS,
-                         (upstream.prompt_tokens, upstream.completion_tokens), rng)  # fmt: skip
+        default = _model(
+            "default",
+            0,
+            base,
+            DEFAULT_MAX_TOKENS,
+            (upstream.prompt_tokens, upstream.completion_tokens),
+            rng,
+        )
         models: list[ClassModel] = []
         if profile is not None:
             for name, c in profile.classes.items():
                 lat = fixed or c.latency or base
-                models.append(_model(name, len(c.prompt_text()), lat, c.max_tokens,
-                                     profile.token_counts(c), rng))  # fmt: skip
+                models.append(
+                    _model(
+                        name, len(c.prompt_text()), lat, c.max_tokens, profile.token_counts(c), rng
+                    )
+                )
         return cls(models, default)
 
     def pick(self, header: str | None, prompt_chars: int) -> ClassModel:

@@ -49,8 +49,11 @@ class Effects:
             self.duplicate_effects += 1
 
     def snapshot(self) -> dict[str, int]:
-        return {"applied": self.applied, "duplicate_effects": self.duplicate_effects,
-                "duplicates_suppressed": self.duplicates_suppressed}  # fmt: skip
+        return {
+            "applied": self.applied,
+            "duplicate_effects": self.duplicate_effects,
+            "duplicates_suppressed": self.duplicates_suppressed,
+        }
 
 
 @dataclass(slots=True)

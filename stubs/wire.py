@@ -25,9 +25,23 @@ SSE = b"text/event-stream; charset=utf-8"
 # What a completion says, token by token: a fixed vocabulary, so content is deterministic and
 # costs no random draws. One word is one token.
 _WORDS = (
-    "The", "stub", "is", "answering", "slowly", "on", "purpose", "so", "that", "queues",
-    "admission", "and", "autoscaling", "can", "be", "rehearsed",
-)  # fmt: skip
+    "The",
+    "stub",
+    "is",
+    "answering",
+    "slowly",
+    "on",
+    "purpose",
+    "so",
+    "that",
+    "queues",
+    "admission",
+    "and",
+    "autoscaling",
+    "can",
+    "be",
+    "rehearsed",
+)
 _TOKENS = tuple(w if i == 0 else " " + w for i, w in enumerate(_WORDS))
 _TOKENS_LATER = tuple(" " + w for w in _WORDS)  # after the first token, every word has a space
 _DELTAS = tuple(orjson.dumps({"content": t}) for t in _TOKENS_LATER)

@@ -25,8 +25,12 @@ def make_profile(extra: str = "", overrides: list[str] | None = None) -> Profile
 
 def make_engine(overrides: list[str] | None = None, extra: str = "", seed: int = 1) -> Engine:
     prof = make_profile(extra, overrides)
-    return Engine(prof.engine, service_time_prior_s=prof.service_time_prior(),
-                  rng=random.Random(seed), max_wait_by_class=prof.max_wait_by_class())  # fmt: skip
+    return Engine(
+        prof.engine,
+        service_time_prior_s=prof.service_time_prior(),
+        rng=random.Random(seed),
+        max_wait_by_class=prof.max_wait_by_class(),
+    )
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
-"""The layers' import rules (docs/architecture.md), read from the source: results/ is data only, only the
-commands layer imports both drivers, one exit-code map, one expression evaluator."""
+"""The layers' import rules (docs/architecture.md), read from the source: results/ is data only,
+only the commands layer imports both drivers, one exit-code map, one expression evaluator."""
 
 from __future__ import annotations
 
@@ -32,9 +32,15 @@ def _under(mod: str, package: str) -> bool:
 
 
 def test_results_imports_neither_driver_nor_the_commands() -> None:
-    bad = {path: sorted(m for m in _imports(tree)
-                        if any(_under(m, p) for p in ("harness.sim", "harness.live", "harness.commands")))
-           for path, tree in _modules().items() if path.startswith("results/")}  # fmt: skip
+    bad = {
+        path: sorted(
+            m
+            for m in _imports(tree)
+            if any(_under(m, p) for p in ("harness.sim", "harness.live", "harness.commands"))
+        )
+        for path, tree in _modules().items()
+        if path.startswith("results/")
+    }
     assert {k: v for k, v in bad.items() if v} == {}
 
 
@@ -59,9 +65,15 @@ def test_only_the_commands_layer_imports_both_sim_and_live() -> None:
 
 
 def test_fit_imports_neither_driver_nor_the_commands() -> None:
-    bad = {path: sorted(m for m in _imports(tree)
-                        if any(_under(m, p) for p in ("harness.sim", "harness.live", "harness.commands")))
-           for path, tree in _modules().items() if path.startswith("fit/")}  # fmt: skip
+    bad = {
+        path: sorted(
+            m
+            for m in _imports(tree)
+            if any(_under(m, p) for p in ("harness.sim", "harness.live", "harness.commands"))
+        )
+        for path, tree in _modules().items()
+        if path.startswith("fit/")
+    }
     assert {k: v for k, v in bad.items() if v} == {}
 
 
@@ -83,10 +95,15 @@ def test_results_modules_import_each_other_without_a_circle() -> None:
 
 
 def test_exit_codes_are_defined_once() -> None:
-    defined = sorted(path for path, tree in _modules().items() for node in ast.walk(tree)
-                     if isinstance(node, ast.Assign) for t in node.targets
-                     for n in (t.elts if isinstance(t, ast.Tuple) else [t])
-                     if isinstance(n, ast.Name) and n.id.startswith("EXIT_"))  # fmt: skip
+    defined = sorted(
+        path
+        for path, tree in _modules().items()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign)
+        for t in node.targets
+        for n in (t.elts if isinstance(t, ast.Tuple) else [t])
+        if isinstance(n, ast.Name) and n.id.startswith("EXIT_")
+    )
     assert set(defined) == {"exit_codes.py"}
 
 
@@ -97,10 +114,14 @@ def test_one_evaluator_of_path_expressions() -> None:
         for node in ast.walk(tree):
             if isinstance(node, ast.FunctionDef) and node.name in ("lookup", "expr_value"):
                 defs.append((path, node.name))
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                    and node.func.attr in ("split", "partition", "rsplit", "rpartition")
-                    and node.args and isinstance(node.args[0], ast.Constant)
-                    and node.args[0].value == "/"):  # fmt: skip
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("split", "partition", "rsplit", "rpartition")
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and node.args[0].value == "/"
+            ):
                 splits.append(path)
     assert sorted(defs) == [("results/expr.py", "expr_value"), ("results/expr.py", "lookup")]
     assert set(splits) == {"results/expr.py"}
@@ -112,9 +133,11 @@ def test_the_stub_imports_neither_the_engine_nor_live() -> None:
     stub_root = Path(harness.stub.__file__).parent
     bad = {}
     for p in stub_root.rglob("*.py"):
-        mods = {m for m in _imports(ast.parse(p.read_text()))
-                if _under(m, "harness.engine") or _under(m, "harness.live")
-                or _under(m, "harness.sim")}  # fmt: skip
+        mods = {
+            m
+            for m in _imports(ast.parse(p.read_text()))
+            if _under(m, "harness.engine") or _under(m, "harness.live") or _under(m, "harness.sim")
+        }
         if mods:
             bad[p.name] = sorted(mods)
     assert bad == {}
@@ -125,19 +148,29 @@ def test_one_token_bucket_class_in_the_tree() -> None:
 
     stub_root = Path(harness.stub.__file__).parent
     files = [*ROOT.rglob("*.py"), *stub_root.rglob("*.py")]
-    found = sorted(f"{p.parent.name}/{p.name}:{n.name}" for p in files
-                   for n in ast.walk(ast.parse(p.read_text()))
-                   if isinstance(n, ast.ClassDef) and "bucket" in n.name.lower()
-                   and not n.name.lower().endswith("buckets"))  # fmt: skip
+    found = sorted(
+        f"{p.parent.name}/{p.name}:{n.name}"
+        for p in files
+        for n in ast.walk(ast.parse(p.read_text()))
+        if isinstance(n, ast.ClassDef)
+        and "bucket" in n.name.lower()
+        and not n.name.lower().endswith("buckets")
+    )
     assert len(found) == 1, found
 
 
 def test_export_reads_the_profile_and_imports_neither_driver() -> None:
     """harness export works from the frozen Profile (and the engine's pure policy core): a
     manifest never depends on running the simulation or the proxy."""
-    bad = {path: sorted(m for m in _imports(tree)
-                        if any(_under(m, p) for p in ("harness.sim", "harness.live", "harness.commands")))
-           for path, tree in _modules().items() if path.startswith("export/")}  # fmt: skip
+    bad = {
+        path: sorted(
+            m
+            for m in _imports(tree)
+            if any(_under(m, p) for p in ("harness.sim", "harness.live", "harness.commands"))
+        )
+        for path, tree in _modules().items()
+        if path.startswith("export/")
+    }
     assert bad and {k: v for k, v in bad.items() if v} == {}
 
 
@@ -158,8 +191,13 @@ def test_the_wire_owner_imports_the_standard_library_and_orjson_only() -> None:
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 tops.add(node.module)
         mods = {m for m in _imports(tree) if not _under(m, "harness.wire") and m not in allowed}
-        mods |= {m for m in tops if not m.startswith("harness")
-                 and m.split(".")[0] not in sys.stdlib_module_names and m != "orjson"}  # fmt: skip
+        mods |= {
+            m
+            for m in tops
+            if not m.startswith("harness")
+            and m.split(".")[0] not in sys.stdlib_module_names
+            and m != "orjson"
+        }
         if mods:
             bad[path] = sorted(mods)
     assert bad == {}
@@ -194,8 +232,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 )
 # The imports allowed to run up a layer, each with its reason.
 UPWARD = {
-    ("harness", "harness.engine.core"): "harness.compiled() asks whether the engine in use is "
-    "the mypyc build (a function-level import, for --version and the summary's meta)",
+    ("harness", "harness.engine.core"): (
+        "harness.compiled() asks whether the engine in use is "
+        "the mypyc build (a function-level import, for --version and the summary's meta)"
+    ),
 }
 
 
@@ -204,9 +244,11 @@ def _package_modules() -> dict[str, Path]:
     import harness.stub
 
     out: dict[str, Path] = {}
-    for base, pkg in ((ROOT, "harness"), (Path(harness.stub.__file__).parent, "harness.stub"),
-                      (Path(harness.bundled_profiles.__file__).parent,
-                       "harness.bundled_profiles")):  # fmt: skip
+    for base, pkg in (
+        (ROOT, "harness"),
+        (Path(harness.stub.__file__).parent, "harness.stub"),
+        (Path(harness.bundled_profiles.__file__).parent, "harness.bundled_profiles"),
+    ):
         for p in base.rglob("*.py"):
             parts = [x for x in p.relative_to(base).with_suffix("").parts if x != "__init__"]
             out[".".join([pkg, *parts])] = p
@@ -251,8 +293,12 @@ def _layer(mod: str) -> int | None:
 def test_every_module_has_a_layer_and_imports_none_above_it() -> None:
     graph = _graph()
     assert sorted(m for m in graph if _layer(m) is None) == []
-    up = sorted((m, d) for m, deps in graph.items() for d in deps
-                if (_layer(d) or 0) > (_layer(m) or 0) and (m, d) not in UPWARD)  # fmt: skip
+    up = sorted(
+        (m, d)
+        for m, deps in graph.items()
+        for d in deps
+        if (_layer(d) or 0) > (_layer(m) or 0) and (m, d) not in UPWARD
+    )
     assert up == []
 
 
@@ -302,8 +348,12 @@ def test_live_rooms_keep_to_their_process() -> None:
         parts = m.split(".")
         return parts[2] if len(parts) > 2 and parts[1] == "live" else None
 
-    crossings = {(room(m), room(d)) for m, deps in graph.items() for d in deps
-                 if room(m) and room(d) and room(m) != room(d)}  # fmt: skip
+    crossings = {
+        (room(m), room(d))
+        for m, deps in graph.items()
+        for d in deps
+        if room(m) and room(d) and room(m) != room(d)
+    }
     assert not crossings & {("proxy", "load"), ("load", "proxy")}
     assert not {c for c in crossings if c[0] == "transport"}
     assert {"proxy", "transport", "load", "run"} <= {room(m) for m in graph if room(m)}

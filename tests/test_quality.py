@@ -21,8 +21,13 @@ RUFF = shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.whi
 @pytest.mark.skipif(RUFF is None, reason="ruff is not installed")
 def test_ruff_finds_nothing() -> None:
     assert RUFF is not None
-    out = subprocess.run([RUFF, "check", "--output-format", "concise", "harness", "stubs", "tests"],
-                         cwd=ROOT, capture_output=True, text=True, timeout=120)  # fmt: skip
+    out = subprocess.run(
+        [RUFF, "check", "--output-format", "concise", "harness", "stubs", "tests"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
 
 
@@ -37,10 +42,23 @@ def test_mypy_strict_passes_on_the_package(tmp_path: Path) -> None:
     (pkg / "stub").symlink_to(ROOT / "stubs")
     (pkg / "bundled_profiles").symlink_to(ROOT / "profiles")
     out = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--config-file", str(ROOT / "pyproject.toml"),
-         "--cache-dir", str(tmp_path / ".mypy_cache"), "-p", "harness"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--config-file",
+            str(ROOT / "pyproject.toml"),
+            "--cache-dir",
+            str(tmp_path / ".mypy_cache"),
+            "-p",
+            "harness",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
 
 
@@ -49,7 +67,9 @@ def test_every_package_directory_is_listed_for_the_wheel() -> None:
     from a plain one (issue 13: harness.commands was missed that way)."""
     import tomllib
 
-    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    listed = set(
+        tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    )
     on_disk = {
         "harness." + ".".join(init.parent.relative_to(ROOT / "harness").parts)
         for init in (ROOT / "harness").rglob("__init__.py")

@@ -30,8 +30,14 @@ def _run(cwd: Path, *args: str, pure: bool = False) -> str:
     env = {k: v for k, v in os.environ.items() if k not in ("HARNESS_PURE", "PYTHONPATH")}
     if pure:
         env["HARNESS_PURE"] = "1"
-    res = subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd, env=env,
-                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    res = subprocess.run(
+        [sys.executable, "-m", "harness", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert res.returncode == 0, res.stdout + res.stderr
     return res.stdout
 
@@ -39,8 +45,15 @@ def _run(cwd: Path, *args: str, pure: bool = False) -> str:
 def _imported_from(cwd: Path) -> Path:
     code = "import os, harness; print(os.path.dirname(os.path.abspath(harness.__file__)))"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    res = subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True,
-                         text=True, timeout=60, check=True)  # fmt: skip
+    res = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     return Path(res.stdout.strip())
 
 
@@ -49,10 +62,15 @@ def test_version_needs_no_command(flag: str) -> None:
     res = CliRunner().invoke(app, [flag])
     assert res.exit_code == 0, res.output
     first, *rest = res.stdout.splitlines()
-    build = ("compiled hot path: yes, mypyc" if harness.compiled()
-             else "pure Python: the hot path is not compiled")  # fmt: skip
+    build = (
+        "compiled hot path: yes, mypyc"
+        if harness.compiled()
+        else "pure Python: the hot path is not compiled"
+    )
     assert first == f"harness {VERSION} ({build})"
-    assert rest[-1].startswith(f"Python {platform.python_version()} ({platform.python_implementation()}")
+    assert rest[-1].startswith(
+        f"Python {platform.python_version()} ({platform.python_implementation()}"
+    )
     assert sys.executable in rest[-1]
 
 

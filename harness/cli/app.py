@@ -43,8 +43,10 @@ from harness.profile import ProfileError, load
 
 app = typer.Typer(
     name="harness",
-    help="Rehearse bursts and faults against LLM job queues: open-loop load, an admission "
-    "engine, fault injection, and the same engine in virtual time.",
+    help=(
+        "Rehearse bursts and faults against LLM job queues: open-loop load, an admission "
+        "engine, fault injection, and the same engine in virtual time."
+    ),
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -59,7 +61,19 @@ def _print_version(value: bool) -> None:
 
 @app.callback()
 def _main(
-    version: Annotated[bool, typer.Option("--version", "-V", is_eager=True, callback=_print_version, help="Print the version, whether the hot path is compiled, which copy of harness is imported and the Python, then exit.")] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            "-V",
+            is_eager=True,
+            callback=_print_version,
+            help=(
+                "Print the version, whether the hot path is compiled, which copy of harness is"
+                " imported and the Python, then exit."
+            ),
+        ),
+    ] = False,
 ) -> None:
     pass
 
@@ -68,8 +82,22 @@ def _main(
 def validate(
     profile: ProfileArg,
     set_: SetOpt = None,
-    print_: Annotated[bool, typer.Option("--print", help="Print the effective, fully defaulted profile (YAML) to stdout.")] = False,
-    explain: Annotated[bool, typer.Option("--explain", help="Print it as --print does, with each key's meaning in a comment line above it (once per key path; docs/reference/profile.md has them all).")] = False,
+    print_: Annotated[
+        bool,
+        typer.Option(
+            "--print", help="Print the effective, fully defaulted profile (YAML) to stdout."
+        ),
+    ] = False,
+    explain: Annotated[
+        bool,
+        typer.Option(
+            "--explain",
+            help=(
+                "Print it as --print does, with each key's meaning in a comment line above it (once"
+                " per key path; docs/reference/profile.md has them all)."
+            ),
+        ),
+    ] = False,
 ) -> None:
     """Check a profile: exit 0 when valid, 2 with file, line and field when not."""
     prof = load_profile(profile, set_)
@@ -79,8 +107,10 @@ def validate(
 
         plain = to_dict(prof)
         sys.stdout.write(explain_yaml(plain) if explain else print_yaml(plain))
-    err.print(f"[green]ok[/] {profile}: {prof.name} ({len(prof.classes)} classes, "
-              f"{len(prof.faults)} faults, {prof.duration_s:g} s)")  # fmt: skip
+    err.print(
+        f"[green]ok[/] {profile}: {prof.name} ({len(prof.classes)} classes, "
+        f"{len(prof.faults)} faults, {prof.duration_s:g} s)"
+    )
 
 
 @app.command()
@@ -108,7 +138,12 @@ def profiles() -> None:
 def sim(
     profile: ProfileArg,
     seed: Annotated[int | None, typer.Option(help="Seed (default: the profile's).", **SEED)] = None,
-    seeds: Annotated[int | None, typer.Option(help="Run N seeds (seed, seed+1, ...) and write each beside an aggregate.", min=1)] = None,
+    seeds: Annotated[
+        int | None,
+        typer.Option(
+            help="Run N seeds (seed, seed+1, ...) and write each beside an aggregate.", min=1
+        ),
+    ] = None,
     set_: SetOpt = None,
     out: OutOpt = None,
     threshold: ThresholdOpt = None,
@@ -133,7 +168,16 @@ def sim(
 @app.command()
 def report(
     folder: Annotated[Path, typer.Argument(help="A results folder (with summary.json).")],
-    recover: Annotated[bool, typer.Option("--recover", help="Rebuild an honest, incomplete summary.json from what a killed `harness run` or `harness proxy` left on disk.")] = False,
+    recover: Annotated[
+        bool,
+        typer.Option(
+            "--recover",
+            help=(
+                "Rebuild an honest, incomplete summary.json from what a killed `harness run` or"
+                " `harness proxy` left on disk."
+            ),
+        ),
+    ] = False,
 ) -> None:
     """Draw timeline.png and write report.md and report.html for a results folder."""
     from harness.results.report import write_report
@@ -156,13 +200,40 @@ def report(
 
 @app.command()
 def compare(
-    base: Annotated[Path, typer.Argument(help="Baseline: a results folder or summary.json, a --seeds folder, or a sweep.")],
+    base: Annotated[
+        Path,
+        typer.Argument(
+            help="Baseline: a results folder or summary.json, a --seeds folder, or a sweep."
+        ),
+    ],
     new: Annotated[Path, typer.Argument(help="Candidate, same kinds as BASE.")],
-    tolerance: Annotated[list[str] | None, typer.Option(help="Equivalence margin of a primary figure: NAME=5% (relative to base) or NAME=0.02 (absolute); NAME 'all' sets every one. Repeatable.")] = None,
-    seeds: Annotated[int, typer.Option(help="Seeds to re-simulate both sides at (simulations of this code version).", min=2)] = 20,
-    seed_base: Annotated[int | None, typer.Option(help="First of those seeds [default: BASE's seed].", **SEED)] = None,
-    alpha: Annotated[float, typer.Option(help="Family-wise error rate over the four primary figures (Holm).", min=1e-6, max=0.5)] = 0.01,
-    jobs: Annotated[int, typer.Option(help="Worker processes for the re-simulation (0: one per CPU).", min=0)] = 0,
+    tolerance: Annotated[
+        list[str] | None,
+        typer.Option(
+            help=(
+                "Equivalence margin of a primary figure: NAME=5% (relative to base) or NAME=0.02"
+                " (absolute); NAME 'all' sets every one. Repeatable."
+            )
+        ),
+    ] = None,
+    seeds: Annotated[
+        int,
+        typer.Option(
+            help="Seeds to re-simulate both sides at (simulations of this code version).", min=2
+        ),
+    ] = 20,
+    seed_base: Annotated[
+        int | None, typer.Option(help="First of those seeds [default: BASE's seed].", **SEED)
+    ] = None,
+    alpha: Annotated[
+        float,
+        typer.Option(
+            help="Family-wise error rate over the four primary figures (Holm).", min=1e-6, max=0.5
+        ),
+    ] = 0.01,
+    jobs: Annotated[
+        int, typer.Option(help="Worker processes for the re-simulation (0: one per CPU).", min=0)
+    ] = 0,
     format_: Annotated[str, typer.Option("--format", help="md or json.")] = "md",
 ) -> None:
     """Review a change: regression, improvement, no detectable change or inconclusive.
@@ -201,14 +272,36 @@ def compare(
 @app.command()
 def sweep(
     profile: ProfileArg,
-    param: Annotated[list[str], typer.Option(help="PATH=START:STOP:STEP (STOP inclusive). One or two.")],
+    param: Annotated[
+        list[str], typer.Option(help="PATH=START:STOP:STEP (STOP inclusive). One or two.")
+    ],
     seeds: Annotated[int, typer.Option(help="Seeds per point.", min=1)] = 10,
     jobs: Annotated[int, typer.Option(help="Worker processes (0: one per CPU).", min=0)] = 0,
-    objective: Annotated[str | None, typer.Option(help="min:EXPR or max:EXPR (default: min:counts.rejected / counts.arrivals).")] = None,
-    constraint: Annotated[list[str] | None, typer.Option(help="A threshold expression every seed must meet. Repeatable (default: the SLO and the profile's thresholds).")] = None,
+    objective: Annotated[
+        str | None,
+        typer.Option(help="min:EXPR or max:EXPR (default: min:counts.rejected / counts.arrivals)."),
+    ] = None,
+    constraint: Annotated[
+        list[str] | None,
+        typer.Option(
+            help=(
+                "A threshold expression every seed must meet. Repeatable (default: the SLO and the"
+                " profile's thresholds)."
+            )
+        ),
+    ] = None,
     set_: SetOpt = None,
     out: OutOpt = None,
-    verify_live: Annotated[bool, typer.Option("--verify-live", help="Re-run the recommended point live against the stub and report whether it agrees with the sweep's seed band.")] = False,
+    verify_live: Annotated[
+        bool,
+        typer.Option(
+            "--verify-live",
+            help=(
+                "Re-run the recommended point live against the stub and report whether it agrees"
+                " with the sweep's seed band."
+            ),
+        ),
+    ] = False,
     time_scale: Annotated[float, typer.Option(help="--time-scale for --verify-live.")] = 0.1,
 ) -> None:
     """Grid-sweep parameters in virtual time and recommend a value robust across seeds."""
@@ -220,8 +313,18 @@ def sweep(
     folder = out or default_out(prof, "-sweep")
     writable(folder)
     with io_errors(folder):
-        code = sweep_command(profile, set_ or [], param, seeds, jobs, objective, constraint or [],
-                             folder, err, time_scale if verify_live else None)  # fmt: skip
+        code = sweep_command(
+            profile,
+            set_ or [],
+            param,
+            seeds,
+            jobs,
+            objective,
+            constraint or [],
+            folder,
+            err,
+            time_scale if verify_live else None,
+        )
     raise typer.Exit(code)
 
 
@@ -229,41 +332,117 @@ def sweep(
 def stub(
     host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to bind (0: any free port).", **PORT)] = 8000,
-    profile: Annotated[str | None, typer.Option(help="Take latency and faults from this profile.")] = None,
-    latency_s: Annotated[float | None, typer.Option(help="A fixed latency in seconds (overrides the profile's).")] = None,
+    profile: Annotated[
+        str | None, typer.Option(help="Take latency and faults from this profile.")
+    ] = None,
+    latency_s: Annotated[
+        float | None, typer.Option(help="A fixed latency in seconds (overrides the profile's).")
+    ] = None,
     seed: Annotated[int, typer.Option(help="Seed for latency and fault draws.", **SEED)] = 1,
     time_scale: Annotated[float, typer.Option(help="Multiply every duration by F.")] = 1.0,
-    linger_s: Annotated[float, typer.Option(help="Keep each stream's body open S seconds after data: [DONE], as some real servers do.")] = 0.0,
-    log_level: Annotated[LogLevel, typer.Option(help="uvicorn's log level (`harness run` starts its stub with 'warning').")] = LogLevel.info,
+    linger_s: Annotated[
+        float,
+        typer.Option(
+            help=(
+                "Keep each stream's body open S seconds after data: [DONE], as some real"
+                " servers do."
+            )
+        ),
+    ] = 0.0,
+    log_level: Annotated[
+        LogLevel,
+        typer.Option(help="uvicorn's log level (`harness run` starts its stub with 'warning')."),
+    ] = LogLevel.info,
 ) -> None:
     """Serve the OpenAI-compatible slow stub with fault injection."""
     from harness.commands.stub import stub_command
 
     prof = load_profile(profile, None) if profile else None
-    code = stub_command(host=host, port=port, profile=prof, latency_s=latency_s, seed=seed,
-                        time_scale=time_scale, linger_s=linger_s, log_level=log_level.value,
-                        console=err)  # fmt: skip
+    code = stub_command(
+        host=host,
+        port=port,
+        profile=prof,
+        latency_s=latency_s,
+        seed=seed,
+        time_scale=time_scale,
+        linger_s=linger_s,
+        log_level=log_level.value,
+        console=err,
+    )
     if code:
         raise typer.Exit(code)
 
 
 @app.command()
 def proxy(
-    upstream: Annotated[str, typer.Option(help="The OpenAI-compatible endpoint to forward to (base URL).")],
+    upstream: Annotated[
+        str, typer.Option(help="The OpenAI-compatible endpoint to forward to (base URL).")
+    ],
     profile: Annotated[str | None, typer.Option(help="Engine settings from this profile.")] = None,
     host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to bind (0: any free port).", **PORT)] = 8080,
     set_: SetOpt = None,
     out: OutOpt = None,
-    time_scale: Annotated[float, typer.Option(help="Multiply every duration by F, as `harness run --time-scale` does. Results stay in profile seconds.")] = 1.0,
-    grace_s: Annotated[float, typer.Option(help="Drain time on SIGTERM/SIGINT before results are marked incomplete.")] = 30.0,
+    time_scale: Annotated[
+        float,
+        typer.Option(
+            help=(
+                "Multiply every duration by F, as `harness run --time-scale` does. Results stay in"
+                " profile seconds."
+            )
+        ),
+    ] = 1.0,
+    grace_s: Annotated[
+        float,
+        typer.Option(help="Drain time on SIGTERM/SIGINT before results are marked incomplete."),
+    ] = 30.0,
     threshold: ThresholdOpt = None,
     ca_bundle: CaBundleOpt = None,
     insecure: InsecureOpt = False,
-    ready_file: Annotated[Path | None, typer.Option("--ready-file", help="Once listening, write {\"url\", \"pid\"} as JSON to this file (how `harness run` learns the port of --port 0).", metavar="FILE")] = None,
-    from_epoch: Annotated[bool, typer.Option("--from-epoch", help="Hold the run's clock at 0 until PUT /_proxy/epoch (what `harness run` sends when its load starts): the timeline, fault windows and autoscaler evaluations then count from the load's start, as in `harness sim`.")] = False,
-    forward_class: Annotated[bool, typer.Option("--forward-class", help="Pass the x-class header on to the upstream (the bundled stub picks a class's latency and token model by it; `harness run` sets it when the target is the stub). Off: the upstream sees none of the proxy's control headers.")] = False,
-    prometheus_url: Annotated[str | None, typer.Option("--prometheus-url", help="With engine.scaling.source: prometheus, the Prometheus (scraping this proxy's /metrics) each evaluation queries, with the PromQL `harness export keda` writes.", metavar="URL")] = None,
+    ready_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--ready-file",
+            help=(
+                'Once listening, write {"url", "pid"} as JSON to this file (how `harness run`'
+                " learns the port of --port 0)."
+            ),
+            metavar="FILE",
+        ),
+    ] = None,
+    from_epoch: Annotated[
+        bool,
+        typer.Option(
+            "--from-epoch",
+            help=(
+                "Hold the run's clock at 0 until PUT /_proxy/epoch (what `harness run` sends when"
+                " its load starts): the timeline, fault windows and autoscaler evaluations then"
+                " count from the load's start, as in `harness sim`."
+            ),
+        ),
+    ] = False,
+    forward_class: Annotated[
+        bool,
+        typer.Option(
+            "--forward-class",
+            help=(
+                "Pass the x-class header on to the upstream (the bundled stub picks a class's"
+                " latency and token model by it; `harness run` sets it when the target is the"
+                " stub). Off: the upstream sees none of the proxy's control headers."
+            ),
+        ),
+    ] = False,
+    prometheus_url: Annotated[
+        str | None,
+        typer.Option(
+            "--prometheus-url",
+            help=(
+                "With engine.scaling.source: prometheus, the Prometheus (scraping this proxy's"
+                " /metrics) each evaluation queries, with the PromQL `harness export keda` writes."
+            ),
+            metavar="URL",
+        ),
+    ] = None,
 ) -> None:
     """Serve the admission proxy alone in front of any endpoint; results written on stop."""
     from harness.commands.proxy import proxy_command, proxy_profile
@@ -275,38 +454,118 @@ def proxy(
         raise bad_input(str(e)) from None
     folder = out or default_out(prof, "-proxy")
     with io_errors(folder):
-        code = proxy_command(upstream=upstream, profile=prof, host=host, port=port, out=folder,
-                             grace_s=grace_s, time_scale=time_scale, ready_file=ready_file,
-                             ca_bundle=ca_bundle, insecure=insecure, from_epoch=from_epoch,
-                             forward_class=forward_class, prometheus_url=prometheus_url,
-                             console=err)  # fmt: skip
+        code = proxy_command(
+            upstream=upstream,
+            profile=prof,
+            host=host,
+            port=port,
+            out=folder,
+            grace_s=grace_s,
+            time_scale=time_scale,
+            ready_file=ready_file,
+            ca_bundle=ca_bundle,
+            insecure=insecure,
+            from_epoch=from_epoch,
+            forward_class=forward_class,
+            prometheus_url=prometheus_url,
+            console=err,
+        )
     raise typer.Exit(code)
 
 
 @app.command()
 def run(
     profile: ProfileArg,
-    target: Annotated[str, typer.Option(help="'stub' (the bundled slow stub, started for you) or the base URL of an OpenAI-compatible endpoint.")] = "stub",
-    no_proxy: Annotated[bool, typer.Option("--no-proxy", help="Send straight to the target, without the admission proxy (a bare baseline).")] = False,
-    time_scale: Annotated[float, typer.Option(help="Multiply every duration by F (0.1: a 300 s rehearsal in 30 s). Results stay in profile seconds.")] = 1.0,
+    target: Annotated[
+        str,
+        typer.Option(
+            help=(
+                "'stub' (the bundled slow stub, started for you) or the base URL of an"
+                " OpenAI-compatible endpoint."
+            )
+        ),
+    ] = "stub",
+    no_proxy: Annotated[
+        bool,
+        typer.Option(
+            "--no-proxy",
+            help="Send straight to the target, without the admission proxy (a bare baseline).",
+        ),
+    ] = False,
+    time_scale: Annotated[
+        float,
+        typer.Option(
+            help=(
+                "Multiply every duration by F (0.1: a 300 s rehearsal in 30 s). Results stay in"
+                " profile seconds."
+            )
+        ),
+    ] = 1.0,
     seed: Annotated[int | None, typer.Option(help="Seed (default: the profile's).", **SEED)] = None,
     set_: SetOpt = None,
     out: OutOpt = None,
-    workers: Annotated[int, typer.Option(help="Locust worker processes on this machine (0: one generator process).", min=0)] = 0,
-    api_key_env: Annotated[str | None, typer.Option(help="Environment variable holding the API key for --target URL (never written anywhere) [default: the profile's wire.auth.env, OPENAI_API_KEY].", show_default=False)] = None,
+    workers: Annotated[
+        int,
+        typer.Option(
+            help="Locust worker processes on this machine (0: one generator process).", min=0
+        ),
+    ] = 0,
+    api_key_env: Annotated[
+        str | None,
+        typer.Option(
+            help=(
+                "Environment variable holding the API key for --target URL (never written anywhere)"
+                " [default: the profile's wire.auth.env, OPENAI_API_KEY]."
+            ),
+            show_default=False,
+        ),
+    ] = None,
     model: Annotated[str | None, typer.Option(help="Model name to send with --target URL.")] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print how many requests and prompt tokens the run would send, then exit.")] = False,
-    max_requests: Annotated[int | None, typer.Option(help="Send at most N requests (a cost cap for real endpoints).", min=1)] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Print how many requests and prompt tokens the run would send, then exit.",
+        ),
+    ] = False,
+    max_requests: Annotated[
+        int | None,
+        typer.Option(help="Send at most N requests (a cost cap for real endpoints).", min=1),
+    ] = None,
     threshold: ThresholdOpt = None,
-    remote_workers: Annotated[int, typer.Option(help="Wait for M workers on other machines (`harness worker --master HOST`).", min=0)] = 0,
-    master_port: Annotated[int, typer.Option(help="Locust master port for remote workers.", **MASTER_PORT)] = 5557,
-    public_host: Annotated[str | None, typer.Option(help="Address remote workers use to reach this machine's proxy.")] = None,
+    remote_workers: Annotated[
+        int,
+        typer.Option(
+            help="Wait for M workers on other machines (`harness worker --master HOST`).", min=0
+        ),
+    ] = 0,
+    master_port: Annotated[
+        int, typer.Option(help="Locust master port for remote workers.", **MASTER_PORT)
+    ] = 5557,
+    public_host: Annotated[
+        str | None, typer.Option(help="Address remote workers use to reach this machine's proxy.")
+    ] = None,
     ca_bundle: CaBundleOpt = None,
     insecure: InsecureOpt = False,
-    prometheus: Annotated[str | None, typer.Option(help="engine.scaling.source: prometheus reads the autoscaler's signal through a real Prometheus: 'auto' (the default for such a profile) starts the `prometheus` binary from PATH on loopback, scraping the proxy; a URL uses one you run (with --proxy-port).", metavar="auto|URL", show_default=False)] = None,
-    proxy_port: Annotated[int, typer.Option(help="The proxy's port (0: any free one).", **PORT)] = 0,
+    prometheus: Annotated[
+        str | None,
+        typer.Option(
+            help=(
+                "engine.scaling.source: prometheus reads the autoscaler's signal through a real"
+                " Prometheus: 'auto' (the default for such a profile) starts the `prometheus`"
+                " binary from PATH on loopback, scraping the proxy; a URL uses one you run (with"
+                " --proxy-port)."
+            ),
+            metavar="auto|URL",
+            show_default=False,
+        ),
+    ] = None,
+    proxy_port: Annotated[
+        int, typer.Option(help="The proxy's port (0: any free one).", **PORT)
+    ] = 0,
 ) -> None:
-    """Run a profile live: open-loop Locust load -> admission proxy -> the stub or a real endpoint."""
+    """Run a profile live: open-loop Locust load -> admission proxy -> the stub or a real
+    endpoint."""
     from harness.commands.live_run import run_command
 
     prof = load_profile(profile, set_)
@@ -314,19 +573,40 @@ def run(
     folder = out or default_out(prof, "-live")
     with io_errors(folder):
         code = run_command(
-            console=err, dry_run=dry_run, profile_spec=profile, overrides=set_ or [],
-            profile=prof, target=target, no_proxy=no_proxy, time_scale=time_scale, seed=seed,
-            out=folder, workers=workers, api_key_env=api_key_env, model=model,
-            max_requests=max_requests, extra_thresholds=extra, remote_workers=remote_workers,
-            master_port=master_port, public_host=public_host, ca_bundle=ca_bundle,
-            insecure=insecure, prometheus=prometheus, proxy_port=proxy_port)  # fmt: skip
+            console=err,
+            dry_run=dry_run,
+            profile_spec=profile,
+            overrides=set_ or [],
+            profile=prof,
+            target=target,
+            no_proxy=no_proxy,
+            time_scale=time_scale,
+            seed=seed,
+            out=folder,
+            workers=workers,
+            api_key_env=api_key_env,
+            model=model,
+            max_requests=max_requests,
+            extra_thresholds=extra,
+            remote_workers=remote_workers,
+            master_port=master_port,
+            public_host=public_host,
+            ca_bundle=ca_bundle,
+            insecure=insecure,
+            prometheus=prometheus,
+            proxy_port=proxy_port,
+        )
     raise typer.Exit(code)
 
 
 @app.command()
 def worker(
-    master: Annotated[str, typer.Option(help="Host of the `harness run --remote-workers M` master.")],
-    master_port: Annotated[int, typer.Option(help="The master's Locust port.", **MASTER_PORT)] = 5557,
+    master: Annotated[
+        str, typer.Option(help="Host of the `harness run --remote-workers M` master.")
+    ],
+    master_port: Annotated[
+        int, typer.Option(help="The master's Locust port.", **MASTER_PORT)
+    ] = 5557,
 ) -> None:
     """Join a `harness run` on another machine as a Locust worker (it ships the plan)."""
     from harness.commands.live_run import worker_command

@@ -21,9 +21,27 @@ from harness.cli.options import (
     writable,
 )
 
-FixOpt = Annotated[list[str] | None, typer.Option("--fix", help="Hold a slope instead of fitting it: ttft_per_prompt_token_s=V or tpot_per_in_flight_s=V (e.g. =0 when the data cannot identify it). Repeatable.", metavar="NAME=VALUE")]  # fmt: skip
-ResamplesOpt = Annotated[int, typer.Option(help="Bootstrap resamples for the 95 % confidence intervals.", min=20, max=10000)]  # fmt: skip
-FIT_CODES = ("Exit 0: every component fits. 1: a component fits badly (its KS distance or binned bias is over the stated limit; the files are still written, the bad fit flagged in them and on stderr). 2: bad input, or the data cannot identify a parameter (the message says what to vary, or --fix it).")  # fmt: skip
+FixOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--fix",
+        help=(
+            "Hold a slope instead of fitting it: ttft_per_prompt_token_s=V or"
+            " tpot_per_in_flight_s=V (e.g. =0 when the data cannot identify it). Repeatable."
+        ),
+        metavar="NAME=VALUE",
+    ),
+]
+ResamplesOpt = Annotated[
+    int,
+    typer.Option(help="Bootstrap resamples for the 95 % confidence intervals.", min=20, max=10000),
+]
+FIT_CODES = (
+    "Exit 0: every component fits. 1: a component fits badly (its KS distance or binned bias is"
+    " over the stated limit; the files are still written, the bad fit flagged in them and on"
+    " stderr). 2: bad input, or the data cannot identify a parameter (the message says what to"
+    " vary, or --fix it)."
+)
 
 
 def _fixed(items: list[str] | None) -> dict[str, float]:
@@ -55,26 +73,39 @@ def calibrate(
     profile: Annotated[
         str,
         typer.Argument(
-            help="The profile to calibrate (file or bundled name): the output is this profile with its upstream.latency replaced by the fit. With --target stub, the stub serves this profile's upstream."
+            help=(
+                "The profile to calibrate (file or bundled name): the output is this profile with"
+                " its upstream.latency replaced by the fit. With --target stub, the stub serves"
+                " this profile's upstream."
+            )
         ),
     ] = "token-model",
     target: Annotated[
         str,
         typer.Option(
-            help="'stub' (the bundled stub, started with PROFILE's upstream: a known-parameter check) or the base URL of an OpenAI-compatible endpoint."
+            help=(
+                "'stub' (the bundled stub, started with PROFILE's upstream: a known-parameter"
+                " check) or the base URL of an OpenAI-compatible endpoint."
+            )
         ),
     ] = "stub",
     out: Annotated[
         Path | None,
         typer.Option(
             "--out",
-            help="Folder for requests.jsonl, calibrated.yaml and calibrated.json (default: results/<profile>-calibrate-<UTC timestamp>/).",
+            help=(
+                "Folder for requests.jsonl, calibrated.yaml and calibrated.json (default:"
+                " results/<profile>-calibrate-<UTC timestamp>/)."
+            ),
         ),
     ] = None,
     max_requests: Annotated[
         int,
         typer.Option(
-            help="Send at most N requests in all (the cost cap), split evenly over the concurrency steps.",
+            help=(
+                "Send at most N requests in all (the cost cap), split evenly over the concurrency"
+                " steps."
+            ),
             min=2,
         ),
     ] = 200,
@@ -84,7 +115,10 @@ def calibrate(
     prompt_tokens: Annotated[
         str,
         typer.Option(
-            help="Prompt lengths in tokens (about 4 characters each), cycled within every step: at least two, so the prompt slope is identifiable."
+            help=(
+                "Prompt lengths in tokens (about 4 characters each), cycled within every step: at"
+                " least two, so the prompt slope is identifiable."
+            )
         ),
     ] = "128,512,1024,2048",
     max_tokens: Annotated[
@@ -103,13 +137,18 @@ def calibrate(
         bool,
         typer.Option(
             "--dry-run",
-            help="Print the probe's plan and cost (requests, prompt and completion tokens) and send nothing.",
+            help=(
+                "Print the probe's plan and cost (requests, prompt and completion tokens) and send"
+                " nothing."
+            ),
         ),
     ] = False,
     time_scale: Annotated[
         float,
         typer.Option(
-            help="--target stub only: run the stub F times faster; the fit stays in profile seconds."
+            help=(
+                "--target stub only: run the stub F times faster; the fit stays in profile seconds."
+            )
         ),
     ] = 1.0,
     seed: Annotated[
@@ -119,7 +158,10 @@ def calibrate(
     api_key_env: Annotated[
         str | None,
         typer.Option(
-            help="Environment variable holding the API key (never written anywhere) [default: the profile's wire.auth.env].",
+            help=(
+                "Environment variable holding the API key (never written anywhere) [default: the"
+                " profile's wire.auth.env]."
+            ),
             show_default=False,
         ),
     ] = None,
@@ -148,19 +190,27 @@ def calibrate(
     if not time_scale > 0:
         raise bad_input("--time-scale must be > 0")
     try:
-        plan = ProbePlan(concurrency=_ints("--concurrency", concurrency),
-                         prompt_tokens=_ints("--prompt-tokens", prompt_tokens),
-                         max_tokens=max_tokens, max_requests=max_requests, max_wall_s=max_wall_s,
-                         timeout_s=timeout_s, seed=seed)  # fmt: skip
+        plan = ProbePlan(
+            concurrency=_ints("--concurrency", concurrency),
+            prompt_tokens=_ints("--prompt-tokens", prompt_tokens),
+            max_tokens=max_tokens,
+            max_requests=max_requests,
+            max_wall_s=max_wall_s,
+            timeout_s=timeout_s,
+            seed=seed,
+        )
         tls = Tls(ca_bundle=ca_bundle, insecure=insecure).validated()
         if target != "stub":
             endpoint(target)
     except (ValueError, BadTarget, TlsError) as e:
         raise bad_input(str(e)) from None
     n, pt, ct = plan.cost()
-    err.print(f"probe plan: {n} streamed requests at concurrency {concurrency}, prompts of "
-              f"{prompt_tokens} tokens: about {pt:,} prompt tokens and at most {ct:,} completion "
-              f"tokens in all", soft_wrap=True)  # fmt: skip
+    err.print(
+        f"probe plan: {n} streamed requests at concurrency {concurrency}, prompts of "
+        f"{prompt_tokens} tokens: about {pt:,} prompt tokens and at most {ct:,} completion "
+        "tokens in all",
+        soft_wrap=True,
+    )
     if dry_run:
         err.print("dry run: nothing sent")
         return
@@ -169,10 +219,18 @@ def calibrate(
         prof = dataclasses.replace(prof, wire=dataclasses.replace(prof.wire, auth=auth))
     folder = out or default_out(prof, "-calibrate")
     writable(folder)
-    req = CalibrateRequest(profile_spec=profile, overrides=set_ or [], profile=prof, target=target,
-                           out=folder, plan=plan, time_scale=time_scale if target == "stub" else 1.0,
-                           model=model or STUB_MODEL,
-                           key_env=None if target == "stub" else prof.wire.auth.env, tls=tls)  # fmt: skip
+    req = CalibrateRequest(
+        profile_spec=profile,
+        overrides=set_ or [],
+        profile=prof,
+        target=target,
+        out=folder,
+        plan=plan,
+        time_scale=time_scale if target == "stub" else 1.0,
+        model=model or STUB_MODEL,
+        key_env=None if target == "stub" else prof.wire.auth.env,
+        tls=tls,
+    )
     try:
         with io_errors(folder):
             code = calibrate_command(
@@ -183,7 +241,10 @@ def calibrate(
     raise typer.Exit(code)
 
 
-calibrate.__doc__ = f"{calibrate.__doc__}\n\n    {FIT_CODES} 3: the probe broke (target unreachable, nothing completed)."
+calibrate.__doc__ = (
+    f"{calibrate.__doc__}\n\n    {FIT_CODES} 3: the probe broke (target unreachable, nothing"
+    " completed)."
+)
 
 
 def fit(
@@ -193,14 +254,20 @@ def fit(
     profile: Annotated[
         str | None,
         typer.Option(
-            help="The profile to calibrate [default: the run's effective profile, from its summary.json]."
+            help=(
+                "The profile to calibrate [default: the run's effective profile, from its"
+                " summary.json]."
+            )
         ),
     ] = None,
     out: Annotated[
         Path | None,
         typer.Option(
             "--out",
-            help="The calibrated profile's path (default: RESULTS/calibrated.yaml; the JSON goes beside it).",
+            help=(
+                "The calibrated profile's path (default: RESULTS/calibrated.yaml; the JSON goes"
+                " beside it)."
+            ),
             metavar="FILE",
         ),
     ] = None,
@@ -223,8 +290,15 @@ def fit(
     folder = out.parent if out is not None else (results if results.is_dir() else results.parent)
     try:
         with io_errors(folder):
-            code = fit_command(results, profile, set_ or [], prof, out,
-                               FitOptions(fixed=fixed, resamples=resamples, seed=seed), err)  # fmt: skip
+            code = fit_command(
+                results,
+                profile,
+                set_ or [],
+                prof,
+                out,
+                FitOptions(fixed=fixed, resamples=resamples, seed=seed),
+                err,
+            )
     except FitError as e:
         raise bad_input(str(e)) from None
     raise typer.Exit(code)

@@ -21,13 +21,54 @@ class ExportKind(enum.StrEnum):
 
 
 def export_(
-    kind: Annotated[ExportKind, typer.Argument(help="keda: a KEDA ScaledObject. hpa: an autoscaling/v2 HorizontalPodAutoscaler on an External metric (the prometheus-adapter rule that serves it: a comment block after it, or --adapter-rules FILE). alerts: a PrometheusRule (prometheus-operator).")],
+    kind: Annotated[
+        ExportKind,
+        typer.Argument(
+            help=(
+                "keda: a KEDA ScaledObject. hpa: an autoscaling/v2 HorizontalPodAutoscaler on an"
+                " External metric (the prometheus-adapter rule that serves it: a comment block"
+                " after it, or --adapter-rules FILE). alerts: a PrometheusRule"
+                " (prometheus-operator)."
+            )
+        ),
+    ],
     profile: ProfileArg,
-    namespace: Annotated[str, typer.Option(help="metadata.namespace of the manifest: where the workload runs.")] = "default",
-    deployment: Annotated[str | None, typer.Option(help="The Deployment that runs the executors: scaleTargetRef and the manifest's name (default: the profile's name).", show_default=False)] = None,
-    prometheus_url: Annotated[str, typer.Option(help="The Prometheus that scrapes the proxy's /metrics, as KEDA reaches it.")] = "http://prometheus.monitoring.svc:9090",
-    out: Annotated[Path | None, typer.Option("--out", help="Write the YAML to FILE (atomically) instead of stdout.", metavar="FILE")] = None,
-    adapter_rules: Annotated[Path | None, typer.Option("--adapter-rules", help="hpa: write the prometheus-adapter rule serving the HPA's metric (externalRules YAML, to merge into the adapter's config) to FILE (atomically) instead of a comment block after the HPA.", metavar="FILE", show_default=False)] = None,
+    namespace: Annotated[
+        str, typer.Option(help="metadata.namespace of the manifest: where the workload runs.")
+    ] = "default",
+    deployment: Annotated[
+        str | None,
+        typer.Option(
+            help=(
+                "The Deployment that runs the executors: scaleTargetRef and the manifest's name"
+                " (default: the profile's name)."
+            ),
+            show_default=False,
+        ),
+    ] = None,
+    prometheus_url: Annotated[
+        str,
+        typer.Option(help="The Prometheus that scrapes the proxy's /metrics, as KEDA reaches it."),
+    ] = "http://prometheus.monitoring.svc:9090",
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out", help="Write the YAML to FILE (atomically) instead of stdout.", metavar="FILE"
+        ),
+    ] = None,
+    adapter_rules: Annotated[
+        Path | None,
+        typer.Option(
+            "--adapter-rules",
+            help=(
+                "hpa: write the prometheus-adapter rule serving the HPA's metric (externalRules"
+                " YAML, to merge into the adapter's config) to FILE (atomically) instead of a"
+                " comment block after the HPA."
+            ),
+            metavar="FILE",
+            show_default=False,
+        ),
+    ] = None,
     set_: SetOpt = None,
 ) -> None:
     """Kubernetes manifests for the profile's tuned autoscaling policy and its alerts.
@@ -51,29 +92,43 @@ def export_(
     from harness.export import ExportError, export, target_for
 
     if adapter_rules is not None and kind is not ExportKind.hpa:
-        raise bad_input(f"--adapter-rules: only `hpa` has a prometheus-adapter rule, not "
-                        f"{kind.value}")  # fmt: skip
-    if adapter_rules is not None and (str(adapter_rules) == "-" or (
-            out is not None and out.resolve() == adapter_rules.resolve())):  # fmt: skip
-        raise bad_input(f"--adapter-rules {escape(str(adapter_rules))}: name a file of its own "
-                        "(not stdout, not --out): the manifest holds only Kubernetes objects")  # fmt: skip
+        raise bad_input(
+            f"--adapter-rules: only `hpa` has a prometheus-adapter rule, not {kind.value}"
+        )
+    if adapter_rules is not None and (
+        str(adapter_rules) == "-" or (out is not None and out.resolve() == adapter_rules.resolve())
+    ):
+        raise bad_input(
+            f"--adapter-rules {escape(str(adapter_rules))}: name a file of its own "
+            "(not stdout, not --out): the manifest holds only Kubernetes objects"
+        )
     prof = load_profile(profile, set_)
     try:
-        result = export(kind.value, prof, target_for(prof, namespace, deployment, prometheus_url),
-                        adapter_rules_file=None if adapter_rules is None else str(adapter_rules))  # fmt: skip
+        result = export(
+            kind.value,
+            prof,
+            target_for(prof, namespace, deployment, prometheus_url),
+            adapter_rules_file=None if adapter_rules is None else str(adapter_rules),
+        )
     except ExportError as e:
         raise bad_input(str(e)) from None
     for field, note in result.notes:
         err.print(f"[yellow]not expressible[/] {escape(f'{field}: {note}')}", soft_wrap=True)
     if result.adapter_rules is not None and adapter_rules is None:
-        err.print("[yellow]prometheus-adapter rule[/] commented out after the HPA (kubectl does "
-                  "not apply it): merge it into the adapter's config, or write it to a file with "
-                  "--adapter-rules FILE", soft_wrap=True)  # fmt: skip
+        err.print(
+            "[yellow]prometheus-adapter rule[/] commented out after the HPA (kubectl does "
+            "not apply it): merge it into the adapter's config, or write it to a file with "
+            "--adapter-rules FILE",
+            soft_wrap=True,
+        )
     elif result.adapter_rules is not None and adapter_rules is not None:
         with io_errors(adapter_rules.parent):
             write_atomic(adapter_rules, result.adapter_rules.encode())
-        err.print(f"wrote {escape(str(adapter_rules))} (the prometheus-adapter rule serving the "
-                  "HPA's External metric: merge it into the adapter's config)", soft_wrap=True)  # fmt: skip
+        err.print(
+            f"wrote {escape(str(adapter_rules))} (the prometheus-adapter rule serving the "
+            "HPA's External metric: merge it into the adapter's config)",
+            soft_wrap=True,
+        )
     if out is None:
         sys.stdout.write(result.text)
         return

@@ -34,17 +34,55 @@ class LogLevel(enum.StrEnum):
     debug = "debug"
 
 
-ProfileArg = Annotated[str, typer.Argument(help="A profile YAML file, or the name of a bundled profile (see `harness profiles`).")]
-SetOpt = Annotated[list[str] | None, typer.Option("--set", help="Override a scalar: dotted.path=value (YAML). Repeatable.", metavar="PATH=VALUE")]
-OutOpt = Annotated[Path | None, typer.Option("--out", help="Results folder (default: results/<profile>-<UTC timestamp>/).")]
+ProfileArg = Annotated[
+    str,
+    typer.Argument(
+        help="A profile YAML file, or the name of a bundled profile (see `harness profiles`)."
+    ),
+]
+SetOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        help="Override a scalar: dotted.path=value (YAML). Repeatable.",
+        metavar="PATH=VALUE",
+    ),
+]
+OutOpt = Annotated[
+    Path | None,
+    typer.Option("--out", help="Results folder (default: results/<profile>-<UTC timestamp>/)."),
+]
 # Ports and seeds are checked by click before a command runs: a usage error, exit 2. Port 0
 # asks the OS for a free port (tests use it); a remote Locust master needs a real one.
 PORT = {"min": 0, "max": 65535}
 MASTER_PORT = {"min": 1, "max": 65535}
 SEED = {"min": 0, "max": MAX_SEED}
-ThresholdOpt = Annotated[list[str] | None, typer.Option("--threshold", help="An extra gate, e.g. 'turnaround_s.p95 < 60'. Repeatable.", metavar="EXPR")]  # fmt: skip
-CaBundleOpt = Annotated[str | None, typer.Option("--ca-bundle", help="Verify the target's TLS certificate against this PEM CA bundle (a private CA) instead of the system's.", metavar="FILE")]  # fmt: skip
-InsecureOpt = Annotated[bool, typer.Option("--insecure", help="Do NOT verify TLS certificates (printed loudly; recorded in summary.meta.tls).")]  # fmt: skip
+ThresholdOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--threshold",
+        help="An extra gate, e.g. 'turnaround_s.p95 < 60'. Repeatable.",
+        metavar="EXPR",
+    ),
+]
+CaBundleOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--ca-bundle",
+        help=(
+            "Verify the target's TLS certificate against this PEM CA bundle (a private CA) instead"
+            " of the system's."
+        ),
+        metavar="FILE",
+    ),
+]
+InsecureOpt = Annotated[
+    bool,
+    typer.Option(
+        "--insecure",
+        help="Do NOT verify TLS certificates (printed loudly; recorded in summary.meta.tls).",
+    ),
+]
 
 
 def bad_input(message: str) -> typer.Exit:
@@ -83,8 +121,10 @@ def io_errors(folder: Path) -> Iterator[None]:
     try:
         yield
     except OSError as e:
-        err.print(f"[bold red]error:[/] cannot write results: {os_error_line(e, folder)} (exit 3)",
-                  soft_wrap=True)  # fmt: skip
+        err.print(
+            f"[bold red]error:[/] cannot write results: {os_error_line(e, folder)} (exit 3)",
+            soft_wrap=True,
+        )
         raise typer.Exit(EXIT_BROKEN) from None
 
 

@@ -51,8 +51,14 @@ def base_of(spec: str, overrides: list[str], profile: Profile) -> dict[str, Any]
     return dict(raw)
 
 
-def fit_records(records: Path, base: dict[str, Any], opts: FitOptions, source: dict[str, Any],
-                out_yaml: Path, console: Console) -> int:  # fmt: skip
+def fit_records(
+    records: Path,
+    base: dict[str, Any],
+    opts: FitOptions,
+    source: dict[str, Any],
+    out_yaml: Path,
+    console: Console,
+) -> int:
     """Fit, write both files, show the figures; the exit code. Raises FitError (exit 2)."""
     obs = observations(read_requests(records), str(records))
     result = fit(obs, fixed=opts.fixed, resamples=opts.resamples, seed=opts.seed)
@@ -60,23 +66,34 @@ def fit_records(records: Path, base: dict[str, Any], opts: FitOptions, source: d
     fig = figures(result, obs, source, counts)
     text, notes = calibrated(base, result, fig, str(out_yaml))
     out_json = write(out_yaml, text, fig)
-    png = plot_fit(out_yaml.with_name("fit.png"), prompt=obs.prompt, ttft=obs.ttft,
-                   in_flight=obs.in_flight, tpot=obs.tpot, figures=fig)  # fmt: skip
+    png = plot_fit(
+        out_yaml.with_name("fit.png"),
+        prompt=obs.prompt,
+        ttft=obs.ttft,
+        in_flight=obs.in_flight,
+        tpot=obs.tpot,
+        figures=fig,
+    )
     _show(console, fig, notes)
     console.print(f"wrote {out_yaml} and {out_json}")
     console.print(f"picture of the fit: {png}")
     if result.bad:
-        console.print(f"[bold yellow]warning:[/] bad fit: {', '.join(result.bad)} "
-                      "(the token model does not describe this latency; see the figures) "
-                      "(exit 1)", soft_wrap=True)  # fmt: skip
+        console.print(
+            f"[bold yellow]warning:[/] bad fit: {', '.join(result.bad)} "
+            "(the token model does not describe this latency; see the figures) "
+            "(exit 1)",
+            soft_wrap=True,
+        )
         return EXIT_FAIL
     return EXIT_OK
 
 
 def _show(console: Console, fig: dict[str, Any], notes: list[str]) -> None:
     src = fig["source"]
-    console.print(f"fitted {src['requests_fitted']} requests ({src['where']}); "
-                  f"95 % CI by bootstrap; left out: {src['records_left_out'] or 'none'}")  # fmt: skip
+    console.print(
+        f"fitted {src['requests_fitted']} requests ({src['where']}); "
+        f"95 % CI by bootstrap; left out: {src['records_left_out'] or 'none'}"
+    )
     for p in PARAMS:
         v = fig["parameters"][p]
         ci = "fixed" if v["fixed"] else f"[{v['ci'][0]:.4g}, {v['ci'][1]:.4g}]"
@@ -84,15 +101,23 @@ def _show(console: Console, fig: dict[str, Any], notes: list[str]) -> None:
     for name in ("ttft", "tpot"):
         g = fig["goodness"][name]
         verdict = "ok" if g["ok"] else "[bold red]BAD FIT[/]"
-        console.print(f"  {name}: ks {g['ks']:.3f} (limit {g['ks_limit']:.3f}), bias "
-                      f"{g['bias']:.3f} (limit {g['bias_limit']:.3f}), r2 {g['r2']:.3f}: {verdict}")  # fmt: skip
+        console.print(
+            f"  {name}: ks {g['ks']:.3f} (limit {g['ks_limit']:.3f}), bias "
+            f"{g['bias']:.3f} (limit {g['bias_limit']:.3f}), r2 {g['r2']:.3f}: {verdict}"
+        )
     for n in notes:
         console.print(f"[yellow]note:[/] {n}")
 
 
-def fit_command(results: Path, profile_spec: str | None, overrides: list[str],
-                profile: Profile | None, out: Path | None, opts: FitOptions,
-                console: Console) -> int:  # fmt: skip
+def fit_command(
+    results: Path,
+    profile_spec: str | None,
+    overrides: list[str],
+    profile: Profile | None,
+    out: Path | None,
+    opts: FitOptions,
+    console: Console,
+) -> int:
     """``harness fit RESULTS``: a live run's folder (or its requests.jsonl)."""
     records = results / "requests.jsonl" if results.is_dir() else results
     if not records.is_file():
@@ -104,12 +129,14 @@ def fit_command(results: Path, profile_spec: str | None, overrides: list[str],
         try:
             base = dict(orjson.loads(summary.read_bytes())["effective"])
         except (OSError, orjson.JSONDecodeError, KeyError, TypeError):
-            raise FitError(f"{summary}: no effective profile to start from; give one with "
-                           "--profile P") from None  # fmt: skip
+            raise FitError(
+                f"{summary}: no effective profile to start from; give one with --profile P"
+            ) from None
     out_yaml = out or records.parent / "calibrated.yaml"
     source = {"command": "fit", "where": str(records)}
-    return fit_records(records, base, dataclasses.replace(opts, fit_tokens=True), source,
-                       out_yaml, console)  # fmt: skip
+    return fit_records(
+        records, base, dataclasses.replace(opts, fit_tokens=True), source, out_yaml, console
+    )
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -150,12 +177,20 @@ def calibrate_command(req: CalibrateRequest, opts: FitOptions, console: Console)
             base, path = endpoint(req.target)
             children.check_target(req.target, base + path, req.tls)
             where = f"probe of {public(req.target)}"
-        headers = {"content-type": "application/json",
-                   **wire_headers(req.profile.wire, req.key_env)}  # fmt: skip
-        tgt = Target(wire_path(path, req.profile.wire), headers, req.model, req.profile.wire,
-                     req.time_scale if req.target == "stub" else 1.0)  # fmt: skip
-        sent = asyncio.run(_probe_to_file(AiohttpUpstream(base, tls=req.tls), tgt, req.plan,
-                                          records, probe))  # fmt: skip
+        headers = {
+            "content-type": "application/json",
+            **wire_headers(req.profile.wire, req.key_env),
+        }
+        tgt = Target(
+            wire_path(path, req.profile.wire),
+            headers,
+            req.model,
+            req.profile.wire,
+            req.time_scale if req.target == "stub" else 1.0,
+        )
+        sent = asyncio.run(
+            _probe_to_file(AiohttpUpstream(base, tls=req.tls), tgt, req.plan, records, probe)
+        )
     except children.StartError as e:
         console.print(f"[bold red]error:[/] {e} (exit 3)", soft_wrap=True)
         return EXIT_BROKEN
@@ -164,16 +199,27 @@ def calibrate_command(req: CalibrateRequest, opts: FitOptions, console: Console)
     done = sum(1 for _, r in read_requests(records) if r.get("outcome") == "completed")
     console.print(f"probe: {sent} requests sent, {done} completed; records in {records}")
     if done == 0:
-        console.print("[bold red]error:[/] no probe request completed: nothing to fit "
-                      f"(see the records' reasons in {records}) (exit 3)")  # fmt: skip
+        console.print(
+            "[bold red]error:[/] no probe request completed: nothing to fit "
+            f"(see the records' reasons in {records}) (exit 3)"
+        )
         return EXIT_BROKEN
     base_raw = base_of(req.profile_spec, req.overrides, req.profile)
     n, pt, ct = req.plan.cost()
-    source = {"command": "calibrate", "where": where, "target": "stub" if req.target == "stub"
-              else public(req.target), "probe": {"requests_planned": n, "sent": sent,
-              "concurrency": list(req.plan.concurrency), "prompt_tokens": list(req.plan.prompt_tokens),
-              "max_tokens": req.plan.max_tokens, "prompt_tokens_total": pt,
-              "completion_tokens_max_total": ct}}  # fmt: skip
+    source = {
+        "command": "calibrate",
+        "where": where,
+        "target": "stub" if req.target == "stub" else public(req.target),
+        "probe": {
+            "requests_planned": n,
+            "sent": sent,
+            "concurrency": list(req.plan.concurrency),
+            "prompt_tokens": list(req.plan.prompt_tokens),
+            "max_tokens": req.plan.max_tokens,
+            "prompt_tokens_total": pt,
+            "completion_tokens_max_total": ct,
+        },
+    }
     return fit_records(records, base_raw, opts, source, req.out / "calibrated.yaml", console)
 
 

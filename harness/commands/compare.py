@@ -70,8 +70,10 @@ def load_side(path: Path) -> Side:
         return Side(path, [_read(path)], [path.parent])
     if (path / "summary.json").is_file():
         return Side(path, [_read(path / "summary.json")], [path])
-    seeds = sorted((d for d in path.glob("seed-*") if (d / "summary.json").is_file()),
-                   key=lambda d: (len(d.name), d.name))  # fmt: skip
+    seeds = sorted(
+        (d for d in path.glob("seed-*") if (d / "summary.json").is_file()),
+        key=lambda d: (len(d.name), d.name),
+    )
     if not seeds:
         raise CompareError(f"{path}: no summary.json or seed-*/summary.json here")
     return Side(path, [_read(d / "summary.json") for d in seeds], seeds)
@@ -165,25 +167,32 @@ def review(req: CompareRequest) -> tuple[Review, str]:
         rv = review_seeds(b, n, paired=True, margins=margins, alpha=req.alpha)
         rv.notes.append(f"re-simulated both effective profiles at seeds {first}..{seeds[-1]}")
         if rv.verdict == "inconclusive":
-            rv.settle = (f"harness compare {req.base} {req.new} --seeds {2 * req.seeds}")
+            rv.settle = f"harness compare {req.base} {req.new} --seeds {2 * req.seeds}"
         return rv, sides
     if len(base.summaries) >= 2 and len(new.summaries) >= 2:
-        rv = review_seeds(base.summaries, new.summaries, paired=False, margins=margins,
-                          alpha=req.alpha)  # fmt: skip
+        rv = review_seeds(
+            base.summaries, new.summaries, paired=False, margins=margins, alpha=req.alpha
+        )
         if base.mode == new.mode == "sim":
             rv.notes.append("stored runs of another code version: not re-simulated")
         if rv.verdict == "inconclusive":
-            rv.settle = ("more seeds on both sides (harness sim PROFILE --seeds 40), or both "
-                         "sides simulated by one code version: a paired re-simulation")
+            rv.settle = (
+                "more seeds on both sides (harness sim PROFILE --seeds 40), or both "
+                "sides simulated by one code version: a paired re-simulation"
+            )
         return rv, sides
     wb, wn = _records(base), _records(new)
     if wb is None or wn is None:
-        raise CompareError("single runs need their requests.jsonl to be compared (or give "
-                           "--seeds folders of both sides)")  # fmt: skip
+        raise CompareError(
+            "single runs need their requests.jsonl to be compared (or give "
+            "--seeds folders of both sides)"
+        )
     rv = review_records(wb, wn, margins=margins, alpha=req.alpha)
     if rv.verdict == "inconclusive":
-        rv.settle = ("longer runs on both sides (more windows), or simulate both: "
-                     "harness sim PROFILE --seeds 20, then compare the two folders")
+        rv.settle = (
+            "longer runs on both sides (more windows), or simulate both: "
+            "harness sim PROFILE --seeds 20, then compare the two folders"
+        )
     return rv, sides
 
 
@@ -197,5 +206,4 @@ def is_sweep(path: Path) -> bool:
     return (path / "sweep.json").is_file() if path.is_dir() else path.name == "sweep.json"
 
 
-__all__ = ["PRIMARY", "CompareRequest", "Side", "compare_sweeps", "is_sweep", "load_side",
-           "review"]  # fmt: skip
+__all__ = ["PRIMARY", "CompareRequest", "Side", "compare_sweeps", "is_sweep", "load_side", "review"]

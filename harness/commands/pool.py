@@ -38,8 +38,9 @@ def run_chunks(
                 return False
             collect(c, fn(c))
         return True
-    pool = cf.ProcessPoolExecutor(max_workers=jobs, mp_context=mp_context,
-                                  initializer=_ignore_stop_signals)  # fmt: skip
+    pool = cf.ProcessPoolExecutor(
+        max_workers=jobs, mp_context=mp_context, initializer=_ignore_stop_signals
+    )
     finished = False
     try:
         pending = {pool.submit(fn, c): c for c in chunks}

@@ -23,10 +23,22 @@ def proxy_profile(profile: Profile | None, overrides: list[str], extra: tuple[st
 
 
 def proxy_command(
-    *, upstream: str, profile: Profile, host: str, port: int, out: Path, grace_s: float,
-    time_scale: float, ready_file: Path | None, ca_bundle: str | None, insecure: bool,
-    from_epoch: bool, forward_class: bool, prometheus_url: str | None, console: Console,
-) -> int:  # fmt: skip
+    *,
+    upstream: str,
+    profile: Profile,
+    host: str,
+    port: int,
+    out: Path,
+    grace_s: float,
+    time_scale: float,
+    ready_file: Path | None,
+    ca_bundle: str | None,
+    insecure: bool,
+    from_epoch: bool,
+    forward_class: bool,
+    prometheus_url: str | None,
+    console: Console,
+) -> int:
     """Serve until SIGTERM/SIGINT, write the results folder, return the exit code (2: bad
     TLS settings, one line)."""
     from harness.live.proxy.server import serve_proxy
@@ -37,7 +49,17 @@ def proxy_command(
     except TlsError as e:
         console.print(f"[bold red]error:[/] {e}", soft_wrap=True)
         return EXIT_BAD_INPUT
-    return serve_proxy(upstream=upstream, profile=profile, host=host, port=port, out=out,
-                       grace_s=grace_s, time_scale=time_scale, ready_file=ready_file, tls=tls,
-                       from_epoch=from_epoch, forward_class=forward_class,
-                       prometheus_url=prometheus_url)  # fmt: skip
+    return serve_proxy(
+        upstream=upstream,
+        profile=profile,
+        host=host,
+        port=port,
+        out=out,
+        grace_s=grace_s,
+        time_scale=time_scale,
+        ready_file=ready_file,
+        tls=tls,
+        from_epoch=from_epoch,
+        forward_class=forward_class,
+        prometheus_url=prometheus_url,
+    )

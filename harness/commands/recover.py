@@ -22,7 +22,9 @@ def recover_command(folder: Path, console: Console) -> int:
         console.print(f"[bold red]error:[/] {e}", soft_wrap=True)
         return EXIT_BAD_INPUT
     c = summary["counts"]
-    console.print(f"recovered {folder}/summary.json: incomplete, verdict {summary['verdict']}, "
-                  f"{c['arrivals']} arrivals, {c['in_flight_at_end']} in flight at the end, "
-                  f"conservation {'ok' if summary['conservation']['ok'] else 'VIOLATED'}")  # fmt: skip
+    console.print(
+        f"recovered {folder}/summary.json: incomplete, verdict {summary['verdict']}, "
+        f"{c['arrivals']} arrivals, {c['in_flight_at_end']} in flight at the end, "
+        f"conservation {'ok' if summary['conservation']['ok'] else 'VIOLATED'}"
+    )
     return EXIT_BROKEN

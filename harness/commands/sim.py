@@ -49,15 +49,22 @@ def run_one(
                 at_second(t)
             return intr.count > 0
 
-        result = run_to_folder(profile, seed, folder, extra_thresholds=extra,
-                               progress=lambda t: prog.update(task, completed=min(t, profile.duration_s)),
-                               stop=stop)  # fmt: skip
+        result = run_to_folder(
+            profile,
+            seed,
+            folder,
+            extra_thresholds=extra,
+            progress=lambda t: prog.update(task, completed=min(t, profile.duration_s)),
+            stop=stop,
+        )
     if report:
         _report(folder, console)
     print_summary(console, result.summary, folder)
     if not result.summary.get("complete", True):
-        console.print(f"[bold red]interrupted ({intr.last}):[/] partial results were written, "
-                      f"marked incomplete (exit 3)")  # fmt: skip
+        console.print(
+            f"[bold red]interrupted ({intr.last}):[/] partial results were written, "
+            f"marked incomplete (exit 3)"
+        )
     elif not result.summary["conservation"]["ok"]:
         console.print("[bold red]conservation violated:[/] the run is invalid (exit 3)")
     return for_summary(result.summary)
@@ -104,11 +111,15 @@ def run_many(
         agg["complete"], agg["seeds_finished"] = False, sorted(done)
     write_atomic(folder / "aggregate.json", summ.dumps(agg))
     if not complete:
-        console.print(f"[bold red]interrupted ({intr.last}):[/] {len(done)} of {n} seeds "
-                      f"finished; partial {folder / 'aggregate.json'} written (exit 3)")  # fmt: skip
+        console.print(
+            f"[bold red]interrupted ({intr.last}):[/] {len(done)} of {n} seeds "
+            f"finished; partial {folder / 'aggregate.json'} written (exit 3)"
+        )
         return EXIT_BROKEN
     worst = max((for_summary(s) for s in summaries), default=0)
     verdicts = [s["verdict"] for s in summaries]
-    console.print(f"{n} seeds -> {folder}: verdicts " + ", ".join(
-        f"{v} {verdicts.count(v)}" for v in sorted(set(verdicts))))  # fmt: skip
+    console.print(
+        f"{n} seeds -> {folder}: verdicts "
+        + ", ".join(f"{v} {verdicts.count(v)}" for v in sorted(set(verdicts)))
+    )
     return worst

@@ -125,15 +125,27 @@ def sweep_command(
             prog.update(task, completed=done, total=total)
 
         try:
-            result = run_sweep(spec, params, seeds, n_jobs, objective, constraints, folder,
-                               progress, overrides=overrides, stop=intr.__bool__)  # fmt: skip
+            result = run_sweep(
+                spec,
+                params,
+                seeds,
+                n_jobs,
+                objective,
+                constraints,
+                folder,
+                progress,
+                overrides=overrides,
+                stop=intr.__bool__,
+            )
         except (ValueError, ProfileError) as e:
             console.print(f"[bold red]error:[/] {e}")
             return EXIT_BAD_INPUT
     if not result.get("complete", True):
         done = sum(1 for p in result["points"] if p.get("finished"))
-        console.print(f"[bold red]interrupted ({intr.last}):[/] {done} of {len(result['points'])} "
-                      f"points finished; partial {folder / 'sweep.json'} written (exit 3)")  # fmt: skip
+        console.print(
+            f"[bold red]interrupted ({intr.last}):[/] {done} of {len(result['points'])} "
+            f"points finished; partial {folder / 'sweep.json'} written (exit 3)"
+        )
         return EXIT_BROKEN
     print_table(console, result)
     rec = result.get("recommendation", {})

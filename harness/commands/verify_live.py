@@ -42,8 +42,9 @@ def verify_recommendation(
     prof = load(spec, sets)
     live_dir = folder / "verify-live"
     console.print(f"verifying {values} live at --time-scale {time_scale} -> {live_dir}")
-    settings = LiveSettings.from_options(profile_spec=spec, overrides=sets, profile=prof,
-                                         time_scale=time_scale, out=live_dir)  # fmt: skip
+    settings = LiveSettings.from_options(
+        profile_spec=spec, overrides=sets, profile=prof, time_scale=time_scale, out=live_dir
+    )
     code = run_live(settings, console=console)
     summary_path = live_dir / "summary.json"
     if code == EXIT_BROKEN or not summary_path.exists():
@@ -61,12 +62,26 @@ def verify_recommendation(
         value = expr_value(live, expr)
         ok = value is not None and lo - slack <= value <= hi + slack
         agree = agree and ok
-        rows.append({"metric": expr, "live": value, "sim_min": lo, "sim_max": hi, "slack": slack,
-                     "agrees": ok})  # fmt: skip
+        rows.append(
+            {
+                "metric": expr,
+                "live": value,
+                "sim_min": lo,
+                "sim_max": hi,
+                "slack": slack,
+                "agrees": ok,
+            }
+        )
         mark = "[green]agrees[/]" if ok else "[red]DISAGREES[/]"
-        console.print(f"  {expr}: live {value if value is None else round(value, 3)} vs sim "
-                      f"[{lo:.3f}, {hi:.3f}] +- {slack:.3f}: {mark}")  # fmt: skip
-    result["verify_live"] = {"time_scale": time_scale, "folder": str(live_dir), "agrees": agree,
-                             "rows": rows}  # fmt: skip
+        console.print(
+            f"  {expr}: live {value if value is None else round(value, 3)} vs sim "
+            f"[{lo:.3f}, {hi:.3f}] +- {slack:.3f}: {mark}"
+        )
+    result["verify_live"] = {
+        "time_scale": time_scale,
+        "folder": str(live_dir),
+        "agrees": agree,
+        "rows": rows,
+    }
     write_atomic(folder / "sweep.json", summ.dumps(result))
     return EXIT_OK if agree else EXIT_FAIL

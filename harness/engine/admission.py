@@ -1,11 +1,11 @@
 """Admission: an ordered table of named rules; the first rule that objects wins.
 
-Order (docs/reference/exit-codes-and-admission.md): admit_always bypass (the engine's, before any rule); per-tenant token bucket
-(``tenant_rate``); the cost budget's degraded mode for optional classes (``cost_budget``);
-``max_queue_depth`` (``queue_full``); priority shedding (``shed_batch``,
-``shed_standard``); oldest age (``queue_age``); depth vs concurrency (``queue_depth``);
-per-class slack (``deadline_slack``). A rule is off unless the profile switches it on, and a
-rule that is off is not in the table.
+Order (docs/reference/exit-codes-and-admission.md): admit_always bypass (the engine's, before any
+rule); per-tenant token bucket (``tenant_rate``); the cost budget's degraded mode for optional
+classes (``cost_budget``); ``max_queue_depth`` (``queue_full``); priority shedding (``shed_batch``,
+``shed_standard``); oldest age (``queue_age``); depth vs concurrency (``queue_depth``); per-class
+slack (``deadline_slack``). A rule is off unless the profile switches it on, and a rule that is off
+is not in the table.
 
 Each rule is a small class with one method, ``check(view, ev) -> float``: -1.0 to admit, else
 the *raw* number of seconds until it would admit again (the engine rounds that up to
@@ -36,8 +36,16 @@ class AdmissionView:
     """What a rule may read at one arrival: the engine's figures, copied; the queue only
     through :meth:`count_older_than`."""
 
-    __slots__ = ("_queue", "age_s", "busy", "concurrency", "depth", "estimated_wait_s", "now",
-                 "service_time_s")  # fmt: skip
+    __slots__ = (
+        "_queue",
+        "age_s",
+        "busy",
+        "concurrency",
+        "depth",
+        "estimated_wait_s",
+        "now",
+        "service_time_s",
+    )
 
     def __init__(
         self,

@@ -116,30 +116,71 @@ class Engine(Scheduler):
         elif bypass or not adm.on:
             reason, raw = "", -1.0
         else:
-            view = AdmissionView(queue=q, now=now, busy=self.busy, concurrency=c,
-                                 service_time_s=st, estimated_wait_s=est, age_s=age)  # fmt: skip
+            view = AdmissionView(
+                queue=q,
+                now=now,
+                busy=self.busy,
+                concurrency=c,
+                service_time_s=st,
+                estimated_wait_s=est,
+                age_s=age,
+            )
             reason, raw = adm.check(view, ev)
         if raw >= 0.0:
             counts.rejected += 1
             ra = math.ceil(raw) if raw < 86400.0 else 86400
-            out.append(Reject(id=ev.id, cls=ev.cls, priority=ev.priority, tenant=ev.tenant,
-                              reason=reason, retry_after_s=float(ra) if ra >= 1 else 1.0,
-                              estimated_wait_s=est, depth=q.depth, age_s=age,
-                              in_flight=self.busy, concurrency=c, service_time_s=st,
-                              deadline_s=ev.deadline_s, limits=adm.limits))  # fmt: skip
+            out.append(
+                Reject(
+                    id=ev.id,
+                    cls=ev.cls,
+                    priority=ev.priority,
+                    tenant=ev.tenant,
+                    reason=reason,
+                    retry_after_s=float(ra) if ra >= 1 else 1.0,
+                    estimated_wait_s=est,
+                    depth=q.depth,
+                    age_s=age,
+                    in_flight=self.busy,
+                    concurrency=c,
+                    service_time_s=st,
+                    deadline_s=ev.deadline_s,
+                    limits=adm.limits,
+                )
+            )
             return
         if not bypass:
             adm.spend(ev.tenant, now)
         counts.admitted += 1
         self._seq += 1
         dl = ev.deadline_s
-        job = Job(ev.id, ev.cls, ev.priority, ev.tenant, ev.key, now,
-                  None if dl is None else now + dl, self._seq)  # fmt: skip
+        job = Job(
+            ev.id,
+            ev.cls,
+            ev.priority,
+            ev.tenant,
+            ev.key,
+            now,
+            None if dl is None else now + dl,
+            self._seq,
+        )
         self.jobs[ev.id] = job
-        out.append(Admit(id=ev.id, cls=ev.cls, priority=ev.priority, tenant=ev.tenant,
-                         estimated_wait_s=est, depth=q.depth, age_s=age, in_flight=self.busy,
-                         concurrency=c, service_time_s=st, deadline_s=dl, limits=adm.limits,
-                         reason="admit_always" if bypass else None))  # fmt: skip
+        out.append(
+            Admit(
+                id=ev.id,
+                cls=ev.cls,
+                priority=ev.priority,
+                tenant=ev.tenant,
+                estimated_wait_s=est,
+                depth=q.depth,
+                age_s=age,
+                in_flight=self.busy,
+                concurrency=c,
+                service_time_s=st,
+                deadline_s=dl,
+                limits=adm.limits,
+                reason="admit_always" if bypass else None,
+            )
+        )
         q.push(job)
         waits = self.waits
         if waits.lanes:
@@ -206,8 +247,15 @@ class Engine(Scheduler):
             self.counts.retries += 1
             self._seq += 1
             heapq.heappush(self._retries, (now + delay, self._seq, job))
-            out.append(Backoff(id=job.id, attempt=job.attempt + 1, delay_s=delay, reason=ev.reason,
-                               max_retries=dep.max_retries))
+            out.append(
+                Backoff(
+                    id=job.id,
+                    attempt=job.attempt + 1,
+                    delay_s=delay,
+                    reason=ev.reason,
+                    max_retries=dep.max_retries,
+                )
+            )
         else:
             reason = ev.reason
             if ev.retryable and job.attempt <= dep.max_retries:
@@ -246,6 +294,7 @@ class Engine(Scheduler):
             self._end(job, out)
             was_running = True
         self.counts.failed += 1
-        out.append(Fail(id=job.id, reason="cancelled", attempts=job.attempt,
-                        was_running=was_running))  # fmt: skip
+        out.append(
+            Fail(id=job.id, reason="cancelled", attempts=job.attempt, was_running=was_running)
+        )
         self._dispatch(now, out)

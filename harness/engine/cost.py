@@ -20,9 +20,20 @@ HOUR_S: Final = 3600.0
 
 
 class CostLedger:
-    __slots__ = ("_calls", "_calls_window", "_executors", "_last_t", "_spend", "_window",
-                 "budget", "calls_spent", "optional", "per_call", "replica_rate",
-                 "replicas_spent")  # fmt: skip
+    __slots__ = (
+        "_calls",
+        "_calls_window",
+        "_executors",
+        "_last_t",
+        "_spend",
+        "_window",
+        "budget",
+        "calls_spent",
+        "optional",
+        "per_call",
+        "replica_rate",
+        "replicas_spent",
+    )
 
     def __init__(self, cfg: Cost, executors: int, optional: frozenset[str]) -> None:
         self.budget = cfg.budget_per_hour

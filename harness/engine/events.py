@@ -165,8 +165,21 @@ Limits = tuple[tuple[str, int | float], ...]
 class Admit(Action):
     """Admitted. ``reason`` is set only for the admit_always bypass."""
 
-    __slots__ = ("age_s", "cls", "concurrency", "deadline_s", "depth", "estimated_wait_s", "id",
-                 "in_flight", "limits", "priority", "reason", "service_time_s", "tenant")  # fmt: skip
+    __slots__ = (
+        "age_s",
+        "cls",
+        "concurrency",
+        "deadline_s",
+        "depth",
+        "estimated_wait_s",
+        "id",
+        "in_flight",
+        "limits",
+        "priority",
+        "reason",
+        "service_time_s",
+        "tenant",
+    )
 
     def __init__(
         self,
@@ -203,9 +216,22 @@ class Admit(Action):
 class Reject(Action):
     """Rejected by the rule named in ``reason``; it would admit again in ``retry_after_s``."""
 
-    __slots__ = ("age_s", "cls", "concurrency", "deadline_s", "depth", "estimated_wait_s", "id",
-                 "in_flight", "limits", "priority", "reason", "retry_after_s", "service_time_s",
-                 "tenant")  # fmt: skip
+    __slots__ = (
+        "age_s",
+        "cls",
+        "concurrency",
+        "deadline_s",
+        "depth",
+        "estimated_wait_s",
+        "id",
+        "in_flight",
+        "limits",
+        "priority",
+        "reason",
+        "retry_after_s",
+        "service_time_s",
+        "tenant",
+    )
 
     def __init__(
         self,
@@ -325,8 +351,16 @@ class Scale(Action):
     ``to_replicas`` after the limits; ``bound_by`` the limit that set it, ``held_by`` what kept
     it from ``raw``; ``signals`` what it read (a small dict, for the decision record)."""
 
-    __slots__ = ("bound_by", "from_replicas", "held_by", "raw", "reason", "signals", "target",
-                 "to_replicas")  # fmt: skip
+    __slots__ = (
+        "bound_by",
+        "from_replicas",
+        "held_by",
+        "raw",
+        "reason",
+        "signals",
+        "target",
+        "to_replicas",
+    )
 
     def __init__(
         self,

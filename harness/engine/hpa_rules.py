@@ -62,11 +62,19 @@ class ResolvedRules:
 # Kubernetes' defaults: up -- no stabilization, the larger of +4 pods and +100 % per 15 s;
 # down -- 300 s stabilization (the controller's --horizontal-pod-autoscaler-downscale-
 # stabilization default), -100 % per 15 s.
-K8S_SCALE_UP: Final = ResolvedRules(stabilization_window_s=0.0, select_policy="Max", policies=(
-    ScalingPolicy(type="Pods", value=4, period_s=15.0),
-    ScalingPolicy(type="Percent", value=100, period_s=15.0)))
-K8S_SCALE_DOWN: Final = ResolvedRules(stabilization_window_s=300.0, select_policy="Max", policies=(
-    ScalingPolicy(type="Percent", value=100, period_s=15.0),))
+K8S_SCALE_UP: Final = ResolvedRules(
+    stabilization_window_s=0.0,
+    select_policy="Max",
+    policies=(
+        ScalingPolicy(type="Pods", value=4, period_s=15.0),
+        ScalingPolicy(type="Percent", value=100, period_s=15.0),
+    ),
+)
+K8S_SCALE_DOWN: Final = ResolvedRules(
+    stabilization_window_s=300.0,
+    select_policy="Max",
+    policies=(ScalingPolicy(type="Percent", value=100, period_s=15.0),),
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -75,9 +83,9 @@ class Behavior:
     scale_down: ScalingRules = ScalingRules()
 
 
-
-def within_tolerance(value: float, target_per_replica: float, current: int,
-                     tolerance: float) -> bool:
+def within_tolerance(
+    value: float, target_per_replica: float, current: int, tolerance: float
+) -> bool:
     """True when the usage ratio is too close to 1 to act on. From zero replicas the ratio is
     undefined (infinite in Go), so it is never within."""
     if current <= 0:
@@ -86,8 +94,14 @@ def within_tolerance(value: float, target_per_replica: float, current: int,
     return 1.0 - tolerance <= ratio <= 1.0 + tolerance
 
 
-def stabilize(recommendations: Iterable[tuple[float, int]], now: float, current: int,
-              recommendation: int, up_window_s: float, down_window_s: float) -> int:
+def stabilize(
+    recommendations: Iterable[tuple[float, int]],
+    now: float,
+    current: int,
+    recommendation: int,
+    up_window_s: float,
+    down_window_s: float,
+) -> int:
     """The current replicas moved into [min over the up window, max over the down window];
     ``recommendations`` are the earlier (t, replicas), ``recommendation`` is this one."""
     up = down = recommendation
@@ -104,8 +118,9 @@ def replicas_added(events: Iterable[tuple[float, int]], now: float, period_s: fl
     return sum(change for t, change in events if t > now - period_s)
 
 
-def scale_up_limit(current: int, events: Sequence[tuple[float, int]], now: float,
-                   rules: ResolvedRules) -> int:
+def scale_up_limit(
+    current: int, events: Sequence[tuple[float, int]], now: float, rules: ResolvedRules
+) -> int:
     """The most replicas the scale-up policies allow now (``current`` when Disabled)."""
     if rules.select_policy == "Disabled" or not rules.policies:
         return current
@@ -119,8 +134,9 @@ def scale_up_limit(current: int, events: Sequence[tuple[float, int]], now: float
     return max(proposals) if rules.select_policy == "Max" else min(proposals)
 
 
-def scale_down_limit(current: int, events: Sequence[tuple[float, int]], now: float,
-                     rules: ResolvedRules) -> int:
+def scale_down_limit(
+    current: int, events: Sequence[tuple[float, int]], now: float, rules: ResolvedRules
+) -> int:
     """The fewest replicas the scale-down policies allow now (``current`` when Disabled)."""
     if rules.select_policy == "Disabled" or not rules.policies:
         return current
@@ -138,10 +154,11 @@ def scale_down_limit(current: int, events: Sequence[tuple[float, int]], now: flo
 def resolve_rules(rules: ScalingRules, default: ResolvedRules) -> ResolvedRules:
     """Fill each unset field from ``default`` (Kubernetes' copyHPAScalingRules)."""
     return ResolvedRules(
-        stabilization_window_s=(default.stabilization_window_s
-                                if rules.stabilization_window_s is None
-                                else rules.stabilization_window_s),
+        stabilization_window_s=(
+            default.stabilization_window_s
+            if rules.stabilization_window_s is None
+            else rules.stabilization_window_s
+        ),
         policies=default.policies if rules.policies is None else rules.policies,
-        select_policy=default.select_policy if rules.select_policy is None
-        else rules.select_policy,
+        select_policy=default.select_policy if rules.select_policy is None else rules.select_policy,
     )

@@ -28,9 +28,23 @@ DRAINING: Final = 2
 
 
 class Job:
-    __slots__ = ("admitted_at", "answer_at", "answer_attempt", "attempt", "cls", "deadline_at",
-                 "executor", "id", "key", "priority", "progress_s", "seq", "started_at", "state",
-                 "tenant")  # fmt: skip
+    __slots__ = (
+        "admitted_at",
+        "answer_at",
+        "answer_attempt",
+        "attempt",
+        "cls",
+        "deadline_at",
+        "executor",
+        "id",
+        "key",
+        "priority",
+        "progress_s",
+        "seq",
+        "started_at",
+        "state",
+        "tenant",
+    )
 
     def __init__(
         self,

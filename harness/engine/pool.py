@@ -75,13 +75,15 @@ class ExecutorPool:
                 self.starting += 1
         elif target < current:
             surplus = current - target
-            for ex in sorted((e for e in self.execs if e.state == STARTING),
-                             key=lambda e: -e.id)[:surplus]:  # fmt: skip
+            for ex in sorted((e for e in self.execs if e.state == STARTING), key=lambda e: -e.id)[
+                :surplus
+            ]:
                 self.execs.remove(ex)  # a start not yet done is simply cancelled
                 self.starting -= 1
                 surplus -= 1
-            ready = sorted((e for e in self.execs if e.state == READY),
-                           key=lambda e: (len(e.jobs), -e.id))  # fmt: skip
+            ready = sorted(
+                (e for e in self.execs if e.state == READY), key=lambda e: (len(e.jobs), -e.id)
+            )
             leaving = ready[:surplus]
             if leaving:
                 gone = {e.id for e in leaving}

@@ -25,9 +25,23 @@ if TYPE_CHECKING:
 
 
 class ReviewStage:
-    __slots__ = ("_seq", "active", "classes", "held", "held_total", "max_pending",
-                 "model_done_at", "pending", "producing", "review_start", "reviewed",
-                 "reviewers", "seconds_per_item", "sla_breaches", "sla_s")  # fmt: skip
+    __slots__ = (
+        "_seq",
+        "active",
+        "classes",
+        "held",
+        "held_total",
+        "max_pending",
+        "model_done_at",
+        "pending",
+        "producing",
+        "review_start",
+        "reviewed",
+        "reviewers",
+        "seconds_per_item",
+        "sla_breaches",
+        "sla_s",
+    )
 
     def __init__(self, cfg: Review, classes: frozenset[str]) -> None:
         self.classes = classes

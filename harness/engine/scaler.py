@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from harness.engine.scaling_view import ScalingView
     from harness.profile.schema.scaling import ScaleRules, Scaling
 
+
 def _rules(r: ScaleRules) -> ScalingRules:
     pols = (
         None
@@ -56,8 +57,11 @@ def _rules(r: ScaleRules) -> ScalingRules:
             ScalingPolicy(type=p.type, value=p.value, period_s=p.period_s) for p in r.policies
         )
     )
-    return ScalingRules(stabilization_window_s=r.stabilization_window_s, policies=pols,
-                        select_policy=r.select_policy)  # fmt: skip
+    return ScalingRules(
+        stabilization_window_s=r.stabilization_window_s,
+        policies=pols,
+        select_policy=r.select_policy,
+    )
 
 
 def policy_config(cfg: Scaling, jobs_per_executor: int) -> ScalingConfig:
@@ -65,15 +69,22 @@ def policy_config(cfg: Scaling, jobs_per_executor: int) -> ScalingConfig:
     at least 1 executor: scaling to and from 0 has its own rules (the Scaler's)."""
     w = cfg.weights
     return ScalingConfig(
-        target=cfg.target, min_replicas=max(1, cfg.min_replicas), max_replicas=cfg.max_replicas,
+        target=cfg.target,
+        min_replicas=max(1, cfg.min_replicas),
+        max_replicas=cfg.max_replicas,
         weights={"critical": w.critical, "standard": w.standard, "batch": w.batch},
-        count_inflight=cfg.count_inflight, jobs_per_executor=jobs_per_executor,
+        count_inflight=cfg.count_inflight,
+        jobs_per_executor=jobs_per_executor,
         window_s=cfg.window_s,
-        hpa=HpaTarget(signal=cfg.hpa.signal, target_per_replica=cfg.hpa.target_per_replica,
-                      tolerance=cfg.hpa.tolerance),
-        behavior=Behavior(scale_up=_rules(cfg.behavior.scale_up),
-                          scale_down=_rules(cfg.behavior.scale_down)),
-    )  # fmt: skip
+        hpa=HpaTarget(
+            signal=cfg.hpa.signal,
+            target_per_replica=cfg.hpa.target_per_replica,
+            tolerance=cfg.hpa.tolerance,
+        ),
+        behavior=Behavior(
+            scale_up=_rules(cfg.behavior.scale_up), scale_down=_rules(cfg.behavior.scale_down)
+        ),
+    )
 
 
 def _r(x: float) -> float:
@@ -203,9 +214,14 @@ class Scaler:
             if pn[1] > seen[1]:
                 seen[1] = pn[1]
         prior = eng.service_time_s
-        classes = {c: ClassLoad(priority=PRIORITY_NAMES[pn[0]], backlog=pn[1],
-                                service_s=eng.service_by_class.get(c, prior))
-                   for c, pn in sorted(per_class.items())}  # fmt: skip
+        classes = {
+            c: ClassLoad(
+                priority=PRIORITY_NAMES[pn[0]],
+                backlog=pn[1],
+                service_s=eng.service_by_class.get(c, prior),
+            )
+            for c, pn in sorted(per_class.items())
+        }
         by_name = {PRIORITY_NAMES[i]: backlog[i] for i in range(3)}
         w = self.cfg.weights
         weighted = w.critical * backlog[0] + w.standard * backlog[1] + w.batch * backlog[2]
@@ -218,20 +234,34 @@ class Scaler:
         work_s = sum(c.backlog * c.service_s for c in classes.values())
         drain = work_s / slots if slots else (math.inf if work_s else 0.0)
         total = len(eligible)
-        values = {"eligible_backlog": float(total), "weighted_depth": weighted,
-                  "in_flight": float(eng.busy), "backlog_and_in_flight": float(total + eng.busy),
-                  "oldest_age_s": eng.oldest_age(now), "arrival_rate_per_s": arrival_rate,
-                  "drain_time_s": drain}  # fmt: skip
-        sig = Signals(backlog=by_name, inflight=eng.busy, classes=classes,
-                      hpa_value=values[self.cfg.hpa.signal])  # fmt: skip
+        values = {
+            "eligible_backlog": float(total),
+            "weighted_depth": weighted,
+            "in_flight": float(eng.busy),
+            "backlog_and_in_flight": float(total + eng.busy),
+            "oldest_age_s": eng.oldest_age(now),
+            "arrival_rate_per_s": arrival_rate,
+            "drain_time_s": drain,
+        }
+        sig = Signals(
+            backlog=by_name,
+            inflight=eng.busy,
+            classes=classes,
+            hpa_value=values[self.cfg.hpa.signal],
+        )
         record = {
-            "known": True, "eligible": by_name, "weighted_depth": _r(weighted),
-            "in_flight": eng.busy, "oldest_age_s": _r(values["oldest_age_s"]),
-            "arrival_rate_per_s": _r(arrival_rate), "completion_rate_per_s": _r(completion_rate),
+            "known": True,
+            "eligible": by_name,
+            "weighted_depth": _r(weighted),
+            "in_flight": eng.busy,
+            "oldest_age_s": _r(values["oldest_age_s"]),
+            "arrival_rate_per_s": _r(arrival_rate),
+            "completion_rate_per_s": _r(completion_rate),
             "drain_time_s": None if math.isinf(drain) else _r(drain),
             "service_s": {c: _r(v.service_s) for c, v in classes.items()},
-            "active_keys": eng.queue.active_keys, "plain_eligible": plain,
-        }  # fmt: skip
+            "active_keys": eng.queue.active_keys,
+            "plain_eligible": plain,
+        }
         if rv is not None:
             record["held_for_review"] = rv.held_now
             record["review_full"] = rv.full()
@@ -294,8 +324,12 @@ class Scaler:
         if prom:
             # What the query says, not the engine's own books; an empty read says nothing.
             work = eligible > 0 if known else self.idle_since is None
-            record = {**record, "read": self.sample, "own": self.own_value(eng, now),
-                      "read_at": None if self.sample_at is None else _r(self.sample_at)}  # fmt: skip
+            record = {
+                **record,
+                "read": self.sample,
+                "own": self.own_value(eng, now),
+                "read_at": None if self.sample_at is None else _r(self.sample_at),
+            }
             if self.read_error is not None:
                 record["read_error"] = self.read_error
         if work or eligible:
@@ -311,12 +345,20 @@ class Scaler:
             self.cooldown_until = at + cfg.cooldown_s
         self.bound_by = decision.bound_by
         record = {**record, "known": known}
-        return Scale(from_replicas=current, to_replicas=to, reason=decision.reason,
-                     bound_by=decision.bound_by, raw=decision.raw, target=decision.target,
-                     held_by=decision.held_by, signals=record)  # fmt: skip
+        return Scale(
+            from_replicas=current,
+            to_replicas=to,
+            reason=decision.reason,
+            bound_by=decision.bound_by,
+            raw=decision.raw,
+            target=decision.target,
+            held_by=decision.held_by,
+            signals=record,
+        )
 
-    def _dependency(self, eng: ScalingView, now: float, current: int, d: ScaleDecision,
-                    record: dict[str, Any]) -> ScaleDecision:
+    def _dependency(
+        self, eng: ScalingView, now: float, current: int, d: ScaleDecision, record: dict[str, Any]
+    ) -> ScaleDecision:
         """Hold scale-up while the upstream is unwell; resume gradually after recovery_s."""
         dep = self.cfg.dependency
         assert dep is not None
@@ -328,8 +370,9 @@ class Scaler:
             self._ramping = True
         if d.to_replicas <= max(current, 1):  # down, hold, or activation to one executor
             return d
-        if (self._last_bad is not None and now - self._last_bad < dep.recovery_s) \
-                or self._last_bad == now:
+        if (
+            self._last_bad is not None and now - self._last_bad < dep.recovery_s
+        ) or self._last_bad == now:
             self.scale_up_suppressed += 1
             # held below the target: no limit set these replicas (bound_by None)
             if current == 0:  # the probe that tells the upstream's health needs an executor
@@ -365,8 +408,15 @@ class Scaler:
     ) -> ScaleDecision:
         cfg = self.cfg
         m = cfg.metrics
-        hold = ScaleDecision(from_replicas=current, to_replicas=current, raw=None, target=current,
-                             reason="hold", bound_by=None, held_by=None)  # fmt: skip
+        hold = ScaleDecision(
+            from_replicas=current,
+            to_replicas=current,
+            raw=None,
+            target=current,
+            reason="hold",
+            bound_by=None,
+            held_by=None,
+        )
         if (
             not known
             and m.on_missing == "hold"
@@ -374,8 +424,12 @@ class Scaler:
             and m.fallback_replicas is not None
         ):
             # clamped like any target (the partitions ceiling needs signals: not here)
-            to, bound, _ = apply_limits(m.fallback_replicas, self._dependency_ceilings(eng),
-                                        cfg.min_replicas, cfg.max_replicas)  # fmt: skip
+            to, bound, _ = apply_limits(
+                m.fallback_replicas,
+                self._dependency_ceilings(eng),
+                cfg.min_replicas,
+                cfg.max_replicas,
+            )
             return _moved(hold, to, held_by="fallback", bound_by=bound)
         if sig is None:
             return _moved(hold, current, held_by="signals_unknown", bound_by=None)
@@ -388,8 +442,13 @@ class Scaler:
             if eligible + eng.reruns_waiting + eng.held_startable > cfg.activation_threshold:
                 d = self.policy.evaluate(now, 1, sig, self._ceilings(eng, record))
                 d = dataclasses.replace(d, from_replicas=0)  # evaluated as from 1: it is from 0
-                return _moved(d, max(1, d.to_replicas), held_by=d.held_by, bound_by=d.bound_by,
-                              reason="activate")  # fmt: skip
+                return _moved(
+                    d,
+                    max(1, d.to_replicas),
+                    held_by=d.held_by,
+                    bound_by=d.bound_by,
+                    reason="activate",
+                )
             return _moved(hold, 0, held_by="below_activation", bound_by="min_replicas")
         if (
             cfg.min_replicas == 0
@@ -419,8 +478,9 @@ def _moved(
     bound_by: str | None,
     reason: Reason | None = None,
 ) -> ScaleDecision:
-    r: Reason = reason or ("scale_up" if to > d.from_replicas else
-                           "scale_down" if to < d.from_replicas else "hold")  # fmt: skip
+    r: Reason = reason or (
+        "scale_up" if to > d.from_replicas else "scale_down" if to < d.from_replicas else "hold"
+    )
     return ScaleDecision(
         from_replicas=d.from_replicas,
         to_replicas=to,

@@ -48,7 +48,8 @@ TargetKind = Literal["weighted", "drain_window", "hpa"]
 Reason = Literal["scale_up", "scale_down", "hold", "activate", "deactivate"]
 
 DEFAULT_WEIGHTS: Final[Mapping[str, float]] = MappingProxyType(
-    {"critical": 3.0, "standard": 1.0, "batch": 0.5})
+    {"critical": 3.0, "standard": 1.0, "batch": 0.5}
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -156,8 +157,9 @@ def weighted_target(cfg: ScalingConfig, signals: Signals) -> int:
 
 def drain_window_target(cfg: ScalingConfig, signals: Signals) -> int:
     """Executors that drain the weighted backlog within ``window_s`` (formula above)."""
-    work_s = sum(_weight(cfg, c.priority) * c.backlog * c.service_s
-                 for c in signals.classes.values())
+    work_s = sum(
+        _weight(cfg, c.priority) * c.backlog * c.service_s for c in signals.classes.values()
+    )
     running = math.ceil(signals.inflight / cfg.jobs_per_executor) if cfg.count_inflight else 0
     return running + math.ceil(work_s / cfg.window_s)
 
@@ -168,17 +170,26 @@ def effective_rules(cfg: ScalingConfig) -> tuple[ResolvedRules, ResolvedRules]:
     up, down = cfg.behavior.scale_up, cfg.behavior.scale_down
     if cfg.target == "hpa":
         return resolve_rules(up, K8S_SCALE_UP), resolve_rules(down, K8S_SCALE_DOWN)
-    return (ResolvedRules(stabilization_window_s=up.stabilization_window_s or 0.0,
-                          policies=(), select_policy="Max"),
-            ResolvedRules(stabilization_window_s=down.stabilization_window_s or 0.0,
-                          policies=(), select_policy="Max"))
+    return (
+        ResolvedRules(
+            stabilization_window_s=up.stabilization_window_s or 0.0,
+            policies=(),
+            select_policy="Max",
+        ),
+        ResolvedRules(
+            stabilization_window_s=down.stabilization_window_s or 0.0,
+            policies=(),
+            select_policy="Max",
+        ),
+    )
 
 
 # --- Limits ---
 
 
-def apply_limits(target: int, ceilings: Iterable[tuple[str, int]], min_replicas: int,
-                 max_replicas: int) -> tuple[int, str | None, str | None]:
+def apply_limits(
+    target: int, ceilings: Iterable[tuple[str, int]], min_replicas: int, max_replicas: int
+) -> tuple[int, str | None, str | None]:
     """Ceilings in order, then max_replicas, then min_replicas.
 
     Returns (replicas, bound_by, held_by label) for the last limit that changed the value;
@@ -251,8 +262,9 @@ class Autoscaler:
         period_s = max((p.period_s for p in self.up.policies + self.down.policies), default=0.0)
         self._events = [e for e in self._events if e[0] > now - period_s]
 
-    def evaluate(self, now: float, current: int, signals: Signals,
-                 ceilings: Sequence[tuple[str, int]] = ()) -> ScaleDecision:
+    def evaluate(
+        self, now: float, current: int, signals: Signals, ceilings: Sequence[tuple[str, int]] = ()
+    ) -> ScaleDecision:
         """Decide the replicas for ``now``; ceilings are (name, max replicas) pairs."""
         if not self._started:
             # Like the HPA's first sync: the current size counts as a recommendation, so a
@@ -266,22 +278,33 @@ class Autoscaler:
         else:
             value = raw
             hpa = self.cfg.hpa
-            if (self.cfg.target == "hpa" and signals.hpa_value is not None
-                    and within_tolerance(signals.hpa_value, hpa.target_per_replica, current,
-                                         hpa.tolerance)):
+            if (
+                self.cfg.target == "hpa"
+                and signals.hpa_value is not None
+                and within_tolerance(
+                    signals.hpa_value, hpa.target_per_replica, current, hpa.tolerance
+                )
+            ):
                 value = current
             if value != raw:
                 held = "tolerance"
             recommendation = value
-            value = stabilize(self._recommendations, now, current, recommendation,
-                              self.up.stabilization_window_s, self.down.stabilization_window_s)
+            value = stabilize(
+                self._recommendations,
+                now,
+                current,
+                recommendation,
+                self.up.stabilization_window_s,
+                self.down.stabilization_window_s,
+            )
             self._recommendations.append((now, recommendation))
             if value != recommendation:
                 held = "stabilization"
         target, rate_held = self._rate_limit(now, current, value)
         held = rate_held or held
-        to, bound_by, limit_held = apply_limits(target, ceilings, self.cfg.min_replicas,
-                                                self.cfg.max_replicas)
+        to, bound_by, limit_held = apply_limits(
+            target, ceilings, self.cfg.min_replicas, self.cfg.max_replicas
+        )
         held = limit_held or held
         if raw is not None and to == raw:
             held = None
@@ -289,5 +312,12 @@ class Autoscaler:
             self._events.append((now, to - current))
         self._forget(now)
         reason: Reason = "scale_up" if to > current else "scale_down" if to < current else "hold"
-        return ScaleDecision(from_replicas=current, to_replicas=to, raw=raw, target=target,
-                             reason=reason, bound_by=bound_by, held_by=held)
+        return ScaleDecision(
+            from_replicas=current,
+            to_replicas=to,
+            raw=raw,
+            target=target,
+            reason=reason,
+            bound_by=bound_by,
+            held_by=held,
+        )

@@ -62,8 +62,19 @@ def breaker_change(change: tuple[str, str, float], limit: float) -> BreakerChang
 class Counts:
     """The engine's own outcome counts (drivers cross-check them for conservation)."""
 
-    __slots__ = ("admitted", "arrivals", "completed", "expired", "failed", "redelivered",
-                 "reexecuted", "rejected", "resumed", "retries", "work_lost_s")  # fmt: skip
+    __slots__ = (
+        "admitted",
+        "arrivals",
+        "completed",
+        "expired",
+        "failed",
+        "redelivered",
+        "reexecuted",
+        "rejected",
+        "resumed",
+        "retries",
+        "work_lost_s",
+    )
 
     def __init__(self) -> None:
         self.arrivals = self.admitted = self.rejected = 0
@@ -99,10 +110,14 @@ class Scheduler:
         self.rng = rng
         self.queue = JobQueue()
         sc = cfg.scaling
-        self.pool = ExecutorPool(cfg.executors,
-                                 drain_timeout_s=sc.drain_timeout_s if sc.enabled else None)  # fmt: skip
-        self.scaler = (Scaler(sc, cfg.executors.jobs_per_executor, service_time_prior_s)
-                       if sc.enabled else None)  # fmt: skip
+        self.pool = ExecutorPool(
+            cfg.executors, drain_timeout_s=sc.drain_timeout_s if sc.enabled else None
+        )
+        self.scaler = (
+            Scaler(sc, cfg.executors.jobs_per_executor, service_time_prior_s)
+            if sc.enabled
+            else None
+        )
         self._reruns: deque[Job] = deque()  # jobs whose executor was killed, oldest first
         # The next evaluation (inf: scaling off), kept here so the hot path reads a float;
         # evaluations stop after the run's horizon once no work remains.
@@ -117,12 +132,18 @@ class Scheduler:
         self.counts = Counts()
         self.admit_always = cfg.admission.admit_always
         pool = self.pool
-        self.cost = (CostLedger(cfg.cost, len(pool.execs), optional_classes)
-                     if cfg.cost is not None else None)  # fmt: skip
+        self.cost = (
+            CostLedger(cfg.cost, len(pool.execs), optional_classes)
+            if cfg.cost is not None
+            else None
+        )
         self.admission = Admission(cfg.admission, self.cost)
         self.checkpoint_by_class = dict(checkpoint_by_class or {})
-        self.review = (ReviewStage(cfg.review, review_classes)
-                       if cfg.review is not None and review_classes else None)  # fmt: skip
+        self.review = (
+            ReviewStage(cfg.review, review_classes)
+            if cfg.review is not None and review_classes
+            else None
+        )
         self.breaker = CircuitBreaker(cfg.dependency.breaker)
         self.budget = RetryBudget(cfg.dependency.retry_budget_ratio)
         # signals_known: what the autoscaler can read now; metrics_up: whether the metrics can
@@ -157,8 +178,14 @@ class Scheduler:
         br = self.breaker
         pool = self.pool
         rv = self.review
-        if not (q.has_deadlines() or self._retries or br.state == "open" or pool.starting
-                or pool.draining or rv is not None):  # fmt: skip
+        if not (
+            q.has_deadlines()
+            or self._retries
+            or br.state == "open"
+            or pool.starting
+            or pool.draining
+            or rv is not None
+        ):
             # The common case, on the hot path of every event: at most a max wait and the
             # autoscaler's next evaluation are pending.
             waited = self.waits.next_due(q) if q.depth else None
@@ -177,8 +204,11 @@ class Scheduler:
             self._retries[0][0] if self._retries and not retry_blocked else None,
             br.next_deadline(),
             pool.next_deadline(),
-            (self._scale_due if self._scale_due != math.inf
-             and (self._scale_due <= self._horizon_s or self.jobs) else None),
+            (
+                self._scale_due
+                if self._scale_due != math.inf and (self._scale_due <= self._horizon_s or self.jobs)
+                else None
+            ),
             rv.next_deadline() if rv is not None else None,
         ):
             if t is not None and (best is None or t < best):
@@ -206,14 +236,19 @@ class Scheduler:
 
     def in_flight_by_state(self) -> dict[str, int]:
         """Admitted jobs not yet ended, by state (only states that hold any)."""
-        names = {WAITING: "waiting", RUNNING: "running", RETRY_WAIT: "retry_wait",
-                 RERUN: "rerun", HELD: "held", IN_REVIEW: "in_review"}  # fmt: skip
+        names = {
+            WAITING: "waiting",
+            RUNNING: "running",
+            RETRY_WAIT: "retry_wait",
+            RERUN: "rerun",
+            HELD: "held",
+            IN_REVIEW: "in_review",
+        }
         out: dict[str, int] = {}
         for job in self.jobs.values():
             name = names[job.state]
             out[name] = out.get(name, 0) + 1
         return dict(sorted(out.items()))
-
 
     def _end(self, job: Job, out: list[Action]) -> None:
         """A running (or retry-waiting) job ends: free its slot and its partition key."""
@@ -234,8 +269,11 @@ class Scheduler:
         for job in jobs:
             job.executor = None
             self.busy -= 1
-            if job.state == RUNNING and job.answer_attempt == job.attempt \
-                    and job.answer_at <= self.now:  # fmt: skip
+            if (
+                job.state == RUNNING
+                and job.answer_attempt == job.attempt
+                and job.answer_at <= self.now
+            ):
                 # Its answer is already reaching the caller: it cannot run again unseen.
                 br.abandon(job.id)
                 if self.review is not None:
@@ -245,8 +283,9 @@ class Scheduler:
                 if job.key is not None:
                     self.queue.release_key(job.key)
                 self.counts.failed += 1
-                out.append(Fail(id=job.id, reason="drain_killed", attempts=job.attempt,
-                                was_running=True))  # fmt: skip
+                out.append(
+                    Fail(id=job.id, reason="drain_killed", attempts=job.attempt, was_running=True)
+                )
                 continue
             if job.state == RUNNING:
                 self.counts.reexecuted += 1
@@ -259,8 +298,15 @@ class Scheduler:
                     self.counts.resumed += 1
                 self.counts.work_lost_s += lost
                 job.progress_s = saved
-                out.append(Reexecute(id=job.id, attempt=job.attempt + 1, reason="drain_timeout",
-                                     resume_s=saved, lost_s=lost))  # fmt: skip
+                out.append(
+                    Reexecute(
+                        id=job.id,
+                        attempt=job.attempt + 1,
+                        reason="drain_timeout",
+                        resume_s=saved,
+                        lost_s=lost,
+                    )
+                )
                 br.abandon(job.id)  # it may have been the half-open probe
             job.state = RERUN
             self._reruns.append(job)
@@ -358,8 +404,7 @@ class Scheduler:
         if q.has_deadlines():
             for job in q.pop_expired(now):
                 dl = job.deadline_at
-                self._expire(job, now, "deadline", 0.0 if dl is None else dl - job.admitted_at,
-                             out)  # fmt: skip
+                self._expire(job, now, "deadline", 0.0 if dl is None else dl - job.admitted_at, out)
         if now >= self.waits.check_at:
             self._expire_waited(now, out)
         sc = self.scaler
@@ -400,8 +445,14 @@ class Scheduler:
             job = nxt
             if rv is not None and job.cls in rv.classes and rv.full():
                 rv.hold(job)
-                out.append(Held(id=job.id, cls=job.cls, pending=len(rv.pending),
-                                max_pending=rv.max_pending or 0))  # fmt: skip
+                out.append(
+                    Held(
+                        id=job.id,
+                        cls=job.cls,
+                        pending=len(rv.pending),
+                        max_pending=rv.max_pending or 0,
+                    )
+                )
                 continue
             self._start(job, now, out)
 
@@ -417,8 +468,7 @@ class Scheduler:
         job.attempt = 1
         job.started_at = now
         self.budget.deposit()
-        out.append(Dispatch(id=job.id, cls=job.cls, attempt=1,
-                            queue_wait_s=now - job.admitted_at))  # fmt: skip
+        out.append(Dispatch(id=job.id, cls=job.cls, attempt=1, queue_wait_s=now - job.admitted_at))
 
     def _review(self, rv: ReviewStage, now: float, out: list[Action]) -> None:
         """Reviews that ended complete their units; held units start as the stage has room,

@@ -1,12 +1,12 @@
 """What a Prometheus scraping the proxy would read, as one number (``engine.scaling.source:
 prometheus``).
 
-:func:`query_value` is the exported scaling query's value (``harness.export.promql.
-scaling_query``, the PromQL ``harness export keda`` writes) computed over the gauges the proxy
-serves at ``now`` (``harness/live/proxy/metrics.py``), from the engine's state. It repeats the query's
-arithmetic in the query's order, so a live run's proxy can say what it served at each scrape and
-the value a real Prometheus returns can be checked against it exactly; tests/export evaluate
-both over the same states with promtool.
+:func:`query_value` is the exported scaling query's value (``harness.export.promql. scaling_query``,
+the PromQL ``harness export keda`` writes) computed over the gauges the proxy serves at ``now``
+(``harness/live/proxy/metrics.py``), from the engine's state. It repeats the query's arithmetic in
+the query's order, so a live run's proxy can say what it served at each scrape and the value a real
+Prometheus returns can be checked against it exactly; tests/export evaluate both over the same
+states with promtool.
 
 The simulation's autoscaler evaluates on the value of the last scrape before the evaluation
 (one at 0, then every ``scrape_interval_s`` from an offset drawn per seed or set by

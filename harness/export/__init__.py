@@ -36,8 +36,7 @@ Kind = Literal["keda", "hpa", "alerts"]
 KINDS: tuple[Kind, ...] = ("keda", "hpa", "alerts")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
-__all__ = ["KINDS", "ExportError", "Exported", "Kind", "Target",
-           "export", "target_for"]  # fmt: skip
+__all__ = ["KINDS", "ExportError", "Exported", "Kind", "Target", "export", "target_for"]
 
 
 class ExportError(ValueError):
@@ -68,8 +67,10 @@ def target_for(
     name = slug(prof.name) if deployment is None else deployment
     for opt, value in (("--namespace", namespace), ("--deployment", name)):
         if len(value) > 63 or not _DNS_LABEL.match(value):
-            raise ExportError(f"{opt} {value!r}: not a Kubernetes name (lower-case letters, "
-                              "digits and '-', starting and ending alphanumeric, 63 at most)")  # fmt: skip
+            raise ExportError(
+                f"{opt} {value!r}: not a Kubernetes name (lower-case letters, "
+                "digits and '-', starting and ending alphanumeric, 63 at most)"
+            )
     if not re.match(r"^https?://[^\s/]+", prometheus_url):
         raise ExportError(f"--prometheus-url {prometheus_url!r}: expected http(s)://HOST[:PORT]")
     return Target(name=name, namespace=namespace, prometheus_url=prometheus_url)
@@ -88,9 +89,11 @@ def export(
         what = "PrometheusRule with the profile's alerts"
     else:
         if not prof.engine.scaling.enabled:
-            raise ExportError(f"{prof.source}: engine.scaling.enabled is false: no autoscaling "
-                              f"policy to export as {kind} (`harness export alerts` works "
-                              "without it)")  # fmt: skip
+            raise ExportError(
+                f"{prof.source}: engine.scaling.enabled is false: no autoscaling "
+                f"policy to export as {kind} (`harness export alerts` works "
+                "without it)"
+            )
         notes.extend(scaling_gaps(prof, kind))
         if kind == "keda":
             doc = scaled_object(prof, target, notes)
@@ -99,12 +102,12 @@ def export(
             doc = hpa(prof, target, notes)
             rule = adapter_rule(prof, target)
             tail, rules_text = _adapter_rule_texts(prof, rule, adapter_rules_file)
-            where = ("below, commented out" if adapter_rules_file is None
-                     else f"in {adapter_rules_file}")  # fmt: skip
+            where = (
+                "below, commented out" if adapter_rules_file is None else f"in {adapter_rules_file}"
+            )
             what = f"HorizontalPodAutoscaler (prometheus-adapter rule {where})"
     head = header(kind, prof.name, prof.sha256, notes, what)
-    return Exported(text=render(head, doc, tail), notes=tuple(notes),
-                    adapter_rules=rules_text)  # fmt: skip
+    return Exported(text=render(head, doc, tail), notes=tuple(notes), adapter_rules=rules_text)
 
 
 def _adapter_rule_texts(
@@ -112,17 +115,26 @@ def _adapter_rule_texts(
 ) -> tuple[str, str]:
     """The comment after the HPA (the rule itself, or where it was written) and the rules file."""
     metric = rule["externalRules"][0]["name"]["as"]
-    merge = ("merge it into prometheus-adapter's config (externalRules; Helm chart values: "
-             "rules.external). Without it the adapter does not serve the metric and the HPA "
-             "cannot scale.")  # fmt: skip
+    merge = (
+        "merge it into prometheus-adapter's config (externalRules; Helm chart values: "
+        "rules.external). Without it the adapter does not serve the metric and the HPA "
+        "cannot scale."
+    )
     about = f"The prometheus-adapter rule serving the HPA's External metric {metric}"
     if rules_file is None:
-        tail = comment(["", f"{about} -- not a Kubernetes object, so kubectl applies the HPA "
-                            f"alone: {merge} Uncomment the block below, or write it to a file "
-                            "with --adapter-rules FILE.", ""]) + commented(rule)  # fmt: skip
+        tail = comment(
+            [
+                "",
+                f"{about} -- not a Kubernetes object, so kubectl applies the HPA "
+                f"alone: {merge} Uncomment the block below, or write it to a file "
+                "with --adapter-rules FILE.",
+                "",
+            ]
+        ) + commented(rule)
     else:
         tail = comment(["", f"{about} is in {rules_file}: {merge}"])
     what = f"prometheus-adapter rule serving the External metric {metric}"
-    rules_text = comment([*origin("hpa", prof.name, prof.sha256, what),
-                          f"Not a Kubernetes object: {merge}"]) + dump(rule)  # fmt: skip
+    rules_text = comment(
+        [*origin("hpa", prof.name, prof.sha256, what), f"Not a Kubernetes object: {merge}"]
+    ) + dump(rule)
     return tail, rules_text

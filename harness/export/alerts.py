@@ -23,9 +23,11 @@ from harness.profile.schema import Profile
 from harness.profile.schema.verdict import AlertRule
 
 SEVERITY = {"warn": "warning", "page": "critical"}  # Alertmanager's usual route labels
-WHAT = {"oldest_age_s": "oldest waiting request's age (s)",
-        "rejection_rate": "fraction of requests rejected by admission",
-        "turnaround_p95_s": "p95 turnaround (s)"}  # fmt: skip
+WHAT = {
+    "oldest_age_s": "oldest waiting request's age (s)",
+    "rejection_rate": "fraction of requests rejected by admission",
+    "turnaround_p95_s": "p95 turnaround (s)",
+}
 
 
 def alert_expr(rule: AlertRule) -> str:
@@ -34,8 +36,10 @@ def alert_expr(rule: AlertRule) -> str:
     if rule.signal == "oldest_age_s":
         value = "max(agent_queue_oldest_age_seconds)"
     elif rule.signal == "rejection_rate":
-        value = (f'sum(increase(agent_admission_decisions_total{{decision="reject"}}[{w}])) / '
-                 f"sum(increase(agent_admission_decisions_total[{w}]))")  # fmt: skip
+        value = (
+            f'sum(increase(agent_admission_decisions_total{{decision="reject"}}[{w}])) / '
+            f"sum(increase(agent_admission_decisions_total[{w}]))"
+        )
     else:
         value = (
             f"histogram_quantile(0.95, sum by (le) (rate(agent_turnaround_seconds_bucket[{w}])))"
@@ -53,8 +57,8 @@ def _rule(name: str, rule: AlertRule, prof_name: str) -> dict[str, Any]:
     out["annotations"] = {
         "summary": f"{WHAT[rule.signal]}{window} above {num(rule.threshold)}",
         "description": f"{name}: {WHAT[rule.signal]} is {{{{ $value }}}} (threshold "
-                       f"{num(rule.threshold)}{held}); from the harness profile {prof_name}",
-    }  # fmt: skip
+        f"{num(rule.threshold)}{held}); from the harness profile {prof_name}",
+    }
     return out
 
 
@@ -63,17 +67,35 @@ def _approximations(rules: dict[str, AlertRule]) -> Notes:
     p95 = sorted({r.threshold for r in rules.values() if r.signal == "turnaround_p95_s"})
     if p95:
         off = [num(t) for t in p95 if t not in TURNAROUND_BUCKETS]
-        where = (f"; {', '.join(off)} s fall inside a bucket, where the estimate is linear"
-                 if off else "; the thresholds are bucket bounds")  # fmt: skip
-        notes.append(("turnaround_p95_s", "the p95 comes from agent_turnaround_seconds' buckets "
-                      f"(histogram_quantile), not from every turnaround{where}; the proxy times "
-                      "enqueue to result"))  # fmt: skip
+        where = (
+            f"; {', '.join(off)} s fall inside a bucket, where the estimate is linear"
+            if off
+            else "; the thresholds are bucket bounds"
+        )
+        notes.append(
+            (
+                "turnaround_p95_s",
+                "the p95 comes from agent_turnaround_seconds' buckets "
+                f"(histogram_quantile), not from every turnaround{where}; the proxy times "
+                "enqueue to result",
+            )
+        )
     if any(r.signal == "rejection_rate" for r in rules.values()):
-        notes.append(("rejection_rate", "a reason's reject counter appears with its first "
-                      "rejection, which increase() sees only partly"))  # fmt: skip
+        notes.append(
+            (
+                "rejection_rate",
+                "a reason's reject counter appears with its first "
+                "rejection, which increase() sees only partly",
+            )
+        )
     if any(r.for_s > 0 for r in rules.values()):
-        notes.append(("for", "Prometheus checks `for` at each rule evaluation "
-                      "(evaluation_interval); harness per second"))  # fmt: skip
+        notes.append(
+            (
+                "for",
+                "Prometheus checks `for` at each rule evaluation "
+                "(evaluation_interval); harness per second",
+            )
+        )
     return notes
 
 
@@ -90,6 +112,9 @@ def prometheus_rule(prof: Profile, target: Target, notes: Notes) -> dict[str, An
         "name": f"harness-{prof.name}",
         "rules": [_rule(n, r, prof.name) for n, r in rules.items()],
     }
-    return {"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule",
-            "metadata": metadata(prof, target, f"{target.name}-alerts"),
-            "spec": {"groups": [group]}}  # fmt: skip
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PrometheusRule",
+        "metadata": metadata(prof, target, f"{target.name}-alerts"),
+        "spec": {"groups": [group]},
+    }

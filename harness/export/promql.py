@@ -43,8 +43,14 @@ INFLIGHT = "sum(agent_jobs_inflight)"
 WEIGHTED_DEPTH = "sum(agent_queue_weighted_depth)"
 PROXY_WEIGHTS = dict(zip(PRIORITY_LABELS, WEIGHTS, strict=True))  # agent_queue_weighted_depth's
 # Signals that count waiting items; agent_queue_depth includes those blocked behind their key.
-_COUNTS_DEPTH = {"weighted", "drain_window", "eligible_backlog", "weighted_depth",
-                 "backlog_and_in_flight", "drain_time_s"}  # fmt: skip
+_COUNTS_DEPTH = {
+    "weighted",
+    "drain_window",
+    "eligible_backlog",
+    "weighted_depth",
+    "backlog_and_in_flight",
+    "drain_time_s",
+}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -77,8 +83,9 @@ def weighted_depth(scaling: Scaling) -> str:
     weights = {"critical": w.critical, "standard": w.standard, "batch": w.batch}
     if weights == PROXY_WEIGHTS:
         return WEIGHTED_DEPTH
-    terms = [f'{num(v)} * sum(agent_queue_depth{{priority="{p}"}})'
-             for p, v in weights.items() if v > 0]  # fmt: skip
+    terms = [
+        f'{num(v)} * sum(agent_queue_depth{{priority="{p}"}})' for p, v in weights.items() if v > 0
+    ]
     return "(" + " + ".join(terms) + ")" if terms else f"(0 * {DEPTH})"
 
 
@@ -93,8 +100,10 @@ def _service_time(prof: Profile) -> str:
     """The proxy's service-time estimate: drain time x concurrency / depth (NaN and +Inf, an
     empty queue or no ready executor, are filtered out and the profile's prior stands in)."""
     jpe = prof.engine.executors.jobs_per_executor
-    est = ("max(agent_queue_drain_time_seconds) * max(agent_scaling_ready_replicas)"
-           f"{'' if jpe == 1 else f' * {jpe}'} / {DEPTH}")  # fmt: skip
+    est = (
+        "max(agent_queue_drain_time_seconds) * max(agent_scaling_ready_replicas)"
+        f"{'' if jpe == 1 else f' * {jpe}'} / {DEPTH}"
+    )
     return f"(({est}) > 0 < +Inf or on() vector({num(prof.service_time_prior())}))"
 
 
@@ -118,29 +127,39 @@ def _approximations(prof: Profile, signal: str) -> tuple[str, ...]:
     out = []
     keyed = sorted(n for n, c in prof.classes.items() if c.key is not None)
     if keyed and signal in _COUNTS_DEPTH:
-        out.append(f"eligible backlog (classes {', '.join(keyed)} have partition keys): "
-                   "agent_queue_depth also counts items waiting behind their key, which the "
-                   "engine's signal excludes; the proxy exports no eligible-backlog series")  # fmt: skip
+        out.append(
+            f"eligible backlog (classes {', '.join(keyed)} have partition keys): "
+            "agent_queue_depth also counts items waiting behind their key, which the "
+            "engine's signal excludes; the proxy exports no eligible-backlog series"
+        )
     reviewed = sorted(prof.review_classes()) if prof.engine.review is not None else []
     if reviewed and signal in _COUNTS_DEPTH:
-        out.append(f"eligible backlog (classes {', '.join(reviewed)} go through review): while "
-                   "the review stage is full the engine leaves their waiting items out of its "
-                   "signals; agent_queue_depth counts them")  # fmt: skip
+        out.append(
+            f"eligible backlog (classes {', '.join(reviewed)} go through review): while "
+            "the review stage is full the engine leaves their waiting items out of its "
+            "signals; agent_queue_depth counts them"
+        )
     if signal == "drain_window":
-        out.append("per-class service time (drain_window sums weight x backlog x service_s per "
-                   "class): the proxy exports no service-time series; the query recovers its one "
-                   "estimate for all classes as agent_queue_drain_time_seconds x "
-                   "agent_scaling_ready_replicas x jobs_per_executor / agent_queue_depth "
-                   "(low while executors drain), with the profile's prior "
-                   f"{num(round(prof.service_time_prior(), 6))} s when the queue is empty or "
-                   "no executor is ready")  # fmt: skip
+        out.append(
+            "per-class service time (drain_window sums weight x backlog x service_s per "
+            "class): the proxy exports no service-time series; the query recovers its one "
+            "estimate for all classes as agent_queue_drain_time_seconds x "
+            "agent_scaling_ready_replicas x jobs_per_executor / agent_queue_depth "
+            "(low while executors drain), with the profile's prior "
+            f"{num(round(prof.service_time_prior(), 6))} s when the queue is empty or "
+            "no executor is ready"
+        )
     if signal == "drain_time_s" and len(prof.classes) > 1:
-        out.append("drain_time_s: agent_queue_drain_time_seconds uses one service-time estimate "
-                   "for all classes; the engine sums per-class service times")  # fmt: skip
+        out.append(
+            "drain_time_s: agent_queue_drain_time_seconds uses one service-time estimate "
+            "for all classes; the engine sums per-class service times"
+        )
     if signal == "arrival_rate_per_s":
-        out.append(f"arrival_rate_per_s: rate() over {duration(s.window_s)} extrapolates to the "
-                   "window's edges; the engine divides the arrivals since its oldest evaluation "
-                   "inside window_s by the time since then")  # fmt: skip
+        out.append(
+            f"arrival_rate_per_s: rate() over {duration(s.window_s)} extrapolates to the "
+            "window's edges; the engine divides the arrivals since its oldest evaluation "
+            "inside window_s by the time since then"
+        )
     return tuple(out)
 
 
@@ -162,5 +181,9 @@ def scaling_query(prof: Profile) -> ScalingQuery:
         work = f"({DEPTH} + {INFLIGHT} > bool 0)"
         gated = f"({value})" if s.target == "weighted" else f"clamp_min({value}, {num(threshold)})"
         value = f"{gated} * {work}"
-    return ScalingQuery(signal=signal, promql=value, threshold=threshold,
-                        approximations=_approximations(prof, signal))  # fmt: skip
+    return ScalingQuery(
+        signal=signal,
+        promql=value,
+        threshold=threshold,
+        approximations=_approximations(prof, signal),
+    )

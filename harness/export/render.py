@@ -20,23 +20,32 @@ class _Dumper(yaml.SafeDumper):
 
 
 def dump(doc: dict[str, Any]) -> str:
-    return yaml.dump(doc, Dumper=_Dumper, sort_keys=False, default_flow_style=False,
-                     width=1 << 20, allow_unicode=True)  # fmt: skip
+    return yaml.dump(
+        doc,
+        Dumper=_Dumper,
+        sort_keys=False,
+        default_flow_style=False,
+        width=1 << 20,
+        allow_unicode=True,
+    )
 
 
 def comment(lines: Sequence[str]) -> str:
     out: list[str] = []
     for line in lines:
-        wrapped = textwrap.wrap(line, width=98, subsequent_indent="    ", break_long_words=False,
-                                break_on_hyphens=False) or [""]  # a name or path stays whole
+        wrapped = textwrap.wrap(
+            line, width=98, subsequent_indent="    ", break_long_words=False, break_on_hyphens=False
+        ) or [""]  # a name or path stays whole
         out.extend(f"# {w}".rstrip() for w in wrapped)
     return "\n".join(out) + "\n"
 
 
 def origin(kind: str, profile: str, sha256: str, what: str) -> list[str]:
     """What the file holds and what wrote it."""
-    return [f"{what}: harness export {kind} {profile}",
-            f"(profile sha256 {sha256[:12]}, harness {__version__})"]  # fmt: skip
+    return [
+        f"{what}: harness export {kind} {profile}",
+        f"(profile sha256 {sha256[:12]}, harness {__version__})",
+    ]
 
 
 def header(kind: str, profile: str, sha256: str, notes: Notes, what: str) -> str:

@@ -70,15 +70,24 @@ def _rules(r: ResolvedRules, field: str, notes: Notes) -> dict[str, Any]:
     if not policies:  # the engine then allows no change this way; Kubernetes wants a policy
         select, policies = "Disabled", (ScalingPolicy(type="Pods", value=1, period_s=15.0),)
     return {
-        "stabilizationWindowSeconds": seconds(r.stabilization_window_s,
-                                              f"{field}.stabilization_window_s", notes,
-                                              hi=STABILIZATION_MAX_S),
+        "stabilizationWindowSeconds": seconds(
+            r.stabilization_window_s,
+            f"{field}.stabilization_window_s",
+            notes,
+            hi=STABILIZATION_MAX_S,
+        ),
         "selectPolicy": select,
-        "policies": [{"type": p.type, "value": p.value,
-                      "periodSeconds": seconds(p.period_s, f"{field}.policies.period_s", notes,
-                                               lo=1, hi=PERIOD_MAX_S)}
-                     for p in policies],
-    }  # fmt: skip
+        "policies": [
+            {
+                "type": p.type,
+                "value": p.value,
+                "periodSeconds": seconds(
+                    p.period_s, f"{field}.policies.period_s", notes, lo=1, hi=PERIOD_MAX_S
+                ),
+            }
+            for p in policies
+        ],
+    }
 
 
 def behavior(prof: Profile, notes: Notes) -> dict[str, Any]:
@@ -86,21 +95,29 @@ def behavior(prof: Profile, notes: Notes) -> dict[str, Any]:
     s = prof.engine.scaling
     up, down = effective_rules(policy_config(s, prof.engine.executors.jobs_per_executor))
     if s.target != "hpa":  # no rate limit in the engine: policies that can never bind
-        up = ResolvedRules(stabilization_window_s=up.stabilization_window_s, select_policy="Max",
-                           policies=(ScalingPolicy(type="Pods", value=s.max_replicas,
-                                                   period_s=15.0),))  # fmt: skip
-        down = ResolvedRules(stabilization_window_s=down.stabilization_window_s,
-                             select_policy="Max",
-                             policies=(ScalingPolicy(type="Percent", value=100, period_s=15.0),))  # fmt: skip
-    return {"scaleUp": _rules(up, "engine.scaling.behavior.scale_up", notes),
-            "scaleDown": _rules(down, "engine.scaling.behavior.scale_down", notes)}  # fmt: skip
+        up = ResolvedRules(
+            stabilization_window_s=up.stabilization_window_s,
+            select_policy="Max",
+            policies=(ScalingPolicy(type="Pods", value=s.max_replicas, period_s=15.0),),
+        )
+        down = ResolvedRules(
+            stabilization_window_s=down.stabilization_window_s,
+            select_policy="Max",
+            policies=(ScalingPolicy(type="Percent", value=100, period_s=15.0),),
+        )
+    return {
+        "scaleUp": _rules(up, "engine.scaling.behavior.scale_up", notes),
+        "scaleDown": _rules(down, "engine.scaling.behavior.scale_down", notes),
+    }
 
 
 def metadata(prof: Profile, target: Target, name: str) -> dict[str, Any]:
-    return {"name": name, "namespace": target.namespace,
-            "labels": {"app.kubernetes.io/name": target.name},
-            "annotations": {"harness/profile": prof.name,
-                            "harness/profile-sha256": prof.sha256}}  # fmt: skip
+    return {
+        "name": name,
+        "namespace": target.namespace,
+        "labels": {"app.kubernetes.io/name": target.name},
+        "annotations": {"harness/profile": prof.name, "harness/profile-sha256": prof.sha256},
+    }
 
 
 def dependency_ceilings(prof: Profile) -> list[tuple[str, int]]:
@@ -118,8 +135,9 @@ def max_replicas(prof: Profile) -> tuple[int, str | None]:
     """The most replicas the engine ever runs, and the ceiling that sets it (None: max_replicas
     itself): the fixed ceilings fold into the manifest's maximum."""
     s = prof.engine.scaling
-    value, bound, _ = apply_limits(s.max_replicas, dependency_ceilings(prof), s.min_replicas,
-                                   s.max_replicas)  # fmt: skip
+    value, bound, _ = apply_limits(
+        s.max_replicas, dependency_ceilings(prof), s.min_replicas, s.max_replicas
+    )
     return value, bound if bound not in (None, "max_replicas", "min_replicas") else None
 
 
@@ -128,8 +146,9 @@ def _fallback(prof: Profile) -> dict[str, int] | None:
     m = s.metrics
     if m.on_missing != "hold" or m.fallback_replicas is None:
         return None
-    replicas, _, _ = apply_limits(m.fallback_replicas, dependency_ceilings(prof), s.min_replicas,
-                                  s.max_replicas)  # clamped as the engine does  # fmt: skip
+    replicas, _, _ = apply_limits(
+        m.fallback_replicas, dependency_ceilings(prof), s.min_replicas, s.max_replicas
+    )  # clamped as the engine does
     return {"failureThreshold": m.failure_threshold, "replicas": replicas}
 
 
@@ -137,8 +156,12 @@ def scaled_object(prof: Profile, target: Target, notes: Notes) -> dict[str, Any]
     """A keda.sh/v1alpha1 ScaledObject with one ``prometheus`` trigger."""
     s = prof.engine.scaling
     q = scaling_query(prof)
-    trigger_meta = {"serverAddress": target.prometheus_url, "query": q.promql,
-                    "threshold": quantity(q.threshold), "ignoreNullValues": "false"}  # fmt: skip
+    trigger_meta = {
+        "serverAddress": target.prometheus_url,
+        "query": q.promql,
+        "threshold": quantity(q.threshold),
+        "ignoreNullValues": "false",
+    }
     if s.min_replicas == 0:
         trigger_meta["activationThreshold"] = "0"
     spec: dict[str, Any] = {
@@ -152,10 +175,20 @@ def scaled_object(prof: Profile, target: Target, notes: Notes) -> dict[str, Any]
     if fallback is not None:
         spec["fallback"] = fallback
     spec["advanced"] = {"horizontalPodAutoscalerConfig": {"behavior": behavior(prof, notes)}}
-    spec["triggers"] = [{"type": "prometheus", "name": f"harness-{q.signal.replace('_', '-')}",
-                         "metricType": "AverageValue", "metadata": trigger_meta}]  # fmt: skip
-    return {"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",
-            "metadata": metadata(prof, target, target.name), "spec": spec}  # fmt: skip
+    spec["triggers"] = [
+        {
+            "type": "prometheus",
+            "name": f"harness-{q.signal.replace('_', '-')}",
+            "metricType": "AverageValue",
+            "metadata": trigger_meta,
+        }
+    ]
+    return {
+        "apiVersion": "keda.sh/v1alpha1",
+        "kind": "ScaledObject",
+        "metadata": metadata(prof, target, target.name),
+        "spec": spec,
+    }
 
 
 def external_metric_name(target: Target, q: ScalingQuery) -> str:
@@ -167,9 +200,13 @@ def hpa(prof: Profile, target: Target, notes: Notes) -> dict[str, Any]:
     """An autoscaling/v2 HorizontalPodAutoscaler on one External metric (AverageValue)."""
     s = prof.engine.scaling
     q = scaling_query(prof)
-    metric = {"type": "External", "external": {
-        "metric": {"name": external_metric_name(target, q)},
-        "target": {"type": "AverageValue", "averageValue": quantity(q.threshold)}}}  # fmt: skip
+    metric = {
+        "type": "External",
+        "external": {
+            "metric": {"name": external_metric_name(target, q)},
+            "target": {"type": "AverageValue", "averageValue": quantity(q.threshold)},
+        },
+    }
     spec = {
         "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target.name},
         "minReplicas": max(1, s.min_replicas),
@@ -177,8 +214,12 @@ def hpa(prof: Profile, target: Target, notes: Notes) -> dict[str, Any]:
         "metrics": [metric],
         "behavior": behavior(prof, notes),
     }
-    return {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
-            "metadata": metadata(prof, target, target.name), "spec": spec}  # fmt: skip
+    return {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": metadata(prof, target, target.name),
+        "spec": spec,
+    }
 
 
 def adapter_rule(prof: Profile, target: Target) -> dict[str, Any]:
@@ -189,9 +230,13 @@ def adapter_rule(prof: Profile, target: Target) -> dict[str, Any]:
     series = re.search(r"agent_[a-z_]+", q.promql)
     assert series is not None  # every query reads at least one of the proxy's series
     name = series.group(0)
-    return {"externalRules": [{
-        "seriesQuery": f'{{__name__="{name}"}}',
-        "resources": {"namespaced": False},
-        "name": {"matches": f"^{name}$", "as": external_metric_name(target, q)},
-        "metricsQuery": q.promql,
-    }]}  # fmt: skip
+    return {
+        "externalRules": [
+            {
+                "seriesQuery": f'{{__name__="{name}"}}',
+                "resources": {"namespaced": False},
+                "name": {"matches": f"^{name}$", "as": external_metric_name(target, q)},
+                "metricsQuery": q.promql,
+            }
+        ]
+    }

@@ -33,9 +33,12 @@ def count_dist(x: Floats) -> dict[str, Any]:
         logs = np.log(values)
         ks, limit = ks_normal(logs), max(KS_FLOOR, KS_COEF / math.sqrt(n))
         if ks <= limit:
-            return {"dist": "lognormal", "median": round(float(np.exp(np.mean(logs))), 3),
-                    "sigma": round(float(np.std(logs, ddof=1)), 4),
-                    "fit": {"n": n, "ks": round(ks, 4), "ks_limit": round(limit, 4)}}  # fmt: skip
+            return {
+                "dist": "lognormal",
+                "median": round(float(np.exp(np.mean(logs))), 3),
+                "sigma": round(float(np.std(logs, ddof=1)), 4),
+                "fit": {"n": n, "ks": round(ks, 4), "ks_limit": round(limit, 4)},
+            }
     m = min(n, MAX_VALUES)
     picks = values if m == n else np.quantile(values, (np.arange(m) + 0.5) / m, method="nearest")
     return {"dist": "empirical", "values": [int(v) for v in picks], "fit": {"n": n}}
@@ -47,6 +50,8 @@ def per_class(obs: Observations) -> dict[str, dict[str, dict[str, Any]]]:
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for name in sorted(set(obs.cls)):
         sel = names == name
-        out[name] = {"prompt_tokens": count_dist(obs.prompt[sel]),
-                     "completion_tokens": count_dist(obs.output[sel])}  # fmt: skip
+        out[name] = {
+            "prompt_tokens": count_dist(obs.prompt[sel]),
+            "completion_tokens": count_dist(obs.output[sel]),
+        }
     return out

@@ -44,9 +44,11 @@ SLOPES = {"ttft_per_prompt_token_s": "prompt", "tpot_per_in_flight_s": "in_fligh
 MIN_REQUESTS = 20
 KS_FLOOR, KS_COEF = 0.05, 1.25
 BIAS_FLOOR = 0.10
-METHOD = ("least squares of log latency (the median model: f has median 1), both components "
-          "jointly weighted by their residual covariance (SUR), Gauss-Newton, parameters >= 0; "
-          "sigma: RMS of both components' log residuals")  # fmt: skip
+METHOD = (
+    "least squares of log latency (the median model: f has median 1), both components "
+    "jointly weighted by their residual covariance (SUR), Gauss-Newton, parameters >= 0; "
+    "sigma: RMS of both components' log residuals"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,9 +156,15 @@ def goodness(x: Floats, y: Floats, line: Line) -> Goodness:
     tot = float(np.sum((ly - np.mean(ly)) ** 2))
     r2 = 1.0 - float(np.sum(r**2)) / tot if tot > 0 else 0.0
     bias, smallest = _bias(x, r)
-    return Goodness(n=n, sigma=sigma, r2=r2, ks=ks_normal(r),
-                    ks_limit=max(KS_FLOOR, KS_COEF / math.sqrt(n)), bias=bias,
-                    bias_limit=max(BIAS_FLOOR, 4 * 1.25 * sigma / math.sqrt(smallest)))  # fmt: skip
+    return Goodness(
+        n=n,
+        sigma=sigma,
+        r2=r2,
+        ks=ks_normal(r),
+        ks_limit=max(KS_FLOOR, KS_COEF / math.sqrt(n)),
+        bias=bias,
+        bias_limit=max(BIAS_FLOOR, 4 * 1.25 * sigma / math.sqrt(smallest)),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,25 +187,33 @@ def check_identifiable(obs: Observations, fixed: dict[str, float]) -> None:
     """FitError when the records cannot pin a parameter down (exit 2, saying what to do)."""
     if obs.n < MIN_REQUESTS:
         why = ", ".join(f"{k}: {v}" for k, v in sorted(obs.skipped.items())) or "none skipped"
-        raise FitError(f"only {obs.n} completed streamed requests with token counts (need "
-                       f"{MIN_REQUESTS}; records left out: {why}); the model is fitted on "
-                       "streams, whose TTFT and inter-token gaps are measured")  # fmt: skip
-    hints = {"prompt": "vary the prompt lengths (calibrate: --prompt-tokens 128,512,2048)",
-             "in_flight": "vary the concurrency (calibrate: --concurrency 1,4,16)"}  # fmt: skip
+        raise FitError(
+            f"only {obs.n} completed streamed requests with token counts (need "
+            f"{MIN_REQUESTS}; records left out: {why}); the model is fitted on "
+            "streams, whose TTFT and inter-token gaps are measured"
+        )
+    hints = {
+        "prompt": "vary the prompt lengths (calibrate: --prompt-tokens 128,512,2048)",
+        "in_flight": "vary the concurrency (calibrate: --concurrency 1,4,16)",
+    }
     for name, what in SLOPES.items():
         if name in fixed:
             continue
         x = obs.prompt if what == "prompt" else obs.in_flight
         lo, hi = np.quantile(x, [0.1, 0.9])
         if lo == hi:
-            raise FitError(f"{name} cannot be identified: {what.replace('_', ' ')} was "
-                           f"{lo:g} in at least 90 % of the {obs.n} requests; {hints[what]}, "
-                           f"or hold it: --fix {name}=0")  # fmt: skip
+            raise FitError(
+                f"{name} cannot be identified: {what.replace('_', ' ')} was "
+                f"{lo:g} in at least 90 % of the {obs.n} requests; {hints[what]}, "
+                f"or hold it: --fix {name}=0"
+            )
 
 
 def _residuals(obs: Observations, t: Line, g: Line) -> tuple[Floats, Floats]:
-    return (np.log(obs.ttft) - np.log(t.at(obs.prompt)),
-            np.log(obs.tpot) - np.log(g.at(obs.in_flight - 1.0)))  # fmt: skip
+    return (
+        np.log(obs.ttft) - np.log(t.at(obs.prompt)),
+        np.log(obs.tpot) - np.log(g.at(obs.in_flight - 1.0)),
+    )
 
 
 def _joint(obs: Observations, t: Line, g: Line, free: list[int]) -> tuple[Line, Line]:
@@ -260,13 +276,21 @@ def _point(obs: Observations, fixed: dict[str, float]) -> tuple[Line, Line, floa
 
 
 def _take(obs: Observations, idx: npt.NDArray[np.int64]) -> Observations:
-    return Observations(prompt=obs.prompt[idx], output=obs.output[idx], ttft=obs.ttft[idx],
-                        tpot=obs.tpot[idx], in_flight=obs.in_flight[idx], cls=(),
-                        estimated=0, skipped={})  # fmt: skip
+    return Observations(
+        prompt=obs.prompt[idx],
+        output=obs.output[idx],
+        ttft=obs.ttft[idx],
+        tpot=obs.tpot[idx],
+        in_flight=obs.in_flight[idx],
+        cls=(),
+        estimated=0,
+        skipped={},
+    )
 
 
-def fit(obs: Observations, *, fixed: dict[str, float] | None = None, resamples: int = 200,
-        seed: int = 1) -> Fit:  # fmt: skip
+def fit(
+    obs: Observations, *, fixed: dict[str, float] | None = None, resamples: int = 200, seed: int = 1
+) -> Fit:
     """The fit, its bootstrap intervals and goodness; FitError if not identifiable."""
     fixed = dict(fixed or {})
     check_identifiable(obs, fixed)
@@ -277,10 +301,19 @@ def fit(obs: Observations, *, fixed: dict[str, float] | None = None, resamples: 
     for k in range(resamples):
         bt, bg, bs = _point(_take(obs, rng.integers(0, obs.n, obs.n)), fixed)
         draws[k] = (bt.a, bt.b, bg.a, bg.b, bs)
-    ci = {p: (float(np.quantile(draws[:, i], 0.025)), float(np.quantile(draws[:, i], 0.975)))
-          for i, p in enumerate(PARAMS)}  # fmt: skip
+    ci = {
+        p: (float(np.quantile(draws[:, i], 0.025)), float(np.quantile(draws[:, i], 0.975)))
+        for i, p in enumerate(PARAMS)
+    }
     rt, rg = _residuals(obs, t, g)
     corr = float(np.corrcoef(rt, rg)[0, 1]) if np.std(rt) > 0 and np.std(rg) > 0 else 0.0
-    return Fit(values=values, ci=ci, fixed=fixed, ttft=goodness(obs.prompt, obs.ttft, t),
-               tpot=goodness(obs.in_flight - 1.0, obs.tpot, g), residual_correlation=corr,
-               resamples=resamples, seed=seed)  # fmt: skip
+    return Fit(
+        values=values,
+        ci=ci,
+        fixed=fixed,
+        ttft=goodness(obs.prompt, obs.ttft, t),
+        tpot=goodness(obs.in_flight - 1.0, obs.tpot, g),
+        residual_correlation=corr,
+        resamples=resamples,
+        seed=seed,
+    )

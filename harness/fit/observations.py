@@ -146,8 +146,16 @@ def observations(records: Iterable[Record], file: str = "requests.jsonl") -> Obs
     arr = np.array(rows, dtype=np.float64).reshape(-1, 5)
     s, e = np.sort(np.array(starts)), np.sort(np.array(ends))
     # in service at t: started at or before t, not yet ended (an end at t has left)
-    in_flight = (np.searchsorted(s, arr[:, 4], side="right")
-                 - np.searchsorted(e, arr[:, 4], side="right")).astype(np.float64)  # fmt: skip
-    return Observations(prompt=arr[:, 0], output=arr[:, 1], ttft=arr[:, 2], tpot=arr[:, 3],
-                        in_flight=np.maximum(in_flight, 1.0), cls=tuple(classes),
-                        estimated=estimated, skipped=dict(skipped))  # fmt: skip
+    in_flight = (
+        np.searchsorted(s, arr[:, 4], side="right") - np.searchsorted(e, arr[:, 4], side="right")
+    ).astype(np.float64)
+    return Observations(
+        prompt=arr[:, 0],
+        output=arr[:, 1],
+        ttft=arr[:, 2],
+        tpot=arr[:, 3],
+        in_flight=np.maximum(in_flight, 1.0),
+        cls=tuple(classes),
+        estimated=estimated,
+        skipped=dict(skipped),
+    )

@@ -31,13 +31,24 @@ def _sig(v: float) -> float:
 
 
 def _goodness(g: Goodness) -> dict[str, Any]:
-    return {"n": g.n, "sigma": round(g.sigma, 4), "r2": round(g.r2, 4), "ks": round(g.ks, 4),
-            "ks_limit": round(g.ks_limit, 4), "bias": round(g.bias, 4),
-            "bias_limit": round(g.bias_limit, 4), "ok": g.ok}  # fmt: skip
+    return {
+        "n": g.n,
+        "sigma": round(g.sigma, 4),
+        "r2": round(g.r2, 4),
+        "ks": round(g.ks, 4),
+        "ks_limit": round(g.ks_limit, 4),
+        "bias": round(g.bias, 4),
+        "bias_limit": round(g.bias_limit, 4),
+        "ok": g.ok,
+    }
 
 
-def figures(fit: Fit, obs: Observations, source: dict[str, Any],
-            counts: dict[str, dict[str, dict[str, Any]]] | None) -> dict[str, Any]:  # fmt: skip
+def figures(
+    fit: Fit,
+    obs: Observations,
+    source: dict[str, Any],
+    counts: dict[str, dict[str, dict[str, Any]]] | None,
+) -> dict[str, Any]:
     """What calibrated.json holds (and the YAML's comment block shows)."""
     return {
         "schema_version": SCHEMA_VERSION,
@@ -73,22 +84,31 @@ def figures(fit: Fit, obs: Observations, source: dict[str, Any],
 
 def _comments(fig: dict[str, Any], notes: list[str]) -> str:
     src = fig["source"]
-    lines = [f"Calibrated by `harness {src['command']}` from {src['requests_fitted']} requests "
-             f"({src['where']}).", "The token-aware model: ttft = f (ttft_s + "
-             "ttft_per_prompt_token_s x prompt tokens); tpot = f (tpot_s + tpot_per_in_flight_s "
-             "x (in flight - 1)); f = exp(N(0, sigma)).", f"Fit: {fig['method']['fit']}.",
-             f"CI: {fig['method']['ci']}.", ""]  # fmt: skip
+    lines = [
+        f"Calibrated by `harness {src['command']}` from {src['requests_fitted']} requests "
+        f"({src['where']}).",
+        "The token-aware model: ttft = f (ttft_s + "
+        "ttft_per_prompt_token_s x prompt tokens); tpot = f (tpot_s + tpot_per_in_flight_s "
+        "x (in flight - 1)); f = exp(N(0, sigma)).",
+        f"Fit: {fig['method']['fit']}.",
+        f"CI: {fig['method']['ci']}.",
+        "",
+    ]
     for p, v in fig["parameters"].items():
         ci = "fixed" if v["fixed"] else f"95 % CI [{v['ci'][0]:.4g}, {v['ci'][1]:.4g}]"
         lines.append(f"  {p:<24} {v['value']:<10.4g} {ci}")
     lines += ["", f"Goodness of fit per component (bad: {fig['method']['bad_fit']}):"]
     for name in ("ttft", "tpot"):
         g = fig["goodness"][name]
-        lines.append(f"  {name}  n {g['n']}  r2 {g['r2']:.3f}  ks {g['ks']:.3f} (limit "
-                     f"{g['ks_limit']:.3f})  bias {g['bias']:.3f} (limit {g['bias_limit']:.3f})"
-                     f"  {'ok' if g['ok'] else 'BAD FIT'}")  # fmt: skip
-    lines.append(f"  residual correlation ttft/tpot {fig['goodness']['residual_correlation']:.3f}"
-                 " (1: the jitter is all shared, as the model says)")  # fmt: skip
+        lines.append(
+            f"  {name}  n {g['n']}  r2 {g['r2']:.3f}  ks {g['ks']:.3f} (limit "
+            f"{g['ks_limit']:.3f})  bias {g['bias']:.3f} (limit {g['bias_limit']:.3f})"
+            f"  {'ok' if g['ok'] else 'BAD FIT'}"
+        )
+    lines.append(
+        f"  residual correlation ttft/tpot {fig['goodness']['residual_correlation']:.3f}"
+        " (1: the jitter is all shared, as the model says)"
+    )
     lines += [f"Note: {n}" for n in notes]
     lines.append("All figures: calibrated.json beside this file.")
     out = []

@@ -56,8 +56,10 @@ class ProbePlan:
         if not self.prompt_tokens or min(self.prompt_tokens) < 1:
             raise ValueError("--prompt-tokens: give whole numbers >= 1, e.g. 128,512,2048")
         if self.max_requests < len(self.concurrency) * 2:
-            raise ValueError(f"--max-requests {self.max_requests} is too few for "
-                             f"{len(self.concurrency)} concurrency steps (two per step at least)")  # fmt: skip
+            raise ValueError(
+                f"--max-requests {self.max_requests} is too few for "
+                f"{len(self.concurrency)} concurrency steps (two per step at least)"
+            )
 
     def requests(self) -> list[tuple[int, int]]:
         """(step index, prompt tokens) of every request, in the order they are sent."""
@@ -134,19 +136,30 @@ class _Sse:
             self.usage = usage_tokens(obj.get("usage")) or self.usage
 
 
-async def _one(up: Upstream, tgt: Target, rid: str, prompt: int, plan: ProbePlan
-               ) -> tuple[float, int | None, str, str | None, _Sse, float]:  # fmt: skip
+async def _one(
+    up: Upstream, tgt: Target, rid: str, prompt: int, plan: ProbePlan
+) -> tuple[float, int | None, str, str | None, _Sse, float]:
     """Send one request: (sent, status, outcome, reason, stream, end), perf_counter seconds."""
-    body = {"model": tgt.model, "messages": [{"role": "user", "content": prompt_text(rid, prompt, plan.seed)}],
-            tgt.wire.max_tokens_field: plan.max_tokens, "stream": True,
-            "stream_options": {"include_usage": True}}  # fmt: skip
+    body = {
+        "model": tgt.model,
+        "messages": [{"role": "user", "content": prompt_text(rid, prompt, plan.seed)}],
+        tgt.wire.max_tokens_field: plan.max_tokens,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
     headers = [(k.encode(), v.encode()) for k, v in {**tgt.headers, "x-request-id": rid}.items()]
     sse = _Sse()
     sent = time.perf_counter()
     try:
         async with asyncio.timeout(plan.timeout_s * tgt.time_scale):
-            resp = await up.send("POST", tgt.path, headers, orjson.dumps(body),
-                                 timeout_s=plan.timeout_s * tgt.time_scale, stream=True)  # fmt: skip
+            resp = await up.send(
+                "POST",
+                tgt.path,
+                headers,
+                orjson.dumps(body),
+                timeout_s=plan.timeout_s * tgt.time_scale,
+                stream=True,
+            )
             try:
                 if resp.status != 200:
                     await resp.read()
@@ -173,8 +186,13 @@ async def _one(up: Upstream, tgt: Target, rid: str, prompt: int, plan: ProbePlan
     return sent, 200, "completed", None, sse, end
 
 
-def _record(rid: str, worker: int, got: tuple[float, int | None, str, str | None, _Sse, float],
-            start: float, scale: float) -> dict[str, Any]:  # fmt: skip
+def _record(
+    rid: str,
+    worker: int,
+    got: tuple[float, int | None, str, str | None, _Sse, float],
+    start: float,
+    scale: float,
+) -> dict[str, Any]:
     sent, status, outcome, reason, sse, end = got
 
     def t(x: float) -> float:
@@ -184,15 +202,34 @@ def _record(rid: str, worker: int, got: tuple[float, int | None, str, str | None
     ttft = round((sse.first - sent) / scale, 6) if done and sse.first is not None else None
     gaps = [round(g / scale, 6) for g in sse.gaps] if done else None
     tokens = sse.usage if done else None
-    values = (rid, "probe", "standard", "default", worker, t(sent), t(sent), 0.0, 1, status,
-              outcome, reason, [outcome if reason is None else f"{outcome}:{reason}"], None,
-              ttft, round((end - sent) / scale, 6), t(end), tokens,
-              None if tokens is None else "usage", gaps)  # fmt: skip
+    values = (
+        rid,
+        "probe",
+        "standard",
+        "default",
+        worker,
+        t(sent),
+        t(sent),
+        0.0,
+        1,
+        status,
+        outcome,
+        reason,
+        [outcome if reason is None else f"{outcome}:{reason}"],
+        None,
+        ttft,
+        round((end - sent) / scale, 6),
+        t(end),
+        tokens,
+        None if tokens is None else "usage",
+        gaps,
+    )
     return dict(zip(RECORD_KEYS, values, strict=True))
 
 
-async def probe(up: Upstream, tgt: Target, plan: ProbePlan,
-                on_record: Callable[[dict[str, Any]], None]) -> int:  # fmt: skip
+async def probe(
+    up: Upstream, tgt: Target, plan: ProbePlan, on_record: Callable[[dict[str, Any]], None]
+) -> int:
     """Run the plan; each record goes to ``on_record`` as its request ends. Returns how many
     requests were sent (fewer than planned when ``max_wall_s`` ran out)."""
     start = time.perf_counter()

@@ -180,8 +180,13 @@ def loads(
 ) -> Profile:
     data = text.encode() if isinstance(text, str) else text
     if len(data) > yaml_guard.MAX_BYTES:
-        raise ProfileError(file, None, "", f"larger than {yaml_guard.MAX_BYTES:,} bytes (a "
-                           "profile is a config file; put arrival traces in arrivals.file)")  # fmt: skip
+        raise ProfileError(
+            file,
+            None,
+            "",
+            f"larger than {yaml_guard.MAX_BYTES:,} bytes (a "
+            "profile is a config file; put arrival traces in arrivals.file)",
+        )
     try:
         node = yaml_guard.compose(data.decode("utf-8"))
     except UnicodeDecodeError:

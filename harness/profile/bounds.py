@@ -42,19 +42,25 @@ def check_bounds(p: Profile, err: Err) -> None:
             if ph.until_s > p.duration_s:
                 # An error, not a warning: a run whose load silently stops early would be
                 # attached to a review as if it had carried the whole profile.
-                raise err(f"arrivals.phases.{i}.until_s",
-                          f"{ph.until_s:g} is past duration_s ({p.duration_s:g}): arrivals stop "
-                          "at duration_s, so this phase would be cut short; shorten it or "
-                          "raise duration_s")  # fmt: skip
+                raise err(
+                    f"arrivals.phases.{i}.until_s",
+                    f"{ph.until_s:g} is past duration_s ({p.duration_s:g}): arrivals stop "
+                    "at duration_s, so this phase would be cut short; shorten it or "
+                    "raise duration_s",
+                )
         n = expected_arrivals(p)
         if n > MAX_ARRIVALS:
-            raise err("arrivals.phases",
-                      f"{n:,.0f} arrivals expected (the phases' rates x their lengths); the "
-                      f"limit is {MAX_ARRIVALS:,} (about 210 bytes each in memory)")  # fmt: skip
+            raise err(
+                "arrivals.phases",
+                f"{n:,.0f} arrivals expected (the phases' rates x their lengths); the "
+                f"limit is {MAX_ARRIVALS:,} (about 210 bytes each in memory)",
+            )
     ex = p.engine.executors
     if ex.initial == 0 and not p.engine.scaling.enabled:
-        raise err("engine.executors.initial",
-                  "0 executors and scaling disabled: nothing would ever be served")  # fmt: skip
+        raise err(
+            "engine.executors.initial",
+            "0 executors and scaling disabled: nothing would ever be served",
+        )
     for name, c in p.classes.items():
         if c.prompt_repeat is not None:
             size = len(c.prompt_repeat.text) * c.prompt_repeat.times
@@ -63,8 +69,9 @@ def check_bounds(p: Profile, err: Err) -> None:
             size = len(c.prompt or "")
             where = f"classes.{name}.prompt"
         if size > MAX_PROMPT_CHARS:
-            raise err(where, f"the prompt would be {size:,} characters; the limit is "
-                             f"{MAX_PROMPT_CHARS:,}")  # fmt: skip
+            raise err(
+                where, f"the prompt would be {size:,} characters; the limit is {MAX_PROMPT_CHARS:,}"
+            )
 
 
 def _check_trace(file: str, err: Err) -> None:
@@ -78,5 +85,6 @@ def _check_trace(file: str, err: Err) -> None:
     if not os.access(path, os.R_OK):
         raise err("arrivals.file", f"cannot read trace {file}: permission denied")
     if st.st_size > MAX_TRACE_BYTES:
-        raise err("arrivals.file", f"{file} is {st.st_size:,} bytes; the limit is "
-                                   f"{MAX_TRACE_BYTES:,}")  # fmt: skip
+        raise err(
+            "arrivals.file", f"{file} is {st.st_size:,} bytes; the limit is {MAX_TRACE_BYTES:,}"
+        )

@@ -26,8 +26,14 @@ from harness.profile.thresholds import ThresholdError, parse_threshold
 from harness.profile.walk import Ctx, join
 
 
-def _check_dist_params(ctx: Ctx, obj: Latency | TokenCount, path: str, needed: tuple[str, ...],
-                       allowed: tuple[str, ...], fields: tuple[str, ...]) -> None:  # fmt: skip
+def _check_dist_params(
+    ctx: Ctx,
+    obj: Latency | TokenCount,
+    path: str,
+    needed: tuple[str, ...],
+    allowed: tuple[str, ...],
+    fields: tuple[str, ...],
+) -> None:
     """A distribution's parameters: those its dist needs, optional ones, no others."""
     for name in needed:
         if getattr(obj, name) is None:
@@ -76,9 +82,25 @@ def check_fault(ctx: Ctx, fault: Fault, path: str, *, timeline: bool) -> None:
 _TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")  # an HTTP header name (RFC 9110 token)
 _ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Headers the generator or the proxy set themselves, or that belong to the connection.
-_RESERVED = frozenset(("host", "content-length", "content-type", "transfer-encoding",
-                       "connection", "keep-alive", "te", "trailer", "upgrade", "expect",
-                       "x-class", "x-priority", "x-tenant", "x-key", "x-request-id"))  # fmt: skip
+_RESERVED = frozenset(
+    (
+        "host",
+        "content-length",
+        "content-type",
+        "transfer-encoding",
+        "connection",
+        "keep-alive",
+        "te",
+        "trailer",
+        "upgrade",
+        "expect",
+        "x-class",
+        "x-priority",
+        "x-tenant",
+        "x-key",
+        "x-request-id",
+    )
+)
 
 
 def check_wire(ctx: Ctx, w: Wire) -> None:
@@ -86,7 +108,9 @@ def check_wire(ctx: Ctx, w: Wire) -> None:
     if not _TOKEN.match(a.header) or a.header.lower() in _RESERVED:
         raise ctx.err("wire.auth.header", f"not a header name this tool can send: {a.header!r}")
     if a.scheme is not None and not _TOKEN.match(a.scheme):
-        raise ctx.err("wire.auth.scheme", f"a single word such as Bearer, or null; got {a.scheme!r}")
+        raise ctx.err(
+            "wire.auth.scheme", f"a single word such as Bearer, or null; got {a.scheme!r}"
+        )
     if a.env is not None and not _ENV.match(a.env):
         raise ctx.err("wire.auth.env", f"not an environment variable name: {a.env!r}")
     for name, v in w.headers.items():
@@ -100,8 +124,10 @@ def check_wire(ctx: Ctx, w: Wire) -> None:
     for name in w.query:
         if not name:
             raise ctx.err("wire.query", "a query parameter needs a name")
-    for where, v in [*((f"wire.headers.{k}", v) for k, v in w.headers.items()),
-                     *((f"wire.query.{k}", v) for k, v in w.query.items())]:  # fmt: skip
+    for where, v in [
+        *((f"wire.headers.{k}", v) for k, v in w.headers.items()),
+        *((f"wire.query.{k}", v) for k, v in w.query.items()),
+    ]:
         if isinstance(v, FromEnv) and not _ENV.match(v.env):
             raise ctx.err(f"{where}.env", f"not an environment variable name: {v.env!r}")
 
@@ -114,12 +140,15 @@ def check_trace_options(ctx: Ctx, p: Profile) -> None:
     if t is None:
         return
     if a.format == "csv":
-        raise ctx.err("arrivals.trace", "options for format: azure, burstgpt or mooncake "
-                                        "(the csv reader takes none)")  # fmt: skip
+        raise ctx.err(
+            "arrivals.trace",
+            "options for format: azure, burstgpt or mooncake (the csv reader takes none)",
+        )
     w = t.window_s
     if w is not None and (len(w) != 2 or not 0 <= w[0] < w[1]):
-        raise ctx.err("arrivals.trace.window_s", f"expected [start, end] with 0 <= start < end, "
-                                                 f"got {list(w)}")  # fmt: skip
+        raise ctx.err(
+            "arrivals.trace.window_s", f"expected [start, end] with 0 <= start < end, got {list(w)}"
+        )
     if t.speedup is not None and t.rate_per_s is not None:
         raise ctx.err("arrivals.trace.rate_per_s", "give speedup or rate_per_s, not both")
     rule, where = t.classes, "arrivals.trace.classes"
@@ -127,14 +156,21 @@ def check_trace_options(ctx: Ctx, p: Profile) -> None:
         return
     by_name = rule.by != "prompt_tokens"
     if by_name and a.format != "burstgpt":
-        raise ctx.err(f"{where}.by", f"a {a.format} trace has no {rule.by} column "
-                                     "(by: prompt_tokens works with every format)")  # fmt: skip
+        raise ctx.err(
+            f"{where}.by",
+            f"a {a.format} trace has no {rule.by} column "
+            "(by: prompt_tokens works with every format)",
+        )
     if by_name and (rule.bins or not rule.map):
-        raise ctx.err(f"{where}.map", f"by: {rule.by} maps names with map: (bins are for "
-                                      "by: prompt_tokens)")  # fmt: skip
+        raise ctx.err(
+            f"{where}.map", f"by: {rule.by} maps names with map: (bins are for by: prompt_tokens)"
+        )
     if not by_name and (rule.map or not rule.bins):
-        raise ctx.err(f"{where}.bins", "by: prompt_tokens needs bins: [{max: N, class: C}, "
-                                       "..., {max: null, class: C}] (map is for names)")  # fmt: skip
+        raise ctx.err(
+            f"{where}.bins",
+            "by: prompt_tokens needs bins: [{max: N, class: C}, "
+            "..., {max: null, class: C}] (map is for names)",
+        )
     for k, c in rule.map.items():
         if c not in p.classes:
             raise ctx.err(f"{where}.map.{k}", f"unknown class {c!r}")
@@ -155,24 +191,32 @@ def check_scaling(ctx: Ctx, p: Profile) -> None:
     if not sc.enabled:
         return
     if sc.min_replicas > sc.max_replicas:
-        raise ctx.err("engine.scaling.min_replicas",
-                      f"{sc.min_replicas} is above max_replicas ({sc.max_replicas})")  # fmt: skip
+        raise ctx.err(
+            "engine.scaling.min_replicas",
+            f"{sc.min_replicas} is above max_replicas ({sc.max_replicas})",
+        )
     initial = p.engine.executors.initial
     if not sc.min_replicas <= initial <= sc.max_replicas:
-        raise ctx.err("engine.executors.initial",
-                      f"{initial} is outside engine.scaling's replica range "
-                      f"[{sc.min_replicas}, {sc.max_replicas}]")  # fmt: skip
+        raise ctx.err(
+            "engine.executors.initial",
+            f"{initial} is outside engine.scaling's replica range "
+            f"[{sc.min_replicas}, {sc.max_replicas}]",
+        )
     if sc.scrape_phase_s is not None and sc.scrape_phase_s >= sc.scrape_interval_s:
-        raise ctx.err("engine.scaling.scrape_phase_s",
-                      f"{sc.scrape_phase_s:g} is not below scrape_interval_s "
-                      f"({sc.scrape_interval_s:g}): an offset within one interval")  # fmt: skip
+        raise ctx.err(
+            "engine.scaling.scrape_phase_s",
+            f"{sc.scrape_phase_s:g} is not below scrape_interval_s "
+            f"({sc.scrape_interval_s:g}): an offset within one interval",
+        )
     for name, ceiling in sc.ceilings.replicas(p.engine.executors.jobs_per_executor):
         check_ceiling(ctx, p, f"engine.scaling.ceilings.{name}", ceiling)
     for direction in ("scale_up", "scale_down"):
         rules = getattr(sc.behavior, direction)
         if rules.policies is not None and not rules.policies and rules.select_policy != "Disabled":
-            raise ctx.err(f"engine.scaling.behavior.{direction}.policies",
-                          "an empty list allows no change; say select_policy: Disabled")  # fmt: skip
+            raise ctx.err(
+                f"engine.scaling.behavior.{direction}.policies",
+                "an empty list allows no change; say select_policy: Disabled",
+            )
 
 
 def check_ceiling(ctx: Ctx, p: Profile, where: str, ceiling: int) -> None:
@@ -183,8 +227,11 @@ def check_ceiling(ctx: Ctx, p: Profile, where: str, ceiling: int) -> None:
     if sc.min_replicas > ceiling:
         raise ctx.err(where, f"allows {ceiling} replicas, below min_replicas ({sc.min_replicas})")
     if p.engine.executors.initial > ceiling:
-        raise ctx.err(where, f"allows {ceiling} replicas, below engine.executors.initial "
-                             f"({p.engine.executors.initial})")  # fmt: skip
+        raise ctx.err(
+            where,
+            f"allows {ceiling} replicas, below engine.executors.initial "
+            f"({p.engine.executors.initial})",
+        )
 
 
 def check_cost(ctx: Ctx, p: Profile) -> None:
@@ -202,13 +249,16 @@ def check_cost(ctx: Ctx, p: Profile) -> None:
             raise ctx.err(f"engine.cost.per_call.{name}", "a price must be >= 0")
     sc = p.engine.scaling
     if sc.enabled and cost.per_replica_hour > 0:
-        check_ceiling(ctx, p, "engine.cost.budget_per_hour",
-                      int(cost.budget_per_hour / cost.per_replica_hour))
+        check_ceiling(
+            ctx, p, "engine.cost.budget_per_hour", int(cost.budget_per_hour / cost.per_replica_hour)
+        )
     floor = sc.min_replicas if sc.enabled else p.engine.executors.initial
     if floor * cost.per_replica_hour > cost.budget_per_hour:
-        raise ctx.err("engine.cost.budget_per_hour",
-                      f"{cost.budget_per_hour:g} per hour does not pay for {floor} replicas at "
-                      f"{cost.per_replica_hour:g} each")  # fmt: skip
+        raise ctx.err(
+            "engine.cost.budget_per_hour",
+            f"{cost.budget_per_hour:g} per hour does not pay for {floor} replicas at "
+            f"{cost.per_replica_hour:g} each",
+        )
 
 
 def check_review(ctx: Ctx, p: Profile) -> None:

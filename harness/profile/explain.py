@@ -106,7 +106,9 @@ class _CommentingDumper(yaml.SafeDumper):
 
     def expect_block_sequence_item(self, first: bool = False) -> None:
         event = self.event
-        if isinstance(event, MappingStartEvent) and not (event.flow_style or self.check_empty_mapping()):
+        if isinstance(event, MappingStartEvent) and not (
+            event.flow_style or self.check_empty_mapping()
+        ):
             self._comment()
             self._taken = True
         super().expect_block_sequence_item(first)

@@ -22,20 +22,36 @@ class ThresholdError(ValueError):
 _PATH = r"[A-Za-z_][A-Za-z0-9_\-]*(?:\.[A-Za-z0-9_\-]+)*"
 _NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 _RE = re.compile(
-    rf"^\s*(?P<num>{_PATH})\s*(?:/\s*(?P<den>{_PATH})\s*)?(?P<op><=|>=|==|!=|<|>)\s*(?P<value>{_NUM})\s*$"
+    rf"^\s*(?P<num>{_PATH})\s*(?:/\s*(?P<den>{_PATH})\s*)?"
+    rf"(?P<op><=|>=|==|!=|<|>)\s*(?P<value>{_NUM})\s*$"
 )
 
 _STATS = {"mean", "p50", "p90", "p95", "p99", "max", "min", "count"}
 _COUNTS = {
-    "arrivals", "admitted", "rejected", "completed", "failed", "expired", "in_flight_at_end",
-    "slo_breach", "scheduled", "dropped_by_generator", "attempts", "cancelled",
-    "client_retries", "upstream_retries",
-}  # fmt: skip
+    "arrivals",
+    "admitted",
+    "rejected",
+    "completed",
+    "failed",
+    "expired",
+    "in_flight_at_end",
+    "slo_breach",
+    "scheduled",
+    "dropped_by_generator",
+    "attempts",
+    "cancelled",
+    "client_retries",
+    "upstream_retries",
+}
 # The shape of summary.json, for path checks: "*" is any key; a set lists the leaf names.
 _SHAPE: dict[str, Any] = {
-    "counts": {**{k: None for k in _COUNTS}, "rejected_by_reason": {"*": None},
-               "failed_by_reason": {"*": None}, "expired_by_reason": {"*": None},
-               "in_flight_at_end_by_state": {"*": None}},
+    "counts": {
+        **{k: None for k in _COUNTS},
+        "rejected_by_reason": {"*": None},
+        "failed_by_reason": {"*": None},
+        "expired_by_reason": {"*": None},
+        "in_flight_at_end_by_state": {"*": None},
+    },
     "turnaround_s": {k: None for k in _STATS},
     "proxy_turnaround_s": {k: None for k in _STATS},
     "queue_wait_s": {k: None for k in _STATS},
@@ -45,30 +61,68 @@ _SHAPE: dict[str, Any] = {
     "tokens": {"prompt": None, "completion": None, "estimated_requests": None},
     "goodput_per_s": None,
     "seed": None,
-    "review": {"reviewed": None, "held_for_review": None, "sla_breaches": None,
-               "reviewers": None, "max_pending": None, "review_wait_s": {k: None for k in _STATS},
-               "before_review_s": {k: None for k in _STATS}},
-    "scaling": {"replicas": {"min": None, "max": None, "mean": None}, "scale_events": None,
-                "evaluations": None, "scale_up_suppressed": None, "seconds_at_ceiling": None, "seconds_at_floor": None,
-                "seconds_blind": None, "replica_seconds": None, "reexecuted": None,
-                "redelivered": None, "duplicate_effects": None, "duplicates_suppressed": None,
-                "executors_killed": None, "busy_while_draining_s": None, "cost_spent": None,
-                "held_for_review": None, "resumed": None, "work_lost_s": None,
-                "by_class": {"*": {"eligible_backlog_mean": None, "eligible_backlog_max": None,
-                                   "deadline_met": None}},
-                "cost_per_completed": None},
-    "generator": {"offered_rate_per_s": None, "achieved_rate_per_s": None, "span_s": None,
-                  "schedule_lag_s": {k: None for k in _STATS}, "dropped": None,
-                  "unsent": None, "lateness_p99_limit_s": None,
-                  "lateness_p99_limit_wall_s": None, "max_in_flight": None, "workers": None,
-                  "max_requests": None},
+    "review": {
+        "reviewed": None,
+        "held_for_review": None,
+        "sla_breaches": None,
+        "reviewers": None,
+        "max_pending": None,
+        "review_wait_s": {k: None for k in _STATS},
+        "before_review_s": {k: None for k in _STATS},
+    },
+    "scaling": {
+        "replicas": {"min": None, "max": None, "mean": None},
+        "scale_events": None,
+        "evaluations": None,
+        "scale_up_suppressed": None,
+        "seconds_at_ceiling": None,
+        "seconds_at_floor": None,
+        "seconds_blind": None,
+        "replica_seconds": None,
+        "reexecuted": None,
+        "redelivered": None,
+        "duplicate_effects": None,
+        "duplicates_suppressed": None,
+        "executors_killed": None,
+        "busy_while_draining_s": None,
+        "cost_spent": None,
+        "held_for_review": None,
+        "resumed": None,
+        "work_lost_s": None,
+        "by_class": {
+            "*": {"eligible_backlog_mean": None, "eligible_backlog_max": None, "deadline_met": None}
+        },
+        "cost_per_completed": None,
+    },
+    "generator": {
+        "offered_rate_per_s": None,
+        "achieved_rate_per_s": None,
+        "span_s": None,
+        "schedule_lag_s": {k: None for k in _STATS},
+        "dropped": None,
+        "unsent": None,
+        "lateness_p99_limit_s": None,
+        "lateness_p99_limit_wall_s": None,
+        "max_in_flight": None,
+        "workers": None,
+        "max_requests": None,
+    },
     "rates": {"*": None},
-    "trace": {"arrivals": None, "prompt_tokens": None, "output_tokens": None,
-              "completed": {"requests": None, "prompt_tokens": None, "output_tokens": None},
-              "achieved": {"prompt_tokens": None, "output_tokens": None}},
-}  # fmt: skip
-_SHAPE["by_class"] = {"*": {"counts": _SHAPE["counts"], "turnaround_s": _SHAPE["turnaround_s"],
-                            "queue_wait_s": _SHAPE["queue_wait_s"]}}  # fmt: skip
+    "trace": {
+        "arrivals": None,
+        "prompt_tokens": None,
+        "output_tokens": None,
+        "completed": {"requests": None, "prompt_tokens": None, "output_tokens": None},
+        "achieved": {"prompt_tokens": None, "output_tokens": None},
+    },
+}
+_SHAPE["by_class"] = {
+    "*": {
+        "counts": _SHAPE["counts"],
+        "turnaround_s": _SHAPE["turnaround_s"],
+        "queue_wait_s": _SHAPE["queue_wait_s"],
+    }
+}
 _SHAPE["by_priority"] = _SHAPE["by_tenant"] = _SHAPE["by_class"]
 
 

@@ -173,8 +173,11 @@ def build(ctx: Ctx, cls: Any, value: Any, path: str) -> Any:
         raise ctx.err(path, f"expected a mapping, got {_show(value)}")
     hints = _hints(cls)
     # A field's YAML key is its name, or metadata ``key`` where the name is a Python keyword.
-    fields = {f.metadata.get("key", f.name): f for f in dataclasses.fields(cls)
-              if not f.metadata.get("internal")}  # fmt: skip
+    fields = {
+        f.metadata.get("key", f.name): f
+        for f in dataclasses.fields(cls)
+        if not f.metadata.get("internal")
+    }
     for key in value:
         if key not in fields:
             known = ", ".join(fields)

@@ -45,8 +45,9 @@ class GuardedLoader(yaml.SafeLoader):
     def _count(self, n: int, mark: Any) -> None:
         self._expanded += n
         if self._expanded > MAX_NODES:
-            raise self._refuse(f"more than {MAX_NODES:,} values once aliases are expanded "
-                               "(a YAML bomb?)", mark)  # fmt: skip
+            raise self._refuse(
+                f"more than {MAX_NODES:,} values once aliases are expanded (a YAML bomb?)", mark
+            )
 
     def _reached(self, height: int, mark: Any) -> None:
         """A child of this height was composed at the current depth."""

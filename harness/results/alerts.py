@@ -7,8 +7,8 @@ small state machine walks those values like a Prometheus rule with a ``for:`` cl
 - ``oldest_age_s``: the line's ``oldest_age_s``.
 - ``rejection_rate``: sum(rejected) / sum(arrivals) over the lines ``t - window_s < t' <= t``
   (the window ``[t+1-window_s, t+1)``); no arrivals in the window gives 0.
-- ``turnaround_p95_s``: the p95 (linear interpolation, as in summary.json; see quantiles.py) of the turnarounds
-  of requests that completed in ``[t+1-window_s, t+1)``; no completions gives no value.
+- ``turnaround_p95_s``: the p95 (linear interpolation, as in summary.json; see quantiles.py) of the
+  turnarounds of requests that completed in ``[t+1-window_s, t+1)``; no completions gives no value.
 
 A second is *breaching* when its value exists and is ``> threshold``. An alert fires at the
 first second at which the breach has held continuously for ``for_s`` seconds (``for_s = 0``:

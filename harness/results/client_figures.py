@@ -24,15 +24,26 @@ def _tally(recs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     by = Counter(r["outcome"] for r in recs)
     rejected = by["rejected"]
     sent = len(recs) - by["dropped"]
-    return {"counts": {"arrivals": sent, "admitted": sent - rejected, "rejected": rejected,
-            "completed": by["completed"], "failed": by["failed"], "expired": by["expired"]},
-            "turnaround_s": percentiles([r["latency_s"] for r in recs if r["outcome"] == "completed"]),
-            "queue_wait_s": percentiles(_waits(recs))}  # fmt: skip
+    return {
+        "counts": {
+            "arrivals": sent,
+            "admitted": sent - rejected,
+            "rejected": rejected,
+            "completed": by["completed"],
+            "failed": by["failed"],
+            "expired": by["expired"],
+        },
+        "turnaround_s": percentiles([r["latency_s"] for r in recs if r["outcome"] == "completed"]),
+        "queue_wait_s": percentiles(_waits(recs)),
+    }
 
 
 def _waits(recs: Iterable[Mapping[str, Any]]) -> list[float]:
-    return [r["queue_wait_s"] for r in recs if r["queue_wait_s"] is not None and r["outcome"] in ("completed",
-            "failed")]  # fmt: skip
+    return [
+        r["queue_wait_s"]
+        for r in recs
+        if r["queue_wait_s"] is not None and r["outcome"] in ("completed", "failed")
+    ]
 
 
 def client_counts(recs: Sequence[Mapping[str, Any]], slo_s: float) -> dict[str, Any]:
@@ -42,13 +53,23 @@ def client_counts(recs: Sequence[Mapping[str, Any]], slo_s: float) -> dict[str, 
     expired = Counter(r["reason"] or "deadline" for r in recs if r["outcome"] == "expired")
     sent = len(recs) - by["dropped"]
     slow = sum(1 for r in recs if r["outcome"] == "completed" and r["latency_s"] > slo_s)
-    return {"scheduled": len(recs), "arrivals": sent, "admitted": sent - by["rejected"],
-            "rejected": by["rejected"], "rejected_by_reason": dict(sorted(rej.items())),
-            "completed": by["completed"], "failed": by["failed"],
-            "failed_by_reason": dict(sorted(fail.items())), "expired": by["expired"],
-            "expired_by_reason": dict(sorted(expired.items())), "in_flight_at_end": by["in_flight"], "slo_breach": slow,
-            "dropped_by_generator": by["dropped"], "attempts": sum(r["attempts"] for r in recs),
-            "cancelled": fail.get("cancelled", 0)}  # fmt: skip
+    return {
+        "scheduled": len(recs),
+        "arrivals": sent,
+        "admitted": sent - by["rejected"],
+        "rejected": by["rejected"],
+        "rejected_by_reason": dict(sorted(rej.items())),
+        "completed": by["completed"],
+        "failed": by["failed"],
+        "failed_by_reason": dict(sorted(fail.items())),
+        "expired": by["expired"],
+        "expired_by_reason": dict(sorted(expired.items())),
+        "in_flight_at_end": by["in_flight"],
+        "slo_breach": slow,
+        "dropped_by_generator": by["dropped"],
+        "attempts": sum(r["attempts"] for r in recs),
+        "cancelled": fail.get("cancelled", 0),
+    }
 
 
 def lateness_wall_limit(limit_s: float, time_scale: float) -> float:
@@ -83,10 +104,12 @@ def tokens_source(done: Iterable[Mapping[str, Any]]) -> str | None:
 
 def token_totals(done: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     toks = [r for r in done if r.get("tokens") is not None]
-    return {"prompt": sum(int(r["tokens"].get("prompt") or 0) for r in toks),
-            "completion": sum(int(r["tokens"].get("completion") or 0) for r in toks),
-            "source": tokens_source(toks),
-            "estimated_requests": sum(1 for r in toks if r.get("tokens_source") != "usage")}  # fmt: skip
+    return {
+        "prompt": sum(int(r["tokens"].get("prompt") or 0) for r in toks),
+        "completion": sum(int(r["tokens"].get("completion") or 0) for r in toks),
+        "source": tokens_source(toks),
+        "estimated_requests": sum(1 for r in toks if r.get("tokens_source") != "usage"),
+    }
 
 
 def trace_figures(
@@ -101,11 +124,19 @@ def trace_figures(
     usage, or the ~4 characters a token estimate, as ``source`` says)."""
     done = [r for r in recs if r["outcome"] == "completed"]
     got = token_totals(done)
-    achieved = {"prompt_tokens": got["prompt"], "output_tokens": got["completion"],
-                "source": got["source"]}  # fmt: skip
+    achieved = {
+        "prompt_tokens": got["prompt"],
+        "output_tokens": got["completion"],
+        "source": got["source"],
+    }
     if rows is None:
-        return {"arrivals": None, "prompt_tokens": None, "output_tokens": None,
-                "completed": None, "achieved": achieved}  # fmt: skip
+        return {
+            "arrivals": None,
+            "prompt_tokens": None,
+            "output_tokens": None,
+            "completed": None,
+            "achieved": achieved,
+        }
 
     def totals(of: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
         picked = [rows[int(r["id"][2:]) - 1] for r in of]
@@ -113,10 +144,17 @@ def trace_figures(
 
     prompt, output = totals(recs)
     done_prompt, done_output = totals(done)
-    return {"arrivals": len(recs), "prompt_tokens": prompt, "output_tokens": output,
-            "completed": {"requests": len(done), "prompt_tokens": done_prompt,
-                          "output_tokens": done_output},
-            "achieved": achieved}  # fmt: skip
+    return {
+        "arrivals": len(recs),
+        "prompt_tokens": prompt,
+        "output_tokens": output,
+        "completed": {
+            "requests": len(done),
+            "prompt_tokens": done_prompt,
+            "output_tokens": done_output,
+        },
+        "achieved": achieved,
+    }
 
 
 def offered_span(
@@ -149,15 +187,21 @@ def request_figures(
         for p in sorted({r["priority"] for r in recs})
     }
     by_tenant = {
-        t: _tally([r for r in recs if r["tenant"] == t]) for t in sorted({r["tenant"] for r in recs})
+        t: _tally([r for r in recs if r["tenant"] == t])
+        for t in sorted({r["tenant"] for r in recs})
     }
     gaps = sorted(g for r in done for g in r.get("itl_s") or ())
-    return {"turnaround_s": percentiles([r["latency_s"] for r in done]),
-            "queue_wait_s": percentiles(_waits(recs)),
-            **summ.token_fields(ttft, [(g, 1) for g in gaps], tokens["completion"], span),
-            "tokens": tokens, "tokens_source": tokens["source"],
-            "goodput_per_s": round(good / span, 4), "by_class": by_class, "by_priority": by_prio,
-            "by_tenant": by_tenant}  # fmt: skip
+    return {
+        "turnaround_s": percentiles([r["latency_s"] for r in done]),
+        "queue_wait_s": percentiles(_waits(recs)),
+        **summ.token_fields(ttft, [(g, 1) for g in gaps], tokens["completion"], span),
+        "tokens": tokens,
+        "tokens_source": tokens["source"],
+        "goodput_per_s": round(good / span, 4),
+        "by_class": by_class,
+        "by_priority": by_prio,
+        "by_tenant": by_tenant,
+    }
 
 
 def generator_figures(
@@ -178,14 +222,19 @@ def generator_figures(
     limit = profile.generator.lateness_p99_limit_s
     wall_limit = lateness_wall_limit(limit, scale)
     saturated = counts["dropped_by_generator"] > 0 or (lag["p99"] or 0.0) * scale > wall_limit
-    block = {"offered_rate_per_s": round(offered / window, 4),
-             "achieved_rate_per_s": round(counts["arrivals"] / window, 4),
-             "span_s": round(window, 6), "max_requests": live.get("max_requests"),
-             "schedule_lag_s": lag, "lateness_p99_limit_s": limit,
-             "lateness_p99_limit_wall_s": round(wall_limit, 6),
-             "dropped": counts["dropped_by_generator"], "unsent": max(0, scheduled - len(recs)),
-             "max_in_flight": profile.generator.max_in_flight,
-             "workers": live.get("workers", 0)}  # fmt: skip
+    block = {
+        "offered_rate_per_s": round(offered / window, 4),
+        "achieved_rate_per_s": round(counts["arrivals"] / window, 4),
+        "span_s": round(window, 6),
+        "max_requests": live.get("max_requests"),
+        "schedule_lag_s": lag,
+        "lateness_p99_limit_s": limit,
+        "lateness_p99_limit_wall_s": round(wall_limit, 6),
+        "dropped": counts["dropped_by_generator"],
+        "unsent": max(0, scheduled - len(recs)),
+        "max_in_flight": profile.generator.max_in_flight,
+        "workers": live.get("workers", 0),
+    }
     return block, saturated
 
 
@@ -214,20 +263,28 @@ def live_summary(
     cons = summ.conservation(counts, "live")
     cons["violations"] += violations
     cons["ok"] = not cons["violations"]
-    generator, saturated = generator_figures(recs, counts, profile, scheduled=scheduled,
-                                             complete=complete, window=window, live=live)  # fmt: skip
+    generator, saturated = generator_figures(
+        recs, counts, profile, scheduled=scheduled, complete=complete, window=window, live=live
+    )
     summary: dict[str, Any] = {
-        **summ.header(profile, "live", seed, complete), "counts": counts, "conservation": cons,
+        **summ.header(profile, "live", seed, complete),
+        "counts": counts,
+        "conservation": cons,
         **request_figures(recs, profile, max(end, 1e-9)),
-        "scaling": (proxy or {}).get("scaling") or summ.no_scaling(), "alerts": alerts,
-        "generator": generator, "generator_saturated": saturated, "duration_s": round(end, 3),
+        "scaling": (proxy or {}).get("scaling") or summ.no_scaling(),
+        "alerts": alerts,
+        "generator": generator,
+        "generator_saturated": saturated,
+        "duration_s": round(end, 3),
         "live": dict(live),
-    }  # fmt: skip
+    }
     summary["review"] = None  # the review stage runs in the proxy's engine
     if proxy is not None:
         summary["proxy_turnaround_s"] = proxy.get("proxy_turnaround_s") or proxy.get("turnaround_s")
-        summary["proxy"] = {k: proxy.get(k) for k in ("complete", "counts", "conservation",
-                "turnaround_s", "queue_wait_s")}  # fmt: skip
+        summary["proxy"] = {
+            k: proxy.get(k)
+            for k in ("complete", "counts", "conservation", "turnaround_s", "queue_wait_s")
+        }
         summary["review"] = proxy.get("review")
     if trace is not None:
         summary["trace"] = dict(trace)
@@ -243,16 +300,27 @@ def live_contract(summary: dict[str, Any], proxy: Mapping[str, Any] | None) -> N
     counts = summary["counts"]
     counts["client_retries"] = counts["attempts"] - counts["arrivals"]
     summary["unavailable"] = {}
-    contract.unavailable(summary, "counts.in_flight_at_end_by_state", "the generator's records do "
-                     "not say where an unanswered request was (queued or running); the proxy's "
-                     "view is proxy.counts.in_flight_at_end_by_state")  # fmt: skip
+    contract.unavailable(
+        summary,
+        "counts.in_flight_at_end_by_state",
+        "the generator's records do "
+        "not say where an unanswered request was (queued or running); the proxy's "
+        "view is proxy.counts.in_flight_at_end_by_state",
+    )
     retries = ((proxy or {}).get("counts") or {}).get("upstream_retries")
     if proxy is None:
-        contract.unavailable(summary, "counts.upstream_retries", "no proxy ran (--no-proxy): no "
-                         "engine retried the upstream, and the target's own retries are not "
-                         "seen")  # fmt: skip
+        contract.unavailable(
+            summary,
+            "counts.upstream_retries",
+            "no proxy ran (--no-proxy): no "
+            "engine retried the upstream, and the target's own retries are not "
+            "seen",
+        )
     elif retries is None:
-        contract.unavailable(summary, "counts.upstream_retries", "the proxy's summary does not "
-                         "count its retries of the upstream")  # fmt: skip
+        contract.unavailable(
+            summary,
+            "counts.upstream_retries",
+            "the proxy's summary does not count its retries of the upstream",
+        )
     else:
         counts["upstream_retries"] = int(retries)

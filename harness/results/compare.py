@@ -203,8 +203,17 @@ def load_result(path: Path) -> Result:
     raise CompareError(f"{path}: not a summary, aggregate or sweep (no counts, metrics or points)")
 
 
-_SECTIONS = ("counts", "turnaround_s", "queue_wait_s", "proxy_turnaround_s", "ttft_s", "itl_s",
-             "scaling", "goodput_per_s", "output_tokens_per_s")  # fmt: skip
+_SECTIONS = (
+    "counts",
+    "turnaround_s",
+    "queue_wait_s",
+    "proxy_turnaround_s",
+    "ttft_s",
+    "itl_s",
+    "scaling",
+    "goodput_per_s",
+    "output_tokens_per_s",
+)
 
 
 def _leaves(node: Any, prefix: str) -> Iterable[tuple[str, float]]:
@@ -254,8 +263,15 @@ class Row:
 
     def as_dict(self) -> dict[str, Any]:
         b, n = self.text if self.text else (self.base, self.new)
-        return {"figure": self.figure, "base": b, "new": n, "delta": self.delta,
-                "verdict": self.verdict, "tolerance": self.tolerance, "note": self.note}  # fmt: skip
+        return {
+            "figure": self.figure,
+            "base": b,
+            "new": n,
+            "delta": self.delta,
+            "verdict": self.verdict,
+            "tolerance": self.tolerance,
+            "note": self.note,
+        }
 
 
 def judge(fig: Figure, tol: Tolerance, base: list[float], new: list[float], label: str) -> Row:
@@ -303,17 +319,24 @@ class Comparison:
     def notes(self) -> list[str]:
         b, n = self.base, self.new
         if b.kind == n.kind == "summary" and b.data.get("seed") != n.data.get("seed"):
-            return ["single runs with different seeds: the deltas include seed noise; compare "
-                    "multi-seed aggregates (harness sim --seeds N) to separate it from a change"]  # fmt: skip
+            return [
+                "single runs with different seeds: the deltas include seed noise; compare "
+                "multi-seed aggregates (harness sim --seeds N) to separate it from a change"
+            ]
         return []
 
     def as_dict(self) -> dict[str, Any]:
         def side(r: Result) -> dict[str, Any]:
             return {"path": r.label, "kind": r.kind, "size": r.describe_size()}
 
-        return {"base": side(self.base), "new": side(self.new), "rule": RULE, "notes": self.notes,
-                "rows": [r.as_dict() for r in self.rows],
-                "regressions": [r.figure for r in self.regressions]}  # fmt: skip
+        return {
+            "base": side(self.base),
+            "new": side(self.new),
+            "rule": RULE,
+            "notes": self.notes,
+            "rows": [r.as_dict() for r in self.rows],
+            "regressions": [r.figure for r in self.regressions],
+        }
 
     def to_json(self) -> str:
         return json.dumps(self.as_dict(), indent=2, sort_keys=True) + "\n"
@@ -323,22 +346,34 @@ class Comparison:
         shown = self.rows
         if self.base.kind == "sweep":
             shown = [r for r in self.rows if r.verdict not in ("ok", "n/a")] or self.rows[-1:]
-        lines = [f"**base** `{self.base.label}` ({self.base.describe_size()}) vs "
-                 f"**new** `{self.new.label}` ({self.new.describe_size()})", "",
-                 "| figure | base | new | delta | verdict |", "| --- | --- | --- | --- | --- |"]  # fmt: skip
+        lines = [
+            f"**base** `{self.base.label}` ({self.base.describe_size()}) vs "
+            f"**new** `{self.new.label}` ({self.new.describe_size()})",
+            "",
+            "| figure | base | new | delta | verdict |",
+            "| --- | --- | --- | --- | --- |",
+        ]
         for r in shown:
             b, n = r.text if r.text else (fmt_spread(r.base), fmt_spread(r.new))
             delta = fmt_delta(r.delta, r.base)
             verdict = "**REGRESSION**" if r.verdict == "regression" else r.verdict
             extra = "; ".join(x for x in (r.tolerance and f"tol {r.tolerance}", r.note) if x)
-            lines.append(f"| {r.figure} | {b} | {n} | {delta} | {verdict}"
-                         + (f" ({extra})" if extra else "") + " |")  # fmt: skip
+            lines.append(
+                f"| {r.figure} | {b} | {n} | {delta} | {verdict}"
+                + (f" ({extra})" if extra else "")
+                + " |"
+            )
         if len(shown) < len(self.rows):
             lines += ["", f"{len(self.rows) - len(shown)} more lines within tolerance (see JSON)."]
         lines += [f"\n> note: {note}" for note in self.notes]
         regs = self.regressions
-        lines += ["", f"**{len(regs)} regression{'' if len(regs) == 1 else 's'}**"
-                  + (": " + ", ".join(r.figure for r in regs) if regs else "."), "", f"_{RULE}_"]  # fmt: skip
+        lines += [
+            "",
+            f"**{len(regs)} regression{'' if len(regs) == 1 else 's'}**"
+            + (": " + ", ".join(r.figure for r in regs) if regs else "."),
+            "",
+            f"_{RULE}_",
+        ]
         return "\n".join(lines) + "\n"
 
 
@@ -356,8 +391,10 @@ def compare_results(base: Result, new: Result, tolerances: Mapping[str, Toleranc
             cmp.rows.append(judge(fig, tol(fig), b, n, fig.name))
         return cmp
     if list(base.data.get("params", [])) != list(new.data.get("params", [])):
-        raise CompareError(f"sweeps over different parameters: {base.data.get('params')} vs "
-                           f"{new.data.get('params')}")  # fmt: skip
+        raise CompareError(
+            f"sweeps over different parameters: {base.data.get('params')} vs "
+            f"{new.data.get('params')}"
+        )
     new_points = {json.dumps(p.get("values"), sort_keys=True): p for p in new.data["points"]}
     for bp in base.data["points"]:
         np_ = new_points.get(json.dumps(bp.get("values"), sort_keys=True), {})

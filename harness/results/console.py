@@ -14,8 +14,12 @@ from harness.results.fmt import fmt_short
 def print_summary(console: Console, s: dict[str, Any], folder: Path | None = None) -> None:
     c = s["counts"]
     arrivals = c["arrivals"] or 0
-    t = Table(title=f"{s['profile']['name']} ({s['mode']}, seed {s['seed']})", box=None,
-              show_header=False, title_justify="left")  # fmt: skip
+    t = Table(
+        title=f"{s['profile']['name']} ({s['mode']}, seed {s['seed']})",
+        box=None,
+        show_header=False,
+        title_justify="left",
+    )
     t.add_column(style="bold")
     t.add_column()
     rej = ", ".join(f"{k} {v}" for k, v in c["rejected_by_reason"].items()) or "none"
@@ -23,35 +27,52 @@ def print_summary(console: Console, s: dict[str, Any], folder: Path | None = Non
     frac = f" ({c['rejected'] / arrivals:.1%})" if arrivals else ""
     t.add_row("arrivals", f"{arrivals}  admitted {c['admitted']}  rejected {c['rejected']}{frac}")
     t.add_row("rejected by", rej)
-    t.add_row("outcomes", f"completed {c['completed']}  failed {c['failed']}  expired "
-                          f"{c['expired']}  in flight at end {c['in_flight_at_end']}")  # fmt: skip
+    t.add_row(
+        "outcomes",
+        f"completed {c['completed']}  failed {c['failed']}  expired "
+        f"{c['expired']}  in flight at end {c['in_flight_at_end']}",
+    )
     t.add_row("failed by", fail)
     ta = s["turnaround_s"]
     t.add_row(
-        "turnaround s", "  ".join(f"{k} {fmt_short(ta.get(k))}" for k in ("p50", "p95", "p99", "max"))
+        "turnaround s",
+        "  ".join(f"{k} {fmt_short(ta.get(k))}" for k in ("p50", "p95", "p99", "max")),
     )
     qw = s["queue_wait_s"]
     t.add_row(
-        "queue wait s", "  ".join(f"{k} {fmt_short(qw.get(k))}" for k in ("p50", "p95", "p99", "max"))
+        "queue wait s",
+        "  ".join(f"{k} {fmt_short(qw.get(k))}" for k in ("p50", "p95", "p99", "max")),
     )
     t.add_row("SLO breaches", f"{c['slo_breach']}  goodput {fmt_short(s.get('goodput_per_s'))}/s")
     gen = s.get("generator") or {}
     lag = gen.get("schedule_lag_s") or {}
     if s.get("mode") == "live" and lag.get("p99") is not None:
-        sat = " [bold red]SATURATED: results not trustworthy[/]" if s.get("generator_saturated") else ""
-        t.add_row("generator", f"offered {fmt_short(gen.get('offered_rate_per_s'))}/s  achieved "
-                               f"{fmt_short(gen.get('achieved_rate_per_s'))}/s  lateness p99 "
-                               f"{lag['p99'] * 1000:.2f} ms  dropped {c.get('dropped_by_generator', 0)}"
-                               f"{sat}")  # fmt: skip
+        sat = (
+            " [bold red]SATURATED: results not trustworthy[/]"
+            if s.get("generator_saturated")
+            else ""
+        )
+        t.add_row(
+            "generator",
+            f"offered {fmt_short(gen.get('offered_rate_per_s'))}/s  achieved "
+            f"{fmt_short(gen.get('achieved_rate_per_s'))}/s  lateness p99 "
+            f"{lag['p99'] * 1000:.2f} ms  dropped {c.get('dropped_by_generator', 0)}"
+            f"{sat}",
+        )
         if gen.get("max_requests") is not None:  # rates are over the span actually offered
-            t.add_row("", f"--max-requests {gen['max_requests']}: rates over the "
-                          f"{fmt_short(gen.get('span_s'))} s offered")  # fmt: skip
+            t.add_row(
+                "",
+                f"--max-requests {gen['max_requests']}: rates over the "
+                f"{fmt_short(gen.get('span_s'))} s offered",
+            )
     if s.get("mode") == "live" and s.get("itl_s", {}).get("p50") is not None:
         itl = s["itl_s"]
         t.add_row("ITL s", "  ".join(f"{k} {itl[k]:.4f}" for k in ("p50", "p95", "p99", "max")))
     if s.get("mode") == "live" and s.get("tokens_source") is not None:
-        t.add_row("output tokens", f"{fmt_short(s.get('output_tokens_per_s'))}/s  from "
-                                   f"{s['tokens_source']}")  # fmt: skip
+        t.add_row(
+            "output tokens",
+            f"{fmt_short(s.get('output_tokens_per_s'))}/s  from {s['tokens_source']}",
+        )
     cons = s["conservation"]
     t.add_row(
         "conservation",
@@ -76,6 +97,9 @@ def print_summary(console: Console, s: dict[str, Any], folder: Path | None = Non
     if folder is not None:
         t.add_row("results", str(folder))
     if s.get("mode") == "sim" and s.get("meta", {}).get("compiled") is False:
-        t.add_row("note", "[yellow]hot path running as plain Python (HARNESS_PURE, or the "
-                  "install could not compile it): same results, about 3x slower[/]")  # fmt: skip
+        t.add_row(
+            "note",
+            "[yellow]hot path running as plain Python (HARNESS_PURE, or the "
+            "install could not compile it): same results, about 3x slower[/]",
+        )
     console.print(t)

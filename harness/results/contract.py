@@ -58,33 +58,50 @@ def no_tokens(summary: dict[str, Any], reason: str) -> None:
 
 
 def generator_block(
-    profile: Profile, *, offered: int, achieved: int, span_s: float,
+    profile: Profile,
+    *,
+    offered: int,
+    achieved: int,
+    span_s: float,
     lag: Mapping[str, float | None] | None = None,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """summary.json's ``generator`` as the simulation and the proxy write it: every key the
     live generator writes, its figures for a generator that is virtual time (no lateness,
     nothing dropped) unless ``lag`` says otherwise; the wall clock's figures are filled in
     or named unavailable by the caller."""
     dur = max(profile.duration_s, 1e-9)
-    return {"offered_rate_per_s": round(offered / dur, 4),
-            "achieved_rate_per_s": round(achieved / dur, 4),
-            "span_s": round(span_s, 6), "max_requests": None,
-            "schedule_lag_s": dict(lag) if lag is not None
-            else {"p50": 0.0, "p90": 0.0, "p99": 0.0, "max": 0.0},
-            "lateness_p99_limit_s": profile.generator.lateness_p99_limit_s,
-            "lateness_p99_limit_wall_s": None, "dropped": 0, "unsent": 0,
-            "max_in_flight": profile.generator.max_in_flight, "workers": None}  # fmt: skip
+    return {
+        "offered_rate_per_s": round(offered / dur, 4),
+        "achieved_rate_per_s": round(achieved / dur, 4),
+        "span_s": round(span_s, 6),
+        "max_requests": None,
+        "schedule_lag_s": dict(lag)
+        if lag is not None
+        else {"p50": 0.0, "p90": 0.0, "p99": 0.0, "max": 0.0},
+        "lateness_p99_limit_s": profile.generator.lateness_p99_limit_s,
+        "lateness_p99_limit_wall_s": None,
+        "dropped": 0,
+        "unsent": 0,
+        "max_in_flight": profile.generator.max_in_flight,
+        "workers": None,
+    }
 
 
 def engine_modes(summary: dict[str, Any], mode: str) -> None:
     """What the run core's summary cannot know: in the simulation, the endpoint's usage and
     the wall clock; in the proxy alone, what :func:`proxy_alone` says."""
     if mode == "sim":
-        no_tokens(summary, "the simulation reads no endpoint's usage (a trace's token totals "
-                           "are under trace)")  # fmt: skip
+        no_tokens(
+            summary,
+            "the simulation reads no endpoint's usage (a trace's token totals are under trace)",
+        )
         for key in ("lateness_p99_limit_wall_s", "workers"):
-            unavailable(summary, f"generator.{key}", "the simulation's arrivals run in virtual "
-                        "time: no wall clock, no generator processes")  # fmt: skip
+            unavailable(
+                summary,
+                f"generator.{key}",
+                "the simulation's arrivals run in virtual "
+                "time: no wall clock, no generator processes",
+            )
     else:
         proxy_alone(summary)
 
@@ -92,11 +109,14 @@ def engine_modes(summary: dict[str, Any], mode: str) -> None:
 def proxy_alone(summary: dict[str, Any]) -> None:
     """The figures the proxy alone cannot know: its callers' retries, the generator's
     timing (it sees arrivals, not the schedule they kept) and the answers' usage."""
-    unavailable(summary, "counts.client_retries", "the proxy sees attempts, not callers: a "
-                "caller's retry is one more arrival to it (harness run counts them)")  # fmt: skip
+    unavailable(
+        summary,
+        "counts.client_retries",
+        "the proxy sees attempts, not callers: a "
+        "caller's retry is one more arrival to it (harness run counts them)",
+    )
     not_seen = "the proxy alone does not see the load generator (harness run does)"
     for key in ("schedule_lag_s", "lateness_p99_limit_wall_s", "dropped", "unsent", "workers"):
         unavailable(summary, f"generator.{key}", not_seen)
     unavailable(summary, "generator_saturated", not_seen)
-    no_tokens(summary, "the proxy does not read its answers' usage (harness run's generator "
-                       "does)")  # fmt: skip
+    no_tokens(summary, "the proxy does not read its answers' usage (harness run's generator does)")

@@ -101,9 +101,7 @@ def mean_sd(xs: Sequence[float]) -> tuple[float, float]:
     return m, math.sqrt(math.fsum((x - m) ** 2 for x in xs) / (n - 1))
 
 
-def moving_blocks(
-    n: int, block: int, reps: int, rng: random.Random
-) -> list[list[int]]:
+def moving_blocks(n: int, block: int, reps: int, rng: random.Random) -> list[list[int]]:
     """``reps`` resamples of window indices 0..n-1, each made of blocks of ``block``
     consecutive windows drawn with replacement (Kunsch 1989) and cut to n."""
     starts = max(1, n - block + 1)
@@ -117,9 +115,7 @@ def moving_blocks(
     return out
 
 
-def bootstrap_p(
-    replicates: Sequence[float], beyond: Callable[[float], bool]
-) -> float:
+def bootstrap_p(replicates: Sequence[float], beyond: Callable[[float], bool]) -> float:
     """A percentile-bootstrap p-value: the share of replicates NOT beyond the bound, with the
     +1 correction (never 0)."""
     miss = sum(1 for r in replicates if not beyond(r))

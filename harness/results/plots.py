@@ -15,10 +15,16 @@ from typing import Any
 TIERS = (("critical", "#d62728"), ("standard", "#1f77b4"), ("batch", "#9aa0a6"))
 # Faults in muted hues; red and orange are kept for alerts (page, warn).
 FAULT_COLORS = {
-    "latency": "#17becf", "status": "#8c564b", "rate_limit": "#e377c2", "hang": "#7f7f7f",
-    "reset": "#bcbd22", "stream_error": "#1f77b4", "truncate": "#2ca02c",
-    "metrics_outage": "#9467bd", "ack_loss": "#c49c94",
-}  # fmt: skip
+    "latency": "#17becf",
+    "status": "#8c564b",
+    "rate_limit": "#e377c2",
+    "hang": "#7f7f7f",
+    "reset": "#bcbd22",
+    "stream_error": "#1f77b4",
+    "truncate": "#2ca02c",
+    "metrics_outage": "#9467bd",
+    "ack_loss": "#c49c94",
+}
 SEVERITY_COLORS = {"page": "#d62728", "warn": "#ff9f1c"}
 REASON_COLORS = ("#d62728", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf")
 
@@ -252,10 +258,18 @@ def _replicas_panel(ax: Any, t: list[float], timeline: Sequence[Mapping[str, Any
         label="ready",
     )
     if any("replicas_draining" in line for line in timeline):  # scaling on
-        ax.step(t, [_num(line.get("replicas_draining")) for line in timeline], where="post",
-                color="#7f7f7f", ls=":", label="draining")  # fmt: skip
+        ax.step(
+            t,
+            [_num(line.get("replicas_draining")) for line in timeline],
+            where="post",
+            color="#7f7f7f",
+            ls=":",
+            label="draining",
+        )
         # Seconds when the signals were unknown (a metrics outage): the autoscaler was blind.
-        blind = [x for x, line in zip(t, timeline, strict=True) if line.get("signals_known") is False]
+        blind = [
+            x for x, line in zip(t, timeline, strict=True) if line.get("signals_known") is False
+        ]
         if blind:
             ax.plot(blind, [0.0] * len(blind), "|", color="#d62728", ms=8, label="blind")
 
@@ -308,8 +322,14 @@ def plot_sweep(sweep: Mapping[str, Any], out: Path, objective: str, constraints:
         titles.append(f"{'objective' if i == 0 else 'constraint'}: {expr}")
         if op is not None and limit is not None:
             limits.append((op, limit))
-    fig, axes = plt.subplots(len(panels), 1, sharex=True, figsize=(10, 2.9 * len(panels) + 0.8),
-                             layout="constrained", squeeze=False)  # fmt: skip
+    fig, axes = plt.subplots(
+        len(panels),
+        1,
+        sharex=True,
+        figsize=(10, 2.9 * len(panels) + 0.8),
+        layout="constrained",
+        squeeze=False,
+    )
     seeds = len(sweep.get("seeds") or []) or (points[0].get("seeds") if points else "?")
     fig.suptitle(f"sweep of {', '.join(params) or '?'} ({seeds} seeds per point)", fontsize=12)
     rec = _get(sweep, "recommendation", "values")
@@ -328,9 +348,15 @@ def plot_sweep(sweep: Mapping[str, Any], out: Path, objective: str, constraints:
             color = "#1f77b4" if g is None else cmap(gi / max(1, len(groups) - 1))
             label = "median over seeds" if g is None else f"{params[1].rsplit('.', 1)[-1]}={g}"
             ax.plot(xs, med, marker="o", ms=3, color=color, label=label)
-            ax.fill_between(xs, [_num(m.get("p05")) for m in ms], [_num(m.get("p95")) for m in ms],
-                            color=color, alpha=0.18, lw=0,
-                            label="p05-p95 over seeds" if gi == 0 else None)  # fmt: skip
+            ax.fill_between(
+                xs,
+                [_num(m.get("p05")) for m in ms],
+                [_num(m.get("p95")) for m in ms],
+                color=color,
+                alpha=0.18,
+                lw=0,
+                label="p05-p95 over seeds" if gi == 0 else None,
+            )
             bad = [
                 (x, y) for x, y, p in zip(xs, med, pts, strict=True) if p.get("feasible") is False
             ]
@@ -339,16 +365,29 @@ def plot_sweep(sweep: Mapping[str, Any], out: Path, objective: str, constraints:
                 for x, _ in bad:
                     ax.axvspan(x - half, x + half, color="#d62728", alpha=0.07, lw=0)
             elif bad:
-                ax.scatter(*zip(*bad, strict=True), marker="x", color="#d62728", s=18, zorder=3,
-                           label="infeasible" if gi == 0 else None)  # fmt: skip
+                ax.scatter(
+                    *zip(*bad, strict=True),
+                    marker="x",
+                    color="#d62728",
+                    s=18,
+                    zorder=3,
+                    label="infeasible" if gi == 0 else None,
+                )
             if isinstance(rec, Mapping) and len(params) > 1 and rec.get(params[1]) == g:
                 ys = [y for x, y in zip(xs, med, strict=True) if x == rec.get(x_name)]
                 ax.scatter(
                     [rec[x_name]] * len(ys), ys, marker="*", s=160, color="#2ca02c", zorder=4
                 )
         if not any(isinstance(_get(p, "metrics", key, "median"), int | float) for p in points):
-            ax.text(0.5, 0.5, f"no values of {key} in this sweep", transform=ax.transAxes,
-                    ha="center", va="center", color="#555")  # fmt: skip
+            ax.text(
+                0.5,
+                0.5,
+                f"no values of {key} in this sweep",
+                transform=ax.transAxes,
+                ha="center",
+                va="center",
+                color="#555",
+            )
         for op, limit in limits:
             ax.axhline(limit, color="#d62728", ls="--", lw=1.2, label=f"limit {op} {limit:g}")
         if isinstance(rec, Mapping) and x_name in rec:
@@ -359,8 +398,16 @@ def plot_sweep(sweep: Mapping[str, Any], out: Path, objective: str, constraints:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.005, 1.0), frameon=False)
     if len(groups) == 1 and any(p.get("feasible") is False for p in points):
-        axes[0, 0].text(0.99, 0.02, "red shading: infeasible at the worst-case seed", ha="right",
-                        va="bottom", fontsize=8, color="#a11", transform=axes[0, 0].transAxes)  # fmt: skip
+        axes[0, 0].text(
+            0.99,
+            0.02,
+            "red shading: infeasible at the worst-case seed",
+            ha="right",
+            va="bottom",
+            fontsize=8,
+            color="#a11",
+            transform=axes[0, 0].transAxes,
+        )
     axes[-1, 0].set_xlabel(x_name)
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=100)

@@ -52,25 +52,71 @@ def _admit(t: float, a: Admit, d: dict[str, Any] | None = None) -> dict[str, Any
     """The record, in ``d`` if given: the log refills one dict per kind instead of building
     one. A dict keeps its keys' first order, so the first fill sorts them and later fills
     (the same keys: the limits are fixed for a run) serialise in that order too."""
-    return _admission({} if d is None else d, d is not None, t, "admit", a.age_s, a.cls,
-                      a.concurrency, a.deadline_s, a.depth, a.estimated_wait_s, a.id,
-                      a.in_flight, a.limits, a.priority, a.reason, None, a.service_time_s,
-                      a.tenant)  # fmt: skip
+    return _admission(
+        {} if d is None else d,
+        d is not None,
+        t,
+        "admit",
+        a.age_s,
+        a.cls,
+        a.concurrency,
+        a.deadline_s,
+        a.depth,
+        a.estimated_wait_s,
+        a.id,
+        a.in_flight,
+        a.limits,
+        a.priority,
+        a.reason,
+        None,
+        a.service_time_s,
+        a.tenant,
+    )
 
 
 def _reject(t: float, a: Reject, d: dict[str, Any] | None = None) -> dict[str, Any]:
-    return _admission({} if d is None else d, d is not None, t, "reject", a.age_s, a.cls,
-                      a.concurrency, a.deadline_s, a.depth, a.estimated_wait_s, a.id,
-                      a.in_flight, a.limits, a.priority, a.reason, a.retry_after_s,
-                      a.service_time_s, a.tenant)  # fmt: skip
+    return _admission(
+        {} if d is None else d,
+        d is not None,
+        t,
+        "reject",
+        a.age_s,
+        a.cls,
+        a.concurrency,
+        a.deadline_s,
+        a.depth,
+        a.estimated_wait_s,
+        a.id,
+        a.in_flight,
+        a.limits,
+        a.priority,
+        a.reason,
+        a.retry_after_s,
+        a.service_time_s,
+        a.tenant,
+    )
 
 
 def _admission(
-    d: dict[str, Any], refilled: bool, t: float, decision: str, age_s: float, cls: str,
-    concurrency: int, deadline_s: float | None, depth: int, estimated_wait_s: float, id: str,
-    in_flight: int, limits: Limits, priority: int, reason: str | None,
-    retry_after_s: float | None, service_time_s: float, tenant: str,
-) -> dict[str, Any]:  # fmt: skip
+    d: dict[str, Any],
+    refilled: bool,
+    t: float,
+    decision: str,
+    age_s: float,
+    cls: str,
+    concurrency: int,
+    deadline_s: float | None,
+    depth: int,
+    estimated_wait_s: float,
+    id: str,
+    in_flight: int,
+    limits: Limits,
+    priority: int,
+    reason: str | None,
+    retry_after_s: float | None,
+    service_time_s: float,
+    tenant: str,
+) -> dict[str, Any]:
     fresh = not d
     d["age_s"] = int(age_s * 1000.0 + 0.5) / 1000.0
     d["class"] = cls
@@ -180,8 +226,15 @@ def _dispatch(t: float, a: Dispatch, d: dict[str, Any] | None = None) -> dict[st
 
 
 def _retry(t: float, a: Backoff) -> dict[str, Any]:
-    return {"attempt": a.attempt, "delay_s": _ms(a.delay_s), "id": a.id, "kind": "retry",
-            "max_retries": a.max_retries, "reason": a.reason, "t": t}  # fmt: skip
+    return {
+        "attempt": a.attempt,
+        "delay_s": _ms(a.delay_s),
+        "id": a.id,
+        "kind": "retry",
+        "max_retries": a.max_retries,
+        "reason": a.reason,
+        "t": t,
+    }
 
 
 def _fail(t: float, a: Fail) -> dict[str, Any]:
@@ -189,35 +242,76 @@ def _fail(t: float, a: Fail) -> dict[str, Any]:
 
 
 def _expire(t: float, a: Expire) -> dict[str, Any]:
-    return {"age_s": _ms(a.age_s), "id": a.id, "kind": "expire", "limit_s": _ms(a.limit_s),
-            "reason": a.reason, "t": t}  # fmt: skip
+    return {
+        "age_s": _ms(a.age_s),
+        "id": a.id,
+        "kind": "expire",
+        "limit_s": _ms(a.limit_s),
+        "reason": a.reason,
+        "t": t,
+    }
 
 
 def _breaker(t: float, a: BreakerChange) -> dict[str, Any]:
-    return {"failure_ratio": _ms(a.failure_ratio), "failure_ratio_limit": _ms(a.limit),
-            "kind": "breaker", "reason": a.reason, "state": a.state, "t": t}  # fmt: skip
+    return {
+        "failure_ratio": _ms(a.failure_ratio),
+        "failure_ratio_limit": _ms(a.limit),
+        "kind": "breaker",
+        "reason": a.reason,
+        "state": a.state,
+        "t": t,
+    }
 
 
 def _scale(t: float, a: Scale) -> dict[str, Any]:
-    return {"bound_by": a.bound_by, "from": a.from_replicas, "held_by": a.held_by,
-            "kind": "scale", "raw": a.raw, "reason": a.reason, "signals": a.signals, "t": t,
-            "target": a.target, "to": a.to_replicas}  # fmt: skip
+    return {
+        "bound_by": a.bound_by,
+        "from": a.from_replicas,
+        "held_by": a.held_by,
+        "kind": "scale",
+        "raw": a.raw,
+        "reason": a.reason,
+        "signals": a.signals,
+        "t": t,
+        "target": a.target,
+        "to": a.to_replicas,
+    }
 
 
 def _reexecute(t: float, a: Reexecute) -> dict[str, Any]:
-    return {"attempt": a.attempt, "id": a.id, "kind": "reexecute", "lost_s": _ms(a.lost_s),
-            "reason": a.reason, "resume_s": _ms(a.resume_s), "t": t}  # fmt: skip
+    return {
+        "attempt": a.attempt,
+        "id": a.id,
+        "kind": "reexecute",
+        "lost_s": _ms(a.lost_s),
+        "reason": a.reason,
+        "resume_s": _ms(a.resume_s),
+        "t": t,
+    }
 
 
 def _hold(t: float, a: Held) -> dict[str, Any]:
-    return {"class": a.cls, "id": a.id, "kind": "hold", "max_pending": a.max_pending,
-            "pending": a.pending, "reason": "review_full", "t": t}  # fmt: skip
+    return {
+        "class": a.cls,
+        "id": a.id,
+        "kind": "hold",
+        "max_pending": a.max_pending,
+        "pending": a.pending,
+        "reason": "review_full",
+        "t": t,
+    }
 
 
 def _review(t: float, a: Reviewed) -> dict[str, Any]:
-    return {"id": a.id, "kind": "review", "review_s": _ms(a.review_s),
-            "sla_breached": a.sla_s is not None and a.waited_s + a.review_s > a.sla_s,
-            "sla_s": a.sla_s, "t": t, "waited_s": _ms(a.waited_s)}  # fmt: skip
+    return {
+        "id": a.id,
+        "kind": "review",
+        "review_s": _ms(a.review_s),
+        "sla_breached": a.sla_s is not None and a.waited_s + a.review_s > a.sla_s,
+        "sla_s": a.sla_s,
+        "t": t,
+        "waited_s": _ms(a.waited_s),
+    }
 
 
 RECORDS: dict[type, Callable[[float, Any], dict[str, Any] | None]] = {

@@ -143,8 +143,10 @@ def _lead(s: Mapping[str, Any]) -> list[Block]:
     verdict = s.get("verdict")
     word = verdict.lower() if isinstance(verdict, str) and verdict else "?"
     headline = f"{_volume(s)}; {_p95_against_slo(s)}; {_outcome(s, word)}."
-    return [("h1", f"harness report: {_get(s, 'profile', 'name') or 'run'}"),
-            ("verdict", (word, headline))]  # fmt: skip
+    return [
+        ("h1", f"harness report: {_get(s, 'profile', 'name') or 'run'}"),
+        ("verdict", (word, headline)),
+    ]
 
 
 def _run_facts(s: Mapping[str, Any]) -> list[Block]:
@@ -152,63 +154,103 @@ def _run_facts(s: Mapping[str, Any]) -> list[Block]:
     if s.get("complete") is False:
         facts.append("INCOMPLETE run: partial results")
     meta = _map(s.get("meta"))
-    facts += [f"{k}: {fmt_num(meta[k])}" for k in ("harness_version", "git_sha", "started_at",
-              "wall_s") if meta.get(k) is not None]  # fmt: skip
+    facts += [
+        f"{k}: {fmt_num(meta[k])}"
+        for k in ("harness_version", "git_sha", "started_at", "wall_s")
+        if meta.get(k) is not None
+    ]
     sha = _get(s, "profile", "sha256")
     if isinstance(sha, str) and sha:
         facts.append(f"profile sha256: {sha[:12]}")
     ths, alerts = _dicts(s.get("thresholds")), _dicts(s.get("alerts"))
     pages = sum(1 for a in alerts if a.get("severity") == "page")
-    facts.append(f"thresholds {sum(1 for t in ths if t.get('ok'))}/{len(ths)} pass; "
-                 f"{len(alerts)} alert episode(s), {pages} paging")  # fmt: skip
+    facts.append(
+        f"thresholds {sum(1 for t in ths if t.get('ok'))}/{len(ths)} pass; "
+        f"{len(alerts)} alert episode(s), {pages} paging"
+    )
     return [("h2", "Run"), ("list", facts)]
 
 
-_COUNT_KEYS = ("scheduled", "arrivals", "admitted", "rejected", "completed", "failed", "expired",
-               "in_flight_at_end", "dropped_by_generator", "attempts")  # fmt: skip
+_COUNT_KEYS = (
+    "scheduled",
+    "arrivals",
+    "admitted",
+    "rejected",
+    "completed",
+    "failed",
+    "expired",
+    "in_flight_at_end",
+    "dropped_by_generator",
+    "attempts",
+)
 
 
 def _counts(s: Mapping[str, Any]) -> list[Block]:
     c = _map(s.get("counts"))
-    rows = [[k, fmt_num(c[k]), "" if k in ("scheduled", "arrivals", "attempts")
-             else percent(c[k], c.get("arrivals"))] for k in _COUNT_KEYS if k in c]  # fmt: skip
+    rows = [
+        [
+            k,
+            fmt_num(c[k]),
+            "" if k in ("scheduled", "arrivals", "attempts") else percent(c[k], c.get("arrivals")),
+        ]
+        for k in _COUNT_KEYS
+        if k in c
+    ]
     if "slo_breach" in c:
         share = f"{percent(c['slo_breach'], c.get('completed'))} of completed"
         rows.append(["slo_breach", fmt_num(c["slo_breach"]), share])
     return [
-        ("h2", "Counts"), _table(["count", "value", "share of arrivals"], rows, "No counts."),
+        ("h2", "Counts"),
+        _table(["count", "value", "share of arrivals"], rows, "No counts."),
         ("h2", "Rejections by reason"),
         _by_reason(c.get("rejected_by_reason"), c.get("rejected"), "rejections"),
         ("h2", "Failures by reason"),
         _by_reason(c.get("failed_by_reason"), c.get("failed"), "failures"),
-    ]  # fmt: skip
+    ]
 
 
-_LATENCIES = (("turnaround_s", "turnaround"), ("proxy_turnaround_s", "turnaround (proxy view)"),
-              ("queue_wait_s", "queue wait"), ("ttft_s", "time to first token"),
-              ("itl_s", "inter-token latency"))  # fmt: skip
+_LATENCIES = (
+    ("turnaround_s", "turnaround"),
+    ("proxy_turnaround_s", "turnaround (proxy view)"),
+    ("queue_wait_s", "queue wait"),
+    ("ttft_s", "time to first token"),
+    ("itl_s", "inter-token latency"),
+)
 
 
 def _latency(s: Mapping[str, Any]) -> list[Block]:
-    rows = [[label, *(fmt_num(_map(s.get(k)).get(st)) for st in STATS)] for k, label in _LATENCIES
-            if any(v is not None for v in _map(s.get(k)).values())]  # fmt: skip
+    rows = [
+        [label, *(fmt_num(_map(s.get(k)).get(st)) for st in STATS)]
+        for k, label in _LATENCIES
+        if any(v is not None for v in _map(s.get(k)).values())
+    ]
     c = _map(s.get("counts"))
     slo, p95 = _get(s, "effective", "slo", "turnaround_p95_s"), _get(s, "turnaround_s", "p95")
     over = isinstance(slo, int | float) and isinstance(p95, int | float) and p95 > slo
     enforced = _get(s, "effective", "slo", "enforce") is not False
-    facts = [f"SLO: p95 turnaround <= {fmt_num(slo)} s; measured p95 {fmt_num(p95)} s"
-             + (" (BREACHED)" if over else "") + ("" if enforced else " (informational: "
-             "does not gate the verdict)")]  # fmt: skip
+    facts = [
+        f"SLO: p95 turnaround <= {fmt_num(slo)} s; measured p95 {fmt_num(p95)} s"
+        + (" (BREACHED)" if over else "")
+        + ("" if enforced else " (informational: does not gate the verdict)")
+    ]
     if "slo_breach" in c:
-        facts.append(f"completed requests slower than the SLO: {fmt_num(c['slo_breach'])} "
-                     f"({percent(c['slo_breach'], c.get('completed'))} of completed)")  # fmt: skip
+        facts.append(
+            f"completed requests slower than the SLO: {fmt_num(c['slo_breach'])} "
+            f"({percent(c['slo_breach'], c.get('completed'))} of completed)"
+        )
     if s.get("goodput_per_s") is not None:
         facts.append(f"goodput (completed within the SLO): {fmt_num(s['goodput_per_s'])} /s")
     if s.get("output_tokens_per_s") is not None:  # estimated figures must say so (issue 11)
-        facts.append(f"output tokens: {fmt_num(s['output_tokens_per_s'])} /s (from "
-                     f"{s.get('tokens_source') or 'no completed request'})")  # fmt: skip
-    return [("h2", "Latency (seconds)"), _table(["", *STATS], rows, "No latency figures."),
-            ("h2", "SLO"), ("list", facts)]  # fmt: skip
+        facts.append(
+            f"output tokens: {fmt_num(s['output_tokens_per_s'])} /s (from "
+            f"{s.get('tokens_source') or 'no completed request'})"
+        )
+    return [
+        ("h2", "Latency (seconds)"),
+        _table(["", *STATS], rows, "No latency figures."),
+        ("h2", "SLO"),
+        ("list", facts),
+    ]
 
 
 def _gates(s: Mapping[str, Any]) -> list[Block]:
@@ -225,10 +267,17 @@ def _gates(s: Mapping[str, Any]) -> list[Block]:
         for t in _dicts(s.get("thresholds"))
     ]
     out += [("h2", "Thresholds"), _table(["threshold", "value", "result"], rows, "No thresholds.")]
-    alerts = [[str(a.get("name")), str(a.get("severity", "")),
-               f"{a.get('signal', '')} > {fmt_num(a.get('threshold'))}", fmt_num(a.get("fired_at_s")),
-               "still firing" if a.get("resolved_at_s") is None else fmt_num(a["resolved_at_s"]),
-               fmt_num(a.get("peak"))] for a in _dicts(s.get("alerts"))]  # fmt: skip
+    alerts = [
+        [
+            str(a.get("name")),
+            str(a.get("severity", "")),
+            f"{a.get('signal', '')} > {fmt_num(a.get('threshold'))}",
+            fmt_num(a.get("fired_at_s")),
+            "still firing" if a.get("resolved_at_s") is None else fmt_num(a["resolved_at_s"]),
+            fmt_num(a.get("peak")),
+        ]
+        for a in _dicts(s.get("alerts"))
+    ]
     head = ["alert", "severity", "signal > threshold", "fired at s", "resolved at s", "peak"]
     return [*out, ("h2", "Alerts"), _table(head, alerts, "No alert would have fired.")]
 
@@ -238,25 +287,58 @@ def _details(s: Mapping[str, Any]) -> list[Block]:
     sc = s.get("scaling")
     if isinstance(sc, Mapping):
         r = _map(sc.get("replicas"))
-        facts = [f"replicas min / mean / max: {fmt_num(r.get('min'))} / {fmt_num(r.get('mean'))}"
-                 f" / {fmt_num(r.get('max'))}"]  # fmt: skip
-        facts += [f"{k.replace('_', ' ')}: {fmt_num(sc[k])}" for k in ("scale_events",
-                  "seconds_at_ceiling", "seconds_blind") if k in sc]  # fmt: skip
+        facts = [
+            f"replicas min / mean / max: {fmt_num(r.get('min'))} / {fmt_num(r.get('mean'))}"
+            f" / {fmt_num(r.get('max'))}"
+        ]
+        facts += [
+            f"{k.replace('_', ' ')}: {fmt_num(sc[k])}"
+            for k in ("scale_events", "seconds_at_ceiling", "seconds_blind")
+            if k in sc
+        ]
         out += [("h2", "Scaling"), ("list", facts)]
-    for key, title in (("by_priority", "By priority"), ("by_class", "By class"),
-                       ("by_tenant", "By tenant")):
+    for key, title in (
+        ("by_priority", "By priority"),
+        ("by_class", "By class"),
+        ("by_tenant", "By tenant"),
+    ):
         if key == "by_tenant" and len(_map(s.get(key))) < 2:
             continue  # one tenant: the totals above say it all
-        rows = [[str(g), *(fmt_num(_get(d, "counts", k)) for k in ("arrivals", "rejected",
-                 "completed", "expired")), fmt_num(_get(d, "turnaround_s", "p95")),
-                 fmt_num(_get(d, "queue_wait_s", "p95"))] for g, d in _map(s.get(key)).items()]  # fmt: skip
-        head = ["", "arrivals", "rejected", "completed", "expired", "p95 turnaround s",
-                "p95 queue wait s"]  # fmt: skip
+        rows = [
+            [
+                str(g),
+                *(
+                    fmt_num(_get(d, "counts", k))
+                    for k in ("arrivals", "rejected", "completed", "expired")
+                ),
+                fmt_num(_get(d, "turnaround_s", "p95")),
+                fmt_num(_get(d, "queue_wait_s", "p95")),
+            ]
+            for g, d in _map(s.get(key)).items()
+        ]
+        head = [
+            "",
+            "arrivals",
+            "rejected",
+            "completed",
+            "expired",
+            "p95 turnaround s",
+            "p95 queue wait s",
+        ]
         out += [("h2", title), ("table", (head, rows))] if rows else []
-    faults = [[str(f.get("kind")), fmt_num(f.get("at_s")), fmt_num(f.get("for_s")),
-               ", ".join(f"{k}={fmt_num(v)}" for k, v in f.items()
-                         if k not in ("kind", "at_s", "for_s") and v is not None)]
-              for f in _dicts(_get(s, "effective", "faults"))]  # fmt: skip
+    faults = [
+        [
+            str(f.get("kind")),
+            fmt_num(f.get("at_s")),
+            fmt_num(f.get("for_s")),
+            ", ".join(
+                f"{k}={fmt_num(v)}"
+                for k, v in f.items()
+                if k not in ("kind", "at_s", "for_s") and v is not None
+            ),
+        ]
+        for f in _dicts(_get(s, "effective", "faults"))
+    ]
     if faults:
         out += [
             ("h2", "Faults injected"),
@@ -265,10 +347,19 @@ def _details(s: Mapping[str, Any]) -> list[Block]:
     gen = _map(s.get("generator"))
     if gen:
         lag = " / ".join(fmt_num(_get(gen, "schedule_lag_s", k)) for k in ("p50", "p99", "max"))
-        out += [("h2", "Load generator"), ("list", [
-            f"offered / achieved rate: {fmt_num(gen.get('offered_rate_per_s'))} / "
-            f"{fmt_num(gen.get('achieved_rate_per_s'))} per s",
-            f"schedule lag p50 / p99 / max: {lag} s"])]  # fmt: skip
+        out += [
+            ("h2", "Load generator"),
+            (
+                "list",
+                [
+                    (
+                        f"offered / achieved rate: {fmt_num(gen.get('offered_rate_per_s'))} / "
+                        f"{fmt_num(gen.get('achieved_rate_per_s'))} per s"
+                    ),
+                    f"schedule lag p50 / p99 / max: {lag} s",
+                ],
+            ),
+        ]
     return out
 
 
@@ -307,19 +398,29 @@ def render_markdown(blocks: Sequence[Block]) -> str:
             lines.append("")
         elif kind == "img":
             lines += [
-                f"![timeline: queue depth, oldest age, admissions, replicas, p95 turnaround, faults and alerts]({payload})",
+                (
+                    "![timeline: queue depth, oldest age, admissions, replicas, p95 turnaround,"
+                    f" faults and alerts]({payload})"
+                ),
                 "",
             ]
     return "\n".join(lines)
 
 
-_CSS = """body{font:14px/1.45 system-ui,sans-serif;max-width:1100px;margin:1em auto;padding:0 1em;color:#222}
-h1{font-size:1.5em;margin:.2em 0 .3em}.lead{font-size:15px;margin:0 0 .6em}
-.verdict{font-weight:700;color:#fff;background:#666;padding:.1em .5em;border-radius:3px;margin-right:.3em}
-.verdict.pass{background:#2e7d32}.verdict.fail{background:#c62828}.verdict.invalid{background:#8e24aa}
-table{border-collapse:collapse;margin:.5em 0 1em}th,td{border:1px solid #ccc;padding:.25em .6em;text-align:right}
-th:first-child,td:first-child{text-align:left}th{background:#f3f3f3}img{display:block;max-width:100%}
-h2{margin-top:1.6em}"""
+_CSS = (
+    "body{font:14px/1.45 system-ui,sans-serif;max-width:1100px;margin:1em auto;padding:0 1em;"
+    "color:#222}\n"
+    "h1{font-size:1.5em;margin:.2em 0 .3em}.lead{font-size:15px;margin:0 0 .6em}\n"
+    ".verdict{font-weight:700;color:#fff;background:#666;padding:.1em .5em;border-radius:3px;"
+    "margin-right:.3em}\n"
+    ".verdict.pass{background:#2e7d32}.verdict.fail{background:#c62828}"
+    ".verdict.invalid{background:#8e24aa}\n"
+    "table{border-collapse:collapse;margin:.5em 0 1em}th,td{border:1px solid #ccc;"
+    "padding:.25em .6em;text-align:right}\n"
+    "th:first-child,td:first-child{text-align:left}th{background:#f3f3f3}img{display:block;"
+    "max-width:100%}\n"
+    "h2{margin-top:1.6em}"
+)
 
 
 def render_html(blocks: Sequence[Block], png: bytes | None) -> str:
@@ -335,8 +436,10 @@ def render_html(blocks: Sequence[Block], png: bytes | None) -> str:
         elif kind == "verdict":
             word, headline = payload
             tone = word if word in ("pass", "fail", "invalid") else "unknown"
-            parts.append(f'<p class="lead"><span class="verdict {tone}">verdict: {e(word.upper())}'
-                         f"</span> {e(headline)}</p>")  # fmt: skip
+            parts.append(
+                f'<p class="lead"><span class="verdict {tone}">verdict: {e(word.upper())}'
+                f"</span> {e(headline)}</p>"
+            )
         elif kind == "list":
             parts.append("<ul>" + "".join(f"<li>{e(i)}</li>" for i in payload) + "</ul>")
         elif kind == "table":
@@ -351,7 +454,7 @@ def render_html(blocks: Sequence[Block], png: bytes | None) -> str:
         elif kind == "img" and png:
             data = base64.b64encode(png).decode("ascii")
             parts.append(
-                f'<img alt="timeline: queue depth, oldest age, admissions, replicas, p95 '
+                '<img alt="timeline: queue depth, oldest age, admissions, replicas, p95 '
                 f'turnaround, faults and alerts" src="data:image/png;base64,{data}">'
             )
     parts.append("</body></html>")

@@ -52,13 +52,23 @@ class Primary:
 
 
 PRIMARY = (
-    Primary("slo_breach_fraction", "counts.slo_breach / counts.completed", "up",
-            Tolerance(absolute=0.02), ""),
+    Primary(
+        "slo_breach_fraction",
+        "counts.slo_breach / counts.completed",
+        "up",
+        Tolerance(absolute=0.02),
+        "",
+    ),
     Primary("turnaround_s.p95", "turnaround_s.p95", "up", Tolerance(relative=0.05), "s"),
     Primary("goodput_per_s", "goodput_per_s", "down", Tolerance(relative=0.05), "/s"),
-    Primary("rejection_fraction", "counts.rejected / counts.arrivals", "up",
-            Tolerance(absolute=0.02), ""),
-)  # fmt: skip
+    Primary(
+        "rejection_fraction",
+        "counts.rejected / counts.arrivals",
+        "up",
+        Tolerance(absolute=0.02),
+        "",
+    ),
+)
 
 
 # -- per-request records, cut into time windows ----------------------------------------------
@@ -115,8 +125,12 @@ class Windows:
             breach += w.breached
             tas.extend(w.turnarounds)
         span = len(idx) * self.width_s
-        return [breach / done if done else None, quantile(tas, 0.95) if tas else None,
-                (done - breach) / span if span else None, rej / arr if arr else None]  # fmt: skip
+        return [
+            breach / done if done else None,
+            quantile(tas, 0.95) if tas else None,
+            (done - breach) / span if span else None,
+            rej / arr if arr else None,
+        ]
 
 
 # -- one figure's evidence and verdict -------------------------------------------------------
@@ -137,8 +151,22 @@ class Row:
     note: str = ""
 
     def as_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in ("figure", "base", "new", "delta", "low", "high",
-                                              "margin", "p_worse", "p_better", "verdict", "note")}  # fmt: skip
+        return {
+            k: getattr(self, k)
+            for k in (
+                "figure",
+                "base",
+                "new",
+                "delta",
+                "low",
+                "high",
+                "margin",
+                "p_worse",
+                "p_better",
+                "verdict",
+                "note",
+            )
+        }
 
 
 def _t_evidence(
@@ -168,9 +196,12 @@ def _t_evidence(
 
 
 def _boot_evidence(
-    fig: Primary, k: int, point: tuple[list[float | None], list[float | None]],
-    resampled: list[tuple[list[float | None], list[float | None]]], alpha: float,
-) -> tuple[Row, float, float]:  # fmt: skip
+    fig: Primary,
+    k: int,
+    point: tuple[list[float | None], list[float | None]],
+    resampled: list[tuple[list[float | None], list[float | None]]],
+    alpha: float,
+) -> tuple[Row, float, float]:
     """One figure from the shared resamples: ``point`` is (base, new) over all windows,
     ``resampled`` the same per block draw."""
     b0, n0 = point[0][k], point[1][k]
@@ -185,8 +216,11 @@ def _boot_evidence(
     w = 1.0 if fig.worse == "up" else -1.0
     reps.sort()
     row = Row(fig.name, b0, n0, n0 - b0, quantile(reps, alpha), quantile(reps, 1 - alpha), margin)
-    return (row, bootstrap_p(reps, lambda r: w * r > margin),
-            bootstrap_p(reps, lambda r: -w * r > margin))  # fmt: skip
+    return (
+        row,
+        bootstrap_p(reps, lambda r: w * r > margin),
+        bootstrap_p(reps, lambda r: -w * r > margin),
+    )
 
 
 # -- the review ------------------------------------------------------------------------------
@@ -207,10 +241,16 @@ class Review:
         return any(r.verdict == "regression" for r in self.rows)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"verdict": self.verdict, "method": self.method, "size": self.size,
-                "alpha": self.alpha, "rows": [r.as_dict() for r in self.rows],
-                "settle": self.settle or None, "notes": self.notes,
-                "regressions": [r.figure for r in self.rows if r.verdict == "regression"]}  # fmt: skip
+        return {
+            "verdict": self.verdict,
+            "method": self.method,
+            "size": self.size,
+            "alpha": self.alpha,
+            "rows": [r.as_dict() for r in self.rows],
+            "settle": self.settle or None,
+            "notes": self.notes,
+            "regressions": [r.figure for r in self.rows if r.verdict == "regression"],
+        }
 
 
 def _judge(rows: list[Row], raw_worse: list[float], raw_better: list[float], alpha: float) -> None:
@@ -222,8 +262,7 @@ def _judge(rows: list[Row], raw_worse: list[float], raw_better: list[float], alp
             r.verdict = "regression"
         elif pb <= alpha:
             r.verdict = "improvement"
-        elif (r.low is not None and r.high is not None
-              and -r.margin <= r.low and r.high <= r.margin):  # fmt: skip
+        elif r.low is not None and r.high is not None and -r.margin <= r.low and r.high <= r.margin:
             r.verdict = "no detectable change"
 
 
@@ -249,9 +288,14 @@ def review_seeds(
     """Per-seed summaries of both sides; ``paired``: seed i of each side share their draws."""
     rows, pw, pb = [], [], []
     for fig in PRIMARY:
-        f = fig if margins is None else Primary(fig.name, fig.expr, fig.worse, margins(fig),
-                                                fig.unit)  # fmt: skip
-        pairs = [(expr_value(b, f.expr), expr_value(n, f.expr)) for b, n in zip(base, new, strict=False)]
+        f = (
+            fig
+            if margins is None
+            else Primary(fig.name, fig.expr, fig.worse, margins(fig), fig.unit)
+        )
+        pairs = [
+            (expr_value(b, f.expr), expr_value(n, f.expr)) for b, n in zip(base, new, strict=False)
+        ]
         if paired:
             bs = [x for x, y in pairs if x is not None and y is not None]
             ns = [y for x, y in pairs if x is not None and y is not None]
@@ -286,8 +330,20 @@ def review_records(
     n = min(len(base.rows), len(new.rows))
     size = f"{n} windows of {base.width_s:g} s"
     if n < MIN_WINDOWS:
-        rows = [Row(f.name, None, None, None, None, None, 0.0, verdict="inconclusive",
-                    note="too few windows") for f in PRIMARY]  # fmt: skip
+        rows = [
+            Row(
+                f.name,
+                None,
+                None,
+                None,
+                None,
+                None,
+                0.0,
+                verdict="inconclusive",
+                note="too few windows",
+            )
+            for f in PRIMARY
+        ]
         return Review("records", size, alpha, rows, "inconclusive")
     block = max(1, round(n ** (1 / 3)))
     draws = moving_blocks(n, block, reps, random.Random(seed))
@@ -296,8 +352,11 @@ def review_records(
     resampled = [(base.figures(idx), new.figures(idx)) for idx in draws]
     rows, pw, pb = [], [], []
     for k, fig in enumerate(PRIMARY):
-        f = fig if margins is None else Primary(fig.name, fig.expr, fig.worse, margins(fig),
-                                                fig.unit)  # fmt: skip
+        f = (
+            fig
+            if margins is None
+            else Primary(fig.name, fig.expr, fig.worse, margins(fig), fig.unit)
+        )
         row, a, b = _boot_evidence(f, k, point, resampled, alpha)
         rows.append(row)
         pw.append(a)

@@ -10,11 +10,11 @@ from harness.results.review import Review, Row
 
 METHODS = {
     "paired": "paired re-simulation (both profiles, the same seeds, per-request draws); paired "
-              "t-test on the per-seed differences",
+    "t-test on the per-seed differences",
     "unpaired": "stored per-seed results; Welch's t-test, seed against seed",
     "records": "per-request records in time windows; moving-block bootstrap, both sides "
-               "resampled with the same blocks",
-}  # fmt: skip
+    "resampled with the same blocks",
+}
 
 
 def _num(x: float | None) -> str:
@@ -48,19 +48,28 @@ def to_markdown(rv: Review, sides: str) -> str:
     lines = [headline(rv), ""]
     if rv.settle:
         lines += [f"To settle it: `{rv.settle}`", ""]
-    lines += [f"| figure | base | new | change [{cl} CI] | margin | verdict |",
-              "| --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+    lines += [
+        f"| figure | base | new | change [{cl} CI] | margin | verdict |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     for r in rv.rows:
         verdict = f"**{r.verdict.upper()}**" if r.verdict == "regression" else r.verdict
-        lines.append(f"| {r.figure} | {_num(r.base)} | {_num(r.new)} | {_change(r)} | "
-                     f"+-{_num(r.margin)} | {verdict} |")  # fmt: skip
-    lines += ["", "<details><summary>method and details</summary>", "",
-              f"- {sides}", f"- method: {METHODS[rv.method]}",
-              f"- a figure regresses when it is worse by more than its margin, one-sided at "
-              f"family-wise alpha {rv.alpha:g} (Holm over the four figures); no detectable "
-              f"change when the {cl} interval lies inside +-margin",
-              "- Holm-adjusted p (worse / better): " + ", ".join(
-                  f"{r.figure} {r.p_worse:.2g} / {r.p_better:.2g}" for r in rv.rows)]  # fmt: skip
+        lines.append(
+            f"| {r.figure} | {_num(r.base)} | {_num(r.new)} | {_change(r)} | "
+            f"+-{_num(r.margin)} | {verdict} |"
+        )
+    lines += [
+        "",
+        "<details><summary>method and details</summary>",
+        "",
+        f"- {sides}",
+        f"- method: {METHODS[rv.method]}",
+        f"- a figure regresses when it is worse by more than its margin, one-sided at "
+        f"family-wise alpha {rv.alpha:g} (Holm over the four figures); no detectable "
+        f"change when the {cl} interval lies inside +-margin",
+        "- Holm-adjusted p (worse / better): "
+        + ", ".join(f"{r.figure} {r.p_worse:.2g} / {r.p_better:.2g}" for r in rv.rows),
+    ]
     lines += [f"- {n}" for n in rv.notes]
     lines += ["", "</details>"]
     return "\n".join(lines) + "\n"

@@ -42,8 +42,15 @@ class Tally:
     """Counts and samples; arrivals = admitted + rejected. A class's or a priority's tally is
     assembled at the end from the groups that make it up."""
 
-    __slots__ = ("admitted", "completed", "expired", "failed", "queue_waits", "rejected",
-                 "turnarounds")  # fmt: skip
+    __slots__ = (
+        "admitted",
+        "completed",
+        "expired",
+        "failed",
+        "queue_waits",
+        "rejected",
+        "turnarounds",
+    )
 
     def __init__(self) -> None:
         self.admitted = self.rejected = self.completed = self.failed = self.expired = 0
@@ -65,8 +72,15 @@ class Group(Tally):
 
 
 class Second:
-    __slots__ = ("admitted", "completed", "expired", "failed", "rejected", "rejected_by_reason",
-                 "state")  # fmt: skip
+    __slots__ = (
+        "admitted",
+        "completed",
+        "expired",
+        "failed",
+        "rejected",
+        "rejected_by_reason",
+        "state",
+    )
 
     def __init__(self) -> None:
         self.admitted = self.rejected = self.completed = self.failed = self.expired = 0
@@ -162,7 +176,8 @@ class Collector:
                 if ta > self.slo_s:
                     self.slo_breach += 1
                 if self.records is not None:
-                    self.records.append((a.id, g.cls, t0, "completed", ta))  # type: ignore[attr-defined]
+                    rec = (a.id, g.cls, t0, "completed", ta)  # type: ignore[attr-defined]
+                    self.records.append(rec)
             elif tp is Admit:
                 assert isinstance(a, Admit)
                 g = self._group(a.cls, a.priority, a.tenant)
@@ -187,7 +202,8 @@ class Collector:
             elif tp is Expire:
                 _t0, g = self.requests.pop(a.id)  # type: ignore[attr-defined]
                 if self.records is not None:
-                    self.records.append((a.id, g.cls, _t0, "expired", None))  # type: ignore[attr-defined]
+                    gone = (a.id, g.cls, _t0, "expired", None)  # type: ignore[attr-defined]
+                    self.records.append(gone)
                 g.expired += 1
                 self.expired += 1
                 sec.expired += 1
@@ -290,17 +306,19 @@ class Collector:
             p95 = self.p95_series(TIMELINE_P95_WINDOW_S)
         out: list[dict[str, Any]] = []
         for (i, s), q in zip(rows, p95, strict=True):
-            out.append({
-                "t": i,
-                "arrivals": s.admitted + s.rejected,
-                "admitted": s.admitted,
-                "rejected": s.rejected,
-                "rejected_by_reason": dict(sorted(s.rejected_by_reason.items())),
-                "completed": s.completed,
-                "failed": s.failed,
-                "expired": s.expired,
-                **s.state,
-                "faults": sorted({f.kind for f in self.faults if f.active(i + 0.5)}),
-                "turnaround_p95_s": None if q is None else round(q, 3),
-            })  # fmt: skip
+            out.append(
+                {
+                    "t": i,
+                    "arrivals": s.admitted + s.rejected,
+                    "admitted": s.admitted,
+                    "rejected": s.rejected,
+                    "rejected_by_reason": dict(sorted(s.rejected_by_reason.items())),
+                    "completed": s.completed,
+                    "failed": s.failed,
+                    "expired": s.expired,
+                    **s.state,
+                    "faults": sorted({f.kind for f in self.faults if f.active(i + 0.5)}),
+                    "turnaround_p95_s": None if q is None else round(q, 3),
+                }
+            )
         return out

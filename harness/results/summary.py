@@ -31,14 +31,19 @@ from harness.results.verdict import decide, rows
 SCHEMA_VERSION = 1
 
 
-
 def _tally(t: Tally) -> dict[str, Any]:
     return {
-        "counts": {"arrivals": t.admitted + t.rejected, "admitted": t.admitted, "rejected": t.rejected,
-                   "completed": t.completed, "failed": t.failed, "expired": t.expired},
+        "counts": {
+            "arrivals": t.admitted + t.rejected,
+            "admitted": t.admitted,
+            "rejected": t.rejected,
+            "completed": t.completed,
+            "failed": t.failed,
+            "expired": t.expired,
+        },
         "turnaround_s": percentiles(t.turnarounds),
         "queue_wait_s": percentiles(t.queue_waits),
-    }  # fmt: skip
+    }
 
 
 def conservation(
@@ -54,11 +59,17 @@ def conservation(
     if mode == "sim":
         check("scheduled == arrivals", c["scheduled"], c["arrivals"])
     else:
-        check("scheduled == arrivals + dropped_by_generator", c["scheduled"],
-              c["arrivals"] + c["dropped_by_generator"])  # fmt: skip
+        check(
+            "scheduled == arrivals + dropped_by_generator",
+            c["scheduled"],
+            c["arrivals"] + c["dropped_by_generator"],
+        )
     check("arrivals == admitted + rejected", c["arrivals"], c["admitted"] + c["rejected"])
-    check("admitted == completed + failed + expired + in_flight_at_end", c["admitted"],
-          c["completed"] + c["failed"] + c["expired"] + c["in_flight_at_end"])  # fmt: skip
+    check(
+        "admitted == completed + failed + expired + in_flight_at_end",
+        c["admitted"],
+        c["completed"] + c["failed"] + c["expired"] + c["in_flight_at_end"],
+    )
     check(
         "rejected == sum(rejected_by_reason)", c["rejected"], sum(c["rejected_by_reason"].values())
     )
@@ -74,8 +85,13 @@ def git_sha() -> str | None:
     """The checkout's commit, once per process (a sweep runs hundreds of sims)."""
     try:
         root = Path(harness.__file__).resolve().parent.parent
-        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
-                             text=True, timeout=5, check=False)  # fmt: skip
+        out = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
         return out.stdout.strip() or None if out.returncode == 0 else None
     except (OSError, subprocess.SubprocessError):
         return None
@@ -104,8 +120,9 @@ def header(profile: Profile, mode: str, seed: int, complete: bool) -> dict[str, 
     }
 
 
-def scaling_figures(profile: Profile, col: Collector,
-                    engine: Mapping[str, Any] | None) -> dict[str, Any]:
+def scaling_figures(
+    profile: Profile, col: Collector, engine: Mapping[str, Any] | None
+) -> dict[str, Any]:
     """``summary.scaling`` from the per-second samples (taken at each second's end) and the
     engine's own counts (``engine``: scale events, re-executions, drain figures; None when no
     engine ran, a live run without the proxy)."""
@@ -117,17 +134,22 @@ def scaling_figures(profile: Profile, col: Collector,
     spent = e.get("cost_spent")
     # source: prometheus: the signal's reads (simulated scrapes, or queries of a real one)
     read = {"prometheus": e["prometheus"]} if "prometheus" in e else {}
-    return {**read,
-        "replicas": {"min": min(ready), "max": max(ready),
-                     "mean": round(sum(ready) / len(ready), 3)},
+    return {
+        **read,
+        "replicas": {
+            "min": min(ready),
+            "max": max(ready),
+            "mean": round(sum(ready) / len(ready), 3),
+        },
         "scale_events": e.get("scale_events", 0),
         "evaluations": e.get("evaluations", 0),
         "scale_up_suppressed": e.get("scale_up_suppressed", 0),
         "seconds_at_ceiling": sum(1 for d in desired if d >= sc.max_replicas) if sc.enabled else 0,
         "seconds_at_floor": sum(1 for d in desired if d <= sc.min_replicas) if sc.enabled else 0,
         "seconds_blind": col.blind_s,
-        "replica_seconds": sum(st["replicas_ready"] + st.get("replicas_draining", 0)
-                               for st in states),
+        "replica_seconds": sum(
+            st["replicas_ready"] + st.get("replicas_draining", 0) for st in states
+        ),
         "reexecuted": e.get("reexecuted", 0),
         "redelivered": e.get("redelivered", 0),
         "duplicate_effects": e.get("duplicate_effects", 0),
@@ -140,20 +162,36 @@ def scaling_figures(profile: Profile, col: Collector,
         "by_class": e.get("by_class", {}),
         "work_lost_s": round(e.get("work_lost_s", 0.0), 3),
         "cost_spent": None if spent is None else round(spent, 4),
-        "cost_per_completed": None if spent is None or not col.completed
+        "cost_per_completed": None
+        if spent is None or not col.completed
         else round(spent / col.completed, 6),
-    }  # fmt: skip
+    }
 
 
 def no_scaling() -> dict[str, Any]:
     """``scaling`` when nobody sampled the replicas (a live run without the proxy)."""
-    return {"replicas": {"min": None, "max": None, "mean": None}, "scale_events": 0,
-            "evaluations": 0, "scale_up_suppressed": 0, "seconds_at_ceiling": 0, "seconds_at_floor": 0,
-            "seconds_blind": 0, "replica_seconds": None, "reexecuted": 0, "redelivered": 0,
-            "duplicate_effects": 0, "duplicates_suppressed": 0,
-            "executors_killed": 0, "busy_while_draining_s": 0.0, "cost_spent": None,
-            "held_for_review": 0, "resumed": 0, "work_lost_s": 0.0, "by_class": {},
-            "cost_per_completed": None}  # fmt: skip
+    return {
+        "replicas": {"min": None, "max": None, "mean": None},
+        "scale_events": 0,
+        "evaluations": 0,
+        "scale_up_suppressed": 0,
+        "seconds_at_ceiling": 0,
+        "seconds_at_floor": 0,
+        "seconds_blind": 0,
+        "replica_seconds": None,
+        "reexecuted": 0,
+        "redelivered": 0,
+        "duplicate_effects": 0,
+        "duplicates_suppressed": 0,
+        "executors_killed": 0,
+        "busy_while_draining_s": 0.0,
+        "cost_spent": None,
+        "held_for_review": 0,
+        "resumed": 0,
+        "work_lost_s": 0.0,
+        "by_class": {},
+        "cost_per_completed": None,
+    }
 
 
 def itl_run_percentiles(runs: Sequence[tuple[float, int]]) -> dict[str, float | None]:
@@ -162,21 +200,28 @@ def itl_run_percentiles(runs: Sequence[tuple[float, int]]) -> dict[str, float | 
     Gaps come as (gap, count) runs sorted by gap: a live stream's gaps are runs of one, a
     simulated stream's n - 1 equal gaps one run."""
     n = sum(c for _, c in runs)
-    out: dict[str, float | None] = {"mean": round(sum(v * c for v, c in runs) / n, 6) if n else None}
+    out: dict[str, float | None] = {
+        "mean": round(sum(v * c for v, c in runs) / n, 6) if n else None
+    }
     for k, q in (("p50", 0.5), ("p90", 0.9), ("p95", 0.95), ("p99", 0.99), ("max", 1.0)):
         out[k] = round(quantile_runs(runs, q), 6) if n else None
     return out
 
 
 def token_fields(
-    ttfts: Sequence[float], itl_runs: Sequence[tuple[float, int]], completion_tokens: int,
+    ttfts: Sequence[float],
+    itl_runs: Sequence[tuple[float, int]],
+    completion_tokens: int,
     span: float,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """summary.json's ``ttft_s``, ``itl_s`` and ``output_tokens_per_s``, live and simulated
     alike: TTFT of completed streams from the intended send time, pooled gaps, and completion
     tokens of completed requests per second of the run."""
-    return {"ttft_s": percentiles(ttfts, ("p50", "p95")), "itl_s": itl_run_percentiles(itl_runs),
-            "output_tokens_per_s": round(completion_tokens / span, 4)}  # fmt: skip
+    return {
+        "ttft_s": percentiles(ttfts, ("p50", "p95")),
+        "itl_s": itl_run_percentiles(itl_runs),
+        "output_tokens_per_s": round(completion_tokens / span, 4),
+    }
 
 
 def build(
@@ -205,18 +250,25 @@ def build(
     timed tokens; null figures otherwise. ``client_retries``: the simulated callers' retries
     (None for the proxy, which cannot tell a retry from a new request)."""
     counts: dict[str, Any] = {
-        "scheduled": scheduled, "arrivals": col.arrivals, "admitted": col.admitted,
-        "rejected": col.rejected, "rejected_by_reason": dict(sorted(col.rejected_by_reason.items())),
-        "completed": col.completed, "failed": col.failed,
+        "scheduled": scheduled,
+        "arrivals": col.arrivals,
+        "admitted": col.admitted,
+        "rejected": col.rejected,
+        "rejected_by_reason": dict(sorted(col.rejected_by_reason.items())),
+        "completed": col.completed,
+        "failed": col.failed,
         "failed_by_reason": dict(sorted(col.failed_by_reason.items())),
-        "expired": col.expired, "expired_by_reason": dict(sorted(col.expired_by_reason.items())),
+        "expired": col.expired,
+        "expired_by_reason": dict(sorted(col.expired_by_reason.items())),
         "in_flight_at_end": in_flight_at_end,
         "in_flight_at_end_by_state": dict(in_flight_by_state or {}),
-        "slo_breach": col.slo_breach, "dropped_by_generator": 0,
+        "slo_breach": col.slo_breach,
+        "dropped_by_generator": 0,
         "attempts": col.arrivals if attempts is None else attempts,
         "cancelled": col.failed_by_reason.get("cancelled", 0),
-        "client_retries": client_retries, "upstream_retries": upstream_retries,
-    }  # fmt: skip
+        "client_retries": client_retries,
+        "upstream_retries": upstream_retries,
+    }
     cons = conservation(counts, mode, engine_counts)
     scaling = scaling_figures(profile, col, engine_scaling)
     span = max(duration_s, 1e-9)
@@ -240,8 +292,9 @@ def build(
         "by_tenant": {k: _tally(v) for k, v in sorted(by_tenant.items())},
         "scaling": scaling,
         "alerts": alerts,
-        "generator": contract.generator_block(profile, offered=scheduled, achieved=col.arrivals,
-                                     span_s=profile.duration_s),
+        "generator": contract.generator_block(
+            profile, offered=scheduled, achieved=col.arrivals, span_s=profile.duration_s
+        ),
         "generator_saturated": False,
         "duration_s": round(duration_s, 3),
         "unavailable": {},

@@ -41,14 +41,22 @@ from harness.results.expr import expr_value
 from harness.results.quantiles import describe, quantile
 
 DEFAULT_OBJECTIVE = "min:counts.rejected / counts.arrivals"
-STANDARD_METRICS = ("counts.rejected / counts.arrivals", "turnaround_s.p95",
-                    "counts.slo_breach / counts.completed", "counts.expired",
-                    "scaling.replicas.mean")  # fmt: skip
+STANDARD_METRICS = (
+    "counts.rejected / counts.arrivals",
+    "turnaround_s.p95",
+    "counts.slo_breach / counts.completed",
+    "counts.expired",
+    "scaling.replicas.mean",
+)
 MAX_POINTS = 10_000
 _OPS: dict[str, Callable[[float, float], bool]] = {
-    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
-    "==": operator.eq, "!=": operator.ne,
-}  # fmt: skip
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+    "==": operator.eq,
+    "!=": operator.ne,
+}
 
 
 def _canon(num: str, den: str | None) -> str:
@@ -221,9 +229,19 @@ def plan_sweep(
         for i, point in enumerate(grid)
         for s in seed_list
     ]
-    return Plan(profile, list(overrides), base.name, base.sha256, names, grid, seed_list, obj,
-                cons, tuple(dict.fromkeys(every)),  # the key figures too, so sweeps compare
-                tasks)  # fmt: skip
+    return Plan(
+        profile,
+        list(overrides),
+        base.name,
+        base.sha256,
+        names,
+        grid,
+        seed_list,
+        obj,
+        cons,
+        tuple(dict.fromkeys(every)),  # the key figures too, so sweeps compare
+        tasks,
+    )
 
 
 def outcome(idx: int, seed: int, summary: Mapping[str, Any], metrics: Sequence[str]) -> Outcome:
@@ -255,11 +273,22 @@ def assemble(plan: Plan, tally: Tally, complete: bool, wall_s: float, jobs: int)
     """The sweep.json document; an incomplete grid says which points finished and recommends
     nothing."""
     seeds = len(plan.seed_list)
-    points = [{"values": point, "seeds": seeds, "verdicts": dict(sorted(tally.verdicts[i].items())),
-               "metrics": {m: describe([v for v in tally.per_point[i][m] if v is not None]
-                                       if not complete else tally.per_point[i][m])
-                           for m in plan.metrics}}
-              for i, point in enumerate(plan.grid)]  # fmt: skip
+    points = [
+        {
+            "values": point,
+            "seeds": seeds,
+            "verdicts": dict(sorted(tally.verdicts[i].items())),
+            "metrics": {
+                m: describe(
+                    [v for v in tally.per_point[i][m] if v is not None]
+                    if not complete
+                    else tally.per_point[i][m]
+                )
+                for m in plan.metrics
+            },
+        }
+        for i, point in enumerate(plan.grid)
+    ]
     if not complete:  # say which points finished; recommend nothing from part of a grid
         for p, n in zip(points, tally.seeds_done, strict=True):
             p["seeds_done"], p["finished"] = n, n == seeds
@@ -272,12 +301,17 @@ def assemble(plan: Plan, tally: Tally, complete: bool, wall_s: float, jobs: int)
         "objective": {"direction": obj.direction, "metric": obj.metric},
         "constraints": [c.expr for c in cons],
         "points": points,
-        "recommendation": recommend(points, obj, cons) if complete else {"values": None,
-                          "margin": None, "binding_constraint": None,
-                          "rule": "interrupted: no recommendation from part of a grid"},
+        "recommendation": recommend(points, obj, cons)
+        if complete
+        else {
+            "values": None,
+            "margin": None,
+            "binding_constraint": None,
+            "rule": "interrupted: no recommendation from part of a grid",
+        },
         "complete": complete,
         "meta": {"wall_s": wall_s, "jobs": jobs},
-    }  # fmt: skip
+    }
 
 
 def judge_point(point: dict[str, Any], cons: Sequence[Constraint]) -> list[dict[str, Any]]:

@@ -21,9 +21,11 @@ def sweep_table(sweep: Mapping[str, Any]) -> Any:
     rec = _map(sweep.get("recommendation")).get("values")
     seeds = len(sweep.get("seeds") or [])
     cons = [str(c) for c in sweep.get("constraints") or []]
-    table = Table(title=f"sweep over {', '.join(sweep['params'])} ({seeds} seeds per point)",
-                  caption="feasible: every constraint holds at the worst-case seed; "
-                  + "; ".join(f"{i} = {c}" for i, c in enumerate(cons, 1)))  # fmt: skip
+    table = Table(
+        title=f"sweep over {', '.join(sweep['params'])} ({seeds} seeds per point)",
+        caption="feasible: every constraint holds at the worst-case seed; "
+        + "; ".join(f"{i} = {c}" for i, c in enumerate(cons, 1)),
+    )
     for p in sweep["params"]:
         table.add_column(p.rsplit(".", 1)[-1], justify="right")
     titles = ["rejected", "p95 turnaround s", "SLO breach", "expired", "mean replicas"]
@@ -41,8 +43,11 @@ def sweep_table(sweep: Mapping[str, Any]) -> Any:
         mark = point["values"] == rec
         cells = [str(v) for v in point["values"].values()]
         cells += [fmt_spread(_map(point["metrics"]).get(key), pct) for _, key, pct in cols]
-        failed = [str(cons.index(c["expr"]) + 1) for c in point.get("constraints") or []
-                  if not c.get("ok") and c.get("expr") in cons]  # fmt: skip
+        failed = [
+            str(cons.index(c["expr"]) + 1)
+            for c in point.get("constraints") or []
+            if not c.get("ok") and c.get("expr") in cons
+        ]
         cells.append(
             "[green]yes[/]" if point.get("feasible") else f"[red]no[/] ({','.join(failed)})"
         )

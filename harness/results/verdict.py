@@ -26,8 +26,12 @@ from harness.results.thresholds import evaluate_all
 def slo_row(summary: Mapping[str, Any], slo: Slo) -> dict[str, Any]:
     limit = slo.turnaround_p95_s
     p95 = (summary.get("turnaround_s") or {}).get("p95")
-    row: dict[str, Any] = {"expr": f"slo: turnaround_s.p95 <= {limit:g}", "value": p95,
-                           "ok": p95 is not None and p95 <= limit, "source": "slo"}  # fmt: skip
+    row: dict[str, Any] = {
+        "expr": f"slo: turnaround_s.p95 <= {limit:g}",
+        "value": p95,
+        "ok": p95 is not None and p95 <= limit,
+        "source": "slo",
+    }
     if p95 is None:
         row["why"] = "no request completed"
     if not slo.enforce:
@@ -40,8 +44,14 @@ def verdict_rows(summary: Mapping[str, Any], rules: Verdict) -> list[dict[str, A
     rows: list[dict[str, Any]] = []
     if rules.min_completed > 0:
         done = c["completed"]
-        rows.append({"expr": f"verdict: counts.completed >= {rules.min_completed}",
-                     "value": done, "ok": done >= rules.min_completed, "source": "verdict"})  # fmt: skip
+        rows.append(
+            {
+                "expr": f"verdict: counts.completed >= {rules.min_completed}",
+                "value": done,
+                "ok": done >= rules.min_completed,
+                "source": "verdict",
+            }
+        )
     ceiling = rules.max_failed_fraction
     if ceiling is not None:
         expr = f"verdict: counts.failed / counts.admitted <= {ceiling:g}"
@@ -49,8 +59,15 @@ def verdict_rows(summary: Mapping[str, Any], rules: Verdict) -> list[dict[str, A
             frac = round(c["failed"] / c["admitted"], 6)
             rows.append({"expr": expr, "value": frac, "ok": frac <= ceiling, "source": "verdict"})
         else:  # everything was rejected (or nothing arrived): no failure among none
-            rows.append({"expr": expr, "value": None, "ok": True, "source": "verdict",
-                         "why": "no request was admitted"})  # fmt: skip
+            rows.append(
+                {
+                    "expr": expr,
+                    "value": None,
+                    "ok": True,
+                    "source": "verdict",
+                    "why": "no request was admitted",
+                }
+            )
     return rows
 
 

@@ -53,9 +53,9 @@ _CLIENT: Final = 4
 
 class ClientRetries:
     """``clients.retry`` in virtual time: each final outcome is turned into what its caller
-    hears (``harness.workload.outcomes``, the proxy's own table) and the caller retries it or not by the
-    SDKs' rules (``harness.workload.callers``), as a new arrival with id ``r-000123.2``. Only the last
-    attempt is the logical request's outcome; every attempt is an engine arrival
+    hears (``harness.workload.outcomes``, the proxy's own table) and the caller retries it or not by
+    the SDKs' rules (``harness.workload.callers``), as a new arrival with id ``r-000123.2``. Only
+    the last attempt is the logical request's outcome; every attempt is an engine arrival
     (``counts.attempts``), and the per-second timeline shows attempts, as a proxy would."""
 
     def __init__(self, cfg: ClientRetry, rng: random.Random) -> None:
@@ -95,14 +95,27 @@ class ClientRetries:
                 entry = self.attempt.pop(rid, None)
                 d = None
                 if ans is not None and entry is not None:
-                    d = retry_delay(self.cfg, status=ans.status, attempts=entry[1],
-                                    retry_after_s=ans.retry_after_s, rng=self.rng,
-                                    header=ans.should_retry)  # fmt: skip
+                    d = retry_delay(
+                        self.cfg,
+                        status=ans.status,
+                        attempts=entry[1],
+                        retry_after_s=ans.retry_after_s,
+                        rng=self.rng,
+                        header=ans.should_retry,
+                    )
                 if d is not None and entry is not None:
                     first, n = entry
-                    nxt = Arrival(first.index, now + d[0], first.cls, first.priority,
-                                  first.tenant, first.key, first.deadline_s,
-                                  first.prompt_tokens, first.output_tokens)  # fmt: skip
+                    nxt = Arrival(
+                        first.index,
+                        now + d[0],
+                        first.cls,
+                        first.priority,
+                        first.tenant,
+                        first.key,
+                        first.deadline_s,
+                        first.prompt_tokens,
+                        first.output_tokens,
+                    )
                     nxt.id = f"{first.id}.{n + 1}"
                     self.attempt[nxt.id] = (first, n + 1)
                     col.arrived(nxt.id, first.t)  # turnaround still counts from the first send
@@ -149,13 +162,13 @@ def simulate(
     keep_requests: bool = False,
 ) -> SimResult:
     """Run ``profile`` in virtual time. ``keep_requests`` keeps one record per ended request
-    (``SimResult.collector.records``; written as requests.jsonl by :func:`run_to_folder`). ``progress(t)`` is called with the simulated time every
-    16,384 arrivals (long runs show a progress bar). ``stop(t)`` is asked once per simulated
-    second (a signal arrived: the CLI's hook; a test's hook delivers one at a chosen time); when
-    it answers True the run ends there, marked incomplete, work in progress counted in flight.
-    ``schedule_seed`` (default: the seed) draws the arrivals alone: a live run of seed S sends
-    seed S's schedule, and its spread is that of the other draws (latencies, faults, jitter)
-    over that one schedule.
+    (``SimResult.collector.records``; written as requests.jsonl by :func:`run_to_folder`).
+    ``progress(t)`` is called with the simulated time every 16,384 arrivals (long runs show a
+    progress bar). ``stop(t)`` is asked once per simulated second (a signal arrived: the CLI's hook;
+    a test's hook delivers one at a chosen time); when it answers True the run ends there, marked
+    incomplete, work in progress counted in flight. ``schedule_seed`` (default: the seed) draws the
+    arrivals alone: a live run of seed S sends seed S's schedule, and its spread is that of the
+    other draws (latencies, faults, jitter) over that one schedule.
 
     The cyclic garbage collector is off for the run: it allocates millions of short-lived
     objects and makes no reference cycles, so the collector would only rescan the live ones
@@ -163,8 +176,17 @@ def simulate(
     gc_was_on = gc.isenabled()
     gc.disable()
     try:
-        return _simulate(profile, seed, log, extra_thresholds, with_timeline, progress, stop,
-                         schedule_seed, keep_requests)  # fmt: skip
+        return _simulate(
+            profile,
+            seed,
+            log,
+            extra_thresholds,
+            with_timeline,
+            progress,
+            stop,
+            schedule_seed,
+            keep_requests,
+        )
     finally:
         if gc_was_on:
             gc.enable()
@@ -198,7 +220,8 @@ def _simulate(
     # answer lost (ack_loss), or an attempt abandoned by a drain timeout.
     sc = profile.engine.scaling
     effects = any(f.kind == "ack_loss" for f in profile.faults) or (
-        sc.enabled and sc.drain_timeout_s is not None)
+        sc.enabled and sc.drain_timeout_s is not None
+    )
     checkpoints = bool(engine.checkpoint_by_class)
     # A drain kill ends a stream whose first bytes reached the caller (the proxy cannot run it
     # again unseen): the engine is told when each streamed attempt starts answering.
@@ -288,9 +311,16 @@ def _simulate(
                 if clients is not None:
                     clients.cause[rid] = (failure, ra)
                 # A stream that broke after its first byte is final (the proxy's rule).
-                actions = handle(Failed(id=rid, reason=failure, retry_after_s=ra,
-                                         retryable=failure not in MID_STREAM, attempt=attempt),
-                                 now)  # fmt: skip
+                actions = handle(
+                    Failed(
+                        id=rid,
+                        reason=failure,
+                        retry_after_s=ra,
+                        retryable=failure not in MID_STREAM,
+                        attempt=attempt,
+                    ),
+                    now,
+                )
             elif kind == _CLIENT:
                 if tokens and figs is not None:
                     figs.trace[payload.id] = (payload.prompt_tokens, payload.output_tokens)
@@ -318,15 +348,19 @@ def _simulate(
                 if type(a) is Dispatch:
                     if figs is not None:
                         trace = figs.trace
-                        dur, failure, ra, timing = call_timed(now, a.cls, a.id, a.attempt,
-                                                              trace.get(a.id) if trace else None)
+                        dur, failure, ra, timing = call_timed(
+                            now, a.cls, a.id, a.attempt, trace.get(a.id) if trace else None
+                        )
                         sent = col.requests[a.id][0] if a.id in col.requests else now
                         figs.dispatched(a.id, a.cls, now, sent, timing)
                         if answers and a.cls in answers and timing is not None:
-                            handle(AnswerStarts(id=a.id, attempt=a.attempt, at_s=now + timing[0]),
-                                   now)  # fmt: skip
+                            handle(
+                                AnswerStarts(id=a.id, attempt=a.attempt, at_s=now + timing[0]), now
+                            )
                     elif answers and a.cls in answers:
-                        dur, failure, ra, first = upstream.call_streamed(now, a.cls, a.id, a.attempt)
+                        dur, failure, ra, first = upstream.call_streamed(
+                            now, a.cls, a.id, a.attempt
+                        )
                         if first is not None:
                             handle(AnswerStarts(id=a.id, attempt=a.attempt, at_s=now + first), now)
                     else:
@@ -350,17 +384,29 @@ def _simulate(
     retried = Retried()
     if clients is not None:
         retried = Retried(clients.retried_rejects, clients.retried_fails, clients.retried_expires)
-    summary, timeline = core.finish(end, scheduled=scheduled, complete=not halted,
-                                    with_timeline=with_timeline, retried=retried,
-                                    extra_thresholds=extra_thresholds,
-                                    effects=(upstream.duplicate_effects,
-                                             upstream.duplicates_suppressed),
-                                    token_figures=figs.fields(end) if figs is not None else None,
-                                    trace={"arrivals": scheduled, "prompt_tokens": prompt_tokens,
-                                           "output_tokens": output_tokens} if tokens else None)  # fmt: skip
+    summary, timeline = core.finish(
+        end,
+        scheduled=scheduled,
+        complete=not halted,
+        with_timeline=with_timeline,
+        retried=retried,
+        extra_thresholds=extra_thresholds,
+        effects=(upstream.duplicate_effects, upstream.duplicates_suppressed),
+        token_figures=figs.fields(end) if figs is not None else None,
+        trace=(
+            {
+                "arrivals": scheduled,
+                "prompt_tokens": prompt_tokens,
+                "output_tokens": output_tokens,
+            }
+            if tokens
+            else None
+        ),
+    )
     wall = core.wall_s
-    return SimResult(summary, timeline, log.written if log else 0,
-                     scheduled / wall if wall > 0 else 0.0, col)  # fmt: skip
+    return SimResult(
+        summary, timeline, log.written if log else 0, scheduled / wall if wall > 0 else 0.0, col
+    )
 
 
 def request_lines(
@@ -369,9 +415,16 @@ def request_lines(
     """A simulation's requests.jsonl: the live record's fields that a simulation knows (times
     in profile seconds; ``latency_s`` is the turnaround from the arrival), in arrival order."""
     rows = sorted(records, key=lambda r: r[2])
-    return [{"class": c, "id": rid, "latency_s": None if ta is None else round(ta, 6),
-             "outcome": outcome, "t_intended": round(t, 6)}
-            for rid, c, t, outcome, ta in rows]  # fmt: skip
+    return [
+        {
+            "class": c,
+            "id": rid,
+            "latency_s": None if ta is None else round(ta, 6),
+            "outcome": outcome,
+            "t_intended": round(t, 6),
+        }
+        for rid, c, t, outcome, ta in rows
+    ]
 
 
 def run_to_folder(
@@ -387,8 +440,15 @@ def run_to_folder(
     (one line per ended request, as a live run writes) into ``out``."""
     with atomic_file(out / "decisions.jsonl", durable=False) as fh:
         log = DecisionLog(fh)
-        result = simulate(profile, seed, log=log, extra_thresholds=extra_thresholds,
-                          progress=progress, stop=stop, keep_requests=True)  # fmt: skip
+        result = simulate(
+            profile,
+            seed,
+            log=log,
+            extra_thresholds=extra_thresholds,
+            progress=progress,
+            stop=stop,
+            keep_requests=True,
+        )
         log.flush()
     summ.write_jsonl(out / "timeline.jsonl", result.timeline)
     assert result.collector is not None and result.collector.records is not None

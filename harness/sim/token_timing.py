@@ -30,7 +30,9 @@ class TokenFigures:
         # A public trace's token counts per request id, for each of its attempts.
         self.trace: dict[str, tuple[int | None, int | None]] = {}
 
-    def dispatched(self, rid: str, cls: str, now: float, sent: float, timing: Timing | None) -> None:
+    def dispatched(
+        self, rid: str, cls: str, now: float, sent: float, timing: Timing | None
+    ) -> None:
         """An attempt of ``rid`` (scheduled send time ``sent``) started at ``now``."""
         if timing is None:
             self._pending.pop(rid, None)
@@ -60,5 +62,6 @@ class TokenFigures:
                     self.trace.pop(a.id, None)  # type: ignore[attr-defined]
 
     def fields(self, span: float) -> dict[str, Any]:
-        return token_fields(self.ttfts, sorted(self.gaps.items()), self.completion_tokens,
-                            max(span, 1e-9))  # fmt: skip
+        return token_fields(
+            self.ttfts, sorted(self.gaps.items()), self.completion_tokens, max(span, 1e-9)
+        )

@@ -182,7 +182,12 @@ class SimUpstream:
         return len(ends)
 
     def call_timed(
-        self, now: float, cls: str, rid: str, attempt: int, trace: tuple[int | None, int | None] | None
+        self,
+        now: float,
+        cls: str,
+        rid: str,
+        attempt: int,
+        trace: tuple[int | None, int | None] | None,
     ) -> tuple[float, str | None, float | None, Timing | None]:
         """:meth:`call` with the token model: also the attempt's :data:`Timing` when it
         succeeds. ``trace``: a public trace's (prompt, output) tokens for this request, which
@@ -193,8 +198,9 @@ class SimUpstream:
         if trace is not None and trace[0] is not None and trace[1] is not None:
             prompt, n = trace[0], min(trace[1], tc.cap)
         else:
-            prompt, n, _capped = token_counts(tc.prompt, tc.completion, tc.prompt_default,
-                                              tc.cap, self.draws.tokens)  # fmt: skip
+            prompt, n, _capped = token_counts(
+                tc.prompt, tc.completion, tc.prompt_default, tc.cap, self.draws.tokens
+            )
             if trace is not None:  # one of the two counts is known
                 prompt = trace[0] if trace[0] is not None else prompt
                 n = min(trace[1], tc.cap) if trace[1] is not None else n
@@ -217,8 +223,15 @@ class SimUpstream:
     ) -> tuple[float, str | None, float | None]:
         """The faults' and the timeout's verdict on an attempt whose latency is drawn."""
         if self.indexed:
-            hit = walk(self.indexed, self.fault_rng, now, at_s=now, stream=cls in self.streaming,
-                       base_s=latency, limiter=self._limits)  # fmt: skip
+            hit = walk(
+                self.indexed,
+                self.fault_rng,
+                now,
+                at_s=now,
+                stream=cls in self.streaming,
+                base_s=latency,
+                limiter=self._limits,
+            )
             if hit is not None:
                 latency = hit.latency_s
                 if hit.fault is not None:

@@ -7,13 +7,13 @@ belongs to its request. A fixed model draws nothing. The simulation draws one la
 dispatch, so this module is compiled (setup.py HOT_MODULES); the uniform and exponential
 formulas are ``random.uniform``'s and ``random.expovariate``'s, on one uniform each.
 
-``dist: tokens`` (the formulas: ``harness.profile.schema.upstream``) needs the request's prompt tokens and
-the upstream's in-flight count, so it is a :class:`TokenLatency` rather than a ``Sampler``; it
-draws one normal (two uniforms) per attempt for its jitter, none when sigma is 0. Token counts
-(:func:`token_counts`) draw from the tokens stream: the prompt's first when it has a
+``dist: tokens`` (the formulas: ``harness.profile.schema.upstream``) needs the request's prompt
+tokens and the upstream's in-flight count, so it is a :class:`TokenLatency` rather than a
+``Sampler``; it draws one normal (two uniforms) per attempt for its jitter, none when sigma is 0.
+Token counts (:func:`token_counts`) draw from the tokens stream: the prompt's first when it has a
 distribution, then the completion's; a fixed count draws nothing. Per-attempt draw order is
-canonical (the golden files record the latency stream's; the tokens stream is read by no
-other dist).
+canonical (the golden files record the latency stream's; the tokens stream is read by no other
+dist).
 """
 
 from __future__ import annotations
@@ -57,8 +57,14 @@ class TokenLatency:
     attempt's latency stream) and scales both; sigma 0 draws nothing. Evaluated once, at the
     start: the model does not re-time a running request as others come and go."""
 
-    __slots__ = ("rng", "sigma", "tpot_per_in_flight_s", "tpot_s", "ttft_per_prompt_token_s",
-                 "ttft_s")  # fmt: skip
+    __slots__ = (
+        "rng",
+        "sigma",
+        "tpot_per_in_flight_s",
+        "tpot_s",
+        "ttft_per_prompt_token_s",
+        "ttft_s",
+    )
 
     def __init__(self, lat: Latency, rng: KeyedRandom) -> None:
         if lat.dist != "tokens":

@@ -1,10 +1,10 @@
 """The OpenAI wire format, written once: what the stub sends, the proxy passes on and answers,
 and the load generator and the calibration probe read.
 
-``errors`` the error object (``{"error": {"message", "type", "param", "code"}}``) as a JSON body
-and as an event inside a stream; ``sse`` server-sent events: one event's bytes, the terminal
-``data: [DONE]``, the one parser (a streaming event splitter) and what an event's data says; ``retry_after`` the
-``Retry-After`` / ``retry-after-ms`` pair, written and read; ``usage`` the ``usage`` object,
+``errors`` the error object (``{"error": {"message", "type", "param", "code"}}``) as a JSON body and
+as an event inside a stream; ``sse`` server-sent events: one event's bytes, the terminal ``data:
+[DONE]``, the one parser (a streaming event splitter) and what an event's data says; ``retry_after``
+the ``Retry-After`` / ``retry-after-ms`` pair, written and read; ``usage`` the ``usage`` object,
 written and read as token counts.
 
 Standard library and orjson only, so the stub, the proxy, the load generator's process and the

@@ -9,11 +9,13 @@ import orjson
 from harness.wire.sse import event
 
 
-def error_body(message: str, type_: str, *, code: str | None = None,
-               param: str | None = None) -> bytes:  # fmt: skip
+def error_body(
+    message: str, type_: str, *, code: str | None = None, param: str | None = None
+) -> bytes:
     """The error body, its four fields always present (``param`` and ``code`` may be null)."""
-    return orjson.dumps({"error": {"message": message, "type": type_, "param": param,
-                                   "code": code}})  # fmt: skip
+    return orjson.dumps(
+        {"error": {"message": message, "type": type_, "param": param, "code": code}}
+    )
 
 
 def error_event(message: str, type_: str, *, code: str | None = None) -> bytes:

@@ -12,8 +12,10 @@ from email.utils import parsedate_to_datetime
 def retry_after_headers(wall_s: float) -> list[tuple[bytes, bytes]]:
     """``Retry-After`` in whole seconds (HTTP's unit, at least 1) and ``retry-after-ms``
     (which the OpenAI SDKs prefer) with the exact wall-clock figure."""
-    return [(b"retry-after", b"%d" % max(1, math.ceil(wall_s - 1e-9))),
-            (b"retry-after-ms", b"%d" % round(wall_s * 1000.0))]  # fmt: skip
+    return [
+        (b"retry-after", b"%d" % max(1, math.ceil(wall_s - 1e-9))),
+        (b"retry-after-ms", b"%d" % round(wall_s * 1000.0)),
+    ]
 
 
 def retry_after_s(headers: Iterable[tuple[bytes, bytes]]) -> float | None:

@@ -26,5 +26,7 @@ def usage_tokens(usage: Any) -> dict[str, int] | None:
     """``{"prompt", "completion"}`` from a ``usage`` object; None when there is none."""
     if not isinstance(usage, dict):
         return None
-    return {"prompt": int(usage.get("prompt_tokens") or 0),
-            "completion": int(usage.get("completion_tokens") or 0)}  # fmt: skip
+    return {
+        "prompt": int(usage.get("prompt_tokens") or 0),
+        "completion": int(usage.get("completion_tokens") or 0),
+    }

@@ -129,8 +129,9 @@ def _trace(profile: Profile) -> Iterator[tuple[float, str | None, str | None]]:
         reader = csv.DictReader(text.splitlines())
         if reader.fieldnames is None or "t" not in reader.fieldnames:
             first = text.splitlines()[0] if text else ""
-            raise ProfileError(str(path), 1, "t", "a trace CSV needs a header with a 't' column"
-                               + hint(first))  # fmt: skip
+            raise ProfileError(
+                str(path), 1, "t", "a trace CSV needs a header with a 't' column" + hint(first)
+            )
         for n, rec in enumerate(reader, 2):
             try:
                 rows.append((float(rec["t"]), rec.get("class") or None, rec.get("tenant") or None))

@@ -37,8 +37,12 @@ def should_retry(
     if status < 400:
         return False
     cap = cfg.retry_after_max_s
-    if (cfg.give_up_over_max and cap is not None and retry_after_s is not None
-            and retry_after_s > cap):  # fmt: skip
+    if (
+        cfg.give_up_over_max
+        and cap is not None
+        and retry_after_s is not None
+        and retry_after_s > cap
+    ):
         return False
     if header is not None:
         return header

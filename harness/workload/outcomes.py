@@ -9,19 +9,23 @@ Rules, in order (``reason`` is the engine's: a ``Reject`` reason, a ``Fail`` rea
 ``expired``; ``cause`` is the last upstream attempt's failure when the engine's reason hides
 it, e.g. ``retry_budget`` after ``upstream_429``):
 
-| outcome | status | Retry-After | body ``type`` / ``code`` |
-| --- | --- | --- | --- |
-| rejected by a rule | 429 | the rule's estimate | ``rate_limit_error`` / reason |
-| rejected while shutting down | 503 | the estimate | ``service_unavailable`` / ``shutting_down`` |
-| failed, last attempt an upstream HTTP answer | that status (the upstream's answer passed on) | the upstream's | the upstream's |
-| failed, last attempt timed out | 504 | none | ``upstream_error`` / reason |
-| failed, other transport failure (reset, connect, empty stream) | 502 | none | ``upstream_error`` / reason |
-| failed after a stream began | 200 (already sent) + an SSE error event | none | ``upstream_error`` / reason |
-| failed, ``cancelled`` | no answer: the caller left | | |
-| expired in the queue | 504 | none | ``timeout_error`` / ``deadline_expired`` or ``max_wait_expired`` |
+- rejected by a rule: status 429; Retry-After the rule's estimate; body ``rate_limit_error`` /
+  reason.
+- rejected while shutting down: status 503; Retry-After the estimate; body ``service_unavailable`` /
+  ``shutting_down``.
+- failed, last attempt an upstream HTTP answer: status the upstream's, passed on; Retry-After the
+  upstream's; body the upstream's.
+- failed, last attempt timed out: status 504; Retry-After none; body ``upstream_error`` / reason.
+- failed, other transport failure (reset, connect, empty): status 502; Retry-After none; body
+  ``upstream_error`` / reason.
+- failed after a stream began: status 200 (sent) + an SSE error event; Retry-After none; body
+  ``upstream_error`` / reason.
+- failed, ``cancelled``: no answer: the caller left.
+- expired in the queue: status 504; Retry-After none; body ``timeout_error`` / ``deadline_expired``,
+  ``max_wait_expired``.
 
-Whether the caller retries is not decided here but by ``harness.workload.callers`` (the official SDKs'
-rules), from the status, Retry-After and ``x-should-retry`` given here. No answer sets
+Whether the caller retries is not decided here but by ``harness.workload.callers`` (the official
+SDKs' rules), from the status, Retry-After and ``x-should-retry`` given here. No answer sets
 ``x-should-retry`` today: the proxy leaves the choice to the SDK's status rules.
 
 Stdlib only, no sim or live import: both drivers import it.

@@ -35,17 +35,26 @@ TracedRow = tuple[float, str, int, int]
 _Raw = tuple[int | float, int, str, int, int]
 
 AZURE: Final = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
-BURSTGPT: Final = ("Timestamp", "Model", "Request tokens", "Response tokens", "Total tokens",
-                   "Log Type")  # fmt: skip
+BURSTGPT: Final = (
+    "Timestamp",
+    "Model",
+    "Request tokens",
+    "Response tokens",
+    "Total tokens",
+    "Log Type",
+)
 MOONCAKE: Final = ("timestamp", "input_length", "output_length")
 # time column, prompt column, output column; raw time units per second
-_COLS: Final = {"azure": (AZURE[0], AZURE[1], AZURE[2], 10_000_000),
-                "burstgpt": (BURSTGPT[0], BURSTGPT[2], BURSTGPT[3], 1),
-                "mooncake": (MOONCAKE[0], MOONCAKE[1], MOONCAKE[2], 1000)}  # fmt: skip
-_SPELLED: Final = {"azure": "an Azure LLM inference trace CSV (header " + ",".join(AZURE) + ")",
-                   "burstgpt": "a BurstGPT CSV (header " + ",".join(BURSTGPT) + ")",
-                   "mooncake": "mooncake-style JSONL (one object a line with "
-                               + ", ".join(MOONCAKE) + ")"}  # fmt: skip
+_COLS: Final = {
+    "azure": (AZURE[0], AZURE[1], AZURE[2], 10_000_000),
+    "burstgpt": (BURSTGPT[0], BURSTGPT[2], BURSTGPT[3], 1),
+    "mooncake": (MOONCAKE[0], MOONCAKE[1], MOONCAKE[2], 1000),
+}
+_SPELLED: Final = {
+    "azure": "an Azure LLM inference trace CSV (header " + ",".join(AZURE) + ")",
+    "burstgpt": "a BurstGPT CSV (header " + ",".join(BURSTGPT) + ")",
+    "mooncake": "mooncake-style JSONL (one object a line with " + ", ".join(MOONCAKE) + ")",
+}
 _AZURE_TS: Final = re.compile(
     r"(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:\.(\d{1,7}))?(Z|[+-]\d\d:?\d\d)?"
 )
@@ -114,8 +123,7 @@ def hint(first: str) -> str:
 
 def _expected(path: str, fmt: str, first: str, column: str) -> ProfileError:
     shown = first if len(first) <= 60 else first[:57] + "..."
-    return ProfileError(path, 1, column, f"expected {_SPELLED[fmt]}; got {shown!r}"
-                                         f"{hint(first)}")  # fmt: skip
+    return ProfileError(path, 1, column, f"expected {_SPELLED[fmt]}; got {shown!r}{hint(first)}")
 
 
 def _read_csv(path: str, text: str, fmt: str, label_col: str | None) -> list[_Raw]:
@@ -173,7 +181,9 @@ def _read_jsonl(path: str, text: str) -> list[_Raw]:
                     raise ValueError("missing")
             col = "timestamp"
             ms = obj["timestamp"]
-            t: int | float = ms if isinstance(ms, int) and not isinstance(ms, bool) else _seconds(ms)
+            t: int | float = (
+                ms if isinstance(ms, int) and not isinstance(ms, bool) else _seconds(ms)
+            )
             col = "input_length"
             p = _tokens(obj["input_length"])
             col = "output_length"
@@ -188,13 +198,15 @@ def _label_column(fmt: str, rule: TraceClasses | None) -> str | None:
     if rule is None or rule.by == "prompt_tokens":
         return None
     if fmt != "burstgpt":  # profile_checks refuses it first; kept for direct callers
-        raise ProfileError("<profile>", None, "arrivals.trace.classes.by",
-                           f"{fmt} traces have no {rule.by} column")  # fmt: skip
+        raise ProfileError(
+            "<profile>", None, "arrivals.trace.classes.by", f"{fmt} traces have no {rule.by} column"
+        )
     return "Model" if rule.by == "model" else "Log Type"
 
 
-def _classify(path: str, fmt: str, raw: list[_Raw], rule: TraceClasses | None,
-              first: str) -> list[str]:  # fmt: skip
+def _classify(
+    path: str, fmt: str, raw: list[_Raw], rule: TraceClasses | None, first: str
+) -> list[str]:
     if rule is None:
         return [first] * len(raw)
     out: list[str] = []
@@ -203,16 +215,25 @@ def _classify(path: str, fmt: str, raw: list[_Raw], rule: TraceClasses | None,
         for _t, n, _label, p, _o in raw:
             cls = next((b.cls for b in rule.bins if b.max is None or p <= b.max), None)
             if cls is None:
-                raise ProfileError(path, n, prompt_col, f"{p} prompt tokens is past the last "
-                                   "bin's max (end arrivals.trace.classes.bins with max: null)")  # fmt: skip
+                raise ProfileError(
+                    path,
+                    n,
+                    prompt_col,
+                    f"{p} prompt tokens is past the last "
+                    "bin's max (end arrivals.trace.classes.bins with max: null)",
+                )
             out.append(cls)
         return out
     column = "Model" if rule.by == "model" else "Log Type"
     for _t, n, label, _p, _o in raw:
         cls = rule.map.get(label)
         if cls is None:
-            raise ProfileError(path, n, column, f"no class for {rule.by} {label!r}: add it to "
-                                                "arrivals.trace.classes.map")  # fmt: skip
+            raise ProfileError(
+                path,
+                n,
+                column,
+                f"no class for {rule.by} {label!r}: add it to arrivals.trace.classes.map",
+            )
         out.append(cls)
     return out
 
@@ -226,7 +247,9 @@ def read_trace(profile: Profile) -> list[TracedRow]:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as e:
-        raise ProfileError(path, None, "arrivals.file", f"cannot read trace: {e.strerror}") from None
+        raise ProfileError(
+            path, None, "arrivals.file", f"cannot read trace: {e.strerror}"
+        ) from None
     except UnicodeDecodeError:
         raise ProfileError(path, None, "arrivals.file", f"not UTF-8 text (format: {fmt})") from None
     opts = a.trace
@@ -253,8 +276,12 @@ def read_trace(profile: Profile) -> list[TracedRow]:
     elif opts is not None and opts.rate_per_s is not None and offsets:
         span = hi - lo if opts.window_s is not None else offsets[-1]
         if span <= 0:
-            raise ProfileError(path, None, "arrivals.trace.rate_per_s",
-                               "the trace's rows span 0 s: no mean rate to rescale")  # fmt: skip
+            raise ProfileError(
+                path,
+                None,
+                "arrivals.trace.rate_per_s",
+                "the trace's rows span 0 s: no mean rate to rescale",
+            )
         scale = len(offsets) / (opts.rate_per_s * span)
     out: list[TracedRow] = []
     for i, t in zip(keep, offsets, strict=True):

@@ -87,17 +87,25 @@ def profile_text(cell: str) -> str:
     fault, client, engine = cell.split("/")
     clients = "clients: {retry: {max_retries: 2}}\n" if client == "on" else ""
     body = FAULTS[fault].strip("{}")
-    return TEMPLATE.format(name=cell.replace("/", "-"), fault=body, clients=clients,
-                           engine_retries=2 if engine == "on" else 0)  # fmt: skip
+    return TEMPLATE.format(
+        name=cell.replace("/", "-"),
+        fault=body,
+        clients=clients,
+        engine_retries=2 if engine == "on" else 0,
+    )
 
 
 def figures(summary: dict[str, Any]) -> dict[str, float]:
     c = summary["counts"]
     n = max(1, c["arrivals"])
-    return {"failed": c["failed"] / n, "rejected": c["rejected"] / n,
-            "completed": c["completed"] / n, "client_retries": (c["attempts"] - n) / n,
-            "attempts": c["attempts"] / n,
-            "p95": float(summary["turnaround_s"]["p95"] or 0.0)}  # fmt: skip
+    return {
+        "failed": c["failed"] / n,
+        "rejected": c["rejected"] / n,
+        "completed": c["completed"] / n,
+        "client_retries": (c["attempts"] - n) / n,
+        "attempts": c["attempts"] / n,
+        "p95": float(summary["turnaround_s"]["p95"] or 0.0),
+    }
 
 
 def sim_band(
@@ -106,8 +114,10 @@ def sim_band(
     """Min and max of each figure over seeds 1..``seeds`` (with one arrival schedule if
     ``schedule_seed`` is given)."""
     prof = loads(text, file="<cell>")
-    runs = [figures(simulate(prof, s, with_timeline=False, schedule_seed=schedule_seed).summary)
-            for s in range(1, seeds + 1)]  # fmt: skip
+    runs = [
+        figures(simulate(prof, s, with_timeline=False, schedule_seed=schedule_seed).summary)
+        for s in range(1, seeds + 1)
+    ]
     return {m: (min(r[m] for r in runs), max(r[m] for r in runs)) for m in METRICS}
 
 
@@ -130,8 +140,9 @@ def run_live_cell(cell: str, workdir: Path, scale: float = SCALE) -> dict[str, A
     spec.write_text(profile_text(cell))
     out = workdir / cell.replace("/", "-")
     console = Console(file=io.StringIO(), width=160, force_terminal=False)
-    settings = LiveSettings.from_options(profile_spec=str(spec), profile=load(str(spec)), out=out,
-                                         time_scale=scale, seed=SEED)  # fmt: skip
+    settings = LiveSettings.from_options(
+        profile_spec=str(spec), profile=load(str(spec)), out=out, time_scale=scale, seed=SEED
+    )
     code = run_live(settings, console=console)
     summary: dict[str, Any] = orjson.loads((out / "summary.json").read_bytes())
     summary["_exit_code"] = code
@@ -143,10 +154,16 @@ def judge(cell: str, live: dict[str, Any], seeds: int) -> dict[str, Any]:
     wide = sim_band(profile_text(cell), seeds)
     got = figures(live)
     ok = {m: inside(m, got[m], band[m]) for m in METRICS}
-    return {"cell": cell, "live": got, "band": band, "ok": ok, "band_20_schedules": wide,
-            "ok_20_schedules": {m: inside(m, got[m], wide[m]) for m in METRICS},
-            "saturated": bool(live.get("generator_saturated")),
-            "conservation": live["conservation"]["ok"]}  # fmt: skip
+    return {
+        "cell": cell,
+        "live": got,
+        "band": band,
+        "ok": ok,
+        "band_20_schedules": wide,
+        "ok_20_schedules": {m: inside(m, got[m], wide[m]) for m in METRICS},
+        "saturated": bool(live.get("generator_saturated")),
+        "conservation": live["conservation"]["ok"],
+    }
 
 
 def row(r: dict[str, Any]) -> str:
@@ -162,14 +179,19 @@ def row(r: dict[str, Any]) -> str:
     note = " (generator saturated)" if r["saturated"] else ""
     missed = [m for m, ok in r["ok_20_schedules"].items() if not ok]
     wide = "yes" if not missed else "no: " + ", ".join(missed)
-    return (f"| {fault} | {client} | {engine} | " + " | ".join(fmt(m) for m in METRICS)
-            + f" | {verdict}{note} | {wide} |")  # fmt: skip
+    return (
+        f"| {fault} | {client} | {engine} | "
+        + " | ".join(fmt(m) for m in METRICS)
+        + f" | {verdict}{note} | {wide} |"
+    )
 
 
-HEADER = ("| fault | client retries | engine retries | failed | rejected | completed | "
-          "client retries / arrival | attempts / arrival | p95 turnaround s | verdict | "
-          "inside the 20-schedule band |\n"
-          "|---|---|---|---|---|---|---|---|---|---|---|")  # fmt: skip
+HEADER = (
+    "| fault | client retries | engine retries | failed | rejected | completed | "
+    "client retries / arrival | attempts / arrival | p95 turnaround s | verdict | "
+    "inside the 20-schedule band |\n"
+    "|---|---|---|---|---|---|---|---|---|---|---|"
+)
 
 
 def main() -> int:
@@ -182,18 +204,22 @@ def main() -> int:
     args = ap.parse_args()
     cells = [c for c in args.cells.split(",") if c] or cell_names()
     t0 = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="agree-") as tmp, \
-            ThreadPoolExecutor(max(1, args.jobs)) as ex:  # fmt: skip
+    with (
+        tempfile.TemporaryDirectory(prefix="agree-") as tmp,
+        ThreadPoolExecutor(max(1, args.jobs)) as ex,
+    ):
         futures = {c: ex.submit(run_live_cell, c, Path(tmp), args.scale) for c in cells}
         results = []
         for c in cells:
             r = judge(c, futures[c].result(), args.seeds)
             results.append(r)
             print(row(r), file=sys.stderr, flush=True)
-    print(f"\nlive at time scale {args.scale}, seed {SEED}; sim band: seed {SEED}'s schedule, "
-          f"seeds 1-{args.seeds} for the other draws; "
-          f"slack {SLACK_FRACTION} (fractions of arrivals), {SLACK_P95:.0%} (p95); "
-          f"wall {time.monotonic() - t0:.0f} s\n")  # fmt: skip
+    print(
+        f"\nlive at time scale {args.scale}, seed {SEED}; sim band: seed {SEED}'s schedule, "
+        f"seeds 1-{args.seeds} for the other draws; "
+        f"slack {SLACK_FRACTION} (fractions of arrivals), {SLACK_P95:.0%} (p95); "
+        f"wall {time.monotonic() - t0:.0f} s\n"
+    )
     print(HEADER)
     for r in results:
         print(row(r))

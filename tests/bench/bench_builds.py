@@ -96,10 +96,24 @@ def build_tools(tmp: Path) -> dict[str, str]:
     major = int(importlib.metadata.version("setuptools").split(".")[0])
     if major < 77:
         target = tmp / "buildtools"
-        say(f"setuptools {importlib.metadata.version('setuptools')} here; fetching >= 77 into "
-            f"{target} for the builds")  # fmt: skip
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                        "--target", str(target), "setuptools>=77"], check=True)  # fmt: skip
+        say(
+            f"setuptools {importlib.metadata.version('setuptools')} here; fetching >= 77 into "
+            f"{target} for the builds"
+        )
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--disable-pip-version-check",
+                "--target",
+                str(target),
+                "setuptools>=77",
+            ],
+            check=True,
+        )
         env["PYTHONPATH"] = str(target)
     return env
 
@@ -108,16 +122,30 @@ def build(tree: Path, env: dict[str, str], log: Path) -> float:
     """Compile the tree's hot path in place; seconds taken."""
     t0 = time.monotonic()
     with log.open("w") as fh:
-        subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=tree, env=env,
-                       stdout=fh, stderr=subprocess.STDOUT, check=False)  # fmt: skip
+        subprocess.run(
+            [sys.executable, "setup.py", "build_ext", "--inplace"],
+            cwd=tree,
+            env=env,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            check=False,
+        )
     return time.monotonic() - t0
 
 
 def check_build(name: str, tree: Path, log: Path) -> None:
     out = subprocess.run(
-        [sys.executable, "-c", "import harness; print(harness.__file__); print(harness.compiled())"],
-        cwd=tree, env=child_env(tree), capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            "import harness; print(harness.__file__); print(harness.compiled())",
+        ],
+        cwd=tree,
+        env=child_env(tree),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     lines = out.stdout.split()
     if out.returncode != 0 or len(lines) != 2:
         sys.exit(f"{name}: cannot import harness from {tree}:\n{out.stderr[-2000:]}")
@@ -125,8 +153,9 @@ def check_build(name: str, tree: Path, log: Path) -> None:
     if not Path(where).is_relative_to(tree):
         sys.exit(f"{name}: imported {where}, not the worktree {tree}")
     if compiled != "True":
-        sys.exit(f"{name}: the hot path is not compiled (build log: {log}):\n"
-                 f"{log.read_text()[-3000:]}")  # fmt: skip
+        sys.exit(
+            f"{name}: the hot path is not compiled (build log: {log}):\n{log.read_text()[-3000:]}"
+        )
     say(f"{name}: harness.__file__ = {where}, compiled() = {compiled}")
 
 
@@ -137,9 +166,12 @@ def child_text(tree: Path) -> str:
     """The CHILD program of the tree's own bench_instructions.py (read, not imported)."""
     src = (tree / "tests" / "bench" / "bench_instructions.py").read_text()
     for node in ast.parse(src).body:
-        if (isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "CHILD"
-                                                 for t in node.targets)
-                and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):  # fmt: skip
+        if (
+            isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "CHILD" for t in node.targets)
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+        ):
             return node.value.value.format(bench=str(tree / "tests" / "bench")) + WHERE
     sys.exit(f"no CHILD program in {tree}/tests/bench/bench_instructions.py")
 
@@ -170,8 +202,11 @@ def run_child(tree: Path, script: Path, case: str, valgrind: bool, tmp: Path) ->
 
 def same_scenario(trees: dict[str, Path]) -> list[str]:
     """What differs between the two trees' definitions of the cases (empty: nothing)."""
-    files = ("tests/bench/bench_sim.py", "tests/bench/bench_instructions.py",
-             "profiles/seed-burst.yaml")  # fmt: skip
+    files = (
+        "tests/bench/bench_sim.py",
+        "tests/bench/bench_instructions.py",
+        "profiles/seed-burst.yaml",
+    )
     return [
         f for f in files if (trees["base"] / f).read_bytes() != (trees["head"] / f).read_bytes()
     ]
@@ -185,9 +220,15 @@ def instructions(trees: dict[str, Path], cases: list[str], jobs: int, tmp: Path)
         scripts[name] = tmp / f"child-{name}.py"
         scripts[name].write_text(child_text(tree))
     differ = same_scenario(trees)
-    say("\nInstructions: the cases as each tree defines them; "
-        + ("identical files" if not differ else f"these files differ: {', '.join(differ)} "
-           "(check the scenario is the same: a differing import line is fine)"))  # fmt: skip
+    say(
+        "\nInstructions: the cases as each tree defines them; "
+        + (
+            "identical files"
+            if not differ
+            else f"these files differ: {', '.join(differ)} "
+            "(check the scenario is the same: a differing import line is fine)"
+        )
+    )
     for name, tree in trees.items():  # warm the bytecode caches, so no run compiles .py files
         for case in ("noop", *cases):
             run_child(tree, scripts[name], case, False, tmp)
@@ -210,10 +251,14 @@ def instructions(trees: dict[str, Path], cases: list[str], jobs: int, tmp: Path)
         flag = "  ABOVE +5 %" if h / b > 1.05 else ""
         say(f"| {case} | {b:,} | {h:,} | {h / b:.4f} ({(h / b - 1) * 100:+.2f} %){flag} |")
     b, h = got["base", "noop"], got["head", "noop"]
-    say(f"| noop: import and load the profiles (not subtracted) | {b:,} | {h:,} | "
-        f"{h / b:.4f} ({(h / b - 1) * 100:+.2f} %) |")  # fmt: skip
-    say("Each case minus its own build's noop run. simpy is the control (no harness code runs "
-        "in it): its ratio should be 1.")  # fmt: skip
+    say(
+        f"| noop: import and load the profiles (not subtracted) | {b:,} | {h:,} | "
+        f"{h / b:.4f} ({(h / b - 1) * 100:+.2f} %) |"
+    )
+    say(
+        "Each case minus its own build's noop run. simpy is the control (no harness code runs "
+        "in it): its ratio should be 1."
+    )
 
 
 # -- 2. proxy ----------------------------------------------------------------------------------
@@ -241,13 +286,24 @@ def proxy(trees: dict[str, Path], rounds: int, seconds: float, tmp: Path) -> Non
 
     def start(key: str, tree: Path, kind: str, core: int, upstream: str | None = None) -> str:
         port = bp.free_port()
-        cmd = ["taskset", "-c", str(core), sys.executable,
-               str(tree / "tests" / "bench" / "bench_proxy.py"), "_serve", kind, str(port)]  # fmt: skip
+        cmd = [
+            "taskset",
+            "-c",
+            str(core),
+            sys.executable,
+            str(tree / "tests" / "bench" / "bench_proxy.py"),
+            "_serve",
+            kind,
+            str(port),
+        ]
         if upstream:
             cmd.append(upstream)
         log = (tmp / f"serve-{key}.log").open("wb")
-        procs.append(subprocess.Popen(cmd, cwd=tree, env=child_env(tree), stdout=log,
-                                      stderr=subprocess.STDOUT))  # fmt: skip
+        procs.append(
+            subprocess.Popen(
+                cmd, cwd=tree, env=child_env(tree), stdout=log, stderr=subprocess.STDOUT
+            )
+        )
         bp.OUR_PIDS.append(procs[-1].pid)
         try:
             bp.wait_port(port)
@@ -289,17 +345,23 @@ def proxy(trees: dict[str, Path], rounds: int, seconds: float, tmp: Path) -> Non
             except subprocess.TimeoutExpired:
                 p.kill()
     base = statistics.median(rps["baseline"])
-    say(f"\nProxy throughput, WALL-CLOCK (noisy on a shared machine): wrk -t1 -c32, {rounds} "
+    say(
+        f"\nProxy throughput, WALL-CLOCK (noisy on a shared machine): wrk -t1 -c32, {rounds} "
         f"alternating rounds of {seconds:g} s, POST {bp.PATH}; proxy on core 1, wrk and "
-        "upstream on core 0")  # fmt: skip
+        "upstream on core 0"
+    )
     say(f"{'config':14} {'median req/s':>13} {'vs baseline':>12} {'req/CPU-s':>10}   per round")
     for k in keys:
-        say(f"{k:14} {statistics.median(rps[k]):13.0f} {statistics.median(rps[k]) / base:11.1%} "
-            f"{statistics.median(cpu[k]):10.0f}   {' '.join(f'{x:5.0f}' for x in rps[k])}")  # fmt: skip
+        say(
+            f"{k:14} {statistics.median(rps[k]):13.0f} {statistics.median(rps[k]) / base:11.1%} "
+            f"{statistics.median(cpu[k]):10.0f}   {' '.join(f'{x:5.0f}' for x in rps[k])}"
+        )
     per_round = [h / b for h, b in zip(rps["proxy[head]"], rps["proxy[base]"], strict=True)]
     per_cpu = [h / b for h, b in zip(cpu["proxy[head]"], cpu["proxy[base]"], strict=True)]
-    say(f"head/base req/s, per round: {', '.join(f'{x:.2f}' for x in per_round)}; "
-        f"median {statistics.median(per_round):.3f}")  # fmt: skip
+    say(
+        f"head/base req/s, per round: {', '.join(f'{x:.2f}' for x in per_round)}; "
+        f"median {statistics.median(per_round):.3f}"
+    )
     say(f"head/base req/CPU-s (the proxy process alone), median {statistics.median(per_cpu):.3f}")
     say(f"other load on the machine during the proxy runs: {others:.2f} cores (of 2)")
 
@@ -345,12 +407,18 @@ def main() -> int:
             proxy(trees, args.rounds, args.seconds, tmp)
     finally:
         for tree in trees.values():
-            subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT,
-                           capture_output=True, check=False)  # fmt: skip
+            subprocess.run(
+                ["git", "worktree", "remove", "--force", str(tree)],
+                cwd=ROOT,
+                capture_output=True,
+                check=False,
+            )
         git("worktree", "prune")
         shutil.rmtree(tmp, ignore_errors=True)
-    say(f"\nbase {revs['base'][1]}, head {revs['head'][1]}; "
-        f"{time.monotonic() - t_start:.0f} s in all")  # fmt: skip
+    say(
+        f"\nbase {revs['base'][1]}, head {revs['head'][1]}; "
+        f"{time.monotonic() - t_start:.0f} s in all"
+    )
     return 0
 
 

@@ -59,9 +59,19 @@ def instructions(case: str, env: dict[str, str]) -> int:
         script.write_text(CHILD.format(bench=str(ROOT / "tests" / "bench")))
         out = Path(tmp) / "callgrind.out"
         proc = subprocess.run(
-            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
-             sys.executable, str(script), case],
-            capture_output=True, text=True, env=env, check=False)  # fmt: skip
+            [
+                "valgrind",
+                "--tool=callgrind",
+                f"--callgrind-out-file={out}",
+                sys.executable,
+                str(script),
+                case,
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
+        )
         m = re.search(r"Collected : (\d+)", proc.stderr)
         if proc.returncode != 0 or m is None:
             sys.exit(f"{case}: valgrind failed:\n{proc.stderr[-2000:]}")
@@ -70,8 +80,11 @@ def instructions(case: str, env: dict[str, str]) -> int:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--cases", default="simpy,log,bare,pinned",
-                    help="comma-separated among simpy, log, bare, pinned")  # fmt: skip
+    ap.add_argument(
+        "--cases",
+        default="simpy,log,bare,pinned",
+        help="comma-separated among simpy, log, bare, pinned",
+    )
     args = ap.parse_args()
     if shutil.which("valgrind") is None:
         sys.exit("valgrind is not on PATH (apt-get install valgrind)")
@@ -82,8 +95,10 @@ def main() -> None:
             sys.exit(f"unknown case {c!r}; choose among {', '.join(CASES[1:])}")
     import harness
 
-    print(f"build: {'mypyc-compiled' if harness.compiled() else 'pure Python'} hot path "
-          f"(HARNESS_PURE={env.get('HARNESS_PURE', '')!r})")  # fmt: skip
+    print(
+        f"build: {'mypyc-compiled' if harness.compiled() else 'pure Python'} hot path "
+        f"(HARNESS_PURE={env.get('HARNESS_PURE', '')!r})"
+    )
     base = instructions("noop", env)
     got = {c: instructions(c, env) - base for c in cases}
     for c in cases:

@@ -73,15 +73,24 @@ def write_trace(path: Path, rate: float, seconds: float) -> None:
         t += rng.expovariate(rate)
         if t >= seconds:
             break
-        rows.append(orjson.dumps({"timestamp": round(t * 1000, 3),
-                                  "input_length": rng.randint(16, 512),
-                                  "output_length": rng.randint(1, 16)}))  # fmt: skip
+        rows.append(
+            orjson.dumps(
+                {
+                    "timestamp": round(t * 1000, 3),
+                    "input_length": rng.randint(16, 512),
+                    "output_length": rng.randint(1, 16),
+                }
+            )
+        )
     path.write_bytes(b"\n".join(rows) + b"\n")
 
 
 def profile_text(rate: float, seconds: float, trace: Path | None = None) -> str:
-    arrivals = (f"{{process: poisson, phases: [{{until_s: {seconds}, rate_per_s: {rate}}}]}}"
-                if trace is None else f"{{process: trace, format: mooncake, file: '{trace}'}}")  # fmt: skip
+    arrivals = (
+        f"{{process: poisson, phases: [{{until_s: {seconds}, rate_per_s: {rate}}}]}}"
+        if trace is None
+        else f"{{process: trace, format: mooncake, file: '{trace}'}}"
+    )
     return f"""
 name: capacity-{rate:g}
 duration_s: {seconds}
@@ -104,19 +113,29 @@ def live_step(
     prof = loads(spec.read_text(), file=str(spec))
     out = tmp / f"out-{rate:g}-{workers}"
     t0 = time.monotonic()
-    settings = LiveSettings.from_options(profile_spec=str(spec), profile=prof, out=out,
-                                         no_proxy=True, workers=workers)  # fmt: skip
+    settings = LiveSettings.from_options(
+        profile_spec=str(spec), profile=prof, out=out, no_proxy=True, workers=workers
+    )
     run_live(settings, console=Console(file=io.StringIO()))
     s = orjson.loads((out / "summary.json").read_bytes())
     g = s["generator"]
-    return {"p99": g["schedule_lag_s"]["p99"], "dropped": g["dropped"],
-            "achieved": g["achieved_rate_per_s"], "completed": s["counts"]["completed"],
-            "arrivals": s["counts"]["arrivals"], "wall": time.monotonic() - t0}  # fmt: skip
+    return {
+        "p99": g["schedule_lag_s"]["p99"],
+        "dropped": g["dropped"],
+        "achieved": g["achieved_rate_per_s"],
+        "completed": s["counts"]["completed"],
+        "arrivals": s["counts"]["arrivals"],
+        "wall": time.monotonic() - t0,
+    }
 
 
 def bare_step(rate: float, seconds: float) -> float:
-    out = subprocess.run([sys.executable, "-c", BARE, str(rate), str(seconds)],
-                         capture_output=True, text=True, check=True)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", BARE, str(rate), str(seconds)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return float(json.loads(out.stdout)["p99"])
 
 
@@ -129,23 +148,29 @@ def main() -> None:
     args = ap.parse_args()
     rates = [float(r) for r in args.rates.split(",")]
     kind = "traced (mooncake rows)" if args.trace else "poisson"
-    print(f"cores: {os.cpu_count()}, {args.seconds:g} s per step, limit p99 < {LIMIT_S * 1e3:g} ms, "
-          f"{kind}")  # fmt: skip
+    print(
+        f"cores: {os.cpu_count()}, {args.seconds:g} s per step, limit p99 < {LIMIT_S * 1e3:g} ms, "
+        f"{kind}"
+    )
     best: dict[int, float] = {}
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         for workers in (int(w) for w in args.workers.split(",")):
             mode = "1 process" if workers == 0 else f"--workers {workers}"
             print(f"\n{mode}")
-            print(f"{'rate/s':>8} {'p99 ms':>8} {'bare p99':>9} {'ratio':>6} {'dropped':>8} "
-                  f"{'achieved':>9} {'ok':>4}")  # fmt: skip
+            print(
+                f"{'rate/s':>8} {'p99 ms':>8} {'bare p99':>9} {'ratio':>6} {'dropped':>8} "
+                f"{'achieved':>9} {'ok':>4}"
+            )
             for rate in rates:
                 r = live_step(rate, args.seconds, workers, tmp, args.trace)
                 bare = bare_step(rate, args.seconds)
                 ok = r["p99"] < LIMIT_S and r["dropped"] == 0 and r["completed"] == r["arrivals"]
                 ratio = r["p99"] / bare if bare > 0 else float("inf")
-                print(f"{rate:8.0f} {r['p99'] * 1e3:8.2f} {bare * 1e3:9.2f} {ratio:6.1f} "
-                      f"{r['dropped']:8.0f} {r['achieved']:9.1f} {'yes' if ok else 'no':>4}")  # fmt: skip
+                print(
+                    f"{rate:8.0f} {r['p99'] * 1e3:8.2f} {bare * 1e3:9.2f} {ratio:6.1f} "
+                    f"{r['dropped']:8.0f} {r['achieved']:9.1f} {'yes' if ok else 'no':>4}"
+                )
                 if ok:
                     best[workers] = rate
                 elif workers in best or rate > rates[0]:

@@ -40,12 +40,25 @@ from typing import Any
 import orjson
 import uvloop
 
-BODY = orjson.dumps({
-    "id": "chatcmpl-bench", "object": "chat.completion", "created": 0, "model": "stub",
-    "choices": [{"index": 0, "message": {"role": "assistant",
-                 "content": "The stub is answering slowly on purpose"}, "finish_reason": "stop"}],
-    "usage": {"prompt_tokens": 3, "completion_tokens": 7, "total_tokens": 10},
-})  # fmt: skip
+BODY = orjson.dumps(
+    {
+        "id": "chatcmpl-bench",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "stub",
+        "choices": [
+            {
+                "index": 0,
+                "message": {
+                    "role": "assistant",
+                    "content": "The stub is answering slowly on purpose",
+                },
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 7, "total_tokens": 10},
+    }
+)
 REQUEST = b'{"model":"stub","messages":[{"role":"user","content":"Say hello"}],"max_tokens":16}'
 PATH = "/v1/chat/completions"
 PROFILE = """\
@@ -74,8 +87,16 @@ async def upstream_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     more = True
     while more:
         more = (await receive()).get("more_body", False)
-    await send({"type": "http.response.start", "status": 200, "headers": [
-        (b"content-type", b"application/json"), (b"content-length", b"%d" % len(BODY))]})  # fmt: skip
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", b"%d" % len(BODY)),
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": BODY})
 
 
@@ -98,13 +119,23 @@ class HttpxUpstream:
     def __init__(self, url: str) -> None:
         import httpx
 
-        self.client = httpx.AsyncClient(base_url=url, limits=httpx.Limits(
-            max_connections=None, max_keepalive_connections=256))  # fmt: skip
+        self.client = httpx.AsyncClient(
+            base_url=url, limits=httpx.Limits(max_connections=None, max_keepalive_connections=256)
+        )
 
-    async def send(self, method: str, target: str, headers: list[tuple[bytes, bytes]],
-                   body: bytes, *, timeout_s: float, stream: bool) -> Any:  # fmt: skip
-        req = self.client.build_request(method, target, headers=headers, content=body,
-                                        timeout=timeout_s)  # fmt: skip
+    async def send(
+        self,
+        method: str,
+        target: str,
+        headers: list[tuple[bytes, bytes]],
+        body: bytes,
+        *,
+        timeout_s: float,
+        stream: bool,
+    ) -> Any:
+        req = self.client.build_request(
+            method, target, headers=headers, content=body, timeout=timeout_s
+        )
         return _HttpxResponse(await self.client.send(req, stream=True))
 
     async def aclose(self) -> None:
@@ -155,8 +186,15 @@ def serve(kind: str, port: int, upstream: str | None) -> None:
 
     if kind in ("baseline", "upstream"):
         app = baseline_app() if kind == "baseline" else upstream_app
-        uvicorn.run(app, host="127.0.0.1", port=port, loop="uvloop", http="httptools",
-                    access_log=False, log_level="warning")  # fmt: skip
+        uvicorn.run(
+            app,
+            host="127.0.0.1",
+            port=port,
+            loop="uvloop",
+            http="httptools",
+            access_log=False,
+            log_level="warning",
+        )
         return
     from rich.console import Console
 
@@ -171,8 +209,12 @@ def serve(kind: str, port: int, upstream: str | None) -> None:
         # "h1-starlette": the same proxy mounted in a Starlette router (is raw ASGI worth it?)
         base_client = client.partition("-")[0]
         target = HttpxUpstream(upstream) if base_client == "httpx" else upstream
-        app = build_proxy(upstream=target, profile=loads(PROFILE), out=out,
-                          client=base_client if base_client != "httpx" else "h1")  # fmt: skip
+        app = build_proxy(
+            upstream=target,
+            profile=loads(PROFILE),
+            out=out,
+            client=base_client if base_client != "httpx" else "h1",
+        )
         if client.endswith("-starlette"):
             app = routed(app)
         quiet = Console(stderr=True, quiet=True)
@@ -240,8 +282,11 @@ def wrk(url: str, seconds: float, lua: Path, pid: int | None = None) -> tuple[fl
     cpu0 = proc_cpu_s(pid) if pid else 0.0
     out = subprocess.run(
         ["taskset", "-c", "0", "wrk", "-t1", "-c32", f"-d{seconds:g}s", "-s", str(lua), url + PATH],
-        capture_output=True, text=True, check=True, timeout=seconds + 30,
-    ).stdout  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=seconds + 30,
+    ).stdout
     if "Non-2xx" in out or "Socket errors" in out:
         raise RuntimeError(f"wrk saw errors against {url}:\n{out}")
     m = re.search(r"Requests/sec:\s+([\d.]+)", out)
@@ -393,37 +438,54 @@ def main() -> int:
                 per_cpu[k].append(y)
         base = statistics.median(rps["baseline"])
         base_cpu = statistics.median(per_cpu["baseline"])
-        print(f"\nThroughput: wrk -t1 -c32, {args.rounds} interleaved rounds of "
-              f"{args.seconds:g} s; POST {PATH}")  # fmt: skip
-        print(f"{'config':16} {'median req/s':>13} {'best':>7} {'ratio':>7} {'req/CPU-s':>10} "
-              f"{'ratio':>7}   per-round req/s")  # fmt: skip
+        print(
+            f"\nThroughput: wrk -t1 -c32, {args.rounds} interleaved rounds of "
+            f"{args.seconds:g} s; POST {PATH}"
+        )
+        print(
+            f"{'config':16} {'median req/s':>13} {'best':>7} {'ratio':>7} {'req/CPU-s':>10} "
+            f"{'ratio':>7}   per-round req/s"
+        )
         for k in keys:
             xs = rps[k]
             rounds = " ".join(f"{x:6.0f}" for x in xs)
             c = statistics.median(per_cpu[k])
-            print(f"{k:16} {statistics.median(xs):13.0f} {max(xs):7.0f} "
-                  f"{statistics.median(xs) / base:6.1%} {c:10.0f} {c / base_cpu:6.1%}   {rounds}")  # fmt: skip
+            print(
+                f"{k:16} {statistics.median(xs):13.0f} {max(xs):7.0f} "
+                f"{statistics.median(xs) / base:6.1%} {c:10.0f} {c / base_cpu:6.1%}   {rounds}"
+            )
         if "proxy[h1]" in rps:
             per_round = [p / b for p, b in zip(rps["proxy[h1]"], rps["baseline"], strict=True)]
-            print(f"proxy[h1] / baseline, per round: {', '.join(f'{x:.0%}' for x in per_round)}"
-                  f"; median {statistics.median(per_round):.1%}  (target >= 35%)")  # fmt: skip
-        print("req/CPU-s: requests per CPU-second of that server process alone (the proxy's "
-              "upstream not counted): steadier than req/s when the machine is shared.")  # fmt: skip
+            print(
+                f"proxy[h1] / baseline, per round: {', '.join(f'{x:.0%}' for x in per_round)}"
+                f"; median {statistics.median(per_round):.1%}  (target >= 35%)"
+            )
+        print(
+            "req/CPU-s: requests per CPU-second of that server process alone (the proxy's "
+            "upstream not counted): steadier than req/s when the machine is shared."
+        )
 
-        print(f"\nAdded latency at 200 req/s, open loop, {args.latency_seconds:g} s; the "
-              "direct and proxied schedules interleaved 2.5 ms apart:")  # fmt: skip
-        print("(the upstream shares core 1 with the proxy, the generator is on core 0: both "
-              "paths cross cores the same number of times)")  # fmt: skip
-        direct, proxied = uvloop.run(
-            paired(up1, urls_lat["proxy@1"], 200.0, args.latency_seconds)
-        )  # fmt: skip
+        print(
+            f"\nAdded latency at 200 req/s, open loop, {args.latency_seconds:g} s; the "
+            "direct and proxied schedules interleaved 2.5 ms apart:"
+        )
+        print(
+            "(the upstream shares core 1 with the proxy, the generator is on core 0: both "
+            "paths cross cores the same number of times)"
+        )
+        direct, proxied = uvloop.run(paired(up1, urls_lat["proxy@1"], 200.0, args.latency_seconds))
         floor = wakeup_floor()
         print(f"{'':24} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'max ms':>8}")
-        rows = (("direct (upstream@1)", direct), ("proxy[h1]@1", proxied),
-                ("wake-up floor 0<->1", floor))  # fmt: skip
+        rows = (
+            ("direct (upstream@1)", direct),
+            ("proxy[h1]@1", proxied),
+            ("wake-up floor 0<->1", floor),
+        )
         for name, xs in rows:
-            print(f"{name:24} {pct(xs, .5)*1e3:8.3f} {pct(xs, .9)*1e3:8.3f} "
-                  f"{pct(xs, .99)*1e3:8.3f} {max(xs)*1e3:8.3f}")  # fmt: skip
+            print(
+                f"{name:24} {pct(xs, 0.5) * 1e3:8.3f} {pct(xs, 0.9) * 1e3:8.3f} "
+                f"{pct(xs, 0.99) * 1e3:8.3f} {max(xs) * 1e3:8.3f}"
+            )
         a50 = (pct(proxied, 0.5) - pct(direct, 0.5)) * 1e3
         a99 = (pct(proxied, 0.99) - pct(direct, 0.99)) * 1e3
         print(f"{'added by the proxy':24} {a50:8.3f} {'':8} {a99:8.3f}   (target: p99 < 2 ms)")

@@ -31,19 +31,25 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--kinds", default="paired,unpaired,records")
     a = ap.parse_args()
-    print(f"{a.pairs} pairs; {a.seeds} seeds a side (paired, unpaired); "
-          f"{a.runs} runs of 350 s a side (records); family-wise alpha 0.01")  # fmt: skip
+    print(
+        f"{a.pairs} pairs; {a.seeds} seeds a side (paired, unpaired); "
+        f"{a.runs} runs of 350 s a side (records); family-wise alpha 0.01"
+    )
     for kind in a.kinds.split(","):
-        fa, t = rate(kind, profile(25), profile(25, split=True), a.pairs, a.seeds, a.runs,
-                     "regression")  # fmt: skip
+        fa, t = rate(
+            kind, profile(25), profile(25, split=True), a.pairs, a.seeds, a.runs, "regression"
+        )
         pw, _ = rate(kind, profile(10), profile(40), a.pairs, a.seeds, a.runs, "regression")
         dr, _ = rate(kind, profile(40), profile(10), a.pairs, a.seeds, a.runs, "regression")
-        print(f"{kind:9s} false alarms {fa}/{a.pairs}  power 10->40 {pw}/{a.pairs}  "
-              f"40->10 flagged {dr}/{a.pairs}  {t:.2f} s per compare (in process, one core)")
+        print(
+            f"{kind:9s} false alarms {fa}/{a.pairs}  power 10->40 {pw}/{a.pairs}  "
+            f"40->10 flagged {dr}/{a.pairs}  {t:.2f} s per compare (in process, one core)"
+        )
         if kind == "paired":
             for to in (30, 35, 40, 45, 50):
-                hit, _ = rate(kind, profile(25), profile(to), a.pairs, a.seeds, a.runs,
-                              "regression")  # fmt: skip
+                hit, _ = rate(
+                    kind, profile(25), profile(to), a.pairs, a.seeds, a.runs, "regression"
+                )
                 print(f"          25 -> {to}: flagged {hit}/{a.pairs}")
 
 

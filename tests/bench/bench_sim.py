@@ -125,45 +125,76 @@ def main() -> None:
         [lambda: simpy_model(1), with_log, without_log], args.repeat
     )
     lines = sum(1 for _ in (tmp / "decisions.jsonl").open("rb"))
-    print(f"scenario: seed-burst x100 rate, x100 workers; {n} arrivals (SimPy {n_sp}); "
-          f"{lines} decisions logged")  # fmt: skip
+    print(
+        f"scenario: seed-burst x100 rate, x100 workers; {n} arrivals (SimPy {n_sp}); "
+        f"{lines} decisions logged"
+    )
     print(f"build: {'mypyc-compiled' if harness.compiled() else 'pure Python'} hot path")
     print(f"SimPy plain model          {sp:>10,.0f} arrivals/s   1.00x")
     print(f"harness, full decision log {full:>10,.0f} arrivals/s   {full / sp:.2f}x  (target 1.5x)")
     print(f"harness, no decision log   {bare:>10,.0f} arrivals/s   {bare / sp:.2f}x  (target 3x)")
-    pinned = load(str(ROOT / "profiles" / "seed-burst.yaml"), [
-        *SCALE_SET, "engine.scaling.enabled=true", "engine.scaling.min_replicas=400",
-        "engine.scaling.max_replicas=400", "engine.scaling.interval_s=15"])  # fmt: skip
-    moving = load(str(ROOT / "profiles" / "seed-burst.yaml"), [
-        *SCALE_SET, "engine.scaling.enabled=true", "engine.scaling.target=hpa",
-        "engine.scaling.min_replicas=300", "engine.scaling.max_replicas=600"])  # fmt: skip
+    pinned = load(
+        str(ROOT / "profiles" / "seed-burst.yaml"),
+        [
+            *SCALE_SET,
+            "engine.scaling.enabled=true",
+            "engine.scaling.min_replicas=400",
+            "engine.scaling.max_replicas=400",
+            "engine.scaling.interval_s=15",
+        ],
+    )
+    moving = load(
+        str(ROOT / "profiles" / "seed-burst.yaml"),
+        [
+            *SCALE_SET,
+            "engine.scaling.enabled=true",
+            "engine.scaling.target=hpa",
+            "engine.scaling.min_replicas=300",
+            "engine.scaling.max_replicas=600",
+        ],
+    )
 
     def run(p):  # type: ignore[no-untyped-def]
         return lambda: int(simulate(p, 1).summary["counts"]["arrivals"])
 
-    (off, _), (on, _), (mov, _) = interleaved_best([run(prof), run(pinned), run(moving)],
-                                                   args.repeat)  # fmt: skip
+    (off, _), (on, _), (mov, _) = interleaved_best(
+        [run(prof), run(pinned), run(moving)], args.repeat
+    )
     print(f"scaling off                {off:>10,.0f} arrivals/s   1.00x")
-    print(f"scaling on, 400 pinned     {on:>10,.0f} arrivals/s   {on / off:.2f}x  (target >= 0.90x)")
-    print(f"scaling on, hpa 300-600    {mov:>10,.0f} arrivals/s   {mov / off:.2f}x  (more work admitted)")
+    print(
+        f"scaling on, 400 pinned     {on:>10,.0f} arrivals/s   {on / off:.2f}x  (target >= 0.90x)"
+    )
+    print(
+        f"scaling on, hpa 300-600    {mov:>10,.0f} arrivals/s   {mov / off:.2f}x  (more work"
+        " admitted)"
+    )
     if args.skip_hour:
         return
     # seed-burst's three phases, each at 1,000/s (a phase may not end past duration_s).
-    hour = load(str(ROOT / "profiles" / "seed-burst.yaml"), [
-        "duration_s=3600", "arrivals.phases.0.until_s=1200", "arrivals.phases.1.until_s=2400",
-        "arrivals.phases.2.until_s=3600", "arrivals.phases.0.rate_per_s=1000",
-        "arrivals.phases.1.rate_per_s=1000", "arrivals.phases.2.rate_per_s=1000",
-        "engine.executors.initial=5000",
-    ])  # fmt: skip
+    hour = load(
+        str(ROOT / "profiles" / "seed-burst.yaml"),
+        [
+            "duration_s=3600",
+            "arrivals.phases.0.until_s=1200",
+            "arrivals.phases.1.until_s=2400",
+            "arrivals.phases.2.until_s=3600",
+            "arrivals.phases.0.rate_per_s=1000",
+            "arrivals.phases.1.rate_per_s=1000",
+            "arrivals.phases.2.rate_per_s=1000",
+            "engine.executors.initial=5000",
+        ],
+    )
     t0 = time.perf_counter()
     with (tmp / "hour.jsonl").open("wb") as fh:
         r = simulate(hour, 1, log=DecisionLog(fh))
     dt = time.perf_counter() - t0
     size = (tmp / "hour.jsonl").stat().st_size
     c = r.summary["counts"]
-    print(f"one hour at 1,000/s, 5,000 workers: {c['arrivals']:,} arrivals "
-          f"({c['admitted']:,} admitted), {r.decisions:,} decisions ({size / 1e6:.0f} MB) "
-          f"in {dt:.1f} s wall (target < 30 s)")  # fmt: skip
+    print(
+        f"one hour at 1,000/s, 5,000 workers: {c['arrivals']:,} arrivals "
+        f"({c['admitted']:,} admitted), {r.decisions:,} decisions ({size / 1e6:.0f} MB) "
+        f"in {dt:.1f} s wall (target < 30 s)"
+    )
     sys.stdout.flush()
 
 

@@ -39,9 +39,19 @@ from typing import Any
 import httpx
 
 # The figures the closing summary prints, where a part has them.
-SUMMARY = ("statuses", "errors", "server_peak_in_flight", "kib_per_held_request",
-           "server_cpu_s_for_the_hold", "req_per_s", "ratio_to_baseline", "non_2xx", "server_cpu_us_per_request",
-           "max_abs_error_ms", "error_ms")  # fmt: skip
+SUMMARY = (
+    "statuses",
+    "errors",
+    "server_peak_in_flight",
+    "kib_per_held_request",
+    "server_cpu_s_for_the_hold",
+    "req_per_s",
+    "ratio_to_baseline",
+    "non_2xx",
+    "server_cpu_us_per_request",
+    "max_abs_error_ms",
+    "error_ms",
+)
 HOLD_N = 10_000
 HOLD_LATENCY_S = 20.0
 HOLD_CLIENT_TIMEOUT_S = 60.0

@@ -41,15 +41,34 @@ engine:
 BIMODAL = (
     KNOWN + "faults:\n  - {at_s: 0, for_s: 100000, kind: latency, add_s: 1.0, probability: 0.5}\n"
 )
-TRUE = {"ttft_s": 0.5, "ttft_per_prompt_token_s": 0.0002, "tpot_s": 0.04,
-        "tpot_per_in_flight_s": 0.004, "sigma": 0.2}  # fmt: skip
+TRUE = {
+    "ttft_s": 0.5,
+    "ttft_per_prompt_token_s": 0.0002,
+    "tpot_s": 0.04,
+    "tpot_per_in_flight_s": 0.004,
+    "sigma": 0.2,
+}
 
 
 def _calibrate(tmp: Path, name: str, text: str, *args: str) -> subprocess.Popen[bytes]:
     prof = tmp / f"{name}.yaml"
     prof.write_text(text)
-    cmd = [sys.executable, "-m", "harness", "calibrate", str(prof), "--target", "stub",
-           "--time-scale", "0.2", "--max-tokens", "16", "--out", str(tmp / name), *args]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "harness",
+        "calibrate",
+        str(prof),
+        "--target",
+        "stub",
+        "--time-scale",
+        "0.2",
+        "--max-tokens",
+        "16",
+        "--out",
+        str(tmp / name),
+        *args,
+    ]
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
 
@@ -58,9 +77,12 @@ def runs(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> dict[str, tuple[int, str, dict[str, Any], Path]]:
     tmp = tmp_path_factory.mktemp("calibrate")
-    procs = {"known": _calibrate(tmp, "known", KNOWN, "--max-requests", "200"),
-             "bimodal": _calibrate(tmp, "bimodal", BIMODAL, "--max-requests", "100",
-                                   "--concurrency", "1,4,16")}  # fmt: skip
+    procs = {
+        "known": _calibrate(tmp, "known", KNOWN, "--max-requests", "200"),
+        "bimodal": _calibrate(
+            tmp, "bimodal", BIMODAL, "--max-requests", "100", "--concurrency", "1,4,16"
+        ),
+    }
     out = {}
     for name, p in procs.items():
         text, _ = p.communicate(timeout=180)

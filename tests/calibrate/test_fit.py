@@ -13,11 +13,18 @@ from harness.fit import FitError
 from harness.fit.model import fit
 from harness.fit.observations import Observations, observations, read_requests
 
-TRUE = {"ttft_s": 0.25, "ttft_per_prompt_token_s": 0.0002, "tpot_s": 0.012,
-        "tpot_per_in_flight_s": 0.0006, "sigma": 0.2}  # fmt: skip
+TRUE = {
+    "ttft_s": 0.25,
+    "ttft_per_prompt_token_s": 0.0002,
+    "tpot_s": 0.012,
+    "tpot_per_in_flight_s": 0.0006,
+    "sigma": 0.2,
+}
 
 
-def synthetic(n: int, seed: int, *, bimodal: bool = False, prompts: tuple[int, ...] = (128, 512, 1024, 2048)) -> Observations:  # fmt: skip
+def synthetic(
+    n: int, seed: int, *, bimodal: bool = False, prompts: tuple[int, ...] = (128, 512, 1024, 2048)
+) -> Observations:
     rng = np.random.default_rng(seed)
     p = rng.choice(prompts, n).astype(float)
     k = rng.choice([1, 2, 4, 8, 16], n).astype(float)
@@ -26,8 +33,16 @@ def synthetic(n: int, seed: int, *, bimodal: bool = False, prompts: tuple[int, .
     if bimodal:  # a slow path half the time: no single lognormal jitter describes it
         ttft = ttft + 2.0 * (rng.random(n) < 0.5)
     tpot = f * (TRUE["tpot_s"] + TRUE["tpot_per_in_flight_s"] * (k - 1))
-    return Observations(prompt=p, output=np.full(n, 64.0), ttft=ttft, tpot=tpot, in_flight=k,
-                        cls=("chat",) * n, estimated=0, skipped={})  # fmt: skip
+    return Observations(
+        prompt=p,
+        output=np.full(n, 64.0),
+        ttft=ttft,
+        tpot=tpot,
+        in_flight=k,
+        cls=("chat",) * n,
+        estimated=0,
+        skipped={},
+    )
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -63,19 +78,32 @@ def test_too_few_requests_say_why() -> None:
 
 
 def _rec(i: int, sent: float, end: float, **kw: Any) -> dict[str, Any]:
-    base = {"id": f"r-{i}", "class": "chat", "outcome": "completed", "attempts": 1,
-            "t_intended": sent, "t_sent": sent, "t_end": end, "queue_wait_s": None,
-            "ttft_s": 0.5, "itl_s": [0.1, 0.1, 0.1], "tokens": {"prompt": 100, "completion": 4},
-            "tokens_source": "usage"}  # fmt: skip
+    base = {
+        "id": f"r-{i}",
+        "class": "chat",
+        "outcome": "completed",
+        "attempts": 1,
+        "t_intended": sent,
+        "t_sent": sent,
+        "t_end": end,
+        "queue_wait_s": None,
+        "ttft_s": 0.5,
+        "itl_s": [0.1, 0.1, 0.1],
+        "tokens": {"prompt": 100, "completion": 4},
+        "tokens_source": "usage",
+    }
     return {**base, **kw}
 
 
 def test_records_give_ttft_from_the_upstream_start_tpot_per_token_and_overlap(
     tmp_path: Path,
 ) -> None:
-    recs = [_rec(1, 0.0, 2.0), _rec(2, 1.0, 3.0, t_intended=0.8, ttft_s=0.7),
-            _rec(3, 2.5, 4.0, queue_wait_s=0.5, ttft_s=1.0),
-            _rec(4, 2.0, 2.1, outcome="rejected", ttft_s=None, itl_s=None)]  # fmt: skip
+    recs = [
+        _rec(1, 0.0, 2.0),
+        _rec(2, 1.0, 3.0, t_intended=0.8, ttft_s=0.7),
+        _rec(3, 2.5, 4.0, queue_wait_s=0.5, ttft_s=1.0),
+        _rec(4, 2.0, 2.1, outcome="rejected", ttft_s=None, itl_s=None),
+    ]
     path = tmp_path / "requests.jsonl"
     path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in recs) + b'{"sent": "r-9"}\n')
     obs = observations(read_requests(path))

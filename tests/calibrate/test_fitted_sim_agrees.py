@@ -57,8 +57,13 @@ upstream:
 engine:
   executors: {initial: 16}
 """
-TRUE = {"ttft_s": 0.5, "ttft_per_prompt_token_s": 0.0002, "tpot_s": 0.01,
-        "tpot_per_in_flight_s": 0.001, "sigma": 0.2}  # fmt: skip
+TRUE = {
+    "ttft_s": 0.5,
+    "ttft_per_prompt_token_s": 0.0002,
+    "tpot_s": 0.01,
+    "tpot_per_in_flight_s": 0.001,
+    "sigma": 0.2,
+}
 SCALE = 0.1
 SEED = 1
 SEEDS = range(1, 21)
@@ -77,9 +82,25 @@ def _get(summary: dict[str, Any], path: str) -> float:
 def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[LiveResult, Path, str]:
     tmp = tmp_path_factory.mktemp("fitted")
     spec = write_profile(tmp, KNOWN, "known.yaml")
-    cmd = [sys.executable, "-m", "harness", "calibrate", spec, "--target", "stub",
-           "--time-scale", repr(SCALE), "--max-requests", "120", "--concurrency", "1,4,16",
-           "--max-tokens", "32", "--out", str(tmp / "calib")]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "harness",
+        "calibrate",
+        spec,
+        "--target",
+        "stub",
+        "--time-scale",
+        repr(SCALE),
+        "--max-requests",
+        "120",
+        "--concurrency",
+        "1,4,16",
+        "--max-tokens",
+        "32",
+        "--out",
+        str(tmp / "calib"),
+    ]
     calib = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         res = live(spec, tmp / "live", time_scale=SCALE, seed=SEED)
@@ -112,8 +133,10 @@ def test_the_fitted_profiles_simulation_brackets_the_live_run(
         vals = [_get(x, fig) for x in sims]
         lo, hi = min(vals) * (1 - MARGIN), max(vals) * (1 + MARGIN)
         got = _get(s, fig)
-        report.append(f"{fig}: live {got:.4g}, sim 20 seeds [{min(vals):.4g}, {max(vals):.4g}]"
-                      f", with the margin [{lo:.4g}, {hi:.4g}]")  # fmt: skip
+        report.append(
+            f"{fig}: live {got:.4g}, sim 20 seeds [{min(vals):.4g}, {max(vals):.4g}]"
+            f", with the margin [{lo:.4g}, {hi:.4g}]"
+        )
         if not lo <= got <= hi:
             outside.append(fig)
     print("\n" + "\n".join(report))

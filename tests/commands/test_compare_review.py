@@ -14,13 +14,22 @@ pytestmark = pytest.mark.slow
 
 
 def harness(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True,
-                          text=True, timeout=300)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *args], capture_output=True, text=True, timeout=300
+    )
 
 
 def sim(out: Path, age: float, *extra: str) -> Path:
-    res = harness("sim", "seed-burst", "--out", str(out), "--no-report",
-                  "--set", f"engine.admission.age_reject_s={age}", *extra)  # fmt: skip
+    res = harness(
+        "sim",
+        "seed-burst",
+        "--out",
+        str(out),
+        "--no-report",
+        "--set",
+        f"engine.admission.age_reject_s={age}",
+        *extra,
+    )
     assert res.returncode in (0, 1), res.stderr
     return out
 

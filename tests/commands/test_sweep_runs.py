@@ -37,10 +37,18 @@ def fake_runner(profile: str, overrides: list[str], seed: int) -> dict[str, Any]
     workers = float(sets.get("engine.executors.initial", 4))
     noise = random.Random(seed * 1000 + int(age * 10)).uniform(-3, 3)
     rejected = max(0, round(100 * (0.6 - age / 100) * 4 / workers))
-    return {"verdict": "pass",
-            "counts": {"arrivals": 100, "rejected": rejected, "completed": 100 - rejected,
-                       "slo_breach": int(age // 10), "expired": 0},
-            "turnaround_s": {"p95": 20 + 2 * age + noise}, "scaling": {"replicas": {"mean": workers}}}  # fmt: skip
+    return {
+        "verdict": "pass",
+        "counts": {
+            "arrivals": 100,
+            "rejected": rejected,
+            "completed": 100 - rejected,
+            "slo_breach": int(age // 10),
+            "expired": 0,
+        },
+        "turnaround_s": {"p95": 20 + 2 * age + noise},
+        "scaling": {"replicas": {"mean": workers}},
+    }
 
 
 @pytest.fixture
@@ -54,8 +62,17 @@ def test_run_sweep_recommends_the_largest_value_that_keeps_p95_under_the_slo(
     profile: str, tmp_path: Path
 ) -> None:
     calls: list[tuple[int, int]] = []
-    sweep = run_sweep(profile, ["engine.admission.age_reject_s=2:30:2"], 5, 1, None, [],
-                      tmp_path / "out", lambda d, n: calls.append((d, n)), runner=fake_runner)  # fmt: skip
+    sweep = run_sweep(
+        profile,
+        ["engine.admission.age_reject_s=2:30:2"],
+        5,
+        1,
+        None,
+        [],
+        tmp_path / "out",
+        lambda d, n: calls.append((d, n)),
+        runner=fake_runner,
+    )
     assert calls[-1] == (75, 75)
     assert sweep["params"] == ["engine.admission.age_reject_s"]
     assert len(sweep["points"]) == 15 and sweep["points"][0]["seeds"] == 5
@@ -74,17 +91,38 @@ def test_run_sweep_recommends_the_largest_value_that_keeps_p95_under_the_slo(
     assert "1 = turnaround_s.p95 <= 60" in table
     assert recommendation_text(sweep).startswith("recommended engine.admission.age_reject_s=")
     m = sweep["points"][0]["metrics"]
-    for key in ("counts.rejected / counts.arrivals", "turnaround_s.p95", "counts.expired",
-                "counts.slo_breach / counts.completed", "scaling.replicas.mean"):  # fmt: skip
+    for key in (
+        "counts.rejected / counts.arrivals",
+        "turnaround_s.p95",
+        "counts.expired",
+        "counts.slo_breach / counts.completed",
+        "scaling.replicas.mean",
+    ):
         assert set(m[key]) == {"median", "p05", "p95", "min", "max", "values"}
 
 
 def test_process_pool_gives_the_same_answer_as_one_process(profile: str, tmp_path: Path) -> None:
     args = (["engine.admission.age_reject_s=2:10:4", "engine.executors.initial=2:4:2"], 3)
-    one = run_sweep(profile, *args, 1, "max:goodput_per_s", ["turnaround_s.p95 < 50"],
-                    tmp_path / "a", None, runner=fake_runner)  # fmt: skip
-    two = run_sweep(profile, *args, 2, "max:goodput_per_s", ["turnaround_s.p95 < 50"],
-                    tmp_path / "b", None, runner=fake_runner)  # fmt: skip
+    one = run_sweep(
+        profile,
+        *args,
+        1,
+        "max:goodput_per_s",
+        ["turnaround_s.p95 < 50"],
+        tmp_path / "a",
+        None,
+        runner=fake_runner,
+    )
+    two = run_sweep(
+        profile,
+        *args,
+        2,
+        "max:goodput_per_s",
+        ["turnaround_s.p95 < 50"],
+        tmp_path / "b",
+        None,
+        runner=fake_runner,
+    )
     assert one["points"] == two["points"]
     assert len(one["points"]) == 6
     assert one["constraints"] == ["turnaround_s.p95 < 50"]
@@ -97,10 +135,28 @@ def test_bad_sweep_arguments_fail_before_any_simulation(profile: str, tmp_path: 
         raise AssertionError("no simulation should run")
 
     with pytest.raises(ProfileError):
-        run_sweep(profile, ["engine.admission.no_such=1:2:1"], 1, 1, None, [], tmp_path, None,
-                  runner=never)  # fmt: skip
+        run_sweep(
+            profile,
+            ["engine.admission.no_such=1:2:1"],
+            1,
+            1,
+            None,
+            [],
+            tmp_path,
+            None,
+            runner=never,
+        )
     with pytest.raises(ValueError, match="one or two"):
         run_sweep(profile, ["a=1", "b=1", "c=1"], 1, 1, None, [], tmp_path, None, runner=never)
     with pytest.raises(ValueError, match="cannot parse"):
-        run_sweep(profile, ["engine.admission.age_reject_s=1:2:1"], 1, 1, None, ["p95 is low"],
-                  tmp_path, None, runner=never)  # fmt: skip
+        run_sweep(
+            profile,
+            ["engine.admission.age_reject_s=1:2:1"],
+            1,
+            1,
+            None,
+            ["p95 is low"],
+            tmp_path,
+            None,
+            runner=never,
+        )

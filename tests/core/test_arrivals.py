@@ -22,8 +22,15 @@ def test_same_seed_same_schedule_and_different_seed_differs() -> None:
 
 
 def test_piecewise_poisson_rates_match_each_phase_within_noise() -> None:
-    p = load("seed-burst", ["duration_s=3000", "arrivals.phases.0.until_s=1200",
-                            "arrivals.phases.1.until_s=2400", "arrivals.phases.2.until_s=3000"])  # fmt: skip
+    p = load(
+        "seed-burst",
+        [
+            "duration_s=3000",
+            "arrivals.phases.0.until_s=1200",
+            "arrivals.phases.1.until_s=2400",
+            "arrivals.phases.2.until_s=3000",
+        ],
+    )
     times = [x.t for x in schedule(p, 1)]
     for lo, hi, rate in [(0, 1200, 0.8), (1200, 2400, 1.6), (2400, 3000, 0.8)]:
         n = sum(1 for t in times if lo <= t < hi)
@@ -33,8 +40,15 @@ def test_piecewise_poisson_rates_match_each_phase_within_noise() -> None:
 
 
 def test_class_mix_follows_the_weights() -> None:
-    p = load("seed-burst", ["duration_s=5000", "arrivals.phases.0.until_s=4998",
-                            "arrivals.phases.1.until_s=4999", "arrivals.phases.2.until_s=5000"])  # fmt: skip
+    p = load(
+        "seed-burst",
+        [
+            "duration_s=5000",
+            "arrivals.phases.0.until_s=4998",
+            "arrivals.phases.1.until_s=4999",
+            "arrivals.phases.2.until_s=5000",
+        ],
+    )
     xs = list(schedule(p, 2))
     small = sum(1 for x in xs if x.cls == "small") / len(xs)
     assert small == pytest.approx(0.7, abs=4 * math.sqrt(0.21 / len(xs)))
@@ -61,18 +75,25 @@ def test_gamma_burstiness_sets_the_interarrival_variability(k: float) -> None:
 def test_trace_replay_keeps_offsets_classes_and_tenants(tmp_path: Path) -> None:
     trace = tmp_path / "t.csv"
     trace.write_text("t,class,tenant\n0.5,a,acme\n1.25,,\n7,a,zeta\n")
-    text = BASE.replace("process: poisson, phases: [{until_s: 100, rate_per_s: 1}]",
-                        f"process: trace, file: {trace}")  # fmt: skip
+    text = BASE.replace(
+        "process: poisson, phases: [{until_s: 100, rate_per_s: 1}]",
+        f"process: trace, file: {trace}",
+    )
     xs = list(schedule(loads(text), 1))
-    assert [(x.t, x.cls, x.tenant) for x in xs] == [(0.5, "a", "acme"), (1.25, "a", "default"),
-                                                    (7.0, "a", "zeta")]  # fmt: skip
+    assert [(x.t, x.cls, x.tenant) for x in xs] == [
+        (0.5, "a", "acme"),
+        (1.25, "a", "default"),
+        (7.0, "a", "zeta"),
+    ]
 
 
 def test_trace_with_decreasing_offsets_is_a_profile_error(tmp_path: Path) -> None:
     trace = tmp_path / "t.jsonl"
     trace.write_text('{"t": 2}\n{"t": 1}\n')
-    text = BASE.replace("process: poisson, phases: [{until_s: 100, rate_per_s: 1}]",
-                        f"process: trace, file: {trace}")  # fmt: skip
+    text = BASE.replace(
+        "process: poisson, phases: [{until_s: 100, rate_per_s: 1}]",
+        f"process: trace, file: {trace}",
+    )
     with pytest.raises(ProfileError, match="must not decrease"):
         list(schedule(loads(text), 1))
 

@@ -17,10 +17,23 @@ ANTHROPIC = ClientRetry(retry_after_max_s=None, give_up_over_max=False)
 
 @pytest.mark.parametrize(
     ("status", "retried"),
-    [(None, True), (200, False), (400, False), (401, False), (404, False), (408, True),
-     (409, True), (422, False), (429, True), (500, True), (502, True), (503, True), (504, True),
-     (529, True)],
-)  # fmt: skip
+    [
+        (None, True),
+        (200, False),
+        (400, False),
+        (401, False),
+        (404, False),
+        (408, True),
+        (409, True),
+        (422, False),
+        (429, True),
+        (500, True),
+        (502, True),
+        (503, True),
+        (504, True),
+        (529, True),
+    ],
+)
 def test_which_answers_the_sdks_retry(status: int | None, retried: bool) -> None:
     assert should_retry(OPENAI, status, None, None) is retried
     assert should_retry(ANTHROPIC, status, None, None) is retried
@@ -39,8 +52,10 @@ def test_the_backoff_doubles_from_half_a_second_to_eight_with_a_quarter_of_jitte
         assert d is not None and not d[1]
         cap = min(0.5 * 2 ** (n - 1), 8.0)
         assert 0.75 * cap <= d[0] <= cap
-    assert retry_delay(OPENAI, status=503, attempts=3, retry_after_s=None,
-                       rng=random.Random(1)) is None  # two retries by default  # fmt: skip
+    assert (
+        retry_delay(OPENAI, status=503, attempts=3, retry_after_s=None, rng=random.Random(1))
+        is None
+    )  # two retries by default
 
 
 def test_retry_after_is_honoured_where_each_sdk_honours_it() -> None:

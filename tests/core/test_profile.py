@@ -27,13 +27,45 @@ def error_of(text: str, overrides: list[str] | None = None) -> ProfileError:
         (BASE.replace("duration_s: 100", "duration_s: soon"), 3, "duration_s", "expected a number"),
         (BASE.replace("rate_per_s: 1", "rate_per_s: 0"), 4, "arrivals.phases.0.rate_per_s", "> 0"),
         (BASE.replace("rate_per_s: 1", "rate_per_s: -2"), 4, "arrivals.phases.0.rate_per_s", "> 0"),
-        (BASE.replace("[{until_s: 100, rate_per_s: 1}]", "[{until_s: 50, rate_per_s: 1}, {until_s: 20, rate_per_s: 1}]"),
-         4, "arrivals.phases.1.until_s", "out of order"),
-        (BASE.replace("{a: {weight: 1}}", "{a: {weight: 0}, b: {weight: 0}}"), 5, "classes", "sum to 0"),
-        (BASE.replace("{a: {weight: 1}}", "{a: {weight: 1, priority: urgent}}"), 5, "classes.a.priority", "one of"),
-        (BASE.replace("dist: fixed, value_s: 1", "dist: uniform, low_s: 1"), 6, "upstream.latency.high_s", "required"),
-        (BASE + "engine: {admission: {shed_fill: 0.8}}\n", 7, "engine.admission.shed_fill", "max_queue_depth"),
-        (BASE + "faults:\n  - {at_s: 1, for_s: 2, kind: status, status: 404}\n", 8, "faults.0.status", "429 or a 5xx"),
+        (
+            BASE.replace(
+                "[{until_s: 100, rate_per_s: 1}]",
+                "[{until_s: 50, rate_per_s: 1}, {until_s: 20, rate_per_s: 1}]",
+            ),
+            4,
+            "arrivals.phases.1.until_s",
+            "out of order",
+        ),
+        (
+            BASE.replace("{a: {weight: 1}}", "{a: {weight: 0}, b: {weight: 0}}"),
+            5,
+            "classes",
+            "sum to 0",
+        ),
+        (
+            BASE.replace("{a: {weight: 1}}", "{a: {weight: 1, priority: urgent}}"),
+            5,
+            "classes.a.priority",
+            "one of",
+        ),
+        (
+            BASE.replace("dist: fixed, value_s: 1", "dist: uniform, low_s: 1"),
+            6,
+            "upstream.latency.high_s",
+            "required",
+        ),
+        (
+            BASE + "engine: {admission: {shed_fill: 0.8}}\n",
+            7,
+            "engine.admission.shed_fill",
+            "max_queue_depth",
+        ),
+        (
+            BASE + "faults:\n  - {at_s: 1, for_s: 2, kind: status, status: 404}\n",
+            8,
+            "faults.0.status",
+            "429 or a 5xx",
+        ),
         (BASE + "faults:\n  - {at_s: 1, kind: hang}\n", 8, "faults.0.for_s", "required"),
         (BASE + "thresholds: ['turnaround_s.p96 < 3']\n", 7, "thresholds.0", "unknown path"),
         (BASE + "thresholds: ['import os']\n", 7, "thresholds.0", "cannot parse"),
@@ -41,15 +73,37 @@ def error_of(text: str, overrides: list[str] | None = None) -> ProfileError:
         (BASE + "wire:\n  auth: {scheme: 'Bearer x'}\n", 8, "wire.auth.scheme", "single word"),
         (BASE + "wire:\n  auth: {env: 1KEY}\n", 8, "wire.auth.env", "environment variable"),
         (BASE + "wire:\n  headers: {x-class: a}\n", 8, "wire.headers.x-class", "not a header name"),
-        (BASE + "wire:\n  headers: {Authorization: a}\n", 8, "wire.headers.Authorization", "wire.auth.header"),
-        (BASE + "wire:\n  headers:\n    x-a: {env: 'a-b'}\n", 9, "wire.headers.x-a.env", "environment variable"),
-        (BASE + "wire:\n  query: {api-version: {value: 1}}\n", 8, "wire.query.api-version.value", "unknown key"),
-        (BASE + "wire: {max_tokens_field: max_output_tokens}\n", 7, "wire.max_tokens_field", "one of"),
+        (
+            BASE + "wire:\n  headers: {Authorization: a}\n",
+            8,
+            "wire.headers.Authorization",
+            "wire.auth.header",
+        ),
+        (
+            BASE + "wire:\n  headers:\n    x-a: {env: 'a-b'}\n",
+            9,
+            "wire.headers.x-a.env",
+            "environment variable",
+        ),
+        (
+            BASE + "wire:\n  query: {api-version: {value: 1}}\n",
+            8,
+            "wire.query.api-version.value",
+            "unknown key",
+        ),
+        (
+            BASE + "wire: {max_tokens_field: max_output_tokens}\n",
+            7,
+            "wire.max_tokens_field",
+            "one of",
+        ),
         ("name: x\nclasses: [1, 2]\n", 2, "classes", "expected a mapping"),
         ("name: x\n  bad: : yaml\n", 2, "", "YAML syntax"),
     ],
-)  # fmt: skip
-def test_bad_profiles_name_file_line_and_field(text: str, line: int, field: str, words: str) -> None:
+)
+def test_bad_profiles_name_file_line_and_field(
+    text: str, line: int, field: str, words: str
+) -> None:
     e = error_of(text)
     assert e.file == "bad.yaml"
     assert e.line == line, str(e)
@@ -59,8 +113,14 @@ def test_bad_profiles_name_file_line_and_field(text: str, line: int, field: str,
 
 
 def test_overrides_set_scalars_anywhere_and_null_turns_a_rule_off() -> None:
-    p = loads(BASE, overrides=["engine.admission.age_reject_s=10", "arrivals.phases.0.rate_per_s=2.5",
-                               "engine.admission.depth_mult=null"])  # fmt: skip
+    p = loads(
+        BASE,
+        overrides=[
+            "engine.admission.age_reject_s=10",
+            "arrivals.phases.0.rate_per_s=2.5",
+            "engine.admission.depth_mult=null",
+        ],
+    )
     assert p.engine.admission.age_reject_s == 10.0
     assert p.arrivals.phases[0].rate_per_s == 2.5
     assert p.engine.admission.depth_mult is None
@@ -69,14 +129,20 @@ def test_overrides_set_scalars_anywhere_and_null_turns_a_rule_off() -> None:
 @pytest.mark.parametrize(
     ("override", "field", "words"),
     [
-        ("engine.admission.age_reject_s=soon", "engine.admission.age_reject_s", "expected a number"),
+        (
+            "engine.admission.age_reject_s=soon",
+            "engine.admission.age_reject_s",
+            "expected a number",
+        ),
         ("engine.admission.nope=1", "engine.admission.nope", "unknown key"),
         ("arrivals.phases.7.rate_per_s=1", "arrivals.phases.7", "no such list element"),
         ("engine=3", "engine", "expected a mapping"),
         ("no-equals-sign", "no-equals-sign", "dotted.path=value"),
     ],
 )
-def test_bad_overrides_are_profile_errors_marked_as_set(override: str, field: str, words: str) -> None:
+def test_bad_overrides_are_profile_errors_marked_as_set(
+    override: str, field: str, words: str
+) -> None:
     e = error_of(BASE, [override])
     assert e.field_path == field and words in str(e)
     if "=" in override:
@@ -119,7 +185,9 @@ def test_cli_validate_exits_2_with_one_line_and_no_traceback(tmp_path: Path) -> 
 def test_cli_validate_print_shows_the_effective_profile(tmp_path: Path) -> None:
     good = tmp_path / "good.yaml"
     good.write_text(BASE)
-    res = runner.invoke(app, ["validate", str(good), "--print", "--set", "engine.admission.age_reject_s=7"])
+    res = runner.invoke(
+        app, ["validate", str(good), "--print", "--set", "engine.admission.age_reject_s=7"]
+    )
     assert res.exit_code == 0, res.output
     assert "age_reject_s: 7.0" in res.stdout and "failure_ratio: 0.5" in res.stdout
 
@@ -130,8 +198,10 @@ def test_cli_missing_file_is_bad_input() -> None:
 
 
 def test_a_ceiling_below_min_replicas_is_refused_at_validation() -> None:
-    text = BASE + ("engine:\n  executors: {initial: 4, jobs_per_executor: 2}\n"
-                   "  scaling: {enabled: true, min_replicas: 4, ceilings: {model_quota: 6}}\n")
+    text = BASE + (
+        "engine:\n  executors: {initial: 4, jobs_per_executor: 2}\n"
+        "  scaling: {enabled: true, min_replicas: 4, ceilings: {model_quota: 6}}\n"
+    )
     e = error_of(text)
     assert e.field_path == "engine.scaling.ceilings.model_quota"
     assert "allows 3 replicas, below min_replicas (4)" in str(e)

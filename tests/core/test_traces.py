@@ -26,17 +26,26 @@ AZURE_HEAD = "TIMESTAMP,ContextTokens,GeneratedTokens\n"
 BURST_HEAD = "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
 
 
-def profile(file: Path, fmt: str, trace: str = "", *, duration: float = 1000,
-            classes: str = "{a: {weight: 1}, b: {weight: 1}}") -> Profile:  # fmt: skip
+def profile(
+    file: Path,
+    fmt: str,
+    trace: str = "",
+    *,
+    duration: float = 1000,
+    classes: str = "{a: {weight: 1}, b: {weight: 1}}",
+) -> Profile:
     opts = f", trace: {trace}" if trace else ""
-    return loads(f"""
+    return loads(
+        f"""
 name: traced
 duration_s: {duration}
 arrivals: {{process: trace, format: {fmt}, file: {file}{opts}}}
 classes: {classes}
 upstream: {{latency: {{dist: fixed, value_s: 0.5}}, timeout_s: 30}}
 engine: {{executors: {{initial: 8}}}}
-""", file="traced.yaml")  # fmt: skip
+""",
+        file="traced.yaml",
+    )
 
 
 def rows(p: Profile) -> list[tuple[float, str, int | None, int | None]]:
@@ -47,8 +56,12 @@ def rows(p: Profile) -> list[tuple[float, str, int | None, int | None]]:
 
 
 def test_azure_offsets_are_exact_to_the_seventh_digit(tmp_path: Path) -> None:
-    stamps = ["2023-11-16 18:15:46.6805900", "2023-11-16 18:15:50.9951690",
-              "2023-11-16 18:15:51.5483601", "2023-11-17 00:00:00.0000001"]  # fmt: skip
+    stamps = [
+        "2023-11-16 18:15:46.6805900",
+        "2023-11-16 18:15:50.9951690",
+        "2023-11-16 18:15:51.5483601",
+        "2023-11-17 00:00:00.0000001",
+    ]
     f = tmp_path / "az.csv"
     f.write_text(AZURE_HEAD + "".join(f"{s},{100 + i},{10 + i}\n" for i, s in enumerate(stamps)))
     got = rows(profile(f, "azure", duration=100_000))
@@ -58,7 +71,11 @@ def test_azure_offsets_are_exact_to_the_seventh_digit(tmp_path: Path) -> None:
         h, m, sec = clock.split(":")
         d0 = datetime.fromisoformat(stamps[0][:19]).date()
         days = (datetime.fromisoformat(day).date() - d0).days
-        first = Decimal(stamps[0][11:13]) * 3600 + Decimal(stamps[0][14:16]) * 60 + Decimal(stamps[0][17:])
+        first = (
+            Decimal(stamps[0][11:13]) * 3600
+            + Decimal(stamps[0][14:16]) * 60
+            + Decimal(stamps[0][17:])
+        )
         return float(days * 86400 + Decimal(h) * 3600 + Decimal(m) * 60 + Decimal(sec) - first)
 
     assert [t for t, *_ in got] == [exact(s) for s in stamps]
@@ -73,36 +90,57 @@ def test_azure_timestamps_parse_fractions_and_zones_exactly() -> None:
     assert azure_ticks("2024-05-10 00:00:00.00993") - base == 99_300
     assert azure_ticks("2024-05-10 02:00:00.5+02:00") - base == 5_000_000
     assert azure_ticks("2024-05-11T00:00:00Z") - base == 86_400 * 10_000_000
-    for bad in ("2024-02-30 00:00:00", "2024-05-10 24:00:00", "18:15:46", "2024-05-10 00:00:00.12345678"):
+    for bad in (
+        "2024-02-30 00:00:00",
+        "2024-05-10 24:00:00",
+        "18:15:46",
+        "2024-05-10 00:00:00.12345678",
+    ):
         with pytest.raises(ValueError):
             azure_ticks(bad)
 
 
 def test_burstgpt_rows_map_by_model_and_by_log_type(tmp_path: Path) -> None:
     f = tmp_path / "bg.csv"
-    f.write_text(BURST_HEAD + "5,ChatGPT,472,18,490,Conversation log\n"
-                 "45.5,ChatGPT,1087,284,1371,API log\n118,GPT-4,417,0,417,Conversation log\n")  # fmt: skip
+    f.write_text(
+        BURST_HEAD + "5,ChatGPT,472,18,490,Conversation log\n"
+        "45.5,ChatGPT,1087,284,1371,API log\n118,GPT-4,417,0,417,Conversation log\n"
+    )
     by_model = profile(f, "burstgpt", "{classes: {by: model, map: {ChatGPT: a, GPT-4: b}}}")
     assert rows(by_model) == [(0.0, "a", 472, 18), (40.5, "a", 1087, 284), (113.0, "b", 417, 0)]
-    by_log = profile(f, "burstgpt", "{classes: {by: log_type, map: {Conversation log: b, API log: a}}}")
+    by_log = profile(
+        f, "burstgpt", "{classes: {by: log_type, map: {Conversation log: b, API log: a}}}"
+    )
     assert [c for _t, c, *_ in rows(by_log)] == ["b", "a", "b"]
 
 
 def test_mooncake_jsonl_milliseconds_and_ignored_keys(tmp_path: Path) -> None:
     f = tmp_path / "mc.jsonl"
-    f.write_text('{"timestamp": 27482, "input_length": 6955, "output_length": 52, "hash_ids": [1, 2]}\n'
-                 '\n{"timestamp": 30535, "input_length": 6472, "output_length": 26}\n'
-                 '{"output_length": 5, "timestamp": 31000.5, "input_length": 100}\n')  # fmt: skip
-    assert rows(profile(f, "mooncake")) == [(0.0, "a", 6955, 52), (3.053, "a", 6472, 26),
-                                            (3.5185, "a", 100, 5)]  # fmt: skip
+    f.write_text(
+        '{"timestamp": 27482, "input_length": 6955, "output_length": 52, "hash_ids": [1, 2]}\n'
+        '\n{"timestamp": 30535, "input_length": 6472, "output_length": 26}\n'
+        '{"output_length": 5, "timestamp": 31000.5, "input_length": 100}\n'
+    )
+    assert rows(profile(f, "mooncake")) == [
+        (0.0, "a", 6955, 52),
+        (3.053, "a", 6472, 26),
+        (3.5185, "a", 100, 5),
+    ]
 
 
 def test_classes_by_prompt_tokens_use_the_bins_upper_bounds(tmp_path: Path) -> None:
     f = tmp_path / "mc.jsonl"
-    f.write_text("".join(json.dumps({"timestamp": i, "input_length": n, "output_length": 1}) + "\n"
-                         for i, n in enumerate([10, 1000, 1001, 50_000])))  # fmt: skip
-    p = profile(f, "mooncake", "{classes: {by: prompt_tokens, bins: "
-                               "[{max: 1000, class: b}, {max: null, class: a}]}}")  # fmt: skip
+    f.write_text(
+        "".join(
+            json.dumps({"timestamp": i, "input_length": n, "output_length": 1}) + "\n"
+            for i, n in enumerate([10, 1000, 1001, 50_000])
+        )
+    )
+    p = profile(
+        f,
+        "mooncake",
+        "{classes: {by: prompt_tokens, bins: [{max: 1000, class: b}, {max: null, class: a}]}}",
+    )
     assert [c for _t, c, *_ in rows(p)] == ["b", "b", "a", "a"]
     capped = profile(f, "mooncake", "{classes: {by: prompt_tokens, bins: [{max: 1000, class: b}]}}")
     with pytest.raises(ProfileError) as e:
@@ -140,8 +178,11 @@ def test_a_window_replayed_in_sim_has_exactly_the_files_arrivals_and_tokens(tmp_
     result = simulate(p)
     s = result.summary
     assert s["counts"]["arrivals"] == len(inside)
-    assert s["trace"] == {"arrivals": len(inside), "prompt_tokens": sum(x[1] for x in inside),
-                          "output_tokens": sum(x[2] for x in inside)}  # fmt: skip
+    assert s["trace"] == {
+        "arrivals": len(inside),
+        "prompt_tokens": sum(x[1] for x in inside),
+        "output_tokens": sum(x[2] for x in inside),
+    }
     assert s["effective"]["arrivals"]["format"] == "azure"
 
 
@@ -153,7 +194,9 @@ def test_speedup_divides_times_and_rate_per_s_sets_the_mean_rate(tmp_path: Path)
     assert [t for t, *_ in fast] == pytest.approx([t / 4 for t in plain], rel=1e-12)
     assert len(fast) == len(plain)  # nothing is thinned
     for rate in (0.5, 3.0, 40.0):
-        got = [t for t, *_ in rows(profile(f, "azure", f"{{rate_per_s: {rate}}}", duration=100_000))]
+        got = [
+            t for t, *_ in rows(profile(f, "azure", f"{{rate_per_s: {rate}}}", duration=100_000))
+        ]
         assert len(got) == len(plain)
         assert len(got) / got[-1] == pytest.approx(rate, rel=1e-9)  # rows / first-to-last span
         assert [t / got[-1] for t in got] == pytest.approx([t / plain[-1] for t in plain])
@@ -164,7 +207,9 @@ def test_speedup_divides_times_and_rate_per_s_sets_the_mean_rate(tmp_path: Path)
 
 def test_duration_cuts_the_rescaled_trace_and_the_totals_follow(tmp_path: Path) -> None:
     f = tmp_path / "bg.csv"
-    f.write_text(BURST_HEAD + "".join(f"{i * 10},ChatGPT,{i},{2 * i},{3 * i},API log\n" for i in range(10)))
+    f.write_text(
+        BURST_HEAD + "".join(f"{i * 10},ChatGPT,{i},{2 * i},{3 * i},API log\n" for i in range(10))
+    )
     p = profile(f, "burstgpt", "{speedup: 2}", duration=20)  # offsets 0, 5, 10, 15 stay
     s = simulate(p).summary
     assert s["trace"] == {"arrivals": 4, "prompt_tokens": 0 + 1 + 2 + 3, "output_tokens": 12}
@@ -182,8 +227,10 @@ def test_plain_runs_keep_their_summary_and_effective_profile() -> None:
 def test_the_csv_reader_leaves_tokens_unset(tmp_path: Path) -> None:
     f = tmp_path / "t.csv"
     f.write_text("t,class\n0.5,b\n1,\n")
-    p = loads(f"name: t\nduration_s: 10\narrivals: {{process: trace, file: {f}}}\n"
-              "classes: {a: {weight: 1}, b: {weight: 1}}\n")  # fmt: skip
+    p = loads(
+        f"name: t\nduration_s: 10\narrivals: {{process: trace, file: {f}}}\n"
+        "classes: {a: {weight: 1}, b: {weight: 1}}\n"
+    )
     assert [(a.prompt_tokens, a.output_tokens) for a in schedule(p)] == [(None, None)] * 2
     assert "trace" not in simulate(p).summary
 
@@ -191,16 +238,67 @@ def test_the_csv_reader_leaves_tokens_unset(tmp_path: Path) -> None:
 # -- malformed rows and wrong formats ---------------------------------------------------------
 
 MALFORMED = [
-    ("azure", "x.csv", AZURE_HEAD + "2023-11-16 18:15:46.1,1,2\n2023-11-16 18:15:4x.2,1,2\n", 3, "TIMESTAMP"),
-    ("azure", "x.csv", AZURE_HEAD + "2023-11-16 18:15:46.1,1,2\n2023-11-16 18:15:47.2,many,2\n", 3, "ContextTokens"),
+    (
+        "azure",
+        "x.csv",
+        AZURE_HEAD + "2023-11-16 18:15:46.1,1,2\n2023-11-16 18:15:4x.2,1,2\n",
+        3,
+        "TIMESTAMP",
+    ),
+    (
+        "azure",
+        "x.csv",
+        AZURE_HEAD + "2023-11-16 18:15:46.1,1,2\n2023-11-16 18:15:47.2,many,2\n",
+        3,
+        "ContextTokens",
+    ),
     ("azure", "x.csv", AZURE_HEAD + "2023-11-16 18:15:46.1,1,-2\n", 2, "GeneratedTokens"),
-    ("azure", "x.csv", AZURE_HEAD + "2023-11-16 18:15:46.1,1,2\n2023-11-16 18:15:45.1,1,2\n", 3, "TIMESTAMP"),
-    ("burstgpt", "x.csv", BURST_HEAD + "1,ChatGPT,1,2,3,API log\n2,ChatGPT,1\n", 3, "Response tokens"),
-    ("burstgpt", "x.csv", BURST_HEAD + "1,ChatGPT,1,2,3,API log\nsoon,ChatGPT,1,2,3,API log\n", 3, "Timestamp"),
-    ("mooncake", "x.jsonl", '{"timestamp": 1, "input_length": 2, "output_length": 3}\n{"timestamp": 2, "input_length": 2}\n', 2, "output_length"),
-    ("mooncake", "x.jsonl", '{"timestamp": 1, "input_length": 2, "output_length": 3}\n{"timestamp": 2,\n', 2, "timestamp"),
-    ("mooncake", "x.jsonl", '{"timestamp": 1, "input_length": 2.5, "output_length": 3}\n', 1, "input_length"),
-]  # fmt: skip
+    (
+        "azure",
+        "x.csv",
+        AZURE_HEAD + "2023-11-16 18:15:46.1,1,2\n2023-11-16 18:15:45.1,1,2\n",
+        3,
+        "TIMESTAMP",
+    ),
+    (
+        "burstgpt",
+        "x.csv",
+        BURST_HEAD + "1,ChatGPT,1,2,3,API log\n2,ChatGPT,1\n",
+        3,
+        "Response tokens",
+    ),
+    (
+        "burstgpt",
+        "x.csv",
+        BURST_HEAD + "1,ChatGPT,1,2,3,API log\nsoon,ChatGPT,1,2,3,API log\n",
+        3,
+        "Timestamp",
+    ),
+    (
+        "mooncake",
+        "x.jsonl",
+        (
+            '{"timestamp": 1, "input_length": 2, "output_length": 3}\n{"timestamp": 2,'
+            ' "input_length": 2}\n'
+        ),
+        2,
+        "output_length",
+    ),
+    (
+        "mooncake",
+        "x.jsonl",
+        '{"timestamp": 1, "input_length": 2, "output_length": 3}\n{"timestamp": 2,\n',
+        2,
+        "timestamp",
+    ),
+    (
+        "mooncake",
+        "x.jsonl",
+        '{"timestamp": 1, "input_length": 2.5, "output_length": 3}\n',
+        1,
+        "input_length",
+    ),
+]
 
 
 @pytest.mark.parametrize(("fmt", "name", "text", "line", "column"), MALFORMED)
@@ -223,13 +321,43 @@ def test_an_unmapped_model_names_its_line(tmp_path: Path) -> None:
 
 
 WRONG = [
-    ("azure", "bg.csv", BURST_HEAD + "1,ChatGPT,1,2,3,API log\n", "expected an Azure", "format: burstgpt?"),
-    ("burstgpt", "az.csv", AZURE_HEAD + "2023-11-16 18:15:46.1,1,2\n", "expected a BurstGPT", "format: azure?"),
-    ("mooncake", "az.csv", AZURE_HEAD + "2023-11-16 18:15:46.1,1,2\n", "expected mooncake-style JSONL", "format: azure?"),
-    ("azure", "mc.jsonl", '{"timestamp": 1, "input_length": 2, "output_length": 3}\n', "expected an Azure", "format: mooncake?"),
+    (
+        "azure",
+        "bg.csv",
+        BURST_HEAD + "1,ChatGPT,1,2,3,API log\n",
+        "expected an Azure",
+        "format: burstgpt?",
+    ),
+    (
+        "burstgpt",
+        "az.csv",
+        AZURE_HEAD + "2023-11-16 18:15:46.1,1,2\n",
+        "expected a BurstGPT",
+        "format: azure?",
+    ),
+    (
+        "mooncake",
+        "az.csv",
+        AZURE_HEAD + "2023-11-16 18:15:46.1,1,2\n",
+        "expected mooncake-style JSONL",
+        "format: azure?",
+    ),
+    (
+        "azure",
+        "mc.jsonl",
+        '{"timestamp": 1, "input_length": 2, "output_length": 3}\n',
+        "expected an Azure",
+        "format: mooncake?",
+    ),
     ("burstgpt", "t.csv", "t,class\n1,a\n", "expected a BurstGPT", "format: csv?"),
-    ("csv", "az.csv", AZURE_HEAD + "2023-11-16 18:15:46.1,1,2\n", "needs a header with a 't' column", "format: azure?"),
-]  # fmt: skip
+    (
+        "csv",
+        "az.csv",
+        AZURE_HEAD + "2023-11-16 18:15:46.1,1,2\n",
+        "needs a header with a 't' column",
+        "format: azure?",
+    ),
+]
 
 
 @pytest.mark.parametrize(("fmt", "name", "text", "expected", "guess"), WRONG)
@@ -249,19 +377,45 @@ BAD_OPTIONS = [
     ("azure", "{window_s: [5, 1]}", "arrivals.trace.window_s", "start < end"),
     ("azure", "{window_s: [1, 2, 3]}", "arrivals.trace.window_s", "[start, end]"),
     ("azure", "{speedup: 0}", "arrivals.trace.speedup", "must be > 0"),
-    ("azure", "{classes: {by: model, map: {x: a}}}", "arrivals.trace.classes.by", "no model column"),
-    ("burstgpt", "{classes: {by: model, map: {x: nope}}}", "arrivals.trace.classes.map.x", "unknown class"),
-    ("burstgpt", "{classes: {by: prompt_tokens, bins: [{max: 9, class: a}, {max: 9, class: b}]}}", "arrivals.trace.classes.bins.1.max", "must rise"),
-    ("burstgpt", "{classes: {by: prompt_tokens, bins: [{max: null, class: a}, {max: 9, class: b}]}}", "arrivals.trace.classes.bins.0.max", "only the last"),
-    ("burstgpt", "{classes: {by: prompt_tokens, bins: [{max: 9, klass: a}]}}", "arrivals.trace.classes.bins.0.klass", "unknown key"),
+    (
+        "azure",
+        "{classes: {by: model, map: {x: a}}}",
+        "arrivals.trace.classes.by",
+        "no model column",
+    ),
+    (
+        "burstgpt",
+        "{classes: {by: model, map: {x: nope}}}",
+        "arrivals.trace.classes.map.x",
+        "unknown class",
+    ),
+    (
+        "burstgpt",
+        "{classes: {by: prompt_tokens, bins: [{max: 9, class: a}, {max: 9, class: b}]}}",
+        "arrivals.trace.classes.bins.1.max",
+        "must rise",
+    ),
+    (
+        "burstgpt",
+        "{classes: {by: prompt_tokens, bins: [{max: null, class: a}, {max: 9, class: b}]}}",
+        "arrivals.trace.classes.bins.0.max",
+        "only the last",
+    ),
+    (
+        "burstgpt",
+        "{classes: {by: prompt_tokens, bins: [{max: 9, klass: a}]}}",
+        "arrivals.trace.classes.bins.0.klass",
+        "unknown key",
+    ),
     ("burstgpt", "{classes: {by: prompt_tokens}}", "arrivals.trace.classes.bins", "needs bins"),
     ("csv", "{speedup: 2}", "arrivals.trace", "csv reader takes none"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("fmt", "trace", "field", "words"), BAD_OPTIONS)
-def test_bad_trace_options_are_refused_at_load(tmp_path: Path, fmt: str, trace: str, field: str,
-                                               words: str) -> None:  # fmt: skip
+def test_bad_trace_options_are_refused_at_load(
+    tmp_path: Path, fmt: str, trace: str, field: str, words: str
+) -> None:
     f = tmp_path / "any.csv"
     f.write_text("t\n")
     with pytest.raises(ProfileError) as e:
@@ -281,16 +435,23 @@ def test_a_format_needs_process_trace() -> None:
 
 
 def _harness(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_cli_sim_of_a_malformed_trace_exits_2_without_a_traceback(tmp_path: Path) -> None:
     f = tmp_path / "az.csv"
     f.write_text(AZURE_HEAD + "2023-11-16 18:15:46.1,1,2\n2023-11-16 18:15:47.1,1,two\n")
     prof = tmp_path / "p.yaml"
-    prof.write_text(f"name: p\nduration_s: 10\narrivals: {{process: trace, format: azure, file: {f}}}\n"
-                    "classes: {a: {weight: 1}}\n")  # fmt: skip
+    prof.write_text(
+        f"name: p\nduration_s: 10\narrivals: {{process: trace, format: azure, file: {f}}}\n"
+        "classes: {a: {weight: 1}}\n"
+    )
     out = tmp_path / "out"
     res = _harness("sim", str(prof), "--out", str(out), "--no-report")
     assert res.returncode == 2, res.stdout + res.stderr
@@ -303,11 +464,17 @@ def test_cli_sim_of_a_malformed_trace_exits_2_without_a_traceback(tmp_path: Path
 
 def test_cli_sim_of_a_good_trace_writes_the_token_totals(tmp_path: Path) -> None:
     f = tmp_path / "mc.jsonl"
-    f.write_text("".join(json.dumps({"timestamp": 500 * i, "input_length": 10 * i, "output_length": i}) + "\n"
-                         for i in range(8)))  # fmt: skip
+    f.write_text(
+        "".join(
+            json.dumps({"timestamp": 500 * i, "input_length": 10 * i, "output_length": i}) + "\n"
+            for i in range(8)
+        )
+    )
     prof = tmp_path / "p.yaml"
-    prof.write_text(f"name: p\nduration_s: 60\narrivals: {{process: trace, format: mooncake, file: {f}}}\n"
-                    "classes: {a: {weight: 1}}\nupstream: {latency: {dist: fixed, value_s: 1}}\n")  # fmt: skip
+    prof.write_text(
+        f"name: p\nduration_s: 60\narrivals: {{process: trace, format: mooncake, file: {f}}}\n"
+        "classes: {a: {weight: 1}}\nupstream: {latency: {dist: fixed, value_s: 1}}\n"
+    )
     out = tmp_path / "out"
     res = _harness("sim", str(prof), "--out", str(out), "--no-report")
     assert res.returncode == 0, res.stdout + res.stderr
@@ -321,7 +488,11 @@ def test_the_effective_profile_round_trips_for_live_runs(tmp_path: Path) -> None
 
     f = tmp_path / "mc.jsonl"
     f.write_text('{"timestamp": 1, "input_length": 2, "output_length": 3}\n')
-    p = profile(f, "mooncake", "{window_s: [0, 10], rate_per_s: 2, classes: {by: prompt_tokens, "
-                               "bins: [{max: 5, class: b}, {max: null, class: a}]}}")  # fmt: skip
+    p = profile(
+        f,
+        "mooncake",
+        "{window_s: [0, 10], rate_per_s: 2, classes: {by: prompt_tokens, "
+        "bins: [{max: 5, class: b}, {max: null, class: a}]}}",
+    )
     again = loads(yaml.safe_dump(to_dict(p), sort_keys=False), file="again.yaml")
     assert again.arrivals == p.arrivals

@@ -14,19 +14,26 @@ from harness.profile import ProfileError, loads
 from harness.profile.schema.cost import Cost
 from tests.conftest import BASE
 
-COST = BASE.replace(
-    "classes: {a: {weight: 1}}",
-    "classes: {a: {weight: 1}, extra: {weight: 1, optional: true}}",
-) + """engine:
+COST = (
+    BASE.replace(
+        "classes: {a: {weight: 1}}",
+        "classes: {a: {weight: 1}, extra: {weight: 1, optional: true}}",
+    )
+    + """engine:
   executors: {initial: 1}
   cost: {budget_per_hour: 1.0, per_call: {a: 0.4, extra: 0.4}}
 """
+)
 
 
 def engine(text: str = COST) -> Engine:
     p = loads(text, file="t.yaml")
-    return Engine(p.engine, service_time_prior_s=1.0, rng=random.Random(1),
-                  optional_classes=p.optional_classes())  # fmt: skip
+    return Engine(
+        p.engine,
+        service_time_prior_s=1.0,
+        rng=random.Random(1),
+        optional_classes=p.optional_classes(),
+    )
 
 
 def test_the_ledger_integrates_executors_and_forgets_spend_after_an_hour() -> None:
@@ -56,8 +63,10 @@ def test_at_the_budget_optional_work_is_rejected_until_spend_leaves_the_hour() -
 
 
 def test_the_budget_caps_replicas_and_says_so() -> None:
-    text = COST.replace("{budget_per_hour: 1.0,", "{budget_per_hour: 6.0, per_replica_hour: 2,") \
+    text = (
+        COST.replace("{budget_per_hour: 1.0,", "{budget_per_hour: 6.0, per_replica_hour: 2,")
         + "  scaling: {enabled: true, min_replicas: 1, max_replicas: 10, interval_s: 10}\n"
+    )
     e = engine(text)
     for i in range(8):
         e.handle(Arrived(f"r{i}", "a"), 1.0)
@@ -65,15 +74,25 @@ def test_the_budget_caps_replicas_and_says_so() -> None:
     assert (s.to_replicas, s.bound_by) == (3, "cost_budget")  # 6 / 2 per replica-hour
 
 
-@pytest.mark.parametrize(("change", "field", "words"), [
-    ("{budget_per_hour: 1.0, per_call: {a: 0.4, extra: 0.4}}",
-     "classes.extra.optional", None),
-    ("{budget_per_hour: 1.0, per_call: {nope: 0.4}}", "engine.cost.per_call.nope", "not a class"),
-    ("{budget_per_hour: 1.0, per_replica_hour: 2}", "engine.cost.budget_per_hour",
-     "does not pay for 1 replicas"),
-])  # fmt: skip
-def test_bad_cost_settings_are_refused_with_the_field(change: str, field: str,
-                                                      words: str | None) -> None:
+@pytest.mark.parametrize(
+    ("change", "field", "words"),
+    [
+        ("{budget_per_hour: 1.0, per_call: {a: 0.4, extra: 0.4}}", "classes.extra.optional", None),
+        (
+            "{budget_per_hour: 1.0, per_call: {nope: 0.4}}",
+            "engine.cost.per_call.nope",
+            "not a class",
+        ),
+        (
+            "{budget_per_hour: 1.0, per_replica_hour: 2}",
+            "engine.cost.budget_per_hour",
+            "does not pay for 1 replicas",
+        ),
+    ],
+)
+def test_bad_cost_settings_are_refused_with_the_field(
+    change: str, field: str, words: str | None
+) -> None:
     text = COST.replace("{budget_per_hour: 1.0, per_call: {a: 0.4, extra: 0.4}}", change)
     if words is None:  # optional work without any budget
         text = text.replace(f"  cost: {change}\n", "")

@@ -44,8 +44,17 @@ BUCKET = "harness.upstream_model.bucket"
 
 
 def test_engine_imports_only_the_stdlib_and_itself() -> None:
-    allowed = set(sys.stdlib_module_names) - {"asyncio", "socket", "time", "random", "ssl",
-                                               "selectors", "threading", "http", "urllib"}  # fmt: skip
+    allowed = set(sys.stdlib_module_names) - {
+        "asyncio",
+        "socket",
+        "time",
+        "random",
+        "ssl",
+        "selectors",
+        "threading",
+        "http",
+        "urllib",
+    }
     bucket_py = ENGINE_DIR.parent / "upstream_model" / "bucket.py"
     for path in [*ENGINE_DIR.glob("*.py"), bucket_py]:
         tree = ast.parse(path.read_text())
@@ -69,8 +78,14 @@ def test_engine_imports_only_the_stdlib_and_itself() -> None:
 def test_engine_module_reads_no_clock_or_global_random() -> None:
     for path in ENGINE_DIR.glob("*.py"):
         src = path.read_text()
-        for bad in ("time.time(", "time.monotonic(", "random.random(", "random.uniform(",
-                    "datetime.now(", "perf_counter("):  # fmt: skip
+        for bad in (
+            "time.time(",
+            "time.monotonic(",
+            "random.random(",
+            "random.uniform(",
+            "datetime.now(",
+            "perf_counter(",
+        ):
             assert bad not in src, f"{path.name} uses {bad}"
 
 
@@ -132,8 +147,14 @@ def test_queue_full_rejects_at_the_ceiling_with_retry_after() -> None:
 
 
 def test_shedding_rejects_batch_then_standard_but_not_critical() -> None:
-    eng = make_engine(["engine.executors.initial=1", "engine.admission.max_queue_depth=10",
-                       "engine.admission.shed_fill=0.5", "engine.admission.shed_fill_standard=0.7"])  # fmt: skip
+    eng = make_engine(
+        [
+            "engine.executors.initial=1",
+            "engine.admission.max_queue_depth=10",
+            "engine.admission.shed_fill=0.5",
+            "engine.admission.shed_fill_standard=0.7",
+        ]
+    )
     eng.handle(Arrived("run", "a"), 0.0)
     for i in range(5):
         eng.handle(Arrived(f"s{i}", "a", priority=CRITICAL), 0.0)
@@ -161,8 +182,13 @@ def test_queue_depth_rejects_only_when_all_slots_are_busy() -> None:
 
 
 def test_deadline_slack_rejects_when_the_estimated_wait_exceeds_the_deadline() -> None:
-    eng = make_engine(["engine.executors.initial=1", "engine.admission.deadline_slack=true",
-                       "engine.service_time_prior_s=10"])  # fmt: skip
+    eng = make_engine(
+        [
+            "engine.executors.initial=1",
+            "engine.admission.deadline_slack=true",
+            "engine.service_time_prior_s=10",
+        ]
+    )
     eng.handle(Arrived("run", "a"), 0.0)
     adm = of(eng.handle(Arrived("w", "a", deadline_s=60.0), 0.0), Admit)
     assert adm and adm[0].estimated_wait_s == 0.0  # type: ignore[attr-defined]
@@ -171,8 +197,13 @@ def test_deadline_slack_rejects_when_the_estimated_wait_exceeds_the_deadline() -
 
 
 def test_tenant_token_bucket_limits_each_tenant_separately() -> None:
-    eng = make_engine(["engine.executors.initial=10", "engine.admission.tenant_rate.rate_per_s=1",
-                       "engine.admission.tenant_rate.burst=2"])  # fmt: skip
+    eng = make_engine(
+        [
+            "engine.executors.initial=10",
+            "engine.admission.tenant_rate.rate_per_s=1",
+            "engine.admission.tenant_rate.burst=2",
+        ]
+    )
     assert of(eng.handle(Arrived("a1", "a", tenant="A"), 0.0), Admit)
     assert of(eng.handle(Arrived("a2", "a", tenant="A"), 0.0), Admit)
     r = _reject(eng.handle(Arrived("a3", "a", tenant="A"), 0.0))
@@ -182,8 +213,11 @@ def test_tenant_token_bucket_limits_each_tenant_separately() -> None:
 
 
 def test_rules_are_evaluated_in_order_and_admit_always_bypasses_them() -> None:
-    over = ["engine.executors.initial=1", "engine.admission.max_queue_depth=1",
-            "engine.admission.depth_mult=0"]  # fmt: skip
+    over = [
+        "engine.executors.initial=1",
+        "engine.admission.max_queue_depth=1",
+        "engine.admission.depth_mult=0",
+    ]
     eng = make_engine(over)
     eng.handle(Arrived("run", "a"), 0.0)
     eng.handle(Arrived("w", "a"), 0.0)
@@ -191,7 +225,7 @@ def test_rules_are_evaluated_in_order_and_admit_always_bypasses_them() -> None:
     eng = make_engine([*over, "engine.admission.admit_always=true"])
     for i in range(5):
         out = eng.handle(Arrived(f"r{i}", "a"), 0.0)
-        assert of(out, Admit) and of(out, Admit)[0].reason == "admit_always"  # type: ignore[attr-defined]
+        assert of(out, Admit) and of(out, Admit)[0].reason == "admit_always"
 
 
 def test_retry_with_backoff_honours_retry_after_then_completes() -> None:
@@ -204,14 +238,20 @@ def test_retry_with_backoff_honours_retry_after_then_completes() -> None:
     assert eng.next_deadline() == 7.1
     assert dispatched(eng.handle(Tick(), 7.0)) == []
     out = eng.handle(Tick(), 7.1)
-    assert [(d.id, d.attempt) for d in of(out, Dispatch)] == [("r", 2)]  # type: ignore[attr-defined]
+    assert [(d.id, d.attempt) for d in of(out, Dispatch)] == [("r", 2)]
     assert of(eng.handle(Finished("r"), 8.0), Complete)
     assert eng.counts.completed == 1 and eng.counts.retries == 1
 
 
 def test_backoff_is_exponential_with_jitter_and_capped() -> None:
-    eng = make_engine(["engine.executors.initial=1", "engine.dependency.max_retries=5",
-                       "engine.dependency.backoff_base_s=1", "engine.dependency.backoff_max_s=4"])  # fmt: skip
+    eng = make_engine(
+        [
+            "engine.executors.initial=1",
+            "engine.dependency.max_retries=5",
+            "engine.dependency.backoff_base_s=1",
+            "engine.dependency.backoff_max_s=4",
+        ]
+    )
     eng.handle(Arrived("r", "a"), 0.0)
     now = 0.0
     delays = []
@@ -239,25 +279,35 @@ def test_non_retryable_failure_fails_at_once() -> None:
     eng = make_engine(["engine.executors.initial=1"])
     eng.handle(Arrived("r", "a"), 0.0)
     out = eng.handle(Failed(id="r", reason="upstream_400", retryable=False), 0.0)
-    assert of(out, Backoff) == [] and of(out, Fail)[0].reason == "upstream_400"  # type: ignore[attr-defined]
+    assert of(out, Backoff) == [] and of(out, Fail)[0].reason == "upstream_400"
 
 
 def test_retry_budget_limits_retry_amplification() -> None:
-    eng = make_engine(["engine.executors.initial=100", "engine.dependency.retry_budget_ratio=0.0",
-                       "engine.dependency.breaker.min_calls=1000"])  # fmt: skip
+    eng = make_engine(
+        [
+            "engine.executors.initial=100",
+            "engine.dependency.retry_budget_ratio=0.0",
+            "engine.dependency.breaker.min_calls=1000",
+        ]
+    )
     reasons = []
     for i in range(20):
         eng.handle(Arrived(f"r{i}", "a"), 0.0)
         out = eng.handle(Failed(id=f"r{i}", reason="upstream_503"), 0.0)
-        reasons += ["retry" if of(out, Backoff) else of(out, Fail)[0].reason for _ in [0]]  # type: ignore[attr-defined]
+        reasons += ["retry" if of(out, Backoff) else of(out, Fail)[0].reason for _ in [0]]
     assert reasons.count("retry") == 10  # the reserve, with no deposits at ratio 0
     assert reasons.count("retry_budget") == 10
 
 
 def test_breaker_opens_holds_dispatch_then_half_opens_and_closes() -> None:
-    eng = make_engine(["engine.executors.initial=4", "engine.dependency.max_retries=0",
-                       "engine.dependency.breaker.min_calls=4",
-                       "engine.dependency.breaker.open_s=10"])  # fmt: skip
+    eng = make_engine(
+        [
+            "engine.executors.initial=4",
+            "engine.dependency.max_retries=0",
+            "engine.dependency.breaker.min_calls=4",
+            "engine.dependency.breaker.open_s=10",
+        ]
+    )
     changes: list[str] = []
     for i in range(4):
         eng.handle(Arrived(f"r{i}", "a"), 0.0)
@@ -283,7 +333,7 @@ def test_cancel_in_each_state_ends_the_request_once() -> None:
     eng.handle(Arrived("run", "a"), 0.0)
     eng.handle(Arrived("wait", "a"), 0.0)
     out = eng.handle(Cancelled("wait"), 1.0)
-    assert of(out, Fail)[0].reason == "cancelled" and eng.queue.depth == 0  # type: ignore[attr-defined]
+    assert of(out, Fail)[0].reason == "cancelled" and eng.queue.depth == 0
     out = eng.handle(Cancelled("run"), 1.0)
     assert of(out, Fail) and eng.busy == 0
     assert eng.handle(Cancelled("run"), 2.0) == [] and eng.handle(Finished("run"), 2.0) == []

@@ -12,9 +12,15 @@ def expired(out: list[object]) -> list[tuple[str, str]]:
 
 
 def test_a_job_held_by_an_open_breaker_expires_at_its_max_wait() -> None:
-    eng = make_engine(["engine.executors.initial=1", "engine.max_wait_s=30",
-                       "engine.dependency.max_retries=0", "engine.dependency.breaker.min_calls=1",
-                       "engine.dependency.breaker.open_s=10"])  # fmt: skip
+    eng = make_engine(
+        [
+            "engine.executors.initial=1",
+            "engine.max_wait_s=30",
+            "engine.dependency.max_retries=0",
+            "engine.dependency.breaker.min_calls=1",
+            "engine.dependency.breaker.open_s=10",
+        ]
+    )
     eng.handle(Arrived("r0", "a"), 0.0)
     eng.handle(Failed(id="r0", reason="upstream_503"), 1.0)  # the breaker opens: nothing starts
     for i in range(5):
@@ -40,8 +46,9 @@ def test_a_job_held_by_an_open_breaker_expires_at_its_max_wait() -> None:
 
 
 def test_a_class_override_expires_first_even_behind_an_older_job() -> None:
-    eng = make_engine(["engine.executors.initial=1", "engine.max_wait_s=100",
-                       "classes.b.max_wait_s=5"])  # fmt: skip
+    eng = make_engine(
+        ["engine.executors.initial=1", "engine.max_wait_s=100", "classes.b.max_wait_s=5"]
+    )
     eng.handle(Arrived("busy", "a"), 0.0)
     eng.handle(Arrived("old", "a"), 1.0)  # class a: 100 s
     eng.handle(Arrived("young", "b"), 2.0)  # class b: 5 s
@@ -77,7 +84,9 @@ def test_sim_counts_max_wait_expiries_and_conserves() -> None:
 def test_stale_max_wait_timers_do_not_stretch_the_run() -> None:
     # Jobs wait (so a max-wait timer is set 600 s ahead) but all start within seconds: the
     # run still ends when its work does, not when the stale timer would have fired.
-    prof = make_profile(overrides=["engine.executors.initial=1", "arrivals.phases.0.rate_per_s=0.5"])
+    prof = make_profile(
+        overrides=["engine.executors.initial=1", "arrivals.phases.0.rate_per_s=0.5"]
+    )
     s = simulate(prof, 1).summary
     assert s["counts"]["expired"] == 0 and s["counts"]["completed"] == s["counts"]["arrivals"]
     assert len(simulate(prof, 1).timeline) < 110

@@ -44,8 +44,11 @@ def profiles(draw: st.DrawFn, keys: bool = True) -> Profile:
     faults = []
     if draw(st.booleans()):
         kind = draw(st.sampled_from(["status", "hang", "reset", "latency", "rate_limit"]))
-        extra = {"status": ", status: 429, retry_after_s: 1", "latency": ", add_s: 3",
-                 "rate_limit": ", rate_per_s: 1, max_concurrent: 2"}.get(kind, "")  # fmt: skip
+        extra = {
+            "status": ", status: 429, retry_after_s: 1",
+            "latency": ", add_s: 3",
+            "rate_limit": ", rate_per_s: 1, max_concurrent: 2",
+        }.get(kind, "")
         faults.append(f"  - {{at_s: 5, for_s: 10, kind: {kind}, probability: 0.7{extra}}}")
     rate = draw(st.sampled_from([0.5, 2, 6]))
     text = f"""
@@ -54,7 +57,8 @@ duration_s: 30
 arrivals: {{process: poisson, phases: [{{until_s: 30, rate_per_s: {rate}}}]}}
 classes:
 {chr(10).join(classes)}
-upstream: {{latency: {{dist: exponential, mean_s: {draw(st.sampled_from([0.5, 2, 5]))}}}, timeout_s: 8}}
+upstream: {{latency: {{dist: exponential, mean_s: {draw(st.sampled_from([0.5, 2, 5]))}}},
+    timeout_s: 8}}
 engine:
   executors: {{initial: {draw(st.integers(1, 4))}}}
   admission: {{{", ".join(adm)}}}

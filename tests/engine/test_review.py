@@ -24,18 +24,22 @@ from harness.engine.events import (
 from harness.profile import ProfileError, loads
 from tests.conftest import BASE
 
-REVIEW = BASE.replace(
-    "classes: {a: {weight: 1}}", "classes: {a: {weight: 1}, d: {weight: 1, review: true}}"
-) + """engine:
+REVIEW = (
+    BASE.replace(
+        "classes: {a: {weight: 1}}", "classes: {a: {weight: 1}, d: {weight: 1, review: true}}"
+    )
+    + """engine:
   executors: {initial: 4}
   review: {reviewers: 1, seconds_per_item: 10, sla_s: 15, max_pending: 2}
 """
+)
 
 
 def engine(text: str = REVIEW) -> Engine:
     p = loads(text, file="t.yaml")
-    return Engine(p.engine, service_time_prior_s=1.0, rng=random.Random(1),
-                  review_classes=p.review_classes())  # fmt: skip
+    return Engine(
+        p.engine, service_time_prior_s=1.0, rng=random.Random(1), review_classes=p.review_classes()
+    )
 
 
 def of(out: list[Action], tp: type) -> list:
@@ -107,8 +111,9 @@ def test_held_and_in_review_units_can_be_cancelled_and_every_count_holds() -> No
 
 
 def test_a_review_class_needs_reviewers() -> None:
-    text = REVIEW.replace("  review: {reviewers: 1, seconds_per_item: 10, sla_s: 15, "
-                          "max_pending: 2}\n", "")
+    text = REVIEW.replace(
+        "  review: {reviewers: 1, seconds_per_item: 10, sla_s: 15, max_pending: 2}\n", ""
+    )
     with pytest.raises(ProfileError) as info:
         loads(text, file="t.yaml")
     assert info.value.field_path == "classes.d.review"

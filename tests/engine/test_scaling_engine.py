@@ -212,28 +212,45 @@ def test_the_timer_ends_with_the_run() -> None:
 
 
 def test_dependency_ceilings_bind_before_max_replicas_and_are_named() -> None:
-    e = engine(initial=1, hi=10, more="ceilings: {model_quota: 6, db_connections: 12, "
-                                        "db_connections_per_executor: 3}")  # fmt: skip
+    e = engine(
+        initial=1,
+        hi=10,
+        more="ceilings: {model_quota: 6, db_connections: 12, db_connections_per_executor: 3}",
+    )
     arrive(e, 9, 1.0)  # one runs, eight wait: weighted int(8 / 1) + 1 = 9
     (s,) = of(e.handle(Tick(), 10.0), Scale)
     # model_quota allows 6 calls (6 executors), the database 12 / 3 = 4: the last one binds
-    assert (s.raw, s.to_replicas, s.bound_by, s.held_by) == (9, 4, "db_connections",
-                                                            "ceiling:db_connections")
+    assert (s.raw, s.to_replicas, s.bound_by, s.held_by) == (
+        9,
+        4,
+        "db_connections",
+        "ceiling:db_connections",
+    )
 
 
 def test_a_fallback_is_clamped_by_the_ceilings_like_any_target() -> None:
-    e = engine(initial=2, hi=10, more="ceilings: {model_quota: 3}\n"
-               "metrics: {on_missing: hold, hold_s: 0, failure_threshold: 1, fallback_replicas: 8}")
+    e = engine(
+        initial=2,
+        hi=10,
+        more="ceilings: {model_quota: 3}\n"
+        "metrics: {on_missing: hold, hold_s: 0, failure_threshold: 1, fallback_replicas: 8}",
+    )
     e.handle(MetricsSample(False), 5.0)
     (s,) = of(e.handle(Tick(), 10.0), Scale)
     assert (s.to_replicas, s.held_by, s.bound_by) == (3, "fallback", "model_quota")
 
 
 def test_a_killed_attempt_of_checkpointed_work_resumes_from_its_last_checkpoint() -> None:
-    p = make_profile(SCALING.format(initial=2, lo=1, hi=2, startup=0.0,
-                                    more="    drain_timeout_s: 5"))  # fmt: skip
-    e = Engine(p.engine, service_time_prior_s=5.0, rng=random.Random(1), horizon_s=1000.0,
-               checkpoint_by_class={"a": 4.0})  # fmt: skip
+    p = make_profile(
+        SCALING.format(initial=2, lo=1, hi=2, startup=0.0, more="    drain_timeout_s: 5")
+    )
+    e = Engine(
+        p.engine,
+        service_time_prior_s=5.0,
+        rng=random.Random(1),
+        horizon_s=1000.0,
+        checkpoint_by_class={"a": 4.0},
+    )
     arrive(e, 2, 1.0)
     e.handle(Tick(), 10.0)  # -> 1 executor: one busy executor drains until 15
     (rx,) = of(e.handle(Tick(), 15.0), Reexecute)

@@ -37,10 +37,13 @@ from harness.engine.scaling_policy import (
 
 
 def hpa_cfg(behavior: Behavior | None = None, **kw: int) -> ScalingConfig:
-    return ScalingConfig(target="hpa", min_replicas=kw.get("min_replicas", 1),
-                         max_replicas=kw.get("max_replicas", 50),
-                         hpa=HpaTarget(signal="eligible_backlog", target_per_replica=10.0),
-                         behavior=behavior or Behavior())
+    return ScalingConfig(
+        target="hpa",
+        min_replicas=kw.get("min_replicas", 1),
+        max_replicas=kw.get("max_replicas", 50),
+        hpa=HpaTarget(signal="eligible_backlog", target_per_replica=10.0),
+        behavior=behavior or Behavior(),
+    )
 
 
 def value(v: float | None) -> Signals:
@@ -66,8 +69,13 @@ def test_hpa_trace_with_kubernetes_defaults() -> None:
     # down window max(2, 2, 20) = 20 -> stabilized 20. Rate: no events -> period start 2;
     # Pods 2+4 = 6, Percent ceil(2*2) = 4; Max -> 6. Event (15, +4).
     d = step(a, 15, 2, 200)
-    assert (d.raw, d.target, d.to_replicas, d.reason, d.held_by) == (20, 6, 6, "scale_up",
-                                                                     "rate_policy")
+    assert (d.raw, d.target, d.to_replicas, d.reason, d.held_by) == (
+        20,
+        6,
+        6,
+        "scale_up",
+        "rate_policy",
+    )
     # t=30, current 6: the event at 15 is not after 30-15 (strict), so period start is 6;
     # Pods 10, Percent ceil(6*2) = 12; Max -> 12. Event (30, +6).
     d = step(a, 30, 6, 200)
@@ -94,8 +102,13 @@ def test_hpa_down_stabilization_holds_the_max_of_the_window() -> None:
     # max(5, 8, 6, rec 5) = 8 -> the max of the window, not the latest 5. Down rate:
     # -100 % of 20 -> 0 allowed.
     d = step(a, 300, 20, 50)
-    assert (d.raw, d.target, d.to_replicas, d.reason, d.held_by) == (5, 8, 8, "scale_down",
-                                                                     "stabilization")
+    assert (d.raw, d.target, d.to_replicas, d.reason, d.held_by) == (
+        5,
+        8,
+        8,
+        "scale_down",
+        "stabilization",
+    )
     # t=420, current 8, value 50: ratio 50/80 = 0.625 -> rec 5. Window t > 120: 6 (180),
     # 5 (300), 5 -> 6.
     d = step(a, 420, 8, 50)
@@ -118,10 +131,16 @@ def test_a_fresh_hpa_counts_the_current_size_as_a_recommendation() -> None:
 
 def _up(select: str) -> Behavior:
     # Pods +4 per 60 s and Percent +50 per 60 s, no windows.
-    return Behavior(scale_up=ScalingRules(
-        stabilization_window_s=0, select_policy=select,  # type: ignore[arg-type]
-        policies=(ScalingPolicy(type="Pods", value=4, period_s=60),
-                  ScalingPolicy(type="Percent", value=50, period_s=60))))
+    return Behavior(
+        scale_up=ScalingRules(
+            stabilization_window_s=0,
+            select_policy=select,  # type: ignore[arg-type]
+            policies=(
+                ScalingPolicy(type="Pods", value=4, period_s=60),
+                ScalingPolicy(type="Percent", value=50, period_s=60),
+            ),
+        )
+    )
 
 
 def test_hpa_rate_policies_max_versus_min() -> None:
@@ -142,8 +161,7 @@ def test_hpa_rate_policies_max_versus_min() -> None:
 
 
 def test_hpa_disabled_forbids_that_direction_only() -> None:
-    no_down = Behavior(scale_down=ScalingRules(stabilization_window_s=0,
-                                               select_policy="Disabled"))
+    no_down = Behavior(scale_down=ScalingRules(stabilization_window_s=0, select_policy="Disabled"))
     a = Autoscaler(hpa_cfg(no_down))
     # value 20 with 10 replicas: rec 2 (ratio 0.2); Disabled -> limit = current 10.
     d = step(a, 0, 10, 20)
@@ -167,26 +185,46 @@ def test_tolerance_is_inclusive_and_skipped_from_zero() -> None:
 def test_unknown_signal_keeps_current_and_says_why() -> None:
     a = Autoscaler(hpa_cfg())
     d = step(a, 0, 7, None)
-    assert (d.raw, d.target, d.to_replicas, d.reason, d.held_by) == (None, 7, 7, "hold",
-                                                                     "signal_unknown")
+    assert (d.raw, d.target, d.to_replicas, d.reason, d.held_by) == (
+        None,
+        7,
+        7,
+        "hold",
+        "signal_unknown",
+    )
     d = a.evaluate(15, 7, value(None), [("model_quota", 5)])  # limits still apply
     assert (d.to_replicas, d.bound_by, d.held_by) == (5, "model_quota", "ceiling:model_quota")
 
 
 def test_policy_limits_count_both_directions_in_the_period() -> None:
-    up = ResolvedRules(stabilization_window_s=0, select_policy="Max",
-                       policies=(ScalingPolicy(type="Pods", value=2, period_s=60),))
+    up = ResolvedRules(
+        stabilization_window_s=0,
+        select_policy="Max",
+        policies=(ScalingPolicy(type="Pods", value=2, period_s=60),),
+    )
     # now 100, current 9; events +4 at 50, -1 at 70: start = 9 - (4 - 1) = 6 -> 6 + 2 = 8.
     assert scale_up_limit(9, [(50, 4), (70, -1)], 100, up) == 8
     # the event at 40 is not after 100-60: start = 9 - 3 = 6 still.
     assert scale_up_limit(9, [(40, 5), (50, 4), (70, -1)], 100, up) == 8
-    down = ResolvedRules(stabilization_window_s=0, select_policy="Max",
-                         policies=(ScalingPolicy(type="Percent", value=50, period_s=60),
-                                   ScalingPolicy(type="Pods", value=1, period_s=60)))
+    down = ResolvedRules(
+        stabilization_window_s=0,
+        select_policy="Max",
+        policies=(
+            ScalingPolicy(type="Percent", value=50, period_s=60),
+            ScalingPolicy(type="Pods", value=1, period_s=60),
+        ),
+    )
     # start 5: Percent int(5 * 0.5) = 2 (truncated), Pods 4; Max = largest change -> 2.
     assert scale_down_limit(5, [], 0, down) == 2
-    assert scale_down_limit(5, [], 0, ResolvedRules(
-        stabilization_window_s=0, select_policy="Min", policies=down.policies)) == 4
+    assert (
+        scale_down_limit(
+            5,
+            [],
+            0,
+            ResolvedRules(stabilization_window_s=0, select_policy="Min", policies=down.policies),
+        )
+        == 4
+    )
     # after scaling down 5 -> 4 at t=0: start 5 again -> Percent 2, Pods 4.
     assert scale_down_limit(4, [(0, -1)], 30, down) == 2
 
@@ -194,13 +232,16 @@ def test_policy_limits_count_both_directions_in_the_period() -> None:
 def test_kubernetes_defaults_fill_only_unset_fields() -> None:
     up, down = effective_rules(hpa_cfg())
     assert (up, down) == (K8S_SCALE_UP, K8S_SCALE_DOWN)
-    assert up.policies == (ScalingPolicy(type="Pods", value=4, period_s=15),
-                           ScalingPolicy(type="Percent", value=100, period_s=15))
+    assert up.policies == (
+        ScalingPolicy(type="Pods", value=4, period_s=15),
+        ScalingPolicy(type="Percent", value=100, period_s=15),
+    )
     assert (up.stabilization_window_s, up.select_policy) == (0, "Max")
     assert (down.stabilization_window_s, down.select_policy) == (300, "Max")
     assert down.policies == (ScalingPolicy(type="Percent", value=100, period_s=15),)
-    up, down = effective_rules(hpa_cfg(Behavior(scale_down=ScalingRules(
-        stabilization_window_s=60))))
+    up, down = effective_rules(
+        hpa_cfg(Behavior(scale_down=ScalingRules(stabilization_window_s=60)))
+    )
     assert (down.stabilization_window_s, down.policies) == (60, K8S_SCALE_DOWN.policies)
     # weighted: no rate policies and no windows unless configured
     up, down = effective_rules(ScalingConfig())
@@ -229,8 +270,15 @@ def test_weighted_formula_by_hand() -> None:
 def test_weighted_through_the_autoscaler_is_clamped() -> None:
     a = Autoscaler(ScalingConfig(min_replicas=2, max_replicas=5))
     d = a.evaluate(0, 3, Signals(backlog={"critical": 4}), [])  # 12 + 1 = 13 -> max 5
-    assert d == ScaleDecision(from_replicas=3, to_replicas=5, raw=13, target=13,
-                              reason="scale_up", bound_by="max_replicas", held_by="max_replicas")
+    assert d == ScaleDecision(
+        from_replicas=3,
+        to_replicas=5,
+        raw=13,
+        target=13,
+        reason="scale_up",
+        bound_by="max_replicas",
+        held_by="max_replicas",
+    )
     d = a.evaluate(15, 5, Signals(backlog={}), [])  # 0 + 1 = 1 -> min 2, no window
     assert (d.raw, d.to_replicas, d.reason, d.bound_by) == (1, 2, "scale_down", "min_replicas")
     d = a.evaluate(30, 2, Signals(backlog={"batch": 2}), [])  # 1 + 1 = 2: nothing to say
@@ -249,11 +297,13 @@ def test_weighted_with_a_configured_down_window() -> None:
 
 def test_drain_window_formula_by_hand() -> None:
     cfg = ScalingConfig(target="drain_window", window_s=60)
-    s = Signals(classes={
-        "chat": ClassLoad(priority="critical", backlog=3, service_s=10),  # 90 s -> 1.5
-        "bulk": ClassLoad(priority="batch", backlog=6, service_s=20),  # 60 s -> 1.0
-        "mail": ClassLoad(priority="standard", backlog=1, service_s=30),  # 30 s -> 0.5
-    })
+    s = Signals(
+        classes={
+            "chat": ClassLoad(priority="critical", backlog=3, service_s=10),  # 90 s -> 1.5
+            "bulk": ClassLoad(priority="batch", backlog=6, service_s=20),  # 60 s -> 1.0
+            "mail": ClassLoad(priority="standard", backlog=1, service_s=30),  # 30 s -> 0.5
+        }
+    )
     # ceil((90 + 60 + 30) / 60) = 3; rounding each class up first would give 2+1+1 = 4
     assert drain_window_target(cfg, s) == 3
     assert drain_window_target(cfg, Signals()) == 0
@@ -269,9 +319,15 @@ def test_drain_window_formula_by_hand() -> None:
 
 def test_limit_order_and_bound_by() -> None:
     assert apply_limits(20, [("model_quota", 6), ("db_connections", 4)], 1, 10) == (
-        4, "db_connections", "ceiling:db_connections")
+        4,
+        "db_connections",
+        "ceiling:db_connections",
+    )
     assert apply_limits(20, [("db_connections", 8), ("model_quota", 6)], 1, 10) == (
-        6, "model_quota", "ceiling:model_quota")
+        6,
+        "model_quota",
+        "ceiling:model_quota",
+    )
     assert apply_limits(20, [("model_quota", 12)], 1, 10) == (10, "max_replicas", "max_replicas")
     assert apply_limits(0, [("model_quota", 12)], 1, 10) == (1, "min_replicas", "min_replicas")
     assert apply_limits(5, [("model_quota", 12)], 1, 10) == (5, None, None)
@@ -283,9 +339,15 @@ def test_ceiling_through_the_autoscaler() -> None:
     a = Autoscaler(hpa_cfg())
     # value 200 with 10 replicas: raw 20; start 10: Pods 14, Percent 20 -> 20; quota 6.
     d = a.evaluate(0, 10, value(200), [("model_quota", 6), ("cost_budget", 8)])
-    assert d == ScaleDecision(from_replicas=10, to_replicas=6, raw=20, target=20,
-                              reason="scale_down", bound_by="model_quota",
-                              held_by="ceiling:model_quota")
+    assert d == ScaleDecision(
+        from_replicas=10,
+        to_replicas=6,
+        raw=20,
+        target=20,
+        reason="scale_down",
+        bound_by="model_quota",
+        held_by="ceiling:model_quota",
+    )
 
 
 def test_config_is_validated() -> None:
@@ -308,18 +370,31 @@ def configs(draw: st.DrawFn) -> ScalingConfig:
     lo = draw(st.integers(0, 5))
     window = st.one_of(st.none(), st.sampled_from([0.0, 15.0, 60.0, 300.0]))
     select = st.one_of(st.none(), st.sampled_from(["Max", "Min", "Disabled"]))
-    policy = st.builds(ScalingPolicy, type=st.sampled_from(["Pods", "Percent"]),
-                       value=st.integers(1, 200), period_s=st.sampled_from([15.0, 60.0]))
-    rules = st.builds(ScalingRules, stabilization_window_s=window, select_policy=select,
-                      policies=st.one_of(st.none(), st.lists(policy, max_size=3).map(tuple)))
+    policy = st.builds(
+        ScalingPolicy,
+        type=st.sampled_from(["Pods", "Percent"]),
+        value=st.integers(1, 200),
+        period_s=st.sampled_from([15.0, 60.0]),
+    )
+    rules = st.builds(
+        ScalingRules,
+        stabilization_window_s=window,
+        select_policy=select,
+        policies=st.one_of(st.none(), st.lists(policy, max_size=3).map(tuple)),
+    )
     return ScalingConfig(
         target=draw(st.sampled_from(["weighted", "drain_window", "hpa"])),
-        min_replicas=lo, max_replicas=lo + draw(st.integers(0, 30)),
-        count_inflight=draw(st.booleans()), jobs_per_executor=draw(st.integers(1, 4)),
+        min_replicas=lo,
+        max_replicas=lo + draw(st.integers(0, 30)),
+        count_inflight=draw(st.booleans()),
+        jobs_per_executor=draw(st.integers(1, 4)),
         window_s=draw(st.sampled_from([10.0, 60.0, 600.0])),
-        hpa=HpaTarget(target_per_replica=draw(st.sampled_from([0.5, 1.0, 7.0])),
-                      tolerance=draw(st.sampled_from([0.0, 0.1, 0.5]))),
-        behavior=Behavior(scale_up=draw(rules), scale_down=draw(rules)))
+        hpa=HpaTarget(
+            target_per_replica=draw(st.sampled_from([0.5, 1.0, 7.0])),
+            tolerance=draw(st.sampled_from([0.0, 0.1, 0.5])),
+        ),
+        behavior=Behavior(scale_up=draw(rules), scale_down=draw(rules)),
+    )
 
 
 counts = st.integers(0, 500)
@@ -327,10 +402,17 @@ signals = st.builds(
     Signals,
     backlog=st.fixed_dictionaries({"critical": counts, "standard": counts, "batch": counts}),
     inflight=counts,
-    classes=st.dictionaries(st.sampled_from(["a", "b", "c"]), st.builds(
-        ClassLoad, priority=st.sampled_from(["critical", "standard", "batch"]),
-        backlog=counts, service_s=st.floats(0.1, 600))),
-    hpa_value=st.one_of(st.none(), st.floats(0, 10_000)))
+    classes=st.dictionaries(
+        st.sampled_from(["a", "b", "c"]),
+        st.builds(
+            ClassLoad,
+            priority=st.sampled_from(["critical", "standard", "batch"]),
+            backlog=counts,
+            service_s=st.floats(0.1, 600),
+        ),
+    ),
+    hpa_value=st.one_of(st.none(), st.floats(0, 10_000)),
+)
 
 
 @settings(max_examples=200, deadline=None)
@@ -341,13 +423,19 @@ def test_replicas_within_min_max_and_every_ceiling(cfg: ScalingConfig, data: st.
     for _ in range(data.draw(st.integers(1, 12))):
         t += data.draw(st.sampled_from([1.0, 15.0, 30.0, 400.0]))
         names = st.sampled_from(["model_quota", "db_connections", "reviewers", "cost"])
-        ceilings = data.draw(st.lists(st.tuples(names, st.integers(cfg.min_replicas, 40)),
-                                      max_size=3))
+        ceilings = data.draw(
+            st.lists(st.tuples(names, st.integers(cfg.min_replicas, 40)), max_size=3)
+        )
         d = a.evaluate(t, current, data.draw(signals), ceilings)
         assert cfg.min_replicas <= d.to_replicas <= cfg.max_replicas
         assert all(d.to_replicas <= c for _, c in ceilings)
         assert d.from_replicas == current
-        assert d.reason == ("scale_up" if d.to_replicas > current else
-                            "scale_down" if d.to_replicas < current else "hold")
+        assert d.reason == (
+            "scale_up"
+            if d.to_replicas > current
+            else "scale_down"
+            if d.to_replicas < current
+            else "hold"
+        )
         assert (d.held_by is None) == (d.raw is not None and d.to_replicas == d.raw)
         current = d.to_replicas if data.draw(st.booleans()) else data.draw(st.integers(0, 60))

@@ -55,9 +55,14 @@ from harness.profile import Profile, loads
 
 # The reliability fuzzers' settings (tests/reliability): derandomized, no example database,
 # so CI runs the same bounded examples every time.
-PROPS = settings(derandomize=True, database=None, deadline=None, print_blob=True,
-                 max_examples=300,
-                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])  # fmt: skip
+PROPS = settings(
+    derandomize=True,
+    database=None,
+    deadline=None,
+    print_blob=True,
+    max_examples=300,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 CLASSES = ("a", "b", "c")  # critical, standard, batch (the profile below)
 HORIZON_S = 400.0
@@ -71,10 +76,21 @@ def _rules(draw: st.DrawFn) -> str:
     if draw(st.booleans()):
         parts.append(f"stabilization_window_s: {draw(st.sampled_from([0, 10, 30, 120]))}")
     if draw(st.booleans()):
-        pols = draw(st.lists(st.tuples(st.sampled_from(["Pods", "Percent"]), st.integers(1, 4),
-                                       st.sampled_from([5, 15, 60])), min_size=1, max_size=2))
-        items = ", ".join(f"{{type: {t}, value: {v * (25 if t == 'Percent' else 1)}, "
-                          f"period_s: {p}}}" for t, v, p in pols)  # fmt: skip
+        pols = draw(
+            st.lists(
+                st.tuples(
+                    st.sampled_from(["Pods", "Percent"]),
+                    st.integers(1, 4),
+                    st.sampled_from([5, 15, 60]),
+                ),
+                min_size=1,
+                max_size=2,
+            )
+        )
+        items = ", ".join(
+            f"{{type: {t}, value: {v * (25 if t == 'Percent' else 1)}, period_s: {p}}}"
+            for t, v, p in pols
+        )
         parts.append(f"policies: [{items}]")
     if draw(st.booleans()):
         parts.append(f"select_policy: {draw(st.sampled_from(['Max', 'Min', 'Disabled']))}")
@@ -82,8 +98,12 @@ def _rules(draw: st.DrawFn) -> str:
 
 
 @st.composite
-def scaling_profiles(draw: st.DrawFn, drains: tuple[str, ...] = ("null", "0", "4", "25"),
-                     lo_min: int = 0, span_min: int = 0) -> Profile:  # fmt: skip
+def scaling_profiles(
+    draw: st.DrawFn,
+    drains: tuple[str, ...] = ("null", "0", "4", "25"),
+    lo_min: int = 0,
+    span_min: int = 0,
+) -> Profile:
     lo = draw(st.integers(lo_min, 3))
     hi = draw(st.integers(max(lo + span_min, 1), 12))
     initial = draw(st.sampled_from([lo, hi, min(hi, lo + 1), min(hi, lo + 3)]))
@@ -91,8 +111,15 @@ def scaling_profiles(draw: st.DrawFn, drains: tuple[str, ...] = ("null", "0", "4
     drain = draw(st.sampled_from(drains))
     fallback = draw(st.sampled_from(["null", "0", "1", "5", "20"]))
     dependency = draw(st.sampled_from(["null", "{error_ratio: 0.3, recovery_s: 20}"]))
-    signals = ["eligible_backlog", "weighted_depth", "in_flight", "backlog_and_in_flight",
-               "oldest_age_s", "arrival_rate_per_s", "drain_time_s"]
+    signals = [
+        "eligible_backlog",
+        "weighted_depth",
+        "in_flight",
+        "backlog_and_in_flight",
+        "oldest_age_s",
+        "arrival_rate_per_s",
+        "drain_time_s",
+    ]
     signal = draw(st.sampled_from(signals))
     waits = draw(st.sampled_from(["", ", max_wait_s: 40"]))
     text = f"""
@@ -106,7 +133,8 @@ classes:
 upstream: {{latency: {{dist: fixed, value_s: {draw(st.sampled_from([1, 5, 20]))}}}, timeout_s: 60}}
 engine:
   max_wait_s: {draw(st.sampled_from([60, 600]))}
-  executors: {{initial: {initial}, jobs_per_executor: {draw(st.integers(1, 3))}, startup_s: {draw(st.sampled_from([0, 5, 30]))}}}
+  executors: {{initial: {initial}, jobs_per_executor: {draw(st.integers(1, 3))},
+      startup_s: {draw(st.sampled_from([0, 5, 30]))}}}
   dependency: {{max_retries: {draw(st.integers(0, 2))}, breaker: {{min_calls: 4, open_s: 5}}}}
   scaling:
     enabled: true
@@ -120,34 +148,64 @@ engine:
     activation_threshold: {draw(st.sampled_from([0, 0, 2]))}
     count_inflight: {draw(st.booleans())}
     window_s: {draw(st.sampled_from([10, 60]))}
-    hpa: {{signal: {signal}, target_per_replica: {draw(st.sampled_from([0.5, 1, 3]))}, tolerance: {draw(st.sampled_from([0, 0.1, 0.5]))}}}
+    hpa: {{signal: {signal}, target_per_replica: {draw(st.sampled_from([0.5, 1, 3]))},
+        tolerance: {draw(st.sampled_from([0, 0.1, 0.5]))}}}
     behavior: {{scale_up: {_rules(draw)}, scale_down: {_rules(draw)}}}
-    metrics: {{on_missing: {draw(st.sampled_from(["hold", "zero"]))}, hold_s: {draw(st.sampled_from([0, 15]))}, failure_threshold: {draw(st.integers(1, 3))}, fallback_replicas: {fallback}}}
+    metrics: {{on_missing: {draw(st.sampled_from(["hold", "zero"]))},
+        hold_s: {draw(st.sampled_from([0, 15]))}, failure_threshold: {draw(st.integers(1, 3))},
+        fallback_replicas: {fallback}}}
     dependency: {dependency}
 """
     return loads(text, file="props.yaml")
 
 
 def make_engine(p: Profile, seed: int = 1) -> Engine:
-    return Engine(p.engine, service_time_prior_s=p.service_time_prior(), rng=random.Random(seed),
-                  max_wait_by_class=p.max_wait_by_class(), horizon_s=HORIZON_S)  # fmt: skip
+    return Engine(
+        p.engine,
+        service_time_prior_s=p.service_time_prior(),
+        rng=random.Random(seed),
+        max_wait_by_class=p.max_wait_by_class(),
+        horizon_s=HORIZON_S,
+    )
 
 
 # -- generated event sequences ---------------------------------------------------------------
 
 # (op, a, b, dt): the op's arguments are indices the driver resolves against what it knows
 # (its dispatched attempts), so every sequence is valid and shrinks well.
-OPS = st.sampled_from(["arrive", "arrive", "arrive", "finish", "finish", "fail", "ack",
-                       "cancel", "stale", "tick", "tick", "tick", "metrics"])  # fmt: skip
-STEP = st.tuples(OPS, st.integers(0, 11), st.integers(0, 5),
-                 st.sampled_from([0.0, 0.0, 0.5, 1.0, 3.0, 12.0]))
+OPS = st.sampled_from(
+    [
+        "arrive",
+        "arrive",
+        "arrive",
+        "finish",
+        "finish",
+        "fail",
+        "ack",
+        "cancel",
+        "stale",
+        "tick",
+        "tick",
+        "tick",
+        "metrics",
+    ]
+)
+STEP = st.tuples(
+    OPS, st.integers(0, 11), st.integers(0, 5), st.sampled_from([0.0, 0.0, 0.5, 1.0, 3.0, 12.0])
+)
 PROGRAMS = st.lists(STEP, min_size=8, max_size=60)
 # Work that stays busy while the pool shrinks: bursts, time passing, few answers.
-DRAIN_OPS = st.sampled_from(["arrive", "arrive", "tick", "tick", "tick", "ack", "stale",
-                             "metrics"])  # fmt: skip
-DRAIN_PROGRAMS = st.lists(st.tuples(DRAIN_OPS, st.integers(0, 11), st.integers(0, 5),
-                                    st.sampled_from([0.0, 1.0, 3.0, 12.0, 30.0])),
-                          min_size=8, max_size=40)  # fmt: skip
+DRAIN_OPS = st.sampled_from(["arrive", "arrive", "tick", "tick", "tick", "ack", "stale", "metrics"])
+DRAIN_PROGRAMS = st.lists(
+    st.tuples(
+        DRAIN_OPS,
+        st.integers(0, 11),
+        st.integers(0, 5),
+        st.sampled_from([0.0, 1.0, 3.0, 12.0, 30.0]),
+    ),
+    min_size=8,
+    max_size=40,
+)
 
 
 # -- the driver and its model ----------------------------------------------------------------
@@ -177,8 +235,15 @@ class Driver:
         self.n = 0
         self.reqs: dict[str, Req] = {}
         self.drain_seen: dict[int, float] = {}  # executor id -> when first seen draining
-        self.counts = {"admitted": 0, "rejected": 0, "completed": 0, "failed": 0, "expired": 0,
-                       "reexecuted": 0, "redelivered": 0}  # fmt: skip
+        self.counts = {
+            "admitted": 0,
+            "rejected": 0,
+            "completed": 0,
+            "failed": 0,
+            "expired": 0,
+            "reexecuted": 0,
+            "redelivered": 0,
+        }
         self.known = True
 
     # -- what the driver knows ---------------------------------------------------------------
@@ -207,8 +272,13 @@ class Driver:
                 on[j.id] = (ex.id, ex.state, ex.drain_at)
         plain_running = sum(1 for j in e.jobs.values() if j.key is None and j.executor is not None)
         states = {i: j.state for i, j in e.jobs.items()}
-        return {"on": on, "plain_running": plain_running, "states": states,
-                "execs": {ex.id for ex in e.pool.execs}, "desired": e.pool.desired}  # fmt: skip
+        return {
+            "on": on,
+            "plain_running": plain_running,
+            "states": states,
+            "execs": {ex.id for ex in e.pool.execs},
+            "desired": e.pool.desired,
+        }
 
     def _check_actions(self, ev: Event, now: float, out: list[Action], pre: dict) -> None:
         sc = self.sc
@@ -246,13 +316,22 @@ class Driver:
                 moved = a.to_replicas - a.from_replicas
                 if a.reason in ("scale_up", "activate"):  # a fallback may scale up from 0
                     assert moved > 0 and (a.reason == "scale_up" or a.from_replicas == 0), (
-                        a.reason, a.from_replicas, a.to_replicas)  # fmt: skip
+                        a.reason,
+                        a.from_replicas,
+                        a.to_replicas,
+                    )
                 elif a.reason in ("scale_down", "deactivate"):
                     assert moved < 0 and (a.reason == "scale_down" or a.to_replicas == 0), (
-                        a.reason, a.from_replicas, a.to_replicas)  # fmt: skip
+                        a.reason,
+                        a.from_replicas,
+                        a.to_replicas,
+                    )
                 else:
-                    assert a.reason == "hold" and moved == 0, (a.reason, a.from_replicas,
-                                                               a.to_replicas)  # fmt: skip
+                    assert a.reason == "hold" and moved == 0, (
+                        a.reason,
+                        a.from_replicas,
+                        a.to_replicas,
+                    )
                 if a.bound_by == "partitions" or a.held_by == "ceiling:partitions":
                     sig = a.signals or {}
                     keys = sig.get("active_keys", 0)
@@ -373,13 +452,20 @@ class Driver:
         assert (c.admitted, c.rejected) == (mine["admitted"], mine["rejected"])
         assert c.admitted == c.completed + c.failed + c.expired + len(e.jobs)
         assert (c.completed, c.failed, c.expired) == (
-            mine["completed"], mine["failed"], mine["expired"])  # fmt: skip
+            mine["completed"],
+            mine["failed"],
+            mine["expired"],
+        )
         assert (c.reexecuted, c.redelivered) == (mine["reexecuted"], mine["redelivered"])
         live = {i for i, r in self.reqs.items() if r.status in LIVE}
-        assert live == set(e.jobs), (live ^ set(e.jobs))
-        expect = {"waiting": (WAITING,), "running": (RUNNING,), "rerun": (RERUN,),
-                  # a retry wait on an executor killed at its timeout becomes a re-run silently
-                  "retry_wait": (RETRY_WAIT, RERUN)}  # fmt: skip
+        assert live == set(e.jobs), live ^ set(e.jobs)
+        expect = {
+            "waiting": (WAITING,),
+            "running": (RUNNING,),
+            "rerun": (RERUN,),
+            # a retry wait on an executor killed at its timeout becomes a re-run silently
+            "retry_wait": (RETRY_WAIT, RERUN),
+        }
         for i in live:
             r, job = self.reqs[i], e.jobs[i]
             assert job.state in expect[r.status], (i, r.status, job.state)
@@ -423,23 +509,36 @@ class Driver:
             elif op == "ack":
                 self.send(Failed(id=rid, reason=ACK_LOST, attempt=att), t)
             else:
-                self.send(Failed(id=rid, reason="upstream_503", attempt=att, retryable=b != 1,
-                                 retry_after_s=(None, 2.0)[b % 2]), t)  # fmt: skip
+                self.send(
+                    Failed(
+                        id=rid,
+                        reason="upstream_503",
+                        attempt=att,
+                        retryable=b != 1,
+                        retry_after_s=(None, 2.0)[b % 2],
+                    ),
+                    t,
+                )
         elif op == "stale":
             # an answer to an attempt that is no longer the job's, or news of an ended one
             # most often the answer of a killed / lost / retried attempt of a job that runs
             # again: the case where taking it would complete the wrong attempt
             again = [i for i, r in self.reqs.items() if r.old and r.status == "running"]
-            old = again if again and b < 4 else [
-                i for i, r in self.reqs.items() if r.old or r.status == "done"]  # fmt: skip
+            old = (
+                again
+                if again and b < 4
+                else [i for i, r in self.reqs.items() if r.old or r.status == "done"]
+            )
             if not old:
                 return self.tick(dt)
             rid = old[a % len(old)]
             r = self.reqs[rid]
             att = r.old[b % len(r.old)] if r.old else max(r.attempt, 1)
-            ev: Event = (Finished(rid, att) if b % 2 == 0
-                         else Failed(id=rid, reason=(ACK_LOST, "upstream_500")[b % 3 == 1],
-                                     attempt=att))  # fmt: skip
+            ev: Event = (
+                Finished(rid, att)
+                if b % 2 == 0
+                else Failed(id=rid, reason=(ACK_LOST, "upstream_500")[b % 3 == 1], attempt=att)
+            )
             self.send(ev, t)
         elif op == "cancel":
             if not self.reqs:
@@ -472,8 +571,10 @@ class Driver:
                     self.send(Finished(rid, self.reqs[rid].attempt), self.now + 1.0)
                 continue
             nd = self.e.next_deadline()
-            assert nd is not None, ("work remains but no timer is set",
-                                    _stuck(self.e.jobs.values()))  # fmt: skip
+            assert nd is not None, (
+                "work remains but no timer is set",
+                _stuck(self.e.jobs.values()),
+            )
             self.send(Tick(), max(nd, self.now))
         raise AssertionError(f"not drained after {limit} rounds: {_stuck(self.e.jobs.values())}")
 
@@ -552,8 +653,13 @@ def engine_of(extra: str, horizon_s: float = HORIZON_S) -> Engine:
     from tests.conftest import make_profile
 
     p = make_profile(extra)
-    return Engine(p.engine, service_time_prior_s=p.service_time_prior(), rng=random.Random(1),
-                  max_wait_by_class=p.max_wait_by_class(), horizon_s=horizon_s)  # fmt: skip
+    return Engine(
+        p.engine,
+        service_time_prior_s=p.service_time_prior(),
+        rng=random.Random(1),
+        max_wait_by_class=p.max_wait_by_class(),
+        horizon_s=horizon_s,
+    )
 
 
 BREAKER = """
@@ -570,10 +676,11 @@ def test_a_half_open_probe_that_ends_unrecorded_frees_the_breaker(how: str) -> N
     e.handle(Failed(id="r1", reason="upstream_503", attempt=1), 1.0)  # the breaker opens
     e.handle(Arrived("r2", "a"), 6.0)  # open_s passed: half-open, r2 is the probe
     assert e.breaker.state == "half_open" and e.breaker.probe_in_flight
-    end = {"ack_lost": Failed(id="r2", reason=ACK_LOST, attempt=1),
-           "cancelled": Cancelled("r2"),
-           "not_retryable": Failed(id="r2", reason="upstream_400", retryable=False,
-                                   attempt=1)}[how]  # fmt: skip
+    end = {
+        "ack_lost": Failed(id="r2", reason=ACK_LOST, attempt=1),
+        "cancelled": Cancelled("r2"),
+        "not_retryable": Failed(id="r2", reason="upstream_400", retryable=False, attempt=1),
+    }[how]
     e.handle(end, 7.0)
     e.handle(Arrived("r3", "a"), 8.0)
     # r3 (and r2's redelivery) must get a call: the probe they wait for is gone

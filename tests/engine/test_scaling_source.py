@@ -43,9 +43,13 @@ def _profile(extra: str) -> Profile:
 
 
 def engine(prof: Profile) -> Engine:
-    return Engine(prof.engine, service_time_prior_s=prof.service_time_prior(),
-                  rng=random.Random(1), max_wait_by_class=prof.max_wait_by_class(),
-                  horizon_s=1000.0)  # fmt: skip
+    return Engine(
+        prof.engine,
+        service_time_prior_s=prof.service_time_prior(),
+        rng=random.Random(1),
+        max_wait_by_class=prof.max_wait_by_class(),
+        horizon_s=1000.0,
+    )
 
 
 def of(out: list[Action], tp: type) -> list[Any]:
@@ -68,9 +72,11 @@ def _grid(phase: float, every: float, upto: float) -> list[float]:
 def test_reads_are_the_last_scrape_and_blind_between_failed_scrapes(
     every: int, phase: float
 ) -> None:
-    summary, scales = outage_run("engine.scaling.source=prometheus",
-                                 f"engine.scaling.scrape_interval_s={every}",
-                                 f"engine.scaling.scrape_phase_s={phase}")  # fmt: skip
+    summary, scales = outage_run(
+        "engine.scaling.source=prometheus",
+        f"engine.scaling.scrape_interval_s={every}",
+        f"engine.scaling.scrape_phase_s={phase}",
+    )
     assert len(scales) > 20
     grid = _grid(phase, every, 1000.0)
     first_bad = min(g for g in grid if g >= OUTAGE[0])  # scrapes that fail: the outage's
@@ -96,8 +102,11 @@ def test_the_scrape_phase_is_drawn_per_seed_within_one_interval() -> None:
         log = DecisionLog(buf)
         simulate(prof, seed, log=log)
         log.flush()
-        reads = [json.loads(x)["signals"]["read_at"] for x in buf.getvalue().splitlines()
-                 if json.loads(x)["kind"] == "scale"]  # fmt: skip
+        reads = [
+            json.loads(x)["signals"]["read_at"]
+            for x in buf.getvalue().splitlines()
+            if json.loads(x)["kind"] == "scale"
+        ]
         offsets = {round(r % 15, 3) for r in reads if r > 0}
         assert len(offsets) == 1  # one grid per run
         phases |= offsets
@@ -115,8 +124,11 @@ def test_prometheus_goes_blind_at_the_first_failed_scrape_read() -> None:
 
 
 def test_a_faster_scrape_gives_a_fresher_read() -> None:
-    _, scales = outage_run("engine.scaling.source=prometheus",
-                           "engine.scaling.scrape_interval_s=5", "engine.scaling.scrape_phase_s=0")  # fmt: skip
+    _, scales = outage_run(
+        "engine.scaling.source=prometheus",
+        "engine.scaling.scrape_interval_s=5",
+        "engine.scaling.scrape_phase_s=0",
+    )
     assert [r["t"] for r in scales[:3]] == [15.0, 30.0, 45.0]  # interval_s stays 15
     for r in scales:
         assert r["t"] - r["signals"]["read_at"] == 5.0, r
@@ -128,8 +140,11 @@ def test_the_read_is_the_value_the_previous_evaluation_saw(target: str) -> None:
     after the evaluation at t, on the same state (backlog and in-flight do not move in
     between: no drain timeout kills work), so the next evaluation reads exactly that
     evaluation's ``own``."""
-    _, scales = outage_run("engine.scaling.source=prometheus", f"engine.scaling.target={target}",
-                           "engine.scaling.scrape_phase_s=0")  # fmt: skip
+    _, scales = outage_run(
+        "engine.scaling.source=prometheus",
+        f"engine.scaling.target={target}",
+        "engine.scaling.scrape_phase_s=0",
+    )
     own_at = {r["t"]: r["signals"]["own"] for r in scales}
     checked = 0
     for r in scales[1:]:
@@ -145,8 +160,12 @@ def test_the_read_is_the_value_the_previous_evaluation_saw(target: str) -> None:
 
 
 def test_an_external_read_is_asked_once_and_evaluated_on_its_answer() -> None:
-    e = engine(_profile("engine:\n  executors: {initial: 1}\n  scaling: {enabled: true, "
-                     "source: prometheus, interval_s: 10, max_replicas: 10}\n"))  # fmt: skip
+    e = engine(
+        _profile(
+            "engine:\n  executors: {initial: 1}\n  scaling: {enabled: true, "
+            "source: prometheus, interval_s: 10, max_replicas: 10}\n"
+        )
+    )
     sc = e.scaler
     assert sc is not None
     e.read_signal_externally()
@@ -179,28 +198,55 @@ def test_an_external_read_is_asked_once_and_evaluated_on_its_answer() -> None:
 
 PROFILES = [  # (engine.scaling fields, engine.executors)
     ("target: weighted", "{initial: 2}"),
-    ("target: weighted, count_inflight: true, weights: {critical: 5, standard: 2, batch: 0}",
-     "{initial: 2, jobs_per_executor: 2}"),
-    ("target: weighted, count_inflight: true, min_replicas: 0", "{initial: 2, jobs_per_executor: 2}"),
+    (
+        "target: weighted, count_inflight: true, weights: {critical: 5, standard: 2, batch: 0}",
+        "{initial: 2, jobs_per_executor: 2}",
+    ),
+    (
+        "target: weighted, count_inflight: true, min_replicas: 0",
+        "{initial: 2, jobs_per_executor: 2}",
+    ),
     ("target: weighted, min_replicas: 0", "{initial: 0}"),
     ("target: drain_window, window_s: 45", "{initial: 2}"),
-    ("target: drain_window, count_inflight: true, min_replicas: 0, window_s: 45, "
-     "weights: {critical: 2, standard: 1, batch: 0.25}", "{initial: 2, jobs_per_executor: 3}"),
+    (
+        (
+            "target: drain_window, count_inflight: true, min_replicas: 0, window_s: 45, "
+            "weights: {critical: 2, standard: 1, batch: 0.25}"
+        ),
+        "{initial: 2, jobs_per_executor: 3}",
+    ),
     ("target: drain_window, count_inflight: true, min_replicas: 0", "{initial: 0}"),
-    ("target: hpa, hpa: {signal: eligible_backlog, target_per_replica: 2}, min_replicas: 0",
-     "{initial: 2}"),
-    ("target: hpa, hpa: {signal: backlog_and_in_flight, target_per_replica: 1.5}",
-     "{initial: 2, jobs_per_executor: 2}"),
+    (
+        "target: hpa, hpa: {signal: eligible_backlog, target_per_replica: 2}, min_replicas: 0",
+        "{initial: 2}",
+    ),
+    (
+        "target: hpa, hpa: {signal: backlog_and_in_flight, target_per_replica: 1.5}",
+        "{initial: 2, jobs_per_executor: 2}",
+    ),
     ("target: hpa, hpa: {signal: weighted_depth, target_per_replica: 3}", "{initial: 1}"),
-    ("target: hpa, hpa: {signal: drain_time_s, target_per_replica: 7}, max_replicas: 6",
-     "{initial: 2, jobs_per_executor: 2}"),
-    ("target: hpa, hpa: {signal: drain_time_s, target_per_replica: 7}, max_replicas: 6, "
-     "min_replicas: 0", "{initial: 0}"),
-]  # fmt: skip
+    (
+        "target: hpa, hpa: {signal: drain_time_s, target_per_replica: 7}, max_replicas: 6",
+        "{initial: 2, jobs_per_executor: 2}",
+    ),
+    (
+        (
+            "target: hpa, hpa: {signal: drain_time_s, target_per_replica: 7}, max_replicas: 6, "
+            "min_replicas: 0"
+        ),
+        "{initial: 0}",
+    ),
+]
 # standard requests at 0, of which the first ones finish at 6.5, then (critical, standard,
 # batch) at 8; read at 9
-STATES = [(0, 0, (0, 0, 0)), (2, 0, (0, 0, 0)), (6, 2, (1, 1, 3)), (5, 1, (2, 0, 1)),
-          (1, 1, (0, 3, 0)), (9, 3, (0, 0, 7))]  # fmt: skip
+STATES = [
+    (0, 0, (0, 0, 0)),
+    (2, 0, (0, 0, 0)),
+    (6, 2, (1, 1, 3)),
+    (5, 1, (2, 0, 1)),
+    (1, 1, (0, 3, 0)),
+    (9, 3, (0, 0, 7)),
+]
 
 
 def _num(x: float) -> str:
@@ -208,16 +254,22 @@ def _num(x: float) -> str:
 
 
 def proxy_series(e: Engine) -> list[dict[str, str]]:
-    """What the proxy's /metrics serves for this state (harness/live/proxy/driver.py queue_state)."""
+    """What the proxy's /metrics serves for this state (harness/live/proxy/driver.py
+    queue_state)."""
     d = e.queue.depth_by_tier
     c, depth = e.pool.concurrency, e.queue.depth
     drain = depth / c * e.service_time_s if c > 0 else (math.inf if depth else 0.0)
-    out = [{"series": f'agent_queue_depth{{priority="{p}"}}', "values": str(n)}
-           for p, n in zip(PROXY_WEIGHTS, d, strict=True)]  # fmt: skip
+    out = [
+        {"series": f'agent_queue_depth{{priority="{p}"}}', "values": str(n)}
+        for p, n in zip(PROXY_WEIGHTS, d, strict=True)
+    ]
     weighted = sum(w * n for w, n in zip(PROXY_WEIGHTS.values(), d, strict=True))
-    for name, v in (("agent_queue_weighted_depth", weighted), ("agent_jobs_inflight", e.busy),
-                    ("agent_scaling_ready_replicas", e.pool.ready),
-                    ("agent_queue_drain_time_seconds", drain)):  # fmt: skip
+    for name, v in (
+        ("agent_queue_weighted_depth", weighted),
+        ("agent_jobs_inflight", e.busy),
+        ("agent_scaling_ready_replicas", e.pool.ready),
+        ("agent_queue_drain_time_seconds", drain),
+    ):
         out.append({"series": name, "values": _num(v)})
     return out
 
@@ -226,8 +278,9 @@ def test_query_value_is_what_promtool_computes_over_the_proxy_series(tmp_path: P
     tests: list[dict[str, Any]] = []
     seen: set[tuple[bool, bool, bool]] = set()
     for fields, executors in PROFILES:
-        prof = _profile(f"engine:\n  executors: {executors}\n"
-                     f"  scaling: {{enabled: true, {fields}}}\n")  # fmt: skip
+        prof = _profile(
+            f"engine:\n  executors: {executors}\n  scaling: {{enabled: true, {fields}}}\n"
+        )
         promql = scaling_query(prof).promql
         for fill, done, (c, s, b) in STATES:
             e = engine(prof)
@@ -238,18 +291,38 @@ def test_query_value_is_what_promtool_computes_over_the_proxy_series(tmp_path: P
             for p, n in enumerate((c, s, b)):
                 for i in range(n):
                     e.handle(Arrived(f"q{p}-{i}", "a", priority=p), 8.0)
-            want = query_value(e, prof.engine.scaling, prof.engine.executors.jobs_per_executor,
-                               prof.service_time_prior(), 9.0, 0.0)  # fmt: skip
+            want = query_value(
+                e,
+                prof.engine.scaling,
+                prof.engine.executors.jobs_per_executor,
+                prof.service_time_prior(),
+                9.0,
+                0.0,
+            )
             assert math.isfinite(want)
             seen.add((e.queue.depth > 0, e.busy > 0, e.pool.ready == 0))
-            tests.append({"interval": "15s", "input_series": proxy_series(e),
-                          "promql_expr_test": [{"expr": promql, "eval_time": "0s",
-                                                "exp_samples": [{"labels": "{}",
-                                                                 "value": want}]}]})  # fmt: skip
+            tests.append(
+                {
+                    "interval": "15s",
+                    "input_series": proxy_series(e),
+                    "promql_expr_test": [
+                        {
+                            "expr": promql,
+                            "eval_time": "0s",
+                            "exp_samples": [{"labels": "{}", "value": want}],
+                        }
+                    ],
+                }
+            )
     # empty and busy queues, with and without work in flight, and no executor ready
-    assert {(True, True, False), (True, False, True), (False, True, False),
-            (False, False, False)} <= seen  # fmt: skip
+    assert {
+        (True, True, False),
+        (True, False, True),
+        (False, True, False),
+        (False, False, False),
+    } <= seen
     (tmp_path / "none.yaml").write_text("groups: []\n")
-    out = promtool_run(tmp_path, "test rules",
-                       {"t.yaml": {"rule_files": ["none.yaml"], "tests": tests}})  # fmt: skip
+    out = promtool_run(
+        tmp_path, "test rules", {"t.yaml": {"rule_files": ["none.yaml"], "tests": tests}}
+    )
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr

@@ -68,13 +68,25 @@ from tests.engine.test_scaling_properties import DRAIN_PROGRAMS, PROPS
 HORIZON_S = 400.0
 # a: critical, plain; d: standard, reviewed; o: batch, optional (the profile below)
 CLASSES = ("a", "d", "o")
-HOLDS = {"cooldown", "signals_unknown", "signals_held", "fallback", "below_activation",
-         "dependency", "dependency_recovery", "signal_unknown"}  # fmt: skip
+HOLDS = {
+    "cooldown",
+    "signals_unknown",
+    "signals_held",
+    "fallback",
+    "below_activation",
+    "dependency",
+    "dependency_recovery",
+    "signal_unknown",
+}
 
 
 @st.composite
-def stage_profiles(draw: st.DrawFn, drains: tuple[str, ...] = ("null", "0", "4", "25"),
-                   lo_min: int = 0, start_high: bool = False) -> Profile:  # fmt: skip
+def stage_profiles(
+    draw: st.DrawFn,
+    drains: tuple[str, ...] = ("null", "0", "4", "25"),
+    lo_min: int = 0,
+    start_high: bool = False,
+) -> Profile:
     jpe = draw(st.integers(1, 3))
     lo = draw(st.integers(lo_min, 2))
     hi = draw(st.integers(max(lo, 1) + 2 * start_high, 8))
@@ -94,15 +106,30 @@ def stage_profiles(draw: st.DrawFn, drains: tuple[str, ...] = ("null", "0", "4",
     prices = draw(st.sampled_from(["{a: 0.3, d: 0.3, o: 0.2}", "{o: 0.5}", "{}"]))
     cost = draw(st.sampled_from(["cost", "cost", "none"]))
     # validation refuses an initial pool above any ceiling
-    caps = [c for c in (quota // jpe if quota else None, db // per_ex if db else None,
-                        int(budget / prh) if prh and cost == "cost" else None) if c is not None]
+    caps = [
+        c
+        for c in (
+            quota // jpe if quota else None,
+            db // per_ex if db else None,
+            int(budget / prh) if prh and cost == "cost" else None,
+        )
+        if c is not None
+    ]
     initial = min([initial, *caps])
-    cost_text = (f"  cost: {{budget_per_hour: {budget}, per_replica_hour: {prh}, "
-                 f"per_call: {prices}}}\n") if cost == "cost" else ""  # fmt: skip
-    review = (f"{{reviewers: {draw(st.integers(1, 3))}, "
-              f"seconds_per_item: {draw(st.sampled_from([1, 6, 30]))}, sla_s: 20, "
-              f"max_pending: {draw(st.sampled_from(['null', '1', '2', '5']))}}}")  # fmt: skip
-    cp_a, cp_d = draw(st.sampled_from(["null", "2", "5"])), draw(st.sampled_from(["null", "3", "7"]))
+    cost_text = (
+        f"  cost: {{budget_per_hour: {budget}, per_replica_hour: {prh}, per_call: {prices}}}\n"
+        if cost == "cost"
+        else ""
+    )
+    review = (
+        f"{{reviewers: {draw(st.integers(1, 3))}, "
+        f"seconds_per_item: {draw(st.sampled_from([1, 6, 30]))}, sla_s: 20, "
+        f"max_pending: {draw(st.sampled_from(['null', '1', '2', '5']))}}}"
+    )
+    cp_a, cp_d = (
+        draw(st.sampled_from(["null", "2", "5"])),
+        draw(st.sampled_from(["null", "3", "7"])),
+    )
     drain = draw(st.sampled_from(drains))
     waits = draw(st.sampled_from(["", ", max_wait_s: 40"]))
     text = f"""
@@ -112,11 +139,13 @@ arrivals: {{process: poisson, phases: [{{until_s: 100, rate_per_s: 1}}]}}
 classes:
   a: {{weight: 1, priority: critical, checkpoint_s: {cp_a}{waits}}}
   d: {{weight: 1, priority: standard, review: true, checkpoint_s: {cp_d}}}
-  o: {{weight: 1, priority: batch, optional: {'true' if cost == 'cost' else 'false'}, key: {{pool: 2}}}}
+  o: {{weight: 1, priority: batch, optional: {"true" if cost == "cost" else "false"},
+      key: {{pool: 2}}}}
 upstream: {{latency: {{dist: fixed, value_s: {draw(st.sampled_from([1, 5, 20]))}}}, timeout_s: 60}}
 engine:
   max_wait_s: {draw(st.sampled_from([60, 600]))}
-  executors: {{initial: {initial}, jobs_per_executor: {jpe}, startup_s: {draw(st.sampled_from([0, 5]))}}}
+  executors: {{initial: {initial}, jobs_per_executor: {jpe},
+      startup_s: {draw(st.sampled_from([0, 5]))}}}
   dependency: {{max_retries: {draw(st.integers(0, 2))}, breaker: {{min_calls: 4, open_s: 5}}}}
   review: {review}
 {cost_text}  scaling:
@@ -130,22 +159,48 @@ engine:
     idle_s: {draw(st.sampled_from([0, 20]))}
     count_inflight: {draw(st.booleans())}
     hpa: {{signal: backlog_and_in_flight, target_per_replica: {draw(st.sampled_from([0.5, 1, 3]))}}}
-    metrics: {{on_missing: {draw(st.sampled_from(["hold", "zero"]))}, hold_s: 15, failure_threshold: 2, fallback_replicas: {draw(st.sampled_from(["null", "0", "1", "5"]))}}}
+    metrics: {{on_missing: {draw(st.sampled_from(["hold", "zero"]))}, hold_s: 15,
+        failure_threshold: 2, fallback_replicas: {draw(st.sampled_from(["null", "0", "1", "5"]))}}}
     dependency: {draw(st.sampled_from(["null", "{error_ratio: 0.3, recovery_s: 20}"]))}
     ceilings: {{{ceil_text}}}
 """
     return loads(text, file="stage-props.yaml")
 
 
-OPS = st.sampled_from(["arrive", "arrive", "arrive", "finish", "finish", "fail", "ack",
-                       "cancel", "stale", "tick", "tick", "tick", "metrics"])  # fmt: skip
-PROGRAMS = st.lists(st.tuples(OPS, st.integers(0, 11), st.integers(0, 5),
-                              st.sampled_from([0.0, 0.0, 0.5, 1.0, 3.0, 12.0])),
-                    min_size=8, max_size=50)  # fmt: skip
+OPS = st.sampled_from(
+    [
+        "arrive",
+        "arrive",
+        "arrive",
+        "finish",
+        "finish",
+        "fail",
+        "ack",
+        "cancel",
+        "stale",
+        "tick",
+        "tick",
+        "tick",
+        "metrics",
+    ]
+)
+PROGRAMS = st.lists(
+    st.tuples(
+        OPS, st.integers(0, 11), st.integers(0, 5), st.sampled_from([0.0, 0.0, 0.5, 1.0, 3.0, 12.0])
+    ),
+    min_size=8,
+    max_size=50,
+)
 
 # the engine's job states as this test's model names them
-STATE = {WAITING: "waiting", RUNNING: "running", RETRY_WAIT: "retry_wait", RERUN: "rerun",
-         HELD: "held", IN_REVIEW: "in_review"}  # fmt: skip
+STATE = {
+    WAITING: "waiting",
+    RUNNING: "running",
+    RETRY_WAIT: "retry_wait",
+    RERUN: "rerun",
+    HELD: "held",
+    IN_REVIEW: "in_review",
+}
 PRODUCING = ("running", "retry_wait", "rerun")
 
 
@@ -166,11 +221,16 @@ class Driver:
         sc = p.engine.scaling
         self.sc = sc
         self.jpe = p.engine.executors.jobs_per_executor
-        self.e = Engine(p.engine, service_time_prior_s=p.service_time_prior(),
-                        rng=random.Random(1), max_wait_by_class=p.max_wait_by_class(),
-                        horizon_s=HORIZON_S, optional_classes=p.optional_classes(),
-                        review_classes=p.review_classes(),
-                        checkpoint_by_class=p.checkpoint_by_class())  # fmt: skip
+        self.e = Engine(
+            p.engine,
+            service_time_prior_s=p.service_time_prior(),
+            rng=random.Random(1),
+            max_wait_by_class=p.max_wait_by_class(),
+            horizon_s=HORIZON_S,
+            optional_classes=p.optional_classes(),
+            review_classes=p.review_classes(),
+            checkpoint_by_class=p.checkpoint_by_class(),
+        )
         self.review_cls = p.review_classes()
         self.cp = p.checkpoint_by_class()
         self.ceilings = dict(sc.ceilings.replicas(self.jpe))
@@ -225,7 +285,11 @@ class Driver:
                     assert a.attempt == 1, (rid, a.attempt)
                 else:
                     assert r.status in ("retry_wait", "rerun") and a.attempt == r.attempt, (
-                        rid, r.status, a.attempt, r.attempt)  # fmt: skip
+                        rid,
+                        r.status,
+                        a.attempt,
+                        r.attempt,
+                    )
                 r.status, r.attempt, r.started = "running", a.attempt, now
             elif isinstance(a, Backoff):
                 assert r.status == "running" and a.attempt == r.attempt + 1
@@ -287,10 +351,16 @@ class Driver:
             assert a.to_replicas == self.ceilings[a.bound_by], (a.bound_by, a.to_replicas)
         limit = min([sc.max_replicas, *self.ceilings.values()])
         strict = [n for n, c in self.ceilings.items() if c == limit]
-        if (a.target is not None and a.target > limit and a.held_by not in HOLDS
-                and len(strict) == 1 and limit < sc.max_replicas and a.to_replicas >= 1
-                # keyed work's ceiling may be lower still, and min_replicas may win over it
-                and a.bound_by not in ("partitions", "min_replicas")):
+        if (
+            a.target is not None
+            and a.target > limit
+            and a.held_by not in HOLDS
+            and len(strict) == 1
+            and limit < sc.max_replicas
+            and a.to_replicas >= 1
+            # keyed work's ceiling may be lower still, and min_replicas may win over it
+            and a.bound_by not in ("partitions", "min_replicas")
+        ):
             assert a.bound_by == strict[0], (a.bound_by, strict, a.target, a.to_replicas)
 
     def _checkpoint(self, r: Req, a: Reexecute, now: float) -> None:
@@ -298,8 +368,7 @@ class Driver:
         cp = self.cp.get(r.cls)
         done = r.progress + (now - r.started)
         assert a.resume_s >= 0.0 and a.lost_s >= -1e-9, (a.resume_s, a.lost_s)
-        assert math.isclose(a.resume_s + a.lost_s, done, abs_tol=1e-6), (a.resume_s, a.lost_s,
-                                                                          done)  # fmt: skip
+        assert math.isclose(a.resume_s + a.lost_s, done, abs_tol=1e-6), (a.resume_s, a.lost_s, done)
         if cp is None:
             assert a.resume_s == 0.0
         else:
@@ -359,18 +428,31 @@ class Driver:
             for i in range(b + 1):
                 self.n += 1
                 key = f"k{(b + i) % 3}" if cls == "o" else None
-                self.send(Arrived(f"r{self.n}", cls, priority=CLASSES.index(cls), key=key,
-                                  deadline_s=(None, 30.0)[a % 4 == 3]), t)  # fmt: skip
+                self.send(
+                    Arrived(
+                        f"r{self.n}",
+                        cls,
+                        priority=CLASSES.index(cls),
+                        key=key,
+                        deadline_s=(None, 30.0)[a % 4 == 3],
+                    ),
+                    t,
+                )
         elif op in ("finish", "fail", "ack"):
             running = self.ids("running")
             if not running:
                 return self.tick(dt)
             rid = running[a % len(running)]
             att = self.reqs[rid].attempt if b else 0
-            ev: Event = (Finished(rid, att) if op == "finish"
-                         else Failed(id=rid, reason=ACK_LOST, attempt=att) if op == "ack"
-                         else Failed(id=rid, reason="upstream_503", attempt=att,
-                                     retryable=b != 1))  # fmt: skip
+            ev: Event = (
+                Finished(rid, att)
+                if op == "finish"
+                else (
+                    Failed(id=rid, reason=ACK_LOST, attempt=att)
+                    if op == "ack"
+                    else Failed(id=rid, reason="upstream_503", attempt=att, retryable=b != 1)
+                )
+            )
             self.send(ev, t)
         elif op == "stale":
             old = [i for i, r in self.reqs.items() if r.attempt > 1 or r.status == "done"]
@@ -380,8 +462,10 @@ class Driver:
             r = self.reqs[rid]
             att = max(1, r.attempt - 1 - b % 2)
             stale = r.status != "running" or att != r.attempt
-            out = self.send(Finished(rid, att) if b % 2 == 0
-                            else Failed(id=rid, reason=ACK_LOST, attempt=att), t)  # fmt: skip
+            out = self.send(
+                Finished(rid, att) if b % 2 == 0 else Failed(id=rid, reason=ACK_LOST, attempt=att),
+                t,
+            )
             if stale:
                 assert not [x for x in out if getattr(x, "id", None) == rid], out
         elif op == "cancel":
@@ -433,7 +517,6 @@ def test_review_cost_checkpoint_and_ceiling_properties_hold_after_every_event(
     p: Profile, program: list[tuple[str, int, int, float]]
 ) -> None:
     run(p, program)
-
 
 
 @settings(PROPS, max_examples=200)

@@ -25,8 +25,14 @@ REVIEWED = "classes: {a: {weight: 1}, d: {weight: 1, review: true}}"
 
 def engine_of(extra: str, classes: str = "classes: {a: {weight: 1}}") -> Engine:
     p = loads(BASE.replace("classes: {a: {weight: 1}}", classes) + extra, file="t.yaml")
-    return Engine(p.engine, service_time_prior_s=1.0, rng=random.Random(1), horizon_s=100.0,
-                  review_classes=p.review_classes(), optional_classes=p.optional_classes())  # fmt: skip
+    return Engine(
+        p.engine,
+        service_time_prior_s=1.0,
+        rng=random.Random(1),
+        horizon_s=100.0,
+        review_classes=p.review_classes(),
+        optional_classes=p.optional_classes(),
+    )
 
 
 def scales(out: list[Action]) -> list[Scale]:
@@ -49,12 +55,15 @@ def test_a_dependency_hold_names_no_ceiling_it_did_not_reach() -> None:
 
 
 def test_a_unit_held_for_review_at_zero_replicas_activates_the_pool() -> None:
-    e = engine_of("""engine:
+    e = engine_of(
+        """engine:
   executors: {initial: 2}
   review: {reviewers: 1, seconds_per_item: 100, max_pending: 1}
   scaling: {enabled: true, min_replicas: 0, max_replicas: 2, interval_s: 10, idle_s: 0,
             metrics: {on_missing: hold, hold_s: 0, failure_threshold: 1, fallback_replicas: 0}}
-""", REVIEWED)
+""",
+        REVIEWED,
+    )
     e.handle(Arrived("d0", "d"), 0.0)  # in its model call: the stage is committed
     e.handle(Arrived("d1", "d"), 0.0)  # held
     e.handle(MetricsSample(False), 2.0)
@@ -71,8 +80,10 @@ def test_a_unit_held_for_review_at_zero_replicas_activates_the_pool() -> None:
 
 
 def test_max_pending_zero_is_refused_or_still_reviews() -> None:
-    text = "engine:\n  executors: {initial: 2}\n" \
-           "  review: {reviewers: 1, seconds_per_item: 5, max_pending: 0}\n"
+    text = (
+        "engine:\n  executors: {initial: 2}\n"
+        "  review: {reviewers: 1, seconds_per_item: 5, max_pending: 0}\n"
+    )
     try:
         e = engine_of(text, REVIEWED)
     except ProfileError:
@@ -112,19 +123,24 @@ def test_an_initial_pool_above_a_ceiling_is_refused_or_clamped() -> None:
 
 
 def test_a_late_entry_to_review_starts_after_its_model_call() -> None:
-    e = engine_of("engine:\n  executors: {initial: 2}\n"
-                  "  review: {reviewers: 1, seconds_per_item: 10}\n", REVIEWED)
+    e = engine_of(
+        "engine:\n  executors: {initial: 2}\n  review: {reviewers: 1, seconds_per_item: 10}\n",
+        REVIEWED,
+    )
     e.handle(Arrived("d0", "d"), 0.0)
     e.handle(Arrived("d1", "d"), 0.0)
     e.handle(Finished("d0", 1), 1.0)  # reviewed from 1 to 11
     e.handle(Finished("d1", 1), 15.0)  # before the Tick for 11: d1 waits, d0's review ends
     reviews = [a for a in e.handle(Tick(), 25.0) if isinstance(a, Reviewed)]
     assert [(r.id, r.waited_s) for r in reviews] == [("d1", 0.0)], [
-        (r.id, r.waited_s) for r in reviews]  # fmt: skip
+        (r.id, r.waited_s) for r in reviews
+    ]
 
 
 def test_no_timer_is_none_not_infinity_with_a_review_stage() -> None:
-    e = engine_of("engine:\n  executors: {initial: 2}\n"
-                  "  review: {reviewers: 1, seconds_per_item: 5}\n", REVIEWED)
+    e = engine_of(
+        "engine:\n  executors: {initial: 2}\n  review: {reviewers: 1, seconds_per_item: 5}\n",
+        REVIEWED,
+    )
     e.handle(Arrived("a0", "a"), 0.0)  # running, no deadline, no review under way
     assert e.next_deadline() is None, e.next_deadline()

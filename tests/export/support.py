@@ -21,9 +21,10 @@ SCHEMAS = REPO / "tests" / "data"  # the upstream CRDs (tests/data/README.md)
 # The scenario library as `harness profiles` lists it (scenarios/NAME), and those that scale.
 BUNDLED_SCENARIOS = sorted(p.stem for p in (bundled_dir() / "scenarios").glob("*.yaml"))
 SCALING_SCENARIOS = [
-    n for n in BUNDLED_SCENARIOS
+    n
+    for n in BUNDLED_SCENARIOS
     if "enabled: true" in (bundled_dir() / "scenarios" / f"{n}.yaml").read_text()
-]  # fmt: skip
+]
 
 BASE = """\
 name: t
@@ -43,8 +44,13 @@ def profile(tmp_path: Path, body: str, name: str = "p.yaml") -> str:
 
 def scaling(tmp_path: Path, fields: str, engine: str = "", name: str = "p.yaml") -> str:
     """A profile with ``engine.scaling: {enabled: true, <fields>}``."""
-    return profile(tmp_path, f"engine:\n  {engine}\n  scaling: {{enabled: true, {fields}}}\n"
-                   if engine else f"engine:\n  scaling: {{enabled: true, {fields}}}\n", name)  # fmt: skip
+    return profile(
+        tmp_path,
+        f"engine:\n  {engine}\n  scaling: {{enabled: true, {fields}}}\n"
+        if engine
+        else f"engine:\n  scaling: {{enabled: true, {fields}}}\n",
+        name,
+    )
 
 
 @dataclass
@@ -94,8 +100,11 @@ def _closed(schema: Any) -> Any:
     is how a misspelt field gets lost. Objects that keep unknown fields stay open."""
     if isinstance(schema, dict):
         out = {k: _closed(v) for k, v in schema.items()}
-        if ("properties" in out and "additionalProperties" not in out
-                and not out.get("x-kubernetes-preserve-unknown-fields")):  # fmt: skip
+        if (
+            "properties" in out
+            and "additionalProperties" not in out
+            and not out.get("x-kubernetes-preserve-unknown-fields")
+        ):
             out["additionalProperties"] = False
         return out
     if isinstance(schema, list):
@@ -165,5 +174,10 @@ def promtool_run(
     for name, content in files.items():
         (tmp_path / name).write_text(yaml.safe_dump(content, sort_keys=False, width=1 << 20))
     first = next(iter(files))
-    return subprocess.run([promtool(), *command.split(), first], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    return subprocess.run(
+        [promtool(), *command.split(), first],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )

@@ -50,18 +50,32 @@ def _series(
     timeline: list[dict[str, Any]], completions: list[tuple[float, float]]
 ) -> list[dict[str, str]]:
     n = len(timeline)
-    out = [{"series": 'agent_queue_oldest_age_seconds{priority="standard"}',
-            "values": _values([0.0] + [line["oldest_age_s"] for line in timeline])},
-           {"series": 'agent_queue_oldest_age_seconds{priority="critical"}',
-            "values": _values([0.0] * (n + 1))}]  # fmt: skip
+    out = [
+        {
+            "series": 'agent_queue_oldest_age_seconds{priority="standard"}',
+            "values": _values([0.0] + [line["oldest_age_s"] for line in timeline]),
+        },
+        {
+            "series": 'agent_queue_oldest_age_seconds{priority="critical"}',
+            "values": _values([0.0] * (n + 1)),
+        },
+    ]
     admits = accumulate((line["arrivals"] - line["rejected"] for line in timeline), initial=0)
-    out.append({"series": 'agent_admission_decisions_total{decision="admit",reason="none"}',
-                "values": _values(list(admits))})  # fmt: skip
+    out.append(
+        {
+            "series": 'agent_admission_decisions_total{decision="admit",reason="none"}',
+            "values": _values(list(admits)),
+        }
+    )
     reasons = sorted({r for line in timeline for r in line["rejected_by_reason"]})
     for r in reasons:
         counts = accumulate((line["rejected_by_reason"].get(r, 0) for line in timeline), initial=0)
-        out.append({"series": f'agent_admission_decisions_total{{decision="reject",reason="{r}"}}',
-                    "values": _values(list(counts))})  # fmt: skip
+        out.append(
+            {
+                "series": f'agent_admission_decisions_total{{decision="reject",reason="{r}"}}',
+                "values": _values(list(counts)),
+            }
+        )
     done = sorted(completions)
     for le in (*TURNAROUND_BUCKETS, math.inf):
         at = [c for c, x in done if x <= le]
@@ -88,8 +102,12 @@ def _ambiguous(rule_threshold: float, window: list[float]) -> bool:
 
 
 def _firing(alerts: list[dict[str, Any]], name: str, t: float) -> bool:
-    return any(a["name"] == name and a["fired_at_s"] <= t
-               and (a["resolved_at_s"] is None or t < a["resolved_at_s"]) for a in alerts)  # fmt: skip
+    return any(
+        a["name"] == name
+        and a["fired_at_s"] <= t
+        and (a["resolved_at_s"] is None or t < a["resolved_at_s"])
+        for a in alerts
+    )
 
 
 @pytest.mark.slow
@@ -127,10 +145,19 @@ def test_exported_alerts_fire_exactly_where_harness_says(spec: str, tmp_path: Pa
             exp = [{"exp_labels": labels}] if _firing(alerts, name, t) else []
             tests.append({"eval_time": f"{t + 1}s", "alertname": name, "exp_alerts": exp})
     assert skipped < checked / 10, (skipped, checked)
-    files = {"test.yaml": {"rule_files": ["rules.yaml"], "evaluation_interval": "1s",
-                           "tests": [{"interval": "1s",
-                                      "input_series": _series(timeline, completions),
-                                      "alert_rule_test": tests}]},
-             "rules.yaml": {"groups": [group]}}  # fmt: skip
+    files = {
+        "test.yaml": {
+            "rule_files": ["rules.yaml"],
+            "evaluation_interval": "1s",
+            "tests": [
+                {
+                    "interval": "1s",
+                    "input_series": _series(timeline, completions),
+                    "alert_rule_test": tests,
+                }
+            ],
+        },
+        "rules.yaml": {"groups": [group]},
+    }
     out = promtool_run(tmp_path, "test rules", files)
     assert out.returncode == 0, (out.stdout + out.stderr)[-4000:]

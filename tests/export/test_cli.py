@@ -37,8 +37,11 @@ def test_a_bad_profile_names_file_line_and_field_without_a_traceback(tmp_path: P
 
 def test_bad_options_are_exit_2(tmp_path: Path) -> None:
     spec = scaling(tmp_path, "target: weighted")
-    for args in (["--deployment", "Bad_Name"], ["--namespace", "-x"],
-                 ["--prometheus-url", "prometheus:9090"]):  # fmt: skip
+    for args in (
+        ["--deployment", "Bad_Name"],
+        ["--namespace", "-x"],
+        ["--prometheus-url", "prometheus:9090"],
+    ):
         r = export("keda", spec, *args)
         assert r.code == 2 and r.stdout == "" and "Traceback" not in r.stderr, r.stderr
     assert export("kubectl", spec).code == 2
@@ -68,14 +71,17 @@ def test_hpa_rule_is_a_comment_block_after_the_hpa_or_a_file_of_its_own(tmp_path
     (hpa,) = r.docs()  # the rule is no document of the stream
     assert hpa["kind"] == "HorizontalPodAutoscaler"
     rules = r.adapter_rules()
-    assert rules["externalRules"][0]["name"]["as"] == (
-        hpa["spec"]["metrics"][0]["external"]["metric"]["name"])  # fmt: skip
+    assert (
+        rules["externalRules"][0]["name"]["as"]
+        == (hpa["spec"]["metrics"][0]["external"]["metric"]["name"])
+    )
     assert "--adapter-rules FILE" in r.stdout and "--adapter-rules FILE" in r.stderr
     assert "prometheus-adapter rule" in r.stderr
 
     target, rules_file = tmp_path / "hpa.yaml", tmp_path / "adapter" / "rules.yaml"
-    w = ok("hpa", "scenarios/metric-outage", "--out", str(target), "--adapter-rules",
-           str(rules_file))  # fmt: skip
+    w = ok(
+        "hpa", "scenarios/metric-outage", "--out", str(target), "--adapter-rules", str(rules_file)
+    )
     assert w.stdout == "" and str(target) in w.stderr and str(rules_file) in w.stderr
     assert yaml.safe_load(rules_file.read_text()) == rules  # the same rule, as a file
     text = target.read_text()
@@ -86,11 +92,19 @@ def test_hpa_rule_is_a_comment_block_after_the_hpa_or_a_file_of_its_own(tmp_path
 
 def test_adapter_rules_is_refused_for_other_kinds_stdout_and_the_out_file(tmp_path: Path) -> None:
     spec = scaling(tmp_path, "target: hpa")
-    for args in (["keda", spec, "--adapter-rules", str(tmp_path / "r.yaml")],
-                 ["alerts", spec, "--adapter-rules", str(tmp_path / "r.yaml")],
-                 ["hpa", spec, "--adapter-rules", "-"],
-                 ["hpa", spec, "--out", str(tmp_path / "x.yaml"), "--adapter-rules",
-                  str(tmp_path / "." / "x.yaml")]):  # fmt: skip
+    for args in (
+        ["keda", spec, "--adapter-rules", str(tmp_path / "r.yaml")],
+        ["alerts", spec, "--adapter-rules", str(tmp_path / "r.yaml")],
+        ["hpa", spec, "--adapter-rules", "-"],
+        [
+            "hpa",
+            spec,
+            "--out",
+            str(tmp_path / "x.yaml"),
+            "--adapter-rules",
+            str(tmp_path / "." / "x.yaml"),
+        ],
+    ):
         r = export(*args)
         assert r.code == 2 and r.stdout == "" and "--adapter-rules" in r.stderr, r.stderr
         assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
@@ -98,12 +112,22 @@ def test_adapter_rules_is_refused_for_other_kinds_stdout_and_the_out_file(tmp_pa
 
 
 def test_python_dash_m_harness_export_hpa_prints_one_document(tmp_path: Path) -> None:
-    out = subprocess.run([sys.executable, "-m", "harness", "export", "hpa", "scenarios/sustained-increase"],
-                         cwd=REPO, capture_output=True, text=True, timeout=120)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-m", "harness", "export", "hpa", "scenarios/sustained-increase"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     assert "\n---" not in out.stdout and "kind: HorizontalPodAutoscaler" in out.stdout
     assert "\n# externalRules:\n" in out.stdout
     assert "not expressible" in out.stderr
-    help_ = subprocess.run([sys.executable, "-m", "harness", "export", "--help"], cwd=REPO,
-                           capture_output=True, text=True, timeout=120)  # fmt: skip
+    help_ = subprocess.run(
+        [sys.executable, "-m", "harness", "export", "--help"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert help_.returncode == 0 and "prometheus-url" in help_.stdout

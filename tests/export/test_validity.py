@@ -26,21 +26,37 @@ from tests.export.support import (
     validate_object,
 )
 
-HPA_BEHAVIOR = ("behavior: {scale_up: {policies: [{type: Pods, value: 2, period_s: 30}], "
-                "select_policy: Min}, scale_down: {stabilization_window_s: 120}}")  # fmt: skip
+HPA_BEHAVIOR = (
+    "behavior: {scale_up: {policies: [{type: Pods, value: 2, period_s: 30}], "
+    "select_policy: Min}, scale_down: {stabilization_window_s: 120}}"
+)
 SMALL = {
-    "weighted-custom": ("target: weighted, weights: {critical: 5, standard: 2, batch: 0}, "
-                        "count_inflight: true", "executors: {initial: 2, jobs_per_executor: 2}"),
-    "drain-zero": ("target: drain_window, min_replicas: 0, count_inflight: true, window_s: 45, "
-                   "idle_s: 120", "executors: {initial: 0, jobs_per_executor: 3}"),
-    "fractional": ("target: weighted, interval_s: 7.5, idle_s: 90.5, cooldown_s: 20, "
-                   "behavior: {scale_down: {stabilization_window_s: 12.3}}", ""),
+    "weighted-custom": (
+        "target: weighted, weights: {critical: 5, standard: 2, batch: 0}, count_inflight: true",
+        "executors: {initial: 2, jobs_per_executor: 2}",
+    ),
+    "drain-zero": (
+        "target: drain_window, min_replicas: 0, count_inflight: true, window_s: 45, idle_s: 120",
+        "executors: {initial: 0, jobs_per_executor: 3}",
+    ),
+    "fractional": (
+        "target: weighted, interval_s: 7.5, idle_s: 90.5, cooldown_s: 20, "
+        "behavior: {scale_down: {stabilization_window_s: 12.3}}",
+        "",
+    ),
     "outage-zero": ("target: hpa, metrics: {on_missing: zero}, drain_timeout_s: 30", ""),
-    "dependency": ("target: hpa, dependency: {error_ratio: 0.3, recovery_s: 20}, "
-                   "hpa: {tolerance: 0.05}", ""),
-    **{f"hpa-{s}": (f"target: hpa, hpa: {{signal: {s}, target_per_replica: 2.5}}, {HPA_BEHAVIOR}",
-                    "") for s in HPA_SIGNALS},
-}  # fmt: skip
+    "dependency": (
+        "target: hpa, dependency: {error_ratio: 0.3, recovery_s: 20}, hpa: {tolerance: 0.05}",
+        "",
+    ),
+    **{
+        f"hpa-{s}": (
+            f"target: hpa, hpa: {{signal: {s}, target_per_replica: 2.5}}, {HPA_BEHAVIOR}",
+            "",
+        )
+        for s in HPA_SIGNALS
+    },
+}
 
 
 def _spec(name: str, tmp_path: Path) -> str:
@@ -54,10 +70,17 @@ CASES = [*SCALING_SCENARIOS, *SMALL]
 
 
 def test_the_bundled_library_has_every_target_scale_to_zero_and_a_fallback() -> None:
-    texts = " ".join((Path(__file__).parents[2] / "profiles" / "scenarios" / f"{n}.yaml")
-                     .read_text() for n in SCALING_SCENARIOS)  # fmt: skip
-    for needle in ("target: weighted", "target: drain_window", "target: hpa",
-                   "min_replicas: 0", "fallback_replicas"):  # fmt: skip
+    texts = " ".join(
+        (Path(__file__).parents[2] / "profiles" / "scenarios" / f"{n}.yaml").read_text()
+        for n in SCALING_SCENARIOS
+    )
+    for needle in (
+        "target: weighted",
+        "target: drain_window",
+        "target: hpa",
+        "min_replicas: 0",
+        "fallback_replicas",
+    ):
         assert needle in texts
 
 
@@ -102,8 +125,11 @@ def test_hpa_matches_kubernetes_autoscaling_v2(name: str, tmp_path: Path) -> Non
 
 @pytest.mark.parametrize("name", [*CASES[:3], "no-scaling"])
 def test_prometheus_rule_matches_the_crd_and_promtool(name: str, tmp_path: Path) -> None:
-    spec = (profile(tmp_path, "alerts: {oldest_age_warn: {threshold: 7.5, for_s: 12.5}}\n")
-            if name == "no-scaling" else _spec(name, tmp_path))  # fmt: skip
+    spec = (
+        profile(tmp_path, "alerts: {oldest_age_warn: {threshold: 7.5, for_s: 12.5}}\n")
+        if name == "no-scaling"
+        else _spec(name, tmp_path)
+    )
     (doc,) = ok("alerts", spec).docs()
     validate_crd(doc, "monitoring.coreos.com_prometheusrules.yaml")
     out = promtool_run(tmp_path, "check rules", {"rules.yaml": doc["spec"]})

@@ -59,8 +59,10 @@ def produce(name: str, out: Path) -> dict[str, bytes]:
     args = ["sim", _profile_arg(spec), "--seed", str(seed), "--out", str(out), "--no-report"]
     result = CliRunner().invoke(app, args)
     if result.exit_code not in (0, 1):  # 1: a threshold failed, which is a valid outcome
-        raise AssertionError(f"harness {' '.join(args)} exited {result.exit_code}:\n"
-                             f"{result.output}\n{result.exception!r}")  # fmt: skip
+        raise AssertionError(
+            f"harness {' '.join(args)} exited {result.exit_code}:\n"
+            f"{result.output}\n{result.exception!r}"
+        )
     return _golden_bytes(out)
 
 

@@ -48,15 +48,39 @@ OK = b'{"id":"c","object":"chat.completion","choices":[]}'
 # unanswered upstream call (if any); "leave N" disconnects the Nth request's client. After the
 # script, every call still held is answered 200, one per profile second.
 SCRIPT: list[tuple[float, str]] = [
-    (0.0, "send chat t0"), (0.0, "send chat t1"), (0.0, "send bulk t1"), (0.5, "send urgent t2"),
-    (1.0, "send chat t0"), (1.0, "send bulk t1"), (1.5, "send chat t0"), (1.5, "send chat t0"),
-    (2.0, "answer 200"), (2.0, "send bulk t2"), (2.5, "answer 429"), (3.0, "send chat t1"),
-    (3.0, "leave 2"), (3.5, "send urgent t2"), (4.0, "answer 200"), (5.0, "send chat t1"),
-    (6.0, "send bulk t2"), (6.0, "send chat t1"), (6.0, "send urgent t2"), (6.5, "answer 500"), (7.0, "answer 200"), (7.0, "send chat t1"),
-    (8.0, "answer 200"), (8.5, "send urgent t2"), (9.0, "answer 200"), (9.5, "answer 200"),
-    (10.0, "answer 200"), (10.0, "answer 200"), (11.0, "answer 200"),
-    (12.0, "answer 200"), (13.0, "answer 200"), (14.0, "answer 200"),
-]  # fmt: skip
+    (0.0, "send chat t0"),
+    (0.0, "send chat t1"),
+    (0.0, "send bulk t1"),
+    (0.5, "send urgent t2"),
+    (1.0, "send chat t0"),
+    (1.0, "send bulk t1"),
+    (1.5, "send chat t0"),
+    (1.5, "send chat t0"),
+    (2.0, "answer 200"),
+    (2.0, "send bulk t2"),
+    (2.5, "answer 429"),
+    (3.0, "send chat t1"),
+    (3.0, "leave 2"),
+    (3.5, "send urgent t2"),
+    (4.0, "answer 200"),
+    (5.0, "send chat t1"),
+    (6.0, "send bulk t2"),
+    (6.0, "send chat t1"),
+    (6.0, "send urgent t2"),
+    (6.5, "answer 500"),
+    (7.0, "answer 200"),
+    (7.0, "send chat t1"),
+    (8.0, "answer 200"),
+    (8.5, "send urgent t2"),
+    (9.0, "answer 200"),
+    (9.5, "answer 200"),
+    (10.0, "answer 200"),
+    (10.0, "answer 200"),
+    (11.0, "answer 200"),
+    (12.0, "answer 200"),
+    (13.0, "answer 200"),
+    (14.0, "answer 200"),
+]
 SETTLE_YIELDS = 200
 
 
@@ -104,12 +128,24 @@ class _Client:
 
 
 def _scope(cls: str, tenant: str) -> dict[str, Any]:
-    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(REQUEST)),
-               (b"x-class", cls.encode()), (b"x-tenant", tenant.encode())]  # fmt: skip
-    return {"type": "http", "method": "POST", "path": "/v1/chat/completions",
-            "raw_path": b"/v1/chat/completions", "query_string": b"", "headers": headers,
-            "http_version": "1.1", "scheme": "http", "server": ("127.0.0.1", 8080),
-            "client": ("127.0.0.1", 5000)}  # fmt: skip
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", b"%d" % len(REQUEST)),
+        (b"x-class", cls.encode()),
+        (b"x-tenant", tenant.encode()),
+    ]
+    return {
+        "type": "http",
+        "method": "POST",
+        "path": "/v1/chat/completions",
+        "raw_path": b"/v1/chat/completions",
+        "query_string": b"",
+        "headers": headers,
+        "http_version": "1.1",
+        "scheme": "http",
+        "server": ("127.0.0.1", 8080),
+        "client": ("127.0.0.1", 5000),
+    }
 
 
 async def _settle() -> None:
@@ -120,8 +156,12 @@ async def _settle() -> None:
 async def _play(out: Path) -> None:
     clock = ManualClock()
     held = _Held()
-    app = build_proxy(upstream=ScriptedUpstream(held), profile=loads(PROFILE, file="golden-live"),
-                      out=out, clock=clock)  # fmt: skip
+    app = build_proxy(
+        upstream=ScriptedUpstream(held),
+        profile=loads(PROFILE, file="golden-live"),
+        out=out,
+        clock=clock,
+    )
     clients: list[_Client] = []
     tasks: list[asyncio.Task[None]] = []
     for at, what in SCRIPT:
@@ -135,8 +175,11 @@ async def _play(out: Path) -> None:
         if verb == "send":
             c = _Client()
             clients.append(c)
-            tasks.append(asyncio.get_running_loop().create_task(
-                app(_scope(args[0], args[1]), c.receive, c.send)))  # fmt: skip
+            tasks.append(
+                asyncio.get_running_loop().create_task(
+                    app(_scope(args[0], args[1]), c.receive, c.send)
+                )
+            )
         elif verb == "answer":
             held.answer(int(args[0]))
         elif verb == "leave":

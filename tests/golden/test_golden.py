@@ -46,8 +46,16 @@ def test_golden_cases_cover_every_rule_and_fault() -> None:
             counts[k] = counts.get(k, 0) + int(s["counts"].get(k) or 0)
         if s["effective"]["engine"]["admission"].get("admit_always"):
             reasons.add("admit_always")
-    assert reasons >= {"tenant_rate", "queue_full", "shed_batch", "shed_standard", "queue_age",
-                       "queue_depth", "deadline_slack", "admit_always"}  # fmt: skip
+    assert reasons >= {
+        "tenant_rate",
+        "queue_full",
+        "shed_batch",
+        "shed_standard",
+        "queue_age",
+        "queue_depth",
+        "deadline_slack",
+        "admit_always",
+    }
     from harness.profile.schema import FAULT_KINDS
 
     assert kinds >= set(FAULT_KINDS)

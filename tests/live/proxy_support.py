@@ -25,8 +25,10 @@ REQUEST = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "max_t
 OK_BODY = b'{"id":"c-1","object":"chat.completion","choices":[]}'
 
 
-FAST_RETRIES = ("  dependency: {max_retries: 2, backoff_base_s: 0.005, backoff_max_s: 0.01,"
-                " retry_budget_ratio: 1}\n")  # fmt: skip
+FAST_RETRIES = (
+    "  dependency: {max_retries: 2, backoff_base_s: 0.005, backoff_max_s: 0.01,"
+    " retry_budget_ratio: 1}\n"
+)
 
 
 def profile(
@@ -41,10 +43,12 @@ def profile(
         "name: proxy-test\n"
         "duration_s: 60\n"
         "arrivals: {phases: [{until_s: 60, rate_per_s: 1}]}\n"
-        "classes:\n" + (classes or "  chat: {priority: standard}\n")
+        "classes:\n"
+        + (classes or "  chat: {priority: standard}\n")
         + f"upstream: {upstream}\n"
-        + ("engine:\n" + engine if engine else "") + extra
-    )  # fmt: skip
+        + ("engine:\n" + engine if engine else "")
+        + extra
+    )
     return loads(text, file="proxy-test.yaml")
 
 
@@ -86,8 +90,13 @@ def make_app(
     max_body_bytes: int = 1 << 20,
 ) -> tuple[ProxyApp, ScriptedUpstream]:
     up = ScriptedUpstream(handler)
-    app = build_proxy(upstream=up, profile=prof, out=out, clock=clock or ManualClock(),
-                      max_body_bytes=max_body_bytes)  # fmt: skip
+    app = build_proxy(
+        upstream=up,
+        profile=prof,
+        out=out,
+        clock=clock or ManualClock(),
+        max_body_bytes=max_body_bytes,
+    )
     return app, up
 
 
@@ -156,9 +165,18 @@ def start(
         hdrs.append((b"content-length", b"%d" % len(raw)))
     hdrs += [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
     path_, _, qs = path.partition("?")
-    scope = {"type": "http", "method": method, "path": path_, "raw_path": path_.encode(),
-             "query_string": qs.encode(), "headers": hdrs, "http_version": "1.1",
-             "scheme": "http", "server": ("127.0.0.1", 8080), "client": ("127.0.0.1", 5000)}  # fmt: skip
+    scope = {
+        "type": "http",
+        "method": method,
+        "path": path_,
+        "raw_path": path_.encode(),
+        "query_string": qs.encode(),
+        "headers": hdrs,
+        "http_version": "1.1",
+        "scheme": "http",
+        "server": ("127.0.0.1", 8080),
+        "client": ("127.0.0.1", 5000),
+    }
     ex = Exchange(raw, chunked)
     ex.task = asyncio.get_running_loop().create_task(app(scope, ex.receive, ex.send))
     return ex
@@ -211,8 +229,9 @@ class ProxyThread:
             self._loop = asyncio.get_running_loop()
             self._stop = asyncio.Event()
             up = self.upstream if isinstance(self.upstream, str) else self.upstream()
-            self.app = build_proxy(upstream=up, profile=self.prof, out=self.out,
-                                   clock=MonotonicClock(self.time_scale))  # fmt: skip
+            self.app = build_proxy(
+                upstream=up, profile=self.prof, out=self.out, clock=MonotonicClock(self.time_scale)
+            )
             self._ready.set()
             return await run_proxy(self.app, self.sock, grace_s=self.grace_s, stop=self._stop)
 
@@ -261,8 +280,15 @@ class ServerThread:
         self.sock = bind("127.0.0.1", 0)
         self.port = self.sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(app, loop="asyncio", http="httptools", lifespan="off",
-                                access_log=False, log_level="warning", log_config=None)  # fmt: skip
+        config = uvicorn.Config(
+            app,
+            loop="asyncio",
+            http="httptools",
+            lifespan="off",
+            access_log=False,
+            log_level="warning",
+            log_config=None,
+        )
         self.server = uvicorn.Server(config)
         self._thread = threading.Thread(
             target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
@@ -315,29 +341,59 @@ class TestUpstream:
         loop = asyncio.get_running_loop()
         if mode.startswith("status="):
             code = int(mode[7:])
-            body = orjson.dumps({"error": {"message": f"test upstream {code}", "type": "t",
-                                           "param": None, "code": None}})  # fmt: skip
-            await send({"type": "http.response.start", "status": code,
-                        "headers": [(b"content-type", b"application/json")]})  # fmt: skip
+            body = orjson.dumps(
+                {
+                    "error": {
+                        "message": f"test upstream {code}",
+                        "type": "t",
+                        "param": None,
+                        "code": None,
+                    }
+                }
+            )
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": code,
+                    "headers": [(b"content-type", b"application/json")],
+                }
+            )
             await send({"type": "http.response.body", "body": body})
             return
         if mode == "reset":  # promise 100 bytes, send 10, then uvicorn closes the connection
-            await send({"type": "http.response.start", "status": 200,
-                        "headers": [(b"content-length", b"100")]})  # fmt: skip
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 200,
+                    "headers": [(b"content-length", b"100")],
+                }
+            )
             await send({"type": "http.response.body", "body": b"0123456789", "more_body": True})
             raise RuntimeError("test upstream drops the connection")
         if mode == "stream":
-            await send({"type": "http.response.start", "status": 200,
-                        "headers": [(b"content-type", b"text/event-stream")]})  # fmt: skip
-            await send({"type": "http.response.body", "body": b'data: {"n":1}\n\n',
-                        "more_body": True})  # fmt: skip
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 200,
+                    "headers": [(b"content-type", b"text/event-stream")],
+                }
+            )
+            await send(
+                {"type": "http.response.body", "body": b'data: {"n":1}\n\n', "more_body": True}
+            )
             await loop.run_in_executor(None, self.gate.wait, 30)
-            await send({"type": "http.response.body", "body": b'data: {"n":2}\n\n',
-                        "more_body": True})  # fmt: skip
+            await send(
+                {"type": "http.response.body", "body": b'data: {"n":2}\n\n', "more_body": True}
+            )
             await send({"type": "http.response.body", "body": b"data: [DONE]\n\n"})
             return
         if mode == "gate":
             await loop.run_in_executor(None, self.gate.wait, 30)
-        await send({"type": "http.response.start", "status": 200,
-                    "headers": [(b"content-type", b"application/json")]})  # fmt: skip
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"application/json")],
+            }
+        )
         await send({"type": "http.response.body", "body": OK_BODY})

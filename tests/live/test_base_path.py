@@ -29,8 +29,13 @@ class Recorder:
             more = (await receive()).get("more_body", False)
         qs = scope.get("query_string", b"").decode()
         self.targets.append(scope["path"] + (f"?{qs}" if qs else ""))
-        await send({"type": "http.response.start", "status": 200,
-                    "headers": [(b"content-type", b"application/json")]})  # fmt: skip
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"application/json")],
+            }
+        )
         await send({"type": "http.response.body", "body": OK_BODY})
 
 
@@ -54,8 +59,10 @@ def test_the_proxy_forwards_to_the_url_a_bare_run_uses(
     with ServerThread(rec) as up:
         target = up.url + base_path
         base, path = endpoint(target)
-        with ProxyThread(profile(), api_base(target), out=tmp_path) as proxy, \
-                httpx.Client(timeout=10) as h:  # fmt: skip
+        with (
+            ProxyThread(profile(), api_base(target), out=tmp_path) as proxy,
+            httpx.Client(timeout=10) as h,
+        ):
             bare = h.post(base + path + "?api-version=2024-10-21", json=REQUEST)
             # the generator always speaks to the proxy as an OpenAI base URL .../v1
             via = h.post(proxy.url + "/v1/chat/completions?api-version=2024-10-21", json=REQUEST)

@@ -128,8 +128,9 @@ def test_requests_go_out_as_sent_and_connections_are_reused() -> None:
         async with Server(keep_alive) as s:
             c = H1Upstream(s.url + "/v1")
             for _ in range(3):
-                resp = await c.send("POST", "/v1/chat/completions?x=1", HDRS, b'{"a":1}',
-                                    timeout_s=5, stream=False)  # fmt: skip
+                resp = await c.send(
+                    "POST", "/v1/chat/completions?x=1", HDRS, b'{"a":1}', timeout_s=5, stream=False
+                )
                 assert resp.status == 200 and await resp.read() == b"{}"
                 assert (b"Content-Type", b"application/json") in resp.headers
                 resp.close()
@@ -285,7 +286,11 @@ def test_the_aiohttp_client_speaks_the_same_protocol() -> None:
         ("/v1", "/v1/chat/completions", "/v1/chat/completions"),
         ("/v1/", "/v1/chat/completions", "/v1/chat/completions"),
         ("/openai/v1", "/v1/chat/completions", "/openai/v1/chat/completions"),
-        ("/openai/v1/", "/v1/chat/completions?api-version=1", "/openai/v1/chat/completions?api-version=1"),
+        (
+            "/openai/v1/",
+            "/v1/chat/completions?api-version=1",
+            "/openai/v1/chat/completions?api-version=1",
+        ),
         ("/v1beta/openai", "/v1/chat/completions", "/v1beta/openai/chat/completions"),
         ("/v1beta/openai", "/v1beta/openai/chat/completions", "/v1beta/openai/chat/completions"),
         ("/api/v1", "/chat/completions", "/api/v1/chat/completions"),

@@ -17,20 +17,31 @@ from tests.live.proxy_support import free_port
 
 
 def _vector(*values: str) -> dict[str, object]:
-    return {"status": "success", "data": {"resultType": "vector",
-            "result": [{"metric": {}, "value": [1.0, v]} for v in values]}}  # fmt: skip
+    return {
+        "status": "success",
+        "data": {
+            "resultType": "vector",
+            "result": [{"metric": {}, "value": [1.0, v]} for v in values],
+        },
+    }
 
 
-@pytest.mark.parametrize(("body", "want"), [
-    (_vector("3"), (3.0, None)),
-    (_vector("+Inf"), (float("inf"), None)),
-    (_vector(), (None, None)),  # stale series: empty, the engine's blind
-    (_vector("NaN"), (None, "query answered NaN")),
-    (_vector("1", "2"), (None, "query answered 2 series (an autoscaler needs one)")),
-    ({"status": "success", "data": {"resultType": "scalar", "result": [1.0, "4.5"]}}, (4.5, None)),
-    ({"status": "error", "error": "parse error"}, (None, "query failed: parse error")),
-    ("not json object", (None, "query failed: not a Prometheus answer")),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("body", "want"),
+    [
+        (_vector("3"), (3.0, None)),
+        (_vector("+Inf"), (float("inf"), None)),
+        (_vector(), (None, None)),  # stale series: empty, the engine's blind
+        (_vector("NaN"), (None, "query answered NaN")),
+        (_vector("1", "2"), (None, "query answered 2 series (an autoscaler needs one)")),
+        (
+            {"status": "success", "data": {"resultType": "scalar", "result": [1.0, "4.5"]}},
+            (4.5, None),
+        ),
+        ({"status": "error", "error": "parse error"}, (None, "query failed: parse error")),
+        ("not json object", (None, "query failed: not a Prometheus answer")),
+    ],
+)
 def test_a_query_answer_reads_as_value_or_empty_or_why(
     body: object, want: tuple[float | None, str | None]
 ) -> None:
@@ -61,13 +72,26 @@ def test_the_generated_config_scrapes_the_proxy_at_the_scaled_interval() -> None
 
 def test_the_proxy_needs_a_prometheus_url_for_a_prometheus_sourced_profile(tmp_path: Path) -> None:
     prof = tmp_path / "p.yaml"
-    prof.write_text("name: p\nduration_s: 10\narrivals: {process: poisson, phases: "
-                    "[{until_s: 10, rate_per_s: 1}]}\nclasses: {a: {weight: 1}}\n"
-                    "engine: {scaling: {enabled: true, source: prometheus}}\n")  # fmt: skip
+    prof.write_text(
+        "name: p\nduration_s: 10\narrivals: {process: poisson, phases: "
+        "[{until_s: 10, rate_per_s: 1}]}\nclasses: {a: {weight: 1}}\n"
+        "engine: {scaling: {enabled: true, source: prometheus}}\n"
+    )
     up = f"http://127.0.0.1:{free_port()}"
-    r = CliRunner().invoke(app, ["proxy", "--upstream", up, "--profile", str(prof),
-                                 "--out", str(tmp_path / "o")])  # fmt: skip
+    r = CliRunner().invoke(
+        app, ["proxy", "--upstream", up, "--profile", str(prof), "--out", str(tmp_path / "o")]
+    )
     assert r.exit_code == 2 and "--prometheus-url" in r.output, r.output
-    r = CliRunner().invoke(app, ["proxy", "--upstream", up, "--out", str(tmp_path / "o"),
-                                 "--prometheus-url", "http://127.0.0.1:9090"])  # fmt: skip
+    r = CliRunner().invoke(
+        app,
+        [
+            "proxy",
+            "--upstream",
+            up,
+            "--out",
+            str(tmp_path / "o"),
+            "--prometheus-url",
+            "http://127.0.0.1:9090",
+        ],
+    )
     assert r.exit_code == 2 and "engine.scaling.source: prometheus" in r.output, r.output

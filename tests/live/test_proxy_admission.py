@@ -70,8 +70,9 @@ def test_tenant_rate_rejects_the_second_request_of_a_tenant() -> None:
 def test_queue_full_rejects_past_the_ceiling_and_names_it() -> None:
     async def go() -> None:
         gate = Gate()
-        app, _ = make_app(profile("  executors: {initial: 1}\n"
-                                  "  admission: {max_queue_depth: 1}\n"), gate)  # fmt: skip
+        app, _ = make_app(
+            profile("  executors: {initial: 1}\n  admission: {max_queue_depth: 1}\n"), gate
+        )
         held = await fill(app, 2)  # one running, one waiting
         ex = await request(app)
         assert_rejected(ex, "queue_full")
@@ -86,8 +87,13 @@ def test_queue_full_rejects_past_the_ceiling_and_names_it() -> None:
 def test_priority_shedding_rejects_batch_then_standard_but_admits_critical() -> None:
     async def go() -> None:
         gate = Gate()
-        app, _ = make_app(profile("  executors: {initial: 1}\n  admission: {max_queue_depth: 10,"
-                                  " shed_fill: 0.2, shed_fill_standard: 0.3}\n"), gate)  # fmt: skip
+        app, _ = make_app(
+            profile(
+                "  executors: {initial: 1}\n  admission: {max_queue_depth: 10,"
+                " shed_fill: 0.2, shed_fill_standard: 0.3}\n"
+            ),
+            gate,
+        )
         await fill(app, 3, headers={"x-priority": "critical"})  # 1 running + depth 2
         assert_rejected(await request(app, headers={"x-priority": "batch"}), "shed_batch")
         await fill(app, 1, headers={"x-priority": "critical"})  # depth 3
@@ -105,8 +111,11 @@ def test_queue_age_rejects_once_the_oldest_waiting_request_is_too_old() -> None:
     async def go() -> None:
         clock = ManualClock()
         gate = Gate()
-        app, _ = make_app(profile("  executors: {initial: 1}\n  admission: {age_reject_s: 5}\n"),
-                          gate, clock=clock)  # fmt: skip
+        app, _ = make_app(
+            profile("  executors: {initial: 1}\n  admission: {age_reject_s: 5}\n"),
+            gate,
+            clock=clock,
+        )
         await fill(app, 2)  # one running, one waiting since t=0
         clock.advance(6.0)
         ex = await request(app)
@@ -119,8 +128,9 @@ def test_queue_age_rejects_once_the_oldest_waiting_request_is_too_old() -> None:
 def test_queue_depth_rejects_when_all_slots_are_busy_and_depth_exceeds_the_multiple() -> None:
     async def go() -> None:
         gate = Gate()
-        app, _ = make_app(profile("  executors: {initial: 1}\n  admission: {depth_mult: 1}\n"),
-                          gate)  # fmt: skip
+        app, _ = make_app(
+            profile("  executors: {initial: 1}\n  admission: {depth_mult: 1}\n"), gate
+        )
         await fill(app, 3)  # 1 running, depth 2 > 1 x 1
         assert_rejected(await request(app), "queue_depth")
         gate.open()
@@ -131,9 +141,11 @@ def test_queue_depth_rejects_when_all_slots_are_busy_and_depth_exceeds_the_multi
 def test_deadline_slack_rejects_when_the_estimated_wait_exceeds_the_class_deadline() -> None:
     async def go() -> None:
         gate = Gate()
-        prof = profile("  executors: {initial: 1}\n  service_time_prior_s: 10\n"
-                       "  admission: {deadline_slack: true}\n",
-                       classes="  chat: {priority: standard, deadline_s: 5}\n")  # fmt: skip
+        prof = profile(
+            "  executors: {initial: 1}\n  service_time_prior_s: 10\n"
+            "  admission: {deadline_slack: true}\n",
+            classes="  chat: {priority: standard, deadline_s: 5}\n",
+        )
         app, _ = make_app(prof, gate)
         await fill(app, 2)  # one running, one waiting: the next would wait ~10 s > 5 s
         ex = await request(app)
@@ -159,8 +171,12 @@ def test_shutting_down_answers_503_with_retry_after() -> None:
 def test_admit_always_bypasses_every_rule() -> None:
     async def go() -> None:
         gate = Gate()
-        app, _ = make_app(profile("  executors: {initial: 1}\n  admission: {admit_always: true,"
-                                  " max_queue_depth: 0}\n"), gate)  # fmt: skip
+        app, _ = make_app(
+            profile(
+                "  executors: {initial: 1}\n  admission: {admit_always: true, max_queue_depth: 0}\n"
+            ),
+            gate,
+        )
         held = await fill(app, 3)
         assert app.driver.engine.counts.rejected == 0
         gate.open()
@@ -175,8 +191,10 @@ def test_admit_always_bypasses_every_rule() -> None:
 
 def test_headers_speak_wall_seconds_under_time_scale() -> None:
     async def go() -> None:
-        app, _ = make_app(profile("  admission: {tenant_rate: {rate_per_s: 0.1, burst: 1}}\n"),
-                          clock=ManualClock(scale=0.05))  # fmt: skip
+        app, _ = make_app(
+            profile("  admission: {tenant_rate: {rate_per_s: 0.1, burst: 1}}\n"),
+            clock=ManualClock(scale=0.05),
+        )
         await request(app)
         ex = await request(app)
         assert_rejected(ex, "tenant_rate")  # 10 profile seconds = 0.5 wall seconds
@@ -188,8 +206,9 @@ def test_headers_speak_wall_seconds_under_time_scale() -> None:
 
 def test_class_priority_and_tenant_come_from_headers_with_profile_defaults() -> None:
     async def go() -> None:
-        prof = profile(classes="  chat: {priority: batch, tenant: t0}\n"
-                               "  urgent: {priority: critical}\n")  # fmt: skip
+        prof = profile(
+            classes="  chat: {priority: batch, tenant: t0}\n  urgent: {priority: critical}\n"
+        )
         app, up = make_app(prof)
         await request(app)
         await request(app, headers={"x-class": "urgent", "x-tenant": "acme"})
@@ -235,8 +254,11 @@ def test_malformed_and_oversized_requests_are_refused_and_not_counted(
 def test_every_rule_lands_in_the_summary_and_the_decision_log(tmp_path: Any) -> None:
     async def go() -> None:
         gate = Gate()
-        app, _ = make_app(profile("  executors: {initial: 1}\n  admission: {max_queue_depth: 1}\n"),
-                          gate, out=tmp_path)  # fmt: skip
+        app, _ = make_app(
+            profile("  executors: {initial: 1}\n  admission: {max_queue_depth: 1}\n"),
+            gate,
+            out=tmp_path,
+        )
         await fill(app, 2)
         await request(app)
         app.driver.stop_admitting()

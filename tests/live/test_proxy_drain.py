@@ -44,8 +44,11 @@ class Held:
         self.calls += 1
         if self.stream:
             first = b'data: {"choices":[{"delta":{"content":"a"}}]}\n\n'
-            return ScriptedResponse(200, [(b"content-type", b"text/event-stream")],
-                                    parts=[first, self._wait(b"data: [DONE]\n\n")])  # fmt: skip
+            return ScriptedResponse(
+                200,
+                [(b"content-type", b"text/event-stream")],
+                parts=[first, self._wait(b"data: [DONE]\n\n")],
+            )
         await self._wait(b"")
         return ok()
 
@@ -74,14 +77,22 @@ async def _two_held(stream: bool) -> tuple[Any, Held, ManualClock, list[Any]]:
 def gauges(app: Any) -> dict[str, float]:
     """The proxy's unlabelled gauges, as a scrape of /metrics reads them."""
     text = generate_latest(app.driver.metrics.registry).decode()
-    return {s.name: s.value for f in text_string_to_metric_families(text) for s in f.samples
-            if not s.labels}  # fmt: skip
+    return {
+        s.name: s.value
+        for f in text_string_to_metric_families(text)
+        for s in f.samples
+        if not s.labels
+    }
 
 
 def labelled(app: Any, name: str) -> dict[tuple[tuple[str, str], ...], float]:
     text = generate_latest(app.driver.metrics.registry).decode()
-    return {tuple(sorted(s.labels.items())): s.value for f in text_string_to_metric_families(text)
-            for s in f.samples if s.name == name}  # fmt: skip
+    return {
+        tuple(sorted(s.labels.items())): s.value
+        for f in text_string_to_metric_families(text)
+        for s in f.samples
+        if s.name == name
+    }
 
 
 def _at(app: Any, clock: ManualClock, t: float) -> None:
@@ -96,11 +107,18 @@ def test_a_killed_executors_plain_request_runs_again_after_the_drain_timeout() -
         _at(app, clock, 10.0)
         assert eng.pool.draining == 1
         g = gauges(app)
-        assert (g["agent_scaling_desired_replicas"], g["agent_scaling_ready_replicas"],
-                g["agent_scaling_draining_replicas"], g["agent_scaling_blind"]) == (1, 1, 1, 0)
+        assert (
+            g["agent_scaling_desired_replicas"],
+            g["agent_scaling_ready_replicas"],
+            g["agent_scaling_draining_replicas"],
+            g["agent_scaling_blind"],
+        ) == (1, 1, 1, 0)
         # the autoscaler's own view at that evaluation: nothing waits (both run), no limit bound
-        assert (g["agent_scaling_weighted_signal"], g["agent_scaling_blind_seconds"],
-                g["agent_scaling_scale_up_suppressed"]) == (0, 0, 0)
+        assert (
+            g["agent_scaling_weighted_signal"],
+            g["agent_scaling_blind_seconds"],
+            g["agent_scaling_scale_up_suppressed"],
+        ) == (0, 0, 0)
         last = app.driver.last_scale
         assert last is not None and (last.from_replicas, last.to_replicas) == (2, 1)
         bound = labelled(app, "agent_scaling_bound")

@@ -93,9 +93,14 @@ def test_gauges_show_depth_and_oldest_age_per_tier() -> None:
 
 def test_engine_deadlines_fire_on_the_loop_without_being_polled(tmp_path: Path) -> None:
     async def go() -> None:
-        d = LiveDriver(profile("  executors: {initial: 1}\n",
-                               classes="  chat: {priority: standard, deadline_s: 0.02}\n"),
-                       clock=MonotonicClock(), out=tmp_path)  # fmt: skip
+        d = LiveDriver(
+            profile(
+                "  executors: {initial: 1}\n",
+                classes="  chat: {priority: standard, deadline_s: 0.02}\n",
+            ),
+            clock=MonotonicClock(),
+            out=tmp_path,
+        )
         running, waiting = Ticket("chat", 1, "t", None, 0.02), Ticket("chat", 1, "t", None, 0.02)
         d.arrive(running)
         d.arrive(waiting)

@@ -43,8 +43,9 @@ def test_a_stream_reaches_the_client_chunk_by_chunk_over_sockets(tmp_path: Path)
     up = TestUpstream()
     with ServerThread(up) as server, ProxyThread(profile(), server.url, out=tmp_path) as proxy:
         body = {**REQUEST, "stream": True}
-        with httpx.stream("POST", proxy.url + CHAT, json=body, headers={"x-test": "stream"},
-                          timeout=30) as r:  # fmt: skip
+        with httpx.stream(
+            "POST", proxy.url + CHAT, json=body, headers={"x-test": "stream"}, timeout=30
+        ) as r:
             chunks = r.iter_raw()
             first = next(chunks)
             # The upstream is still holding the rest: the proxy did not buffer the stream.
@@ -73,11 +74,18 @@ def test_metrics_parse_and_match_the_summary_counts(tmp_path: Path) -> None:
     s = orjson.loads((tmp_path / "summary.json").read_bytes())
     c = s["counts"]
     fams = {f.name: f for f in text_string_to_metric_families(text)}
-    for name in ("agent_queue_depth", "agent_queue_oldest_age_seconds", "agent_queue_weighted_depth",
-                 "agent_jobs_inflight", "agent_scaling_desired_replicas",
-                 "agent_scaling_ready_replicas", "agent_queue_drain_time_seconds",
-                 "agent_admission_decisions", "agent_turnaround_seconds",
-                 "agent_upstream_responses"):  # fmt: skip
+    for name in (
+        "agent_queue_depth",
+        "agent_queue_oldest_age_seconds",
+        "agent_queue_weighted_depth",
+        "agent_jobs_inflight",
+        "agent_scaling_desired_replicas",
+        "agent_scaling_ready_replicas",
+        "agent_queue_drain_time_seconds",
+        "agent_admission_decisions",
+        "agent_turnaround_seconds",
+        "agent_upstream_responses",
+    ):
         assert name in fams, name  # (the parser drops a counter's _total suffix)
 
     def samples(fam: str, suffix: str = "") -> list[tuple[dict[str, str], float]]:
@@ -107,13 +115,22 @@ def test_an_api_key_never_reaches_any_file_or_log(
     secret = f"sk-proj-{uuid.uuid4().hex}"
     up = TestUpstream()
     prof = profile(FAST_RETRIES + "  admission: {tenant_rate: {rate_per_s: 0.001, burst: 5}}\n")
-    creds = {"authorization": f"Bearer {secret}", "api-key": secret, "cookie": f"k={secret}",
-             "x-tenant": "t"}  # fmt: skip
+    creds = {
+        "authorization": f"Bearer {secret}",
+        "api-key": secret,
+        "cookie": f"k={secret}",
+        "x-tenant": "t",
+    }
     with ServerThread(up) as server, ProxyThread(prof, server.url, out=tmp_path) as proxy:
         for mode in ("", "status=401", "status=503", "reset"):
             post(proxy.url, {**creds, "x-test": mode})
-        with httpx.stream("POST", proxy.url + CHAT, json={**REQUEST, "stream": True},
-                          headers={**creds, "x-test": "stream"}, timeout=30) as r:  # fmt: skip
+        with httpx.stream(
+            "POST",
+            proxy.url + CHAT,
+            json={**REQUEST, "stream": True},
+            headers={**creds, "x-test": "stream"},
+            timeout=30,
+        ) as r:
             up.gate.set()
             r.read()
         assert post(proxy.url, creds).status_code == 429  # the tenant's burst is spent
@@ -151,7 +168,7 @@ def test_shutdown_drains_in_flight_work_and_refuses_new_requests(tmp_path: Path)
         t.start()
         wait(lambda: up.entered == 1, "the request reached the upstream")
         proxy.stop_async()
-        wait(lambda: proxy.call(lambda: proxy.app.driver.stopping), "stopping")  # type: ignore[union-attr]
+        wait(lambda: proxy.call(lambda: proxy.app.driver.stopping), "stopping")
         late = post(proxy.url)
         assert late.status_code == 503
         assert late.headers["x-admission-reason"] == "shutting_down"

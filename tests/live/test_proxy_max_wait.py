@@ -16,8 +16,10 @@ def run(coro: Any) -> Any:
 def test_queued_work_past_its_max_wait_expires_with_504_naming_the_reason() -> None:
     async def go() -> None:
         gate = Gate()
-        prof = profile("  executors: {initial: 1}\n",
-                       classes="  chat: {priority: standard, max_wait_s: 0.02}\n")  # fmt: skip
+        prof = profile(
+            "  executors: {initial: 1}\n",
+            classes="  chat: {priority: standard, max_wait_s: 0.02}\n",
+        )
         app, _ = make_app(prof, gate, clock=MonotonicClock())
         app.driver.start()
         first = start(app)

@@ -1,5 +1,5 @@
-"""The proxy answers each of the engine's outcomes exactly as ``harness.workload.outcomes`` says -- the
-table the simulation's callers retry by -- so the two cannot drift (issue 12)."""
+"""The proxy answers each of the engine's outcomes exactly as ``harness.workload.outcomes`` says --
+the table the simulation's callers retry by -- so the two cannot drift (issue 12)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,10 @@ from tests.live.test_proxy_upstream import SSE, scripted, status
 
 NO_RETRIES = "  dependency: {max_retries: 0}\n"
 # Retries at once, and a budget that a few failures exhaust (its reserve is 10 tokens).
-BUDGET = ("  dependency: {max_retries: 2, backoff_base_s: 0.001, backoff_max_s: 0.002,"
-          " retry_budget_ratio: 0, breaker: {min_calls: 1000}}\n")  # fmt: skip
+BUDGET = (
+    "  dependency: {max_retries: 2, backoff_base_s: 0.001, backoff_max_s: 0.002,"
+    " retry_budget_ratio: 0, breaker: {min_calls: 1000}}\n"
+)
 
 
 def run(coro: Any) -> Any:
@@ -83,8 +85,11 @@ def test_an_upstream_status_is_passed_on_as_the_table_says() -> None:
 
 def test_transport_failures_answer_502_and_504() -> None:
     async def go() -> None:
-        for reason, code in (("upstream_reset", 502), ("upstream_timeout", 504),
-                             ("upstream_connect", 502)):  # fmt: skip
+        for reason, code in (
+            ("upstream_reset", 502),
+            ("upstream_timeout", 504),
+            ("upstream_connect", 502),
+        ):
             app, _ = make_app(profile(NO_RETRIES), scripted(UpstreamError(reason)))
             app.driver.start()
             ex = await request(app)
@@ -102,8 +107,10 @@ def test_a_spent_retry_budget_answers_with_the_last_attempts_own_failure() -> No
 
     async def go() -> None:
         limited = status(429, [(b"retry-after-ms", b"1500")])
-        for answer, cause in ((limited, "upstream_429"),
-                              (UpstreamError("upstream_timeout"), "upstream_timeout")):  # fmt: skip
+        for answer, cause in (
+            (limited, "upstream_429"),
+            (UpstreamError("upstream_timeout"), "upstream_timeout"),
+        ):
             app, _ = make_app(profile(BUDGET), scripted(answer), clock=MonotonicClock())
             app.driver.start()
             for _ in range(12):  # 10 tokens of reserve, 2 retries a request: bounded
@@ -125,8 +132,10 @@ def test_a_spent_retry_budget_answers_with_the_last_attempts_own_failure() -> No
 def test_expiry_and_a_broken_stream_match_the_table() -> None:
     async def go() -> None:
         gate = Gate()
-        prof = profile("  executors: {initial: 1}\n",
-                       classes="  chat: {priority: standard, deadline_s: 0.02}\n")  # fmt: skip
+        prof = profile(
+            "  executors: {initial: 1}\n",
+            classes="  chat: {priority: standard, deadline_s: 0.02}\n",
+        )
         app, _ = make_app(prof, gate, clock=MonotonicClock())
         app.driver.start()
         first = start(app)

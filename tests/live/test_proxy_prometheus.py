@@ -49,16 +49,17 @@ def test_prometheus_scrapes_the_queue_depth_the_proxy_reports(tmp_path: Path) ->
     with ServerThread(up) as server, ProxyThread(prof, server.url, out=tmp_path / "run") as proxy:
 
         def send(headers: dict[str, str]) -> None:
-            httpx.post(proxy.url + CHAT, json=REQUEST, headers={"x-test": "gate", **headers},
-                       timeout=60)  # fmt: skip
+            httpx.post(
+                proxy.url + CHAT, json=REQUEST, headers={"x-test": "gate", **headers}, timeout=60
+            )
 
         for h in ({}, {}, {}, {"x-priority": "critical"}):
-            before = proxy.call(lambda: proxy.app.driver.engine.counts.arrivals)  # type: ignore[union-attr]
+            before = proxy.call(lambda: proxy.app.driver.engine.counts.arrivals)
             t = threading.Thread(target=send, args=(h,), daemon=True)
             t.start()
             senders.append(t)
             for _ in range(2000):
-                if proxy.call(lambda: proxy.app.driver.engine.counts.arrivals) > before:  # type: ignore[union-attr]
+                if proxy.call(lambda: proxy.app.driver.engine.counts.arrivals) > before:
                     break
                 threading.Event().wait(0.005)
         reported = depth_from(httpx.get(proxy.url + "/metrics", timeout=10).text)
@@ -67,15 +68,23 @@ def test_prometheus_scrapes_the_queue_depth_the_proxy_reports(tmp_path: Path) ->
         port = free_port()
         cfg = tmp_path / "prometheus.yml"
         target = proxy.url.removeprefix("http://")
-        cfg.write_text("global: {scrape_interval: 200ms, scrape_timeout: 150ms}\n"
-                       "scrape_configs:\n"
-                       f"  - job_name: proxy\n    static_configs: [{{targets: ['{target}']}}]\n")  # fmt: skip
+        cfg.write_text(
+            "global: {scrape_interval: 200ms, scrape_timeout: 150ms}\n"
+            "scrape_configs:\n"
+            f"  - job_name: proxy\n    static_configs: [{{targets: ['{target}']}}]\n"
+        )
         log = (tmp_path / "prometheus.log").open("wb")
         prom = subprocess.Popen(
-            [str(PROMETHEUS), f"--config.file={cfg}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-             f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
-            stdout=log, stderr=subprocess.STDOUT,
-        )  # fmt: skip
+            [
+                str(PROMETHEUS),
+                f"--config.file={cfg}",
+                f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+                f"--web.listen-address=127.0.0.1:{port}",
+                "--log.level=warn",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         try:
             seen = query_until(port, prom, lambda r: len(r) == 3)
             scraped = {r["metric"]["priority"]: float(r["value"][1]) for r in seen}
@@ -103,8 +112,7 @@ def query_until(
         if prom.poll() is not None:
             raise AssertionError(f"prometheus exited with {prom.returncode}")
         try:
-            r = httpx.get(f"http://127.0.0.1:{port}/api/v1/query", params={"query": q},
-                          timeout=5)  # fmt: skip
+            r = httpx.get(f"http://127.0.0.1:{port}/api/v1/query", params={"query": q}, timeout=5)
             last = r.json()
             result = last.get("data", {}).get("result", [])
             if last.get("status") == "success" and done(result):

@@ -33,8 +33,9 @@ sys.exit(serve_proxy(upstream=a[1], profile=default_profile(["engine.executors.i
 def launch(upstream: str, port: int, out: Path, ready: Path | None) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-c", LAUNCH, upstream, str(port), str(out), str(ready or "")],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-    )  # fmt: skip
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
 
 
 def wait_file(path: Path, proc: subprocess.Popen[bytes]) -> bytes:
@@ -43,7 +44,7 @@ def wait_file(path: Path, proc: subprocess.Popen[bytes]) -> bytes:
         if path.exists():
             return path.read_bytes()
         if proc.poll() is not None:
-            raise AssertionError(f"the proxy exited early: {proc.stdout.read()!r}")  # type: ignore[union-attr]
+            raise AssertionError(f"the proxy exited early: {proc.stdout.read()!r}")
         ev.wait(0.01)
     raise AssertionError("no ready file")
 

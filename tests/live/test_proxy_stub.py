@@ -25,8 +25,10 @@ def client(url: str, **kw: object) -> object:
 
 def test_the_openai_client_works_through_the_proxy(tmp_path: Path) -> None:
     prof = profile("  admission: {tenant_rate: {rate_per_s: 0.001, burst: 2}}\n")
-    with StubThread(stub.create_app(latency_s=0.01)) as s, \
-            ProxyThread(prof, s.url, out=tmp_path) as proxy:  # fmt: skip
+    with (
+        StubThread(stub.create_app(latency_s=0.01)) as s,
+        ProxyThread(prof, s.url, out=tmp_path) as proxy,
+    ):
         c = client(proxy.url)
         raw = c.chat.completions.with_raw_response.create(  # type: ignore[attr-defined]
             model="m", messages=[{"role": "user", "content": "hi"}], max_tokens=4
@@ -50,8 +52,10 @@ def test_the_openai_client_works_through_the_proxy(tmp_path: Path) -> None:
 
 
 def test_conservation_holds_against_the_stub_injecting_faults(tmp_path: Path) -> None:
-    prof = profile(FAST_RETRIES + "  executors: {initial: 4}\n  admission: {max_queue_depth: 8}\n",
-                   upstream="{latency: {dist: fixed, value_s: 0.02}, timeout_s: 0.5}")  # fmt: skip
+    prof = profile(
+        FAST_RETRIES + "  executors: {initial: 4}\n  admission: {max_queue_depth: 8}\n",
+        upstream="{latency: {dist: fixed, value_s: 0.02}, timeout_s: 0.5}",
+    )
     faults = [
         {"kind": "status", "status": 429, "probability": 0.15, "retry_after_s": 0.01},
         {"kind": "status", "status": 503, "probability": 0.15},
@@ -61,15 +65,21 @@ def test_conservation_holds_against_the_stub_injecting_faults(tmp_path: Path) ->
     ]
     answers: list[tuple[int, str]] = []  # (status, how the proxy said it ended)
     lock = threading.Lock()
-    with StubThread(stub.create_app(latency_s=0.02, seed=3)) as s, \
-            ProxyThread(prof, s.url, out=tmp_path) as proxy:  # fmt: skip
+    with (
+        StubThread(stub.create_app(latency_s=0.02, seed=3)) as s,
+        ProxyThread(prof, s.url, out=tmp_path) as proxy,
+    ):
         assert httpx.put(s.url + "/_stub/faults", json=faults, timeout=10).status_code < 300
 
         def worker(i: int) -> None:
             with httpx.Client(timeout=30) as h:
                 for j in range(15):
-                    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}],
-                            "max_tokens": 4, "stream": (i + j) % 3 == 0}  # fmt: skip
+                    body = {
+                        "model": "m",
+                        "messages": [{"role": "user", "content": "hi"}],
+                        "max_tokens": 4,
+                        "stream": (i + j) % 3 == 0,
+                    }
                     r = h.post(proxy.url + "/v1/chat/completions", json=body)
                     if "x-admission-reason" in r.headers:
                         how = "rejected"

@@ -46,8 +46,9 @@ def scripted(*answers: ScriptedResponse | UpstreamError) -> Any:
         a = seq.pop(0) if len(seq) > 1 else seq[0]
         if isinstance(a, UpstreamError):
             raise a
-        return ScriptedResponse(a.status, list(a.headers), a.body,
-                                list(a.parts) if a.parts is not None else None)  # fmt: skip
+        return ScriptedResponse(
+            a.status, list(a.headers), a.body, list(a.parts) if a.parts is not None else None
+        )
 
     return handler
 
@@ -59,8 +60,9 @@ def status(code: int, headers: list[tuple[bytes, bytes]] | None = None) -> Scrip
 
 def test_a_503_is_retried_and_the_client_sees_only_the_final_answer(tmp_path: Path) -> None:
     async def go() -> None:
-        app, up = make_app(fast(), scripted(status(503), ok()), out=tmp_path,
-                           clock=MonotonicClock())  # fmt: skip
+        app, up = make_app(
+            fast(), scripted(status(503), ok()), out=tmp_path, clock=MonotonicClock()
+        )
         app.driver.start()
         ex = await request(app)
         assert ex.status == 200 and ex.body.startswith(b'{"id":"c-1"')
@@ -79,8 +81,12 @@ def test_a_503_is_retried_and_the_client_sees_only_the_final_answer(tmp_path: Pa
 
 def test_the_upstream_retry_after_sets_the_backoff(tmp_path: Path) -> None:
     async def go() -> None:
-        app, _ = make_app(fast(), scripted(status(429, [(b"retry-after-ms", b"80")]), ok()),
-                          out=tmp_path, clock=MonotonicClock())  # fmt: skip
+        app, _ = make_app(
+            fast(),
+            scripted(status(429, [(b"retry-after-ms", b"80")]), ok()),
+            out=tmp_path,
+            clock=MonotonicClock(),
+        )
         app.driver.start()
         assert (await request(app)).status == 200
         app.driver.finish(complete=True)
@@ -135,8 +141,9 @@ def test_a_hung_upstream_times_out_and_the_client_gets_504() -> None:
 
 def test_a_reset_connection_becomes_502_after_retries() -> None:
     async def go() -> None:
-        app, up = make_app(fast(), scripted(UpstreamError("upstream_reset")),
-                           clock=MonotonicClock())  # fmt: skip
+        app, up = make_app(
+            fast(), scripted(UpstreamError("upstream_reset")), clock=MonotonicClock()
+        )
         app.driver.start()
         ex = await request(app)
         assert ex.status == 502 and ex.json()["error"]["code"] == "upstream_reset"
@@ -223,13 +230,18 @@ def test_an_upstream_ending_inside_its_done_event_has_the_event_ended_for_the_cl
     which then holds the [DONE] it counts; a '[DONE]' that is no data line is a truncation."""
 
     async def go(last: bytes) -> tuple[bytes, dict[str, int]]:
-        app, _ = make_app(fast(), scripted(ScriptedResponse(200, SSE, b"", [b"data: {}\n\n", last])))
+        app, _ = make_app(
+            fast(), scripted(ScriptedResponse(200, SSE, b"", [b"data: {}\n\n", last]))
+        )
         ex = await request(app, json={"stream": True})
         s = app.driver.finish(complete=True)
         return ex.body, {"completed": s["counts"]["completed"], **s["counts"]["failed_by_reason"]}
 
-    for last, end in ((b"data: [DONE]\n", b"data: [DONE]\n\n"), (b"data: [DONE]", b"data: [DONE]\n\n"),
-                      (b"data: [DONE]\r", b"data: [DONE]\r\n\n")):  # fmt: skip
+    for last, end in (
+        (b"data: [DONE]\n", b"data: [DONE]\n\n"),
+        (b"data: [DONE]", b"data: [DONE]\n\n"),
+        (b"data: [DONE]\r", b"data: [DONE]\r\n\n"),
+    ):
         body, counts = run(go(last))
         assert body == b"data: {}\n\n" + end and counts == {"completed": 1}
     body, counts = run(go(b": not [DONE]\n"))
@@ -275,8 +287,10 @@ def test_a_client_that_leaves_mid_call_cancels_the_upstream_call() -> None:
 def test_queued_work_past_its_deadline_expires_with_504() -> None:
     async def go() -> None:
         gate = Gate()
-        prof = profile("  executors: {initial: 1}\n",
-                       classes="  chat: {priority: standard, deadline_s: 0.02}\n")  # fmt: skip
+        prof = profile(
+            "  executors: {initial: 1}\n",
+            classes="  chat: {priority: standard, deadline_s: 0.02}\n",
+        )
         app, _ = make_app(prof, gate, clock=MonotonicClock())
         app.driver.start()
         first = start(app)
@@ -296,9 +310,16 @@ def test_queued_work_past_its_deadline_expires_with_504() -> None:
 def test_credentials_pass_through_untouched_and_hop_headers_do_not() -> None:
     async def go() -> None:
         app, up = make_app(profile())
-        hdrs = {"authorization": "Bearer sk-test-123", "api-key": "k-456", "cookie": "s=1",
-                "openai-organization": "org-1", "connection": "keep-alive, x-hop",
-                "x-hop": "1", "keep-alive": "timeout=5", "te": "trailers"}  # fmt: skip
+        hdrs = {
+            "authorization": "Bearer sk-test-123",
+            "api-key": "k-456",
+            "cookie": "s=1",
+            "openai-organization": "org-1",
+            "connection": "keep-alive, x-hop",
+            "x-hop": "1",
+            "keep-alive": "timeout=5",
+            "te": "trailers",
+        }
         await request(app, headers=hdrs, path=CHAT_Q)
         r = up.requests[0]
         assert r.header("authorization") == "Bearer sk-test-123"
@@ -331,9 +352,11 @@ def test_conservation_holds_after_a_mixed_run_with_faults(tmp_path: Path) -> Non
     async def go() -> None:
         rng = random.Random(7)
         # The breaker opens now and then (a fifth of the calls fail): keep its open period short.
-        engine = ("  executors: {initial: 4}\n  admission: {max_queue_depth: 20}\n"
-                  "  dependency: {max_retries: 2, backoff_base_s: 0.005, backoff_max_s: 0.01,"
-                  " retry_budget_ratio: 1, breaker: {open_s: 0.05, min_calls: 10}}\n")  # fmt: skip
+        engine = (
+            "  executors: {initial: 4}\n  admission: {max_queue_depth: 20}\n"
+            "  dependency: {max_retries: 2, backoff_base_s: 0.005, backoff_max_s: 0.01,"
+            " retry_budget_ratio: 1, breaker: {open_s: 0.05, min_calls: 10}}\n"
+        )
         prof = profile(engine, upstream="{latency: {dist: fixed, value_s: 0.01}, timeout_s: 0.05}")
 
         async def handler(req: UpstreamRequest) -> ScriptedResponse:
@@ -360,13 +383,14 @@ def test_conservation_holds_after_a_mixed_run_with_faults(tmp_path: Path) -> Non
         exchanges = []
         for i in range(200):
             prio = rng.choice(["critical", "standard", "batch"])
-            ex = start(app, json={"stream": rng.random() < 0.3, "i": i},
-                       headers={"x-priority": prio})  # fmt: skip
+            ex = start(
+                app, json={"stream": rng.random() < 0.3, "i": i}, headers={"x-priority": prio}
+            )
             exchanges.append(ex)
             if rng.random() < 0.05:
                 asyncio.get_running_loop().call_later(rng.uniform(0, 0.01), ex.disconnect)
             await asyncio.sleep(rng.uniform(0, 0.001))
-        await asyncio.wait_for(asyncio.gather(*[e.task for e in exchanges]), 60)  # type: ignore[misc]
+        await asyncio.wait_for(asyncio.gather(*[e.task for e in exchanges]), 60)
         s = app.driver.finish(complete=True)
         c = s["counts"]
         assert s["conservation"] == {"ok": True, "violations": []}

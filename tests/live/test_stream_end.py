@@ -22,8 +22,12 @@ from harness.stub.server import StubThread  # noqa: E402
 
 pytestmark = pytest.mark.live
 
-BODY = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4,
-        "stream": True}  # fmt: skip
+BODY = {
+    "model": "m",
+    "messages": [{"role": "user", "content": "hi"}],
+    "max_tokens": 4,
+    "stream": True,
+}
 LINGER_S = 3.0  # longer than every client here stays: only a [DONE]-based count passes
 
 
@@ -51,10 +55,13 @@ def _read_to_done(r: httpx.Response) -> bool:
 
 
 def test_openai_client_hanging_up_after_done_is_a_completion(tmp_path: Path) -> None:
-    with StubThread(stub.create_app(latency_s=0.05, linger_s=LINGER_S)) as s, \
-            ProxyThread(profile(), s.url, out=tmp_path) as proxy:  # fmt: skip
-        c = openai.OpenAI(base_url=proxy.url + "/v1", api_key="sk-test", max_retries=0,
-                          timeout=LINGER_S * 3)  # fmt: skip
+    with (
+        StubThread(stub.create_app(latency_s=0.05, linger_s=LINGER_S)) as s,
+        ProxyThread(profile(), s.url, out=tmp_path) as proxy,
+    ):
+        c = openai.OpenAI(
+            base_url=proxy.url + "/v1", api_key="sk-test", max_retries=0, timeout=LINGER_S * 3
+        )
         t0 = time.monotonic()
         for _ in range(4):
             stream = c.chat.completions.create(**BODY)
@@ -69,11 +76,15 @@ def test_openai_client_hanging_up_after_done_is_a_completion(tmp_path: Path) -> 
 
 
 def test_httpx_reader_leaving_right_after_done_is_a_completion(tmp_path: Path) -> None:
-    with StubThread(stub.create_app(latency_s=0.05, linger_s=LINGER_S)) as s, \
-            ProxyThread(profile(), s.url, out=tmp_path) as proxy:  # fmt: skip
+    with (
+        StubThread(stub.create_app(latency_s=0.05, linger_s=LINGER_S)) as s,
+        ProxyThread(profile(), s.url, out=tmp_path) as proxy,
+    ):
         for _ in range(3):
-            with httpx.Client(timeout=LINGER_S * 3) as h, \
-                    h.stream("POST", proxy.url + "/v1/chat/completions", json=BODY) as r:  # fmt: skip
+            with (
+                httpx.Client(timeout=LINGER_S * 3) as h,
+                h.stream("POST", proxy.url + "/v1/chat/completions", json=BODY) as r,
+            ):
                 assert r.status_code == 200
                 assert _read_to_done(r)
             # leaving the block closes the connection at once
@@ -82,8 +93,10 @@ def test_httpx_reader_leaving_right_after_done_is_a_completion(tmp_path: Path) -
 
 
 def test_upstream_closing_first_while_the_client_lingers_is_a_completion(tmp_path: Path) -> None:
-    with StubThread(stub.create_app(latency_s=0.05)) as s, \
-            ProxyThread(profile(), s.url, out=tmp_path) as proxy:  # fmt: skip
+    with (
+        StubThread(stub.create_app(latency_s=0.05)) as s,
+        ProxyThread(profile(), s.url, out=tmp_path) as proxy,
+    ):
         with httpx.Client(timeout=10) as h:
             for _ in range(3):
                 with h.stream("POST", proxy.url + "/v1/chat/completions", json=BODY) as r:
@@ -94,16 +107,20 @@ def test_upstream_closing_first_while_the_client_lingers_is_a_completion(tmp_pat
 
 
 def test_a_client_leaving_before_done_is_still_a_cancel(tmp_path: Path) -> None:
-    with StubThread(stub.create_app(latency_s=1.5)) as s, \
-            ProxyThread(profile(), s.url, out=tmp_path) as proxy:  # fmt: skip
+    with (
+        StubThread(stub.create_app(latency_s=1.5)) as s,
+        ProxyThread(profile(), s.url, out=tmp_path) as proxy,
+    ):
         body = {**BODY, "max_tokens": 16}
-        with httpx.Client(timeout=10) as h, \
-                h.stream("POST", proxy.url + "/v1/chat/completions", json=body) as r:  # fmt: skip
+        with (
+            httpx.Client(timeout=10) as h,
+            h.stream("POST", proxy.url + "/v1/chat/completions", json=body) as r,
+        ):
             assert r.status_code == 200
             next(r.iter_lines())  # the first event arrived; then the client leaves
         completed, failed, in_flight = _settled(proxy, 1)
         assert proxy.app is not None
-        reasons = proxy.call(lambda: dict(proxy.app.driver.collector.failed_by_reason))  # type: ignore[union-attr]
+        reasons = proxy.call(lambda: dict(proxy.app.driver.collector.failed_by_reason))
     assert (completed, failed, in_flight) == (0, 1, 0)
     assert reasons == {"cancelled": 1}
 
@@ -129,8 +146,13 @@ def test_the_stub_keeps_a_stream_open_after_done_when_told_to() -> None:
         async def send(msg: dict[str, object]) -> None:
             sent.append(msg)
 
-        scope = {"type": "http", "method": "POST", "path": "/v1/chat/completions",
-                 "headers": [(b"content-type", b"application/json")], "query_string": b""}  # fmt: skip
+        scope = {
+            "type": "http",
+            "method": "POST",
+            "path": "/v1/chat/completions",
+            "headers": [(b"content-type", b"application/json")],
+            "query_string": b"",
+        }
         await asyncio.wait_for(app(scope, receive, send), 5)
         return sent
 

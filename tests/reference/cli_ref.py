@@ -163,8 +163,11 @@ def _section(cmd: Any, ctx: Any) -> list[str]:
     if hasattr(cmd, "list_commands"):
         subs = [(n, cmd.get_command(ctx, n)) for n in cmd.list_commands(ctx)]
         out += ["Commands:", ""]
-        out += [f"- [{path} {n}](#{_anchor(f'{path} {n}')}): {purpose(s)}"
-                for n, s in subs if s is not None and not s.hidden]  # fmt: skip
+        out += [
+            f"- [{path} {n}](#{_anchor(f'{path} {n}')}): {purpose(s)}"
+            for n, s in subs
+            if s is not None and not s.hidden
+        ]
         out.append("")
     return out
 

@@ -89,8 +89,7 @@ def _all_defaults(value: Any) -> bool:
 
 def bounds_text(f: dataclasses.Field[Any]) -> str:
     m = f.metadata
-    parts = [f"{op} {_num(m[k])}" for k, op in (("gt", ">"), ("ge", ">="), ("le", "<="))
-             if k in m]  # fmt: skip
+    parts = [f"{op} {_num(m[k])}" for k, op in (("gt", ">"), ("ge", ">="), ("le", "<=")) if k in m]
     return ", ".join(parts)
 
 
@@ -114,8 +113,11 @@ def rows(cls: Any = schema.Profile, prefix: str = "") -> list[Row]:
     for f in yaml_fields(cls):
         tp = hints[f.name]
         path = f"{prefix}{key(f)}"
-        out.append(Row(path, type_name(tp), default_text(f), bounds_text(f),
-                       str(f.metadata.get("doc", ""))))  # fmt: skip
+        out.append(
+            Row(
+                path, type_name(tp), default_text(f), bounds_text(f), str(f.metadata.get("doc", ""))
+            )
+        )
         inner, below = tp, path
         if get_origin(tp) in (Union, types.UnionType):
             args = [a for a in get_args(tp) if a is not type(None)]
@@ -138,13 +140,19 @@ def _cell(text: str) -> str:
 
 
 def _alerts() -> list[str]:
-    out = ["## The built-in alerts", "",
-           "The names `alerts.*` overrides, with the rules they stand for:", "",
-           "| name | signal | threshold | for_s | window_s | severity |",
-           "| --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+    out = [
+        "## The built-in alerts",
+        "",
+        "The names `alerts.*` overrides, with the rules they stand for:",
+        "",
+        "| name | signal | threshold | for_s | window_s | severity |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     for name, r in DEFAULT_ALERTS.items():
-        out.append(f"| `{name}` | `{r.signal}` | {r.threshold:g} | {r.for_s:g} | "
-                   f"{r.window_s:g} | {r.severity} |")  # fmt: skip
+        out.append(
+            f"| `{name}` | `{r.signal}` | {r.threshold:g} | {r.for_s:g} | "
+            f"{r.window_s:g} | {r.severity} |"
+        )
     return [*out, ""]
 
 
@@ -174,11 +182,17 @@ def produce(root: Any = schema.Profile) -> str:
         top = _top(r.path)
         sections.setdefault(top if top in nested else "top level", []).append(r)
     for top, group in sections.items():
-        lines += [f"## {top}", "", "| key | type | default | bounds | meaning |",
-                  "| --- | --- | --- | --- | --- |"]  # fmt: skip
+        lines += [
+            f"## {top}",
+            "",
+            "| key | type | default | bounds | meaning |",
+            "| --- | --- | --- | --- | --- |",
+        ]
         for r in group:
-            lines.append(f"| `{r.path}` | {_cell(r.type)} | {_cell(r.default)} | "
-                         f"{r.bounds} | {_cell(r.meaning)} |")  # fmt: skip
+            lines.append(
+                f"| `{r.path}` | {_cell(r.type)} | {_cell(r.default)} | "
+                f"{r.bounds} | {_cell(r.meaning)} |"
+            )
         lines.append("")
     lines += _alerts()
     lines.append(f"{len(all_rows)} keys.")

@@ -16,8 +16,14 @@ STALE = f"docs/reference/cli.md is stale: run {cli_ref.REGEN}"
 
 def check(produced: str, committed: str) -> None:
     if produced != committed:
-        diff = difflib.unified_diff(committed.splitlines(), produced.splitlines(),
-                                    "committed", "from the code", lineterm="", n=1)  # fmt: skip
+        diff = difflib.unified_diff(
+            committed.splitlines(),
+            produced.splitlines(),
+            "committed",
+            "from the code",
+            lineterm="",
+            n=1,
+        )
         raise AssertionError(STALE + "\n" + "\n".join(list(diff)[:40]))
 
 

@@ -41,8 +41,14 @@ SUMMARIES = [
 DECISIONS = sorted(GOLDEN.glob("*/decisions.jsonl"))
 
 STAR_CHILDREN = {"by_class", "by_priority", "by_tenant", "scaling.by_class"}
-STOP = {"effective", "unavailable", "in_flight_at_end_by_state", "rejected_by_reason",
-        "failed_by_reason", "expired_by_reason"}  # fmt: skip
+STOP = {
+    "effective",
+    "unavailable",
+    "in_flight_at_end_by_state",
+    "rejected_by_reason",
+    "failed_by_reason",
+    "expired_by_reason",
+}
 
 
 def key_paths(node: Any, path: str = "") -> Iterator[str]:
@@ -100,8 +106,15 @@ def test_the_examples_are_there() -> None:
     assert len(SUMMARIES) >= 2 and all(f.is_file() for f in SUMMARIES)
     assert DECISIONS
     paths = summary_paths()
-    assert {"schema_version", "counts.arrivals", "by_class.*.counts.arrivals", "live.proxy",
-            "alerts[].name", "effective", "unavailable"} <= set(paths)  # fmt: skip
+    assert {
+        "schema_version",
+        "counts.arrivals",
+        "by_class.*.counts.arrivals",
+        "live.proxy",
+        "alerts[].name",
+        "effective",
+        "unavailable",
+    } <= set(paths)
 
 
 def test_summary_reference_names_every_key_path() -> None:

@@ -7,8 +7,19 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 OUTSIDE = ("DESIGN" + ".md", "STYLE" + ".md", "see " + "DESIGN")
-SKIP_DIRS = {".git", ".venv", ".ci-venv", "build", "dist", "results", "__pycache__",
-             ".mypy_cache", ".ruff_cache", ".pytest_cache", ".hypothesis"}  # fmt: skip
+SKIP_DIRS = {
+    ".git",
+    ".venv",
+    ".ci-venv",
+    "build",
+    "dist",
+    "results",
+    "__pycache__",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".pytest_cache",
+    ".hypothesis",
+}
 TEXT = {".py", ".md", ".toml", ".txt", ".yaml", ".yml", ".sh", ".cfg", ".ini", ".json", ""}
 
 

@@ -15,7 +15,9 @@ from harness.profile import bundled_dir, load, to_dict
 from harness.profile.explain import explain_yaml, print_yaml
 from harness.profile.schema import Fault, Profile
 
-PROFILES = sorted(bundled_dir().glob("*.yaml")) + sorted((bundled_dir() / "scenarios").glob("*.yaml"))
+PROFILES = sorted(bundled_dir().glob("*.yaml")) + sorted(
+    (bundled_dir() / "scenarios").glob("*.yaml")
+)
 
 
 def _without_comments(text: str) -> str:

@@ -21,8 +21,14 @@ STALE = f"docs/reference/profile.md is stale: run {profile_ref.REGEN}"
 
 def check(produced: str, committed: str) -> None:
     if produced != committed:
-        diff = difflib.unified_diff(committed.splitlines(), produced.splitlines(),
-                                    "committed", "from the schema", lineterm="", n=1)  # fmt: skip
+        diff = difflib.unified_diff(
+            committed.splitlines(),
+            produced.splitlines(),
+            "committed",
+            "from the schema",
+            lineterm="",
+            n=1,
+        )
         raise AssertionError(STALE + "\n" + "\n".join(list(diff)[:40]))
 
 
@@ -39,8 +45,11 @@ def schema_classes() -> list[Any]:
     found: dict[str, Any] = {}
     for module in (schema, cost, scaling, upstream, verdict, wire):
         for name, obj in vars(module).items():
-            if isinstance(obj, type) and dataclasses.is_dataclass(obj) \
-                    and obj.__module__.startswith("harness.profile.schema"):  # fmt: skip
+            if (
+                isinstance(obj, type)
+                and dataclasses.is_dataclass(obj)
+                and obj.__module__.startswith("harness.profile.schema")
+            ):
                 found[f"{obj.__module__}.{name}"] = obj
     return list(found.values())
 
@@ -49,8 +58,7 @@ def test_every_field_has_a_one_line_meaning() -> None:
     classes = schema_classes()
     fields = [(c.__name__, f) for c in classes for f in dataclasses.fields(c)]
     assert len(classes) >= 30 and len(fields) >= 200  # the walk found the schema
-    missing = [f"{c}.{f.name}" for c, f in fields
-               if not str(f.metadata.get("doc", "")).strip()]  # fmt: skip
+    missing = [f"{c}.{f.name}" for c, f in fields if not str(f.metadata.get("doc", "")).strip()]
     assert missing == [], f"fields without a doc= meaning: {missing}"
     multi = [f"{c}.{f.name}" for c, f in fields if "\n" in f.metadata["doc"]]
     assert multi == [], f"meanings longer than one line: {multi}"
@@ -60,8 +68,13 @@ def test_every_row_of_the_page_has_a_meaning() -> None:
     rows = profile_ref.rows()
     assert [r.path for r in rows if not r.meaning] == []
     paths = {r.path for r in rows}
-    for path in ("classes.*.weight", "faults[].kind", "arrivals.trace.classes.bins[].class",
-                 "engine.scaling.behavior.scale_down.policies[].period_s", "wire.headers.*.env"):
+    for path in (
+        "classes.*.weight",
+        "faults[].kind",
+        "arrivals.trace.classes.bins[].class",
+        "engine.scaling.behavior.scale_down.policies[].period_s",
+        "wire.headers.*.env",
+    ):
         assert path in paths
     assert "source" not in paths and "sha256" not in paths  # internal: not read from YAML
 

@@ -54,8 +54,9 @@ def start(args: list[str], log: Path, **kw: Any) -> subprocess.Popen[bytes]:
     env = {**os.environ, "COLUMNS": "200", **kw.pop("env", {})}
     fh = log.open("wb")
     try:
-        return subprocess.Popen(args, stdout=fh, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, env=env, **kw)  # fmt: skip
+        return subprocess.Popen(
+            args, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, **kw
+        )
     finally:
         fh.close()
 

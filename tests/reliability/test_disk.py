@@ -33,9 +33,16 @@ def _cli(args: list[str], tmp_path: Path, limit: int | None = None) -> tuple[int
     """The CLI's exit code and output (through a pipe: the file-size limit would cut a log
     file short too)."""
     env = {**os.environ, "COLUMNS": "300"}
-    res = subprocess.run(harness(*args), stdin=subprocess.DEVNULL, capture_output=True,
-                         text=True, timeout=300, env=env, cwd=tmp_path,
-                         preexec_fn=fsize_limit(limit) if limit is not None else None)  # fmt: skip
+    res = subprocess.run(
+        harness(*args),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=tmp_path,
+        preexec_fn=fsize_limit(limit) if limit is not None else None,
+    )
     return res.returncode, res.stdout + res.stderr
 
 
@@ -60,10 +67,20 @@ def test_sim_into_a_read_only_folder_is_exit_3(tmp_path: Path) -> None:
 @pytest.mark.parametrize("command", ["sim", "sweep", "run"])
 def test_a_full_disk_at_the_start_fails_fast(tmp_path: Path, command: str) -> None:
     out = tmp_path / "out"
-    args = {"sim": ["sim", "smoke"], "sweep": ["sweep", "smoke", "--param",
-                                                  "engine.admission.age_reject_s=2:4:2",
-                                                  "--seeds", "2", "--jobs", "1"],
-            "run": ["run", "smoke", "--time-scale", "0.25"]}[command]  # fmt: skip
+    args = {
+        "sim": ["sim", "smoke"],
+        "sweep": [
+            "sweep",
+            "smoke",
+            "--param",
+            "engine.admission.age_reject_s=2:4:2",
+            "--seeds",
+            "2",
+            "--jobs",
+            "1",
+        ],
+        "run": ["run", "smoke", "--time-scale", "0.25"],
+    }[command]
     rc, text = _cli([*args, "--out", str(out)], tmp_path, limit=0)
     assert rc == 3, text
     assert_no_traceback(text)
@@ -73,8 +90,9 @@ def test_a_full_disk_at_the_start_fails_fast(tmp_path: Path, command: str) -> No
 
 def test_sim_full_mid_run_is_exit_3(tmp_path: Path) -> None:
     # Room for the probe and the first decisions, not for the whole decision log.
-    rc, text = _cli(["sim", "seed-burst", "--out", str(tmp_path / "out")], tmp_path,
-                    limit=64 * 1024)  # fmt: skip
+    rc, text = _cli(
+        ["sim", "seed-burst", "--out", str(tmp_path / "out")], tmp_path, limit=64 * 1024
+    )
     assert rc == 3, text
     assert_no_traceback(text)
     assert "File too large" in text and str(tmp_path / "out") in text
@@ -96,9 +114,12 @@ def test_the_proxy_on_a_disk_that_fills_stops_and_says_what_was_lost(tmp_path: P
 
     port = free_port()
     with log.open("wb") as fh:  # the proxy's output through a pipe: the limit is its own
-        proc = subprocess.Popen(harness("proxy", "--upstream", stub_url, "--port", str(port),
-                                        "--out", str(out)), stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, preexec_fn=fsize_limit(48 * 1024))  # fmt: skip
+        proc = subprocess.Popen(
+            harness("proxy", "--upstream", stub_url, "--port", str(port), "--out", str(out)),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            preexec_fn=fsize_limit(48 * 1024),
+        )
         tee = subprocess.Popen(["cat"], stdin=proc.stdout, stdout=fh)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -134,8 +155,9 @@ def test_run_full_mid_run_stops_the_load_and_exits_3(tmp_path: Path) -> None:
     prof = tmp_path / "p.yaml"
     prof.write_text(SLOW)
     out = tmp_path / "out"
-    rc, text = _cli(["run", str(prof), "--time-scale", "0.25", "--out", str(out)], tmp_path,
-                    limit=40 * 1024)  # fmt: skip
+    rc, text = _cli(
+        ["run", str(prof), "--time-scale", "0.25", "--out", str(out)], tmp_path, limit=40 * 1024
+    )
     assert rc == 3, text
     assert_no_traceback(text)
     # The generator's records or the proxy's decisions fill first; either way the run stops

@@ -21,11 +21,22 @@ def test_atheris_finds_no_crash_in_the_input_parsers(tmp_path: Path) -> None:
     pytest.importorskip("atheris")
     root = Path(__file__).resolve().parents[2]
     proc = subprocess.run(
-        [sys.executable, str(TARGET), f"-runs={RUNS}", "-seed=1", "-max_total_time=120",
-         "-rss_limit_mb=2048", "-max_len=4096", f"-artifact_prefix={tmp_path}/"],
-        cwd=root, capture_output=True, text=True, timeout=170,
+        [
+            sys.executable,
+            str(TARGET),
+            f"-runs={RUNS}",
+            "-seed=1",
+            "-max_total_time=120",
+            "-rss_limit_mb=2048",
+            "-max_len=4096",
+            f"-artifact_prefix={tmp_path}/",
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=170,
         env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
-    )  # fmt: skip
+    )
     tail = proc.stderr[-3000:]
     assert proc.returncode == 0, tail
     assert "Done" in tail, tail

@@ -19,26 +19,51 @@ from harness.profile.schema.fields import MAX_TOKENS
 from harness.stub import create_app
 from tests.live.proxy_support import CHAT, make_app, profile, start
 
-FUZZ = settings(derandomize=True, database=None, deadline=None, print_blob=True,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])  # fmt: skip
+FUZZ = settings(
+    derandomize=True,
+    database=None,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 BYTES_REPR = re.compile(r"(?<![\w\\])b['\"]")  # b'nope' in a message: a bytes repr leaked
 BOUND_S = 10.0  # no single exchange may take longer: a hang fails the test instead of CI
 
 json_scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=False),
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=False),
     st.text(max_size=20),
-    st.sampled_from([0, -1, 1, MAX_TOKENS, MAX_TOKENS + 1, 10_000_000, 2**63, "", "user", "x" * 300]),
-)  # fmt: skip
+    st.sampled_from(
+        [0, -1, 1, MAX_TOKENS, MAX_TOKENS + 1, 10_000_000, 2**63, "", "user", "x" * 300]
+    ),
+)
 json_values = st.recursive(
     json_scalars,
-    lambda inner: st.one_of(st.lists(inner, max_size=3),
-                            st.dictionaries(st.text(max_size=8), inner, max_size=3)),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
     max_leaves=8,
-)  # fmt: skip
-KEYS = ["model", "messages", "max_tokens", "max_completion_tokens", "stream", "stream_options",
-        "role", "content", "text", "type", "tool_calls"]  # fmt: skip
-VALID: dict[str, Any] = {"model": "m", "messages": [{"role": "user", "content": "hi"}],
-                         "max_tokens": 8}  # fmt: skip
+)
+KEYS = [
+    "model",
+    "messages",
+    "max_tokens",
+    "max_completion_tokens",
+    "stream",
+    "stream_options",
+    "role",
+    "content",
+    "text",
+    "type",
+    "tool_calls",
+]
+VALID: dict[str, Any] = {
+    "model": "m",
+    "messages": [{"role": "user", "content": "hi"}],
+    "max_tokens": 8,
+}
 
 
 @st.composite
@@ -58,8 +83,11 @@ def chat_bodies(draw: st.DrawFn) -> bytes:
             doc[key] = value
         elif where == "messages":
             doc["messages"] = value if draw(st.booleans()) else [value]
-        elif isinstance(doc.get("messages"), list) and doc["messages"] and isinstance(
-                doc["messages"][0], dict):  # fmt: skip
+        elif (
+            isinstance(doc.get("messages"), list)
+            and doc["messages"]
+            and isinstance(doc["messages"][0], dict)
+        ):
             doc["messages"][0][key] = value
     if isinstance(doc.get("max_tokens"), int) and doc.get("stream") is True:
         doc["max_tokens"] = min(doc["max_tokens"], 4096)  # keep a stream's length modest
@@ -72,16 +100,44 @@ def _dumps(value: Any) -> bytes:
 
 
 headers = st.lists(
-    st.tuples(st.sampled_from([b"content-type", b"content-length", b"x-class", b"x-priority",
-                               b"x-tenant", b"x-key", b"connection", b"transfer-encoding",
-                               b"authorization", b"x-stub-class"]),
-              st.one_of(st.binary(max_size=40), st.sampled_from([b"-1", b"0", b"99999999999",
-                                                                 b"chat", b"batch", b"\xff"]))),
+    st.tuples(
+        st.sampled_from(
+            [
+                b"content-type",
+                b"content-length",
+                b"x-class",
+                b"x-priority",
+                b"x-tenant",
+                b"x-key",
+                b"connection",
+                b"transfer-encoding",
+                b"authorization",
+                b"x-stub-class",
+            ]
+        ),
+        st.one_of(
+            st.binary(max_size=40),
+            st.sampled_from([b"-1", b"0", b"99999999999", b"chat", b"batch", b"\xff"]),
+        ),
+    ),
     max_size=3,
-)  # fmt: skip
+)
 methods = st.sampled_from(["POST", "POST", "POST", "GET", "PUT", "DELETE", "PATCH", "BREW"])
-paths = st.sampled_from([CHAT, CHAT, CHAT, "/v1/models", "/healthz", "/_stub/faults", "/metrics",
-                         "/", "/v1/chat/completions/", "/v1/completions", "/%00"])  # fmt: skip
+paths = st.sampled_from(
+    [
+        CHAT,
+        CHAT,
+        CHAT,
+        "/v1/models",
+        "/healthz",
+        "/_stub/faults",
+        "/metrics",
+        "/",
+        "/v1/chat/completions/",
+        "/v1/completions",
+        "/%00",
+    ]
+)
 
 
 class Exchange:
@@ -110,9 +166,18 @@ class Exchange:
 
 
 def _scope(method: str, path: str, hdrs: list[tuple[bytes, bytes]]) -> dict[str, Any]:
-    return {"type": "http", "method": method, "path": path, "raw_path": path.encode(),
-            "query_string": b"", "headers": hdrs, "http_version": "1.1", "scheme": "http",
-            "server": ("127.0.0.1", 8000), "client": ("127.0.0.1", 5000)}  # fmt: skip
+    return {
+        "type": "http",
+        "method": method,
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "headers": hdrs,
+        "http_version": "1.1",
+        "scheme": "http",
+        "server": ("127.0.0.1", 8000),
+        "client": ("127.0.0.1", 5000),
+    }
 
 
 def _check_answer(status: int, body: bytes) -> None:
@@ -128,8 +193,7 @@ STUB = create_app(latency_s=0)
 
 @pytest.mark.timeout(120)
 @settings(FUZZ, max_examples=600)
-@given(body=chat_bodies(), method=methods, path=paths, hdrs=headers,
-       split=st.booleans())  # fmt: skip
+@given(body=chat_bodies(), method=methods, path=paths, hdrs=headers, split=st.booleans())
 def test_the_stub_answers_any_request_with_2xx_or_4xx(
     body: bytes, method: str, path: str, hdrs: list[tuple[bytes, bytes]], split: bool
 ) -> None:
@@ -154,18 +218,38 @@ def test_the_stub_answers_any_request_with_2xx_or_4xx(
 
 fault_entries = st.lists(
     st.one_of(
-        st.fixed_dictionaries({"kind": st.sampled_from(["latency", "status", "rate_limit", "hang",
-                                                         "reset", "stream_error", "truncate",
-                                                         "metrics_outage", "ack_loss", "boom"])},
-                              optional={"at_s": json_scalars, "for_s": json_scalars,
-                                        "probability": json_scalars, "status": json_scalars,
-                                        "add_s": json_scalars, "retry_after_s": json_scalars,
-                                        "rate_per_s": json_scalars,
-                                        "after_chunks": json_scalars}),
+        st.fixed_dictionaries(
+            {
+                "kind": st.sampled_from(
+                    [
+                        "latency",
+                        "status",
+                        "rate_limit",
+                        "hang",
+                        "reset",
+                        "stream_error",
+                        "truncate",
+                        "metrics_outage",
+                        "ack_loss",
+                        "boom",
+                    ]
+                )
+            },
+            optional={
+                "at_s": json_scalars,
+                "for_s": json_scalars,
+                "probability": json_scalars,
+                "status": json_scalars,
+                "add_s": json_scalars,
+                "retry_after_s": json_scalars,
+                "rate_per_s": json_scalars,
+                "after_chunks": json_scalars,
+            },
+        ),
         json_values,
     ),
     max_size=3,
-)  # fmt: skip
+)
 
 
 @pytest.mark.timeout(120)
@@ -176,8 +260,9 @@ def test_the_stub_takes_or_refuses_any_fault_list_then_still_answers(faults: Any
 
     async def go() -> tuple[Exchange, Exchange]:
         put = Exchange([_dumps(faults)])
-        await asyncio.wait_for(app(_scope("PUT", "/_stub/faults", []), put.receive, put.send),
-                               BOUND_S)  # fmt: skip
+        await asyncio.wait_for(
+            app(_scope("PUT", "/_stub/faults", []), put.receive, put.send), BOUND_S
+        )
         app.state.timeline.replace(())  # accepted or not: a chat request still ends in time
         chat = Exchange([orjson.dumps(VALID)])
         await asyncio.wait_for(app(_scope("POST", CHAT, []), chat.receive, chat.send), BOUND_S)

@@ -26,27 +26,72 @@ from harness.results.thresholds import evaluate_threshold
 from harness.sim.runner import simulate
 from tests.reliability.input_support import BUNDLED, BUNDLED_NAMES, cli
 
-FUZZ = settings(derandomize=True, database=None, deadline=None, print_blob=True,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])  # fmt: skip
+FUZZ = settings(
+    derandomize=True,
+    database=None,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 TEXTS = {n: (BUNDLED / f"{n}.yaml").read_text() for n in BUNDLED_NAMES}
 RAWS = {n: yaml.safe_load(t) for n, t in TEXTS.items()}
 
 # Values at and around the edges the loader has to hold: zero, signs, the documented limits,
 # floats that overflow or are not numbers, YAML's own spellings of them.
-EDGES: list[Any] = [0, -1, 1, 0.0, -0.0, 1e-300, 1e308, 2**63 - 1, 2**63, 2**64, -(2**63),
-                    604_800, 604_801, 131_072, 131_073, 20_000_000, 1e9, 1e12, 10**400,
-                    math.inf, -math.inf, math.nan, "1e12", "1e9", ".inf", ".nan", "~", "0x10",
-                    "1_000", "0o17", "yes", "", " ", "null", "2024-13-45", "\x00", "é" * 5]  # fmt: skip
+EDGES: list[Any] = [
+    0,
+    -1,
+    1,
+    0.0,
+    -0.0,
+    1e-300,
+    1e308,
+    2**63 - 1,
+    2**63,
+    2**64,
+    -(2**63),
+    604_800,
+    604_801,
+    131_072,
+    131_073,
+    20_000_000,
+    1e9,
+    1e12,
+    10**400,
+    math.inf,
+    -math.inf,
+    math.nan,
+    "1e12",
+    "1e9",
+    ".inf",
+    ".nan",
+    "~",
+    "0x10",
+    "1_000",
+    "0o17",
+    "yes",
+    "",
+    " ",
+    "null",
+    "2024-13-45",
+    "\x00",
+    "é" * 5,
+]
 scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(-(2**70), 2**70),
-    st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=12), st.sampled_from(EDGES),
-)  # fmt: skip
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=12),
+    st.sampled_from(EDGES),
+)
 values = st.recursive(
     scalars,
-    lambda inner: st.one_of(st.lists(inner, max_size=3),
-                            st.dictionaries(st.text(max_size=6), inner, max_size=3)),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
     max_leaves=6,
-)  # fmt: skip
+)
 
 
 def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -145,23 +190,54 @@ def _leaf(raw: Any, path: tuple[Any, ...]) -> bool:
     return not isinstance(raw, dict | list)
 
 
-SET_PATHS = sorted({".".join(map(str, p)) for n in BUNDLED_NAMES for p in _paths(RAWS[n])
-                    if p and _leaf(RAWS[n], p)}
-                   | {"engine.max_wait_s", "seed", "duration_s", "classes.small.max_wait_s",
-                      "engine.executors.initial", "arrivals.file", "arrivals.process"})  # fmt: skip
-set_values = st.one_of(*[st.integers(-10, 10**7).map(str), st.floats(0, 1e6).map(repr)] * 2,
-                       st.text(max_size=40), st.sampled_from([str(e) for e in EDGES]),
-                       st.sampled_from(["[1, 2]", "{a: 1}", "&a [*a]", "*x", "[[[[", "'", "!!python/name:os.system"]))  # fmt: skip
-set_paths = st.one_of(*[st.sampled_from(SET_PATHS)] * 6, st.text(max_size=20),
-                      st.sampled_from(["", ".", "..", "a..b", "arrivals.phases.99.until_s",
-                                       "arrivals.phases.-1.until_s", "classes.small.0"]))  # fmt: skip
+SET_PATHS = sorted(
+    {
+        ".".join(map(str, p))
+        for n in BUNDLED_NAMES
+        for p in _paths(RAWS[n])
+        if p and _leaf(RAWS[n], p)
+    }
+    | {
+        "engine.max_wait_s",
+        "seed",
+        "duration_s",
+        "classes.small.max_wait_s",
+        "engine.executors.initial",
+        "arrivals.file",
+        "arrivals.process",
+    }
+)
+set_values = st.one_of(
+    *[st.integers(-10, 10**7).map(str), st.floats(0, 1e6).map(repr)] * 2,
+    st.text(max_size=40),
+    st.sampled_from([str(e) for e in EDGES]),
+    st.sampled_from(["[1, 2]", "{a: 1}", "&a [*a]", "*x", "[[[[", "'", "!!python/name:os.system"]),
+)
+set_paths = st.one_of(
+    *[st.sampled_from(SET_PATHS)] * 6,
+    st.text(max_size=20),
+    st.sampled_from(
+        [
+            "",
+            ".",
+            "..",
+            "a..b",
+            "arrivals.phases.99.until_s",
+            "arrivals.phases.-1.until_s",
+            "classes.small.0",
+        ]
+    ),
+)
 
 
 @pytest.mark.timeout(120)
 @settings(FUZZ, max_examples=600)
-@given(name=st.sampled_from(BUNDLED_NAMES),
-       sets=st.lists(st.tuples(set_paths, set_values, st.sampled_from(["="] * 9 + [""])),
-                     min_size=1, max_size=2))  # fmt: skip
+@given(
+    name=st.sampled_from(BUNDLED_NAMES),
+    sets=st.lists(
+        st.tuples(set_paths, set_values, st.sampled_from(["="] * 9 + [""])), min_size=1, max_size=2
+    ),
+)
 def test_set_overrides_validate_and_run_or_are_refused(
     name: str, sets: list[tuple[str, str, str]]
 ) -> None:
@@ -170,20 +246,36 @@ def test_set_overrides_validate_and_run_or_are_refused(
         _runs_cleanly(p)
 
 
-SUMMARY_PATHS = ["turnaround_s.p95", "counts.arrivals", "counts.rejected", "counts.expired",
-                 "counts.expired_by_reason.max_wait", "counts.rejected_by_reason.queue_age",
-                 "queue_wait_s.max", "by_class.small.turnaround_s.p95", "goodput_per_s"]  # fmt: skip
+SUMMARY_PATHS = [
+    "turnaround_s.p95",
+    "counts.arrivals",
+    "counts.rejected",
+    "counts.expired",
+    "counts.expired_by_reason.max_wait",
+    "counts.rejected_by_reason.queue_age",
+    "queue_wait_s.max",
+    "by_class.small.turnaround_s.p95",
+    "goodput_per_s",
+]
 OPS = ["<", "<=", ">", ">=", "==", "!=", "=", "=<", "<>", ""]
-numbers = st.one_of(st.floats(allow_nan=True, allow_infinity=True).map(repr),
-                    st.integers(-(10**30), 10**30).map(str), st.text("0123456789.eE+-", max_size=12),
-                    st.sampled_from(["1e99999", "-0", ".5", "5.", "1e", "nan", "inf"]))  # fmt: skip
+numbers = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.integers(-(10**30), 10**30).map(str),
+    st.text("0123456789.eE+-", max_size=12),
+    st.sampled_from(["1e99999", "-0", ".5", "5.", "1e", "nan", "inf"]),
+)
 thresholds = st.one_of(
-    st.builds(lambda a, slash, b, op, n, sp: sp.join([a, *(["/", b] if slash else []), op, n]),
-              st.one_of(st.sampled_from(SUMMARY_PATHS), st.text(max_size=15)), st.booleans(),
-              st.sampled_from(SUMMARY_PATHS), st.sampled_from(OPS), numbers,
-              st.sampled_from([" ", "", "  ", "\t"])),
+    st.builds(
+        lambda a, slash, b, op, n, sp: sp.join([a, *(["/", b] if slash else []), op, n]),
+        st.one_of(st.sampled_from(SUMMARY_PATHS), st.text(max_size=15)),
+        st.booleans(),
+        st.sampled_from(SUMMARY_PATHS),
+        st.sampled_from(OPS),
+        numbers,
+        st.sampled_from([" ", "", "  ", "\t"]),
+    ),
     st.text(max_size=60),
-)  # fmt: skip
+)
 _SUMMARY: dict[str, Any] = {}
 
 

@@ -22,20 +22,37 @@ upstream: {latency: {dist: fixed, value_s: 1}, timeout_s: 30}
 """
 
 MAPPING_BOMB = "name: t\nk0: &k0 {a: 1}\n" + "".join(
-    f"k{i}: &k{i} {{a: *k{i - 1}, b: *k{i - 1}, c: *k{i - 1}}}\n" for i in range(1, 30))
+    f"k{i}: &k{i} {{a: *k{i - 1}, b: *k{i - 1}, c: *k{i - 1}}}\n" for i in range(1, 30)
+)
 
 # (case, profile text, --set overrides, what the message must say)
 CASES: list[tuple[str, str, list[str], str]] = [
     ("billion laughs (9 levels x 9)", billion_laughs(), [], "YAML bomb"),
     ("billion laughs in mappings (3**30)", MAPPING_BOMB, [], "YAML bomb"),
-    ("nested lists 100,000 deep", "name: t\nx: " + "[" * 100_000 + "]" * 100_000 + "\n", [],
-     "nested deeper than 64"),
-    ("nested mappings 10,000 deep", "name: t\nx: " + "{a: " * 10_000 + "1" + "}" * 10_000, [],
-     "nested deeper than 64"),
-    ("block mappings 200 deep", "name: t\n" + "".join(" " * i + f"k{i}:\n" for i in range(200))
-     + " " * 200 + "v: 1\n", [], "nested deeper than 64"),
-    ("alias deepening past the limit", "name: t\na: &a " + "[" * 40 + "]" * 40
-     + "\nb: " + "[" * 30 + "*a" + "]" * 30 + "\n", [], "nested deeper than 64"),
+    (
+        "nested lists 100,000 deep",
+        "name: t\nx: " + "[" * 100_000 + "]" * 100_000 + "\n",
+        [],
+        "nested deeper than 64",
+    ),
+    (
+        "nested mappings 10,000 deep",
+        "name: t\nx: " + "{a: " * 10_000 + "1" + "}" * 10_000,
+        [],
+        "nested deeper than 64",
+    ),
+    (
+        "block mappings 200 deep",
+        "name: t\n" + "".join(" " * i + f"k{i}:\n" for i in range(200)) + " " * 200 + "v: 1\n",
+        [],
+        "nested deeper than 64",
+    ),
+    (
+        "alias deepening past the limit",
+        "name: t\na: &a " + "[" * 40 + "]" * 40 + "\nb: " + "[" * 30 + "*a" + "]" * 30 + "\n",
+        [],
+        "nested deeper than 64",
+    ),
     ("recursive alias", "name: t\na: &a [1, *a]\n", [], "recursive"),
     ("undefined alias", "name: t\na: *nope\n", [], "YAML syntax"),
     ("profile over 1 MiB", "name: t\ndescription: " + "x" * (2 << 20) + "\n", [], "larger than"),
@@ -43,27 +60,58 @@ CASES: list[tuple[str, str, list[str], str]] = [
     ("integer of 5,000 digits", "name: t\nseed: " + "9" * 5000 + "\n", [], "cannot read value"),
     ("timestamp with month 13", "name: t\ndescription: 2024-13-45\n", [], "cannot read value"),
     ("duration_s: 1e12", OK.replace("duration_s: 60", "duration_s: 1e12"), [], "604,800"),
-    ("duration_s: 10**400 (overflows a float)",
-     OK.replace("duration_s: 60", "duration_s: 1" + "0" * 400), [], "finite number"),
+    (
+        "duration_s: 10**400 (overflows a float)",
+        OK.replace("duration_s: 60", "duration_s: 1" + "0" * 400),
+        [],
+        "finite number",
+    ),
     ("rate_per_s: 1e9", OK.replace("rate_per_s: 1", "rate_per_s: 1e9"), [], f"{MAX_ARRIVALS:,}"),
     ("seed 2**64", OK + f"seed: {2**64}\n", [], "9,223,372,036,854,775,807"),
     ("seed -1", OK + "seed: -1\n", [], "must be >= 0"),
-    ("missing arrivals.file", OK.replace("{phases: [{until_s: 60, rate_per_s: 1}]}",
-     "{process: trace, file: no-such-trace.csv}"), [], "no-such-trace.csv"),
+    (
+        "missing arrivals.file",
+        OK.replace(
+            "{phases: [{until_s: 60, rate_per_s: 1}]}", "{process: trace, file: no-such-trace.csv}"
+        ),
+        [],
+        "no-such-trace.csv",
+    ),
     ("phase past duration_s", OK.replace("until_s: 60", "until_s: 90"), [], "past duration_s"),
-    ("executors.initial: 0", OK + "engine: {executors: {initial: 0}}\n", [],
-     "nothing would ever be served"),
-    ("max_tokens: 10,000,000", OK.replace("{weight: 1}", "{weight: 1, max_tokens: 10000000}"),
-     [], f"{MAX_TOKENS:,}"),
-    ("prompt_repeat of 1e9 characters", OK.replace(
-        "{weight: 1}", "{weight: 1, prompt_repeat: {text: 'xxxxxxxxxx', times: 100000000}}"),
-     [], "1,000,000"),
+    (
+        "executors.initial: 0",
+        OK + "engine: {executors: {initial: 0}}\n",
+        [],
+        "nothing would ever be served",
+    ),
+    (
+        "max_tokens: 10,000,000",
+        OK.replace("{weight: 1}", "{weight: 1, max_tokens: 10000000}"),
+        [],
+        f"{MAX_TOKENS:,}",
+    ),
+    (
+        "prompt_repeat of 1e9 characters",
+        OK.replace(
+            "{weight: 1}", "{weight: 1, prompt_repeat: {text: 'xxxxxxxxxx', times: 100000000}}"
+        ),
+        [],
+        "1,000,000",
+    ),
     ("upstream.timeout_s: 1e9", OK.replace("timeout_s: 30", "timeout_s: 1e9"), [], "a week"),
     ("engine.max_wait_s: 0", OK + "engine: {max_wait_s: 0}\n", [], "must be > 0"),
-    ("--set value that is a YAML bomb", OK, ["description=" + billion_laughs(flow=True)],
-     "YAML bomb"),
-    ("--set value nested 10,000 deep", OK, ["description=" + "[" * 10_000 + "]" * 10_000],
-     "nested deeper"),
+    (
+        "--set value that is a YAML bomb",
+        OK,
+        ["description=" + billion_laughs(flow=True)],
+        "YAML bomb",
+    ),
+    (
+        "--set value nested 10,000 deep",
+        OK,
+        ["description=" + "[" * 10_000 + "]" * 10_000],
+        "nested deeper",
+    ),
     ("--set value of 100,000 characters", OK, ["description=" + "x" * 100_000], "longer than"),
     ("--set seed=2**64", OK, [f"seed={2**64}"], "must be <="),
     ("--set without '='", OK, ["duration_s"], "dotted.path=value"),
@@ -107,8 +155,10 @@ def test_the_limits_leave_real_profiles_alone() -> None:
 def test_a_trace_that_exists_validates(tmp_path: Path) -> None:
     trace = tmp_path / "t.csv"
     trace.write_text("t\n0.5\n1.5\n")
-    prof = loads(OK.replace("{phases: [{until_s: 60, rate_per_s: 1}]}",
-                            "{process: trace, file: t.csv}"), base_dir=tmp_path)  # fmt: skip
+    prof = loads(
+        OK.replace("{phases: [{until_s: 60, rate_per_s: 1}]}", "{process: trace, file: t.csv}"),
+        base_dir=tmp_path,
+    )
     assert prof.arrivals.file == str(trace)
 
 

@@ -44,8 +44,9 @@ def _gone(pid: int) -> bool:
 def _recover(out: Path) -> dict[str, Any]:
     """``harness report --recover OUT``: exit 3, no traceback, an incomplete and conserved
     summary (returned)."""
-    res = subprocess.run(harness("report", "--recover", str(out)), capture_output=True,
-                         text=True, timeout=120)  # fmt: skip
+    res = subprocess.run(
+        harness("report", "--recover", str(out)), capture_output=True, text=True, timeout=120
+    )
     assert res.returncode == 3, res.stderr
     assert_no_traceback(res.stderr)
     s = summary(out)
@@ -57,8 +58,9 @@ def _kill_mid_run(tmp_path: Path, also_proxy: bool) -> Path:
     prof = tmp_path / "p.yaml"
     prof.write_text(SLOW)
     out = tmp_path / "out"
-    proc = start(harness("run", str(prof), "--time-scale", "0.25", "--out", str(out)),
-                 tmp_path / "run.log")  # fmt: skip
+    proc = start(
+        harness("run", str(prof), "--time-scale", "0.25", "--out", str(out)), tmp_path / "run.log"
+    )
     try:
         wait_for(lambda: records_sent(out) >= 10 or proc.poll() is not None, 90, "the load")
         time.sleep(1.5)  # a second's flush of decisions and closed seconds
@@ -210,9 +212,21 @@ def test_a_request_the_proxy_never_read_is_named_not_a_violation(tmp_path: Path)
     port = _free_port()
     relay = HoldingRelay(port, HELD)
     try:
-        proc = start(harness("run", str(prof), "--time-scale", "0.5", "--out", str(out),
-                             "--proxy-port", str(port), "--public-host", "127.0.0.2"),
-                     tmp_path / "run.log")  # fmt: skip
+        proc = start(
+            harness(
+                "run",
+                str(prof),
+                "--time-scale",
+                "0.5",
+                "--out",
+                str(out),
+                "--proxy-port",
+                str(port),
+                "--public-host",
+                "127.0.0.2",
+            ),
+            tmp_path / "run.log",
+        )
         try:
             deadline = time.monotonic() + 90
             while not relay.held.wait(0.05):  # the kill lands within ~50 ms of the hold

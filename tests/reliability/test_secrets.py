@@ -32,9 +32,24 @@ def test_the_key_is_sent_and_written_nowhere(tmp_path: Path) -> None:
 
         stub._server.config.app = spy  # type: ignore[attr-defined]
         stub._server.config.loaded_app = spy  # type: ignore[attr-defined]
-        proc = start(harness("run", "smoke", "--max-requests", "8", "--target", f"{stub.url}/v1",
-                             "--model", "gpt-test", "--api-key-env", "HARNESS_TEST_KEY",
-                             "--out", str(out)), log, env={"HARNESS_TEST_KEY": SECRET})  # fmt: skip
+        proc = start(
+            harness(
+                "run",
+                "smoke",
+                "--max-requests",
+                "8",
+                "--target",
+                f"{stub.url}/v1",
+                "--model",
+                "gpt-test",
+                "--api-key-env",
+                "HARNESS_TEST_KEY",
+                "--out",
+                str(out),
+            ),
+            log,
+            env={"HARNESS_TEST_KEY": SECRET},
+        )
         rc = finish(proc, 120)
     assert rc in (0, 1), log.read_text()[-3000:]
     assert summary(out)["counts"]["completed"] > 0

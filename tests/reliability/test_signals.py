@@ -52,8 +52,11 @@ def test_a_signal_to_run_keeps_honest_partial_results(
     for sig in signals:
         proc.send_signal(sig)
         if len(signals) > 1:
-            wait_for(lambda: "draining" in log.read_text() or proc.poll() is not None, 20,
-                     "the drain to start")  # fmt: skip
+            wait_for(
+                lambda: "draining" in log.read_text() or proc.poll() is not None,
+                20,
+                "the drain to start",
+            )
     rc = finish(proc)
     text = log.read_text()
     assert rc == 3, text[-3000:]
@@ -100,8 +103,10 @@ def _proxy(
 ) -> tuple[subprocess.Popen[bytes], str, Path, Path]:
     port = free_port()
     out, log = tmp_path / "proxy-out", tmp_path / "proxy.log"
-    proc = start(harness("proxy", "--upstream", upstream, "--port", str(port), "--out", str(out),
-                         *extra), log)  # fmt: skip
+    proc = start(
+        harness("proxy", "--upstream", upstream, "--port", str(port), "--out", str(out), *extra),
+        log,
+    )
     url = f"http://127.0.0.1:{port}"
     wait_for(lambda: "proxy on" in log.read_text() or proc.poll() is not None, 30, "the proxy")
     assert proc.poll() is None, log.read_text()
@@ -111,13 +116,27 @@ def _proxy(
 def _send(url: str, n: int) -> list[subprocess.Popen[bytes]]:
     """``n`` slow requests from child processes (they outlive the proxy's stop)."""
     body = '{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":4}'
-    cmd = ["curl", "-s", "-m", "30", "-o", "/dev/null", "-H", "content-type: application/json",
-           "-d", body, f"{url}/v1/chat/completions"]  # fmt: skip
+    cmd = [
+        "curl",
+        "-s",
+        "-m",
+        "30",
+        "-o",
+        "/dev/null",
+        "-H",
+        "content-type: application/json",
+        "-d",
+        body,
+        f"{url}/v1/chat/completions",
+    ]
     return [subprocess.Popen(cmd) for _ in range(n)]
 
 
-@pytest.mark.parametrize("signals", [(signal.SIGTERM,), (signal.SIGINT, signal.SIGINT)],
-                         ids=["sigterm-grace-cut", "sigint-twice"])  # fmt: skip
+@pytest.mark.parametrize(
+    "signals",
+    [(signal.SIGTERM,), (signal.SIGINT, signal.SIGINT)],
+    ids=["sigterm-grace-cut", "sigint-twice"],
+)
 def test_a_stopped_proxy_writes_its_books_with_work_in_flight(
     tmp_path: Path, signals: tuple[signal.Signals, ...]
 ) -> None:

@@ -74,8 +74,17 @@ def _signalling_runner(profile: str, overrides: list[str], seed: int) -> dict[st
 def test_a_signal_mid_sweep_writes_which_points_finished(tmp_path: Path) -> None:
     _CALLS["n"] = 0
     with Interrupts().installed() as intr:
-        res = sweep.run_sweep("smoke", ["engine.admission.age_reject_s=1:4:1"], 2, 1, None, [],
-                              tmp_path, runner=_signalling_runner, stop=intr.__bool__)  # fmt: skip
+        res = sweep.run_sweep(
+            "smoke",
+            ["engine.admission.age_reject_s=1:4:1"],
+            2,
+            1,
+            None,
+            [],
+            tmp_path,
+            runner=_signalling_runner,
+            stop=intr.__bool__,
+        )
     assert intr.last == "SIGTERM"
     s = orjson.loads((tmp_path / "sweep.json").read_bytes())
     assert s == orjson.loads(orjson.dumps(res)) and s["complete"] is False
@@ -92,8 +101,17 @@ def test_a_stopped_sweep_reaps_its_pool(tmp_path: Path) -> None:
         seen.append(done)
 
     before = {p.pid for p in mp.active_children()}
-    res = sweep.run_sweep("seed-burst", ["engine.admission.age_reject_s=5:40:5"], 4, 2, None,
-                          [], tmp_path, progress, stop=lambda: bool(seen))  # fmt: skip
+    res = sweep.run_sweep(
+        "seed-burst",
+        ["engine.admission.age_reject_s=5:40:5"],
+        4,
+        2,
+        None,
+        [],
+        tmp_path,
+        progress,
+        stop=lambda: bool(seen),
+    )
     assert res["complete"] is False and 0 < sum(p["seeds_done"] for p in res["points"]) < 32
     assert {p.pid for p in mp.active_children()} <= before  # no worker left behind
 

@@ -85,17 +85,25 @@ def test_ten_minutes_hold_memory_fds_and_the_books(tmp_path: Path) -> None:
         samples: list[dict[str, Any]] = []
         while time.monotonic() - t0 < DURATION_S - 15 and proc.poll() is None:
             time.sleep(30)
-            samples.append({"t": round(time.monotonic() - t0), **{r: _sample(p) for r, p in roles.items()}})  # fmt: skip
+            samples.append(
+                {"t": round(time.monotonic() - t0), **{r: _sample(p) for r, p in roles.items()}}
+            )
         last = {r: _sample(p) for r, p in roles.items()}
         rc = finish(proc, 300)
     finally:
         if proc.poll() is None:
             proc.kill()
     s = summary(out)
-    figures = {"first": first, "last": last, "samples": samples, "exit": rc,
-               "counts": s["counts"], "conservation": s["conservation"],
-               "rss_growth": {r: round(last[r]["rss_kb"] / first[r]["rss_kb"] - 1, 4) for r in first},
-               "fd_growth": {r: last[r]["fds"] - first[r]["fds"] for r in first}}  # fmt: skip
+    figures = {
+        "first": first,
+        "last": last,
+        "samples": samples,
+        "exit": rc,
+        "counts": s["counts"],
+        "conservation": s["conservation"],
+        "rss_growth": {r: round(last[r]["rss_kb"] / first[r]["rss_kb"] - 1, 4) for r in first},
+        "fd_growth": {r: last[r]["fds"] - first[r]["fds"] for r in first},
+    }
     print(orjson.dumps(figures, option=orjson.OPT_INDENT_2).decode())
     if os.environ.get("HARNESS_SOAK_FIGURES"):
         Path(os.environ["HARNESS_SOAK_FIGURES"]).write_bytes(orjson.dumps(figures))

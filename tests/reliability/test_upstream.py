@@ -52,8 +52,10 @@ class Drip:
     async def _serve(self, r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
         try:
             await r.readuntil(b"\r\n\r\n")
-            w.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-                    b"transfer-encoding: chunked\r\n\r\n")  # fmt: skip
+            w.write(
+                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                b"transfer-encoding: chunked\r\n\r\n"
+            )
             while True:
                 w.write(b"1\r\n.\r\n")
                 await w.drain()
@@ -82,9 +84,22 @@ class Proxy:
         self.port = free_port()
         self.out, self.log = tmp_path / "proxy-out", tmp_path / "proxy.log"
         self.url = f"http://127.0.0.1:{self.port}"
-        self.proc = start(harness("proxy", "--upstream", upstream, "--profile", str(prof),
-                                  "--port", str(self.port), "--out", str(self.out),
-                                  "--grace-s", "5"), self.log)  # fmt: skip
+        self.proc = start(
+            harness(
+                "proxy",
+                "--upstream",
+                upstream,
+                "--profile",
+                str(prof),
+                "--port",
+                str(self.port),
+                "--out",
+                str(self.out),
+                "--grace-s",
+                "5",
+            ),
+            self.log,
+        )
         wait_for(lambda: "proxy on" in self.log.read_text() or self.proc.poll() is not None, 30)
         assert self.proc.poll() is None, self.log.read_text()
 
@@ -94,8 +109,9 @@ class Proxy:
         async def one(client: httpx.AsyncClient) -> tuple[int, float]:
             t0 = time.monotonic()
             try:
-                async with client.stream("POST", f"{self.url}/v1/chat/completions",
-                                         json={**BODY, "stream": stream}) as r:  # fmt: skip
+                async with client.stream(
+                    "POST", f"{self.url}/v1/chat/completions", json={**BODY, "stream": stream}
+                ) as r:
                     async for _ in r.aiter_bytes():
                         pass
                     return r.status_code, time.monotonic() - t0
@@ -129,9 +145,13 @@ def test_hang_reset_and_a_cut_stream_each_end_in_one_counted_outcome(tmp_path: P
     try:
         proxy = Proxy(tmp_path, stub_url)
         results = []
-        for fault, stream in ((None, False), ({"kind": "hang"}, False), ({"kind": "reset"}, False),
-                              ({"kind": "stream_error", "after_chunks": 1}, True),
-                              ({"kind": "truncate", "after_chunks": 1}, True)):  # fmt: skip
+        for fault, stream in (
+            (None, False),
+            ({"kind": "hang"}, False),
+            ({"kind": "reset"}, False),
+            ({"kind": "stream_error", "after_chunks": 1}, True),
+            ({"kind": "truncate", "after_chunks": 1}, True),
+        ):
             _faults(stub_url, *([fault] if fault else []))
             results += [(fault and fault["kind"], *r) for r in proxy.post(4, stream)]
         assert all(dt < BOUND_S for *_, dt in results), results
@@ -197,7 +217,6 @@ def _up(url: str) -> bool:
         return False
 
 
-
 GEN = """
 name: drip-direct
 description: the generator alone against the stub streaming 2,000 tokens over 5,000 s
@@ -215,8 +234,9 @@ def test_the_generator_ends_a_dripping_answer_at_its_total_deadline(tmp_path: Pa
     prof = tmp_path / "g.yaml"
     prof.write_text(GEN)
     out, log = tmp_path / "out", tmp_path / "run.log"
-    proc = start(harness("run", str(prof), "--no-proxy", "--time-scale", "0.005", "--out",
-                         str(out)), log)  # fmt: skip
+    proc = start(
+        harness("run", str(prof), "--no-proxy", "--time-scale", "0.005", "--out", str(out)), log
+    )
     rc = finish(proc, 120)
     s = summary(out)
     c = s["counts"]

@@ -27,8 +27,11 @@ def profile(age_reject: float, split: bool = False) -> Profile:
     d = to_dict(prof)
     name, c = next(iter(d["classes"].items()))  # the first class, in two identical halves
     rest = {k: v for k, v in d["classes"].items() if k != name}
-    d["classes"] = {f"{name}_a": {**c, "weight": c["weight"] / 2},
-                    f"{name}_b": {**c, "weight": c["weight"] / 2}, **rest}  # fmt: skip
+    d["classes"] = {
+        f"{name}_a": {**c, "weight": c["weight"] / 2},
+        f"{name}_b": {**c, "weight": c["weight"] / 2},
+        **rest,
+    }
     return loads(json.dumps(d), file="seed-burst-split")
 
 
@@ -42,26 +45,37 @@ def windows(prof: Profile, seeds: range) -> Windows:
         r = simulate(prof, s, with_timeline=False, keep_requests=True)
         assert r.collector is not None and r.collector.records is not None
         span = 350.0  # seed-burst: 300 s of arrivals and its drain, in whole 10 s windows
-        rows += [{**x, "t_intended": x["t_intended"] + k * span}
-                 for x in request_lines(r.collector.records)]  # fmt: skip
+        rows += [
+            {**x, "t_intended": x["t_intended"] + k * span}
+            for x in request_lines(r.collector.records)
+        ]
     return Windows.of(rows, prof.slo.turnaround_p95_s, 10.0)
 
 
 def pair(kind: str, base: Profile, new: Profile, i: int, seeds: int, runs: int) -> Review:
     first = 1 + i * 1000
     if kind == "paired":
-        return review_seeds(summaries(base, range(first, first + seeds)),
-                            summaries(new, range(first, first + seeds)), paired=True)  # fmt: skip
+        return review_seeds(
+            summaries(base, range(first, first + seeds)),
+            summaries(new, range(first, first + seeds)),
+            paired=True,
+        )
     if kind == "unpaired":
-        return review_seeds(summaries(base, range(first, first + seeds)),
-                            summaries(new, range(first + 500, first + 500 + seeds)),
-                            paired=False)  # fmt: skip
-    return review_records(windows(base, range(first, first + runs)),
-                          windows(new, range(first + 500, first + 500 + runs)), seed=i)
+        return review_seeds(
+            summaries(base, range(first, first + seeds)),
+            summaries(new, range(first + 500, first + 500 + seeds)),
+            paired=False,
+        )
+    return review_records(
+        windows(base, range(first, first + runs)),
+        windows(new, range(first + 500, first + 500 + runs)),
+        seed=i,
+    )
 
 
-def rate(kind: str, base: Profile, new: Profile, pairs: int, seeds: int, runs: int,
-         want: str) -> tuple[int, float]:  # fmt: skip
+def rate(
+    kind: str, base: Profile, new: Profile, pairs: int, seeds: int, runs: int, want: str
+) -> tuple[int, float]:
     """(pairs whose verdict is ``want`` -- "regression" counts exit-1 verdicts --, s/compare)"""
     hits = 0
     t0 = time.perf_counter()

@@ -32,8 +32,15 @@ def age_rule(threshold: float = 25, for_s: float = 60) -> dict[str, AlertRule]:
 def test_fires_after_the_condition_held_for_for_s_and_resolves_when_it_stops() -> None:
     tl = timeline(200, oldest_age_s=lambda t: 30.0 + t / 100 if 10 <= t <= 100 else 0.0)
     (a,) = evaluate_alerts(age_rule(), tl, [])
-    assert a == {"name": "age", "severity": "page", "signal": "oldest_age_s", "threshold": 25,
-                 "fired_at_s": 70.0, "resolved_at_s": 101.0, "peak": 31.0}  # fmt: skip
+    assert a == {
+        "name": "age",
+        "severity": "page",
+        "signal": "oldest_age_s",
+        "threshold": 25,
+        "fired_at_s": 70.0,
+        "resolved_at_s": 101.0,
+        "peak": 31.0,
+    }
 
 
 def test_for_zero_fires_at_the_first_breaching_second() -> None:
@@ -63,8 +70,12 @@ def test_one_rule_can_fire_twice_and_results_are_sorted_by_time() -> None:
     tl = timeline(300, oldest_age_s=lambda t: 30.0 if 10 <= t < 20 or 200 <= t < 210 else 0.0)
     rules = {**age_rule(for_s=5), "warn": AlertRule(signal="oldest_age_s", threshold=5, for_s=0)}
     got = [(a["name"], a["fired_at_s"], a["resolved_at_s"]) for a in evaluate_alerts(rules, tl, [])]
-    assert got == [("warn", 10.0, 20.0), ("age", 15.0, 20.0), ("warn", 200.0, 210.0),
-                   ("age", 205.0, 210.0)]  # fmt: skip
+    assert got == [
+        ("warn", 10.0, 20.0),
+        ("age", 15.0, 20.0),
+        ("warn", 200.0, 210.0),
+        ("age", 205.0, 210.0),
+    ]
 
 
 def test_missing_value_resets_the_for_clock() -> None:

@@ -21,26 +21,49 @@ from harness.results.compare import (
 )
 
 
-def summary(seed: int = 1, *, rejected: int = 10, p95: float = 40.0, breach: int = 2,
-            goodput: float = 0.3, arrivals: int = 100) -> dict[str, Any]:  # fmt: skip
+def summary(
+    seed: int = 1,
+    *,
+    rejected: int = 10,
+    p95: float = 40.0,
+    breach: int = 2,
+    goodput: float = 0.3,
+    arrivals: int = 100,
+) -> dict[str, Any]:
     completed = arrivals - rejected
     return {
-        "seed": seed, "verdict": "pass", "complete": True, "profile": {"name": "t"},
-        "counts": {"arrivals": arrivals, "admitted": completed, "rejected": rejected,
-                   "rejected_by_reason": {"queue_age": rejected} if rejected else {},
-                   "completed": completed, "failed": 0, "expired": 0, "slo_breach": breach},
+        "seed": seed,
+        "verdict": "pass",
+        "complete": True,
+        "profile": {"name": "t"},
+        "counts": {
+            "arrivals": arrivals,
+            "admitted": completed,
+            "rejected": rejected,
+            "rejected_by_reason": {"queue_age": rejected} if rejected else {},
+            "completed": completed,
+            "failed": 0,
+            "expired": 0,
+            "slo_breach": breach,
+        },
         "turnaround_s": {"p50": p95 / 2, "p95": p95, "p99": p95 * 1.1},
         "queue_wait_s": {"p95": p95 / 2},
         "goodput_per_s": goodput,
         "scaling": {"replicas": {"mean": 4}},
-        "effective": {"ignored": 1}, "meta": {"wall_s": 0.1},
-    }  # fmt: skip
+        "effective": {"ignored": 1},
+        "meta": {"wall_s": 0.1},
+    }
 
 
 def noisy(seed: int, shift: float = 0.0) -> dict[str, Any]:
     rng = random.Random(seed)
-    return summary(seed, rejected=rng.randint(8, 14), p95=rng.uniform(36, 44) + shift,
-                   breach=rng.randint(1, 4), goodput=rng.uniform(0.28, 0.32))  # fmt: skip
+    return summary(
+        seed,
+        rejected=rng.randint(8, 14),
+        p95=rng.uniform(36, 44) + shift,
+        breach=rng.randint(1, 4),
+        goodput=rng.uniform(0.28, 0.32),
+    )
 
 
 def verdicts(cmp: Any) -> dict[str, str]:
@@ -60,11 +83,16 @@ def test_parse_tolerance_relative_absolute_and_aliases() -> None:
 
 @pytest.mark.parametrize(
     ("text", "needle"),
-    [("nope=5%", "unknown figure"), ("turnaround_s.p95=abc", "not a number"),
-     ("turnaround_s.p95", "expected NAME=5%"), ("=5%", "expected NAME=5%"),
-     ("turnaround_s.p95=-1", ">= 0"), ("turnaround_s.p95=5%%", "not a number"),
-     ("turnaround_s.p95=nan", "finite")],
-)  # fmt: skip
+    [
+        ("nope=5%", "unknown figure"),
+        ("turnaround_s.p95=abc", "not a number"),
+        ("turnaround_s.p95", "expected NAME=5%"),
+        ("=5%", "expected NAME=5%"),
+        ("turnaround_s.p95=-1", ">= 0"),
+        ("turnaround_s.p95=5%%", "not a number"),
+        ("turnaround_s.p95=nan", "finite"),
+    ],
+)
 def test_parse_tolerance_errors_say_what_is_wrong(text: str, needle: str) -> None:
     with pytest.raises(ValueError, match=needle):
         parse_tolerance(text)
@@ -155,8 +183,9 @@ def test_aggregate_clearly_worse_is_a_regression_beyond_noise() -> None:
 def test_worse_median_within_seed_noise_is_reported_as_noise() -> None:
     base = [summary(s, p95=p) for s, p in enumerate([30.0, 60.0, 31.0, 59.0, 45.0])]
     new = [summary(s, p95=p) for s, p in enumerate([32.0, 61.0, 33.0, 58.0, 52.0])]
-    cmp = compare_results(Result("aggregate", "a", aggregate(base)),
-                          Result("aggregate", "b", aggregate(new)), {})  # fmt: skip
+    cmp = compare_results(
+        Result("aggregate", "a", aggregate(base)), Result("aggregate", "b", aggregate(new)), {}
+    )
     assert verdicts(cmp)["turnaround_s.p95"] == "noise"
     assert cmp.regressions == []
 
@@ -221,8 +250,12 @@ def sweep(rec: float | None, shift: float = 0.0) -> dict[str, Any]:
     for x in (1, 2, 3):
         agg = aggregate([noisy(s, shift=shift) for s in range(1, 9)])
         points.append({"values": {"a.x": x}, "seeds": 8, "metrics": agg["metrics"]})
-    return {"params": ["a.x"], "seeds": list(range(1, 9)), "points": points,
-            "recommendation": {"values": None if rec is None else {"a.x": rec}}}  # fmt: skip
+    return {
+        "params": ["a.x"],
+        "seeds": list(range(1, 9)),
+        "points": points,
+        "recommendation": {"values": None if rec is None else {"a.x": rec}},
+    }
 
 
 def test_sweeps_compare_point_by_point_and_losing_the_recommendation_regresses() -> None:

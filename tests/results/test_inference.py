@@ -13,10 +13,15 @@ from harness.results.inference import betainc, bootstrap_p, holm, moving_blocks,
 @pytest.mark.parametrize(
     ("q", "df", "table"),
     [  # two-sided critical values from any t table
-        (0.975, 1, 12.706), (0.975, 9, 2.262), (0.975, 19, 2.093), (0.995, 19, 2.861),
-        (0.99, 9, 2.821), (0.995, 4, 4.604), (0.975, 1000, 1.962),
+        (0.975, 1, 12.706),
+        (0.975, 9, 2.262),
+        (0.975, 19, 2.093),
+        (0.995, 19, 2.861),
+        (0.99, 9, 2.821),
+        (0.995, 4, 4.604),
+        (0.975, 1000, 1.962),
     ],
-)  # fmt: skip
+)
 def test_t_quantiles_match_the_table(q: float, df: int, table: float) -> None:
     assert t_ppf(q, df) == pytest.approx(table, abs=1e-3)
     assert t_sf(table, df) == pytest.approx(1 - q, rel=2e-3)

@@ -23,14 +23,20 @@ from tests.results.review_pairs import profile, rate
 
 
 def _summary(breach: int, p95: float, goodput: float, rejected: int) -> dict[str, object]:
-    return {"counts": {"slo_breach": breach, "completed": 100, "rejected": rejected,
-                       "arrivals": 400}, "turnaround_s": {"p95": p95},
-            "goodput_per_s": goodput}  # fmt: skip
+    return {
+        "counts": {"slo_breach": breach, "completed": 100, "rejected": rejected, "arrivals": 400},
+        "turnaround_s": {"p95": p95},
+        "goodput_per_s": goodput,
+    }
 
 
 def test_the_primary_figures_are_four_and_none_is_another_counted_twice() -> None:
-    assert [f.name for f in PRIMARY] == ["slo_breach_fraction", "turnaround_s.p95",
-                                         "goodput_per_s", "rejection_fraction"]  # fmt: skip
+    assert [f.name for f in PRIMARY] == [
+        "slo_breach_fraction",
+        "turnaround_s.p95",
+        "goodput_per_s",
+        "rejection_fraction",
+    ]
     assert not any("completed / counts.arrivals" in f.expr for f in PRIMARY)
 
 
@@ -71,14 +77,18 @@ def test_overall_names_a_trade_off_and_it_exits_1_only_with_a_regression() -> No
 
 
 def test_windows_count_by_arrival_window_and_skip_what_never_ran() -> None:
-    recs = [{"t_intended": 1.0, "outcome": "completed", "latency_s": 70.0},
-            {"t_intended": 2.0, "outcome": "completed", "latency_s": 10.0},
-            {"t_intended": 12.0, "outcome": "rejected"},
-            {"t_intended": 13.0, "outcome": "dropped"},
-            {"t_intended": 14.0, "outcome": "failed", "latency_s": None}]  # fmt: skip
+    recs = [
+        {"t_intended": 1.0, "outcome": "completed", "latency_s": 70.0},
+        {"t_intended": 2.0, "outcome": "completed", "latency_s": 10.0},
+        {"t_intended": 12.0, "outcome": "rejected"},
+        {"t_intended": 13.0, "outcome": "dropped"},
+        {"t_intended": 14.0, "outcome": "failed", "latency_s": None},
+    ]
     w = Windows.of(recs, slo_s=60.0, width_s=10.0)
     assert [(x.arrivals, x.rejected, x.completed, x.breached) for x in w.rows] == [
-        (2, 0, 2, 1), (2, 1, 0, 0)]  # fmt: skip
+        (2, 0, 2, 1),
+        (2, 1, 0, 0),
+    ]
     breach, p95, goodput, rejection = w.figures([0, 1])
     assert breach == 0.5 and rejection == 0.25 and goodput == pytest.approx(1 / 20)
     assert p95 == pytest.approx(10.0 + 0.95 * 60.0)
@@ -94,16 +104,18 @@ def test_too_few_windows_is_inconclusive_not_a_verdict() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("kind", "pairs", "allowed"),
-                         [("paired", 100, 5), ("unpaired", 100, 5), ("records", 50, 2)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("kind", "pairs", "allowed"), [("paired", 100, 5), ("unpaired", 100, 5), ("records", 50, 2)]
+)
 def test_pairs_equal_in_distribution_rarely_exit_1(kind: str, pairs: int, allowed: int) -> None:
     hits, _ = rate(kind, profile(25), profile(25, split=True), pairs, 10, 5, "regression")
     assert hits <= allowed
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("kind", "pairs", "needed"),
-                         [("paired", 100, 95), ("unpaired", 100, 80), ("records", 50, 40)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("kind", "pairs", "needed"), [("paired", 100, 95), ("unpaired", 100, 80), ("records", 50, 40)]
+)
 def test_age_reject_10_to_40_is_flagged(kind: str, pairs: int, needed: int) -> None:
     hits, _ = rate(kind, profile(10), profile(40), pairs, 10, 5, "regression")
     assert hits >= needed

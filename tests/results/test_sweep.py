@@ -49,10 +49,17 @@ def test_param_lists_and_single_values() -> None:
 
 @pytest.mark.parametrize(
     ("text", "needle"),
-    [("x=1:2:0", "STEP must be > 0"), ("x=5:1:1", "STOP must be >= START"),
-     ("x=a:b:c", "not numbers"), ("x=1:2", "three numbers"), ("=1:2:1", "PATH=START"),
-     ("x", "PATH=START"), ("x=0:1e9:1", "too many"), ("x=1:inf:1", "finite")],
-)  # fmt: skip
+    [
+        ("x=1:2:0", "STEP must be > 0"),
+        ("x=5:1:1", "STOP must be >= START"),
+        ("x=a:b:c", "not numbers"),
+        ("x=1:2", "three numbers"),
+        ("=1:2:1", "PATH=START"),
+        ("x", "PATH=START"),
+        ("x=0:1e9:1", "too many"),
+        ("x=1:inf:1", "finite"),
+    ],
+)
 def test_param_errors_are_clear(text: str, needle: str) -> None:
     with pytest.raises(ValueError, match=needle):
         parse_param(text)
@@ -81,8 +88,11 @@ def test_constraint_uses_the_threshold_grammar() -> None:
 
 
 def point(x: float, rej: list[float], p95: list[float]) -> dict[str, Any]:
-    return {"values": {"a.x": x}, "seeds": len(rej),
-            "metrics": {"rej": describe(rej), "turnaround_s.p95": describe(p95)}}  # fmt: skip
+    return {
+        "values": {"a.x": x},
+        "seeds": len(rej),
+        "metrics": {"rej": describe(rej), "turnaround_s.p95": describe(p95)},
+    }
 
 
 OBJ_P95 = Objective("min", "turnaround_s.p95")
@@ -91,8 +101,11 @@ P95_UNDER_60 = Constraint("turnaround_s.p95 < 60", "turnaround_s.p95", "<", 60)
 
 
 def test_best_feasible_objective_wins_with_margin_to_the_binding_constraint() -> None:
-    pts = [point(1, [0.5] * 3, [30, 31, 32]), point(2, [0.3] * 3, [40, 41, 42]),
-           point(3, [0.1] * 3, [70, 71, 72])]  # fmt: skip
+    pts = [
+        point(1, [0.5] * 3, [30, 31, 32]),
+        point(2, [0.3] * 3, [40, 41, 42]),
+        point(3, [0.1] * 3, [70, 71, 72]),
+    ]
     rec = recommend(pts, OBJ_REJ, [P95_UNDER_60])
     assert rec["values"] == {"a.x": 2}
     assert rec["binding_constraint"] == "turnaround_s.p95 < 60"
@@ -128,8 +141,11 @@ def test_ties_go_to_the_larger_margin() -> None:
 
 
 def test_nothing_feasible_names_the_constraint_failing_at_most_points() -> None:
-    pts = [point(1, [0.5] * 3, [70] * 3), point(2, [0.05] * 3, [80] * 3),
-           point(3, [0.4] * 3, [61] * 3)]  # fmt: skip
+    pts = [
+        point(1, [0.5] * 3, [70] * 3),
+        point(2, [0.05] * 3, [80] * 3),
+        point(3, [0.4] * 3, [61] * 3),
+    ]
     rec = recommend(pts, OBJ_REJ, [P95_UNDER_60, Constraint("rej < 0.3", "rej", "<", 0.3)])
     assert rec["values"] is None and rec["margin"] is None
     assert rec["binding_constraint"] == "turnaround_s.p95 < 60"  # fails at all three points

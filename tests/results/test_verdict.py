@@ -24,7 +24,7 @@ engine: {dependency: {max_retries: 0}, max_wait_s: 3600}
 
 
 def rows_by_source(summary: dict[str, object], source: str) -> list[dict[str, object]]:
-    return [t for t in summary["thresholds"] if t["source"] == source]  # type: ignore[attr-defined, index]
+    return [t for t in summary["thresholds"] if t["source"] == source]
 
 
 def test_a_run_in_which_every_request_failed_fails_without_any_threshold(tmp_path: Path) -> None:
@@ -34,12 +34,17 @@ def test_a_run_in_which_every_request_failed_fails_without_any_threshold(tmp_pat
     assert s["counts"]["completed"] == 0 and s["counts"]["failed"] == s["counts"]["admitted"] > 0
     assert s["verdict"] == "fail"
     completed, failed = rows_by_source(s, "verdict")
-    assert completed == {"expr": "verdict: counts.completed >= 1", "value": 0, "ok": False,
-                         "source": "verdict"}  # fmt: skip
+    assert completed == {
+        "expr": "verdict: counts.completed >= 1",
+        "value": 0,
+        "ok": False,
+        "source": "verdict",
+    }
     assert failed["value"] == 1.0 and failed["ok"] is False
     (tmp_path / "p.yaml").write_text(ALL_503)
-    res = runner.invoke(app, ["sim", str(tmp_path / "p.yaml"), "--out", str(tmp_path / "r"),
-                              "--no-report"])  # fmt: skip
+    res = runner.invoke(
+        app, ["sim", str(tmp_path / "p.yaml"), "--out", str(tmp_path / "r"), "--no-report"]
+    )
     assert res.exit_code == 1
 
 
@@ -53,9 +58,17 @@ def test_the_failure_ceiling_is_a_profile_setting_and_rejections_are_not_failure
     off = simulate(loads(ALL_503 + "verdict: {max_failed_fraction: null, min_completed: 0}\n"), 1)
     assert off.summary["verdict"] == "pass" and rows_by_source(off.summary, "verdict") == []
     # a queue that rejects most arrivals: rejections are admission doing its job
-    shed = simulate(loads(BASE, overrides=["upstream.latency.value_s=3",
-                                           "engine.admission.max_queue_depth=1",
-                                           "engine.executors.initial=1"]), 1)  # fmt: skip
+    shed = simulate(
+        loads(
+            BASE,
+            overrides=[
+                "upstream.latency.value_s=3",
+                "engine.admission.max_queue_depth=1",
+                "engine.executors.initial=1",
+            ],
+        ),
+        1,
+    )
     c = shed.summary["counts"]
     assert c["rejected"] > c["completed"] > 0 and c["failed"] == 0
     assert shed.summary["verdict"] == "pass"
@@ -80,11 +93,13 @@ def test_an_undeclared_slo_is_informational() -> None:
 
 @pytest.mark.parametrize(
     ("extra", "field"),
-    [("verdict: {max_failed_fraction: 1.5}\n", "verdict.max_failed_fraction"),
-     ("verdict: {min_completed: -1}\n", "verdict.min_completed"),
-     ("verdict: {max_failures: 3}\n", "verdict.max_failures"),
-     ("slo: {turnaround_p95_s: 60, enforce: maybe}\n", "slo.enforce")],
-)  # fmt: skip
+    [
+        ("verdict: {max_failed_fraction: 1.5}\n", "verdict.max_failed_fraction"),
+        ("verdict: {min_completed: -1}\n", "verdict.min_completed"),
+        ("verdict: {max_failures: 3}\n", "verdict.max_failures"),
+        ("slo: {turnaround_p95_s: 60, enforce: maybe}\n", "slo.enforce"),
+    ],
+)
 def test_bad_verdict_settings_name_their_field(extra: str, field: str) -> None:
     with pytest.raises(ProfileError) as e:
         loads(BASE + extra, file="t.yaml")
@@ -99,7 +114,19 @@ def test_the_report_and_the_summary_show_why(tmp_path: Path) -> None:
     md = (tmp_path / "report.md").read_text()
     assert "verdict: FAIL" in md and "| slo: turnaround_s.p95 <= 60 |" in md
     assert "FAIL slo: turnaround_s.p95 <= 60" in res.output
-    res = runner.invoke(app, ["sim", "seed-burst", "--seed", "2", "--out", str(tmp_path / "i"),
-                              "--set", "slo.enforce=false", "--no-report"])  # fmt: skip
+    res = runner.invoke(
+        app,
+        [
+            "sim",
+            "seed-burst",
+            "--seed",
+            "2",
+            "--out",
+            str(tmp_path / "i"),
+            "--set",
+            "slo.enforce=false",
+            "--no-report",
+        ],
+    )
     assert res.exit_code == 0 and "breached slo: turnaround_s.p95 <= 60" in res.output
     assert "(informational)" in res.output

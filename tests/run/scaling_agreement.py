@@ -49,22 +49,29 @@ class Scenario:
         """Why this scenario cannot run live here (None: it can)."""
         if self.needs is None or shutil.which(self.needs) is not None:
             return None
-        return (f"the {self.needs} binary is not installed (Debian: apt-get install -y "
-                f"{self.needs}); {self.name!r} reads its signal through one")  # fmt: skip
+        return (
+            f"the {self.needs} binary is not installed (Debian: apt-get install -y "
+            f"{self.needs}); {self.name!r} reads its signal through one"
+        )
 
 
 SCENARIOS = (
     Scenario("short spike", "scenarios/short-spike"),
     Scenario("metric unavailable", "scenarios/metric-outage"),
     # scale-down while long tasks run: a 20 s drain timeout kills some of them
-    Scenario("long task, scale-down", "scenarios/long-task-drain",
-             ("engine.scaling.drain_timeout_s=20",)),
+    Scenario(
+        "long task, scale-down", "scenarios/long-task-drain", ("engine.scaling.drain_timeout_s=20",)
+    ),
     # the same outage read through a real Prometheus scraping the proxy every 15 s (live:
     # `harness run --prometheus auto`; sim: the engine's own scrapes, the last one before
     # each evaluation, blind from the first scrape that fails)
-    Scenario("outage via Prometheus", "scenarios/metric-outage",
-             ("engine.scaling.source=prometheus", "engine.scaling.scrape_interval_s=15"),
-             variant="prometheus", needs="prometheus"),
+    Scenario(
+        "outage via Prometheus",
+        "scenarios/metric-outage",
+        ("engine.scaling.source=prometheus", "engine.scaling.scrape_interval_s=15"),
+        variant="prometheus",
+        needs="prometheus",
+    ),
 )
 
 COUNTS = ("scale_events", "reexecuted", "executors_killed")
@@ -102,18 +109,23 @@ class Row:
 
     def line(self) -> str:
         c = "  ".join(f"{k} {v:g} [{lo:g}, {hi:g}]" for k, (v, lo, hi) in self.counts.items())
-        return (f"{self.scenario.name:<22} replicas outside the band {len(self.outside_s)} of "
-                f"{len(self.live_replicas)} s; {c}; kills before the timeout "
-                f"{len(self.early_kills)}; {'ok' if self.ok else '; '.join(self.problems)}")
+        return (
+            f"{self.scenario.name:<22} replicas outside the band {len(self.outside_s)} of "
+            f"{len(self.live_replicas)} s; {c}; kills before the timeout "
+            f"{len(self.early_kills)}; {'ok' if self.ok else '; '.join(self.problems)}"
+        )
 
 
 def kills_before_timeout(decisions: list[dict[str, Any]], timeout_s: float) -> list[float]:
     """Times of drain kills (re-executions at the drain timeout, drain-killed streams) with no
     scale-down that began draining at least ``timeout_s`` earlier."""
     downs = [d["t"] for d in decisions if d.get("kind") == "scale" and d["to"] < d["from"]]
-    kills = [d["t"] for d in decisions
-             if (d.get("kind") == "reexecute" and d.get("reason") == "drain_timeout")
-             or (d.get("kind") == "fail" and d.get("reason") == "drain_killed")]  # fmt: skip
+    kills = [
+        d["t"]
+        for d in decisions
+        if (d.get("kind") == "reexecute" and d.get("reason") == "drain_timeout")
+        or (d.get("kind") == "fail" and d.get("reason") == "drain_killed")
+    ]
     return [t for t in kills if not any(t - t0 >= timeout_s - 1e-6 for t0 in downs)]
 
 
@@ -147,15 +159,17 @@ def compare(s: Scenario, res: LiveResult, *, seeds: int = 20) -> Row:
     outside: list[int] = []
     for t in range(n):
         lo_t, hi_t = max(0, t - NEIGHBOURHOOD_S), t + NEIGHBOURHOOD_S
-        vals = [v for ser in series for v in ser[lo_t:hi_t + 1]]
+        vals = [v for ser in series for v in ser[lo_t : hi_t + 1]]
         lo, hi = (min(vals), max(vals)) if vals else (live_reps[t], live_reps[t])
         band.append((lo, hi))
         if not lo - widen(hi) <= live_reps[t] <= hi + widen(hi):
             outside.append(t)
     sim_counts = [_counts(r.summary) for r in sims]
     live_counts = _counts(summary)
-    counts = {k: (live_counts[k], min(c[k] for c in sim_counts), max(c[k] for c in sim_counts))
-              for k in live_counts}  # fmt: skip
+    counts = {
+        k: (live_counts[k], min(c[k] for c in sim_counts), max(c[k] for c in sim_counts))
+        for k in live_counts
+    }
     timeout = prof.engine.scaling.drain_timeout_s
     early = [] if timeout is None else kills_before_timeout(res.jsonl("decisions.jsonl"), timeout)
     row = Row(s, live_reps, band, outside, counts, early, summary["conservation"]["ok"])
@@ -180,10 +194,17 @@ def plot(rows: list[Row], path: Path) -> None:
     fig, axes = plt.subplots(1, len(rows), figsize=(5 * len(rows), 3.4), squeeze=False)
     for ax, r in zip(axes[0], rows, strict=True):
         ts = list(range(len(r.band)))
-        ax.fill_between(ts, [lo for lo, _ in r.band], [hi for _, hi in r.band], step="mid",
-                        alpha=0.3, label="sim, 20 seeds (min-max)")  # fmt: skip
-        ax.step(ts, r.live_replicas, where="mid", color="black", lw=1.2,
-                label="live, --time-scale 0.1")  # fmt: skip
+        ax.fill_between(
+            ts,
+            [lo for lo, _ in r.band],
+            [hi for _, hi in r.band],
+            step="mid",
+            alpha=0.3,
+            label="sim, 20 seeds (min-max)",
+        )
+        ax.step(
+            ts, r.live_replicas, where="mid", color="black", lw=1.2, label="live, --time-scale 0.1"
+        )
         ax.set_title(r.scenario.name)
         ax.set_xlabel("profile seconds")
         ax.set_ylabel("desired replicas")

@@ -75,8 +75,9 @@ def live(spec: str, out: Path, overrides: tuple[str, ...] = (), **kw: Any) -> Li
     prof = load(spec, list(overrides))
     dry_run = bool(kw.pop("dry_run", False))
     try:  # bad input is exit 2, as `harness run` maps it
-        settings = LiveSettings.from_options(profile_spec=spec, overrides=overrides, profile=prof,
-                                             out=out, **kw)  # fmt: skip
+        settings = LiveSettings.from_options(
+            profile_spec=spec, overrides=overrides, profile=prof, out=out, **kw
+        )
     except ValueError as e:
         console.print(f"[bold red]error:[/] {e}", soft_wrap=True)
         return LiveResult(2, out, buf.getvalue())

@@ -34,19 +34,42 @@ upstream: {latency: {dist: fixed, value_s: 0.1}}
 
 
 def plan(tmp_path: Path, max_requests: int | None = None) -> Plan:
-    cfg = make_config(loads(STREAMY), seed=5, time_scale=0.5, base_url="http://127.0.0.1:1",
-                      path="/v1/chat/completions", model="m", api_key_env=None, proxied=True,
-                      max_requests=max_requests, workdir=tmp_path)  # fmt: skip
+    cfg = make_config(
+        loads(STREAMY),
+        seed=5,
+        time_scale=0.5,
+        base_url="http://127.0.0.1:1",
+        path="/v1/chat/completions",
+        model="m",
+        api_key_env=None,
+        proxied=True,
+        max_requests=max_requests,
+        workdir=tmp_path,
+    )
     return Plan.from_message({**cfg, "start_epoch": 0.0, "index": 0, "n": 1})
 
 
 def test_workers_split_the_one_schedule_round_robin(tmp_path: Path) -> None:
-    cfg = make_config(load("smoke"), seed=7, time_scale=1.0, base_url="http://x", path="/p",
-                      model="m", api_key_env=None, proxied=True, max_requests=None,
-                      workdir=tmp_path)  # fmt: skip
+    cfg = make_config(
+        load("smoke"),
+        seed=7,
+        time_scale=1.0,
+        base_url="http://x",
+        path="/p",
+        model="m",
+        api_key_env=None,
+        proxied=True,
+        max_requests=None,
+        workdir=tmp_path,
+    )
     full = [a.id for a in schedule(load("smoke"), 7)]
-    shares = [[a.id for a in Plan.from_message({**cfg, "start_epoch": 0.0, "index": i,
-                                                "n": 3}).arrivals()] for i in range(3)]  # fmt: skip
+    shares = [
+        [
+            a.id
+            for a in Plan.from_message({**cfg, "start_epoch": 0.0, "index": i, "n": 3}).arrivals()
+        ]
+        for i in range(3)
+    ]
     for i, share in enumerate(shares):
         assert share == full[i::3]
     assert sorted(x for share in shares for x in share) == sorted(full)
@@ -61,9 +84,18 @@ def test_the_config_names_the_key_variable_and_never_holds_the_key(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("HARNESS_TEST_KEY", "sk-test-do-not-leak")
-    cfg = make_config(loads(STREAMY), seed=1, time_scale=1.0, base_url="http://x", path="/p",
-                      model="m", api_key_env="HARNESS_TEST_KEY", proxied=False,
-                      max_requests=None, workdir=tmp_path)  # fmt: skip
+    cfg = make_config(
+        loads(STREAMY),
+        seed=1,
+        time_scale=1.0,
+        base_url="http://x",
+        path="/p",
+        model="m",
+        api_key_env="HARNESS_TEST_KEY",
+        proxied=False,
+        max_requests=None,
+        workdir=tmp_path,
+    )
     assert b"sk-test-do-not-leak" not in orjson.dumps(cfg)
     spec = RequestSpec(Plan.from_message({**cfg, "start_epoch": 0.0, "index": 0, "n": 1}))
     assert spec.headers["chat"]["authorization"] == "Bearer sk-test-do-not-leak"
@@ -123,18 +155,33 @@ def test_retries_follow_the_sdk_model_in_wall_seconds() -> None:
 @pytest.mark.parametrize(
     ("status", "headers", "proxied", "outcome", "reason"),
     [
-        (429, {"x-admission-reason": "queue_age", "retry-after-ms": "1500"}, True, "rejected",
-         "queue_age"),
+        (
+            429,
+            {"x-admission-reason": "queue_age", "retry-after-ms": "1500"},
+            True,
+            "rejected",
+            "queue_age",
+        ),
         (503, {"x-admission-reason": "shutting_down"}, True, "rejected", "shutting_down"),
         (504, {"x-proxy-outcome": "expired"}, True, "expired", "deadline"),
-        (504, {"x-proxy-outcome": "expired", "x-proxy-reason": "max_wait"}, True, "expired",
-         "max_wait"),
-        (502, {"x-proxy-outcome": "failed", "x-proxy-reason": "upstream_reset"}, True, "failed",
-         "upstream_reset"),
+        (
+            504,
+            {"x-proxy-outcome": "expired", "x-proxy-reason": "max_wait"},
+            True,
+            "expired",
+            "max_wait",
+        ),
+        (
+            502,
+            {"x-proxy-outcome": "failed", "x-proxy-reason": "upstream_reset"},
+            True,
+            "failed",
+            "upstream_reset",
+        ),
         (429, {"retry-after": "2"}, False, "failed", "upstream_429"),
         (500, {}, True, "failed", "http_500"),
     ],
-)  # fmt: skip
+)
 def test_answers_are_classified_from_the_proxys_headers(
     status: int, headers: dict[str, str], proxied: bool, outcome: str, reason: str
 ) -> None:
@@ -181,8 +228,9 @@ def test_a_stream_gives_its_gaps_between_content_chunks_not_role_or_usage_chunks
     role = {"choices": [{"delta": {"role": "assistant"}}]}
     tok = {"choices": [{"delta": {"content": "Hi"}}]}
     fin = {"choices": [{"delta": {}, "finish_reason": "stop"}]}
-    read_stream(FakeStream(_sse(role, tok, tok, tok, tok, fin, b"[DONE]")), c,
-                lambda: next(times), True)  # fmt: skip
+    read_stream(
+        FakeStream(_sse(role, tok, tok, tok, tok, fin, b"[DONE]")), c, lambda: next(times), True
+    )
     assert c.ttft == 1.0 and c.gaps == [0.25, 0.5, 0.25]
     assert c.tokens is None and c.chars == 8  # no usage chunk: only the estimate's input
 

@@ -1,4 +1,5 @@
-"""The profile's wire: section turned into headers, a query and a body (harness.live.load.dialect)."""
+"""The profile's wire: section turned into headers, a query and a body
+(harness.live.load.dialect)."""
 
 from __future__ import annotations
 
@@ -31,13 +32,19 @@ def test_azure_style_headers_query_and_body(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.delenv("T_UNSET", raising=False)
     prof = make_profile(AZURE)
     w = prof.wire
-    assert wire_headers(w, w.auth.env) == {"api-key": "k-2", "x-static": "plain", "x-secret": "s 3&"}
+    assert wire_headers(w, w.auth.env) == {
+        "api-key": "k-2",
+        "x-static": "plain",
+        "x-secret": "s 3&",
+    }
     assert wire_path("/p", w) == "/p?api-version=2024-10-21&sig=s+3%26"
     body = orjson.loads(request_body(prof.classes["a"], "m", w))
     assert body["max_completion_tokens"] == 256 and "max_tokens" not in body
 
 
-def test_no_key_variable_or_an_empty_one_sends_no_credential(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_key_variable_or_an_empty_one_sends_no_credential(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "")
     w = make_profile().wire
     assert wire_headers(w, w.auth.env) == {}
@@ -46,8 +53,13 @@ def test_no_key_variable_or_an_empty_one_sends_no_credential(monkeypatch: pytest
 
 
 def test_set_overrides_reach_the_wire_section() -> None:
-    prof = make_profile(overrides=["wire.auth.scheme=null", "wire.query.api-version=2025-01-01",
-                                   "wire.max_tokens_field=max_completion_tokens"])  # fmt: skip
+    prof = make_profile(
+        overrides=[
+            "wire.auth.scheme=null",
+            "wire.query.api-version=2025-01-01",
+            "wire.max_tokens_field=max_completion_tokens",
+        ]
+    )
     assert prof.wire.auth.scheme is None
     assert prof.wire.query == {"api-version": "2025-01-01"}
     assert prof.wire.max_tokens_field == "max_completion_tokens"

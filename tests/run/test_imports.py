@@ -30,9 +30,11 @@ def test_only_the_locust_process_modules_import_locust_or_gevent() -> None:
 
 
 def test_the_run_command_does_not_load_locust_into_its_own_process() -> None:
-    code = ("import sys, harness.live.run.orchestrate, harness.live.run.children, harness.live.load.calls\n"
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in "
-            f"{GREEN!r}))")  # fmt: skip
+    code = (
+        "import sys, harness.live.run.orchestrate, harness.live.run.children,"
+        " harness.live.load.calls\nprint(sorted(m for m in sys.modules if m.split('.')[0] in"
+        f" {GREEN!r}))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 

@@ -94,8 +94,13 @@ class IgnoresIncludeUsage:
 def test_without_usage_in_the_stream_token_figures_are_marked_estimated(tmp_path: Path) -> None:
     app = IgnoresIncludeUsage(create_app(profile=loads(KNOWN)))
     with StubThread(app) as stub:  # type: ignore[arg-type]
-        res = live(write_profile(tmp_path, KNOWN), tmp_path / "out", target=f"{stub.url}/v1",
-                   model="m", no_proxy=True)  # fmt: skip
+        res = live(
+            write_profile(tmp_path, KNOWN),
+            tmp_path / "out",
+            target=f"{stub.url}/v1",
+            model="m",
+            no_proxy=True,
+        )
     s = res.summary
     done = s["counts"]["completed"]
     assert res.code == 0 and done == s["counts"]["arrivals"] > 0, res.console
@@ -112,8 +117,14 @@ def test_every_request_failing_is_a_fail_and_max_requests_rates_use_the_span_sen
 ) -> None:
     with StubThread(create_app(latency_s=0.01)) as stub:
         # a wrong base path: every request is a 404
-        res = live("smoke", tmp_path / "out", target=f"{stub.url}/wrong/v1", model="m",
-                   no_proxy=True, max_requests=6)  # fmt: skip
+        res = live(
+            "smoke",
+            tmp_path / "out",
+            target=f"{stub.url}/wrong/v1",
+            model="m",
+            no_proxy=True,
+            max_requests=6,
+        )
     s = res.summary
     c = s["counts"]
     assert c["arrivals"] == c["failed"] == 6 and c["completed"] == 0

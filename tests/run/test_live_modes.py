@@ -57,13 +57,16 @@ def test_client_retries_are_counted_as_attempts_on_both_sides(tmp_path: Path) ->
 
 def test_ctrl_c_drains_briefly_and_keeps_partial_results(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    code = (f"import sys; from pathlib import Path; from rich.console import Console\n"
-            f"from harness.profile import load; from harness.live.run.orchestrate import run_live\n"
-            f"from harness.live.run.settings import LiveSettings\n"
-            f"sys.exit(run_live(LiveSettings.from_options(profile_spec='seed-burst', "
-            f"profile=load('seed-burst'), out=Path({str(out)!r})), console=Console()))")  # fmt: skip
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT)  # fmt: skip
+    code = (
+        f"import sys; from pathlib import Path; from rich.console import Console\n"
+        f"from harness.profile import load; from harness.live.run.orchestrate import run_live\n"
+        f"from harness.live.run.settings import LiveSettings\n"
+        f"sys.exit(run_live(LiveSettings.from_options(profile_spec='seed-burst', "
+        f"profile=load('seed-burst'), out=Path({str(out)!r})), console=Console()))"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
     try:
         for _ in range(600):  # until the first requests went out (bounded: 60 s)
             if any(p.stat().st_size for p in out.glob(".live-*/requests.jsonl")):
@@ -87,8 +90,14 @@ def test_a_real_endpoints_key_is_sent_but_never_written(
     secret = "sk-harness-test-0123456789abcdef"
     monkeypatch.setenv("HARNESS_TEST_KEY", secret)
     with StubThread(create_app(latency_s=0.05)) as stub:
-        res = live("smoke", tmp_path / "out", target=f"{stub.url}/v1", max_requests=12,
-                   model="gpt-test", api_key_env="HARNESS_TEST_KEY")  # fmt: skip
+        res = live(
+            "smoke",
+            tmp_path / "out",
+            target=f"{stub.url}/v1",
+            max_requests=12,
+            model="gpt-test",
+            api_key_env="HARNESS_TEST_KEY",
+        )
         completed = stub.app.state.counters.completed
     assert res.summary["counts"]["completed"] == completed > 0
     assert secret not in res.console
@@ -106,8 +115,14 @@ def test_no_proxy_measures_the_endpoint_bare(tmp_path: Path) -> None:
 
 
 def test_the_dry_run_sends_nothing(tmp_path: Path) -> None:
-    res = live("seed-burst", tmp_path / "out", target="http://127.0.0.1:9/v1", model="m",
-               dry_run=True, max_requests=100)  # fmt: skip
+    res = live(
+        "seed-burst",
+        tmp_path / "out",
+        target="http://127.0.0.1:9/v1",
+        model="m",
+        dry_run=True,
+        max_requests=100,
+    )
     assert res.code == 0 and not res.out.exists()
     assert "100" in res.console and "nothing was sent" in res.console
 
@@ -119,8 +134,9 @@ def test_bad_input_is_exit_2(tmp_path: Path) -> None:
 
 
 def test_time_scale_with_a_real_target_is_refused_with_the_reason(tmp_path: Path) -> None:
-    res = live("smoke", tmp_path / "out", target="http://127.0.0.1:9/v1", model="m",
-               time_scale=0.25)  # fmt: skip
+    res = live(
+        "smoke", tmp_path / "out", target="http://127.0.0.1:9/v1", model="m", time_scale=0.25
+    )
     assert res.code == 2 and not res.out.exists()
     assert "real endpoint's latency cannot be scaled" in " ".join(res.console.split())
     assert not any(tmp_path.iterdir())

@@ -17,9 +17,14 @@ def _said(tmp_path: Path, no_proxy: bool) -> str:
     spec = "scenarios/ack-lost-during-drain"
     prof = load(spec)
     assert any(f.kind == "ack_loss" for f in prof.faults)
-    settings = LiveSettings.from_options(profile_spec=spec, overrides=(), profile=prof,
-                                         out=tmp_path / "r", time_scale=0.1,
-                                         no_proxy=no_proxy)  # fmt: skip
+    settings = LiveSettings.from_options(
+        profile_spec=spec,
+        overrides=(),
+        profile=prof,
+        out=tmp_path / "r",
+        time_scale=0.1,
+        no_proxy=no_proxy,
+    )
     buf = io.StringIO()
     _notes(settings, Console(file=buf, width=200))
     return buf.getvalue()

@@ -1,8 +1,8 @@
 """Classes with token-count distributions, live: each request is sent a prompt of its drawn
-size and its drawn completion as the cap (harness/live/load/trace_bodies.py, ClassSizes), drawn as the
-stub and the simulation draw them, so the stub's usage matches the draws request for request,
-through the proxy (which passes x-class on to the stub: the stub picks the class by it, not by
-the prompt's size) and bare. token-model, 20 profile seconds at --time-scale 0.1 (2 s of load)."""
+size and its drawn completion as the cap (harness/live/load/trace_bodies.py, ClassSizes), drawn as
+the stub and the simulation draw them, so the stub's usage matches the draws request for request,
+through the proxy (which passes x-class on to the stub: the stub picks the class by it, not by the
+prompt's size) and bare. token-model, 20 profile seconds at --time-scale 0.1 (2 s of load)."""
 
 from __future__ import annotations
 
@@ -53,4 +53,3 @@ def test_the_dry_run_counts_the_sized_requests_it_would_send(tmp_path: Path) -> 
     drawn = [sizes.lengths(a) for a in schedule(prof, 3) if a.cls == "chat"]
     prompt = sum(d[0] for d in drawn if d is not None)
     assert f"{prompt:,}" in res.console  # not the class's ~12-token prompt text
-

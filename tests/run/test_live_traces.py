@@ -1,12 +1,12 @@
 """Public LLM traces replayed live against the bundled stub (issue 17's must-show).
 
-Each test writes a small trace in one format (Azure CSV, BurstGPT CSV, mooncake JSONL), works
-out what the file holds on its own (rebase, window, speed-up: not through harness.workload.traces), runs
-it live at a small time scale -- through the proxy, without it, and with two Locust workers --
-and checks what was sent against the file: the arrivals per 10 s window (within one), the
-interarrival CV (within 10 %), and the tokens: the stub answers a prompt of 4 x N characters as
-N prompt tokens and, with no completion distribution, exactly ``max_tokens`` completion tokens,
-so the achieved totals equal the traced ones. Each run takes 12-18 s of wall time (9 s of load).
+Each test writes a small trace in one format (Azure CSV, BurstGPT CSV, mooncake JSONL), works out
+what the file holds on its own (rebase, window, speed-up: not through harness.workload.traces), runs
+it live at a small time scale -- through the proxy, without it, and with two Locust workers -- and
+checks what was sent against the file: the arrivals per 10 s window (within one), the interarrival
+CV (within 10 %), and the tokens: the stub answers a prompt of 4 x N characters as N prompt tokens
+and, with no completion distribution, exactly ``max_tokens`` completion tokens, so the achieved
+totals equal the traced ones. Each run takes 12-18 s of wall time (9 s of load).
 """
 
 from __future__ import annotations
@@ -51,7 +51,9 @@ def cv(times: list[float]) -> float:
 
 def traced_profile(tmp: Path, fmt: str, file: Path, trace: str = "", stream: bool = False) -> str:
     opts = f", trace: {trace}" if trace else ""
-    return write_profile(tmp, f"""
+    return write_profile(
+        tmp,
+        f"""
 name: traced-{fmt}
 duration_s: {DURATION_S}
 seed: 5
@@ -61,7 +63,8 @@ classes:
 upstream: {{latency: {{dist: fixed, value_s: 0.05}}, timeout_s: 10}}
 engine: {{executors: {{initial: 32}}}}
 generator: {{lateness_p99_limit_s: 1.0}}
-""")  # fmt: skip
+""",
+    )
 
 
 def check_replay(res: Any, expected: list[Row]) -> None:
@@ -81,15 +84,23 @@ def check_replay(res: Any, expected: list[Row]) -> None:
     assert abs(cv(sent) - cv(want_t)) <= 0.1 * cv(want_t), (cv(sent), cv(want_t))
     prompt, output = sum(p for _t, p, _o in expected), sum(o for _t, _p, o in expected)
     tr = s["trace"]
-    assert (tr["arrivals"], tr["prompt_tokens"], tr["output_tokens"]) == (len(expected), prompt,
-                                                                         output)  # fmt: skip
-    assert tr["completed"] == {"requests": len(expected), "prompt_tokens": prompt,
-                               "output_tokens": output}  # fmt: skip
+    assert (tr["arrivals"], tr["prompt_tokens"], tr["output_tokens"]) == (
+        len(expected),
+        prompt,
+        output,
+    )
+    assert tr["completed"] == {
+        "requests": len(expected),
+        "prompt_tokens": prompt,
+        "output_tokens": output,
+    }
     assert tr["achieved"] == {"prompt_tokens": prompt, "output_tokens": output, "source": "usage"}
     # each request carried its own row's lengths, as the server counted them
     by_id = {r["id"]: r["tokens"] for r in recs}
-    assert [(by_id[f"r-{i:06d}"]["prompt"], by_id[f"r-{i:06d}"]["completion"])
-            for i in range(1, len(expected) + 1)] == [(p, o) for _t, p, o in expected]  # fmt: skip
+    assert [
+        (by_id[f"r-{i:06d}"]["prompt"], by_id[f"r-{i:06d}"]["completion"])
+        for i in range(1, len(expected) + 1)
+    ] == [(p, o) for _t, p, o in expected]
 
 
 def test_azure_trace_through_the_proxy_sends_each_rows_lengths(tmp_path: Path) -> None:
@@ -109,9 +120,10 @@ def test_azure_trace_through_the_proxy_sends_each_rows_lengths(tmp_path: Path) -
 def test_burstgpt_trace_without_the_proxy_streams_each_rows_lengths(tmp_path: Path) -> None:
     rows = trace_rows(2, 2 * DURATION_S)  # speedup 2: 60 s of trace in the 30 s profile
     f = tmp_path / "burst.csv"
-    f.write_text("Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
-                 + "".join(f"{1000 + t:.3f},ChatGPT,{p},{o},{p + o},Conversation log\n"
-                           for t, p, o in rows))  # fmt: skip
+    f.write_text(
+        "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
+        + "".join(f"{1000 + t:.3f},ChatGPT,{p},{o},{p + o},Conversation log\n" for t, p, o in rows)
+    )
     expected = [(t / 2, p, o) for t, p, o in rows if t / 2 < DURATION_S]
     spec = traced_profile(tmp_path, "burstgpt", f, "{speedup: 2}", stream=True)
     check_replay(live(spec, tmp_path / "out", time_scale=TIME_SCALE, no_proxy=True), expected)
@@ -120,9 +132,20 @@ def test_burstgpt_trace_without_the_proxy_streams_each_rows_lengths(tmp_path: Pa
 def test_mooncake_trace_over_two_workers_sends_each_rows_lengths(tmp_path: Path) -> None:
     rows = trace_rows(3, DURATION_S)
     f = tmp_path / "mooncake.jsonl"
-    f.write_bytes(b"".join(orjson.dumps({"timestamp": round(t * 1000), "input_length": p,
-                                         "output_length": o, "hash_ids": [1, 2]}) + b"\n"
-                           for t, p, o in rows))  # fmt: skip
+    f.write_bytes(
+        b"".join(
+            orjson.dumps(
+                {
+                    "timestamp": round(t * 1000),
+                    "input_length": p,
+                    "output_length": o,
+                    "hash_ids": [1, 2],
+                }
+            )
+            + b"\n"
+            for t, p, o in rows
+        )
+    )
     expected = [(round(t * 1000) / 1000, p, o) for t, p, o in rows]
     spec = traced_profile(tmp_path, "mooncake", f)
     res = live(spec, tmp_path / "out", time_scale=TIME_SCALE, workers=2)

@@ -50,7 +50,8 @@ def test_live_agrees_with_sim_within_the_20_seed_band(
 ) -> None:
     res = runs[name]
     # 1: the generator saturated (see below), or the declared SLO was breached: seed-burst's
-    # AGE_REJECT of 25 s misses its 60 s SLO on most seeds (docs/verdict-and-review.md, "The verdict")
+    # AGE_REJECT of 25 s misses its 60 s SLO on most seeds (docs/verdict-and-review.md, "The
+    # verdict")
     assert res.code in (0, 1), res.console
     s = res.summary
     assert s["complete"] and s["conservation"]["ok"], s["conservation"]
@@ -60,10 +61,12 @@ def test_live_agrees_with_sim_within_the_20_seed_band(
     p95_band = max(x[1] for x in sims) - min(x[1] for x in sims)
     sim_rej, sim_p95 = _figures(simulate(prof, SEED, with_timeline=False).summary)
     live_rej, live_p95 = _figures(s)
-    print(f"\n{name}: rejected sim {sim_rej:.3f} live {live_rej:.3f} (tolerance "
-          f"{rej_band + MARGIN_REJECTED:.3f}); p95 sim {sim_p95:.1f} live {live_p95:.1f} s "
-          f"(tolerance {p95_band + MARGIN_P95 * sim_p95:.1f}); lateness p99 "
-          f"{s['generator']['schedule_lag_s']['p99']} s; wall {s['meta']['wall_s']} s")  # fmt: skip
+    print(
+        f"\n{name}: rejected sim {sim_rej:.3f} live {live_rej:.3f} (tolerance "
+        f"{rej_band + MARGIN_REJECTED:.3f}); p95 sim {sim_p95:.1f} live {live_p95:.1f} s "
+        f"(tolerance {p95_band + MARGIN_P95 * sim_p95:.1f}); lateness p99 "
+        f"{s['generator']['schedule_lag_s']['p99']} s; wall {s['meta']['wall_s']} s"
+    )
     assert abs(live_rej - sim_rej) <= rej_band + MARGIN_REJECTED
     assert abs(live_p95 - sim_p95) <= p95_band + MARGIN_P95 * sim_p95
     if s["generator_saturated"]:  # a loaded machine; the verdict says so, never silently
@@ -82,8 +85,9 @@ def test_every_arrival_is_accounted_for_at_the_client_and_at_the_proxy(
         client, proxy = s["counts"], s["proxy"]["counts"]
         for k in ("arrivals", "admitted", "rejected", "completed", "failed", "expired"):
             assert client[k] == proxy[k], (name, k)
-        assert client["rejected_by_reason"] == {k: v for k, v in
-                                                proxy["rejected_by_reason"].items() if v}  # fmt: skip
+        assert client["rejected_by_reason"] == {
+            k: v for k, v in proxy["rejected_by_reason"].items() if v
+        }
         assert s["proxy_turnaround_s"]["p95"] <= s["turnaround_s"]["p95"]
         assert (res.out / "locust.html").is_file() and (res.out / "report.md").is_file()
 
@@ -112,8 +116,14 @@ def test_the_proxy_sees_the_profiles_rates_while_responses_take_5_to_30_s(
 
 def test_a_live_run_writes_the_results_folder(runs: dict[str, LiveResult]) -> None:
     out: Path = runs["steady"].out
-    for name in ("summary.json", "requests.jsonl", "decisions.jsonl", "timeline.jsonl",
-                 "locust.html", "proxy/summary.json"):  # fmt: skip
+    for name in (
+        "summary.json",
+        "requests.jsonl",
+        "decisions.jsonl",
+        "timeline.jsonl",
+        "locust.html",
+        "proxy/summary.json",
+    ):
         assert (out / name).is_file(), name
     timeline = runs["steady"].jsonl("timeline.jsonl")
     assert timeline[0]["t"] == 0 and "depth" in timeline[0]

@@ -34,40 +34,103 @@ slo: {turnaround_p95_s: 5}
 LIVE = {"time_scale": 1.0, "proxy": False, "workers": 0}
 
 
-def rec(i: int, outcome: str = "completed", reason: str | None = None, *, t: float | None = None,
-        latency: float = 1.0, history: list[str] | None = None, lag: float = 0.0001,
-        cls: str = "a") -> dict[str, Any]:  # fmt: skip
+def rec(
+    i: int,
+    outcome: str = "completed",
+    reason: str | None = None,
+    *,
+    t: float | None = None,
+    latency: float = 1.0,
+    history: list[str] | None = None,
+    lag: float = 0.0001,
+    cls: str = "a",
+) -> dict[str, Any]:
     t0 = float(i) if t is None else t
     sent = outcome != "dropped"
-    hist = history if history is not None else ([outcome if reason is None else
-                                                 f"{outcome}:{reason}"] if sent else [])  # fmt: skip
+    hist = (
+        history
+        if history is not None
+        else ([outcome if reason is None else f"{outcome}:{reason}"] if sent else [])
+    )
     done = outcome in ("completed", "failed", "rejected", "expired")
-    return {"id": f"r-{i:06d}", "class": cls, "priority": "batch" if cls == "b" else "standard",
-            "tenant": "default", "worker": 0, "t_intended": t0, "t_sent": t0 if sent else None,
-            "lag_s": lag, "attempts": len(hist), "status": 200 if outcome == "completed" else 429,
-            "outcome": outcome, "reason": reason, "history": hist,
-            "queue_wait_s": 0.1 if outcome == "completed" else None, "ttft_s": None,
-            "latency_s": latency if done else None, "t_end": t0 + latency if done else None,
-            "tokens": {"prompt": 1, "completion": 4} if outcome == "completed" else None}  # fmt: skip
+    return {
+        "id": f"r-{i:06d}",
+        "class": cls,
+        "priority": "batch" if cls == "b" else "standard",
+        "tenant": "default",
+        "worker": 0,
+        "t_intended": t0,
+        "t_sent": t0 if sent else None,
+        "lag_s": lag,
+        "attempts": len(hist),
+        "status": 200 if outcome == "completed" else 429,
+        "outcome": outcome,
+        "reason": reason,
+        "history": hist,
+        "queue_wait_s": 0.1 if outcome == "completed" else None,
+        "ttft_s": None,
+        "latency_s": latency if done else None,
+        "t_end": t0 + latency if done else None,
+        "tokens": {"prompt": 1, "completion": 4} if outcome == "completed" else None,
+    }
 
 
-def run_merge(tmp: Path, recs: list[dict[str, Any]], scheduled: int | None = None,
-              proxy_dir: Path | None = None, complete: bool = True,
-              scale: float = 1.0) -> dict[str, Any]:  # fmt: skip
+def run_merge(
+    tmp: Path,
+    recs: list[dict[str, Any]],
+    scheduled: int | None = None,
+    proxy_dir: Path | None = None,
+    complete: bool = True,
+    scale: float = 1.0,
+) -> dict[str, Any]:
     live = {**LIVE, "proxy": proxy_dir is not None, "time_scale": scale}
-    return merge(out=tmp / "out", profile=PROFILE, seed=1, records=recs,
-                 scheduled=len(recs) if scheduled is None else scheduled, proxy_dir=proxy_dir,
-                 live=live, started_at=datetime.now(UTC), wall_s=1.0, complete=complete)  # fmt: skip
+    return merge(
+        out=tmp / "out",
+        profile=PROFILE,
+        seed=1,
+        records=recs,
+        scheduled=len(recs) if scheduled is None else scheduled,
+        proxy_dir=proxy_dir,
+        live=live,
+        started_at=datetime.now(UTC),
+        wall_s=1.0,
+        complete=complete,
+    )
 
 
 def test_the_merged_summary_has_the_design_schema(tmp_path: Path) -> None:
-    recs = [rec(1), rec(2, "rejected", "queue_age"), rec(3, cls="b", latency=6.0),
-            rec(4, "failed", "upstream_503"), rec(5, "dropped", "generator_full")]  # fmt: skip
+    recs = [
+        rec(1),
+        rec(2, "rejected", "queue_age"),
+        rec(3, cls="b", latency=6.0),
+        rec(4, "failed", "upstream_503"),
+        rec(5, "dropped", "generator_full"),
+    ]
     s = run_merge(tmp_path, recs)
-    for key in ("schema_version", "complete", "mode", "profile", "seed", "effective", "meta",
-                "counts", "conservation", "turnaround_s", "queue_wait_s", "ttft_s", "itl_s",
-                "output_tokens_per_s", "goodput_per_s", "by_class", "by_priority", "scaling",
-                "alerts", "generator", "thresholds", "verdict"):  # fmt: skip
+    for key in (
+        "schema_version",
+        "complete",
+        "mode",
+        "profile",
+        "seed",
+        "effective",
+        "meta",
+        "counts",
+        "conservation",
+        "turnaround_s",
+        "queue_wait_s",
+        "ttft_s",
+        "itl_s",
+        "output_tokens_per_s",
+        "goodput_per_s",
+        "by_class",
+        "by_priority",
+        "scaling",
+        "alerts",
+        "generator",
+        "thresholds",
+        "verdict",
+    ):
         assert key in s, key
     c = s["counts"]
     assert s["mode"] == "live" and s["conservation"]["ok"], s["conservation"]
@@ -113,12 +176,22 @@ def test_the_lateness_limit_scales_with_time_down_to_a_timer_floor(tmp_path: Pat
 
 
 def test_attempts_are_cross_checked_against_the_proxys_counts() -> None:
-    recs = [rec(1, history=["rejected:queue_age", "completed"]),
-            rec(2, "rejected", "queue_age", history=["rejected:queue_age"] * 3),
-            rec(3, "failed", "connection_refused", history=["failed:connection_refused"])]  # fmt: skip
+    recs = [
+        rec(1, history=["rejected:queue_age", "completed"]),
+        rec(2, "rejected", "queue_age", history=["rejected:queue_age"] * 3),
+        rec(3, "failed", "connection_refused", history=["failed:connection_refused"]),
+    ]
     exp = attempt_counts(recs)
-    assert exp == {"arrivals": 5, "admitted": 1, "rejected": 4, "completed": 1, "failed": 0,
-                   "expired": 0, "rejected_by_reason": {"queue_age": 4}, "unknown": 0}  # fmt: skip
+    assert exp == {
+        "arrivals": 5,
+        "admitted": 1,
+        "rejected": 4,
+        "completed": 1,
+        "failed": 0,
+        "expired": 0,
+        "rejected_by_reason": {"queue_age": 4},
+        "unknown": 0,
+    }
     proxy = {**exp, "rejected_by_reason": {"queue_age": 4, "queue_depth": 0}}
     assert cross_check(exp, proxy) == []
     off = cross_check(exp, {**proxy, "arrivals": 6, "completed": 0})
@@ -130,25 +203,42 @@ def test_attempts_are_counted_by_outcome_as_the_generator_spells_them() -> None:
     answered is an expiry (a live run with expiries was declared invalid: expired 0 != N), and
     an attempt out when the generator stopped is of unknown outcome (a shutting_down 503 it
     never read was flagged as a rejection the client could not have missed)."""
-    expired, interrupted = (ClientRequest(Arrival(i, 0.0, "a", 1, "default", None, 2.0), 0.0, 0.0)
-                            for i in (1, 2))  # fmt: skip
+    expired, interrupted = (
+        ClientRequest(Arrival(i, 0.0, "a", 1, "default", None, 2.0), 0.0, 0.0) for i in (1, 2)
+    )
     for c in (expired, interrupted):
         c.begin()
     expired.answered(504, {"x-proxy-outcome": "expired", "x-proxy-reason": "deadline"}, None, True)
     interrupted.abandon()
     assert expired.history == ["expired:deadline"]
     assert interrupted.history == ["in_flight:interrupted"]
-    recs = [{"history": expired.history}, {"history": interrupted.history},
-            {"history": ["rejected:queue_age", "completed"]}]  # fmt: skip
+    recs = [
+        {"history": expired.history},
+        {"history": interrupted.history},
+        {"history": ["rejected:queue_age", "completed"]},
+    ]
     exp = attempt_counts(recs)
-    assert exp == {"arrivals": 4, "admitted": 3, "rejected": 1, "completed": 1, "failed": 1,
-                   "expired": 1, "rejected_by_reason": {"queue_age": 1}, "unknown": 1}  # fmt: skip
+    assert exp == {
+        "arrivals": 4,
+        "admitted": 3,
+        "rejected": 1,
+        "completed": 1,
+        "failed": 1,
+        "expired": 1,
+        "rejected_by_reason": {"queue_age": 1},
+        "unknown": 1,
+    }
     # The proxy ended the interrupted attempt as a cancelled failure (a complete run's check),
     # or turned it away as it shut down (a cut run's check): both agree with the client.
     proxy = {k: v for k, v in exp.items() if k != "unknown"}
     assert cross_check(exp, proxy) == []
-    shut = {"arrivals": 4, "admitted": 2, "rejected": 2, "completed": 1,
-            "rejected_by_reason": {"queue_age": 1, "shutting_down": 1}}  # fmt: skip
+    shut = {
+        "arrivals": 4,
+        "admitted": 2,
+        "rejected": 2,
+        "completed": 1,
+        "rejected_by_reason": {"queue_age": 1, "shutting_down": 1},
+    }
     assert cross_check_partial(exp, {"counts": shut, "conservation": {"violations": []}}) == []
 
 
@@ -156,15 +246,23 @@ def test_a_cut_run_lets_an_answer_the_client_never_read_be_a_proxy_rejection() -
     """Interrupted: an attempt still in flight on the client side may have been turned away
     (shutting_down) by the proxy as the generator died -- one unseen rejection per such attempt,
     never more, and never a rejection the client saw that the proxy did not make."""
-    recs = [rec(1, history=["completed"]), rec(2, history=["in_flight"]),
-            rec(3, history=["rejected:queue_age"])]  # fmt: skip
+    recs = [
+        rec(1, history=["completed"]),
+        rec(2, history=["in_flight"]),
+        rec(3, history=["rejected:queue_age"]),
+    ]
     exp = attempt_counts(recs)
     assert exp["unknown"] == 1
 
     def proxy(rejected: dict[str, int], completed: int = 1) -> dict[str, object]:
         n = sum(rejected.values())
-        counts = {"arrivals": 3, "admitted": 3 - n, "rejected": n, "completed": completed,
-                  "rejected_by_reason": rejected}  # fmt: skip
+        counts = {
+            "arrivals": 3,
+            "admitted": 3 - n,
+            "rejected": n,
+            "completed": completed,
+            "rejected_by_reason": rejected,
+        }
         return {"counts": counts, "conservation": {"violations": []}}
 
     assert cross_check_partial(exp, proxy({"queue_age": 1})) == []
@@ -185,16 +283,23 @@ def test_a_cut_run_names_the_attempts_the_proxy_never_counted(tmp_path: Path) ->
     a violation. An attempt whose answer the client read always reached the proxy, the proxy
     never counts more attempts than were sent, and an unseen rejection needs an attempt of
     unknown outcome that did reach it."""
-    recs = [rec(1, history=["completed"]), rec(2, "in_flight", "interrupted",
-                                                history=["in_flight:interrupted"]),
-            rec(3, "in_flight", history=["in_flight"])]  # fmt: skip
+    recs = [
+        rec(1, history=["completed"]),
+        rec(2, "in_flight", "interrupted", history=["in_flight:interrupted"]),
+        rec(3, "in_flight", history=["in_flight"]),
+    ]
     exp = attempt_counts(recs)
     assert exp["arrivals"] == 3 and exp["unknown"] == 2
 
     def proxy(arrivals: int, rejected: dict[str, int] | None = None) -> dict[str, Any]:
         rej = rejected or {}
-        counts = {"arrivals": arrivals, "admitted": arrivals - sum(rej.values()),
-                  "rejected": sum(rej.values()), "completed": 1, "rejected_by_reason": rej}  # fmt: skip
+        counts = {
+            "arrivals": arrivals,
+            "admitted": arrivals - sum(rej.values()),
+            "rejected": sum(rej.values()),
+            "completed": 1,
+            "rejected_by_reason": rej,
+        }
         return {"counts": counts, "conservation": {"violations": []}}
 
     for seen in (3, 2, 1):
@@ -224,15 +329,32 @@ def test_the_proxys_clock_is_aligned_to_the_load_start(tmp_path: Path) -> None:
     recs = [rec(1, t=1.0), rec(2, t=2.5)]
     proxy = tmp_path / "proxy"
     proxy.mkdir()
-    decisions = [{"t": 5.2, "kind": "admission", "decision": "admit", "id": "r-000001"},
-                 {"t": 5.2, "kind": "dispatch", "id": "r-000001"},
-                 {"t": 6.7, "kind": "admission", "decision": "admit", "id": "r-000002"}]  # fmt: skip
+    decisions = [
+        {"t": 5.2, "kind": "admission", "decision": "admit", "id": "r-000001"},
+        {"t": 5.2, "kind": "dispatch", "id": "r-000001"},
+        {"t": 6.7, "kind": "admission", "decision": "admit", "id": "r-000002"},
+    ]
     (proxy / "decisions.jsonl").write_bytes(b"\n".join(orjson.dumps(d) for d in decisions))
-    timeline = [{"t": t, "arrivals": 1 if t in (5, 6) else 0, "admitted": 0, "rejected": 0,
-                 "oldest_age_s": 0.0} for t in range(12)]  # fmt: skip
+    timeline = [
+        {
+            "t": t,
+            "arrivals": 1 if t in (5, 6) else 0,
+            "admitted": 0,
+            "rejected": 0,
+            "oldest_age_s": 0.0,
+        }
+        for t in range(12)
+    ]
     (proxy / "timeline.jsonl").write_bytes(b"\n".join(orjson.dumps(x) for x in timeline))
-    counts = {"arrivals": 2, "admitted": 2, "rejected": 0, "completed": 2, "failed": 0,
-              "expired": 0, "rejected_by_reason": {}}  # fmt: skip
+    counts = {
+        "arrivals": 2,
+        "admitted": 2,
+        "rejected": 0,
+        "completed": 2,
+        "failed": 0,
+        "expired": 0,
+        "rejected_by_reason": {},
+    }
     (proxy / "summary.json").write_bytes(orjson.dumps({"complete": True, "counts": counts}))
     assert proxy_offset(decisions, recs) == 4.2
     s = run_merge(tmp_path, recs, proxy_dir=proxy)
@@ -282,9 +404,18 @@ def test_token_figures_say_where_they_came_from_per_class(tmp_path: Path) -> Non
 def test_max_requests_rates_are_over_the_span_offered(tmp_path: Path) -> None:
     recs = [rec(i, t=i * 0.5) for i in range(1, 5)]  # 4 requests offered over 2 s of a 10 s profile
     live = {**LIVE, "max_requests": 4}
-    s = merge(out=tmp_path / "out", profile=PROFILE, seed=1, records=recs, scheduled=4,
-              proxy_dir=None, live=live, started_at=datetime.now(UTC), wall_s=1.0,
-              complete=True)  # fmt: skip
+    s = merge(
+        out=tmp_path / "out",
+        profile=PROFILE,
+        seed=1,
+        records=recs,
+        scheduled=4,
+        proxy_dir=None,
+        live=live,
+        started_at=datetime.now(UTC),
+        wall_s=1.0,
+        complete=True,
+    )
     g = s["generator"]
     assert g["max_requests"] == 4 and g["span_s"] == 2.0
     assert g["offered_rate_per_s"] == g["achieved_rate_per_s"] == 2.0  # not 4 / 10 s

@@ -49,15 +49,23 @@ def test_tail_returns_only_complete_new_lines(tmp_path: Path) -> None:
 
 def test_the_view_counts_outcomes_and_prints_a_status_line_off_a_terminal(tmp_path: Path) -> None:
     f = tmp_path / "r.jsonl"
-    recs = [{"outcome": "completed", "reason": None, "latency_s": float(i), "lag_s": 0.0001}
-            for i in range(1, 21)]  # fmt: skip
+    recs = [
+        {"outcome": "completed", "reason": None, "latency_s": float(i), "lag_s": 0.0001}
+        for i in range(1, 21)
+    ]
     recs.append({"outcome": "rejected", "reason": "queue_age", "latency_s": None, "lag_s": 0.0})
     f.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in recs))
     buf = io.StringIO()
     console = Console(file=buf, width=200, force_terminal=False)
     prof = load("seed-burst")
-    with LiveView(console, prof, time_scale=0.1, due_times=array("d", [0.5, 1.0, 400.0]),
-                  records=f, metrics_url=None) as view:  # fmt: skip
+    with LiveView(
+        console,
+        prof,
+        time_scale=0.1,
+        due_times=array("d", [0.5, 1.0, 400.0]),
+        records=f,
+        metrics_url=None,
+    ) as view:
         view.update()
         fields = dict(view._fields())
         view.metrics = parse_metrics(METRICS)
@@ -80,7 +88,9 @@ def test_the_dry_run_counts_requests_and_prompt_tokens() -> None:
     assert "3,500" in out
 
 
-SCALING_METRICS = METRICS + """\
+SCALING_METRICS = (
+    METRICS
+    + """\
 # TYPE agent_scaling_desired_replicas gauge
 agent_scaling_desired_replicas 6.0
 # TYPE agent_scaling_ready_replicas gauge
@@ -90,18 +100,26 @@ agent_scaling_draining_replicas 1.0
 # TYPE agent_scaling_blind gauge
 agent_scaling_blind 1.0
 """
+)
 
 
 def test_a_scaling_run_shows_replicas_and_a_blind_marker(tmp_path: Path) -> None:
     buf = io.StringIO()
     console = Console(file=buf, width=200, force_terminal=False)
     prof = load("scenarios/metric-outage")
-    with LiveView(console, prof, time_scale=0.1, due_times=array("d", [0.5]),
-                  records=tmp_path / "none.jsonl", metrics_url=None) as view:  # fmt: skip
+    with LiveView(
+        console,
+        prof,
+        time_scale=0.1,
+        due_times=array("d", [0.5]),
+        records=tmp_path / "none.jsonl",
+        metrics_url=None,
+    ) as view:
         view.metrics = parse_metrics(SCALING_METRICS)
         blind = dict(view._fields())
-        view.metrics = parse_metrics(SCALING_METRICS.replace("agent_scaling_blind 1.0",
-                                                             "agent_scaling_blind 0.0"))  # fmt: skip
+        view.metrics = parse_metrics(
+            SCALING_METRICS.replace("agent_scaling_blind 1.0", "agent_scaling_blind 0.0")
+        )
         seeing = dict(view._fields())
         view.metrics_down = True  # /metrics answered 503 (a metrics_outage): last figures kept
         down = dict(view._fields())
@@ -113,7 +131,13 @@ def test_a_scaling_run_shows_replicas_and_a_blind_marker(tmp_path: Path) -> None
     assert "metrics down" not in seeing["proxy"]
     assert "replicas ready 4" in line
     # without autoscaling the row is left out
-    with LiveView(console, load("seed-burst"), time_scale=0.1, due_times=array("d", [0.5]),
-                  records=tmp_path / "none.jsonl", metrics_url=None) as view:  # fmt: skip
+    with LiveView(
+        console,
+        load("seed-burst"),
+        time_scale=0.1,
+        due_times=array("d", [0.5]),
+        records=tmp_path / "none.jsonl",
+        metrics_url=None,
+    ) as view:
         view.metrics = parse_metrics(SCALING_METRICS)
         assert "replicas" not in dict(view._fields())

@@ -71,7 +71,9 @@ def test_the_engine_reads_through_prometheus_what_the_proxy_served(tmp_path: Pat
     read = s["scaling"]["prometheus"]
     # exactly the query `harness export keda` writes into the ScaledObject's trigger
     prof = load(spec)
-    keda = yaml.safe_load(export("keda", prof, target_for(prof, "default", None, "http://prometheus:9090")).text)
+    keda = yaml.safe_load(
+        export("keda", prof, target_for(prof, "default", None, "http://prometheus:9090")).text
+    )
     assert read["query"] == keda["spec"]["triggers"][0]["metadata"]["query"]
     assert read["url"].startswith("http://127.0.0.1:")
     scrapes = [x for x in r.jsonl("proxy/scrapes.jsonl") if x["t"] > 0]  # 0: before the load

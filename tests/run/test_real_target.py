@@ -65,11 +65,15 @@ class Recording:
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "http" and scope["method"] == "POST":
-            seen: dict[str, Any] = {"path": scope["path"], "query": scope["query_string"],
-                                    "headers": dict(scope["headers"]), "body": b""}  # fmt: skip
+            seen: dict[str, Any] = {
+                "path": scope["path"],
+                "query": scope["query_string"],
+                "headers": dict(scope["headers"]),
+                "body": b"",
+            }
             self.seen.append(seen)
             if scope["path"].startswith(self.prefix + "/"):
-                scope = {**scope, "path": "/v1" + scope["path"][len(self.prefix):]}
+                scope = {**scope, "path": "/v1" + scope["path"][len(self.prefix) :]}
             inner = receive
 
             async def receive() -> Any:
@@ -88,11 +92,20 @@ class Server:
         port = self.sock.getsockname()[1]
         self.origin = f"{'https' if certfile else 'http'}://127.0.0.1:{port}"
         ssl = {"ssl_certfile": str(certfile), "ssl_keyfile": str(certfile)} if certfile else {}
-        config = uvicorn.Config(app, loop="asyncio", http="httptools", lifespan="off",
-                                access_log=False, log_level="warning", log_config=None, **ssl)  # fmt: skip
+        config = uvicorn.Config(
+            app,
+            loop="asyncio",
+            http="httptools",
+            lifespan="off",
+            access_log=False,
+            log_level="warning",
+            log_config=None,
+            **ssl,
+        )
         self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]},
-                                       daemon=True)  # fmt: skip
+        self.thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
+        )
 
     def __enter__(self) -> Server:
         self.thread.start()
@@ -142,8 +155,14 @@ def test_tls_verified_with_the_ca_bundle_works(
 ) -> None:
     server, bundle = pki
     with Server(stub.create_app(latency_s=0.05), certfile=server) as s:
-        res = live(write_profile(tmp_path, TINY), tmp_path / "out", target=s.origin + "/v1",
-                   model="m", no_proxy=no_proxy, ca_bundle=str(bundle))  # fmt: skip
+        res = live(
+            write_profile(tmp_path, TINY),
+            tmp_path / "out",
+            target=s.origin + "/v1",
+            model="m",
+            no_proxy=no_proxy,
+            ca_bundle=str(bundle),
+        )
     passed_or_saturated(res)
     summary = res.summary
     assert summary["counts"]["completed"] == summary["counts"]["scheduled"] == N
@@ -161,8 +180,13 @@ def test_tls_without_the_ca_is_exit_3_naming_the_certificate_before_any_load(
     with Server(app, certfile=server) as s:
         for no_proxy in (True, False):
             out = tmp_path / f"out-{no_proxy}"
-            res = live(write_profile(tmp_path, TINY), out, target=s.origin + "/v1", model="m",
-                       no_proxy=no_proxy)  # fmt: skip
+            res = live(
+                write_profile(tmp_path, TINY),
+                out,
+                target=s.origin + "/v1",
+                model="m",
+                no_proxy=no_proxy,
+            )
             assert res.code == 3
             assert "certificate" in res.console and "--ca-bundle" in res.console
             assert not (out / "summary.json").exists()
@@ -179,11 +203,25 @@ def test_calibrate_names_the_certificate_and_the_ca_bundle_before_any_probe(
     server, _bundle = pki
     app = stub.create_app(latency_s=0.05)
     with Server(app, certfile=server) as s:
-        r = CliRunner().invoke(cli, ["calibrate", "token-model", "--target", s.origin + "/v1",
-                                     "--out", str(tmp_path / "c"), "--max-requests", "10"])  # fmt: skip
+        r = CliRunner().invoke(
+            cli,
+            [
+                "calibrate",
+                "token-model",
+                "--target",
+                s.origin + "/v1",
+                "--out",
+                str(tmp_path / "c"),
+                "--max-requests",
+                "10",
+            ],
+        )
     assert r.exit_code == 3, r.output
     line = next(x for x in r.output.splitlines() if "unreachable" in x)  # one line, unwrapped
-    assert "certificate verification failed" in line and "(--ca-bundle FILE names a private CA)" in line
+    assert (
+        "certificate verification failed" in line
+        and "(--ca-bundle FILE names a private CA)" in line
+    )
     assert app.state.counters.requests == 0  # no probe at all
 
 
@@ -205,8 +243,13 @@ def test_the_proxy_alone_names_a_certificate_failure(pki: tuple[Path, Path]) -> 
 def test_insecure_works_loudly_and_is_recorded(tmp_path: Path, pki: tuple[Path, Path]) -> None:
     server, _bundle = pki
     with Server(stub.create_app(latency_s=0.05), certfile=server) as s:
-        res = live(write_profile(tmp_path, TINY), tmp_path / "out", target=s.origin + "/v1",
-                   model="m", insecure=True)  # fmt: skip
+        res = live(
+            write_profile(tmp_path, TINY),
+            tmp_path / "out",
+            target=s.origin + "/v1",
+            model="m",
+            insecure=True,
+        )
     passed_or_saturated(res)
     assert "WARNING" in res.console and "NOT verified" in res.console
     assert res.summary["meta"]["tls"] == {"verify": False, "ca_bundle": None}
@@ -222,8 +265,13 @@ def test_the_generator_itself_refuses_an_unverified_server(
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     app = stub.create_app(latency_s=0.05)
     with Server(app, certfile=server) as s:
-        res = live(write_profile(tmp_path, TINY), tmp_path / "out", target=s.origin + "/v1",
-                   model="m", no_proxy=True)  # fmt: skip
+        res = live(
+            write_profile(tmp_path, TINY),
+            tmp_path / "out",
+            target=s.origin + "/v1",
+            model="m",
+            no_proxy=True,
+        )
     assert app.state.counters.requests == 0
     reasons = {r["reason"] for r in res.jsonl("requests.jsonl")}
     assert reasons == {"tls_certificate"}
@@ -232,10 +280,21 @@ def test_the_generator_itself_refuses_an_unverified_server(
 
 def test_bad_tls_flags_are_exit_2(tmp_path: Path) -> None:
     spec = write_profile(tmp_path, TINY)
-    missing = live(spec, tmp_path / "a", target="https://127.0.0.1:9/v1", model="m",
-                   ca_bundle=str(tmp_path / "nope.pem"))  # fmt: skip
-    both = live(spec, tmp_path / "b", target="https://127.0.0.1:9/v1", model="m",
-                ca_bundle=spec, insecure=True)  # fmt: skip
+    missing = live(
+        spec,
+        tmp_path / "a",
+        target="https://127.0.0.1:9/v1",
+        model="m",
+        ca_bundle=str(tmp_path / "nope.pem"),
+    )
+    both = live(
+        spec,
+        tmp_path / "b",
+        target="https://127.0.0.1:9/v1",
+        model="m",
+        ca_bundle=spec,
+        insecure=True,
+    )
     assert missing.code == 2 and "no such file" in missing.console
     assert both.code == 2 and "contradict" in both.console
 
@@ -253,8 +312,13 @@ def test_azure_style_auth_and_query_reach_the_upstream_and_no_file(
     base = "/openai/deployments/gpt-4o"
     rec = Recording(stub.create_app(latency_s=0.05), prefix=base)
     with Server(rec) as s:
-        res = live(write_profile(tmp_path, TINY + AZURE), tmp_path / "out",
-                   target=s.origin + base, model="gpt-4o", no_proxy=no_proxy)  # fmt: skip
+        res = live(
+            write_profile(tmp_path, TINY + AZURE),
+            tmp_path / "out",
+            target=s.origin + base,
+            model="gpt-4o",
+            no_proxy=no_proxy,
+        )
     passed_or_saturated(res)
     assert len(rec.seen) == N
     for seen in rec.seen:
@@ -277,8 +341,13 @@ def test_a_bearer_key_from_api_key_env_reaches_the_upstream_and_no_file(
     monkeypatch.setenv("MY_KEY", KEY)
     rec = Recording(stub.create_app(latency_s=0.05))
     with Server(rec) as s:
-        res = live(write_profile(tmp_path, TINY), tmp_path / "out", target=s.origin + "/v1",
-                   model="m", api_key_env="MY_KEY")  # fmt: skip
+        res = live(
+            write_profile(tmp_path, TINY),
+            tmp_path / "out",
+            target=s.origin + "/v1",
+            model="m",
+            api_key_env="MY_KEY",
+        )
     passed_or_saturated(res)
     assert {x["headers"][b"authorization"] for x in rec.seen} == {f"Bearer {KEY}".encode()}
     assert res.summary["effective"]["wire"]["auth"]["env"] == "MY_KEY"
@@ -294,8 +363,13 @@ def test_streams_lingering_after_done_are_completions_for_our_generator(
 ) -> None:
     app = stub.create_app(latency_s=0.05, linger_s=2.0)
     with Server(app) as s:
-        res = live(write_profile(tmp_path, TINY), tmp_path / "out", target=s.origin + "/v1",
-                   model="m", no_proxy=no_proxy)  # fmt: skip
+        res = live(
+            write_profile(tmp_path, TINY),
+            tmp_path / "out",
+            target=s.origin + "/v1",
+            model="m",
+            no_proxy=no_proxy,
+        )
     passed_or_saturated(res)
     summary = res.summary
     assert summary["conservation"]["ok"], summary["conservation"]
@@ -311,8 +385,21 @@ def _proxy_cli(upstream: str, out: Path, *flags: str) -> Any:
     from tests.live.proxy_support import free_port
 
     port = free_port()
-    cmd = [sys.executable, "-c", "from harness.cli import app; app()", "proxy", "--upstream",
-           upstream, "--port", str(port), "--out", str(out), "--grace-s", "5", *flags]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-c",
+        "from harness.cli import app; app()",
+        "proxy",
+        "--upstream",
+        upstream,
+        "--port",
+        str(port),
+        "--out",
+        str(out),
+        "--grace-s",
+        "5",
+        *flags,
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     return proc, f"http://127.0.0.1:{port}"
 
@@ -325,8 +412,11 @@ def _serve_one(proc: Any, url: str) -> tuple[int, bytes]:
     try:
         for _ in range(300):  # bounded: ~30 s for the process to come up
             try:
-                r = httpx.post(url + "/v1/chat/completions", timeout=10, json={
-                    "model": "m", "messages": [{"role": "user", "content": "hi"}]})  # fmt: skip
+                r = httpx.post(
+                    url + "/v1/chat/completions",
+                    timeout=10,
+                    json={"model": "m", "messages": [{"role": "user", "content": "hi"}]},
+                )
                 break
             except httpx.TransportError:
                 if proc.poll() is not None:

@@ -47,12 +47,17 @@ def test_reviewed_answers_wait_for_their_review_live_as_in_the_simulation(tmp_pa
     rv, srv = s["review"], sim["review"]
     assert rv["reviewed"] == srv["reviewed"] > 0
     assert srv["held_for_review"] > 0
-    assert abs(rv["held_for_review"] - srv["held_for_review"]) <= max(2, srv["held_for_review"] // 10)
+    assert abs(rv["held_for_review"] - srv["held_for_review"]) <= max(
+        2, srv["held_for_review"] // 10
+    )
     assert rv["sla_breaches"] == srv["sla_breaches"]
     # A draft's caller got its (streamed) answer only after the review: its turnaround, as the
     # client measured it, covers the model call and at least one review of 8 s.
-    drafts = [x for x in r.jsonl("requests.jsonl") if x["class"] == "draft"
-              and x["outcome"] == "completed"]  # fmt: skip
+    drafts = [
+        x
+        for x in r.jsonl("requests.jsonl")
+        if x["class"] == "draft" and x["outcome"] == "completed"
+    ]
     assert drafts and min(x["t_end"] - x["t_intended"] for x in drafts) >= 2 + 8 - 0.5
     d_live = s["by_class"]["draft"]["turnaround_s"]["p50"]
     d_sim = sim["by_class"]["draft"]["turnaround_s"]["p50"]

@@ -30,11 +30,15 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, LiveResult]:
         return {n: f.result() for n, f in futs.items()}
 
 
-@pytest.mark.parametrize("scenario", [
-    pytest.param(s, id=s.slug, marks=pytest.mark.skipif(s.missing is not None,
-                                                        reason=s.missing or ""))
-    for s in SCENARIOS
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "scenario",
+    [
+        pytest.param(
+            s, id=s.slug, marks=pytest.mark.skipif(s.missing is not None, reason=s.missing or "")
+        )
+        for s in SCENARIOS
+    ],
+)
 def test_replicas_and_scaling_counts_lie_inside_the_simulated_band(
     scenario: Scenario, runs: dict[str, LiveResult]
 ) -> None:

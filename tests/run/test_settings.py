@@ -13,8 +13,9 @@ from harness.profile import load
 
 
 def _settings(tmp_path: Path, **kw: object) -> LiveSettings:
-    return LiveSettings.from_options(profile_spec="smoke", profile=load("smoke"),
-                                     out=tmp_path / "out", **kw)  # type: ignore[arg-type]  # fmt: skip
+    return LiveSettings.from_options(
+        profile_spec="smoke", profile=load("smoke"), out=tmp_path / "out", **kw
+    )  # type: ignore[arg-type]
 
 
 def test_settings_are_frozen_and_resolved_once(tmp_path: Path) -> None:
@@ -43,4 +44,3 @@ def test_settings_are_frozen_and_resolved_once(tmp_path: Path) -> None:
 def test_bad_settings_are_value_errors(tmp_path: Path, kw: dict[str, object], error: type) -> None:
     with pytest.raises(error):
         _settings(tmp_path, **kw)
-

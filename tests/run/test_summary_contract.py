@@ -87,8 +87,13 @@ def contract_paths(s: Mapping[str, Any], unknown: set[str]) -> set[str]:
 
 
 def starred(paths: Mapping[str, str]) -> set[str]:
-    return {".".join("*" if i and p.split(".")[i - 1] in ("by_class", "by_priority",
-            "by_tenant") else part for i, part in enumerate(p.split("."))) for p in paths}  # fmt: skip
+    return {
+        ".".join(
+            "*" if i and p.split(".")[i - 1] in ("by_class", "by_priority", "by_tenant") else part
+            for i, part in enumerate(p.split("."))
+        )
+        for p in paths
+    }
 
 
 @pytest.fixture(scope="module")
@@ -102,8 +107,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     (rec / "summary.json").unlink()
     recovered = recover_proxy(rec)
     proxy = orjson.loads((res.out / "proxy" / "summary.json").read_bytes())
-    return {"sim": sim, "run": res.summary, "proxy": proxy, "recovered": recovered,
-            "result": res}  # fmt: skip
+    return {"sim": sim, "run": res.summary, "proxy": proxy, "recovered": recovered, "result": res}
 
 
 @pytest.mark.parametrize("mode", ["run", "proxy", "recovered"])

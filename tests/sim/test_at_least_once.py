@@ -17,8 +17,10 @@ faults: [{kind: ack_loss, at_s: 20, for_s: 30, probability: 0.5}]
 
 
 def run(key: bool, ack_timeout_s: float = 20) -> dict:
-    p = make_profile(ACK, [f"classes.a.idempotency_key={str(key).lower()}",
-                           f"engine.ack_timeout_s={ack_timeout_s}"])  # fmt: skip
+    p = make_profile(
+        ACK,
+        [f"classes.a.idempotency_key={str(key).lower()}", f"engine.ack_timeout_s={ack_timeout_s}"],
+    )
     return simulate(p, 3, with_timeline=False).summary
 
 
@@ -48,8 +50,11 @@ def test_checkpoints_cut_the_work_lost_to_drain_kills() -> None:
 
     over = ["engine.scaling.drain_timeout_s=20"]
     plain = simulate(load("scenarios/long-task-drain", over), 1, with_timeline=False).summary
-    saved = simulate(load("scenarios/long-task-drain", [*over, "classes.long.checkpoint_s=30"]),
-                     1, with_timeline=False).summary  # fmt: skip
+    saved = simulate(
+        load("scenarios/long-task-drain", [*over, "classes.long.checkpoint_s=30"]),
+        1,
+        with_timeline=False,
+    ).summary
     assert plain["conservation"]["ok"] and saved["conservation"]["ok"]
     assert plain["scaling"]["reexecuted"] > 0 and plain["scaling"]["resumed"] == 0
     assert saved["scaling"]["resumed"] > 0

@@ -24,10 +24,12 @@ import harness
 PROFILE = """
 name: both-builds
 duration_s: 240
-arrivals: {process: gamma, burstiness: 0.5, phases: [{until_s: 120, rate_per_s: 3}, {until_s: 240, rate_per_s: 6}]}
+arrivals: {process: gamma, burstiness: 0.5, phases: [{until_s: 120, rate_per_s: 3}, {until_s: 240,
+    rate_per_s: 6}]}
 classes:
   small: {weight: 6, priority: standard, deadline_s: 12, tenant: {pool: 3}}
-  large: {weight: 3, priority: batch, key: {pool: 4}, latency: {dist: lognormal, median_s: 4, sigma: 0.6}}
+  large: {weight: 3, priority: batch, key: {pool: 4}, latency: {dist: lognormal, median_s: 4,
+      sigma: 0.6}}
   vip: {weight: 1, priority: critical, deadline_s: 4}
 upstream: {latency: {dist: uniform, low_s: 1, high_s: 6}, timeout_s: 12}
 engine:
@@ -39,7 +41,8 @@ engine:
     age_reject_s: 15
     depth_mult: 3
     deadline_slack: true
-  dependency: {max_retries: 2, retry_budget_ratio: 0.3, breaker: {min_calls: 20, failure_ratio: 0.4, open_s: 5}}
+  dependency: {max_retries: 2, retry_budget_ratio: 0.3, breaker: {min_calls: 20,
+      failure_ratio: 0.4, open_s: 5}}
 clients: {retry: {max_retries: 2}}
 faults:
   - {at_s: 20, for_s: 30, kind: status, status: 503, probability: 0.3}
@@ -60,16 +63,34 @@ def _env(pure: bool) -> dict[str, str]:
 
 def _installed_is_compiled(outside: Path) -> bool:
     code = "import sys, harness; sys.exit(0 if harness.compiled() else 1)"
-    return subprocess.run([sys.executable, "-c", code], cwd=outside, env=_env(False),
-                          timeout=60).returncode == 0  # fmt: skip
+    return (
+        subprocess.run(
+            [sys.executable, "-c", code], cwd=outside, env=_env(False), timeout=60
+        ).returncode
+        == 0
+    )
 
 
 def _sim(folder: Path, profile: Path, pure: bool) -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "harness", "sim", str(profile), "--seed", "7", "--out",
-         str(folder), "--no-report"],
-        env=_env(pure), cwd=profile.parent, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "sim",
+            str(profile),
+            "--seed",
+            "7",
+            "--out",
+            str(folder),
+            "--no-report",
+        ],
+        env=_env(pure),
+        cwd=profile.parent,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode in (0, 1), out.stdout[-2000:] + out.stderr[-2000:]
 
 
@@ -89,7 +110,9 @@ def test_compiled_and_pure_builds_write_the_same_bytes(tmp_path: Path) -> None:
     assert a["conservation"]["ok"] and c["rejected"] and c["failed"] and c["expired"]
     assert len(c["rejected_by_reason"]) >= 4 and c["upstream_retries"] and c["client_retries"]
     for name in ("decisions.jsonl", "timeline.jsonl"):
-        assert (tmp_path / "compiled" / name).read_bytes() == (tmp_path / "pure" / name).read_bytes()
+        assert (tmp_path / "compiled" / name).read_bytes() == (
+            tmp_path / "pure" / name
+        ).read_bytes()
 
 
 def test_no_compiled_module_is_older_than_its_source() -> None:
@@ -109,15 +132,24 @@ def test_the_package_run_outside_the_checkout_is_this_checkout(tmp_path: Path) -
     with a plain install that is a copy, and a copy older than the checkout would have them
     test old code (and fail as if the checkout were wrong). Re-run ``pip install '.[test]'``."""
     code = "import os, harness; print(os.path.dirname(os.path.abspath(harness.__file__)))"
-    res = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=_env(False),
-                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    res = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env=_env(False),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     installed = Path(res.stdout.strip())
     root = Path(harness.__file__).resolve().parents[1]
     if installed.resolve() == root / "harness":
         return  # an editable install: the checkout itself (its compiled copies: above)
-    pairs = [(root / "harness", installed, (".py",)), (root / "stubs", installed / "stub", (".py",)),
-             (root / "profiles", installed / "bundled_profiles", (".py", ".yaml", ".csv", ".jsonl"))]  # fmt: skip
+    pairs = [
+        (root / "harness", installed, (".py",)),
+        (root / "stubs", installed / "stub", (".py",)),
+        (root / "profiles", installed / "bundled_profiles", (".py", ".yaml", ".csv", ".jsonl")),
+    ]
     differ = []
     for src_dir, inst_dir, suffixes in pairs:
         for src in sorted(src_dir.rglob("*")):
@@ -126,5 +158,7 @@ def test_the_package_run_outside_the_checkout_is_this_checkout(tmp_path: Path) -
             inst = inst_dir / src.relative_to(src_dir)
             if not inst.is_file() or inst.read_bytes() != src.read_bytes():
                 differ.append(str(src.relative_to(root)))
-    assert not differ, (f"the installed package ({installed}) is not this checkout: {differ[:10]}"
-                        f"{' ...' if len(differ) > 10 else ''}; re-run pip install '.[test]'")  # fmt: skip
+    assert not differ, (
+        f"the installed package ({installed}) is not this checkout: {differ[:10]}"
+        f"{' ...' if len(differ) > 10 else ''}; re-run pip install '.[test]'"
+    )

@@ -6,10 +6,13 @@ from harness.profile import loads
 from harness.sim.runner import simulate
 from tests.conftest import BASE
 
-TENANTS = BASE.replace(
-    "classes: {a: {weight: 1}}",
-    "classes: {a: {weight: 1, tenant: {pool: 3}}, b: {weight: 1, tenant: solo}}",
-) + "engine: {admission: {tenant_rate: {rate_per_s: 0.3, burst: 2}}}\n"
+TENANTS = (
+    BASE.replace(
+        "classes: {a: {weight: 1}}",
+        "classes: {a: {weight: 1, tenant: {pool: 3}}, b: {weight: 1, tenant: solo}}",
+    )
+    + "engine: {admission: {tenant_rate: {rate_per_s: 0.3, burst: 2}}}\n"
+)
 
 
 def test_tenants_partition_the_counts_and_each_is_held_to_its_own_bucket() -> None:

@@ -9,8 +9,10 @@ from harness.sim.runner import simulate
 
 
 def _run(stream: bool) -> dict:
-    prof = load("scenarios/long-task-drain", ["engine.scaling.drain_timeout_s=20",
-                                              f"classes.long.stream={str(stream).lower()}"])  # fmt: skip
+    prof = load(
+        "scenarios/long-task-drain",
+        ["engine.scaling.drain_timeout_s=20", f"classes.long.stream={str(stream).lower()}"],
+    )
     return simulate(prof, 1, with_timeline=False).summary
 
 

@@ -16,7 +16,8 @@ PROFILE = """
 name: scaling-property
 duration_s: {duration}
 seed: {seed}
-arrivals: {{process: poisson, phases: [{{until_s: {half}, rate_per_s: {r1}}}, {{until_s: {duration}, rate_per_s: {r2}}}]}}
+arrivals: {{process: poisson, phases: [{{until_s: {half}, rate_per_s: {r1}}},
+    {{until_s: {duration}, rate_per_s: {r2}}}]}}
 classes:
   a: {{weight: 1, priority: critical, key: {{pool: {keys}}}}}
   b: {{weight: 2, priority: batch, deadline_s: 90}}
@@ -34,7 +35,8 @@ engine:
     interval_s: {interval}
     drain_timeout_s: {drain}
     idle_s: 20
-    metrics: {{on_missing: {missing}, hold_s: 20, failure_threshold: 2, fallback_replicas: {fallback}}}
+    metrics: {{on_missing: {missing}, hold_s: 20, failure_threshold: 2,
+        fallback_replicas: {fallback}}}
 """
 
 
@@ -159,10 +161,26 @@ def test_overlapping_outages_end_when_the_last_one_does() -> None:
 
 
 def test_a_scaling_run_ends_and_its_last_evaluation_is_due_to_work() -> None:
-    summary, _t, records = run(duration=120, half=60, seed=3, r1=1.0, r2=0.1, keys=2, hi_s=5,
-                               jpe=1, startup=0, target="weighted", lo=1, hi=4, interval=15,
-                               drain="null", missing="hold", fallback="null", out_at=20,
-                               initial=1)  # fmt: skip
+    summary, _t, records = run(
+        duration=120,
+        half=60,
+        seed=3,
+        r1=1.0,
+        r2=0.1,
+        keys=2,
+        hi_s=5,
+        jpe=1,
+        startup=0,
+        target="weighted",
+        lo=1,
+        hi=4,
+        interval=15,
+        drain="null",
+        missing="hold",
+        fallback="null",
+        out_at=20,
+        initial=1,
+    )
     scales = [r for r in records if r["kind"] == "scale"]
     assert scales[-1]["t"] <= 120 or summary["counts"]["in_flight_at_end"] == 0
     assert summary["duration_s"] < 300

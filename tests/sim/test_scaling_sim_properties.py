@@ -23,9 +23,14 @@ from hypothesis import strategies as st
 from harness.profile import Profile, loads
 from harness.sim.runner import simulate
 
-SIM_PROPS = settings(derandomize=True, database=None, deadline=None, print_blob=True,
-                     max_examples=30,
-                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])  # fmt: skip
+SIM_PROPS = settings(
+    derandomize=True,
+    database=None,
+    deadline=None,
+    print_blob=True,
+    max_examples=30,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 STOP_AFTER_S = 5000.0  # simulated seconds: a run still going then never ends by itself
 
 
@@ -43,28 +48,35 @@ def sim_profiles(draw: st.DrawFn) -> Profile:
     at, prob = draw(st.sampled_from([10, 50])), draw(st.sampled_from(["0.2", "0.6"]))
     faults = [f"  - {{kind: ack_loss, at_s: {at}, for_s: 60, probability: {prob}}}"]
     if draw(st.booleans()):
-        faults.append(f"  - {{kind: metrics_outage, at_s: {draw(st.sampled_from([20, 70]))}, "
-                      "for_s: 40}")  # fmt: skip
+        faults.append(
+            f"  - {{kind: metrics_outage, at_s: {draw(st.sampled_from([20, 70]))}, for_s: 40}}"
+        )
     # Failed attempts (no effect; their retry is no redelivery), enough to open the breaker
     # while answers are lost: the half-open probe's answer may be one of them.
     if draw(st.booleans()):
-        faults.append("  - {kind: reset, at_s: 30, for_s: 60, "
-                      f"probability: {draw(st.sampled_from(['0.1', '0.5']))}}}")
+        faults.append(
+            "  - {kind: reset, at_s: 30, for_s: 60, "
+            f"probability: {draw(st.sampled_from(['0.1', '0.5']))}}}"
+        )
     text = f"""
 name: scaling-sim-props
 duration_s: 120
-arrivals: {{process: poisson, phases: [{{until_s: 60, rate_per_s: {draw(st.sampled_from([0.5, 2]))}}}, {{until_s: 120, rate_per_s: {draw(st.sampled_from([0.1, 1]))}}}]}}
+arrivals: {{process: poisson, phases: [{{until_s: 60,
+    rate_per_s: {draw(st.sampled_from([0.5, 2]))}}}, {{until_s: 120,
+    rate_per_s: {draw(st.sampled_from([0.1, 1]))}}}]}}
 classes:
   a: {{weight: 2, priority: standard, idempotency_key: {key_a}}}
   b: {{weight: 1, priority: batch, idempotency_key: {key_b}, key: {{pool: 3}}}}
   c: {{weight: 1, priority: critical, deadline_s: 60}}
-upstream: {{latency: {{dist: uniform, low_s: 1, high_s: {draw(st.sampled_from([5, 25]))}}}, timeout_s: 60}}
+upstream: {{latency: {{dist: uniform, low_s: 1, high_s: {draw(st.sampled_from([5, 25]))}}},
+    timeout_s: 60}}
 faults:
 {chr(10).join(faults)}
 clients: {{retry: {draw(st.sampled_from(["null", "{}"]))}}}
 engine:
   ack_timeout_s: {draw(st.sampled_from([5, 30]))}
-  executors: {{initial: {initial}, jobs_per_executor: {draw(st.integers(1, 2))}, startup_s: {draw(st.sampled_from([0, 10]))}}}
+  executors: {{initial: {initial}, jobs_per_executor: {draw(st.integers(1, 2))},
+      startup_s: {draw(st.sampled_from([0, 10]))}}}
   scaling:
     enabled: true
     target: {draw(st.sampled_from(["weighted", "drain_window", "hpa"]))}
@@ -75,7 +87,8 @@ engine:
     drain_timeout_s: {drain}
     idle_s: 20
     behavior: {{scale_down: {{stabilization_window_s: {draw(st.sampled_from([0, 30]))}}}}}
-    metrics: {{on_missing: {draw(st.sampled_from(["hold", "zero"]))}, hold_s: 20, failure_threshold: 2, fallback_replicas: {fallback}}}
+    metrics: {{on_missing: {draw(st.sampled_from(["hold", "zero"]))}, hold_s: 20,
+        failure_threshold: 2, fallback_replicas: {fallback}}}
 """
     return loads(text, file="sim-props.yaml")
 

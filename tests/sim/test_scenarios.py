@@ -17,8 +17,10 @@ SEEDS = range(1, 6)
 # scenario -> the --set overrides that make its policy naive (seed 000's formula, missing
 # metrics read as zero, no drain, no admission control...), as each description says.
 NAIVE: dict[str, list[str]] = {
-    "short-spike": ["engine.scaling.count_inflight=false",
-                    "engine.scaling.behavior.scale_down.stabilization_window_s=0"],
+    "short-spike": [
+        "engine.scaling.count_inflight=false",
+        "engine.scaling.behavior.scale_down.stabilization_window_s=0",
+    ],
     "sustained-increase": ["engine.scaling.target=weighted"],
     "metric-outage": ["engine.scaling.metrics.on_missing=zero"],
     "long-task-drain": ["engine.scaling.drain_timeout_s=0"],
@@ -32,7 +34,7 @@ NAIVE: dict[str, list[str]] = {
     "cost-budget": ["classes.report.optional=false"],
     "review-backlog": ["engine.review.max_pending=null"],
     "shed-at-80": ["engine.admission.shed_fill=null", "engine.admission.shed_fill_standard=null"],
-}  # fmt: skip
+}
 SCENARIOS = sorted(p.stem for p in (bundled_dir() / "scenarios").glob("*.yaml"))
 
 
@@ -66,14 +68,18 @@ def test_a_dependency_aware_policy_holds_then_ramps_one_step_at_a_time(tmp_path:
     from harness.sim.runner import run_to_folder
 
     run_to_folder(load("scenarios/gradual-recovery"), 1, tmp_path)
-    scales = [r for r in map(json.loads, (tmp_path / "decisions.jsonl").open())
-              if r["kind"] == "scale"]  # fmt: skip
+    scales = [
+        r for r in map(json.loads, (tmp_path / "decisions.jsonl").open()) if r["kind"] == "scale"
+    ]
     held = [r for r in scales if r["held_by"] == "dependency"]
     ramp = [r for r in scales if r["held_by"] == "dependency_recovery"]
     assert held and all(r["to"] == r["from"] for r in held)
-    assert all(r["signals"]["dependency"]["failure_ratio"] > 0.2
-               or r["signals"]["dependency"]["breaker"] != "closed"
-               or r["t"] - 30 < max(h["t"] for h in held if h["t"] <= r["t"]) for r in held)
+    assert all(
+        r["signals"]["dependency"]["failure_ratio"] > 0.2
+        or r["signals"]["dependency"]["breaker"] != "closed"
+        or r["t"] - 30 < max(h["t"] for h in held if h["t"] <= r["t"])
+        for r in held
+    )
     assert ramp and all(r["to"] == r["from"] + 1 for r in ramp)
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["scaling"]["scale_up_suppressed"] == len(held)

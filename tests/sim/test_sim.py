@@ -28,17 +28,38 @@ def test_same_profile_and_seed_give_byte_identical_results(tmp_path: Path) -> No
     run_to_folder(p, 3, tmp_path / "b")
     for name in ("decisions.jsonl", "timeline.jsonl"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
-    assert without_meta(tmp_path / "a" / "summary.json") == without_meta(tmp_path / "b" / "summary.json")
+    assert without_meta(tmp_path / "a" / "summary.json") == without_meta(
+        tmp_path / "b" / "summary.json"
+    )
     run_to_folder(p, 4, tmp_path / "c")
-    assert (tmp_path / "a" / "decisions.jsonl").read_bytes() != (tmp_path / "c" / "decisions.jsonl").read_bytes()
+    assert (tmp_path / "a" / "decisions.jsonl").read_bytes() != (
+        tmp_path / "c" / "decisions.jsonl"
+    ).read_bytes()
 
 
 def test_results_folder_has_the_contract_fields(tmp_path: Path) -> None:
     res = run_to_folder(load("seed-burst"), 1, tmp_path)
     s = json.loads((tmp_path / "summary.json").read_text())
-    for key in ("schema_version", "complete", "mode", "profile", "seed", "effective", "meta", "counts",
-                "conservation", "turnaround_s", "queue_wait_s", "by_class", "by_priority", "scaling",
-                "alerts", "generator", "thresholds", "verdict"):  # fmt: skip
+    for key in (
+        "schema_version",
+        "complete",
+        "mode",
+        "profile",
+        "seed",
+        "effective",
+        "meta",
+        "counts",
+        "conservation",
+        "turnaround_s",
+        "queue_wait_s",
+        "by_class",
+        "by_priority",
+        "scaling",
+        "alerts",
+        "generator",
+        "thresholds",
+        "verdict",
+    ):
         assert key in s, key
     assert s["mode"] == "sim" and s["complete"] is True and s["conservation"]["ok"]
     assert set(s["meta"]) >= {"harness_version", "git_sha", "python", "started_at", "wall_s"}
@@ -56,7 +77,9 @@ def test_results_folder_has_the_contract_fields(tmp_path: Path) -> None:
 
 
 def test_faults_fail_requests_with_named_reasons_and_conservation_holds() -> None:
-    text = BASE + """
+    text = (
+        BASE
+        + """
 engine: {executors: {initial: 8}, dependency: {max_retries: 1, breaker: {min_calls: 1000}}}
 faults:
   - {at_s: 10, for_s: 20, kind: status, status: 503, probability: 0.5}
@@ -65,18 +88,25 @@ faults:
   - {at_s: 70, for_s: 10, kind: latency, add_s: 5}
   - {at_s: 80, for_s: 10, kind: metrics_outage}
 """
+    )
     s = simulate(loads(text), 2).summary
     c = s["counts"]
     assert s["conservation"]["ok"], s["conservation"]
     assert c["upstream_retries"] > 0
     assert {"upstream_503", "upstream_timeout", "upstream_reset"} <= set(c["failed_by_reason"]) | {
-        "upstream_503", "upstream_reset"} or c["failed"] > 0  # fmt: skip
+        "upstream_503",
+        "upstream_reset",
+    } or c["failed"] > 0
     assert s["scaling"]["seconds_blind"] == 10
     assert s["turnaround_s"]["max"] >= 6.0  # the added latency shows
 
 
 def test_hang_lasts_until_the_upstream_timeout() -> None:
-    text = BASE + "faults:\n  - {at_s: 0, for_s: 6.0e5, kind: hang}\nengine: {dependency: {max_retries: 0}}\n"
+    text = (
+        BASE
+        + "faults:\n  - {at_s: 0, for_s: 6.0e5, kind: hang}\nengine: {dependency: {max_retries:"
+        " 0}}\n"
+    )
     res = simulate(loads(text), 1)
     c = res.summary["counts"]
     assert c["completed"] == 0 and c["failed_by_reason"].get("upstream_timeout", 0) > 0
@@ -88,19 +118,42 @@ def test_cli_sim_writes_results_and_exits_by_verdict(tmp_path: Path) -> None:
     res = runner.invoke(app, ["sim", "smoke", "--out", str(out), "--no-report"])
     assert res.exit_code == 0, res.output
     assert (out / "summary.json").exists() and (out / "decisions.jsonl").exists()
-    res = runner.invoke(app, ["sim", "smoke", "--out", str(tmp_path / "f"), "--no-report",
-                              "--threshold", "counts.completed < 0"])  # fmt: skip
+    res = runner.invoke(
+        app,
+        [
+            "sim",
+            "smoke",
+            "--out",
+            str(tmp_path / "f"),
+            "--no-report",
+            "--threshold",
+            "counts.completed < 0",
+        ],
+    )
     assert res.exit_code == 1
     s = json.loads((tmp_path / "f" / "summary.json").read_text())
     row = [t for t in s["thresholds"] if t["source"] == "threshold"][-1]  # --threshold's
-    assert s["verdict"] == "fail" and row == {"expr": "counts.completed < 0", "ok": False,
-                                              "value": s["counts"]["completed"],
-                                              "source": "threshold"}  # fmt: skip
+    assert s["verdict"] == "fail" and row == {
+        "expr": "counts.completed < 0",
+        "ok": False,
+        "value": s["counts"]["completed"],
+        "source": "threshold",
+    }
 
 
 def test_cli_threshold_division_by_zero_fails_saying_why(tmp_path: Path) -> None:
-    res = runner.invoke(app, ["sim", "smoke", "--out", str(tmp_path), "--no-report",
-                              "--threshold", "counts.completed / counts.expired < 1"])  # fmt: skip
+    res = runner.invoke(
+        app,
+        [
+            "sim",
+            "smoke",
+            "--out",
+            str(tmp_path),
+            "--no-report",
+            "--threshold",
+            "counts.completed / counts.expired < 1",
+        ],
+    )
     assert res.exit_code == 1
     ths = json.loads((tmp_path / "summary.json").read_text())["thresholds"]
     th = [t for t in ths if t["source"] == "threshold"][-1]
@@ -108,15 +161,20 @@ def test_cli_threshold_division_by_zero_fails_saying_why(tmp_path: Path) -> None
 
 
 def test_cli_unknown_threshold_path_is_bad_input(tmp_path: Path) -> None:
-    res = runner.invoke(app, ["sim", "smoke", "--out", str(tmp_path), "--threshold", "counts.nope > 1"])
+    res = runner.invoke(
+        app, ["sim", "smoke", "--out", str(tmp_path), "--threshold", "counts.nope > 1"]
+    )
     assert res.exit_code == 2 and "unknown path" in res.output
 
 
 def test_client_retries_amplify_attempts_but_count_each_request_once() -> None:
-    text = BASE + """
+    text = (
+        BASE
+        + """
 engine: {executors: {initial: 1}, admission: {max_queue_depth: 2}}
 clients: {retry: {max_retries: 2, honour_retry_after: true}}
 """
+    )
     res = simulate(loads(text, overrides=["arrivals.phases.0.rate_per_s=3"]), 4)
     c = res.summary["counts"]
     assert res.summary["conservation"]["ok"], res.summary["conservation"]
@@ -124,18 +182,26 @@ clients: {retry: {max_retries: 2, honour_retry_after: true}}
     assert c["attempts"] == c["arrivals"] + c["client_retries"] and c["client_retries"] > 0
     # every logical request made at most 1 + max_retries attempts
     assert c["attempts"] <= 3 * c["arrivals"]
-    plain = simulate(loads(BASE + "engine: {executors: {initial: 1}, admission: {max_queue_depth: 2}}\n",
-                           overrides=["arrivals.phases.0.rate_per_s=3"]), 4).summary["counts"]  # fmt: skip
+    plain = simulate(
+        loads(
+            BASE + "engine: {executors: {initial: 1}, admission: {max_queue_depth: 2}}\n",
+            overrides=["arrivals.phases.0.rate_per_s=3"],
+        ),
+        4,
+    ).summary["counts"]
     assert plain["attempts"] == plain["arrivals"] and c["arrivals"] == plain["arrivals"]
 
 
 def test_client_retries_of_upstream_429s_in_sim() -> None:
-    text = BASE + """
+    text = (
+        BASE
+        + """
 engine: {executors: {initial: 4}, dependency: {max_retries: 0, breaker: {min_calls: 10000}}}
 clients: {retry: {max_retries: 3}}
 faults:
   - {at_s: 0, for_s: 200, kind: status, status: 429, probability: 0.5, retry_after_s: 1}
 """
+    )
     s = simulate(loads(text), 9).summary
     c = s["counts"]
     assert s["conservation"]["ok"], s["conservation"]
@@ -149,13 +215,18 @@ def test_simulated_callers_retry_what_the_engine_gave_up_on_as_live_callers_do()
     """Issue 12: the proxy answers a ``retry_budget`` failure with the last upstream answer (a
     429 here, a 502 after a reset), which SDK callers retry; so do the simulated callers, by
     the same table (harness.workload.outcomes), and only mid-stream failures stay unretried."""
-    for fault in ("{kind: status, status: 429, probability: 0.7, retry_after_s: 1}",
-                  "{kind: reset, probability: 0.7}"):  # fmt: skip
-        base = BASE + f"""
+    for fault in (
+        "{kind: status, status: 429, probability: 0.7, retry_after_s: 1}",
+        "{kind: reset, probability: 0.7}",
+    ):
+        base = (
+            BASE
+            + f"""
 engine: {{executors: {{initial: 4}}, dependency: {{max_retries: 1, retry_budget_ratio: 0}}}}
 faults:
   - {{at_s: 0, for_s: 200, {fault.strip("{}")}}}
 """
+        )
         plain = simulate(loads(base), 2).summary["counts"]
         assert plain["failed_by_reason"].get("retry_budget", 0) > 0
         retried = simulate(loads(base + "clients: {retry: {}}\n"), 2).summary

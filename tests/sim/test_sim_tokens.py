@@ -39,8 +39,14 @@ def test_fixed_tokens_without_jitter_report_the_formulas_exactly() -> None:
 def test_more_requests_in_flight_make_tokens_slower() -> None:
     slope = ["upstream.latency.tpot_per_in_flight_s=0.002"]
     calm = simulate(loads(PROFILE, file="t.yaml", overrides=slope), 1).summary
-    busy = simulate(loads(PROFILE, file="t.yaml", overrides=[*slope, "arrivals.phases.0.rate_per_s=8",
-                                                             "engine.executors.initial=64"]), 1).summary  # fmt: skip
+    busy = simulate(
+        loads(
+            PROFILE,
+            file="t.yaml",
+            overrides=[*slope, "arrivals.phases.0.rate_per_s=8", "engine.executors.initial=64"],
+        ),
+        1,
+    ).summary
     assert calm["itl_s"]["p50"] == pytest.approx(0.02)  # alone: in_flight 1
     # 8/s of ~1 s each: about 8 in flight, so tpot ~0.02 + 0.002 x 7; 64 executors: no queue.
     assert busy["itl_s"]["p50"] > calm["itl_s"]["p50"] + 0.008
@@ -74,8 +80,10 @@ def test_jitter_and_latency_faults_move_the_first_token() -> None:
 
 
 def test_profiles_without_the_tokens_dist_report_no_token_figures() -> None:
-    text = PROFILE.replace("{dist: tokens, ttft_s: 0.2, ttft_per_prompt_token_s: 0.001, tpot_s: 0.02}",
-                           "{dist: fixed, value_s: 0.5}")  # fmt: skip
+    text = PROFILE.replace(
+        "{dist: tokens, ttft_s: 0.2, ttft_per_prompt_token_s: 0.001, tpot_s: 0.02}",
+        "{dist: fixed, value_s: 0.5}",
+    )
     s = simulate(loads(text, file="t.yaml"), 1).summary
     assert s["ttft_s"] == {"p50": None, "p95": None} and s["output_tokens_per_s"] is None
     assert not SimUpstream(loads(text, file="t.yaml"), 1).timed

@@ -38,29 +38,40 @@ def stage_sim_profiles(draw: st.DrawFn) -> Profile:
     caps += [int(budget / prh)] if prh else []
     initial = min([initial, *caps])
     drain = draw(st.sampled_from(["null", "0", "5", "30"]))
-    faults = [f"  - {{kind: ack_loss, at_s: {draw(st.sampled_from([10, 50]))}, for_s: 60, "
-              f"probability: {draw(st.sampled_from(['0', '0.2', '0.6']))}}}"]  # fmt: skip
+    faults = [
+        f"  - {{kind: ack_loss, at_s: {draw(st.sampled_from([10, 50]))}, for_s: 60, "
+        f"probability: {draw(st.sampled_from(['0', '0.2', '0.6']))}}}"
+    ]
     if draw(st.booleans()):
-        faults.append(f"  - {{kind: metrics_outage, at_s: {draw(st.sampled_from([20, 70]))}, "
-                      "for_s: 40}")  # fmt: skip
+        faults.append(
+            f"  - {{kind: metrics_outage, at_s: {draw(st.sampled_from([20, 70]))}, for_s: 40}}"
+        )
     if draw(st.booleans()):
         faults.append("  - {kind: reset, at_s: 30, for_s: 60, probability: 0.3}")
     text = f"""
 name: stage-sim-props
 duration_s: 120
-arrivals: {{process: poisson, phases: [{{until_s: 60, rate_per_s: {draw(st.sampled_from([0.5, 2]))}}}, {{until_s: 120, rate_per_s: {draw(st.sampled_from([0.1, 1]))}}}]}}
+arrivals: {{process: poisson, phases: [{{until_s: 60,
+    rate_per_s: {draw(st.sampled_from([0.5, 2]))}}}, {{until_s: 120,
+    rate_per_s: {draw(st.sampled_from([0.1, 1]))}}}]}}
 classes:
   a: {{weight: 2, priority: critical, checkpoint_s: {draw(st.sampled_from(["null", "2", "7"]))}}}
-  d: {{weight: 1, priority: standard, review: true, checkpoint_s: {draw(st.sampled_from(["null", "3"]))}}}
+  d: {{weight: 1, priority: standard, review: true,
+      checkpoint_s: {draw(st.sampled_from(["null", "3"]))}}}
   o: {{weight: 1, priority: batch, optional: true, key: {{pool: 3}}}}
-upstream: {{latency: {{dist: uniform, low_s: 1, high_s: {draw(st.sampled_from([5, 25]))}}}, timeout_s: 60}}
+upstream: {{latency: {{dist: uniform, low_s: 1, high_s: {draw(st.sampled_from([5, 25]))}}},
+    timeout_s: 60}}
 faults:
 {chr(10).join(faults)}
 engine:
   ack_timeout_s: {draw(st.sampled_from([5, 30]))}
-  executors: {{initial: {initial}, jobs_per_executor: {jpe}, startup_s: {draw(st.sampled_from([0, 10]))}}}
-  review: {{reviewers: {draw(st.integers(1, 3))}, seconds_per_item: {draw(st.sampled_from([2, 15]))}, sla_s: 60, max_pending: {draw(st.sampled_from(["null", "1", "4"]))}}}
-  cost: {{budget_per_hour: {budget}, per_replica_hour: {prh}, per_call: {{a: 0.05, d: 0.1, o: 0.2}}}}
+  executors: {{initial: {initial}, jobs_per_executor: {jpe},
+      startup_s: {draw(st.sampled_from([0, 10]))}}}
+  review: {{reviewers: {draw(st.integers(1, 3))},
+      seconds_per_item: {draw(st.sampled_from([2, 15]))}, sla_s: 60,
+      max_pending: {draw(st.sampled_from(["null", "1", "4"]))}}}
+  cost: {{budget_per_hour: {budget}, per_replica_hour: {prh}, per_call: {{a: 0.05, d: 0.1,
+      o: 0.2}}}}
   scaling:
     enabled: true
     target: {draw(st.sampled_from(["weighted", "drain_window", "hpa"]))}
@@ -70,7 +81,8 @@ engine:
     interval_s: {draw(st.sampled_from([5, 15]))}
     drain_timeout_s: {drain}
     idle_s: 20
-    metrics: {{on_missing: {draw(st.sampled_from(["hold", "zero"]))}, hold_s: 20, failure_threshold: 2, fallback_replicas: {draw(st.sampled_from(["null", "0", "1", "6"]))}}}
+    metrics: {{on_missing: {draw(st.sampled_from(["hold", "zero"]))}, hold_s: 20,
+        failure_threshold: 2, fallback_replicas: {draw(st.sampled_from(["null", "0", "1", "6"]))}}}
     ceilings: {{model_quota: {quota}, db_connections: {db}, db_connections_per_executor: 2}}
 """
     return loads(text, file="stage-sim-props.yaml")
@@ -90,8 +102,12 @@ def test_stage_simulations_conserve_end_and_count_their_reviews(p: Profile, seed
     k = s["scaling"]
     assert k["cost_spent"] is not None and k["cost_spent"] >= 0.0, k["cost_spent"]
     sc = p.engine.scaling
-    ceiling = min([sc.max_replicas, *(n for _c, n in
-                                      sc.ceilings.replicas(p.engine.executors.jobs_per_executor))])
+    ceiling = min(
+        [
+            sc.max_replicas,
+            *(n for _c, n in sc.ceilings.replicas(p.engine.executors.jobs_per_executor)),
+        ]
+    )
     cost = p.engine.cost
     if cost is not None and cost.per_replica_hour:
         ceiling = min(ceiling, int(cost.budget_per_hour // cost.per_replica_hour))
@@ -105,7 +121,9 @@ def test_stage_simulations_conserve_end_and_count_their_reviews(p: Profile, seed
 
 
 def test_units_held_for_review_through_a_fallback_to_zero_end() -> None:
-    s = summary_of(loads("""
+    s = summary_of(
+        loads(
+            """
 name: held-at-zero
 duration_s: 60
 arrivals: {process: poisson, phases: [{until_s: 20, rate_per_s: 1}]}
@@ -118,6 +136,10 @@ engine:
   review: {reviewers: 1, seconds_per_item: 30, max_pending: 1}
   scaling: {enabled: true, min_replicas: 0, max_replicas: 2, interval_s: 10, idle_s: 0,
             metrics: {on_missing: hold, hold_s: 0, failure_threshold: 1, fallback_replicas: 0}}
-""", file="held-at-zero.yaml"), 1)
+""",
+            file="held-at-zero.yaml",
+        ),
+        1,
+    )
     assert s["conservation"]["ok"]
     assert s["complete"], s["counts"]["in_flight_at_end_by_state"]  # {'held': 17}

@@ -30,8 +30,10 @@ def erlang_c(c: int, a: float) -> float:
 
 def mmck_blocking(c: int, k: int, a: float) -> float:
     """P(N = K) in M/M/c/K: the fraction of arrivals turned away (PASTA)."""
-    p = [a**n / math.factorial(n) if n <= c else a**n / (math.factorial(c) * c ** (n - c))
-         for n in range(k + 1)]  # fmt: skip
+    p = [
+        a**n / math.factorial(n) if n <= c else a**n / (math.factorial(c) * c ** (n - c))
+        for n in range(k + 1)
+    ]
     return p[k] / sum(p)
 
 
@@ -60,8 +62,9 @@ def _waits(args: tuple[float, int, int, int]) -> tuple[float, int, int]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("rho", "seeds", "n"), [(0.5, 4, 200_000), (0.65, 4, 200_000),
-                                                 (0.8, 8, 250_000)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("rho", "seeds", "n"), [(0.5, 4, 200_000), (0.65, 4, 200_000), (0.8, 8, 250_000)]
+)
 def test_mmc_mean_wait_and_wait_probability_match_erlang_c(rho: float, seeds: int, n: int) -> None:
     c, mu = 4, 1.0
     lam = rho * c * mu

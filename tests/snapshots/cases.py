@@ -44,8 +44,11 @@ def stored(group: str) -> dict[str, bytes]:
     root = HERE / group
     if not root.is_dir():
         return {}
-    return {p.relative_to(root).as_posix(): p.read_bytes()
-            for p in sorted(root.rglob("*")) if p.is_file()}  # fmt: skip
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 def describe(group: str, name: str) -> str:

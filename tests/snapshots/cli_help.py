@@ -19,10 +19,18 @@ from typer.testing import CliRunner
 WIDTH = 100
 # None removes the variable for the invocation (click's CliRunner isolation).
 ENV: dict[str, str | None] = {
-    "COLUMNS": str(WIDTH), "LINES": "50", "TERM": "dumb", "NO_COLOR": "1",
-    "FORCE_COLOR": None, "PY_COLORS": None, "CLICOLOR_FORCE": None, "TERMINAL_WIDTH": None,
-    "TTY_COMPATIBLE": None, "TTY_INTERACTIVE": None, "GITHUB_ACTIONS": None,
-}  # fmt: skip
+    "COLUMNS": str(WIDTH),
+    "LINES": "50",
+    "TERM": "dumb",
+    "NO_COLOR": "1",
+    "FORCE_COLOR": None,
+    "PY_COLORS": None,
+    "CLICOLOR_FORCE": None,
+    "TERMINAL_WIDTH": None,
+    "TTY_COMPATIBLE": None,
+    "TTY_INTERACTIVE": None,
+    "GITHUB_ACTIONS": None,
+}
 # typer.rich_utils reads these once, at import: pin them while rendering.
 _RICH_SETTINGS = {"MAX_WIDTH": WIDTH, "FORCE_TERMINAL": False, "COLOR_SYSTEM": None}
 
@@ -80,8 +88,7 @@ def render(path: tuple[str, ...]) -> bytes:
     from harness.cli import app
 
     with _pinned_rich():
-        r = CliRunner().invoke(app, [*path, "--help"], env=ENV, terminal_width=WIDTH,
-                               color=False)  # fmt: skip
+        r = CliRunner().invoke(app, [*path, "--help"], env=ENV, terminal_width=WIDTH, color=False)
     shown = " ".join(("harness", *path, "--help"))
     if r.exit_code != 0:
         raise AssertionError(f"{shown} exited {r.exit_code}:\n{r.output}\n{r.exception!r}")

@@ -68,8 +68,9 @@ def _invoke(args: list[str]) -> tuple[bytes, bytes]:
 
     r = CliRunner().invoke(app, args, env=ENV, color=False)
     if r.exit_code != 0:
-        raise AssertionError(f"harness {' '.join(args)} exited {r.exit_code}:\n{r.output}\n"
-                             f"{r.exception!r}")  # fmt: skip
+        raise AssertionError(
+            f"harness {' '.join(args)} exited {r.exit_code}:\n{r.output}\n{r.exception!r}"
+        )
     stderr = b"exit %d\n" % r.exit_code + _ANSI.sub(b"", r.stderr_bytes)
     return _mask(r.stdout_bytes), _mask(stderr)
 

@@ -45,8 +45,9 @@ generator: {lateness_p99_limit_s: 5}
 """
 TIME_SCALE = 0.5
 MASK = "<masked>"
-TIMING_BLOCKS = frozenset({"turnaround_s", "queue_wait_s", "proxy_turnaround_s", "ttft_s",
-                           "itl_s", "schedule_lag_s"})  # fmt: skip
+TIMING_BLOCKS = frozenset(
+    {"turnaround_s", "queue_wait_s", "proxy_turnaround_s", "ttft_s", "itl_s", "schedule_lag_s"}
+)
 OVER_DURATION = ("duration_s", "goodput_per_s", "output_tokens_per_s")
 MASKED_FIGURES = TIMING_BLOCKS | set(OVER_DURATION) | {"replica_seconds"}
 
@@ -63,8 +64,9 @@ def _mask_numbers(v: Any) -> Any:
 
 def _mask_timing(v: Any) -> Any:
     if isinstance(v, dict):
-        return {k: _mask_numbers(x) if k in TIMING_BLOCKS else _mask_timing(x)
-                for k, x in v.items()}  # fmt: skip
+        return {
+            k: _mask_numbers(x) if k in TIMING_BLOCKS else _mask_timing(x) for k, x in v.items()
+        }
     if isinstance(v, list):
         return [_mask_timing(x) for x in v]
     return v

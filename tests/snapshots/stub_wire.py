@@ -32,13 +32,16 @@ ANSWER_TIMEOUT_S = 10.0
 CLOCK_S = 1000.0  # the fault timeline's frozen clock
 
 CHAT = b"/v1/chat/completions"
-COMPLETION = {"model": "snapshot-model", "messages": [{"role": "user", "content": "Say hello"}],
-              "max_tokens": 4}  # fmt: skip
+COMPLETION = {
+    "model": "snapshot-model",
+    "messages": [{"role": "user", "content": "Say hello"}],
+    "max_tokens": 4,
+}
 STREAM = {**COMPLETION, "stream": True, "stream_options": {"include_usage": True}}
 
 # case -> the faults put before the requests (at_s 0, probability 1: active from the start).
-# One case per fault kind (the test checks every kind in harness.profile.schema.FAULT_KINDS has one), a
-# case without faults, and a status 429 (which takes the rate-limit headers' path).
+# One case per fault kind (the test checks every kind in harness.profile.schema.FAULT_KINDS has
+# one), a case without faults, and a status 429 (which takes the rate-limit headers' path).
 CASES: dict[str, list[dict[str, Any]]] = {
     "none": [],
     "latency": [{"kind": "latency", "add_s": 0.05}],
@@ -70,8 +73,10 @@ def fault_kinds_covered() -> set[str]:
 
 
 def _request(method: bytes, path: bytes, body: bytes) -> bytes:
-    return (method + b" " + path + b" HTTP/1.1\r\nHost: stub\r\nContent-Type: application/json\r\n"
-            b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body) + body)  # fmt: skip
+    return (
+        method + b" " + path + b" HTTP/1.1\r\nHost: stub\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body) + body
+    )
 
 
 def _dechunk(body: bytes) -> bytes:
@@ -121,12 +126,14 @@ def produce_case(name: str) -> dict[str, bytes]:
     timeout = HANG_TIMEOUT_S if any(f["kind"] == "hang" for f in faults) else ANSWER_TIMEOUT_S
     with StubThread(app) as stub:
         put = orjson.dumps(faults)
-        files[f"{name}/put-faults.http"] = exchange(stub.port, b"PUT", b"/_stub/faults", put,
-                                                    ANSWER_TIMEOUT_S)  # fmt: skip
+        files[f"{name}/put-faults.http"] = exchange(
+            stub.port, b"PUT", b"/_stub/faults", put, ANSWER_TIMEOUT_S
+        )
         requests = RATE_LIMIT_REQUESTS if name == "rate_limit" else REQUESTS
         for label, body in requests:
-            files[f"{name}/{label}.http"] = exchange(stub.port, b"POST", CHAT, orjson.dumps(body),
-                                                     timeout)  # fmt: skip
+            files[f"{name}/{label}.http"] = exchange(
+                stub.port, b"POST", CHAT, orjson.dumps(body), timeout
+            )
     return files
 
 

@@ -20,11 +20,15 @@ def _first_difference(before: bytes, now: bytes) -> str:
     la, lb = before.splitlines(), now.splitlines()
     for i, (x, y) in enumerate(zip(la, lb, strict=False)):
         if x != y:
-            col = next((j for j, (p, q) in enumerate(zip(x, y, strict=False)) if p != q),
-                       min(len(x), len(y)))  # fmt: skip
+            col = next(
+                (j for j, (p, q) in enumerate(zip(x, y, strict=False)) if p != q),
+                min(len(x), len(y)),
+            )
             lo = max(0, col - CONTEXT)
-            return (f"line {i + 1}, column {col + 1}:\n  stored:  {x[lo:col + CONTEXT]!r}\n"
-                    f"  now:     {y[lo:col + CONTEXT]!r}")  # fmt: skip
+            return (
+                f"line {i + 1}, column {col + 1}:\n  stored:  {x[lo : col + CONTEXT]!r}\n"
+                f"  now:     {y[lo : col + CONTEXT]!r}"
+            )
     if len(la) != len(lb):
         return f"line counts differ: stored {len(la)}, now {len(lb)}"
     return "line endings or a final newline differ"
@@ -33,15 +37,25 @@ def _first_difference(before: bytes, now: bytes) -> str:
 def check(group: str) -> None:
     now, before = produce(group), stored(group)
     regen = f"python -m tests.snapshots.regen {group}"
-    problems = [f"no snapshot for {describe(group, n)}: new? then run `{regen}` and commit it"
-                for n in sorted(set(now) - set(before))]  # fmt: skip
-    problems += [f"{describe(group, n)} is stored but nothing produces it any more (gone? then "
-                 f"`{regen}` removes it)" for n in sorted(set(before) - set(now))]  # fmt: skip
-    problems += [f"{describe(group, n)} changed at " + _first_difference(before[n], now[n])
-                 for n in sorted(set(now) & set(before)) if now[n] != before[n]]  # fmt: skip
+    problems = [
+        f"no snapshot for {describe(group, n)}: new? then run `{regen}` and commit it"
+        for n in sorted(set(now) - set(before))
+    ]
+    problems += [
+        f"{describe(group, n)} is stored but nothing produces it any more (gone? then "
+        f"`{regen}` removes it)"
+        for n in sorted(set(before) - set(now))
+    ]
+    problems += [
+        f"{describe(group, n)} changed at " + _first_difference(before[n], now[n])
+        for n in sorted(set(now) & set(before))
+        if now[n] != before[n]
+    ]
     if problems:
-        pytest.fail(f"{len(problems)} snapshot(s) of group {group!r} differ:\n"
-                    + "\n".join(problems), pytrace=False)  # fmt: skip
+        pytest.fail(
+            f"{len(problems)} snapshot(s) of group {group!r} differ:\n" + "\n".join(problems),
+            pytrace=False,
+        )
 
 
 def test_every_commands_help_matches_its_snapshot() -> None:

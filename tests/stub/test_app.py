@@ -274,8 +274,9 @@ def test_same_seed_and_request_order_give_the_same_answers() -> None:
 
 def test_class_header_and_prompt_size_choose_the_latency() -> None:
     classes = (
-        '  small: {weight: 1, prompt: "hi", latency: {dist: fixed, value_s: 100}}\n'
-        '  large: {weight: 1, prompt_repeat: {text: "x", times: 1000}, latency: {dist: fixed, value_s: 200}}\n'
+        '  small: {weight: 1, prompt: "hi", latency: {dist: fixed, value_s: 100}}\n  large:'
+        ' {weight: 1, prompt_repeat: {text: "x", times: 1000}, latency: {dist: fixed, value_s:'
+        " 200}}\n"
     )
     app = create_app(profile=profile(classes=classes), time_scale=1e-4)
 

@@ -59,9 +59,13 @@ def test_sse_framing_and_chunk_order(serve_app: Start) -> None:
     assert {c["model"] for c in chunks} == {"gpt-test"}
     role, tok1, tok2, finish, usage = chunks
     assert role["choices"] == [
-        {"index": 0, "delta": {"role": "assistant", "content": "", "refusal": None},
-         "logprobs": None, "finish_reason": None}
-    ]  # fmt: skip
+        {
+            "index": 0,
+            "delta": {"role": "assistant", "content": "", "refusal": None},
+            "logprobs": None,
+            "finish_reason": None,
+        }
+    ]
     assert [c["choices"][0]["delta"] for c in (tok1, tok2)] == [
         {"content": "The"},
         {"content": " stub"},

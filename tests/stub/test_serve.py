@@ -1,4 +1,5 @@
-"""``serve()`` in its own process: binds loopback, stops cleanly on SIGTERM/SIGINT, logs no secrets."""
+"""``serve()`` in its own process: binds loopback, stops cleanly on SIGTERM/SIGINT, logs no
+secrets."""
 
 from __future__ import annotations
 

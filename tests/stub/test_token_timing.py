@@ -19,9 +19,14 @@ from .support import CHAT, body, profile
 
 pytestmark = pytest.mark.timeout(60)
 
-TOKENS = "{dist: tokens, ttft_s: 0.3, ttft_per_prompt_token_s: 0.01, tpot_s: 0.05, tpot_per_in_flight_s: 0.02}"
-CLASSES = ('  chat: {weight: 1, prompt: "0123456789012345678901234567890123456789", max_tokens: 64,'
-           " completion_tokens: {dist: fixed, value: 6}}\n")  # fmt: skip
+TOKENS = (
+    "{dist: tokens, ttft_s: 0.3, ttft_per_prompt_token_s: 0.01, tpot_s: 0.05, tpot_per_in_flight_s:"
+    " 0.02}"
+)
+CLASSES = (
+    '  chat: {weight: 1, prompt: "0123456789012345678901234567890123456789", max_tokens: 64,'
+    " completion_tokens: {dist: fixed, value: 6}}\n"
+)
 
 
 def test_draws_follow_the_formulas_with_the_prompt_size_and_in_flight() -> None:
@@ -40,7 +45,9 @@ def test_draws_follow_the_formulas_with_the_prompt_size_and_in_flight() -> None:
 
 
 def test_time_scale_scales_the_token_times() -> None:
-    state = StubState.build(profile=profile(latency=TOKENS, classes=CLASSES), seed=3, time_scale=0.5)
+    state = StubState.build(
+        profile=profile(latency=TOKENS, classes=CLASSES), seed=3, time_scale=0.5
+    )
     _, timing, _, _, _ = draw_timing(state, state.classes.pick("chat", 40), 40, 64, 1)
     assert timing is not None and timing[0] == pytest.approx(0.5 * 0.4)
 
@@ -52,13 +59,17 @@ def test_a_real_stream_comes_at_the_models_ttft_and_tpot(
     """One streamed request on loopback, sigma 0: TTFT 0.4 s (0.3 + 0.01 x 10 prompt tokens),
     then 5 gaps of 0.05 s (alone: in_flight 1). Loose bounds: a slow machine only adds."""
     stub = serve_app(profile=profile(latency=TOKENS, classes=CLASSES))
-    payload = body("0123456789012345678901234567890123456789", stream=True,
-                   stream_options={"include_usage": True})  # fmt: skip
+    payload = body(
+        "0123456789012345678901234567890123456789",
+        stream=True,
+        stream_options={"include_usage": True},
+    )
     seen: list[float] = []
     usage = None
     t0 = time.perf_counter()
-    with httpx.stream("POST", stub.url + CHAT, json=payload, timeout=10,
-                      headers={"x-class": "chat"}) as r:  # fmt: skip
+    with httpx.stream(
+        "POST", stub.url + CHAT, json=payload, timeout=10, headers={"x-class": "chat"}
+    ) as r:
         for line in r.iter_lines():
             if not line.startswith("data: ") or line == "data: [DONE]":
                 continue

@@ -13,9 +13,16 @@ pytestmark = pytest.mark.timeout(30)
 
 @pytest.mark.parametrize(
     ("seconds", "text"),
-    [(0.0, "0ms"), (0.02, "20ms"), (1, "1s"), (1.5, "1.5s"), (8.641, "8.641s"), (360, "6m0s"),
-     (3723, "1h2m3s")],
-)  # fmt: skip
+    [
+        (0.0, "0ms"),
+        (0.02, "20ms"),
+        (1, "1s"),
+        (1.5, "1.5s"),
+        (8.641, "8.641s"),
+        (360, "6m0s"),
+        (3723, "1h2m3s"),
+    ],
+)
 def test_format_duration_like_a_provider(seconds: float, text: str) -> None:
     assert wire.format_duration(seconds) == text
 
@@ -26,10 +33,13 @@ def test_rate_limit_headers_from_a_bucket() -> None:
     assert h[b"x-ratelimit-remaining-requests"] == b"0"
     assert h[b"x-ratelimit-reset-requests"] == b"500ms"
     assert set(h) == {
-        b"x-ratelimit-limit-requests", b"x-ratelimit-limit-tokens",
-        b"x-ratelimit-remaining-requests", b"x-ratelimit-remaining-tokens",
-        b"x-ratelimit-reset-requests", b"x-ratelimit-reset-tokens",
-    }  # fmt: skip
+        b"x-ratelimit-limit-requests",
+        b"x-ratelimit-limit-tokens",
+        b"x-ratelimit-remaining-requests",
+        b"x-ratelimit-remaining-tokens",
+        b"x-ratelimit-reset-requests",
+        b"x-ratelimit-reset-tokens",
+    }
 
 
 def test_error_body_has_the_four_fields() -> None:

@@ -1,10 +1,10 @@
 """The simulated upstream and the stub are one upstream model: for one profile and seed, fed
 the same dispatch order on a manual clock, they give every request the same outcome.
 
-The stub's side is its state (class table, fault timeline and request draws, no HTTP), reseeded
-per request by ``x-request-id`` and attempt as the simulation keys a dispatch by request id and
-attempt; completion lengths draw from a stream of their own, which this test leaves out. The profile overlaps faults
-so that the walk's order matters (a terminal before a latency fault, a stream fault before a
+The stub's side is its state (class table, fault timeline and request draws, no HTTP), reseeded per
+request by ``x-request-id`` and attempt as the simulation keys a dispatch by request id and attempt;
+completion lengths draw from a stream of their own, which this test leaves out. The profile overlaps
+faults so that the walk's order matters (a terminal before a latency fault, a stream fault before a
 terminal). ``ack_loss`` is left out: live, it is the proxy's fault, not the stub's.
 """
 
@@ -56,8 +56,12 @@ def _stub_outcome(latency: float, plan: FaultPlan | None, timeout_s: float) -> O
     add = plan.add_s if plan is not None else 0.0
     if plan is not None and plan.terminal is not None:
         f = plan.terminal
-        reason = {"status": f"upstream_{f.status}", "rate_limit": "upstream_429",
-                  "hang": "upstream_timeout", "reset": "upstream_reset"}[f.kind]  # fmt: skip
+        reason = {
+            "status": f"upstream_{f.status}",
+            "rate_limit": "upstream_429",
+            "hang": "upstream_timeout",
+            "reset": "upstream_reset",
+        }[f.kind]
         return reason, plan.retry_after_s, None
     if plan is not None and plan.stream is not None:
         empty = plan.stream.kind == "truncate" and plan.stream.after_chunks == 0
@@ -101,8 +105,15 @@ def test_same_profile_seed_and_dispatch_order_give_the_same_outcomes() -> None:
         same = a[2] == b[2] or (a[2] is not None and a[2] == pytest.approx(b[2], rel=1e-12))
         assert same, f"request {i}: sim {a} vs stub {b}"
     reasons = {r for r, _, _ in sim_seen}
-    assert reasons >= {None, "upstream_503", "upstream_429", "upstream_timeout",
-                       "upstream_reset", "upstream_empty_stream", TRUNCATED}  # fmt: skip
+    assert reasons >= {
+        None,
+        "upstream_503",
+        "upstream_429",
+        "upstream_timeout",
+        "upstream_reset",
+        "upstream_empty_stream",
+        TRUNCATED,
+    }
 
 
 TOKENS_PROFILE = """\
@@ -150,8 +161,9 @@ def test_with_the_token_model_sim_and_stub_time_every_request_alike() -> None:
             dur, failure, _ra, timing = sim.call_timed(t, cls, rid, attempt, None)
             stub.begin(rid)
             model = stub.classes.pick(cls, 0)
-            latency, st, _prompt, n, _capped = draw_timing(stub, model, len(c.prompt_text()),
-                                                           c.max_tokens, in_flight)  # fmt: skip
+            latency, st, _prompt, n, _capped = draw_timing(
+                stub, model, len(c.prompt_text()), c.max_tokens, in_flight
+            )
             plan = stub.timeline.plan(stub.draws.faults, in_flight=0, stream=c.stream)
             outcome = _stub_outcome(latency, plan, prof.upstream.timeout_s)
             assert failure == outcome[0], f"{rid}/{attempt}: sim {failure} vs stub {outcome}"

@@ -17,8 +17,13 @@ from harness.upstream_model.latency import (
     token_counts,
 )
 
-MODEL = Latency(dist="tokens", ttft_s=0.25, ttft_per_prompt_token_s=0.002, tpot_s=0.03,
-                tpot_per_in_flight_s=0.004)  # fmt: skip
+MODEL = Latency(
+    dist="tokens",
+    ttft_s=0.25,
+    ttft_per_prompt_token_s=0.002,
+    tpot_s=0.03,
+    tpot_per_in_flight_s=0.004,
+)
 
 
 def test_without_jitter_the_formulas_hold_exactly_and_nothing_is_drawn() -> None:
@@ -72,7 +77,9 @@ def test_token_counts_draw_from_their_distributions() -> None:
     assert min(xs) >= 0 and xs[2000] == pytest.approx(50, abs=4)
     twin_a, twin_b = KeyedRandom(2, "t"), KeyedRandom(2, "t")
     uni = TokenCount(dist="uniform", low=4, high=12)
-    assert [token_count(uni, twin_a) for _ in range(50)] == [twin_b.randint(4, 12) for _ in range(50)]
+    assert [token_count(uni, twin_a) for _ in range(50)] == [
+        twin_b.randint(4, 12) for _ in range(50)
+    ]
 
 
 def test_prompt_draws_first_then_the_completion_capped() -> None:

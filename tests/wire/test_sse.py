@@ -18,13 +18,19 @@ from harness.wire import (
     sse_done,
 )
 
-STREAM = (event(b'{"choices":[{"delta":{"role":"assistant"}}]}')
-          + event(b'{"choices":[{"delta":{"content":"Hi"}}]}')
-          + b": a keep-alive comment\n\n"
-          + b'event: chunk\nid: 7\nretry: 10\ndata: {"choices":[],"usage":{}}\n\n'
-          + DONE)  # fmt: skip
-DATA = [b'{"choices":[{"delta":{"role":"assistant"}}]}', b'{"choices":[{"delta":{"content":"Hi"}}]}',
-        b'{"choices":[],"usage":{}}', b"[DONE]"]  # fmt: skip
+STREAM = (
+    event(b'{"choices":[{"delta":{"role":"assistant"}}]}')
+    + event(b'{"choices":[{"delta":{"content":"Hi"}}]}')
+    + b": a keep-alive comment\n\n"
+    + b'event: chunk\nid: 7\nretry: 10\ndata: {"choices":[],"usage":{}}\n\n'
+    + DONE
+)
+DATA = [
+    b'{"choices":[{"delta":{"role":"assistant"}}]}',
+    b'{"choices":[{"delta":{"content":"Hi"}}]}',
+    b'{"choices":[],"usage":{}}',
+    b"[DONE]",
+]
 
 
 def _split(*chunks: bytes) -> list[bytes]:
@@ -71,19 +77,28 @@ def test_data_that_is_not_a_json_object_is_a_bad_event(data: bytes) -> None:
         chunk_object(data)
 
 
-@pytest.mark.parametrize("obj", [{"choices": ["x"]}, {"choices": [{"delta": "x"}]},
-                                 {"choices": {"0": {}}}])  # fmt: skip
+@pytest.mark.parametrize(
+    "obj", [{"choices": ["x"]}, {"choices": [{"delta": "x"}]}, {"choices": {"0": {}}}]
+)
 def test_choices_not_shaped_as_a_chunks_are_a_bad_event(obj: dict[str, object]) -> None:
     with pytest.raises(BadEvent):
         delta_content(obj)
 
 
-@pytest.mark.parametrize(("tail", "rest"), [
-    (b"x\n\n" + DONE, b""), (b"data:[DONE]\r\n\r\n", b""),
-    (b"data: [DONE]\n", b"\n"), (b"data: [DONE]\r\n", b"\n"), (b"data: [DONE]", b"\n\n"),
-    (b"data: [DONE]\r", b"\n\n"),
-    (event(b"{}"), None), (b": [DONE]\n\n", None), (b"data: [DONE] and more\n\n", None),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("tail", "rest"),
+    [
+        (b"x\n\n" + DONE, b""),
+        (b"data:[DONE]\r\n\r\n", b""),
+        (b"data: [DONE]\n", b"\n"),
+        (b"data: [DONE]\r\n", b"\n"),
+        (b"data: [DONE]", b"\n\n"),
+        (b"data: [DONE]\r", b"\n\n"),
+        (event(b"{}"), None),
+        (b": [DONE]\n\n", None),
+        (b"data: [DONE] and more\n\n", None),
+    ],
+)
 def test_what_a_stream_ending_here_lacks_for_a_whole_done(tail: bytes, rest: bytes | None) -> None:
     assert done_rest(tail) == rest
     assert sse_done(tail) is (rest == b"")

@@ -1,10 +1,10 @@
 """The load generator's vocabulary, shared by the CLI side and the Locust side.
 
-The CLI side builds a run config (``make_config``: a JSON-able dict, written to a file for
-Locust); each Locust process turns it into a :class:`Plan` (its share of the schedule), and its
-driver uses :class:`RequestSpec`, :class:`ClientRequest` and :class:`Retry` to send and record
-each arrival. Nothing here imports Locust or gevent: the CLI's process must never be
-monkey-patched (Locust's gevent stays in its own process), and these parts stay testable without a network.
+The CLI side builds a run config (``make_config``: a JSON-able dict, written to a file for Locust);
+each Locust process turns it into a :class:`Plan` (its share of the schedule), and its driver uses
+:class:`RequestSpec`, :class:`ClientRequest` and :class:`Retry` to send and record each arrival.
+Nothing here imports Locust or gevent: the CLI's process must never be monkey-patched (Locust's
+gevent stays in its own process), and these parts stay testable without a network.
 
 Record schema (``requests.jsonl``, one line per scheduled arrival; times in profile seconds
 from the run's start, ``latency_s`` and ``ttft_s`` counted from the *intended* send time)::
@@ -92,17 +92,41 @@ def make_config(
     if profile.arrivals.process == "trace" and profile.arrivals.file:
         f = Path(profile.arrivals.file)
         trace = {"text": f.read_text(), "suffix": f.suffix}
-    return {"profile_yaml": yaml.safe_dump(to_dict(profile), sort_keys=False),
-            "profile_name": profile.name, "trace": trace, "seed": seed, "time_scale": time_scale,
-            "base_url": base_url.rstrip("/"), "path": path, "model": model,
-            "api_key_env": api_key_env, "proxied": proxied, "max_requests": max_requests,
-            "lead_s": lead_s, "stop_drain_s": stop_drain_s, "tls": tls or {},
-            "records": str(workdir / "requests.jsonl"),
-            "start_file": str(workdir / "start.json")}  # fmt: skip
+    return {
+        "profile_yaml": yaml.safe_dump(to_dict(profile), sort_keys=False),
+        "profile_name": profile.name,
+        "trace": trace,
+        "seed": seed,
+        "time_scale": time_scale,
+        "base_url": base_url.rstrip("/"),
+        "path": path,
+        "model": model,
+        "api_key_env": api_key_env,
+        "proxied": proxied,
+        "max_requests": max_requests,
+        "lead_s": lead_s,
+        "stop_drain_s": stop_drain_s,
+        "tls": tls or {},
+        "records": str(workdir / "requests.jsonl"),
+        "start_file": str(workdir / "start.json"),
+    }
 
 
-_PLAN_KEYS = ("seed", "time_scale", "base_url", "path", "model", "api_key_env", "proxied",
-              "max_requests", "start_epoch", "index", "n", "stop_drain_s", "tls")  # fmt: skip
+_PLAN_KEYS = (
+    "seed",
+    "time_scale",
+    "base_url",
+    "path",
+    "model",
+    "api_key_env",
+    "proxied",
+    "max_requests",
+    "start_epoch",
+    "index",
+    "n",
+    "stop_drain_s",
+    "tls",
+)
 
 
 @dataclass(slots=True)
@@ -165,9 +189,26 @@ class ClientRequest:
     rebuilt from a ``sent`` marker) -- the cross-check against the proxy's per-attempt counts
     reads it by the part before the colon."""
 
-    __slots__ = ("a", "actual", "attempts", "chars", "due", "end", "gaps", "history", "no_answer",
-                 "outcome", "reason", "retry_after", "sent", "should_retry", "status", "tokens",
-                 "ttft", "wait_ms")  # fmt: skip
+    __slots__ = (
+        "a",
+        "actual",
+        "attempts",
+        "chars",
+        "due",
+        "end",
+        "gaps",
+        "history",
+        "no_answer",
+        "outcome",
+        "reason",
+        "retry_after",
+        "sent",
+        "should_retry",
+        "status",
+        "tokens",
+        "ttft",
+        "wait_ms",
+    )
 
     def __init__(self, a: Arrival, due: float, actual: float) -> None:
         self.a = a
@@ -246,10 +287,10 @@ def _failure_reason(status: int, body: bytes | None, proxied: bool) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Retry:
-    """Callers' retries, by the SDK model of ``harness.workload.callers`` (the simulation's too). The
-    model speaks profile seconds: a Retry-After heard in wall seconds is scaled back before it
-    is judged (so a ``retry_after_max_s`` of 120 means the same at any time scale), and the
-    wait is scaled to wall seconds again."""
+    """Callers' retries, by the SDK model of ``harness.workload.callers`` (the simulation's too).
+    The model speaks profile seconds: a Retry-After heard in wall seconds is scaled back before it
+    is judged (so a ``retry_after_max_s`` of 120 means the same at any time scale), and the wait is
+    scaled to wall seconds again."""
 
     cfg: ClientRetry | None
     time_scale: float
@@ -264,9 +305,14 @@ class Retry:
         if call.outcome == "completed" or self.cfg is None:
             return None
         ra = call.retry_after
-        d = retry_delay(self.cfg, status=None if call.no_answer else call.status,
-                        attempts=call.attempts, retry_after_s=None if ra is None
-                        else ra / self.time_scale, rng=self.rng, header=call.should_retry)  # fmt: skip
+        d = retry_delay(
+            self.cfg,
+            status=None if call.no_answer else call.status,
+            attempts=call.attempts,
+            retry_after_s=None if ra is None else ra / self.time_scale,
+            rng=self.rng,
+            header=call.should_retry,
+        )
         return None if d is None else d[0] * self.time_scale
 
 
@@ -325,9 +371,24 @@ class RequestSpec:
         return h
 
     def dropped(self, a: Arrival, t_now: float, worker: int) -> dict[str, Any]:
-        return record_of(a, worker, None, round(t_now - a.t, 6), 0, None, "dropped",
-                       "generator_full", [], None, None, None, None, None, None,
-                       None)  # fmt: skip
+        return record_of(
+            a,
+            worker,
+            None,
+            round(t_now - a.t, 6),
+            0,
+            None,
+            "dropped",
+            "generator_full",
+            [],
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
 
     def record(
         self, call: ClientRequest, start: float, scale: float, worker: int
@@ -344,9 +405,24 @@ class RequestSpec:
         gaps = None
         if call.gaps is not None and call.outcome == "completed":
             gaps = [round(g / scale, 6) for g in call.gaps]
-        return record_of(call.a, worker, t(call.sent), lag, call.attempts, call.status, call.outcome,
-                       call.reason, call.history, wait, d(call.ttft), d(call.end), t(call.end),
-                       tokens, source, gaps)  # fmt: skip
+        return record_of(
+            call.a,
+            worker,
+            t(call.sent),
+            lag,
+            call.attempts,
+            call.status,
+            call.outcome,
+            call.reason,
+            call.history,
+            wait,
+            d(call.ttft),
+            d(call.end),
+            t(call.end),
+            tokens,
+            source,
+            gaps,
+        )
 
     def token_figures(self, call: ClientRequest) -> tuple[dict[str, int] | None, str | None]:
         """The server's usage when it gave one, else an estimate marked as such."""
@@ -370,9 +446,28 @@ def estimate_tokens(chars: int) -> int:
     return -(-chars // CHARS_PER_TOKEN)
 
 
-RECORD_KEYS = ("id", "class", "priority", "tenant", "worker", "t_intended", "t_sent", "lag_s",
-               "attempts", "status", "outcome", "reason", "history", "queue_wait_s", "ttft_s",
-               "latency_s", "t_end", "tokens", "tokens_source", "itl_s")  # fmt: skip
+RECORD_KEYS = (
+    "id",
+    "class",
+    "priority",
+    "tenant",
+    "worker",
+    "t_intended",
+    "t_sent",
+    "lag_s",
+    "attempts",
+    "status",
+    "outcome",
+    "reason",
+    "history",
+    "queue_wait_s",
+    "ttft_s",
+    "latency_s",
+    "t_end",
+    "tokens",
+    "tokens_source",
+    "itl_s",
+)
 
 
 def record_of(a: Arrival, worker: int, *rest: Any) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""The open-loop load generator's Locust side, run INSIDE a Locust process (``locust -f`` this file).
+"""The open-loop load generator's Locust side, run INSIDE a Locust process (``locust -f`` this
+file).
 
 Locust users are closed-loop: each waits for its response before it sends again, so a rate
 collapses when responses take 5-30 s (locust#2347). Here one ``Driver`` user per process does

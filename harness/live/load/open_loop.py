@@ -1,13 +1,13 @@
 """The open-loop generator of one Locust process: its share of the schedule, never waiting.
 
 Theory of operation. Locust users are closed-loop: each waits for its response before it sends
-again, so a rate collapses when responses take 5-30 s (locust#2347). Here one ``Driver`` user
-per process does no request itself: it walks the precomputed schedule (``harness.workload.arrivals``, the
-same one ``harness sim`` uses), sleeps until each arrival's intended time and spawns one greenlet
-per arrival, never waiting on a response. A bounded in-flight count caps the greenlets; when it
-is full the arrival is dropped and recorded as ``dropped`` (``dropped_by_generator``). All
-requests share one ``FastHttpSession`` whose connection pool is at least the in-flight cap
-(the default of 10 would silently queue requests inside the client).
+again, so a rate collapses when responses take 5-30 s (locust#2347). Here one ``Driver`` user per
+process does no request itself: it walks the precomputed schedule (``harness.workload.arrivals``,
+the same one ``harness sim`` uses), sleeps until each arrival's intended time and spawns one
+greenlet per arrival, never waiting on a response. A bounded in-flight count caps the greenlets;
+when it is full the arrival is dropped and recorded as ``dropped`` (``dropped_by_generator``). All
+requests share one ``FastHttpSession`` whose connection pool is at least the in-flight cap (the
+default of 10 would silently queue requests inside the client).
 
 Timing. The plan carries a common start time as a Unix timestamp; each process maps it onto its
 own monotonic clock once. libev's timers round up to the millisecond, so a sleep ends early and
@@ -60,14 +60,18 @@ class OpenLoop:
         cap = max(1, -(-plan.profile.generator.max_in_flight // plan.n))
         self.cap = cap
         tls = Tls.from_config(plan.tls)
-        self.session = FastHttpSession(base_url=self.spec.base_url,
-                                       request_event=env.events.request, user=None,
-                                       concurrency=cap + 16,
-                                       network_timeout=self.spec.timeout_wall_s,
-                                       connection_timeout=min(30.0, self.spec.timeout_wall_s),
-                                       max_retries=0, max_redirects=0,
-                                       insecure=tls.insecure,
-                                       ssl_context_factory=_ssl_factory(tls))  # fmt: skip
+        self.session = FastHttpSession(
+            base_url=self.spec.base_url,
+            request_event=env.events.request,
+            user=None,
+            concurrency=cap + 16,
+            network_timeout=self.spec.timeout_wall_s,
+            connection_timeout=min(30.0, self.spec.timeout_wall_s),
+            max_retries=0,
+            max_redirects=0,
+            insecure=tls.insecure,
+            ssl_context_factory=_ssl_factory(tls),
+        )
         # 4xx/5xx are answers we classify ourselves, not exceptions (and no debug dump per 429).
         agent: Any = self.session.client
         agent.valid_response_codes = frozenset(range(100, 600))

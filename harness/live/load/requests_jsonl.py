@@ -60,9 +60,7 @@ def sent_marker(rid: str) -> bytes:
     return b'{"sent":"' + rid.encode() + b'"}'
 
 
-def unrecorded(
-    profile: Profile, seed: int, ids: set[str], cap: int | None
-) -> list[dict[str, Any]]:
+def unrecorded(profile: Profile, seed: int, ids: set[str], cap: int | None) -> list[dict[str, Any]]:
     """Records for requests that went out and never got one (the generator was stopped or
     killed before they ended): ``in_flight``, reason ``unrecorded``, one attempt."""
     out: list[dict[str, Any]] = []
@@ -73,16 +71,32 @@ def unrecorded(
         arr = islice(arr, cap)
     for a in arr:
         if a.id in ids:
-            out.append(record_of(a, -1, None, None, 1, None, "in_flight", "unrecorded",
-                                 ["in_flight"], None, None, None, None, None, None, None))  # fmt: skip
+            out.append(
+                record_of(
+                    a,
+                    -1,
+                    None,
+                    None,
+                    1,
+                    None,
+                    "in_flight",
+                    "unrecorded",
+                    ["in_flight"],
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+            )
             if len(out) == len(ids):
                 break
     return out
 
 
-def next_unknown(
-    profile: Profile, seed: int, known: set[str], k: int, cap: int | None
-) -> set[str]:
+def next_unknown(profile: Profile, seed: int, known: set[str], k: int, cap: int | None) -> set[str]:
     """The first ``k`` scheduled ids with neither a record nor a marker: the requests that
     reached the proxy while their markers died in the killed generator's buffer (it sends in
     schedule order, so they are the next ones)."""

@@ -75,8 +75,9 @@ class TracedBodies:
     __slots__ = ("filler", "parts")
 
     def __init__(self, profile: Profile, model: str) -> None:
-        self.parts = {name: body_template(c, model, profile.wire)
-                      for name, c in profile.classes.items()}  # fmt: skip
+        self.parts = {
+            name: body_template(c, model, profile.wire) for name, c in profile.classes.items()
+        }
         self.filler = memoryview(_WORDS * 1024)  # grown on demand (longer prompts)
 
     def body(self, a: Arrival, prompt_tokens: int, output_tokens: int) -> bytes:

@@ -65,7 +65,11 @@ def epoch_at(query: bytes) -> float | None:
 
 class ProxyApp(Answers):
     def __init__(
-        self, driver: LiveDriver, upstream: Upstream, *, max_body_bytes: int = DEFAULT_MAX_BODY,
+        self,
+        driver: LiveDriver,
+        upstream: Upstream,
+        *,
+        max_body_bytes: int = DEFAULT_MAX_BODY,
         forward_class: bool = False,
     ) -> None:
         self.driver = driver
@@ -102,11 +106,20 @@ class ProxyApp(Answers):
                 await http.send_json(send, 200, orjson.dumps({"epoch_s": epoch}))
             elif scope["path"] == "/healthz":
                 up = not (self.driver.stopping or self.closed)
-                await http.send_json(send, 200 if up else 503, orjson.dumps(
-                    {"status": "ok" if up else "shutting_down", "admitting": up}))  # fmt: skip
+                await http.send_json(
+                    send,
+                    200 if up else 503,
+                    orjson.dumps({"status": "ok" if up else "shutting_down", "admitting": up}),
+                )
             else:
-                await passthrough(self.upstream, scope, receive, send, max_body=self.max_body,
-                                  timeout_s=self.timeout_s)
+                await passthrough(
+                    self.upstream,
+                    scope,
+                    receive,
+                    send,
+                    max_body=self.max_body,
+                    timeout_s=self.timeout_s,
+                )
         elif kind == "lifespan":
             while True:
                 msg = await receive()
@@ -140,9 +153,16 @@ class ProxyApp(Answers):
             await http.send_json(send, 503, b'{"error": "metrics_outage"}')
             return
         body = self.driver.metrics.render()
-        await send({"type": "http.response.start", "status": 200, "headers": [
-            (b"content-type", b"text/plain; version=0.0.4; charset=utf-8"),
-            (b"content-length", b"%d" % len(body))]})  # fmt: skip
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [
+                    (b"content-type", b"text/plain; version=0.0.4; charset=utf-8"),
+                    (b"content-length", b"%d" % len(body)),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": body})
 
     async def _admission(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -261,15 +281,27 @@ class ProxyApp(Answers):
                 return report(Finished(call.id, call.attempt))
             ra = retry_after_s(resp.headers)
             retryable = status >= 500 or status in RETRYABLE_STATUS
-            report(Failed(id=call.id, reason=f"upstream_{status}",
-                          retry_after_s=None if ra is None else ra / self.scale,
-                          retryable=retryable, attempt=call.attempt))  # fmt: skip
+            report(
+                Failed(
+                    id=call.id,
+                    reason=f"upstream_{status}",
+                    retry_after_s=None if ra is None else ra / self.scale,
+                    retryable=retryable,
+                    attempt=call.attempt,
+                )
+            )
         finally:
             resp.close()
 
     async def _send(self, call: ProxiedRequest) -> UpstreamResponse:
-        return await self.upstream.send(call.method, call.target, call.fwd, call.body,
-                                        timeout_s=self.timeout_s, stream=call.stream)
+        return await self.upstream.send(
+            call.method,
+            call.target,
+            call.fwd,
+            call.body,
+            timeout_s=self.timeout_s,
+            stream=call.stream,
+        )
 
     async def _unseen(self, call: ProxiedRequest) -> None:
         """One upstream call whose answer nobody will see (a lost ack)."""
@@ -300,15 +332,17 @@ class ProxyApp(Answers):
             return report(Failed(id=call.id, reason=e.reason, attempt=call.attempt))
         except StopAsyncIteration:
             return report(Failed(id=call.id, reason="upstream_empty_stream", attempt=call.attempt))
-        sse = (http.header(headers, b"content-type") or b"").startswith(b"text/event-stream") \
-            and http.header(headers, b"content-encoding") in (None, b"identity")  # fmt: skip
+        sse = (http.header(headers, b"content-type") or b"").startswith(
+            b"text/event-stream"
+        ) and http.header(headers, b"content-encoding") in (None, b"identity")
         out = http.response_headers(headers)
         out.append((b"x-estimated-wait", call.est_wait))
         out.append((b"x-queue-wait-ms", call.queue_wait_ms))
         call.committed = True
         if self.killable:  # from now on a drain kill cannot run it again unseen
-            self.driver.report(AnswerStarts(id=call.id, attempt=call.attempt,
-                                            at_s=self.driver.clock.now()))  # fmt: skip
+            self.driver.report(
+                AnswerStarts(id=call.id, attempt=call.attempt, at_s=self.driver.clock.now())
+            )
         await send({"type": "http.response.start", "status": status, "headers": out})
         await send({"type": "http.response.body", "body": first, "more_body": True})
         tail = first[-32:]
@@ -324,12 +358,20 @@ class ProxyApp(Answers):
                 if sse and sse_done(tail):
                     return report(Finished(call.id, call.attempt))
         except UpstreamError as e:
-            return report(Failed(id=call.id, reason=e.reason, retryable=False, attempt=call.attempt))
+            return report(
+                Failed(id=call.id, reason=e.reason, retryable=False, attempt=call.attempt)
+            )
         if sse:
             rest = done_rest(tail)
             if rest is None:
-                return report(Failed(id=call.id, reason="upstream_truncated", retryable=False,
-                                     attempt=call.attempt))  # fmt: skip
+                return report(
+                    Failed(
+                        id=call.id,
+                        reason="upstream_truncated",
+                        retryable=False,
+                        attempt=call.attempt,
+                    )
+                )
             # The upstream ended inside its [DONE] event: end the event for the client, which
             # would otherwise never receive it (and read an error event after it as [DONE]).
             await send({"type": "http.response.body", "body": rest, "more_body": True})
@@ -347,4 +389,3 @@ class ProxyApp(Answers):
 
 
 __all__ = ["DEFAULT_MAX_BODY", "ProxiedRequest", "ProxyApp"]
-

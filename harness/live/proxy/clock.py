@@ -40,7 +40,9 @@ class MonotonicClock:
 
     __slots__ = ("_held", "_inv", "_scale", "_t0")
 
-    def __init__(self, scale: float = 1.0, start: float | None = None, *, held: bool = False) -> None:
+    def __init__(
+        self, scale: float = 1.0, start: float | None = None, *, held: bool = False
+    ) -> None:
         if not scale > 0:
             raise ValueError(f"time scale must be > 0, got {scale}")
         self._scale = scale

@@ -60,8 +60,20 @@ _MIN_REARM_S = 0.005  # a deadline already past after a Tick is retried at this 
 class Ticket:
     """One request as the driver sees it: its arrival fields, and where its actions go."""
 
-    __slots__ = ("attempt", "cls", "deadline_s", "final", "fut", "id", "key", "pending",
-                 "priority", "running", "t0", "tenant")  # fmt: skip
+    __slots__ = (
+        "attempt",
+        "cls",
+        "deadline_s",
+        "final",
+        "fut",
+        "id",
+        "key",
+        "pending",
+        "priority",
+        "running",
+        "t0",
+        "tenant",
+    )
 
     def __init__(
         self, cls: str, priority: int, tenant: str, key: str | None, deadline_s: float | None
@@ -124,8 +136,9 @@ class LiveDriver:
         self.files: ProxyFiles | None = None
         if out is not None:
             self.files = ProxyFiles(out, profile, on_broken=self._broken)
-        self.core = RunCore(profile, self.seed, mode="live", engine_rng=stream(self.seed, "engine"),
-                            log=self.files)  # fmt: skip
+        self.core = RunCore(
+            profile, self.seed, mode="live", engine_rng=stream(self.seed, "engine"), log=self.files
+        )
         self.engine = self.core.engine
         self.collector = self.core.collector
         self.tickets: dict[str, Ticket] = {}
@@ -161,10 +174,11 @@ class LiveDriver:
         t.t0 = now
         self.tickets[rid] = t
         actions = self.engine.handle(
-            Arrived(rid, t.cls, priority=t.priority, tenant=t.tenant, key=t.key,
-                    deadline_s=t.deadline_s),
+            Arrived(
+                rid, t.cls, priority=t.priority, tenant=t.tenant, key=t.key, deadline_s=t.deadline_s
+            ),
             now,
-        )  # fmt: skip
+        )
         decision = actions[0]  # the engine answers an arrival first, then dispatches
         if type(decision) is Reject:
             del self.tickets[rid]
@@ -352,11 +366,17 @@ class LiveDriver:
                 break
         d = eng.queue.depth_by_tier
         drain = drain_time(eng)  # the formula the exported query and the simulation read
-        return QueueState(depth=(d[0], d[1], d[2]), oldest_age_s=(ages[0], ages[1], ages[2]),
-                          in_flight=eng.busy, desired_replicas=eng.pool.desired,
-                          ready_replicas=eng.pool.ready, drain_time_s=drain,
-                          draining_replicas=eng.pool.draining,
-                          blind=not eng.signals_known, scaling=self._scaling_state())  # fmt: skip
+        return QueueState(
+            depth=(d[0], d[1], d[2]),
+            oldest_age_s=(ages[0], ages[1], ages[2]),
+            in_flight=eng.busy,
+            desired_replicas=eng.pool.desired,
+            ready_replicas=eng.pool.ready,
+            drain_time_s=drain,
+            draining_replicas=eng.pool.draining,
+            blind=not eng.signals_known,
+            scaling=self._scaling_state(),
+        )
 
     def _scaling_state(self) -> ScalingState | None:
         sc = self.engine.scaler
@@ -367,22 +387,29 @@ class LiveDriver:
         weighted = sig.get("weighted_depth") if sig.get("known") else None
         if weighted is not None and self.profile.engine.scaling.count_inflight:
             weighted += sig.get("in_flight", 0)
-        return ScalingState(weighted_signal=weighted, drain_time_s=sig.get("drain_time_s"),
-                            bound_by=None if last is None else last.bound_by,
-                            blind_seconds=self.collector.blind_s,
-                            scale_up_suppressed=sc.scale_up_suppressed)  # fmt: skip
+        return ScalingState(
+            weighted_signal=weighted,
+            drain_time_s=sig.get("drain_time_s"),
+            bound_by=None if last is None else last.bound_by,
+            blind_seconds=self.collector.blind_s,
+            scale_up_suppressed=sc.scale_up_suppressed,
+        )
 
     # -- the end -----------------------------------------------------------------------------
 
     def finish(
-        self, *, complete: bool, extra: dict[str, Any] | None = None,
+        self,
+        *,
+        complete: bool,
+        extra: dict[str, Any] | None = None,
         meta: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:  # fmt: skip
+    ) -> dict[str, Any]:
         """Build summary.json (and write the folder, if any). Call once, at shutdown."""
         col = self.collector
         own = {"proxy_turnaround_s": percentiles(col.turnarounds), **(extra or {})}
-        summary, timeline = self.core.finish(self.clock.now(), scheduled=col.arrivals,
-                                             complete=complete, extra=own, meta=meta)  # fmt: skip
+        summary, timeline = self.core.finish(
+            self.clock.now(), scheduled=col.arrivals, complete=complete, extra=own, meta=meta
+        )
         if self.signal is not None:
             summary["scaling"].setdefault("prometheus", {}).update(self.signal.figures())
             if self.out is not None:

@@ -56,46 +56,55 @@ class _Gauges(Collector):
     def collect(self) -> Iterator[GaugeMetricFamily]:
         s = self._read()
         depth = GaugeMetricFamily(
-            "agent_queue_depth", "Admitted requests waiting to start, by priority tier",
+            "agent_queue_depth",
+            "Admitted requests waiting to start, by priority tier",
             labels=["priority"],
-        )  # fmt: skip
+        )
         age = GaugeMetricFamily(
-            "agent_queue_oldest_age_seconds", "Age of the oldest waiting request, by tier",
+            "agent_queue_oldest_age_seconds",
+            "Age of the oldest waiting request, by tier",
             labels=["priority"],
-        )  # fmt: skip
+        )
         for i, name in enumerate(PRIORITY_LABELS):
             depth.add_metric([name], s.depth[i])
             age.add_metric([name], s.oldest_age_s[i])
         yield depth
         yield age
         yield GaugeMetricFamily(
-            "agent_queue_weighted_depth", "Priority-weighted backlog (critical 3, standard 1, "
-            "batch 0.5)", value=sum(w * d for w, d in zip(WEIGHTS, s.depth, strict=True)),
-        )  # fmt: skip
+            "agent_queue_weighted_depth",
+            "Priority-weighted backlog (critical 3, standard 1, batch 0.5)",
+            value=sum(w * d for w, d in zip(WEIGHTS, s.depth, strict=True)),
+        )
         yield GaugeMetricFamily(
-            "agent_jobs_inflight", "Requests being served upstream (slots in use)",
+            "agent_jobs_inflight",
+            "Requests being served upstream (slots in use)",
             value=s.in_flight,
-        )  # fmt: skip
+        )
         yield GaugeMetricFamily(
-            "agent_scaling_desired_replicas", "Executors wanted (ready + starting)",
+            "agent_scaling_desired_replicas",
+            "Executors wanted (ready + starting)",
             value=s.desired_replicas,
-        )  # fmt: skip
+        )
         yield GaugeMetricFamily(
-            "agent_scaling_ready_replicas", "Executors ready to take work",
+            "agent_scaling_ready_replicas",
+            "Executors ready to take work",
             value=s.ready_replicas,
-        )  # fmt: skip
+        )
         yield GaugeMetricFamily(
-            "agent_queue_drain_time_seconds", "Waiting requests / concurrency x service time",
+            "agent_queue_drain_time_seconds",
+            "Waiting requests / concurrency x service time",
             value=s.drain_time_s,
-        )  # fmt: skip
+        )
         yield GaugeMetricFamily(
-            "agent_scaling_draining_replicas", "Executors draining: no new work, gone when "
-            "idle or killed at the drain timeout", value=s.draining_replicas,
-        )  # fmt: skip
+            "agent_scaling_draining_replicas",
+            "Executors draining: no new work, gone when idle or killed at the drain timeout",
+            value=s.draining_replicas,
+        )
         yield GaugeMetricFamily(
-            "agent_scaling_blind", "1 while the autoscaler's signals are unknown (a metrics "
-            "outage), else 0", value=1.0 if s.blind else 0.0,
-        )  # fmt: skip
+            "agent_scaling_blind",
+            "1 while the autoscaler's signals are unknown (a metrics outage), else 0",
+            value=1.0 if s.blind else 0.0,
+        )
         if s.scaling is not None:
             yield from _scaling(s.scaling)
 
@@ -107,29 +116,35 @@ def _scaling(sc: ScalingState) -> Iterator[GaugeMetricFamily]:
     """The autoscaler's own view (profiles with engine.scaling on); NaN where its last
     evaluation could not read a value (blind, or no evaluation yet)."""
     yield GaugeMetricFamily(
-        "agent_scaling_weighted_signal", "The weighted target's signal at the last evaluation: "
+        "agent_scaling_weighted_signal",
+        "The weighted target's signal at the last evaluation: "
         "eligible backlog by the profile's priority weights, plus work in flight when "
-        "count_inflight", value=_NAN if sc.weighted_signal is None else sc.weighted_signal,
-    )  # fmt: skip
+        "count_inflight",
+        value=_NAN if sc.weighted_signal is None else sc.weighted_signal,
+    )
     yield GaugeMetricFamily(
-        "agent_scaling_drain_time_seconds", "The engine's drain-time estimate at the last "
+        "agent_scaling_drain_time_seconds",
+        "The engine's drain-time estimate at the last "
         "evaluation (backlog x per-class service time / ready slots)",
         value=_NAN if sc.drain_time_s is None else sc.drain_time_s,
-    )  # fmt: skip
+    )
     bound = GaugeMetricFamily(
-        "agent_scaling_bound", "1 for the limit that set the last decision (none: nothing "
-        "bound it)", labels=["limit"],
-    )  # fmt: skip
+        "agent_scaling_bound",
+        "1 for the limit that set the last decision (none: nothing bound it)",
+        labels=["limit"],
+    )
     bound.add_metric([sc.bound_by or "none"], 1.0)
     yield bound
     yield GaugeMetricFamily(
-        "agent_scaling_blind_seconds", "Seconds of the run so far with the autoscaler blind",
+        "agent_scaling_blind_seconds",
+        "Seconds of the run so far with the autoscaler blind",
         value=sc.blind_seconds,
-    )  # fmt: skip
+    )
     yield GaugeMetricFamily(
-        "agent_scaling_scale_up_suppressed", "Evaluations so far whose scale-up the dependency "
-        "(breaker, Retry-After) held back", value=float(sc.scale_up_suppressed),
-    )  # fmt: skip
+        "agent_scaling_scale_up_suppressed",
+        "Evaluations so far whose scale-up the dependency (breaker, Retry-After) held back",
+        value=float(sc.scale_up_suppressed),
+    )
 
 
 class ProxyMetrics:
@@ -137,21 +152,30 @@ class ProxyMetrics:
         self.registry = CollectorRegistry(auto_describe=False)
         r = self.registry
         self.decisions = Counter(
-            "agent_admission_decisions_total", "Admission decisions by outcome and reason "
-            "(reason 'none' for a plain admit)", ["decision", "reason"], registry=r,
-        )  # fmt: skip
+            "agent_admission_decisions_total",
+            "Admission decisions by outcome and reason (reason 'none' for a plain admit)",
+            ["decision", "reason"],
+            registry=r,
+        )
         self.turnaround = Histogram(
-            "agent_turnaround_seconds", "Enqueue-to-result time of completed requests",
-            buckets=TURNAROUND_BUCKETS, registry=r,
-        )  # fmt: skip
+            "agent_turnaround_seconds",
+            "Enqueue-to-result time of completed requests",
+            buckets=TURNAROUND_BUCKETS,
+            registry=r,
+        )
         self.upstream = Counter(
-            "agent_upstream_responses_total", "Upstream attempts by HTTP status, or by the "
-            "transport failure (timeout, reset, connect, stream_error)", ["status"], registry=r,
-        )  # fmt: skip
+            "agent_upstream_responses_total",
+            "Upstream attempts by HTTP status, or by the "
+            "transport failure (timeout, reset, connect, stream_error)",
+            ["status"],
+            registry=r,
+        )
         self.outcomes = Counter(
-            "agent_request_outcomes_total", "Final outcomes of admitted requests",
-            ["outcome", "reason"], registry=r,
-        )  # fmt: skip
+            "agent_request_outcomes_total",
+            "Final outcomes of admitted requests",
+            ["outcome", "reason"],
+            registry=r,
+        )
         r.register(_Gauges(read_state))
         # Label children are cached: ``labels()`` costs more than the increment itself.
         self._admit = self.decisions.labels("admit", "none")

@@ -69,9 +69,17 @@ class ProxyFiles:
         rows = bytearray()
         for i in range(self._streamed, len(secs) - 1):
             c = secs[i]
-            rows += orjson.dumps({"t": i, "admitted": c.admitted, "rejected": c.rejected,
-                                  "completed": c.completed, "failed": c.failed,
-                                  "expired": c.expired}, option=orjson.OPT_APPEND_NEWLINE)  # fmt: skip
+            rows += orjson.dumps(
+                {
+                    "t": i,
+                    "admitted": c.admitted,
+                    "rejected": c.rejected,
+                    "completed": c.completed,
+                    "failed": c.failed,
+                    "expired": c.expired,
+                },
+                option=orjson.OPT_APPEND_NEWLINE,
+            )
         fh.write(rows)
         fh.flush()
         self._streamed = len(secs) - 1
@@ -124,8 +132,11 @@ def mark_broken(
     summary["complete"] = False
     summary["lost"] = dict(lost)
     if e is not None:
-        summary["io_error"] = {"path": str(e.filename) if e.filename else None,
-                               "errno": e.errno, "error": e.strerror or str(e)}  # fmt: skip
+        summary["io_error"] = {
+            "path": str(e.filename) if e.filename else None,
+            "errno": e.errno,
+            "error": e.strerror or str(e),
+        }
     summ.finish(summary, profile)
 
 

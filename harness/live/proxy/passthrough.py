@@ -9,8 +9,15 @@ from harness.live.transport.upstream import Upstream, UpstreamError
 from harness.wire import error_body
 
 
-async def passthrough(upstream: Upstream, scope: Scope, receive: Receive, send: Send, *,
-                      max_body: int, timeout_s: float) -> None:  # fmt: skip
+async def passthrough(
+    upstream: Upstream,
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    *,
+    max_body: int,
+    timeout_s: float,
+) -> None:
     """A non-POST request, forwarded outside admission: it is no arrival."""
     split = http.split_request_headers(scope["headers"])
     try:
@@ -22,16 +29,20 @@ async def passthrough(upstream: Upstream, scope: Scope, receive: Receive, send: 
     qs = scope.get("query_string", b"")
     target = scope["path"] + ("?" + qs.decode("latin-1") if qs else "")
     try:
-        resp = await upstream.send(scope["method"], target, split.forward, body,
-                                   timeout_s=timeout_s, stream=False)  # fmt: skip
+        resp = await upstream.send(
+            scope["method"], target, split.forward, body, timeout_s=timeout_s, stream=False
+        )
         try:
             data = await resp.read()
         finally:
             resp.close()
     except UpstreamError as e:
         msg = f"The upstream call failed: {e.reason}."
-        return await http.send_json(send, 504 if e.reason == "upstream_timeout" else 502,
-                                    error_body(msg, "upstream_error", code=e.reason))  # fmt: skip
+        return await http.send_json(
+            send,
+            504 if e.reason == "upstream_timeout" else 502,
+            error_body(msg, "upstream_error", code=e.reason),
+        )
     await pass_on(send, (resp.status, resp.headers, data), [])
 
 

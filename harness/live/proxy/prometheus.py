@@ -47,11 +47,16 @@ def scrape_config(proxy: str, interval: str) -> dict[str, Any]:
     """prometheus.yml for one job scraping ``proxy`` (host:port) every ``interval``."""
     return {
         "global": {"scrape_interval": interval, "evaluation_interval": interval},
-        "scrape_configs": [{
-            "job_name": JOB, "metrics_path": "/metrics", "scrape_interval": interval,
-            "scrape_timeout": interval, "static_configs": [{"targets": [proxy]}],
-        }],
-    }  # fmt: skip
+        "scrape_configs": [
+            {
+                "job_name": JOB,
+                "metrics_path": "/metrics",
+                "scrape_interval": interval,
+                "scrape_timeout": interval,
+                "static_configs": [{"targets": [proxy]}],
+            }
+        ],
+    }
 
 
 def find_binary() -> str:
@@ -65,9 +70,14 @@ def find_binary() -> str:
 
 
 def command(binary: str, config: Path, data: Path, port: int) -> list[str]:
-    return [binary, f"--config.file={config}", f"--storage.tsdb.path={data}",
-            f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn",
-            "--storage.tsdb.retention.time=1d"]  # fmt: skip
+    return [
+        binary,
+        f"--config.file={config}",
+        f"--storage.tsdb.path={data}",
+        f"--web.listen-address=127.0.0.1:{port}",
+        "--log.level=warn",
+        "--storage.tsdb.retention.time=1d",
+    ]
 
 
 def write_config(folder: Path, proxy: str, interval: str) -> Path:
@@ -86,8 +96,9 @@ def wait_ready(url: str, proc: subprocess.Popen[bytes], timeout_s: float = 30.0)
         if proc.poll() is not None:
             raise PrometheusError(f"prometheus exited with code {proc.returncode} on start")
         try:
-            r = httpx.get(f"{url}/api/v1/query", params={"query": f'up{{job="{JOB}"}}'},
-                          timeout=1.0)  # fmt: skip
+            r = httpx.get(
+                f"{url}/api/v1/query", params={"query": f'up{{job="{JOB}"}}'}, timeout=1.0
+            )
             if r.status_code == 200 and parse_result(r.json()) == (1.0, None):
                 return
         except (httpx.HTTPError, ValueError):
@@ -168,8 +179,10 @@ class ProxySignal:
         if sc is None or not sc.prometheus:
             return None
         if url is None:
-            raise ValueError("engine.scaling.source: prometheus needs a Prometheus that "
-                             "scrapes the proxy (--prometheus-url URL)")  # fmt: skip
+            raise ValueError(
+                "engine.scaling.source: prometheus needs a Prometheus that "
+                "scrapes the proxy (--prometheus-url URL)"
+            )
         engine.read_signal_externally()
         return cls(url, scaling_query(profile).promql)
 
@@ -186,13 +199,18 @@ class ProxySignal:
 
     def served(self, now: float, value: float | None) -> None:
         """A scrape of ``/metrics`` at run time ``now``: ``value`` None when it failed (503)."""
-        self.scrapes.append({"t": round(now, 6), "status": 503 if value is None else 200,
-                             "value": value})  # fmt: skip
+        self.scrapes.append(
+            {"t": round(now, 6), "status": 503 if value is None else 200, "value": value}
+        )
 
     def figures(self) -> dict[str, Any]:
         ok = sum(1 for s in self.scrapes if s["status"] == 200)
-        return {"url": public(self.reader.url), "query": self.reader.promql,
-                "scrapes_served": ok, "scrapes_failed": len(self.scrapes) - ok}  # fmt: skip
+        return {
+            "url": public(self.reader.url),
+            "query": self.reader.promql,
+            "scrapes_served": ok,
+            "scrapes_failed": len(self.scrapes) - ok,
+        }
 
     async def aclose(self) -> None:
         for task in list(self._tasks):

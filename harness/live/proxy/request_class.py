@@ -20,8 +20,13 @@ class ClassTable:
         for name, c in profile.classes.items():
             tenant = c.tenant if isinstance(c.tenant, str) else "default"
             key = c.key if isinstance(c.key, str) else None
-            self._classes[name.encode()] = (name, PRIORITY_OF[c.priority], tenant, key,
-                                            c.deadline_s)  # fmt: skip
+            self._classes[name.encode()] = (
+                name,
+                PRIORITY_OF[c.priority],
+                tenant,
+                key,
+                c.deadline_s,
+            )
         self._default = next(iter(self._classes.values()))
 
     def classify(self, control: dict[bytes, bytes]) -> ClassFields | str:

@@ -23,8 +23,22 @@ from harness.workload.outcomes import Answer
 class ProxiedRequest(Ticket):
     """A ticket plus the HTTP side of one admitted request."""
 
-    __slots__ = ("aborted", "body", "cause", "committed", "est_wait", "fwd", "gone", "last",
-                 "method", "queue_wait_ms", "responded", "stream", "target", "task")  # fmt: skip
+    __slots__ = (
+        "aborted",
+        "body",
+        "cause",
+        "committed",
+        "est_wait",
+        "fwd",
+        "gone",
+        "last",
+        "method",
+        "queue_wait_ms",
+        "responded",
+        "stream",
+        "target",
+        "task",
+    )
 
     def __init__(
         self, cls: str, priority: int, tenant: str, key: str | None, deadline_s: float | None
@@ -41,7 +55,6 @@ class ProxiedRequest(Ticket):
         self.target = ""
         self.body = b""
         self.fwd: Headers = []
-
 
 
 class Answers:
@@ -65,8 +78,10 @@ class Answers:
             ans = outcomes.failed(final.reason, call.cause)
             if ans is None:  # cancelled: nobody is listening
                 return
-            extra += [(b"x-proxy-reason", final.reason.encode()),
-                      (b"x-proxy-attempts", b"%d" % final.attempts)]  # fmt: skip
+            extra += [
+                (b"x-proxy-reason", final.reason.encode()),
+                (b"x-proxy-attempts", b"%d" % final.attempts),
+            ]
             if ans.passthrough and call.last is not None:  # the upstream's own error answer
                 return await pass_on(send, call.last, [*extra, (b"x-proxy-outcome", b"failed")])
             msg = f"The upstream call failed after {final.attempts} attempt(s): {final.reason}."
@@ -84,7 +99,8 @@ class Answers:
     async def _answer(
         self, send: Send, ans: Answer, msg: str, headers: Headers | None = None
     ) -> None:
-        """An answer of harness.workload.outcomes' table, as JSON with its headers (wall seconds)."""
+        """An answer of harness.workload.outcomes' table, as JSON with its headers (wall
+        seconds)."""
         out = list(headers or [])
         if ans.outcome != "rejected":
             out.append((b"x-proxy-outcome", ans.outcome.encode()))
@@ -96,11 +112,15 @@ class Answers:
 
     async def _reject(self, send: Send, r: Reject) -> None:
         wall = r.retry_after_s * self.scale
-        msg = (f"The proxy is shutting down and admits no new requests; retry in {wall:.3f} s."
-               if r.reason == "shutting_down" else f"Request rejected by admission control "
-               f"({r.reason}); retry in {wall:.3f} s.")  # fmt: skip
-        headers = [(b"x-admission-reason", r.reason.encode()),
-                   (b"x-estimated-wait", http.seconds(r.estimated_wait_s * self.scale))]  # fmt: skip
+        msg = (
+            f"The proxy is shutting down and admits no new requests; retry in {wall:.3f} s."
+            if r.reason == "shutting_down"
+            else f"Request rejected by admission control ({r.reason}); retry in {wall:.3f} s."
+        )
+        headers = [
+            (b"x-admission-reason", r.reason.encode()),
+            (b"x-estimated-wait", http.seconds(r.estimated_wait_s * self.scale)),
+        ]
         await self._answer(send, outcomes.rejected(r.reason, r.retry_after_s), msg, headers)
 
     async def _bad(self, send: Send, code: str, msg: str) -> None:
@@ -108,14 +128,17 @@ class Answers:
 
     async def _refuse_closed(self, send: Send) -> None:
         ans = outcomes.rejected("shutting_down", 1.0 / self.scale)  # one wall second
-        await self._answer(send, ans, "The proxy has stopped.",
-                           [(b"x-admission-reason", b"shutting_down")])  # fmt: skip
+        await self._answer(
+            send, ans, "The proxy has stopped.", [(b"x-admission-reason", b"shutting_down")]
+        )
 
     async def _send_aborted(self, call: ProxiedRequest, send: Send) -> None:
         if call.committed:
-            body = error_event("The proxy shut down before the stream ended.", "upstream_error",
-                               code="shutting_down")
+            body = error_event(
+                "The proxy shut down before the stream ended.",
+                "upstream_error",
+                code="shutting_down",
+            )
             await send({"type": "http.response.body", "body": body, "more_body": False})
         elif not call.responded:
             await self._refuse_closed(send)
-

@@ -6,9 +6,9 @@ drains for up to ``grace_s`` wall seconds; results are written -- ``"complete": 
 was still in flight -- and any request still waiting is answered 503; then uvicorn closes the
 listener and its connections. A second signal cuts the drain short.
 
-Exit codes (docs/reference/exit-codes-and-admission.md): 0 results complete and every threshold held; 1 a threshold failed;
-3 the run broke (port in use, upstream unreachable at start, drain cut short, conservation
-violated).
+Exit codes (docs/reference/exit-codes-and-admission.md): 0 results complete and every threshold
+held; 1 a threshold failed; 3 the run broke (port in use, upstream unreachable at start, drain cut
+short, conservation violated).
 """
 
 from __future__ import annotations
@@ -149,10 +149,19 @@ async def run_proxy(
             force.set()
 
     force = asyncio.Event()
-    config = uvicorn.Config(app, loop="none", http="httptools", lifespan="off", access_log=False,
-                            log_level="warning", server_header=False, date_header=False,
-                            proxy_headers=False,
-                            timeout_graceful_shutdown=2, timeout_keep_alive=30)  # fmt: skip
+    config = uvicorn.Config(
+        app,
+        loop="none",
+        http="httptools",
+        lifespan="off",
+        access_log=False,
+        log_level="warning",
+        server_header=False,
+        date_header=False,
+        proxy_headers=False,
+        timeout_graceful_shutdown=2,
+        timeout_keep_alive=30,
+    )
     server = serving.Server(config, on_signal)
     app.driver.on_broken = stop.set  # a full disk (or a failed housekeeper) stops the run
     app.driver.start()
@@ -170,8 +179,10 @@ async def run_proxy(
     app.driver.stop_admitting()
     drained = app.driver.drained
     if not serve_task.done() and not drained.is_set():
-        con.print(f"stopping: draining {len(app.driver.engine.jobs)} request(s), "
-                  f"up to {grace_s:g} s (signal again to cut short)")  # fmt: skip
+        con.print(
+            f"stopping: draining {len(app.driver.engine.jobs)} request(s), "
+            f"up to {grace_s:g} s (signal again to cut short)"
+        )
         tasks = [asyncio.create_task(drained.wait()), asyncio.create_task(force.wait())]
         await asyncio.wait(tasks, timeout=grace_s, return_when=asyncio.FIRST_COMPLETED)
         for t in tasks:
@@ -202,17 +213,23 @@ def _report_end(
     if (files is not None and files.io_error is not None) or written is not None:
         e = files.io_error if files is not None and files.io_error else written
         assert e is not None
-        con.print(f"[bold red]error:[/] cannot write results: {os_error_line(e, drv.out)}",
-                  soft_wrap=True)  # fmt: skip
+        con.print(
+            f"[bold red]error:[/] cannot write results: {os_error_line(e, drv.out)}", soft_wrap=True
+        )
         lost = ", ".join(f"{k}: {v}" for k, v in sorted((files.lost if files else {}).items()))
         lost = lost or "nothing else"
-        lost += ("; summary.json not written" if written is not None else
-                 f"; {drv.out}/summary.json written, marked incomplete")  # fmt: skip
+        lost += (
+            "; summary.json not written"
+            if written is not None
+            else f"; {drv.out}/summary.json written, marked incomplete"
+        )
         con.print(f"[bold red]lost:[/] {lost} (exit 3)", soft_wrap=True)
         return EXIT_BROKEN
     complete = bool(summary.get("complete"))
-    con.print(f"results written to {drv.out} ({'complete' if complete else 'INCOMPLETE'}, "
-              f"verdict {summary['verdict']}, drain {drain_s:.1f} s)")  # fmt: skip
+    con.print(
+        f"results written to {drv.out} ({'complete' if complete else 'INCOMPLETE'}, "
+        f"verdict {summary['verdict']}, drain {drain_s:.1f} s)"
+    )
     if summary.get("lost"):
         con.print(f"[bold red]lost:[/] {summary['lost']} (exit 3)", soft_wrap=True)
     return for_summary(summary)
@@ -240,10 +257,18 @@ def serve_proxy(
         return EXIT_BAD_INPUT
     sc = profile.engine.scaling
     if (sc.enabled and sc.source == "prometheus") != (prometheus_url is not None):
-        con.print("[bold red]error:[/] " + (
-            "engine.scaling.source: prometheus reads its signal from a Prometheus that scrapes "
-            "this proxy: pass --prometheus-url URL" if prometheus_url is None else
-            "--prometheus-url is for engine.scaling.source: prometheus (with scaling enabled)"))
+        con.print(
+            "[bold red]error:[/] "
+            + (
+                "engine.scaling.source: prometheus reads its signal from a Prometheus that scrapes "
+                "this proxy: pass --prometheus-url URL"
+                if prometheus_url is None
+                else (
+                    "--prometheus-url is for engine.scaling.source: prometheus (with scaling"
+                    " enabled)"
+                )
+            )
+        )
         return EXIT_BAD_INPUT
     try:
         tls = (tls or Tls()).validated()
@@ -267,17 +292,38 @@ def serve_proxy(
     async def main() -> int:
         why = await reachable(upstream, tls=tls)
         if why is not None:
-            con.print(f"[bold red]error:[/] upstream {public_url(upstream)} unreachable: {why}",
-                      soft_wrap=True)  # fmt: skip
+            con.print(
+                f"[bold red]error:[/] upstream {public_url(upstream)} unreachable: {why}",
+                soft_wrap=True,
+            )
             sock.close()
             return EXIT_BROKEN
-        app = build_proxy(upstream=upstream, profile=profile, out=out, time_scale=time_scale,
-                          tls=tls, from_epoch=from_epoch, forward_class=forward_class,
-                          prometheus_url=prometheus_url)  # fmt: skip
-        extra = {"live": {"upstream": public_url(upstream), "time_scale": time_scale,
-                          "listen": f"{host}:{sock.getsockname()[1]}"}}  # fmt: skip
-        return await run_proxy(app, sock, grace_s=grace_s, ready_file=ready_file,
-                               extra=extra, console=con, meta={"tls": tls.meta()})  # fmt: skip
+        app = build_proxy(
+            upstream=upstream,
+            profile=profile,
+            out=out,
+            time_scale=time_scale,
+            tls=tls,
+            from_epoch=from_epoch,
+            forward_class=forward_class,
+            prometheus_url=prometheus_url,
+        )
+        extra = {
+            "live": {
+                "upstream": public_url(upstream),
+                "time_scale": time_scale,
+                "listen": f"{host}:{sock.getsockname()[1]}",
+            }
+        }
+        return await run_proxy(
+            app,
+            sock,
+            grace_s=grace_s,
+            ready_file=ready_file,
+            extra=extra,
+            console=con,
+            meta={"tls": tls.meta()},
+        )
 
     try:
         import uvloop

@@ -90,9 +90,16 @@ def spawn(
     """A child in its own session (Ctrl-C reaches only the CLI, which stops children in order)."""
     fh = log.open("ab")
     try:
-        return subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                cwd=cwd, env=env, start_new_session=True,
-                                preexec_fn=_die_with_parent if _PRCTL is not None else None)  # fmt: skip
+        return subprocess.Popen(
+            cmd,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            cwd=cwd,
+            env=env,
+            start_new_session=True,
+            preexec_fn=_die_with_parent if _PRCTL is not None else None,
+        )
     finally:
         fh.close()
 
@@ -142,15 +149,39 @@ class Locust:
         shim = write_shim(self.workdir)
         total = self.workers + self.remote
         users = max(1, total)
-        cmd = [sys.executable, "-m", "locust", "-f", str(shim), "--headless", "-u", str(users),
-               "-r", str(users), "--harness-config", str(cfg), "--exit-code-on-error", "0",
-               "--only-summary", "--loglevel", "WARNING"]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-m",
+            "locust",
+            "-f",
+            str(shim),
+            "--headless",
+            "-u",
+            str(users),
+            "-r",
+            str(users),
+            "--harness-config",
+            str(cfg),
+            "--exit-code-on-error",
+            "0",
+            "--only-summary",
+            "--loglevel",
+            "WARNING",
+        ]
         if self.html is not None:
             cmd += ["--html", str(self.html)]
         if total:
-            cmd += ["--master", "--expect-workers", str(total), "--expect-workers-max-wait", "120",
-                    "--master-bind-host", "*" if self.remote else self.master_host,
-                    "--master-bind-port", str(self.master_port)]  # fmt: skip
+            cmd += [
+                "--master",
+                "--expect-workers",
+                str(total),
+                "--expect-workers-max-wait",
+                "120",
+                "--master-bind-host",
+                "*" if self.remote else self.master_host,
+                "--master-bind-port",
+                str(self.master_port),
+            ]
         self.procs.append(spawn(cmd, self.logs / "locust.log", self.workdir, locust_env()))
         for i in range(self.workers):
             wcmd = worker_command(shim, "127.0.0.1", self.master_port)
@@ -195,8 +226,20 @@ class Locust:
 
 
 def worker_command(shim: Path, master_host: str, master_port: int) -> list[str]:
-    return [sys.executable, "-m", "locust", "-f", str(shim), "--worker", "--master-host",
-            master_host, "--master-port", str(master_port), "--loglevel", "WARNING"]  # fmt: skip
+    return [
+        sys.executable,
+        "-m",
+        "locust",
+        "-f",
+        str(shim),
+        "--worker",
+        "--master-host",
+        master_host,
+        "--master-port",
+        str(master_port),
+        "--loglevel",
+        "WARNING",
+    ]
 
 
 class Children:
@@ -224,15 +267,33 @@ class Children:
                 return None
         return proc.returncode
 
-    def start_stub(self, profile: Path, *, seed: int, time_scale: float,
-                   host: str = "127.0.0.1") -> int:  # fmt: skip
+    def start_stub(
+        self, profile: Path, *, seed: int, time_scale: float, host: str = "127.0.0.1"
+    ) -> int:
         """The bundled stub, the real command (``python -m harness stub`` with its flags), bound
         to ``host`` and answering /healthz on loopback; its port."""
         port = free_port()
-        proc = self.start("stub", [sys.executable, "-m", "harness", "stub", "--host", host,
-                                   "--port", str(port), "--profile", str(profile),
-                                   "--seed", str(seed), "--time-scale", repr(time_scale),
-                                   "--log-level", "warning"])  # fmt: skip
+        proc = self.start(
+            "stub",
+            [
+                sys.executable,
+                "-m",
+                "harness",
+                "stub",
+                "--host",
+                host,
+                "--port",
+                str(port),
+                "--profile",
+                str(profile),
+                "--seed",
+                str(seed),
+                "--time-scale",
+                repr(time_scale),
+                "--log-level",
+                "warning",
+            ],
+        )
         self.wait_healthy(f"http://127.0.0.1:{port}", proc, "stub")
         return port
 

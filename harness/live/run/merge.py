@@ -1,4 +1,5 @@
-"""Merge a live run's two sides into one results folder (docs/reference/summary.md, ``mode: "live"``).
+"""Merge a live run's two sides into one results folder (docs/reference/summary.md, ``mode:
+"live"``).
 
 The generator's records (``requests.jsonl``) are the logical view: one line per scheduled
 arrival, its final outcome, and latencies from the *intended* send time. The proxy's folder
@@ -58,10 +59,16 @@ def attempt_counts(recs: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     arrivals = sum(hist.values())
     rejected = sum(rej.values())
     unknown = by_outcome["in_flight"]
-    return {"arrivals": arrivals, "rejected": rejected, "admitted": arrivals - rejected,
-            "rejected_by_reason": dict(sorted(rej.items())), "completed": by_outcome["completed"],
-            "failed": by_outcome["failed"] + unknown, "expired": by_outcome["expired"],
-            "unknown": unknown}  # fmt: skip
+    return {
+        "arrivals": arrivals,
+        "rejected": rejected,
+        "admitted": arrivals - rejected,
+        "rejected_by_reason": dict(sorted(rej.items())),
+        "completed": by_outcome["completed"],
+        "failed": by_outcome["failed"] + unknown,
+        "expired": by_outcome["expired"],
+        "unknown": unknown,
+    }
 
 
 def cross_check(expected: Mapping[str, Any], proxy: Mapping[str, Any]) -> list[str]:
@@ -102,12 +109,15 @@ def cross_check_partial(expected: Mapping[str, Any], proxy: Mapping[str, Any]) -
     unknown = int(expected.get("unknown", 0))
     unseen_sent = sent_unseen(expected, pc)
     if unseen_sent is None or unseen_sent < 0:
-        out.append(f"proxy arrivals <= client attempts: {pc.get('arrivals')} > "
-                   f"{expected['arrivals']}")  # fmt: skip
+        out.append(
+            f"proxy arrivals <= client attempts: {pc.get('arrivals')} > {expected['arrivals']}"
+        )
     elif unseen_sent > unknown:
-        out.append(f"client attempts the proxy never counted ({unseen_sent}) <= client attempts "
-                   f"of unknown outcome ({unknown}): client attempts arrivals "
-                   f"{expected['arrivals']}, proxy arrivals {pc.get('arrivals')}")  # fmt: skip
+        out.append(
+            f"client attempts the proxy never counted ({unseen_sent}) <= client attempts "
+            f"of unknown outcome ({unknown}): client attempts arrivals "
+            f"{expected['arrivals']}, proxy arrivals {pc.get('arrivals')}"
+        )
     reached = unknown - min(unknown, max(0, unseen_sent or 0))
     # An attempt whose answer the client never read and that reached the proxy may have been
     # rejected there -- a ``shutting_down`` 503 sent as the generator died, say. Each such
@@ -122,12 +132,15 @@ def cross_check_partial(expected: Mapping[str, Any], proxy: Mapping[str, Any]) -
             out.append(f"client {reason} rejections <= proxy's: {c} > {p}")
         unseen += max(0, p - c)
     if unseen > reached:
-        out.append(f"proxy rejections the client never saw ({unseen}) <= client attempts of "
-                   f"unknown outcome that reached the proxy ({reached}): by reason {cr} vs "
-                   f"proxy {pr}")  # fmt: skip
+        out.append(
+            f"proxy rejections the client never saw ({unseen}) <= client attempts of "
+            f"unknown outcome that reached the proxy ({reached}): by reason {cr} vs "
+            f"proxy {pr}"
+        )
     if expected["completed"] > int(pc.get("completed") or 0):
-        out.append(f"client completed <= proxy completed: {expected['completed']} > "
-                   f"{pc.get('completed')}")  # fmt: skip
+        out.append(
+            f"client completed <= proxy completed: {expected['completed']} > {pc.get('completed')}"
+        )
     out += [f"proxy: {v}" for v in (proxy.get("conservation") or {}).get("violations", [])]
     return out
 
@@ -174,11 +187,23 @@ def client_timeline(
 ) -> list[dict[str, Any]]:
     """The per-second timeline from the generator's records alone (no proxy in between)."""
     n = max(1, math.ceil(end))
-    rows: list[dict[str, Any]] = [{"t": i, "arrivals": 0, "admitted": 0, "rejected": 0,
-               "rejected_by_reason": {}, "completed": 0, "failed": 0, "expired": 0, "in_flight": 0,
-               "depth": {"critical": 0, "standard": 0, "batch": 0}, "oldest_age_s": 0.0,
-               "faults": sorted({f.kind for f in profile.faults if f.active(i + 0.5)})}
-               for i in range(n)]  # fmt: skip
+    rows: list[dict[str, Any]] = [
+        {
+            "t": i,
+            "arrivals": 0,
+            "admitted": 0,
+            "rejected": 0,
+            "rejected_by_reason": {},
+            "completed": 0,
+            "failed": 0,
+            "expired": 0,
+            "in_flight": 0,
+            "depth": {"critical": 0, "standard": 0, "batch": 0},
+            "oldest_age_s": 0.0,
+            "faults": sorted({f.kind for f in profile.faults if f.active(i + 0.5)}),
+        }
+        for i in range(n)
+    ]
     delta = [0] * (n + 1)
     for r in recs:
         if r["t_sent"] is None:
@@ -223,8 +248,10 @@ def traced_rows(
     what was achieved only."""
     last = max((int(r["id"][2:]) for r in recs), default=0)
     try:
-        return [(a.prompt_tokens or 0, a.output_tokens or 0)
-                for a in islice(schedule(profile, seed), last)]  # fmt: skip
+        return [
+            (a.prompt_tokens or 0, a.output_tokens or 0)
+            for a in islice(schedule(profile, seed), last)
+        ]
     except ProfileError:
         return None
 
@@ -287,11 +314,20 @@ def merge(
         violations.append("the proxy wrote no summary.json")
     trace = trace_figures(recs, traced_rows(profile, seed, recs)) if traced(profile) else None
     summary = live_summary(
-        recs, profile, seed=seed, scheduled=scheduled, complete=complete, window=window, end=end,
-        violations=violations, alerts=evaluate_alerts(profile.alert_rules(), timeline, completions),
-        live={**live, "proxy_clock_offset_s": round(offset, 6)}, proxy=proxy,
-        extra_thresholds=extra_thresholds, trace=trace,
-    )  # fmt: skip
+        recs,
+        profile,
+        seed=seed,
+        scheduled=scheduled,
+        complete=complete,
+        window=window,
+        end=end,
+        violations=violations,
+        alerts=evaluate_alerts(profile.alert_rules(), timeline, completions),
+        live={**live, "proxy_clock_offset_s": round(offset, 6)},
+        proxy=proxy,
+        extra_thresholds=extra_thresholds,
+        trace=trace,
+    )
     summary["meta"] = summ.meta(started_at, wall_s)
     summary["meta"]["wall_per_profile_s"] = float(live["time_scale"])
     summary["meta"].update(meta or {})  # the TLS settings the run used, say

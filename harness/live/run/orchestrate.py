@@ -1,15 +1,15 @@
 """``harness run``: a live rehearsal -- Locust load -> admission proxy -> stub or real endpoint.
 
-Order of operations, each step bounded in time: start the stub (the profile's latency and
-faults, ``--seed``, ``--time-scale``) and the proxy (the profile's engine) as child processes on
-loopback, each the real command (``python -m harness stub|proxy`` with its flags); wait until both answer; start Locust (``children``); when its driver fixes the common
-start time, set the stub's fault epoch at that instant; show progress until the load has drained;
-SIGTERM the proxy so it writes its results; stop the stub; merge both sides (``merge``); write the
-report; print the summary. Children run in their own sessions, so Ctrl-C reaches only this
-process, which then stops them in that order (the first Ctrl-C drains briefly and keeps partial
-results, marked incomplete, exit 3; a second one stops at once). An API key is read from the
-environment by the Locust processes themselves: it is never passed on a command line, written to
-a file or logged.
+Order of operations, each step bounded in time: start the stub (the profile's latency and faults,
+``--seed``, ``--time-scale``) and the proxy (the profile's engine) as child processes on loopback,
+each the real command (``python -m harness stub|proxy`` with its flags); wait until both answer;
+start Locust (``children``); when its driver fixes the common start time, set the stub's fault epoch
+at that instant; show progress until the load has drained; SIGTERM the proxy so it writes its
+results; stop the stub; merge both sides (``merge``); write the report; print the summary. Children
+run in their own sessions, so Ctrl-C reaches only this process, which then stops them in that order
+(the first Ctrl-C drains briefly and keeps partial results, marked incomplete, exit 3; a second one
+stops at once). An API key is read from the environment by the Locust processes themselves: it is
+never passed on a command line, written to a file or logged.
 """
 
 from __future__ import annotations
@@ -103,8 +103,9 @@ class Servers:
 
 
 def run_live(run: LiveSettings, *, console: Console, dry_run: bool = False) -> int:
-    """Run the profile live; returns the exit code (0, 1, 2 or 3: docs/reference/exit-codes-and-admission.md). ``dry_run``
-    prints what the run would send, and sends nothing."""
+    """Run the profile live; returns the exit code (0, 1, 2 or 3:
+    docs/reference/exit-codes-and-admission.md). ``dry_run`` prints what the run would send, and
+    sends nothing."""
     try:
         times, per_class = plan_size(run.profile, run.seed, run.max_requests)
         if dry_run:
@@ -126,8 +127,10 @@ def run_live(run: LiveSettings, *, console: Console, dry_run: bool = False) -> i
 
 def _notes(run: LiveSettings, console: Console) -> None:
     if not run.proxied and any(f.kind == "ack_loss" for f in run.profile.faults):
-        console.print("[yellow]note:[/] ack_loss faults are the queue's (the proxy applies "
-                      "them): --no-proxy skips them")  # fmt: skip
+        console.print(
+            "[yellow]note:[/] ack_loss faults are the queue's (the proxy applies "
+            "them): --no-proxy skips them"
+        )
     if run.stub:
         return
     up = sorted({f.kind for f in run.profile.faults if f.kind in UPSTREAM_FAULTS})
@@ -139,11 +142,18 @@ def _notes(run: LiveSettings, console: Console) -> None:
     if run.key_env and not os.environ.get(run.key_env):
         console.print(f"[yellow]note:[/] ${run.key_env} is empty: requests go without a key")
     w = run.profile.wire
-    unset = sorted({v.env for v in (*w.headers.values(), *w.query.values())
-                    if isinstance(v, FromEnv) and v.env not in os.environ})  # fmt: skip
+    unset = sorted(
+        {
+            v.env
+            for v in (*w.headers.values(), *w.query.values())
+            if isinstance(v, FromEnv) and v.env not in os.environ
+        }
+    )
     if unset:
-        console.print(f"[yellow]note:[/] unset ({', '.join(unset)}): those wire.headers / "
-                      "wire.query entries are left out")  # fmt: skip
+        console.print(
+            f"[yellow]note:[/] unset ({', '.join(unset)}): those wire.headers / "
+            "wire.query entries are left out"
+        )
 
 
 def _execute(run: LiveSettings, times: array[float], console: Console) -> int:
@@ -160,12 +170,26 @@ def _execute(run: LiveSettings, times: array[float], console: Console) -> int:
             kids.procs.extend((f"locust-{i}", q) for i, q in enumerate(lc.procs))
             proxy = next((p for name, p in kids.procs if name == "proxy"), None)
             note = f"{run.where}; Ctrl-C stops (partial results are kept)"
-            with LiveView(console, run.profile, time_scale=run.time_scale, due_times=times,
-                          records=work / "requests.jsonl", metrics_url=servers.metrics,
-                          note=note) as view:  # fmt: skip
-                end = follow(lc, view, intr, run.profile, run.time_scale,
-                             run.workers + run.remote_workers, servers.stub_url, servers.metrics,
-                             proxy)  # fmt: skip
+            with LiveView(
+                console,
+                run.profile,
+                time_scale=run.time_scale,
+                due_times=times,
+                records=work / "requests.jsonl",
+                metrics_url=servers.metrics,
+                note=note,
+            ) as view:
+                end = follow(
+                    lc,
+                    view,
+                    intr,
+                    run.profile,
+                    run.time_scale,
+                    run.workers + run.remote_workers,
+                    servers.stub_url,
+                    servers.metrics,
+                    proxy,
+                )
             lc.kill()
             if proxy is not None and kids.stop(proxy, PROXY_GRACE_S + 20) is None:
                 end.complete = False
@@ -173,23 +197,42 @@ def _execute(run: LiveSettings, times: array[float], console: Console) -> int:
             kids.stop_all()
             if end.why:
                 console.print(f"[bold red]{end.why}[/]")
-            live = {"target": "stub" if run.stub else public(run.target), "proxy": run.proxied,
-                    "time_scale": run.time_scale, "workers": run.workers + run.remote_workers,
-                    "max_requests": run.max_requests,
-                    "model": run.model_name, "profile_spec": run.spec,
-                    "overrides": list(run.overrides),
-                    "upstream_faults_injected": run.stub, "interrupted": end.interrupted,
-                    "stopped_by": end.why or None, "locust_report": "locust.html"}  # fmt: skip
+            live = {
+                "target": "stub" if run.stub else public(run.target),
+                "proxy": run.proxied,
+                "time_scale": run.time_scale,
+                "workers": run.workers + run.remote_workers,
+                "max_requests": run.max_requests,
+                "model": run.model_name,
+                "profile_spec": run.spec,
+                "overrides": list(run.overrides),
+                "upstream_faults_injected": run.stub,
+                "interrupted": end.interrupted,
+                "stopped_by": end.why or None,
+                "locust_report": "locust.html",
+            }
             meta = {"tls": run.tls.meta()}
             try:
-                summary = _merge(run, work, len(times), started_at, time.monotonic() - wall0,
-                                 end.complete, live, meta, effects)  # fmt: skip
+                summary = _merge(
+                    run,
+                    work,
+                    len(times),
+                    started_at,
+                    time.monotonic() - wall0,
+                    end.complete,
+                    live,
+                    meta,
+                    effects,
+                )
             except OSError as e:
                 keep_work = True
-                console.print(f"[bold red]error:[/] cannot write results: {os_error_line(e, run.out)}; "
-                              f"summary.json was not written; the raw records are kept in "
-                              f"{work} (`harness report --recover {run.out}` rebuilds the "
-                              "summary once there is room) (exit 3)", soft_wrap=True)  # fmt: skip
+                console.print(
+                    f"[bold red]error:[/] cannot write results: {os_error_line(e, run.out)}; "
+                    "summary.json was not written; the raw records are kept in "
+                    f"{work} (`harness report --recover {run.out}` rebuilds the "
+                    "summary once there is room) (exit 3)",
+                    soft_wrap=True,
+                )
                 return EXIT_BROKEN
     finally:
         kids.stop_all()
@@ -199,8 +242,14 @@ def _execute(run: LiveSettings, times: array[float], console: Console) -> int:
 
 
 def _merge(
-    run: LiveSettings, work: Path, scheduled: int, started_at: datetime, wall_s: float,
-    complete: bool, live: dict[str, Any], meta: dict[str, Any],
+    run: LiveSettings,
+    work: Path,
+    scheduled: int,
+    started_at: datetime,
+    wall_s: float,
+    complete: bool,
+    live: dict[str, Any],
+    meta: dict[str, Any],
     effects: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     """Both sides into ``run.out``: a request the generator sent and never recorded (it was
@@ -210,10 +259,21 @@ def _merge(
     recs = gen.records + requests_jsonl.unrecorded(run.profile, run.seed, missing, run.max_requests)
     if gen.torn:
         live = {**live, "torn_record_lines": gen.torn}
-    return merge(out=run.out, profile=run.profile, seed=run.seed, records=recs,
-                 scheduled=scheduled, proxy_dir=run.out / "proxy" if run.proxied else None,
-                 live=live, started_at=started_at, wall_s=wall_s, complete=complete,
-                 extra_thresholds=run.extra_thresholds, meta=meta, effects=effects)  # fmt: skip
+    return merge(
+        out=run.out,
+        profile=run.profile,
+        seed=run.seed,
+        records=recs,
+        scheduled=scheduled,
+        proxy_dir=run.out / "proxy" if run.proxied else None,
+        live=live,
+        started_at=started_at,
+        wall_s=wall_s,
+        complete=complete,
+        extra_thresholds=run.extra_thresholds,
+        meta=meta,
+        effects=effects,
+    )
 
 
 def _stub_effects(stub_url: str | None) -> dict[str, int] | None:
@@ -239,8 +299,12 @@ def _start_servers(run: LiveSettings, kids: children.Children, work: Path) -> Se
     if not run.stub:  # what the first request would meet, before any load (a cert: exit 3)
         children.check_target(run.target, base + path, run.tls)
     if run.stub:
-        port = kids.start_stub(prof_file, seed=run.seed, time_scale=run.time_scale,
-                               host="127.0.0.1" if run.proxied else bind)  # fmt: skip
+        port = kids.start_stub(
+            prof_file,
+            seed=run.seed,
+            time_scale=run.time_scale,
+            host="127.0.0.1" if run.proxied else bind,
+        )
         stub_url = f"http://127.0.0.1:{port}"
         base = f"http://{host}:{port}"
     prom = prom_url = None
@@ -258,13 +322,33 @@ def _start_servers(run: LiveSettings, kids: children.Children, work: Path) -> Se
         upstream = stub_url or api_base(run.target)
         tls = ["--ca-bundle", run.tls.ca_bundle] if run.tls.ca_bundle else []
         tls += ["--insecure"] if run.tls.insecure else []
-        p = kids.start("proxy", [*cmd, "proxy", "--upstream", upstream, "--host", bind,
-                                 "--port", str(run.proxy_port), "--profile", str(prof_file),
-                                 "--out", str(run.out / "proxy"), "--grace-s", repr(PROXY_GRACE_S),
-                                 "--time-scale", repr(run.time_scale), "--ready-file", str(ready),
-                                 "--from-epoch", *(["--forward-class"] if run.stub else []),
-                                 *(["--prometheus-url", prom_url] if prom_url else []),
-                                 *tls])  # fmt: skip
+        p = kids.start(
+            "proxy",
+            [
+                *cmd,
+                "proxy",
+                "--upstream",
+                upstream,
+                "--host",
+                bind,
+                "--port",
+                str(run.proxy_port),
+                "--profile",
+                str(prof_file),
+                "--out",
+                str(run.out / "proxy"),
+                "--grace-s",
+                repr(PROXY_GRACE_S),
+                "--time-scale",
+                repr(run.time_scale),
+                "--ready-file",
+                str(ready),
+                "--from-epoch",
+                *(["--forward-class"] if run.stub else []),
+                *(["--prometheus-url", prom_url] if prom_url else []),
+                *tls,
+            ],
+        )
         url = str(orjson.loads(kids.wait_file(ready, p, "proxy"))["url"])
         port = int(url.rsplit(":", 1)[1])
         kids.wait_healthy(f"http://127.0.0.1:{port}", p, "proxy")
@@ -293,14 +377,29 @@ def _start_prometheus(
 def _start_locust(
     run: LiveSettings, servers: Servers, work: Path, logs: Path, console: Console
 ) -> children.Locust:
-    config = calls.make_config(run.profile, seed=run.seed, time_scale=run.time_scale,
-                               base_url=servers.base, path=servers.path, model=run.model_name,
-                               api_key_env=run.key_env,
-                               proxied=run.proxied, max_requests=run.max_requests, workdir=work,
-                               tls=run.tls.to_config())  # fmt: skip
+    config = calls.make_config(
+        run.profile,
+        seed=run.seed,
+        time_scale=run.time_scale,
+        base_url=servers.base,
+        path=servers.path,
+        model=run.model_name,
+        api_key_env=run.key_env,
+        proxied=run.proxied,
+        max_requests=run.max_requests,
+        workdir=work,
+        tls=run.tls.to_config(),
+    )
     port = run.master_port if run.remote_workers else children.free_port()
-    lc = children.Locust(config, work, workers=run.workers, remote_workers=run.remote_workers,
-                        master_port=port, html=run.out / "locust.html", logs=logs)  # fmt: skip
+    lc = children.Locust(
+        config,
+        work,
+        workers=run.workers,
+        remote_workers=run.remote_workers,
+        master_port=port,
+        html=run.out / "locust.html",
+        logs=logs,
+    )
     lc.start()
     if run.remote_workers:
         console.print(
@@ -327,8 +426,11 @@ def run_worker(master_host: str, master_port: int = 5557) -> int:
     work = Path(tempfile.mkdtemp(prefix="harness-worker-"))
     try:
         shim = children.write_shim(work)
-        proc = subprocess.Popen(children.worker_command(shim, master_host, master_port), cwd=work,
-                                env=children.locust_env())  # fmt: skip
+        proc = subprocess.Popen(
+            children.worker_command(shim, master_host, master_port),
+            cwd=work,
+            env=children.locust_env(),
+        )
         try:
             rc = proc.wait()
         except KeyboardInterrupt:

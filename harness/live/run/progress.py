@@ -27,8 +27,11 @@ from harness.profile import Profile
 LOG_EVERY_S = 10.0
 P95_WINDOW = 100_000  # the p95 "so far" is over at most this many recent completions
 PRIORITIES = ("critical", "standard", "batch")
-_REPLICAS = {"agent_scaling_desired_replicas": "desired", "agent_scaling_ready_replicas": "ready",
-             "agent_scaling_draining_replicas": "draining"}  # fmt: skip
+_REPLICAS = {
+    "agent_scaling_desired_replicas": "desired",
+    "agent_scaling_ready_replicas": "ready",
+    "agent_scaling_draining_replicas": "draining",
+}
 
 
 def parse_metrics(text: str) -> dict[str, Any]:
@@ -179,12 +182,19 @@ class LiveView:
         o = self.outcomes
         due = self._due(t)
         done = sum(o.values())
-        rows = [("time",
-                f"{t:,.1f} / {dur:g} s profile ({t * self.scale:,.1f} s wall), " f"{max(0.0, dur - t):,.1f} s to go" + (" (draining)" if t > dur else ""))
-                , ("arrivals",
-                f"{due:,} due of {len(self.due_times):,}; dropped {o['dropped']:,}"), ("outcomes",
-                f"completed {o['completed']:,}  rejected {o['rejected']:,}  " f"failed {o['failed']:,}  expired {o['expired']:,}")
-                ]  # fmt: skip
+        rows = [
+            (
+                "time",
+                f"{t:,.1f} / {dur:g} s profile ({t * self.scale:,.1f} s wall), "
+                f"{max(0.0, dur - t):,.1f} s to go" + (" (draining)" if t > dur else ""),
+            ),
+            ("arrivals", f"{due:,} due of {len(self.due_times):,}; dropped {o['dropped']:,}"),
+            (
+                "outcomes",
+                f"completed {o['completed']:,}  rejected {o['rejected']:,}  "
+                f"failed {o['failed']:,}  expired {o['expired']:,}",
+            ),
+        ]
         rej = ", ".join(f"{k} {v:,}" for k, v in self.rejected.most_common()) or "none"
         rows.append(("rejected by", rej))
         m = self.metrics
@@ -197,8 +207,13 @@ class LiveView:
             rows.append(("queue", f"{depth}  oldest {oldest:.1f} s"))
             if self.profile.engine.scaling.enabled and "ready" in m:
                 blind = "  BLIND (signals unknown)" if m.get("blind") else ""
-                rows.append(("replicas", f"ready {m['ready']}  desired {m.get('desired', 0)}  "
-                                         f"draining {m.get('draining', 0)}{blind}"))  # fmt: skip
+                rows.append(
+                    (
+                        "replicas",
+                        f"ready {m['ready']}  desired {m.get('desired', 0)}  "
+                        f"draining {m.get('draining', 0)}{blind}",
+                    )
+                )
         else:
             rows.append(("in flight", f"{max(0, min(due, len(self.due_times)) - done):,} (client)"))
         p95 = self._q(self.latencies, 0.95)
@@ -212,8 +227,12 @@ class LiveView:
         return rows
 
     def render(self) -> Group:
-        table = Table(box=None, show_header=False, title_justify="left",
-                      title=f"harness run {self.profile.name} ({self.status})")  # fmt: skip
+        table = Table(
+            box=None,
+            show_header=False,
+            title_justify="left",
+            title=f"harness run {self.profile.name} ({self.status})",
+        )
         table.add_column(style="bold")
         table.add_column()
         for k, v in self._fields():
@@ -233,16 +252,25 @@ class LiveView:
 
 
 def print_dry_run(
-    console: Console, profile: Profile, per_class: Counter[str], where: str,
+    console: Console,
+    profile: Profile,
+    per_class: Counter[str],
+    where: str,
     sized: dict[str, tuple[int, int]] | None = None,
-) -> None:  # fmt: skip
+) -> None:
     """What a run would send: requests and prompt tokens (~4 characters per token) per class;
     ``sized``: the totals of classes whose requests are sized one by one (traces, token-count
     distributions), which replace the class's prompt text and max_tokens."""
     from harness.text_tokens import CHARS_PER_TOKEN, prompt_tokens
 
-    table = Table("class", "requests", "prompt tokens (est.)", "max completion tokens",
-                  title=f"dry run: {profile.name} -> {where}", title_justify="left")  # fmt: skip
+    table = Table(
+        "class",
+        "requests",
+        "prompt tokens (est.)",
+        "max completion tokens",
+        title=f"dry run: {profile.name} -> {where}",
+        title_justify="left",
+    )
     tot = [0, 0, 0]
     for name, c in profile.classes.items():
         n = per_class.get(name, 0)
@@ -274,8 +302,10 @@ def show_results(console: Console, out: Path, summary: dict[str, Any]) -> None:
     if summary.get("generator_saturated"):
         gen = summary["generator"]
         wall = (gen["schedule_lag_s"]["p99"] or 0.0) * summary["live"]["time_scale"]
-        console.print(f"[bold red]warning:[/] the load generator saturated (lateness p99 "
-                      f"{wall * 1000:.2f} ms wall, limit {gen['lateness_p99_limit_wall_s'] * 1000:g}"
-                      f" ms; dropped {gen['dropped']}): the results "
-                      "are not trustworthy. Use --workers N, a lower rate, or a larger "
-                      "--time-scale.")  # fmt: skip
+        console.print(
+            f"[bold red]warning:[/] the load generator saturated (lateness p99 "
+            f"{wall * 1000:.2f} ms wall, limit {gen['lateness_p99_limit_wall_s'] * 1000:g}"
+            f" ms; dropped {gen['dropped']}): the results "
+            "are not trustworthy. Use --workers N, a lower rate, or a larger "
+            "--time-scale."
+        )

@@ -74,26 +74,40 @@ def recover_proxy(folder: Path) -> dict[str, Any]:
     expired = sum(1 for d in decisions if d.get("kind") == "expire")
     completed = sum(int(r.get("completed", 0)) for r in seconds)
     failed = sum(fail.values())
-    counts: dict[str, Any] = {"scheduled": len(adm), "arrivals": len(adm), "admitted": admitted,
-              "rejected": sum(rej.values()), "rejected_by_reason": dict(sorted(rej.items())),
-              "completed": completed, "failed": failed,
-              "failed_by_reason": dict(sorted(fail.items())), "expired": expired,
-              "in_flight_at_end": admitted - completed - failed - expired, "slo_breach": None,
-              "dropped_by_generator": 0, "attempts": len(adm),
-              "cancelled": fail.get("cancelled", 0)}  # fmt: skip
+    counts: dict[str, Any] = {
+        "scheduled": len(adm),
+        "arrivals": len(adm),
+        "admitted": admitted,
+        "rejected": sum(rej.values()),
+        "rejected_by_reason": dict(sorted(rej.items())),
+        "completed": completed,
+        "failed": failed,
+        "failed_by_reason": dict(sorted(fail.items())),
+        "expired": expired,
+        "in_flight_at_end": admitted - completed - failed - expired,
+        "slo_breach": None,
+        "dropped_by_generator": 0,
+        "attempts": len(adm),
+        "cancelled": fail.get("cancelled", 0),
+    }
     cons = summ.conservation(counts, "live")
     if counts["in_flight_at_end"] < 0:
         cons["violations"].append(f"in_flight_at_end >= 0: {counts['in_flight_at_end']}")
         cons["ok"] = False
     t_end = max([float(d["t"]) for d in decisions if "t" in d] or [0.0])
     summary: dict[str, Any] = {
-        **summ.header(prof, "live", prof.seed, False), "counts": counts, "conservation": cons,
+        **summ.header(prof, "live", prof.seed, False),
+        "counts": counts,
+        "conservation": cons,
         "duration_s": round(t_end, 3),
-        "recovered": {"from": ["decisions.jsonl", PARTIAL_TIMELINE], "torn_lines": torn + torn_s,
-                      "closed_seconds": len(seconds),
-                      "note": "rebuilt after the proxy died: requests admitted and not known "
-                              "to have ended are counted in flight; latencies were not kept"},
-    }  # fmt: skip
+        "recovered": {
+            "from": ["decisions.jsonl", PARTIAL_TIMELINE],
+            "torn_lines": torn + torn_s,
+            "closed_seconds": len(seconds),
+            "note": "rebuilt after the proxy died: requests admitted and not known "
+            "to have ended are counted in flight; latencies were not kept",
+        },
+    }
     _contract(summary, prof, decisions)
     summ.finish(summary, prof)
     summary["meta"] = summ.meta(datetime.now(UTC), 0.0)
@@ -105,29 +119,61 @@ def _contract(summary: dict[str, Any], prof: Profile, decisions: list[dict[str, 
     """A rebuilt proxy summary has every key a finished one has: what the decisions still
     tell (rejections, failures, expiries and retries by kind), the rest null and named."""
     counts = summary["counts"]
-    exp = Counter(str(d.get("reason") or "deadline") for d in decisions if d.get("kind") == "expire")
+    exp = Counter(
+        str(d.get("reason") or "deadline") for d in decisions if d.get("kind") == "expire"
+    )
     counts["expired_by_reason"] = dict(sorted(exp.items()))
     counts["upstream_retries"] = sum(1 for d in decisions if d.get("kind") == "retry")
     counts["client_retries"] = None
     adm = counts["arrivals"]
-    summary.update({
-        "turnaround_s": percentiles(()), "queue_wait_s": percentiles(()),
-        "ttft_s": {"p50": None, "p95": None}, "itl_s": summ.itl_run_percentiles(()),
-        "output_tokens_per_s": None, "goodput_per_s": None,
-        "tokens": {"prompt": None, "completion": None, "source": None,
-                   "estimated_requests": None},
-        "tokens_source": None, "by_class": None, "by_priority": None, "by_tenant": None,
-        "scaling": summ.no_scaling(), "alerts": None, "review": None, "unavailable": {},
-        "generator": contract.generator_block(prof, offered=adm, achieved=adm,
-                                          span_s=prof.duration_s),
-        "generator_saturated": None,
-    })  # fmt: skip
+    summary.update(
+        {
+            "turnaround_s": percentiles(()),
+            "queue_wait_s": percentiles(()),
+            "ttft_s": {"p50": None, "p95": None},
+            "itl_s": summ.itl_run_percentiles(()),
+            "output_tokens_per_s": None,
+            "goodput_per_s": None,
+            "tokens": {
+                "prompt": None,
+                "completion": None,
+                "source": None,
+                "estimated_requests": None,
+            },
+            "tokens_source": None,
+            "by_class": None,
+            "by_priority": None,
+            "by_tenant": None,
+            "scaling": summ.no_scaling(),
+            "alerts": None,
+            "review": None,
+            "unavailable": {},
+            "generator": contract.generator_block(
+                prof, offered=adm, achieved=adm, span_s=prof.duration_s
+            ),
+            "generator_saturated": None,
+        }
+    )
     contract.proxy_alone(summary)
-    lost = "rebuilt from decisions.jsonl after the proxy died: latencies and per-request " \
-           "outcomes were not kept"  # fmt: skip
-    for path in ("counts.in_flight_at_end_by_state", "counts.slo_breach", "turnaround_s",
-                 "queue_wait_s", "ttft_s", "itl_s", "output_tokens_per_s", "goodput_per_s",
-                 "by_class", "by_priority", "by_tenant", "scaling", "alerts"):  # fmt: skip
+    lost = (
+        "rebuilt from decisions.jsonl after the proxy died: latencies and per-request "
+        "outcomes were not kept"
+    )
+    for path in (
+        "counts.in_flight_at_end_by_state",
+        "counts.slo_breach",
+        "turnaround_s",
+        "queue_wait_s",
+        "ttft_s",
+        "itl_s",
+        "output_tokens_per_s",
+        "goodput_per_s",
+        "by_class",
+        "by_priority",
+        "by_tenant",
+        "scaling",
+        "alerts",
+    ):
         contract.unavailable(summary, path, lost)
     if prof.engine.review is not None:
         contract.unavailable(summary, "review", lost)
@@ -161,13 +207,30 @@ def recover_run(folder: Path) -> dict[str, Any]:
         started = datetime.fromtimestamp(float(start["start_epoch"]), UTC)
     except (OSError, ValueError, KeyError, orjson.JSONDecodeError):
         started = datetime.fromtimestamp(work.stat().st_mtime, UTC)
-    live = {"proxy": proxied, "time_scale": _time_scale(work), "interrupted": True,
-            "stopped_by": "killed (recovered from disk)",
-            "recovered": {"torn_lines": gen.torn, "unrecorded_in_flight": len(missing),
-                          "inferred_from_proxy": inferred, "work": work.name}}  # fmt: skip
-    return merge(out=folder, profile=prof, seed=prof.seed, records=recs,
-                 scheduled=len(recs), proxy_dir=proxy_dir if proxied else None, live=live,
-                 started_at=started, wall_s=0.0, complete=False)  # fmt: skip
+    live = {
+        "proxy": proxied,
+        "time_scale": _time_scale(work),
+        "interrupted": True,
+        "stopped_by": "killed (recovered from disk)",
+        "recovered": {
+            "torn_lines": gen.torn,
+            "unrecorded_in_flight": len(missing),
+            "inferred_from_proxy": inferred,
+            "work": work.name,
+        },
+    }
+    return merge(
+        out=folder,
+        profile=prof,
+        seed=prof.seed,
+        records=recs,
+        scheduled=len(recs),
+        proxy_dir=proxy_dir if proxied else None,
+        live=live,
+        started_at=started,
+        wall_s=0.0,
+        complete=False,
+    )
 
 
 def _time_scale(work: Path) -> float:

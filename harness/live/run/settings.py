@@ -55,17 +55,21 @@ class LiveSettings:
     def __post_init__(self) -> None:
         if not self.time_scale > 0:
             raise SettingsError("--time-scale must be > 0")
-        if self.workers < 0 or self.remote_workers < 0 or (
-            self.max_requests is not None and self.max_requests < 1
+        if (
+            self.workers < 0
+            or self.remote_workers < 0
+            or (self.max_requests is not None and self.max_requests < 1)
         ):
             raise SettingsError("--workers must be >= 0 and --max-requests >= 1")
         if not self.stub and self.time_scale != 1.0:
             # The stub and the sim scale their own latencies; a real endpoint answers in its
             # own time, so dividing what we measure by F would invent latencies.
-            raise SettingsError(f"--time-scale {self.time_scale:g} cannot be used with --target "
-                                "URL: a real endpoint's latency cannot be scaled (measured times "
-                                "would be divided by the scale); it applies to the stub and to "
-                                "`harness sim`")  # fmt: skip
+            raise SettingsError(
+                f"--time-scale {self.time_scale:g} cannot be used with --target "
+                "URL: a real endpoint's latency cannot be scaled (measured times "
+                "would be divided by the scale); it applies to the stub and to "
+                "`harness sim`"
+            )
         if not self.stub:
             endpoint(self.target)  # raises BadTarget
         if self.model is None and not self.stub:
@@ -73,14 +77,18 @@ class LiveSettings:
         if self.prometheus is not None:
             sc = self.profile.engine.scaling
             if not (sc.enabled and sc.source == "prometheus" and self.proxied):
-                raise SettingsError("--prometheus is for a run through the proxy whose profile "
-                                    "sets engine.scaling.source: prometheus (--set "
-                                    "engine.scaling.source=prometheus), with scaling enabled")  # fmt: skip
+                raise SettingsError(
+                    "--prometheus is for a run through the proxy whose profile "
+                    "sets engine.scaling.source: prometheus (--set "
+                    "engine.scaling.source=prometheus), with scaling enabled"
+                )
             if self.prometheus != "auto":
                 endpoint(self.prometheus)  # raises BadTarget
                 if not self.proxy_port:
-                    raise SettingsError("--prometheus URL needs --proxy-port N: the port that "
-                                        "Prometheus scrapes the proxy's /metrics on")  # fmt: skip
+                    raise SettingsError(
+                        "--prometheus URL needs --proxy-port N: the port that "
+                        "Prometheus scrapes the proxy's /metrics on"
+                    )
         if self.remote_workers and self.stub and not self.proxied:
             raise SettingsError("workers on other machines need the proxy or a --target URL")
 
@@ -115,17 +123,32 @@ class LiveSettings:
         tls = Tls(ca_bundle=ca_bundle, insecure=insecure).validated()
         if api_key_env is not None:
             auth = dataclasses.replace(profile.wire.auth, env=api_key_env)
-            profile = dataclasses.replace(profile, wire=dataclasses.replace(profile.wire, auth=auth))
+            profile = dataclasses.replace(
+                profile, wire=dataclasses.replace(profile.wire, auth=auth)
+            )
         sc = profile.engine.scaling
         if prometheus is None and sc.enabled and sc.source == "prometheus" and not no_proxy:
             prometheus = "auto"  # the profile reads its signal through one: start it
-        return cls(profile=profile, spec=profile_spec, overrides=tuple(overrides),
-                   seed=profile.seed if seed is None else seed, time_scale=time_scale,
-                   out=out.resolve(), target=target, proxied=not no_proxy, model=model,
-                   workers=workers, remote_workers=remote_workers, master_port=master_port,
-                   public_host=public_host, max_requests=max_requests,
-                   extra_thresholds=extra_thresholds, tls=tls, prometheus=prometheus,
-                   proxy_port=proxy_port)  # fmt: skip
+        return cls(
+            profile=profile,
+            spec=profile_spec,
+            overrides=tuple(overrides),
+            seed=profile.seed if seed is None else seed,
+            time_scale=time_scale,
+            out=out.resolve(),
+            target=target,
+            proxied=not no_proxy,
+            model=model,
+            workers=workers,
+            remote_workers=remote_workers,
+            master_port=master_port,
+            public_host=public_host,
+            max_requests=max_requests,
+            extra_thresholds=extra_thresholds,
+            tls=tls,
+            prometheus=prometheus,
+            proxy_port=proxy_port,
+        )
 
     @property
     def stub(self) -> bool:

@@ -146,7 +146,7 @@ class H1Response:
         "stream",
         "timer",
         "waiter",
-    )  # fmt: skip
+    )
 
     def __init__(self, conn: _Conn, stream: bool) -> None:
         self.conn = conn
@@ -261,7 +261,8 @@ class H1Response:
 
 
 class H1Upstream:
-    """The :class:`~harness.live.transport.upstream.Upstream` protocol over :class:`_Conn` connections."""
+    """The :class:`~harness.live.transport.upstream.Upstream` protocol over :class:`_Conn`
+    connections."""
 
     def __init__(
         self, base_url: str, *, connect_timeout_s: float = 10.0, tls: Tls | None = None
@@ -293,9 +294,12 @@ class H1Upstream:
         try:
             async with asyncio.timeout(min(self.connect_s, timeout_s)):
                 _t, conn = await loop.create_connection(
-                    lambda: _Conn(self), self.host, self.port, ssl=self.ssl,
+                    lambda: _Conn(self),
+                    self.host,
+                    self.port,
+                    ssl=self.ssl,
                     server_hostname=self.host if self.ssl else None,
-                )  # fmt: skip
+                )
         except TimeoutError:
             raise UpstreamError("upstream_timeout", "connect") from None
         except ssl.SSLCertVerificationError:  # named apart: a retry cannot fix a certificate
@@ -354,8 +358,13 @@ class H1Upstream:
                 # 9.2.2). A POST without an idempotency key may have been processed, and its
                 # reset is the engine's to judge: retried unseen, a reset fault at p = 0.5
                 # reached the engine at about p = 0.25, and the simulation disagreed (issue 12).
-                if (reused and e.reason == "upstream_reset" and not conn.got_bytes
-                        and attempt == 0 and _replayable(method, headers)):  # fmt: skip
+                if (
+                    reused
+                    and e.reason == "upstream_reset"
+                    and not conn.got_bytes
+                    and attempt == 0
+                    and _replayable(method, headers)
+                ):
                     continue
                 raise
             except BaseException:

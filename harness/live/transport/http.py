@@ -14,11 +14,32 @@ from harness.asgi import Headers, Receive, Send
 from harness.wire import error_body
 
 CONTROL = (b"x-class", b"x-priority", b"x-tenant", b"x-key")
-_HOP = frozenset((b"connection", b"keep-alive", b"proxy-connection", b"te", b"trailer",
-                  b"transfer-encoding", b"upgrade", b"host", b"content-length",
-                  b"expect"))  # fmt: skip
-_RESPONSE_DROP = frozenset((b"connection", b"keep-alive", b"proxy-connection", b"te", b"trailer",
-                            b"transfer-encoding", b"upgrade", b"content-length"))  # fmt: skip
+_HOP = frozenset(
+    (
+        b"connection",
+        b"keep-alive",
+        b"proxy-connection",
+        b"te",
+        b"trailer",
+        b"transfer-encoding",
+        b"upgrade",
+        b"host",
+        b"content-length",
+        b"expect",
+    )
+)
+_RESPONSE_DROP = frozenset(
+    (
+        b"connection",
+        b"keep-alive",
+        b"proxy-connection",
+        b"te",
+        b"trailer",
+        b"transfer-encoding",
+        b"upgrade",
+        b"content-length",
+    )
+)
 JSON_TYPE = (b"content-type", b"application/json")
 
 
@@ -144,6 +165,9 @@ async def too_large(send: Send, receive: Receive, more: bool, limit: int) -> Non
     if more:
         await drain_body(receive)
     msg = f"The request body is larger than this proxy's limit of {limit} bytes."
-    await send_json(send, 413, error_body(msg, "invalid_request_error", code="body_too_large"),
-                    [(b"connection", b"close")])  # fmt: skip
-
+    await send_json(
+        send,
+        413,
+        error_body(msg, "invalid_request_error", code="body_too_large"),
+        [(b"connection", b"close")],
+    )

@@ -19,8 +19,10 @@ def endpoint(url: str) -> tuple[str, str]:
     if p.scheme not in ("http", "https") or not p.hostname:
         raise BadTarget(f"--target must be 'stub' or an http(s) URL, got {url!r}")
     if p.query:  # its values may be secrets, and would travel in files and logs
-        raise BadTarget("--target must not carry a query: give query parameters under "
-                        "wire.query in the profile (secret values as {env: NAME})")
+        raise BadTarget(
+            "--target must not carry a query: give query parameters under "
+            "wire.query in the profile (secret values as {env: NAME})"
+        )
     path = p.path.rstrip("/") or "/v1"
     if not path.endswith("/chat/completions"):
         path += "/chat/completions"

@@ -112,9 +112,11 @@ async def acheck(url: str, tls: Tls, timeout_s: float = 5.0) -> str | None:
     try:
         async with asyncio.timeout(timeout_s):
             _r, w = await asyncio.open_connection(
-                host, port, ssl=tls.context() if https else None,
+                host,
+                port,
+                ssl=tls.context() if https else None,
                 server_hostname=host if https else None,
-            )  # fmt: skip
+            )
     except (OSError, ssl.SSLError, TimeoutError) as e:
         return why_not(e)
     w.close()

@@ -158,8 +158,12 @@ class AiohttpUpstream:
         self._timeouts: dict[tuple[float, bool], aiohttp.ClientTimeout] = {}
 
     def _open(self) -> aiohttp.ClientSession:
-        connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300, keepalive_timeout=30,
-                                         ssl=self._ssl if self._ssl is not None else True)  # fmt: skip
+        connector = aiohttp.TCPConnector(
+            limit=0,
+            ttl_dns_cache=300,
+            keepalive_timeout=30,
+            ssl=self._ssl if self._ssl is not None else True,
+        )
         self._session = aiohttp.ClientSession(
             connector=connector,
             auto_decompress=False,
@@ -195,9 +199,13 @@ class AiohttpUpstream:
         hdrs = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in headers]
         try:
             resp = await session.request(
-                method, url, headers=hdrs, data=body or None,
-                timeout=self._timeout(timeout_s, stream), allow_redirects=False,
-            )  # fmt: skip
+                method,
+                url,
+                headers=hdrs,
+                data=body or None,
+                timeout=self._timeout(timeout_s, stream),
+                allow_redirects=False,
+            )
         except (TimeoutError, aiohttp.ClientError, OSError) as e:
             raise UpstreamError(_transport_reason(e), type(e).__name__) from None
         return _AiohttpResponse(resp)

@@ -40,7 +40,13 @@ PRIORITIES: tuple[Priority, ...] = ("critical", "standard", "batch")
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Phase:
     until_s: float = field(
-        metadata=_t(gt=0, doc="the profile time at which this phase ends (after the previous one; at most duration_s)")
+        metadata=_t(
+            gt=0,
+            doc=(
+                "the profile time at which this phase ends (after the previous one; at most"
+                " duration_s)"
+            ),
+        )
     )
     rate_per_s: float = field(metadata=_c(gt=0, doc="the phase's mean arrival rate, per second"))
 
@@ -48,7 +54,11 @@ class Phase:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TraceBin:
     max: int | None = field(
-        default=None, metadata=_c(ge=0, doc="the bin's largest prompt token count, inclusive; null (last bin only): no bound")
+        default=None,
+        metadata=_c(
+            ge=0,
+            doc="the bin's largest prompt token count, inclusive; null (last bin only): no bound",
+        ),
     )
     cls: str = field(
         metadata=_c(key="class", doc="the class of the rows in this bin (YAML key: class)")
@@ -58,13 +68,27 @@ class TraceBin:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TraceClasses:
     by: Literal["model", "log_type", "prompt_tokens"] = field(
-        metadata=_c(doc="what picks the class: the row's model or log_type (map), or its prompt tokens (bins)")
+        metadata=_c(
+            doc=(
+                "what picks the class: the row's model or log_type (map), or its prompt tokens"
+                " (bins)"
+            )
+        )
     )
     map: dict[str, str] = field(
-        default_factory=dict, metadata=_c(doc="by model or log_type: the trace's name -> class; an unmapped name is an error")
+        default_factory=dict,
+        metadata=_c(
+            doc="by model or log_type: the trace's name -> class; an unmapped name is an error"
+        ),
     )
     bins: tuple[TraceBin, ...] = field(
-        default=(), metadata=_c(doc="by prompt_tokens: ascending bins, the first whose max holds the row's prompt tokens")
+        default=(),
+        metadata=_c(
+            doc=(
+                "by prompt_tokens: ascending bins, the first whose max holds the row's prompt"
+                " tokens"
+            )
+        ),
     )
 
 
@@ -73,45 +97,83 @@ class TraceOptions:
     """A public trace's window (trace seconds from its first row), rescale, class mapping."""
 
     window_s: tuple[float, ...] | None = field(
-        default=None, metadata=_c(doc="[start, end]: keep the rows with start <= t < end (trace seconds) and move start to 0")
+        default=None,
+        metadata=_c(
+            doc=(
+                "[start, end]: keep the rows with start <= t < end (trace seconds) and move start"
+                " to 0"
+            )
+        ),
     )
     speedup: float | None = field(
-        default=None, metadata=_c(gt=0, doc="divide the trace's times by this factor (not with rate_per_s)")
+        default=None,
+        metadata=_c(gt=0, doc="divide the trace's times by this factor (not with rate_per_s)"),
     )
     rate_per_s: float | None = field(
-        default=None, metadata=_c(gt=0, doc="rescale the trace's times to this mean rate (not with speedup); nothing is thinned")
+        default=None,
+        metadata=_c(
+            gt=0,
+            doc=(
+                "rescale the trace's times to this mean rate (not with speedup); nothing is thinned"
+            ),
+        ),
     )
     classes: TraceClasses | None = field(
-        default=None, metadata=_c(doc="how a trace row picks its class; without it every row is the first class")
+        default=None,
+        metadata=_c(doc="how a trace row picks its class; without it every row is the first class"),
     )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Arrivals:
     process: Literal["poisson", "constant", "gamma", "trace"] = field(
-        default="poisson", metadata=_c(doc="how inter-arrival times are drawn: poisson, constant, gamma, or a trace file's rows")
+        default="poisson",
+        metadata=_c(
+            doc=(
+                "how inter-arrival times are drawn: poisson, constant, gamma, or a trace file's"
+                " rows"
+            )
+        ),
     )
     phases: tuple[Phase, ...] = field(
-        default=(), metadata=_c(doc="piecewise rates, in order: each phase's rate holds until its until_s")
+        default=(),
+        metadata=_c(doc="piecewise rates, in order: each phase's rate holds until its until_s"),
     )
     burstiness: float | None = field(
-        default=None, metadata=_c(gt=0, doc="gamma's shape k (required for process gamma only); below 1 is burstier than Poisson")
+        default=None,
+        metadata=_c(
+            gt=0,
+            doc=(
+                "gamma's shape k (required for process gamma only); below 1 is burstier than"
+                " Poisson"
+            ),
+        ),
     )
     file: str | None = field(
-        default=None, metadata=_c(doc="process trace: the trace file, relative to the profile's folder")
+        default=None,
+        metadata=_c(doc="process trace: the trace file, relative to the profile's folder"),
     )
     format: Literal["csv", "azure", "burstgpt", "mooncake"] = field(
-        default="csv", metadata=_c(doc="process trace: the file's format: csv (plain t[,class,tenant] CSV, or JSONL), azure, burstgpt, mooncake")
+        default="csv",
+        metadata=_c(
+            doc=(
+                "process trace: the file's format: csv (plain t[,class,tenant] CSV, or JSONL),"
+                " azure, burstgpt, mooncake"
+            )
+        ),
     )
     trace: TraceOptions | None = field(
-        default=None, metadata=_c(doc="process trace: a public trace's window, rescaling and class mapping")
+        default=None,
+        metadata=_c(doc="process trace: a public trace's window, rescaling and class mapping"),
     )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NamePool:
     pool: int = field(
-        metadata=_c(gt=0, doc="draw one of this many names per request (tenant-0 .. tenant-N-1, key-0 ..)")
+        metadata=_c(
+            gt=0, doc="draw one of this many names per request (tenant-0 .. tenant-N-1, key-0 ..)"
+        )
     )
 
 
@@ -119,66 +181,134 @@ class NamePool:
 class PromptRepeat:
     text: str = field(metadata=_c(doc="the text repeated"))
     times: int = field(
-        metadata=_c(ge=0, le=MAX_PROMPT_CHARS, doc="how many times; the whole prompt may hold at most 1,000,000 characters")
+        metadata=_c(
+            ge=0,
+            le=MAX_PROMPT_CHARS,
+            doc="how many times; the whole prompt may hold at most 1,000,000 characters",
+        )
     )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RequestClass:
     weight: float = field(
-        default=1.0, metadata=_c(ge=0, doc="the class's share of the arrivals, relative to the other classes' weights")
+        default=1.0,
+        metadata=_c(
+            ge=0, doc="the class's share of the arrivals, relative to the other classes' weights"
+        ),
     )
     priority: Priority = field(
-        default="standard", metadata=_c(doc="the priority tier: critical before standard before batch, FIFO within a tier")
+        default="standard",
+        metadata=_c(
+            doc="the priority tier: critical before standard before batch, FIFO within a tier"
+        ),
     )
     prompt: str | None = field(
-        default=None, metadata=_c(doc="the prompt text sent (null: 'Hello'); sets the prompt tokens when no distribution does")
+        default=None,
+        metadata=_c(
+            doc=(
+                "the prompt text sent (null: 'Hello'); sets the prompt tokens when no distribution"
+                " does"
+            )
+        ),
     )
     prompt_repeat: PromptRepeat | None = field(
-        default=None, metadata=_c(doc="a prompt built as text repeated times times (instead of prompt)")
+        default=None,
+        metadata=_c(doc="a prompt built as text repeated times times (instead of prompt)"),
     )
     max_tokens: int = field(
-        default=256, metadata=_c(gt=0, le=MAX_TOKENS, why="the stub's limit", doc="the completion cap each request asks for (max_tokens or wire.max_tokens_field)")
+        default=256,
+        metadata=_c(
+            gt=0,
+            le=MAX_TOKENS,
+            why="the stub's limit",
+            doc="the completion cap each request asks for (max_tokens or wire.max_tokens_field)",
+        ),
     )
     tenant: str | NamePool = field(
-        default="default", metadata=_c(doc="the tenant of each request: a name, or {pool: N} for one of N tenants drawn per request")
+        default="default",
+        metadata=_c(
+            doc=(
+                "the tenant of each request: a name, or {pool: N} for one of N tenants drawn per"
+                " request"
+            )
+        ),
     )
     key: str | NamePool | None = field(
-        default=None, metadata=_c(doc="the partition key (one in flight per key, in order): a name, {pool: N}, or null for none")
+        default=None,
+        metadata=_c(
+            doc=(
+                "the partition key (one in flight per key, in order): a name, {pool: N}, or null"
+                " for none"
+            )
+        ),
     )
     deadline_s: float | None = field(
-        default=None, metadata=_t(gt=0, doc="a request not started this long after arrival expires (reason deadline); null: none")
+        default=None,
+        metadata=_t(
+            gt=0,
+            doc=(
+                "a request not started this long after arrival expires (reason deadline); null:"
+                " none"
+            ),
+        ),
     )
     max_wait_s: float | None = field(
-        default=None, metadata=_t(gt=0, doc="the longest a request of this class may wait in the queue; null: engine.max_wait_s")
+        default=None,
+        metadata=_t(
+            gt=0,
+            doc=(
+                "the longest a request of this class may wait in the queue; null: engine.max_wait_s"
+            ),
+        ),
     )
     stream: bool = field(
-        default=False, metadata=_c(doc="send the requests streamed (SSE) rather than as one response")
+        default=False,
+        metadata=_c(doc="send the requests streamed (SSE) rather than as one response"),
     )
     latency: Latency | None = field(
-        default=None, metadata=_c(doc="the class's own upstream latency, overriding upstream.latency")
+        default=None,
+        metadata=_c(doc="the class's own upstream latency, overriding upstream.latency"),
     )
     prompt_tokens: TokenCount | None = field(
-        default=None, metadata=_c(doc="the class's prompt token counts, overriding upstream.prompt_tokens")
+        default=None,
+        metadata=_c(doc="the class's prompt token counts, overriding upstream.prompt_tokens"),
     )
     completion_tokens: TokenCount | None = field(
-        default=None, metadata=_c(doc="the class's completion token counts, overriding upstream.completion_tokens")
+        default=None,
+        metadata=_c(
+            doc="the class's completion token counts, overriding upstream.completion_tokens"
+        ),
     )
     # The work carries an idempotency key: the upstream applies a redelivered or re-executed
     # request's effect once (duplicates_suppressed) instead of again (duplicate_effects).
     idempotency_key: bool = field(
-        default=False, metadata=_c(doc="the work carries an idempotency key: a redelivered effect is applied once")
+        default=False,
+        metadata=_c(
+            doc="the work carries an idempotency key: a redelivered effect is applied once"
+        ),
     )
     optional: bool = field(
-        default=False, metadata=_c(doc="while engine.cost's budget is spent, admission rejects this class (cost_budget)")
+        default=False,
+        metadata=_c(
+            doc="while engine.cost's budget is spent, admission rejects this class (cost_budget)"
+        ),
     )
     review: bool = field(
-        default=False, metadata=_c(doc="after the model call a unit waits for a reviewer (engine.review)")
+        default=False,
+        metadata=_c(doc="after the model call a unit waits for a reviewer (engine.review)"),
     )
     # The work saves its progress every checkpoint_s: an attempt killed at a drain timeout
     # resumes from its last checkpoint instead of starting over (scaling.resumed).
     checkpoint_s: float | None = field(
-        default=None, metadata=_t(gt=0, doc="the work saves its progress this often: a killed attempt resumes from the last save")
+        default=None,
+        metadata=_t(
+            gt=0,
+            doc=(
+                "the work saves its progress this often: a killed attempt resumes from the last"
+                " save"
+            ),
+        ),
     )
 
     def prompt_text(self) -> str:
@@ -211,7 +341,12 @@ FAULT_REQUIRED = {
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Fault:
     kind: FaultKind = field(
-        metadata=_c(doc="what goes wrong: latency, status, rate_limit, hang, reset, stream_error, truncate, metrics_outage, ack_loss")
+        metadata=_c(
+            doc=(
+                "what goes wrong: latency, status, rate_limit, hang, reset, stream_error, truncate,"
+                " metrics_outage, ack_loss"
+            )
+        )
     )
     at_s: float | None = field(
         default=None, metadata=_t(ge=0, doc="when the fault starts, in profile seconds; null: at 0")
@@ -220,7 +355,12 @@ class Fault:
         default=None, metadata=_t(gt=0, doc="how long it lasts; null: to the end")
     )
     probability: float = field(
-        default=1.0, metadata=_c(ge=0, le=1, doc="the chance it hits each request while active (one draw per request and attempt)")
+        default=1.0,
+        metadata=_c(
+            ge=0,
+            le=1,
+            doc="the chance it hits each request while active (one draw per request and attempt)",
+        ),
     )
     add_s: float | None = field(
         default=None, metadata=_t(ge=0, doc="latency: seconds added to each hit request")
@@ -229,16 +369,28 @@ class Fault:
         default=None, metadata=_c(ge=400, le=599, doc="status: the HTTP status answered (400-599)")
     )
     retry_after_s: float | None = field(
-        default=None, metadata=_t(ge=0, doc="status: the Retry-After the answer carries, in seconds")
+        default=None,
+        metadata=_t(ge=0, doc="status: the Retry-After the answer carries, in seconds"),
     )
     rate_per_s: float | None = field(
-        default=None, metadata=_c(gt=0, doc="rate_limit: the upstream's token bucket refill rate, per second")
+        default=None,
+        metadata=_c(gt=0, doc="rate_limit: the upstream's token bucket refill rate, per second"),
     )
     max_concurrent: int | None = field(
-        default=None, metadata=_c(gt=0, doc="rate_limit: the most requests in flight at the upstream; null: no cap")
+        default=None,
+        metadata=_c(
+            gt=0, doc="rate_limit: the most requests in flight at the upstream; null: no cap"
+        ),
     )
     after_chunks: int | None = field(
-        default=None, metadata=_c(ge=0, doc="stream_error, truncate: data events sent before the cut; null: the role chunk and half the tokens")
+        default=None,
+        metadata=_c(
+            ge=0,
+            doc=(
+                "stream_error, truncate: data events sent before the cut; null: the role chunk and"
+                " half the tokens"
+            ),
+        ),
     )
 
     def active(self, t: float) -> bool:
@@ -251,7 +403,14 @@ class Fault:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Executors:
     initial: int = field(
-        default=4, metadata=_c(ge=0, doc="executors at the start (inside the replica range when scaling is on; at least 1 when off)")
+        default=4,
+        metadata=_c(
+            ge=0,
+            doc=(
+                "executors at the start (inside the replica range when scaling is on; at least 1"
+                " when off)"
+            ),
+        ),
     )
     jobs_per_executor: int = field(
         default=1, metadata=_c(gt=0, doc="requests one executor runs at once")
@@ -267,7 +426,10 @@ class TenantRate:
         metadata=_c(gt=0, doc="each tenant's bucket refills at this many requests per second")
     )
     burst: float = field(
-        default=1.0, metadata=_c(ge=1, doc="each tenant's bucket holds at most this many tokens and starts full")
+        default=1.0,
+        metadata=_c(
+            ge=1, doc="each tenant's bucket holds at most this many tokens and starts full"
+        ),
     )
 
 
@@ -280,51 +442,93 @@ class Admission:
         default=None, metadata=_c(doc="a token bucket per tenant (rule tenant_rate); null: off")
     )
     max_queue_depth: int | None = field(
-        default=None, metadata=_c(ge=0, doc="reject when this many admitted requests wait to start (queue_full); null: off")
+        default=None,
+        metadata=_c(
+            ge=0,
+            doc="reject when this many admitted requests wait to start (queue_full); null: off",
+        ),
     )
     shed_fill: float | None = field(
-        default=None, metadata=_c(gt=0, le=1, doc="batch requests are shed once the queue holds this fraction of max_queue_depth (shed_batch)")
+        default=None,
+        metadata=_c(
+            gt=0,
+            le=1,
+            doc=(
+                "batch requests are shed once the queue holds this fraction of max_queue_depth"
+                " (shed_batch)"
+            ),
+        ),
     )
     shed_fill_standard: float | None = field(
-        default=None, metadata=_c(gt=0, le=1, doc="standard requests are shed at this fraction of max_queue_depth (shed_standard); null: 0.95")
+        default=None,
+        metadata=_c(
+            gt=0,
+            le=1,
+            doc=(
+                "standard requests are shed at this fraction of max_queue_depth (shed_standard);"
+                " null: 0.95"
+            ),
+        ),
     )
     age_reject_s: float | None = field(
-        default=None, metadata=_t(ge=0, doc="reject while the oldest waiting request is older than this (queue_age); null: off")
+        default=None,
+        metadata=_t(
+            ge=0,
+            doc="reject while the oldest waiting request is older than this (queue_age); null: off",
+        ),
     )
     depth_mult: float | None = field(
-        default=None, metadata=_c(ge=0, doc="reject when every slot is busy and depth > depth_mult x concurrency (queue_depth); null: off")
+        default=None,
+        metadata=_c(
+            ge=0,
+            doc=(
+                "reject when every slot is busy and depth > depth_mult x concurrency (queue_depth);"
+                " null: off"
+            ),
+        ),
     )
     deadline_slack: bool = field(
-        default=False, metadata=_c(doc="reject a request whose estimated wait exceeds its class's deadline_s")
+        default=False,
+        metadata=_c(doc="reject a request whose estimated wait exceeds its class's deadline_s"),
     )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Breaker:
     failure_ratio: float = field(
-        default=0.5, metadata=_c(gt=0, le=1, doc="open when the failed fraction of calls over window_s reaches this")
+        default=0.5,
+        metadata=_c(
+            gt=0, le=1, doc="open when the failed fraction of calls over window_s reaches this"
+        ),
     )
     window_s: float = field(
         default=30.0, metadata=_t(gt=0, doc="the window the failure ratio is measured over")
     )
     open_s: float = field(
-        default=15.0, metadata=_t(gt=0, doc="how long the breaker stays open before one half-open probe")
+        default=15.0,
+        metadata=_t(gt=0, doc="how long the breaker stays open before one half-open probe"),
     )
     min_calls: int = field(
-        default=10, metadata=_c(gt=0, doc="the fewest calls in the window before the breaker may open")
+        default=10,
+        metadata=_c(gt=0, doc="the fewest calls in the window before the breaker may open"),
     )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Dependency:
     max_retries: int = field(
-        default=2, metadata=_c(ge=0, doc="the engine's retries of a retryable upstream failure, per request")
+        default=2,
+        metadata=_c(ge=0, doc="the engine's retries of a retryable upstream failure, per request"),
     )
     retry_budget_ratio: float = field(
-        default=0.1, metadata=_c(ge=0, doc="retry tokens deposited per first attempt; a retry spends one (cap 10)")
+        default=0.1,
+        metadata=_c(
+            ge=0, doc="retry tokens deposited per first attempt; a retry spends one (cap 10)"
+        ),
     )
     backoff_base_s: float = field(
-        default=0.5, metadata=_t(ge=0, doc="the first retry's backoff, doubled per attempt, with jitter")
+        default=0.5,
+        metadata=_t(ge=0, doc="the first retry's backoff, doubled per attempt, with jitter"),
     )
     backoff_max_s: float = field(
         default=8.0, metadata=_t(ge=0, doc="the longest backoff (a longer Retry-After still wins)")
@@ -340,32 +544,53 @@ class Engine:
         default=Executors(), metadata=_c(doc="the pool of executors that run admitted requests")
     )
     admission: Admission = field(
-        default=Admission(), metadata=_c(doc="the admission rules, in their fixed order; each is off until set")
+        default=Admission(),
+        metadata=_c(doc="the admission rules, in their fixed order; each is off until set"),
     )
     scaling: Scaling = field(
         default=Scaling(), metadata=_c(doc="the autoscaler: how many executors to run, and when")
     )
     dependency: Dependency = field(
-        default=Dependency(), metadata=_c(doc="the engine's retries of failed upstream calls, their budget and backoff, the circuit breaker")
+        default=Dependency(),
+        metadata=_c(
+            doc=(
+                "the engine's retries of failed upstream calls, their budget and backoff, the"
+                " circuit breaker"
+            )
+        ),
     )
     service_time_prior_s: float | None = field(
-        default=None, metadata=_t(gt=0, doc="the engine's starting service-time estimate; null: the classes' mean latency by weight")
+        default=None,
+        metadata=_t(
+            gt=0,
+            doc=(
+                "the engine's starting service-time estimate; null: the classes' mean latency by"
+                " weight"
+            ),
+        ),
     )
     # A queued request that has not started after this long expires (reason max_wait), so
     # nothing waits forever while the breaker cycles; classes.<c>.max_wait_s overrides it.
     max_wait_s: float = field(
-        default=DEFAULT_MAX_WAIT_S, metadata=_t(gt=0, doc="a queued request not started after this long expires (reason max_wait)")
+        default=DEFAULT_MAX_WAIT_S,
+        metadata=_t(
+            gt=0, doc="a queued request not started after this long expires (reason max_wait)"
+        ),
     )
     # At-least-once delivery: an attempt whose answer was lost (an ack_loss fault) is
     # redelivered after this long, the queue's visibility timeout (SQS and Pub/Sub: 30 s).
     ack_timeout_s: float = field(
-        default=30.0, metadata=_t(gt=0, doc="an attempt whose answer was lost (ack_loss) is redelivered after this long")
+        default=30.0,
+        metadata=_t(
+            gt=0, doc="an attempt whose answer was lost (ack_loss) is redelivered after this long"
+        ),
     )
     cost: Cost | None = field(
         default=None, metadata=_c(doc="a spend budget over a rolling hour; null: nothing is priced")
     )
     review: Review | None = field(
-        default=None, metadata=_c(doc="the human review stage of classes marked review: true; null: none")
+        default=None,
+        metadata=_c(doc="the human review stage of classes marked review: true; null: none"),
     )
 
 
@@ -374,31 +599,52 @@ class ClientRetry:
     """Callers' retries, as the official SDKs do them (harness/workload/callers.py says which)."""
 
     max_retries: int = field(
-        default=2, metadata=_c(ge=0, doc="a failed try is retried while fewer than this many retries were taken")
+        default=2,
+        metadata=_c(
+            ge=0, doc="a failed try is retried while fewer than this many retries were taken"
+        ),
     )
     honour_retry_after: bool = field(
-        default=True, metadata=_c(doc="wait the server's Retry-After (up to retry_after_max_s) instead of the backoff")
+        default=True,
+        metadata=_c(
+            doc="wait the server's Retry-After (up to retry_after_max_s) instead of the backoff"
+        ),
     )
     statuses: tuple[int, ...] = field(
-        default=(408, 409, 429), metadata=_c(doc="the statuses retried, besides every 5xx (server_errors) and no answer at all")
+        default=(408, 409, 429),
+        metadata=_c(
+            doc="the statuses retried, besides every 5xx (server_errors) and no answer at all"
+        ),
     )
     server_errors: bool = field(default=True, metadata=_c(doc="retry every status >= 500"))
     initial_delay_s: float = field(
-        default=0.5, metadata=_c(ge=0, doc="the first backoff: min(initial x 2^retries, max) x (1 - 0.25 x random)")
+        default=0.5,
+        metadata=_c(
+            ge=0, doc="the first backoff: min(initial x 2^retries, max) x (1 - 0.25 x random)"
+        ),
     )
     max_delay_s: float = field(default=8.0, metadata=_c(ge=0, doc="the longest backoff"))
     retry_after_max_s: float | None = field(
         default=120.0, metadata=_c(gt=0, doc="the longest Retry-After honoured; null: no cap")
     )
     give_up_over_max: bool = field(
-        default=True, metadata=_c(doc="a longer Retry-After is not retried at all (openai); false: back off instead")
+        default=True,
+        metadata=_c(
+            doc="a longer Retry-After is not retried at all (openai); false: back off instead"
+        ),
     )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Clients:
     retry: ClientRetry | None = field(
-        default=None, metadata=_c(doc="the callers retry as the SDKs do ({} for the openai defaults); null: no client retries")
+        default=None,
+        metadata=_c(
+            doc=(
+                "the callers retry as the SDKs do ({} for the openai defaults); null: no client"
+                " retries"
+            )
+        ),
     )
 
 
@@ -408,56 +654,111 @@ class Profile:
         metadata=_c(doc="the profile's name: results folders, summaries and reports carry it")
     )
     description: str = field(
-        default="", metadata=_c(doc="one line on what the profile rehearses; harness profiles lists it")
+        default="",
+        metadata=_c(doc="one line on what the profile rehearses; harness profiles lists it"),
     )
     duration_s: float = field(
-        default=300.0, metadata=_t(gt=0, doc="how long arrivals are scheduled, in profile seconds; arrivals at or after it are dropped")
+        default=300.0,
+        metadata=_t(
+            gt=0,
+            doc=(
+                "how long arrivals are scheduled, in profile seconds; arrivals at or after it are"
+                " dropped"
+            ),
+        ),
     )
     seed: int = field(
-        default=1, metadata=_c(ge=0, le=MAX_SEED, doc="the seed every draw derives from (arrivals, latencies, faults); --seed overrides it")
+        default=1,
+        metadata=_c(
+            ge=0,
+            le=MAX_SEED,
+            doc=(
+                "the seed every draw derives from (arrivals, latencies, faults); --seed"
+                " overrides it"
+            ),
+        ),
     )
     slo: Slo = field(
         default=Slo(), metadata=_c(doc="the turnaround SLO the verdict and slo_breach use")
     )
     arrivals: Arrivals = field(
-        default=Arrivals(), metadata=_c(doc="when requests arrive: the arrival process, its phases or a trace file")
+        default=Arrivals(),
+        metadata=_c(doc="when requests arrive: the arrival process, its phases or a trace file"),
     )
     classes: dict[str, RequestClass] = field(
-        default_factory=dict, metadata=_c(doc="the request classes by name: what each request asks for and how it is treated")
+        default_factory=dict,
+        metadata=_c(
+            doc="the request classes by name: what each request asks for and how it is treated"
+        ),
     )
     upstream: Upstream = field(
-        default=Upstream(), metadata=_c(doc="the simulated model endpoint: its latency, timeout and token counts")
+        default=Upstream(),
+        metadata=_c(doc="the simulated model endpoint: its latency, timeout and token counts"),
     )
     faults: tuple[Fault, ...] = field(
-        default=(), metadata=_c(doc="faults injected at the upstream (or the proxy), each active from at_s for for_s")
+        default=(),
+        metadata=_c(
+            doc="faults injected at the upstream (or the proxy), each active from at_s for for_s"
+        ),
     )
     engine: Engine = field(
-        default=Engine(), metadata=_c(doc="the admission engine: executors, admission rules, autoscaling, retries, cost, review")
+        default=Engine(),
+        metadata=_c(
+            doc=(
+                "the admission engine: executors, admission rules, autoscaling, retries, cost,"
+                " review"
+            )
+        ),
     )
     clients: Clients = field(
-        default=Clients(), metadata=_c(doc="the callers' own behaviour: retries as the official SDKs do them")
+        default=Clients(),
+        metadata=_c(doc="the callers' own behaviour: retries as the official SDKs do them"),
     )
     thresholds: tuple[str, ...] = field(
-        default=(), metadata=_c(doc="expressions over summary.json that must hold for a pass, e.g. 'turnaround_s.p95 < 60'")
+        default=(),
+        metadata=_c(
+            doc=(
+                "expressions over summary.json that must hold for a pass, e.g. 'turnaround_s.p95"
+                " < 60'"
+            )
+        ),
     )
     verdict: Verdict = field(
-        default=Verdict(), metadata=_c(doc="the rules that fail a run besides its thresholds and SLO")
+        default=Verdict(),
+        metadata=_c(doc="the rules that fail a run besides its thresholds and SLO"),
     )
     alerts: dict[str, AlertOverride] = field(
-        default_factory=dict, metadata=_c(doc="overrides of the named built-in alerts (threshold, for_s, window_s, enabled)")
+        default_factory=dict,
+        metadata=_c(
+            doc="overrides of the named built-in alerts (threshold, for_s, window_s, enabled)"
+        ),
     )
     generator: Generator = field(
-        default=Generator(), metadata=_c(doc="the live load generator's limits (the simulation ignores them)")
+        default=Generator(),
+        metadata=_c(doc="the live load generator's limits (the simulation ignores them)"),
     )
     wire: Wire = field(
-        default=Wire(), metadata=_c(doc="how live requests are spelled for the target: auth, headers, query, max_tokens field")
+        default=Wire(),
+        metadata=_c(
+            doc=(
+                "how live requests are spelled for the target: auth, headers, query, max_tokens"
+                " field"
+            )
+        ),
     )
     # Not part of the YAML: where it came from, for messages and the summary.
     source: str = field(
-        default="<profile>", metadata=_c(internal=True, doc="not read from YAML: the file or name the profile was loaded from")
+        default="<profile>",
+        metadata=_c(
+            internal=True, doc="not read from YAML: the file or name the profile was loaded from"
+        ),
     )
     sha256: str = field(
-        default="", metadata=_c(internal=True, doc="not read from YAML: the SHA-256 of the profile file's bytes, for the summary")
+        default="",
+        metadata=_c(
+            internal=True,
+            doc="not read from YAML: the SHA-256 of the profile file's bytes, for the summary",
+        ),
     )
 
     def service_time_prior(self) -> float:

@@ -22,13 +22,23 @@ from harness.profile.schema.fields import _c, _t
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Cost:
     budget_per_hour: float = field(
-        metadata=_c(gt=0, doc="the spend allowed over a rolling hour: a replica ceiling, then optional work is shed")
+        metadata=_c(
+            gt=0,
+            doc=(
+                "the spend allowed over a rolling hour: a replica ceiling, then optional work is"
+                " shed"
+            ),
+        )
     )
     per_replica_hour: float = field(
-        default=0.0, metadata=_c(ge=0, doc="the price of one executor for an hour (ready, starting or draining)")
+        default=0.0,
+        metadata=_c(
+            ge=0, doc="the price of one executor for an hour (ready, starting or draining)"
+        ),
     )
     per_call: dict[str, float] = field(
-        default_factory=dict, metadata=_c(doc="class -> the price of one upstream call whose work was done")
+        default_factory=dict,
+        metadata=_c(doc="class -> the price of one upstream call whose work was done"),
     )
 
 
@@ -42,12 +52,24 @@ class Review:
     its model call counts as an SLA breach. null ``max_pending``: never held."""
 
     reviewers: int = field(
-        default=1, metadata=_c(gt=0, le=10_000, doc="reviewers working at once, first come first served")
+        default=1,
+        metadata=_c(gt=0, le=10_000, doc="reviewers working at once, first come first served"),
     )
     seconds_per_item: float = field(metadata=_t(gt=0, doc="how long one review takes"))
     sla_s: float | None = field(
-        default=None, metadata=_t(gt=0, doc="a review ending later than this after its model call breaches the SLA; null: none")
+        default=None,
+        metadata=_t(
+            gt=0,
+            doc="a review ending later than this after its model call breaches the SLA; null: none",
+        ),
     )
     max_pending: int | None = field(
-        default=None, metadata=_c(gt=0, doc="units committed to review before further ones are held before their model call; null: never")
+        default=None,
+        metadata=_c(
+            gt=0,
+            doc=(
+                "units committed to review before further ones are held before their model call;"
+                " null: never"
+            ),
+        ),
     )

@@ -17,8 +17,8 @@ def _c(**kw: Any) -> dict[str, Any]:
     return kw
 
 
-# Bounds on sizes and rates (docs/profiles.md, "Limits"): a profile past one is refused at validation,
-# with the limit named, rather than left to exhaust memory or run for days.
+# Bounds on sizes and rates (docs/profiles.md, "Limits"): a profile past one is refused at
+# validation, with the limit named, rather than left to exhaust memory or run for days.
 MAX_TIME_S: Final = 604_800.0  # every time in a profile; a simulated week: 604,800 rows, 1.4 GB
 MAX_ARRIVALS: Final = 20_000_000  # expected scheduled arrivals; the sim holds ~210 B each
 MAX_TOKENS: Final = 131_072  # max_tokens, also the stub's own limit (a larger body blocks it)

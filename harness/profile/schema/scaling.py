@@ -15,13 +15,23 @@ from typing import Literal
 from harness.profile.schema.fields import _c, _t
 
 HpaSignal = Literal[
-    "eligible_backlog", "weighted_depth", "in_flight", "backlog_and_in_flight",
-    "oldest_age_s", "arrival_rate_per_s", "drain_time_s",
-]  # fmt: skip
+    "eligible_backlog",
+    "weighted_depth",
+    "in_flight",
+    "backlog_and_in_flight",
+    "oldest_age_s",
+    "arrival_rate_per_s",
+    "drain_time_s",
+]
 HPA_SIGNALS: tuple[str, ...] = (
-    "eligible_backlog", "weighted_depth", "in_flight", "backlog_and_in_flight",
-    "oldest_age_s", "arrival_rate_per_s", "drain_time_s",
-)  # fmt: skip
+    "eligible_backlog",
+    "weighted_depth",
+    "in_flight",
+    "backlog_and_in_flight",
+    "oldest_age_s",
+    "arrival_rate_per_s",
+    "drain_time_s",
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -44,13 +54,29 @@ class ScaleRules:
     none for the other targets."""
 
     stabilization_window_s: float | None = field(
-        default=None, metadata=_t(ge=0, doc="act on the most cautious recommendation of this window; null: Kubernetes' default (hpa) or none")
+        default=None,
+        metadata=_t(
+            ge=0,
+            doc=(
+                "act on the most cautious recommendation of this window; null: Kubernetes' default"
+                " (hpa) or none"
+            ),
+        ),
     )
     policies: tuple[ScalePolicy, ...] | None = field(
-        default=None, metadata=_c(doc="rate limits, Pods or Percent per period; null: Kubernetes' default (hpa) or none")
+        default=None,
+        metadata=_c(
+            doc="rate limits, Pods or Percent per period; null: Kubernetes' default (hpa) or none"
+        ),
     )
     select_policy: Literal["Max", "Min", "Disabled"] | None = field(
-        default=None, metadata=_c(doc="which policy binds: Max (the largest change), Min, or Disabled (no change this way)")
+        default=None,
+        metadata=_c(
+            doc=(
+                "which policy binds: Max (the largest change), Min, or Disabled (no change this"
+                " way)"
+            )
+        ),
     )
 
 
@@ -71,10 +97,16 @@ class HpaTarget:
         default="backlog_and_in_flight", metadata=_c(doc="the signal averaged per replica")
     )
     target_per_replica: float = field(
-        default=1.0, metadata=_c(gt=0, doc="the signal's target value per replica: ceil(signal / target) replicas")
+        default=1.0,
+        metadata=_c(
+            gt=0, doc="the signal's target value per replica: ceil(signal / target) replicas"
+        ),
     )
     tolerance: float = field(
-        default=0.1, metadata=_c(ge=0, le=1, doc="no change while |signal / (target x current) - 1| is within this")
+        default=0.1,
+        metadata=_c(
+            ge=0, le=1, doc="no change while |signal / (target x current) - 1| is within this"
+        ),
     )
 
 
@@ -103,16 +135,27 @@ class MetricsPolicy:
     what an empty Prometheus result does to a trigger that ignores null values."""
 
     on_missing: Literal["hold", "zero"] = field(
-        default="hold", metadata=_c(doc="hold: keep the last known signals; zero: read missing as 0")
+        default="hold",
+        metadata=_c(doc="hold: keep the last known signals; zero: read missing as 0"),
     )
     hold_s: float = field(
-        default=60.0, metadata=_t(ge=0, doc="hold: keep the last known signals this long, never scaling down on them")
+        default=60.0,
+        metadata=_t(
+            ge=0, doc="hold: keep the last known signals this long, never scaling down on them"
+        ),
     )
     failure_threshold: int = field(
-        default=3, metadata=_c(gt=0, doc="hold: after this many missed evaluations in a row, go to fallback_replicas")
+        default=3,
+        metadata=_c(
+            gt=0, doc="hold: after this many missed evaluations in a row, go to fallback_replicas"
+        ),
     )
     fallback_replicas: int | None = field(
-        default=None, metadata=_c(ge=0, doc="hold: the replicas after failure_threshold misses; null: keep the current ones")
+        default=None,
+        metadata=_c(
+            ge=0,
+            doc="hold: the replicas after failure_threshold misses; null: keep the current ones",
+        ),
     )
 
 
@@ -124,10 +167,22 @@ class DependencyAware:
     per evaluation until it has caught up with the target."""
 
     error_ratio: float = field(
-        default=0.2, metadata=_c(gt=0, le=1, doc="no scale-up while the upstream's failure ratio is above this or the breaker is not closed")
+        default=0.2,
+        metadata=_c(
+            gt=0,
+            le=1,
+            doc=(
+                "no scale-up while the upstream's failure ratio is above this or the breaker is not"
+                " closed"
+            ),
+        ),
     )
     recovery_s: float = field(
-        default=60.0, metadata=_t(ge=0, doc="after this long below error_ratio, scale up again one executor per evaluation")
+        default=60.0,
+        metadata=_t(
+            ge=0,
+            doc="after this long below error_ratio, scale up again one executor per evaluation",
+        ),
     )
 
 
@@ -139,10 +194,18 @@ class Ceilings:
     ``db_connections_per_executor`` each. null: no such limit."""
 
     model_quota: int | None = field(
-        default=None, metadata=_c(gt=0, doc="concurrent upstream calls the model's quota allows: at most quota // jobs_per_executor replicas")
+        default=None,
+        metadata=_c(
+            gt=0,
+            doc=(
+                "concurrent upstream calls the model's quota allows: at most quota //"
+                " jobs_per_executor replicas"
+            ),
+        ),
     )
     db_connections: int | None = field(
-        default=None, metadata=_c(gt=0, doc="database connections available to all executors; null: no limit")
+        default=None,
+        metadata=_c(gt=0, doc="database connections available to all executors; null: no limit"),
     )
     db_connections_per_executor: int = field(
         default=1, metadata=_c(gt=0, doc="connections each executor holds")
@@ -164,7 +227,13 @@ class Scaling:
         default=False, metadata=_c(doc="let the engine decide how many executors to run")
     )
     target: Literal["weighted", "drain_window", "hpa"] = field(
-        default="weighted", metadata=_c(doc="the policy: weighted (seed 000), drain_window (seed 004) or hpa (Kubernetes' algorithm)")
+        default="weighted",
+        metadata=_c(
+            doc=(
+                "the policy: weighted (seed 000), drain_window (seed 004) or hpa (Kubernetes'"
+                " algorithm)"
+            )
+        ),
     )
     min_replicas: int = field(
         default=1, metadata=_c(ge=0, doc="the fewest executors; 0 allows scale to zero")
@@ -177,35 +246,56 @@ class Scaling:
         default=0.0, metadata=_t(ge=0, doc="no scale event for this long after one")
     )
     weights: ScaleWeights = field(
-        default=ScaleWeights(), metadata=_c(doc="weighted: the weight of one eligible backlog item per priority")
+        default=ScaleWeights(),
+        metadata=_c(doc="weighted: the weight of one eligible backlog item per priority"),
     )
     count_inflight: bool = field(
         default=False, metadata=_c(doc="weighted and drain_window: running jobs count too")
     )
     window_s: float = field(
-        default=60.0, metadata=_t(gt=0, doc="drain_window: the time to drain the backlog in; also the span of the arrival and completion rates")
+        default=60.0,
+        metadata=_t(
+            gt=0,
+            doc=(
+                "drain_window: the time to drain the backlog in; also the span of the arrival and"
+                " completion rates"
+            ),
+        ),
     )
     hpa: HpaTarget = field(
         default=HpaTarget(), metadata=_c(doc="hpa: the signal and its per-replica target")
     )
     behavior: ScaleBehavior = field(
-        default=ScaleBehavior(), metadata=_c(doc="Kubernetes-style stabilization windows and rate policies, per direction")
+        default=ScaleBehavior(),
+        metadata=_c(doc="Kubernetes-style stabilization windows and rate policies, per direction"),
     )
     # A draining executor's running work is cancelled and re-run elsewhere after this long;
     # null: it drains for as long as its work takes; 0: killed at once (no drain).
     drain_timeout_s: float | None = field(
-        default=None, metadata=_t(ge=0, doc="a draining executor's work is killed and re-run after this long; null: never; 0: at once")
+        default=None,
+        metadata=_t(
+            ge=0,
+            doc=(
+                "a draining executor's work is killed and re-run after this long; null: never; 0:"
+                " at once"
+            ),
+        ),
     )
     # Scale to zero (min_replicas 0): down to 0 only after idle_s without work; from 0, eligible
     # backlog above activation_threshold starts executors at the next evaluation.
     idle_s: float = field(
-        default=300.0, metadata=_t(ge=0, doc="with min_replicas 0: scale to zero only after this long without work")
+        default=300.0,
+        metadata=_t(
+            ge=0, doc="with min_replicas 0: scale to zero only after this long without work"
+        ),
     )
     activation_threshold: float = field(
-        default=0.0, metadata=_c(ge=0, doc="from zero: start executors once eligible backlog exceeds this")
+        default=0.0,
+        metadata=_c(ge=0, doc="from zero: start executors once eligible backlog exceeds this"),
     )
     metrics: MetricsPolicy = field(
-        default=MetricsPolicy(), metadata=_c(doc="what an evaluation does while the signals are unknown (a metrics_outage)")
+        default=MetricsPolicy(),
+        metadata=_c(doc="what an evaluation does while the signals are unknown (a metrics_outage)"),
     )
     # Where the signal comes from: ``engine`` reads its own state at each evaluation;
     # ``prometheus`` reads the exported query's value (``harness export keda``'s PromQL) as a
@@ -214,7 +304,13 @@ class Scaling:
     # before the evaluation (a scrape during a metrics_outage fails: the series goes stale and
     # the query comes back empty).
     source: Literal["engine", "prometheus"] = field(
-        default="engine", metadata=_c(doc="where the signal comes from: the engine's own state, or Prometheus scrapes of the proxy")
+        default="engine",
+        metadata=_c(
+            doc=(
+                "where the signal comes from: the engine's own state, or Prometheus scrapes of the"
+                " proxy"
+            )
+        ),
     )
     scrape_interval_s: float = field(
         default=15.0, metadata=_t(gt=0, doc="source prometheus: the time between scrapes")
@@ -223,11 +319,18 @@ class Scaling:
     # null: drawn per seed, as a real Prometheus picks its own (a live run's phase can be
     # read off proxy/scrapes.jsonl and set here to replay it).
     scrape_phase_s: float | None = field(
-        default=None, metadata=_t(ge=0, doc="source prometheus, simulation: the scrapes' offset; null: drawn per seed")
+        default=None,
+        metadata=_t(
+            ge=0, doc="source prometheus, simulation: the scrapes' offset; null: drawn per seed"
+        ),
     )
     dependency: DependencyAware | None = field(
-        default=None, metadata=_c(doc="hold scale-up while the upstream is unhealthy; null: scale-up ignores it")
+        default=None,
+        metadata=_c(doc="hold scale-up while the upstream is unhealthy; null: scale-up ignores it"),
     )
     ceilings: Ceilings = field(
-        default=Ceilings(), metadata=_c(doc="replica ceilings from what the dependencies can take (model quota, DB connections)")
+        default=Ceilings(),
+        metadata=_c(
+            doc="replica ceilings from what the dependencies can take (model quota, DB connections)"
+        ),
     )

@@ -33,7 +33,9 @@ LatencyDist = Literal["fixed", "uniform", "exponential", "lognormal", "tokens"]
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Latency:
     dist: LatencyDist = field(
-        metadata=_c(doc="the distribution: fixed, uniform, exponential, lognormal, or tokens (token-aware)")
+        metadata=_c(
+            doc="the distribution: fixed, uniform, exponential, lognormal, or tokens (token-aware)"
+        )
     )
     value_s: float | None = field(
         default=None, metadata=_t(ge=0, doc="fixed: the latency, in seconds")
@@ -52,20 +54,38 @@ class Latency:
     )
     # lognormal: the log's spread; tokens: the per-attempt jitter's (median 1) [0].
     sigma: float | None = field(
-        default=None, metadata=_c(ge=0, doc="lognormal: the log's spread; tokens: the per-attempt jitter's (median 1; null: none)")
+        default=None,
+        metadata=_c(
+            ge=0,
+            doc=(
+                "lognormal: the log's spread; tokens: the per-attempt jitter's (median 1; null:"
+                " none)"
+            ),
+        ),
     )
     # dist: tokens (null: 0 for the two slopes).
     ttft_s: float | None = field(
-        default=None, metadata=_t(ge=0, doc="tokens: the time to first token of an empty prompt, in seconds")
+        default=None,
+        metadata=_t(ge=0, doc="tokens: the time to first token of an empty prompt, in seconds"),
     )
     ttft_per_prompt_token_s: float | None = field(
-        default=None, metadata=_t(ge=0, doc="tokens: seconds added to the time to first token per prompt token (null: 0)")
+        default=None,
+        metadata=_t(
+            ge=0, doc="tokens: seconds added to the time to first token per prompt token (null: 0)"
+        ),
     )
     tpot_s: float | None = field(
-        default=None, metadata=_t(ge=0, doc="tokens: the time per output token of a request in service alone, in seconds")
+        default=None,
+        metadata=_t(
+            ge=0, doc="tokens: the time per output token of a request in service alone, in seconds"
+        ),
     )
     tpot_per_in_flight_s: float | None = field(
-        default=None, metadata=_t(ge=0, doc="tokens: seconds added per output token per other request in service (null: 0)")
+        default=None,
+        metadata=_t(
+            ge=0,
+            doc="tokens: seconds added per output token per other request in service (null: 0)",
+        ),
     )
 
     def mean(self, prompt_tokens: float = 0.0, output_tokens: float = 0.0) -> float:
@@ -79,7 +99,10 @@ class Latency:
         if self.dist == "exponential":
             return float(self.mean_s or 0.0)
         if self.dist == "tokens":
-            ttft = float(self.ttft_s or 0.0) + float(self.ttft_per_prompt_token_s or 0.0) * prompt_tokens
+            ttft = (
+                float(self.ttft_s or 0.0)
+                + float(self.ttft_per_prompt_token_s or 0.0) * prompt_tokens
+            )
             return math.exp(s * s / 2) * (ttft + output_tokens * float(self.tpot_s or 0.0))
         return float(self.median_s or 0.0) * math.exp(s * s / 2)
 
@@ -96,9 +119,18 @@ LATENCY_PARAMS: dict[str, tuple[str, ...]] = {
 LATENCY_OPTIONAL: dict[str, tuple[str, ...]] = {
     "tokens": ("ttft_per_prompt_token_s", "tpot_per_in_flight_s", "sigma"),
 }
-LATENCY_FIELDS: tuple[str, ...] = ("value_s", "low_s", "high_s", "mean_s", "median_s", "sigma",
-                                   "ttft_s", "ttft_per_prompt_token_s", "tpot_s",
-                                   "tpot_per_in_flight_s")  # fmt: skip
+LATENCY_FIELDS: tuple[str, ...] = (
+    "value_s",
+    "low_s",
+    "high_s",
+    "mean_s",
+    "median_s",
+    "sigma",
+    "ttft_s",
+    "ttft_per_prompt_token_s",
+    "tpot_s",
+    "tpot_per_in_flight_s",
+)
 
 
 def _normal_cdf(z: float) -> float:
@@ -112,7 +144,10 @@ class TokenCount:
     Completions are capped by the class's (or the request's) max_tokens; prompts are not."""
 
     dist: Literal["fixed", "uniform", "lognormal", "empirical"] = field(
-        default="fixed", metadata=_c(doc="the distribution: fixed, uniform (integers), lognormal (rounded) or empirical")
+        default="fixed",
+        metadata=_c(
+            doc="the distribution: fixed, uniform (integers), lognormal (rounded) or empirical"
+        ),
     )
     value: int | None = field(
         default=None, metadata=_c(ge=0, le=MAX_TOKENS, doc="fixed: the count")
@@ -168,19 +203,36 @@ TOKEN_FIELDS: tuple[str, ...] = ("value", "low", "high", "median", "sigma", "val
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Upstream:
     latency: Latency = field(
-        default=Latency(dist="uniform", low_s=5.0, high_s=30.0), metadata=_c(doc="the latency of one upstream call (a class's latency overrides it)")
+        default=Latency(dist="uniform", low_s=5.0, high_s=30.0),
+        metadata=_c(doc="the latency of one upstream call (a class's latency overrides it)"),
     )
     timeout_s: float = field(
-        default=120.0, metadata=_t(gt=0, doc="an upstream call not answered in this long fails as a timeout")
+        default=120.0,
+        metadata=_t(gt=0, doc="an upstream call not answered in this long fails as a timeout"),
     )
     # Streaming: the first token arrives after this fraction of the sampled latency; the
     # remaining tokens are spread evenly over the rest (not for dist: tokens, which times them).
     ttft_fraction: float = field(
-        default=0.1, metadata=_c(ge=0, le=1, doc="streams: the first token comes after this fraction of the latency (not for dist tokens)")
+        default=0.1,
+        metadata=_c(
+            ge=0,
+            le=1,
+            doc=(
+                "streams: the first token comes after this fraction of the latency (not for dist"
+                " tokens)"
+            ),
+        ),
     )
     completion_tokens: TokenCount | None = field(
-        default=None, metadata=_c(doc="completion token counts, capped by max_tokens; null: max_tokens")
+        default=None,
+        metadata=_c(doc="completion token counts, capped by max_tokens; null: max_tokens"),
     )
     prompt_tokens: TokenCount | None = field(
-        default=None, metadata=_c(doc="prompt token counts; null: the class's prompt text at about four characters a token")
+        default=None,
+        metadata=_c(
+            doc=(
+                "prompt token counts; null: the class's prompt text at about four characters a"
+                " token"
+            )
+        ),
     )

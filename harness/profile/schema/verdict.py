@@ -15,10 +15,19 @@ class Slo:
     without ``slo:`` keeps the 60 s default for goodput and breaches, informational."""
 
     turnaround_p95_s: float = field(
-        default=60.0, metadata=_t(gt=0, doc="the SLO on the p95 turnaround, in seconds; also the slo_breach boundary")
+        default=60.0,
+        metadata=_t(
+            gt=0, doc="the SLO on the p95 turnaround, in seconds; also the slo_breach boundary"
+        ),
     )
     enforce: bool = field(
-        default=True, metadata=_c(doc="true: a p95 above the SLO fails the verdict; false (and without slo:): it only informs")
+        default=True,
+        metadata=_c(
+            doc=(
+                "true: a p95 above the SLO fails the verdict; false (and without slo:): it only"
+                " informs"
+            )
+        ),
     )
 
 
@@ -31,7 +40,8 @@ class Verdict:
         default=1, metadata=_c(ge=0, doc="fail when fewer requests completed; 0: off")
     )
     max_failed_fraction: float | None = field(
-        default=0.05, metadata=_c(ge=0, le=1, doc="fail when more of the admitted requests failed; null: off")
+        default=0.05,
+        metadata=_c(ge=0, le=1, doc="fail when more of the admitted requests failed; null: off"),
     )
 
 
@@ -58,17 +68,21 @@ class AlertOverride:
         default=None, metadata=_c(doc="the alert's threshold; null: the built-in one")
     )
     for_s: float | None = field(
-        default=None, metadata=_t(ge=0, doc="how long the signal must stay above it; null: the built-in one")
+        default=None,
+        metadata=_t(ge=0, doc="how long the signal must stay above it; null: the built-in one"),
     )
     window_s: float | None = field(
-        default=None, metadata=_t(gt=0, doc="the rolling window of the signal; null: the built-in one")
+        default=None,
+        metadata=_t(gt=0, doc="the rolling window of the signal; null: the built-in one"),
     )
     enabled: bool = field(default=True, metadata=_c(doc="false turns the alert off"))
 
 
 DEFAULT_ALERTS: dict[str, AlertRule] = {
     "oldest_age_warn": AlertRule(signal="oldest_age_s", threshold=15.0, for_s=120.0),
-    "oldest_age_page": AlertRule(signal="oldest_age_s", threshold=25.0, for_s=60.0, severity="page"),
+    "oldest_age_page": AlertRule(
+        signal="oldest_age_s", threshold=25.0, for_s=60.0, severity="page"
+    ),
     "rejection_rate_warn": AlertRule(signal="rejection_rate", threshold=0.05),
     "rejection_rate_page": AlertRule(
         signal="rejection_rate", threshold=0.20, for_s=300.0, severity="page"
