@@ -31,6 +31,20 @@ def test_ruff_finds_nothing() -> None:
     assert out.returncode == 0, out.stdout + out.stderr
 
 
+@pytest.mark.skipif(RUFF is None, reason="ruff is not installed")
+def test_ruff_format_leaves_the_tree_as_it_is() -> None:
+    """The tree is ``ruff format`` clean; lines are at most 100 characters (E501 in ruff check)."""
+    assert RUFF is not None
+    out = subprocess.run(
+        [RUFF, "format", "--check", "harness", "stubs", "tests"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
 @pytest.mark.slow
 def test_mypy_strict_passes_on_the_package(tmp_path: Path) -> None:
     pytest.importorskip("mypy")
