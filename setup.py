@@ -39,7 +39,6 @@ HOT_MODULES = [
     "harness/results/stats.py",
     "harness/results/recorder.py",
     "harness/results/quantiles.py",
-    "harness/results/alerts.py",
 ]
 
 

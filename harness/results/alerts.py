@@ -17,26 +17,19 @@ missing value, e.g. during a metrics outage, is not a breach and resets the ``fo
 ``resolved_at_s`` is null when it is still firing at the end. ``peak`` is the highest value over
 the whole excursion (pending and firing). One rule can fire several times.
 
-Cost: the windows slide with two pointers over prefix sums / time-sorted completions, so the
-rejection rate is O(n). The p95 per second sorts the window when completions are few; with
-many (an hour at 1,000/s is 3.6 M), each completion is ranked once and enters and leaves a
-rank bitmap once, so the whole series costs about one sort (see ``_rolling_p95_numpy``).
+Cost: the rejection rate slides two pointers over prefix sums, O(n). The p95 per second
+partially sorts that second's window of completions, so the series costs the sum of the window
+sizes (``rolling_p95_columns``).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from itertools import islice
-from operator import itemgetter, le
-from typing import Any, Final
+from operator import itemgetter
+from typing import Any
 
 from harness.profile import AlertRule
-
-# Above this many completions the per-second p95 uses numpy (imported lazily: a sim of a few
-# hundred requests should not pay for importing it).
-_NUMPY_FROM: Final = 20_000
-
 
 # -------------------------------------------------------------------------------------------
 # Alerts.
@@ -115,115 +108,35 @@ def rolling_p95(
 def rolling_p95_columns(
     times: Sequence[float], at: list[float], vals: list[float], window: float
 ) -> list[float | None]:
-    """``rolling_p95`` from two columns: completion times and their turnarounds."""
-    if not all(map(le, at, islice(at, 1, None))):  # in time order already, almost always
-        order = sorted(range(len(at)), key=at.__getitem__)
-        at = [at[i] for i in order]
-        vals = [vals[i] for i in order]
-    if len(at) >= _NUMPY_FROM:
-        return _rolling_p95_numpy(times, at, vals, window)
-    return _rolling_p95_ranked(times, at, vals, window)
+    """``rolling_p95`` from two columns: completion times and their turnarounds.
 
+    Each second's window is a slice of the completions in time order (two binary searches);
+    its p95 comes from a partial sort of that slice (``numpy.partition``), so a second costs
+    time linear in its window: about 2.6 s for an hour at 1,000/s (docs/figures.md)."""
+    import numpy as np  # lazily: most commands that import this module never call it
 
-def _rolling_p95_ranked(
-    times: Sequence[float], at: list[float], vals: list[float], window: float
-) -> list[float | None]:
-    """Exact sliding p95: each completion gets its rank among all turnarounds once; the
-    window is a Fenwick tree of counts over ranks, so entering, leaving and finding the k-th
-    smallest are O(log n) integer steps (no float comparisons, no list shifting)."""
-    n = len(vals)
-    order = sorted(range(n), key=vals.__getitem__)
-    ranked = [vals[i] for i in order]  # value of each rank
-    rank = [0] * n
-    for r in range(n):
-        rank[order[r]] = r
-    tree = [0] * (n + 1)
-    top = 1 << n.bit_length()
-    out: list[float | None] = []
-    lo = hi = 0
-    for t in times:
-        start, end = t + 1 - window, t + 1
-        while hi < n and at[hi] < end:  # enter
-            i = rank[hi] + 1
-            while i <= n:
-                tree[i] = tree[i] + 1  # not +=: the compiled build does native ints
-                i += i & -i
-            hi += 1
-        while lo < hi and at[lo] < start:  # leave
-            i = rank[lo] + 1
-            while i <= n:
-                tree[i] = tree[i] - 1
-                i += i & -i
-            lo += 1
-        count = hi - lo
-        if count == 0:
-            out.append(None)
-            continue
-        h = (count - 1) * 0.95
-        k = math.floor(h)
-        lo_v = ranked[_kth(tree, n, top, k)]
-        hi_v = ranked[_kth(tree, n, top, k + 1)] if k + 1 < count else lo_v
-        out.append(lo_v + (h - k) * (hi_v - lo_v))
-    return out
-
-
-def _kth(tree: list[int], n: int, top: int, k: int) -> int:
-    """The rank of the k-th smallest (0-based) element counted in the Fenwick ``tree``."""
-    pos = 0
-    step = top
-    while step:
-        nxt = pos + step
-        if nxt <= n and tree[nxt] <= k:
-            pos = nxt
-            k -= tree[nxt]
-        step >>= 1
-    return pos
-
-
-def _rolling_p95_numpy(
-    times: Sequence[float], at_list: list[float], vals_list: list[float], window: float
-) -> list[float | None]:
-    """Exact sliding p95 for many completions: every turnaround gets its global rank once;
-    the window is a set of ranks kept as a presence bitmap plus per-block counts, so finding
-    the k-th smallest costs one cumsum over the blocks and one scan inside a block."""
-    import numpy as np
-
-    at = np.asarray(at_list, dtype=np.float64)  # in time order (the caller sorted them)
-    vals = np.asarray(vals_list, dtype=np.float64)
-    order = np.argsort(vals)  # ties in value need no stable order
-    ranked = vals[order]  # value of each rank
-    rank = np.empty(len(vals), dtype=np.int64)
-    rank[order] = np.arange(len(vals))
-    block = max(64, math.isqrt(len(vals)))
-    counts = np.zeros(len(vals) // block + 1, dtype=np.int64)
-    present = np.zeros(len(vals), dtype=bool)
+    at_a = np.asarray(at, dtype=np.float64)
+    vals_a = np.asarray(vals, dtype=np.float64)
+    if len(at_a) > 1 and not bool(np.all(at_a[:-1] <= at_a[1:])):
+        order = np.argsort(at_a, kind="stable")
+        at_a, vals_a = at_a[order], vals_a[order]
     ts = np.asarray(times, dtype=np.float64)
-    los = np.maximum.accumulate(np.searchsorted(at, ts + 1 - window, side="left")).tolist()
-    his = np.maximum.accumulate(np.searchsorted(at, ts + 1, side="left")).tolist()
-
-    def kth(k: int, cum: Any) -> float:
-        b = int(np.searchsorted(cum, k, side="right"))
-        inside = np.flatnonzero(present[b * block : (b + 1) * block])
-        return float(ranked[b * block + inside[k - (int(cum[b - 1]) if b else 0)]])
-
+    # Windows only move forward, as the seconds do.
+    starts = np.maximum.accumulate(np.searchsorted(at_a, ts + 1 - window, side="left"))
+    ends = np.maximum.accumulate(np.searchsorted(at_a, ts + 1, side="left"))
     out: list[float | None] = []
-    plo = phi = 0
-    for lo, hi in zip(los, his, strict=True):
-        for a, b, sign in ((plo, min(phi, lo), -1), (max(phi, lo), hi, 1)):  # leave, enter
-            if b > a:
-                r = rank[a:b]
-                present[r] = sign > 0
-                counts += sign * np.bincount(r // block, minlength=len(counts))
-        plo, phi = lo, hi
+    for lo, hi in zip(starts.tolist(), ends.tolist(), strict=True):
         n = hi - lo
-        if n == 0:
+        if n <= 0:
             out.append(None)
             continue
-        cum = np.cumsum(counts)
-        h = (n - 1) * 0.95
+        h = (n - 1) * 0.95  # linear interpolation between the k-th and (k+1)-th smallest
         k = math.floor(h)
-        lo_v = kth(k, cum)
-        hi_v = kth(k + 1, cum) if k + 1 < n else lo_v
+        if k + 1 < n:
+            part = np.partition(vals_a[lo:hi], (k, k + 1))
+            lo_v, hi_v = float(part[k]), float(part[k + 1])
+        else:
+            lo_v = hi_v = float(vals_a[lo:hi].max())
         out.append(lo_v + (h - k) * (hi_v - lo_v))
     return out
 
