@@ -102,14 +102,29 @@ def test_the_proxy_sees_the_profiles_rates_while_responses_take_5_to_30_s(
     send about 0.025/s."""
     res = runs["seed-burst"]
     prof = load("seed-burst")
-    seen = [d["t"] for d in res.jsonl("decisions.jsonl") if d["kind"] == "admission"]
+    seen = sorted(d["t"] for d in res.jsonl("decisions.jsonl") if d["kind"] == "admission")
+    planned_t = sorted(a.t for a in schedule(prof, SEED))
+    assert len(seen) == len(planned_t)
+    # Delivery delay, planned send -> the proxy's arrival, paired in time order (the proxy
+    # numbers arrivals itself). Its spread bounds how many arrivals can cross a window edge;
+    # a closed-loop generator would fall behind by tens of seconds.
+    delays = [s - p for s, p in zip(seen, planned_t, strict=True)]
+    lo, hi = min(delays), max(delays)
+    print(f"\nseed-burst delivery delay, planned -> proxy: {lo:.2f}..{hi:.2f} profile s")
+    assert lo > -1.0 and hi < 10.0, (lo, hi)  # 10 profile s: 1 wall s at --time-scale 0.1
     counts = per_window(seen, 30.0, prof.duration_s)
-    planned = per_window([a.t for a in schedule(prof, SEED)], 30.0, prof.duration_s)
+    planned = per_window(planned_t, 30.0, prof.duration_s)
     for i, n in enumerate(counts):
         rate = 1.6 if 120 <= i * 30 < 240 else 0.8
         expected = rate * 30
         assert abs(n - expected) <= 3 * math.sqrt(expected) + 1, (i, n, expected)
-        assert abs(n - planned[i]) <= 1, (i, n, planned[i])
+        near_edges = sum(
+            1
+            for t in planned_t
+            for edge in (i * 30.0, (i + 1) * 30.0)
+            if edge - hi <= t < edge - lo
+        )
+        assert abs(n - planned[i]) <= max(1, near_edges), (i, n, planned[i], lo, hi)
     lat = res.summary["turnaround_s"]
     assert lat["p50"] is not None and lat["p50"] > 5.0
 
