@@ -1,0 +1,286 @@
+"""A user's profile with only the tuned keys changed (``tuned.yaml`` of ``harness tune``).
+
+The YAML is never re-dumped: it is composed (PyYAML nodes keep their text positions), and each
+change is a text edit at a known span -- a scalar's text replaced in place, or new lines (block
+style) or ``, key: value`` (flow style) inserted under the deepest mapping that exists. So
+comments, key order, quoting and flow/block style survive byte for byte. After editing, the new
+text is loaded and compared with the old: each changed path must hold exactly its new value
+and every other value must be unchanged, else ValueError (never a silently wrong profile).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import re
+from collections.abc import Mapping, Sequence
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Any
+
+import yaml
+
+from harness.profile import yaml_guard
+
+Value = int | float | str
+
+# A string that can be written without quotes in block and flow context alike.
+_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]*")
+
+
+def round_sig(x: float, digits: int = 3) -> float:
+    """x rounded to `digits` significant digits, as a person would write it (17.345 -> 17.3,
+    0.012345 -> 0.0123, 1234.5 -> 1230.0; 0.0 -> 0.0). Decimal arithmetic on the shortest
+    repr, so no 0.30000000000000004; halves round away from zero (0.125 -> 0.13)."""
+    if digits < 1:
+        raise ValueError(f"round_sig: digits must be >= 1, not {digits}")
+    if x == 0 or not math.isfinite(x):
+        return float(x)
+    d = Decimal(repr(float(x)))
+    quantum = Decimal(1).scaleb(d.adjusted() - digits + 1)
+    return float(d.quantize(quantum, rounding=ROUND_HALF_UP))
+
+
+def format_number(v: int | float) -> str:
+    """YAML text for a value: ints as ints; floats without exponent and without trailing
+    zeros, written as integers when they are whole (1230.0 -> '1230', 17.3 -> '17.3',
+    2.0 -> '2', 1e-05 -> '0.00001'). NaN and infinities are refused (ValueError)."""
+    if isinstance(v, bool):
+        raise ValueError(f"format_number: {v!r} is a bool, not a number")
+    if isinstance(v, int):
+        return str(v)
+    if not math.isfinite(v):
+        raise ValueError(f"format_number: {v!r} cannot be written as a profile value")
+    text = format(Decimal(repr(v)), "f")
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
+
+
+def _format_value(v: Value) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int | float):
+        return format_number(v)
+    if isinstance(v, str):
+        if _PLAIN.fullmatch(v) and yaml.safe_load(v) == v:
+            return v
+        return "'" + v.replace("'", "''") + "'"
+    raise ValueError(f"cannot write {v!r} ({type(v).__name__}) as a profile value")
+
+
+def _flow_value(rest: Sequence[str], text: str) -> str:
+    """``a: {b: {c: text}}`` for rest = [a, b, c]."""
+    out = f"{rest[-1]}: {text}"
+    for key in reversed(rest[:-1]):
+        out = f"{key}: {{{out}}}"
+    return out
+
+
+def _is_null(node: yaml.Node) -> bool:
+    return isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:null"
+
+
+def _last_index(node: yaml.Node) -> int:
+    """Where the text of a node's subtree ends (the end of its last scalar or flow
+    collection; block collections' own end marks point at the next token)."""
+    if isinstance(node, yaml.ScalarNode) or getattr(node, "flow_style", False):
+        return int(node.end_mark.index)
+    ends = [int(node.start_mark.index)]
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            ends += [_last_index(k), _last_index(v)]
+    elif isinstance(node, yaml.SequenceNode):
+        ends += [_last_index(item) for item in node.value]
+    return max(ends)
+
+
+def _key_column(node: yaml.MappingNode) -> int:
+    return int(node.value[0][0].start_mark.column)
+
+
+class _Editor:
+    """Applies one change to ``source``; returns the edited text."""
+
+    def __init__(self, source: str, path: str, value: Value) -> None:
+        self.source = source
+        self.path = path
+        self.parts = path.split(".")
+        self.text = _format_value(value)
+        self.newline = "\r\n" if "\r\n" in source else "\n"
+
+    def fail(self, why: str) -> ValueError:
+        return ValueError(f"tuned profile: cannot set {self.path}: {why}")
+
+    def apply(self) -> str:
+        if not self.path or any(not p for p in self.parts):
+            raise self.fail("empty part in the dotted path")
+        try:
+            root = yaml_guard.compose(self.source)
+        except yaml.YAMLError as e:
+            raise ValueError(f"tuned profile: the profile is not valid YAML: {e}") from None
+        if root is None:
+            raise self.fail("the profile is empty")
+        node: yaml.Node = root
+        parent_key_col = -1  # column of the key whose value is `node` (-1 for the root)
+        for i, part in enumerate(self.parts):
+            where = ".".join(self.parts[: i + 1])
+            last = i == len(self.parts) - 1
+            if isinstance(node, yaml.SequenceNode):
+                if not part.isdigit() or int(part) >= len(node.value):
+                    raise self.fail(f"{where}: no such list element (lists are not extended)")
+                node = node.value[int(part)]
+                parent_key_col = -1
+            elif isinstance(node, yaml.MappingNode):
+                found = self._child(node, part, where)
+                if found is None:
+                    return self._insert(node, parent_key_col, self.parts[i:])
+                key, child = found
+                node, parent_key_col = child, int(key.start_mark.column)
+            elif _is_null(node):
+                # `parent: null` (or `parent:` with nothing): the value becomes a mapping
+                return self._replace(node, "{" + _flow_value(self.parts[i:], self.text) + "}")
+            else:
+                raise self.fail(f"{'.'.join(self.parts[:i]) or 'the document'} is a scalar")
+            if last:
+                if not isinstance(node, yaml.ScalarNode):
+                    kind = "list" if isinstance(node, yaml.SequenceNode) else "mapping"
+                    raise self.fail(f"it is a {kind}, not a single value")
+                return self._replace(node, self.text)
+        raise AssertionError("unreachable")
+
+    def _child(
+        self, node: yaml.MappingNode, part: str, where: str
+    ) -> tuple[yaml.Node, yaml.Node] | None:
+        for key, child in node.value:
+            if isinstance(key, yaml.ScalarNode) and str(key.value) == part:
+                if child.start_mark.index < key.end_mark.index:
+                    # an alias: composed as the anchored node, which lives earlier in the text
+                    raise self.fail(f"{where} is an alias (*name); edit its anchor instead")
+                return key, child
+        return None
+
+    def _replace(self, node: yaml.Node, text: str) -> str:
+        start, end = int(node.start_mark.index), int(node.end_mark.index)
+        if isinstance(node, yaml.ScalarNode) and node.style in ("|", ">"):
+            raise self.fail("its value is a block scalar (| or >)")
+        if node.start_mark.line != node.end_mark.line:
+            raise self.fail("its value spans several lines")
+        if start == end:  # `key:` with no value: the empty scalar sits right after the colon
+            text = " " + text
+        return self.source[:start] + text + self.source[end:]
+
+    def _insert(self, parent: yaml.MappingNode, parent_key_col: int, rest: Sequence[str]) -> str:
+        src = self.source
+        if parent.flow_style:
+            close = int(parent.end_mark.index) - 1
+            if close < 0 or src[close] != "}":
+                raise self.fail("cannot find the closing brace of its flow mapping")
+            entry = _flow_value(rest, self.text)
+            if parent.value:
+                at = _last_index(parent.value[-1][1])
+                return src[:at] + ", " + entry + src[at:]
+            return src[:close] + entry + src[close:]
+        if not parent.value:  # a block mapping always has a key; be safe anyway
+            raise self.fail("its parent mapping is empty")
+        col = _key_column(parent)
+        step = col - parent_key_col if parent_key_col >= 0 and col > parent_key_col else 2
+        nl = self.newline
+        lines = [
+            " " * (col + step * d) + f"{key}:" + (f" {self.text}" if d == len(rest) - 1 else "")
+            for d, key in enumerate(rest)
+        ]
+        block = nl.join(lines) + nl
+        at = _last_index(parent)
+        if at > 0 and src[at - 1] == "\n":
+            return src[:at] + block + src[at:]
+        eol = src.find("\n", at)
+        if eol < 0:
+            return src + nl + block
+        return src[: eol + 1] + block + src[eol + 1 :]
+
+
+def _load(text: str, what: str) -> Any:
+    try:
+        return yaml_guard.GuardedLoader(text).get_single_data()
+    except yaml.YAMLError as e:
+        raise ValueError(f"tuned profile: {what} is not valid YAML: {e}") from None
+
+
+def _expected(tree: Any, changes: Mapping[str, Value]) -> Any:
+    """The old tree with each change applied the way ``--set`` applies it."""
+    out = copy.deepcopy(tree)
+    for path, value in changes.items():
+        parts = path.split(".")
+        if not isinstance(out, dict):
+            out = {}
+        node: Any = out
+        for part in parts[:-1]:
+            if isinstance(node, list):
+                node = node[int(part)]
+            else:
+                if node.get(part) is None:
+                    node[part] = {}
+                node = node[part]
+        if isinstance(node, list):
+            node[int(parts[-1])] = value
+        else:
+            node[parts[-1]] = value
+    return out
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equality that tells bools from numbers, ints from strings, and NaN equal to NaN."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a == b or (isinstance(a, float) and isinstance(b, float) and a != a and b != b)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and bool(a == b)
+
+
+def _first_difference(a: Any, b: Any, path: str = "") -> str:
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in dict.fromkeys([*a, *b]):
+            sub = f"{path}.{k}" if path else str(k)
+            if k not in a or k not in b:
+                return sub
+            if not _same(a[k], b[k]):
+                return _first_difference(a[k], b[k], sub)
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            if not _same(x, y):
+                return _first_difference(x, y, f"{path}.{i}" if path else str(i))
+    return path or "the document"
+
+
+def tuned_yaml(source: str, changes: Mapping[str, Value], header: Sequence[str]) -> str:
+    """`source` (the profile's YAML text) with each dotted path in `changes` set to its value.
+
+    A key present as a scalar: its value's text span is replaced (the rest of the line kept,
+    so a trailing comment stays). A key absent: inserted under its deepest existing parent
+    mapping -- block style: new lines at the parent's child indentation after the parent's
+    last line, missing intermediate mappings as nested block lines; flow style: ``, key:
+    value`` or ``, key: {sub: value}`` after the last entry -- or at the end of the document
+    at top level when no ancestor exists. A null parent (``scaling: null``) becomes a flow
+    mapping ``{key: value}``. A numeric part indexes an existing list element.
+
+    `header` lines are prepended as ``# `` comment lines and a blank line (the user's own
+    leading comments follow). Raises ValueError naming the path when a path goes through a
+    list (with a non-index or past its end) or a scalar, lands on a mapping or list, goes
+    through an alias, or when the edited text does not load back as exactly the old tree
+    with these changes."""
+    text = source
+    for path, value in changes.items():
+        text = _Editor(text, path, value).apply()
+    before = _load(source, "the profile")
+    after = _load(text, "the edited profile")
+    want = _expected(before, changes)
+    if not _same(after, want):
+        where = _first_difference(after, want)
+        raise ValueError(f"tuned profile: editing the text would change {where} unexpectedly")
+    nl = "\r\n" if "\r\n" in source else "\n"
+    head = "".join(f"# {line}".rstrip() + nl for h in header for line in h.splitlines() or [""])
+    return head + nl + text if head else text
