@@ -616,10 +616,12 @@ def worker(
 
 from harness.cli.calibrate import calibrate, fit  # noqa: E402 (after the app exists)
 from harness.cli.export import export_  # noqa: E402
+from harness.cli.tune import tune  # noqa: E402
 
 app.command(name="export")(export_)
 app.command()(calibrate)
 app.command(name="fit")(fit)
+app.command()(tune)
 
 
 def main() -> None:  # pragma: no cover

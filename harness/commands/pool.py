@@ -32,30 +32,63 @@ def run_chunks(
 ) -> bool:
     """``collect(chunk, fn(chunk))`` for each chunk as it finishes; returns False when
     ``stop()`` turned True first (the rest cancelled, the workers reaped)."""
-    if jobs <= 1:
-        for c in chunks:
-            if stop is not None and stop():
-                return False
-            collect(c, fn(c))
-        return True
-    pool = cf.ProcessPoolExecutor(
-        max_workers=jobs, mp_context=mp_context, initializer=_ignore_stop_signals
-    )
-    finished = False
-    try:
-        pending = {pool.submit(fn, c): c for c in chunks}
-        while pending:
-            done, _ = cf.wait(pending, timeout=0.2, return_when=cf.FIRST_COMPLETED)
-            for fut in done:
-                collect(pending.pop(fut), fut.result())
-            if stop is not None and stop():
-                return False
-        finished = True
-        return True
-    finally:
-        if not finished:  # a stop, a failed chunk, or an exception in collect
-            _reap(pool)
-        pool.shutdown(wait=True, cancel_futures=True)
+    with WorkerPool(jobs, mp_context) as pool:
+        return pool.run(fn, chunks, collect, stop)
+
+
+class WorkerPool:
+    """Worker processes kept across several rounds of chunks (a tune's batches), so each
+    round does not pay for starting them. ``jobs <= 1`` runs in this process. A round that a
+    stop, a failed chunk or an exception in ``collect`` ends reaps the workers: the pool is
+    then closed, and a later round raises."""
+
+    def __init__(self, jobs: int, mp_context: Any) -> None:
+        self.jobs = jobs
+        self._pool: cf.ProcessPoolExecutor | None = None
+        if jobs > 1:
+            self._pool = cf.ProcessPoolExecutor(
+                max_workers=jobs, mp_context=mp_context, initializer=_ignore_stop_signals
+            )
+
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def run(
+        self,
+        fn: Callable[[T], R],
+        chunks: Sequence[T],
+        collect: Callable[[T, R], None],
+        stop: Callable[[], bool] | None = None,
+    ) -> bool:
+        """One round: ``collect(chunk, fn(chunk))`` as chunks finish; False on a stop."""
+        if self._pool is None:
+            for c in chunks:
+                if stop is not None and stop():
+                    return False
+                collect(c, fn(c))
+            return True
+        pool = self._pool
+        finished = False
+        try:
+            pending = {pool.submit(fn, c): c for c in chunks}
+            while pending:
+                done, _ = cf.wait(pending, timeout=0.2, return_when=cf.FIRST_COMPLETED)
+                for fut in done:
+                    collect(pending.pop(fut), fut.result())
+                if stop is not None and stop():
+                    return False
+            finished = True
+            return True
+        finally:
+            if not finished:  # a stop, a failed chunk, or an exception in collect
+                _reap(pool)
 
 
 def _reap(pool: cf.ProcessPoolExecutor) -> None:

@@ -1,4 +1,5 @@
-"""`harness sweep --verify-live`: re-run the recommended point live and say whether it agrees.
+"""`harness sweep|tune --verify-live`: re-run the recommended values live and say whether
+they agree.
 
 The one place where a simulation's result and a live run meet.
 """
@@ -31,13 +32,33 @@ def verify_recommendation(
     time_scale: float,
     console: Console,
 ) -> int:
-    """Re-run the recommended point live (``harness run`` against the stub) and report whether
-    the live figures fall inside the sweep's seed band for that point."""
+    """Re-run the sweep's recommended point live (``harness run`` against the stub) and report
+    whether the live figures fall inside the sweep's seed band for that point."""
+    values = result["recommendation"]["values"]
+    point = next(p for p in result["points"] if p["values"] == values)
+    code, block = verify_values(
+        spec, overrides, values, point["metrics"], folder, time_scale, console
+    )
+    if block is not None:
+        result["verify_live"] = block
+        write_atomic(folder / "sweep.json", summ.dumps(result))
+    return code
+
+
+def verify_values(
+    spec: str,
+    overrides: list[str],
+    values: dict[str, Any],
+    metrics: dict[str, Any],
+    folder: Path,
+    time_scale: float,
+    console: Console,
+) -> tuple[int, dict[str, Any] | None]:
+    """Run ``values`` live into ``folder/verify-live`` and compare with ``metrics`` (per metric,
+    ``describe()`` over seeds): the exit code and the ``verify_live`` block (None: it broke)."""
     from harness.live.run.orchestrate import run_live
     from harness.live.run.settings import LiveSettings
 
-    values = result["recommendation"]["values"]
-    point = next(p for p in result["points"] if p["values"] == values)
     sets = [*overrides, *(f"{k}={v}" for k, v in values.items())]
     prof = load(spec, sets)
     live_dir = folder / "verify-live"
@@ -49,12 +70,12 @@ def verify_recommendation(
     summary_path = live_dir / "summary.json"
     if code == EXIT_BROKEN or not summary_path.exists():
         console.print("[bold red]verify-live:[/] the live run broke; no verdict")
-        return EXIT_BROKEN
+        return EXIT_BROKEN, None
     live = json.loads(summary_path.read_text())
     rows = []
     agree = True
     for expr, floor in VERIFY_METRICS.items():
-        band = point["metrics"].get(expr)
+        band = metrics.get(expr)
         if band is None or band.get("min") is None:
             continue
         lo, hi = float(band["min"]), float(band["max"])
@@ -77,11 +98,5 @@ def verify_recommendation(
             f"  {expr}: live {value if value is None else round(value, 3)} vs sim "
             f"[{lo:.3f}, {hi:.3f}] +- {slack:.3f}: {mark}"
         )
-    result["verify_live"] = {
-        "time_scale": time_scale,
-        "folder": str(live_dir),
-        "agrees": agree,
-        "rows": rows,
-    }
-    write_atomic(folder / "sweep.json", summ.dumps(result))
-    return EXIT_OK if agree else EXIT_FAIL
+    block = {"time_scale": time_scale, "folder": str(live_dir), "agrees": agree, "rows": rows}
+    return (EXIT_OK if agree else EXIT_FAIL), block

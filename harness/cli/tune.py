@@ -1,0 +1,129 @@
+"""The `tune` command (registered on the app by :mod:`harness.cli.app`): parse, call
+:mod:`harness.commands.tune`, map errors to exit codes."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from harness.cli.options import (
+    SEED,
+    OutOpt,
+    ProfileArg,
+    SetOpt,
+    bad_input,
+    default_out,
+    err,
+    io_errors,
+    load_profile,
+    writable,
+)
+
+
+def tune(
+    profile: ProfileArg,
+    param: Annotated[
+        list[str],
+        typer.Option(
+            help=(
+                "PATH=LOW..HIGH (a number range), with :log and/or :int, or PATH=a,b,c (choices)."
+                " Repeatable: one per tuned key."
+            ),
+            metavar="PATH=RANGE",
+        ),
+    ],
+    objective: Annotated[
+        str | None,
+        typer.Option(
+            help="min:EXPR or max:EXPR, the median over seeds (default: min:counts.rejected /"
+            " counts.arrivals)."
+        ),
+    ] = None,
+    also: Annotated[
+        str | None,
+        typer.Option(
+            help="A second objective, min:EXPR or max:EXPR (e.g. min:scaling.replicas.mean):"
+            " the output lists the Pareto front beside the recommendation."
+        ),
+    ] = None,
+    constraint: Annotated[
+        list[str] | None,
+        typer.Option(
+            help=(
+                "A threshold expression that must hold at the worst-case seed (p95 over seeds"
+                " for < and <=, p05 for > and >=). Repeatable (default: the SLO and the"
+                " profile's thresholds)."
+            )
+        ),
+    ] = None,
+    trials: Annotated[int, typer.Option(help="The budget: trials to run.", min=1)] = 40,
+    seeds: Annotated[
+        int, typer.Option(help="Seeds per trial (the same for every trial).", min=1)
+    ] = 10,
+    holdout: Annotated[
+        int | None,
+        typer.Option(
+            help="Fresh seeds to re-run the recommendation at (default: as many as --seeds; 0:"
+            " none).",
+            min=0,
+        ),
+    ] = None,
+    batch: Annotated[
+        int,
+        typer.Option(
+            help="Trials asked for at once. Results depend on it, never on --jobs.", min=1
+        ),
+    ] = 4,
+    sampler_seed: Annotated[
+        int | None,
+        typer.Option(help="The sampler's seed (default: the profile's seed).", **SEED),
+    ] = None,
+    jobs: Annotated[int, typer.Option(help="Worker processes (0: one per CPU).", min=0)] = 0,
+    set_: SetOpt = None,
+    out: OutOpt = None,
+    verify_live: Annotated[
+        bool,
+        typer.Option(
+            "--verify-live",
+            help=(
+                "Re-run the recommendation live against the stub and report whether it lands"
+                " inside the simulated seed band."
+            ),
+        ),
+    ] = False,
+    time_scale: Annotated[float, typer.Option(help="--time-scale for --verify-live.")] = 0.1,
+) -> None:
+    """Tune the whole policy (several keys at once) with Optuna, robust across seeds.
+
+    Every trial runs the same seeds, hopeless trials stop early, and the recommendation is
+    re-run at fresh seeds. Writes tune.json, pareto.png and tuned.yaml (the profile with only
+    the tuned keys changed). Exit 0: a recommendation that holds at the fresh seeds. 1: nothing
+    feasible, the fresh seeds break a constraint, or --verify-live disagrees. 2: bad input. 3:
+    interrupted (a partial tune.json is written)."""
+    from harness.commands.tune import tune_command
+
+    prof = load_profile(profile, set_)
+    if time_scale <= 0:
+        raise bad_input("--time-scale must be > 0")
+    folder = out or default_out(prof, "-tune")
+    writable(folder)
+    with io_errors(folder):
+        code = tune_command(
+            profile,
+            set_ or [],
+            param,
+            objective=objective,
+            also=also,
+            constraints=constraint or [],
+            trials=trials,
+            seeds=seeds,
+            holdout_seeds=holdout,
+            batch=batch,
+            sampler_seed=sampler_seed,
+            jobs=jobs,
+            folder=folder,
+            console=err,
+            verify_live=time_scale if verify_live else None,
+        )
+    raise typer.Exit(code)

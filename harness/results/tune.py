@@ -1,0 +1,339 @@
+"""Tuning a whole policy as data: the ``--param`` range grammar, a trial's judgement, the
+early-stop rule, the Pareto front, the recommendation and ``tune.json``.
+
+The search itself (Optuna's sampler, the worker pool) lives in ``harness.commands.tune``; this
+module decides nothing by chance and reads no clock. A trial is one set of policy values run at
+the same seeds as every other trial (common random numbers: every request draws its own random
+numbers from the seed, so two trials at one seed see the same arrivals, sizes and latencies and
+differ only by policy). Its figures are judged like a sweep's point
+(:func:`harness.results.sweep.judge_point`): a constraint holds when its worst-case seed value
+(p95 over seeds for ``<``/``<=``, p05 for ``>``/``>=``, every seed for ``==``/``!=``) meets
+the limit.
+
+Trial states: ``complete`` (every seed ran), ``stopped`` (the early-stop rule ended it),
+``invalid`` (the values make an invalid profile: the validation message is kept), ``failed``
+(a figure the study needs is undefined, e.g. a p95 with no completions at any seed).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Any, Literal
+
+import yaml
+
+from harness.results.quantiles import describe
+from harness.results.sweep import _OPS, Constraint, Objective, judge_point
+
+Kind = Literal["float", "int", "choices"]
+Choice = int | float | str
+STATES = ("complete", "stopped", "invalid", "failed")
+EARLY_STOP_AFTER = 3  # seeds a trial runs before the early-stop rule may end it
+EARLY_STOP_RULE = (
+    "a trial stops after its first {after} seeds when one constraint already fails at every one "
+    "of them (the seed's own value misses the limit, or is undefined); a stopped trial is "
+    "infeasible"
+)
+TUNE_FORM = "PATH=LOW..HIGH, PATH=LOW..HIGH:log, PATH=LOW..HIGH:int or PATH=a,b,c"
+
+
+@dataclass(frozen=True, slots=True)
+class TuneParam:
+    """One searched key: a numeric range (``float`` or ``int``, optionally on a log scale) or
+    a list of choices."""
+
+    path: str
+    kind: Kind
+    low: float = 0.0
+    high: float = 0.0
+    log: bool = False
+    choices: tuple[Choice, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        if self.kind == "choices":
+            return {"path": self.path, "kind": "choices", "choices": list(self.choices)}
+        low: float = int(self.low) if self.kind == "int" else self.low
+        high: float = int(self.high) if self.kind == "int" else self.high
+        return {"path": self.path, "kind": self.kind, "low": low, "high": high, "log": self.log}
+
+
+def _number(text: str, where: str) -> Decimal:
+    try:
+        d = Decimal(text.strip())
+    except InvalidOperation:
+        raise ValueError(f"{where}: {text.strip()!r} is not a number") from None
+    if not d.is_finite():
+        raise ValueError(f"{where}: numbers must be finite")
+    return d
+
+
+def _choice(text: str) -> Choice:
+    v = yaml.safe_load(text) if text.strip() else None
+    if isinstance(v, bool) or not isinstance(v, int | float | str):
+        raise ValueError(f"choice {text.strip()!r} is not a number or a word")
+    return v
+
+
+def parse_tune_param(text: str) -> TuneParam:
+    """``PATH=LOW..HIGH`` (float), with ``:log`` and/or ``:int``, or ``PATH=a,b,c`` (choices).
+
+    A sweep grid (``START:STOP:STEP``) or a single value is refused with the tune form: a
+    range is searched, not stepped, and a fixed value belongs in ``--set``."""
+    where = f"--param {text!r}"
+    path, sep, spec = text.partition("=")
+    path, spec = path.strip(), spec.strip()
+    if not sep or not path or not spec:
+        raise ValueError(f"{where}: expected {TUNE_FORM}")
+    if ".." in spec:
+        rng, *flags = spec.split(":")
+        bad = [f for f in flags if f.strip() not in ("log", "int")]
+        if bad:
+            raise ValueError(f"{where}: unknown flag {bad[0]!r} (use :log and/or :int)")
+        lo_text, _, hi_text = rng.partition("..")
+        low, high = _number(lo_text, where), _number(hi_text, where)
+        is_int = "int" in (f.strip() for f in flags)
+        log = "log" in (f.strip() for f in flags)
+        if is_int and (low != low.to_integral_value() or high != high.to_integral_value()):
+            raise ValueError(f"{where}: an :int range needs integer bounds")
+        if not low < high:
+            raise ValueError(f"{where}: LOW must be < HIGH")
+        if log and low <= 0:
+            raise ValueError(f"{where}: a :log range needs LOW > 0")
+        return TuneParam(path, "int" if is_int else "float", float(low), float(high), log)
+    if ":" in spec:
+        raise ValueError(
+            f"{where}: START:STOP:STEP is harness sweep's grid; harness tune searches a range: "
+            f"{path}=LOW..HIGH (e.g. {path}=2..40), or choices {path}=a,b,c"
+        )
+    if "," not in spec:
+        raise ValueError(
+            f"{where}: one value is not a search; set it with --set {path}={spec}, or give "
+            f"{TUNE_FORM}"
+        )
+    try:
+        choices = tuple(_choice(c) for c in spec.split(","))
+    except (ValueError, yaml.YAMLError) as e:
+        raise ValueError(f"{where}: {e}") from None
+    if len(set(choices)) != len(choices):
+        raise ValueError(f"{where}: choices repeat")
+    return TuneParam(path, "choices", choices=choices)
+
+
+def yaml_value(v: Choice) -> str:
+    """The ``--set`` text for a value (numbers without exponent, as a person writes them)."""
+    if isinstance(v, str):
+        return v
+    if isinstance(v, int):
+        return str(v)
+    text = format(Decimal(repr(v)).normalize(), "f")
+    return text if "." in text else f"{text}.0"
+
+
+# -------------------------------------------------------------------------------------------
+# Judging one trial.
+
+
+def failing_seeds(c: Constraint, values: Sequence[float | None]) -> int:
+    """How many seeds miss the constraint on their own (an undefined value misses)."""
+    return sum(1 for v in values if v is None or not _OPS[c.op](float(v), c.limit))
+
+
+def should_stop(
+    per_seed: Mapping[str, Sequence[float | None]], cons: Sequence[Constraint], after: int
+) -> str | None:
+    """The early-stop rule (:data:`EARLY_STOP_RULE`): the constraint that fails at every one of
+    the first ``after`` seeds, or None."""
+    for c in cons:
+        vals = per_seed[c.metric]
+        if len(vals) >= after and failing_seeds(c, vals) == len(vals):
+            return c.expr
+    return None
+
+
+def judge_trial(
+    number: int,
+    values: Mapping[str, Choice],
+    per_seed: Mapping[str, Sequence[float | None]],
+    seeds_run: int,
+    obj: Objective,
+    also: Objective | None,
+    cons: Sequence[Constraint],
+    *,
+    stopped_by: str | None = None,
+) -> dict[str, Any]:
+    """A finished or stopped trial as tune.json holds it."""
+    trial: dict[str, Any] = {
+        "number": number,
+        "values": dict(values),
+        "seeds_run": seeds_run,
+        "metrics": {m: describe(list(v)) for m, v in per_seed.items()},
+    }
+    trial["constraints"] = judge_point(trial, cons)
+    trial["objective"] = trial["metrics"][obj.metric]["median"]
+    trial["also"] = trial["metrics"][also.metric]["median"] if also else None
+    undefined = trial["objective"] is None or (also is not None and trial["also"] is None)
+    if stopped_by is not None:
+        trial["state"], trial["message"] = "stopped", f"{stopped_by} failed at every seed run"
+    elif undefined:
+        trial["state"] = "failed"
+        trial["message"] = "the objective is undefined at every seed"
+    else:
+        trial["state"], trial["message"] = "complete", None
+    trial["feasible"] = trial["state"] == "complete" and all(
+        ch["ok"] for ch in trial["constraints"]
+    )
+    return trial
+
+
+def invalid_trial(number: int, values: Mapping[str, Choice], message: str) -> dict[str, Any]:
+    return {
+        "number": number,
+        "values": dict(values),
+        "state": "invalid",
+        "message": message,
+        "seeds_run": 0,
+        "metrics": {},
+        "constraints": [],
+        "objective": None,
+        "also": None,
+        "feasible": False,
+    }
+
+
+def violations(trial: Mapping[str, Any], cons: Sequence[Constraint]) -> list[float]:
+    """Per constraint, how far its worst-case seed misses (> 0) or clears (<= 0) the limit,
+    relative to the limit: what the sampler learns feasibility from."""
+    out = []
+    for c, ch in zip(cons, trial["constraints"], strict=True):
+        if ch["margin"] is None:
+            out.append(0.0 if ch["ok"] else 1e6)
+        else:
+            out.append(-c.relative(ch["margin"]))
+    return out
+
+
+# -------------------------------------------------------------------------------------------
+# The front and the recommendation.
+
+
+def _key(value: float, direction: str) -> float:
+    return value if direction == "min" else -value
+
+
+def pareto_front(trials: Sequence[Mapping[str, Any]], obj: Objective, also: Objective) -> list[int]:
+    """Trial numbers of the feasible trials no other feasible trial dominates, in order of the
+    primary objective (a trial dominates when it is no worse in both and better in one)."""
+    pts = [
+        (_key(t["objective"], obj.direction), _key(t["also"], also.direction), t["number"])
+        for t in trials
+        if t["feasible"]
+    ]
+    front = [
+        p
+        for p in pts
+        if not any(q[0] <= p[0] and q[1] <= p[1] and (q[0], q[1]) != (p[0], p[1]) for q in pts)
+    ]
+    return [n for _, _, n in sorted(front)]
+
+
+def recommendation_rule(obj: Objective, also: Objective | None) -> str:
+    best = "lowest" if obj.direction == "min" else "highest"
+    rule = (
+        "feasible = every seed ran and every constraint holds at the worst-case seed (p95 over "
+        "seeds for < and <=, p05 for > and >=, every seed for == and !=); among feasible trials "
+        f"the {best} median {obj.metric}; ties -> larger relative margin (margin / |limit|), "
+        "then the earlier trial"
+    )
+    if also is not None:
+        rule += (
+            f"; the second objective ({also.direction}:{also.metric}) only shapes the front "
+            "listed beside it"
+        )
+    return rule
+
+
+def recommend(
+    trials: Sequence[Mapping[str, Any]],
+    obj: Objective,
+    also: Objective | None,
+    cons: Sequence[Constraint],
+) -> dict[str, Any]:
+    """The one recommended trial, by :func:`recommendation_rule` (stated in ``rule``)."""
+    rule = recommendation_rule(obj, also)
+    best: tuple[tuple[float, float, int], Mapping[str, Any]] | None = None
+    for t in trials:
+        if not t["feasible"]:
+            continue
+        slack = min(
+            (
+                c.relative(ch["margin"])
+                for c, ch in zip(cons, t["constraints"], strict=True)
+                if ch["margin"] is not None
+            ),
+            default=math.inf,
+        )
+        key = (_key(t["objective"], obj.direction), -slack, t["number"])
+        if best is None or key < best[0]:
+            best = (key, t)
+    if best is None:
+        return {
+            "trial": None,
+            "values": None,
+            "objective": None,
+            "also": None,
+            "margin": None,
+            "margins": None,
+            "binding_constraint": _most_failed(trials, cons),
+            "rule": rule,
+        }
+    t = best[1]
+    rows = list(zip(cons, t["constraints"], strict=True))
+    binding = min(rows, key=lambda r: r[0].relative(r[1]["margin"]), default=None)
+    return {
+        "trial": t["number"],
+        "values": dict(t["values"]),
+        "objective": t["objective"],
+        "also": t["also"],
+        "margin": binding[1]["margin"] if binding else None,
+        "margins": {ch["expr"]: ch["margin"] for _, ch in rows},
+        "binding_constraint": binding[0].expr if binding else None,
+        "rule": rule,
+    }
+
+
+def _most_failed(trials: Sequence[Mapping[str, Any]], cons: Sequence[Constraint]) -> str | None:
+    fails = {c.expr: 0 for c in cons}
+    for t in trials:
+        for ch in t["constraints"]:
+            if not ch["ok"]:
+                fails[ch["expr"]] += 1
+    return max(fails, key=lambda k: fails[k]) if fails and max(fails.values()) else None
+
+
+def judge_holdout(
+    per_seed: Mapping[str, Sequence[float | None]], seeds: Sequence[int], cons: Sequence[Constraint]
+) -> dict[str, Any]:
+    """The recommendation re-run at fresh seeds, judged by the same rule: whether every
+    constraint still holds, and by how much each misses when one does not."""
+    point = {"metrics": {m: describe(list(v)) for m, v in per_seed.items()}}
+    rows = judge_point(point, cons)
+    for c, row in zip(cons, rows, strict=True):
+        row["misses_by"] = None if row["ok"] or row["margin"] is None else -row["margin"]
+        row["relative"] = None if row["margin"] is None else round(c.relative(row["margin"]), 6)
+    return {
+        "seeds": list(seeds),
+        "holds": all(r["ok"] for r in rows),
+        "constraints": rows,
+        "metrics": point["metrics"],
+    }
+
+
+def counts(trials: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    out = {s: 0 for s in STATES}
+    for t in trials:
+        out[t["state"]] += 1
+    out["feasible"] = sum(1 for t in trials if t["feasible"])
+    return out

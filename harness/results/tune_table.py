@@ -1,0 +1,115 @@
+"""A tune on a console: the best trials as a table, the recommendation and its rule, the
+front, the early-stop rule and the holdout seeds' verdict."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from harness.results.fmt import fmt_num
+
+SHOWN = 12  # rows: the best feasible trials first, then the rest by objective
+
+
+def _order(t: Mapping[str, Any], direction: str) -> tuple[int, float, int]:
+    obj = t.get("objective")
+    score = 0.0 if obj is None else (obj if direction == "min" else -obj)
+    rank = 0 if t["feasible"] else 1 if t["state"] == "complete" else 2
+    return (rank, score, t["number"])
+
+
+def tune_table(tune: Mapping[str, Any]) -> Any:
+    """A rich Table of the best :data:`SHOWN` trials (feasible first, then by objective)."""
+    from rich.table import Table
+
+    obj, also = tune["objective"], tune.get("also")
+    rec = tune["recommendation"].get("trial")
+    front = set(tune.get("front") or [])
+    cons = list(tune["constraints"])
+    c = tune["counts"]
+    table = Table(
+        title=(
+            f"tune: {c['complete'] + c['stopped'] + c['invalid'] + c['failed']} trials, "
+            f"{c['feasible']} feasible, {c['stopped']} stopped early, {c['invalid']} invalid, "
+            f"{c['simulations']} simulations"
+        ),
+        caption="; ".join(f"{i} = {x}" for i, x in enumerate(cons, 1)),
+    )
+    table.add_column("#", justify="right")
+    for p in tune["params"]:
+        table.add_column(p["path"].rsplit(".", 1)[-1], justify="right")
+    table.add_column(f"{obj['direction']}: {obj['metric']}", justify="right")
+    if also:
+        table.add_column(f"{also['direction']}: {also['metric']}", justify="right")
+    table.add_column("state")
+    table.add_column("")
+    trials = sorted(tune["trials"], key=lambda t: _order(t, obj["direction"]))
+    for t in trials[:SHOWN]:
+        cells = [str(t["number"])]
+        cells += [str(t["values"].get(p["path"], "")) for p in tune["params"]]
+        cells.append(fmt_num(t.get("objective")))
+        if also:
+            cells.append(fmt_num(t.get("also")))
+        failed = [str(cons.index(ch["expr"]) + 1) for ch in t["constraints"] if not ch["ok"]]
+        if t["feasible"]:
+            state = "[green]feasible[/]"
+        elif t["state"] == "complete":
+            state = f"[red]infeasible[/] ({','.join(failed)})"
+        else:
+            state = f"[yellow]{t['state']}[/]"
+        cells.append(state)
+        mark = "[bold green]<- recommended[/]" if t["number"] == rec else ""
+        if also and t["number"] in front and t["number"] != rec:
+            mark = "front"
+        cells.append(mark)
+        table.add_row(*cells, style="bold" if t["number"] == rec else None)
+    return table
+
+
+def recommendation_lines(tune: Mapping[str, Any]) -> list[str]:
+    rec = tune["recommendation"]
+    lines = []
+    if rec.get("values") is None:
+        lines.append(
+            "[bold red]no feasible trial[/]"
+            + (f": {rec['binding_constraint']} fails most" if rec.get("binding_constraint") else "")
+        )
+    else:
+        vals = ", ".join(f"{k}={v}" for k, v in rec["values"].items())
+        lines.append(
+            f"[bold]recommended:[/] trial {rec['trial']}: {vals} "
+            f"({tune['objective']['metric']} median {fmt_num(rec['objective'])}; binding "
+            f"{rec['binding_constraint']}, margin {fmt_num(rec['margin'])})"
+        )
+    lines.append(f"rule: {rec['rule']}")
+    if tune.get("also") and tune.get("front"):
+        lines.append(f"front (feasible, non-dominated): trials {_nums(tune['front'])}")
+    lines.append(f"early stop: {tune['early_stop']['rule']}")
+    hold = rec.get("holdout")
+    if hold:
+        n = len(hold["seeds"])
+        if hold["holds"]:
+            lines.append(f"[green]holdout:[/] every constraint holds at {n} fresh seeds")
+        for row in hold["constraints"]:
+            if not row["ok"]:
+                by = row["misses_by"]
+                lines.append(
+                    f"[bold red]holdout:[/] {row['expr']} fails at {n} fresh seeds: worst-case "
+                    f"{fmt_num(row['worst'])}"
+                    + ("" if by is None else f", misses by {fmt_num(by)}")
+                )
+    return lines
+
+
+def _nums(ns: Sequence[int]) -> str:
+    return ", ".join(str(n) for n in ns)
+
+
+def print_tune(console: Console, tune: Mapping[str, Any], written: Sequence[Path]) -> None:
+    console.print(tune_table(tune))
+    for line in recommendation_lines(tune):
+        console.print(line, soft_wrap=True)
+    console.print("wrote " + ", ".join(str(p) for p in written))
