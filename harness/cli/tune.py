@@ -101,26 +101,33 @@ def tune(
     the tuned keys changed). Exit 0: a recommendation that holds at the fresh seeds. 1: nothing
     feasible, the fresh seeds break a constraint, or --verify-live disagrees. 2: bad input. 3:
     interrupted (a partial tune.json is written)."""
-    from harness.commands.tune import tune_command
+    from harness.commands.tune import plan_tune, tune_command
+    from harness.profile import ProfileError
 
     prof = load_profile(profile, set_)
     if time_scale <= 0:
         raise bad_input("--time-scale must be > 0")
-    folder = out or default_out(prof, "-tune")
-    writable(folder)
-    with io_errors(folder):
-        code = tune_command(
+    try:  # every input checked before the results folder is made
+        plan = plan_tune(
             profile,
-            set_ or [],
             param,
+            overrides=set_ or [],
             objective=objective,
             also=also,
             constraints=constraint or [],
             trials=trials,
             seeds=seeds,
-            holdout_seeds=holdout,
+            holdout=holdout,
             batch=batch,
             sampler_seed=sampler_seed,
+        )
+    except (ValueError, ProfileError) as e:
+        raise bad_input(str(e)) from None
+    folder = out or default_out(prof, "-tune")
+    writable(folder)
+    with io_errors(folder):
+        code = tune_command(
+            plan,
             jobs=jobs,
             folder=folder,
             console=err,

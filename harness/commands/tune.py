@@ -26,7 +26,7 @@ from rich.console import Console
 from harness.commands.pool import WorkerPool
 from harness.commands.progress import progress_bar
 from harness.commands.sweep import Runner, _pool_context, _run_chunk
-from harness.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN, EXIT_FAIL, EXIT_OK
+from harness.exit_codes import EXIT_BROKEN, EXIT_FAIL, EXIT_OK
 from harness.interrupts import Interrupts
 from harness.profile import ProfileError
 from harness.results import tune as tn
@@ -98,10 +98,10 @@ def plan_tune(
         raise ValueError("--seeds and --batch must be >= 1")
     base = profiles.load(profile, list(overrides))
     for p in parsed:  # a bad path or a value the schema refuses on its own: fail now
-        ends = p.choices if p.kind == "choices" else (p.low, p.high)
-        for v in ends:
-            value = int(v) if p.kind == "int" and isinstance(v, float) else v
-            _check_alone(profile, overrides, p.path, value)
+        others = [q for q in parsed if q is not p]
+        contexts = [[_end_set(q, 0) for q in others], [_end_set(q, -1) for q in others]]
+        for end in (0, -1):
+            _check_end(profile, overrides, p, end, contexts)
     obj = parse_objective(objective or DEFAULT_OBJECTIVE)
     second = parse_objective(also) if also else None
     cons = [parse_constraint(c) for c in constraints] or [
@@ -130,16 +130,34 @@ def plan_tune(
     )
 
 
-def _check_alone(profile: str, overrides: Sequence[str], path: str, value: tn.Choice) -> None:
-    """A range end the schema refuses by itself (a bound, an unknown key) is bad input; one
-    that is only invalid together with other values makes an ``invalid`` trial later."""
+def _end_set(p: tn.TuneParam, end: int) -> str:
+    """``--set`` text for one end of a parameter's range (or its first/last choice)."""
+    if p.kind == "choices":
+        return f"{p.path}={tn.yaml_value(p.choices[end])}"
+    v = (p.low, p.high)[end]
+    return f"{p.path}={tn.yaml_value(int(v) if p.kind == 'int' else v)}"
+
+
+def _check_end(
+    profile: str, overrides: Sequence[str], p: tn.TuneParam, end: int, contexts: list[list[str]]
+) -> None:
+    """Bad input when an end of ``p`` fails on its own key with the other parameters at their
+    low ends and at their high ends alike (a bound, an unknown key, a key it needs that nobody
+    sets); one that is invalid only with some values of the others makes an ``invalid`` trial
+    later instead."""
     from harness import profile as profiles
 
-    try:
-        profiles.load(profile, [*overrides, f"{path}={tn.yaml_value(value)}"])
-    except ProfileError as e:
-        if e.line == 0 and e.field_path == path:  # the --set value's own error, not a cross-key one
-            raise
+    first: ProfileError | None = None
+    for others in contexts:
+        try:
+            profiles.load(profile, [*overrides, *others, _end_set(p, end)])
+            return
+        except ProfileError as e:
+            if not (e.line == 0 and e.field_path == p.path):
+                return
+            first = first or e
+    if first is not None:
+        raise first
 
 
 def _suggest(trial: optuna.Trial, p: tn.TuneParam) -> tn.Choice:
@@ -205,7 +223,8 @@ def run_tune(
     runner: Runner | None = None,
     stop: Callable[[], bool] | None = None,
 ) -> dict[str, Any]:
-    """Run the study; return the tune.json document (``complete`` false after a stop)."""
+    """Run the study and the holdout; return the tune.json document (``complete`` false
+    after a stop, and then no recommendation)."""
     import optuna
 
     from harness import profile as profiles
@@ -265,7 +284,13 @@ def run_tune(
                 break
             for t in asked:  # told in trial order, whatever order the workers finished in
                 trials.append(_tell(study, plan, batch, t, optuna))
-    result = assemble(plan, trials, sims, complete, jobs, time.perf_counter() - started)
+        result = assemble(plan, trials, sims, complete, jobs, 0.0)
+        if complete:
+            if progress:
+                progress(sims, total, "holdout seeds")
+            if not _holdout(plan, result, pool, runner=runner, stop=stop):
+                result = assemble(plan, trials, sims, False, jobs, 0.0)
+    result["meta"]["wall_s"] = round(time.perf_counter() - started, 3)
     return result
 
 
@@ -357,10 +382,10 @@ def assemble(
     }
 
 
-def holdout(
+def _holdout(
     plan: TunePlan,
     result: dict[str, Any],
-    jobs: int,
+    pool: WorkerPool,
     *,
     runner: Runner | None = None,
     stop: Callable[[], bool] | None = None,
@@ -381,9 +406,8 @@ def holdout(
                 per[m][plan.holdout.index(seed)] = vals[m]
 
     work = functools.partial(_run_chunk, runner, plan.profile, metrics=plan.metrics)
-    with WorkerPool(jobs, _pool_context()) as pool:
-        if not pool.run(work, chunks, take, stop):
-            return False
+    if not pool.run(work, chunks, take, stop):
+        return False
     rec["holdout"] = tn.judge_holdout(per, plan.holdout, plan.constraints)
     result["counts"]["simulations"] += len(plan.holdout)
     return True
@@ -473,43 +497,17 @@ def _show(v: Any) -> str:
 
 
 def tune_command(
-    spec: str,
-    overrides: list[str],
-    params: list[str],
+    plan: TunePlan,
     *,
-    objective: str | None,
-    also: str | None,
-    constraints: list[str],
-    trials: int,
-    seeds: int,
-    holdout_seeds: int | None,
-    batch: int,
-    sampler_seed: int | None,
     jobs: int,
     folder: Path,
     console: Console,
     verify_live: float | None = None,
 ) -> int:
-    """`harness tune`: the study with a progress bar, the table, the exit code (2 bad input,
-    3 interrupted, 1 nothing feasible, the holdout fails or live disagrees, 0 otherwise)."""
+    """`harness tune` on a checked plan (:func:`plan_tune`): the study with a progress bar, the
+    table, the exit code (3 interrupted, 1 nothing feasible, the holdout fails or live
+    disagrees, 0 otherwise)."""
     n_jobs = jobs or os.cpu_count() or 1
-    try:
-        plan = plan_tune(
-            spec,
-            params,
-            overrides=overrides,
-            objective=objective,
-            also=also,
-            constraints=constraints,
-            trials=trials,
-            seeds=seeds,
-            holdout=holdout_seeds,
-            batch=batch,
-            sampler_seed=sampler_seed,
-        )
-    except (ValueError, ProfileError) as e:
-        console.print(f"[bold red]error:[/] {e}", soft_wrap=True)
-        return EXIT_BAD_INPUT
     with Interrupts().installed() as intr, progress_bar(console) as prog:
         task = prog.add_task("tune", total=None)
 
@@ -517,10 +515,6 @@ def tune_command(
             prog.update(task, completed=done, total=total, description=f"tune {note}".strip())
 
         result = run_tune(plan, n_jobs, progress, stop=intr.__bool__)
-        if result["complete"]:
-            prog.update(task, description="holdout seeds")
-            if not holdout(plan, result, n_jobs, stop=intr.__bool__):
-                result["complete"] = False
     written = write_outputs(result, plan, folder)
     if not result["complete"]:
         console.print(
@@ -540,7 +534,13 @@ def tune_command(
 
         best = next(t for t in result["trials"] if t["number"] == rec["trial"])
         live_code, block = verify_values(
-            spec, overrides, rec["values"], best["metrics"], folder, verify_live, console
+            plan.profile,
+            plan.overrides,
+            rec["values"],
+            best["metrics"],
+            folder,
+            verify_live,
+            console,
         )
         result["verify_live"] = block
         write_outputs(result, plan, folder)

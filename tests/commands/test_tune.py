@@ -1,0 +1,318 @@
+"""harness tune: the --param grammar, and small real studies (seed-burst and a scaling scenario,
+a few trials and seeds each): repeatability across --jobs, common seeds, the early-stop rule,
+invalid combinations, the holdout, tuned.yaml and the command's exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from harness import profile as profiles
+from harness.commands.tune import plan_tune, run_tune, write_outputs
+from harness.results.tune import parse_tune_param
+
+ROOT = Path(__file__).resolve().parents[2]
+AGE = "engine.admission.age_reject_s"
+DEPTH = "engine.admission.depth_mult"
+HARNESS = [sys.executable, "-m", "harness"]
+
+
+# -- the --param grammar -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "low", "high", "log", "choices"),
+    [
+        ("a.b=2..40", "float", 2.0, 40.0, False, ()),
+        ("a.b=0.5..8:log", "float", 0.5, 8.0, True, ()),
+        ("a.b=1..10:int", "int", 1.0, 10.0, False, ()),
+        ("a.b=1..100:int:log", "int", 1.0, 100.0, True, ()),
+        ("a.b=hpa,weighted", "choices", 0.0, 0.0, False, ("hpa", "weighted")),
+        ("a.b=1,2.5,4", "choices", 0.0, 0.0, False, (1, 2.5, 4)),
+    ],
+)
+def test_param_forms(
+    text: str, kind: str, low: float, high: float, log: bool, choices: tuple[Any, ...]
+) -> None:
+    p = parse_tune_param(text)
+    assert (p.path, p.kind, p.low, p.high, p.log, p.choices) == (
+        "a.b",
+        kind,
+        low,
+        high,
+        log,
+        choices,
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("a.b=2:40:2", "a.b=LOW..HIGH"),  # the sweep's grid: refused, with the tune form
+        ("a.b=5", "--set a.b=5"),
+        ("a.b=5..2", "LOW must be < HIGH"),
+        ("a.b=0..4:log", "LOW > 0"),
+        ("a.b=1.5..4:int", "integer bounds"),
+        ("a.b=1..4:cube", "unknown flag"),
+        ("a.b=x..4", "not a number"),
+        ("a.b=hpa,hpa", "repeat"),
+        ("a.b", "expected"),
+    ],
+)
+def test_bad_params_say_what_to_write(text: str, says: str) -> None:
+    with pytest.raises(ValueError, match=None) as e:
+        parse_tune_param(text)
+    assert says in str(e.value)
+
+
+def test_the_command_refuses_a_grid_with_exit_2_and_shows_the_tune_form(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "harness", "tune", "seed-burst", "--param", f"{AGE}=2:40:2"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert out.returncode == 2
+    assert f"{AGE}=LOW..HIGH" in out.stderr and "Traceback" not in out.stderr
+    assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_a_range_end_the_schema_refuses_is_bad_input() -> None:
+    with pytest.raises(profiles.ProfileError, match="must be >= 0"):
+        plan_tune("seed-burst", [f"{AGE}=-5..10"])
+    with pytest.raises(profiles.ProfileError, match=r"needs engine\.admission\.max_queue_depth"):
+        plan_tune("seed-burst", ["engine.admission.shed_fill=0.5..0.9"])
+    # ... but not when another tuned key supplies what it needs
+    plan_tune(
+        "seed-burst",
+        ["engine.admission.shed_fill=0.5..0.9", "engine.admission.max_queue_depth=10..40:int"],
+    )
+
+
+# -- small real studies ------------------------------------------------------------------------
+
+
+def _study(tmp: Path, jobs: int, **kw: Any) -> dict[str, Any]:
+    plan = plan_tune("seed-burst", [f"{AGE}=2..40", f"{DEPTH}=1..4"], **kw)
+    result = run_tune(plan, jobs)
+    write_outputs(result, plan, tmp)
+    return result
+
+
+def _less_meta(doc: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in doc.items() if k != "meta"}
+
+
+def test_one_and_two_workers_write_the_same_tune_json(tmp_path: Path) -> None:
+    a = _study(tmp_path / "one", 1, trials=8, seeds=4, batch=4)
+    b = _study(tmp_path / "two", 2, trials=8, seeds=4, batch=4)
+    assert _less_meta(a) == _less_meta(b)
+    ta = json.loads((tmp_path / "one" / "tune.json").read_text())
+    tb = json.loads((tmp_path / "two" / "tune.json").read_text())
+    assert (ta["meta"]["jobs"], tb["meta"]["jobs"]) == (1, 2)
+    assert _less_meta(ta) == _less_meta(tb)
+    assert len(ta["trials"]) == 8 and ta["complete"] is True
+
+
+def test_every_trial_runs_the_same_seeds_and_sees_the_same_arrivals(tmp_path: Path) -> None:
+    res = _study(tmp_path, 1, trials=6, seeds=3, constraints=["counts.arrivals > 0"])
+    assert res["seeds"] == [1, 2, 3]
+    arrivals = {
+        tuple(t["metrics"]["counts.arrivals"]["values"])
+        for t in res["trials"]
+        if t["state"] == "complete"
+    }
+    assert len(arrivals) == 1  # common random numbers: the policy does not change the arrivals
+    (row,) = arrivals
+    assert len(set(row)) == 3  # and the seeds differ from each other
+
+
+def test_a_constraint_that_fails_at_every_seed_stops_trials_after_three(tmp_path: Path) -> None:
+    res = _study(tmp_path, 1, trials=4, seeds=6, constraints=["turnaround_s.p95 < 0.001"])
+    assert [t["state"] for t in res["trials"]] == ["stopped"] * 4
+    assert all(t["seeds_run"] == 3 and not t["feasible"] for t in res["trials"])
+    assert all(len(t["metrics"]["turnaround_s.p95"]["values"]) == 3 for t in res["trials"])
+    assert res["counts"]["simulations"] == 4 * 3  # no holdout: nothing to recommend
+    assert res["recommendation"]["values"] is None
+    assert res["recommendation"]["binding_constraint"] == "turnaround_s.p95 < 0.001"
+    assert "fails at every one of them" in res["early_stop"]["rule"]
+    assert not (tmp_path / "tuned.yaml").exists() and (tmp_path / "pareto.png").is_file()
+
+
+def test_the_recommendation_is_the_best_feasible_trial_and_holds_at_fresh_seeds(
+    tmp_path: Path,
+) -> None:
+    res = _study(tmp_path, 2, trials=8, seeds=3, holdout=4)
+    rec = res["recommendation"]
+    feasible = [t for t in res["trials"] if t["feasible"]]
+    assert feasible and rec["trial"] in {t["number"] for t in feasible}
+    assert rec["objective"] == min(t["objective"] for t in feasible)
+    assert "lowest median counts.rejected / counts.arrivals" in rec["rule"]
+    hold = rec["holdout"]
+    assert hold["seeds"] == [4, 5, 6, 7]  # after the tuning seeds 1..3
+    assert len(hold["metrics"]["turnaround_s.p95"]["values"]) == 4
+    assert hold["holds"] == all(c["ok"] for c in hold["constraints"])
+    assert res["counts"]["simulations"] == sum(t["seeds_run"] for t in res["trials"]) + 4
+
+
+def test_a_second_objective_gives_a_front_of_feasible_non_dominated_trials(
+    tmp_path: Path,
+) -> None:
+    res = _study(tmp_path, 1, trials=10, seeds=2, also="min:turnaround_s.p95")
+    by = {t["number"]: t for t in res["trials"]}
+    front = [by[n] for n in res["front"]]
+    assert front and all(t["feasible"] for t in front)
+    feasible = [t for t in res["trials"] if t["feasible"]]
+    for t in front:
+        assert not any(
+            o["objective"] <= t["objective"]
+            and o["also"] <= t["also"]
+            and (o["objective"], o["also"]) != (t["objective"], t["also"])
+            for o in feasible
+        )
+    assert res["recommendation"]["trial"] in res["front"]
+
+
+def test_invalid_combinations_end_their_trial_and_not_the_run(tmp_path: Path) -> None:
+    plan = plan_tune(
+        "scenarios/sustained-increase",
+        ["engine.scaling.min_replicas=1..12:int", "engine.scaling.max_replicas=4..16:int"],
+        overrides=["engine.executors.initial=4"],
+        trials=8,
+        seeds=2,
+        holdout=0,
+    )
+    res = run_tune(plan, 2)
+    states = [t["state"] for t in res["trials"]]
+    assert len(states) == 8 and res["complete"]
+    bad = [t for t in res["trials"] if t["state"] == "invalid"]
+    for t in bad:
+        assert t["seeds_run"] == 0 and t["message"]
+        assert t["values"]["engine.scaling.min_replicas"] > 4 or (
+            t["values"]["engine.scaling.min_replicas"] > t["values"]["engine.scaling.max_replicas"]
+        )
+    ok = [t for t in res["trials"] if t["state"] != "invalid"]
+    for t in ok:
+        v = t["values"]
+        assert v["engine.scaling.min_replicas"] <= 4 <= v["engine.scaling.max_replicas"]
+    assert bad, "the ranges were chosen so that some draws are invalid"
+
+
+def test_tuned_yaml_changes_only_the_tuned_keys_and_runs(tmp_path: Path) -> None:
+    res = _study(tmp_path, 1, trials=6, seeds=2)
+    rec = res["recommendation"]
+    assert rec["values"] is not None
+    text = (tmp_path / "tuned.yaml").read_text()
+    assert text.startswith("# Tuned by harness tune")
+    for key, v in rec["values"].items():
+        assert f"#   {key}: " in text and str(v) in text
+    tuned = profiles.to_dict(profiles.load(str(tmp_path / "tuned.yaml")))
+    base = profiles.to_dict(profiles.load("seed-burst"))
+    assert tuned["engine"]["admission"]["age_reject_s"] == rec["values"][AGE]
+    assert tuned["engine"]["admission"]["depth_mult"] == rec["values"][DEPTH]
+    base["engine"]["admission"].update(
+        age_reject_s=rec["values"][AGE], depth_mult=rec["values"][DEPTH]
+    )
+    assert tuned == base
+    for v in rec["values"].values():  # three significant digits at most
+        assert len(f"{v:.10g}".replace(".", "").lstrip("0")) <= 3
+    out = subprocess.run(  # ready for harness sim / run
+        [
+            *HARNESS,
+            "sim",
+            str(tmp_path / "tuned.yaml"),
+            "--no-report",
+            "--out",
+            str(tmp_path / "s"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode in (0, 1), out.stderr
+    assert json.loads((tmp_path / "s" / "summary.json").read_text())["counts"]["arrivals"] > 0
+
+
+def test_a_tuned_scaling_policy_exports_to_keda(tmp_path: Path) -> None:
+    plan = plan_tune(
+        "scenarios/sustained-increase",
+        ["engine.scaling.max_replicas=40..120:int", "engine.scaling.cooldown_s=0..120"],
+        trials=4,
+        seeds=2,
+        holdout=0,
+    )
+    res = run_tune(plan, 2)
+    write_outputs(res, plan, tmp_path)
+    rec = res["recommendation"]
+    if rec["values"] is None:
+        pytest.skip("no feasible trial in this tiny study")  # the study's own figures decide
+    out = subprocess.run(
+        [sys.executable, "-m", "harness", "export", "keda", str(tmp_path / "tuned.yaml")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    docs = [d for d in yaml.safe_load_all(out.stdout) if d]
+    so = next(d for d in docs if d["kind"] == "ScaledObject")
+    assert so["spec"]["maxReplicaCount"] == rec["values"]["engine.scaling.max_replicas"]
+
+
+def test_the_command_end_to_end(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "tune",
+            "seed-burst",
+            "--param",
+            f"{AGE}=2..40",
+            "--param",
+            "engine.admission.shed_fill=0.5..0.95",
+            "--set",
+            "engine.admission.max_queue_depth=40",
+            "--trials",
+            "6",
+            "--seeds",
+            "2",
+            "--jobs",
+            "2",
+            "--out",
+            str(tmp_path / "t"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode in (0, 1), out.stderr
+    doc = json.loads((tmp_path / "t" / "tune.json").read_text())
+    assert "recommended: trial" in out.stderr or "no feasible trial" in out.stderr
+    assert "early stop:" in out.stderr and "rule:" in out.stderr
+    assert (out.returncode == 0) == (
+        doc["recommendation"]["values"] is not None and doc["recommendation"]["holdout"]["holds"]
+    )
+    assert {p.name for p in (tmp_path / "t").iterdir()} >= {"tune.json", "pareto.png"}
+
+
+def test_an_interrupted_study_writes_a_partial_tune_json(tmp_path: Path) -> None:
+    plan = plan_tune("seed-burst", [f"{AGE}=2..40"], trials=12, seeds=2, batch=4)
+    calls = {"n": 0}
+
+    def stop() -> bool:
+        calls["n"] += 1
+        return calls["n"] > 3  # a few chunks in: inside the first or second batch
+
+    res = run_tune(plan, 1, stop=stop)
+    write_outputs(res, plan, tmp_path)
+    doc = json.loads((tmp_path / "tune.json").read_text())
+    assert doc["complete"] is False and doc["recommendation"]["values"] is None
+    assert len(doc["trials"]) < 12
+    assert not (tmp_path / "tuned.yaml").exists()
