@@ -15,7 +15,7 @@ import os
 import textwrap
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -271,11 +271,19 @@ def run_tune(
                     complete = False
                     break
                 if i == 0:
+                    best = tn.ranked(trials, plan.objective, plan.constraints)
+                    incumbent = (
+                        best[0]["metrics"][plan.objective.metric]["values"][: plan.early_after]
+                        if best
+                        else None
+                    )
                     for n in runs:
                         why = tn.should_stop(
                             {m: v[: plan.early_after] for m, v in batch.per_seed[n].items()},
                             plan.constraints,
                             plan.early_after,
+                            plan.objective,
+                            incumbent,
                         )
                         if why is not None and len(plan.seeds) > plan.early_after:
                             batch.stopped[n] = why
@@ -288,7 +296,7 @@ def run_tune(
         if complete:
             if progress:
                 progress(sims, total, "holdout seeds")
-            if not _holdout(plan, result, pool, runner=runner, stop=stop):
+            if not _holdout(plan, result, trials, pool, runner=runner, stop=stop):
                 result = assemble(plan, trials, sims, False, jobs, 0.0)
     result["meta"]["wall_s"] = round(time.perf_counter() - started, 3)
     return result
@@ -339,7 +347,7 @@ def assemble(
     from harness import __version__
 
     rec: dict[str, Any] = (
-        tn.recommend(trials, plan.objective, plan.also, plan.constraints)
+        tn.recommend(trials, plan.objective, plan.also, plan.constraints, holdout=len(plan.holdout))
         if complete
         else {"trial": None, "values": None, "rule": "interrupted: no recommendation"}
     )
@@ -385,31 +393,51 @@ def assemble(
 def _holdout(
     plan: TunePlan,
     result: dict[str, Any],
+    trials: list[dict[str, Any]],
     pool: WorkerPool,
     *,
     runner: Runner | None = None,
     stop: Callable[[], bool] | None = None,
 ) -> bool:
-    """Re-run the recommendation at fresh seeds; add ``recommendation.holdout``. False on a
-    stop (nothing added)."""
-    rec = result["recommendation"]
-    if rec.get("values") is None or not plan.holdout:
+    """Re-run the best feasible trials at fresh seeds, in rank order, until one holds (at most
+    :data:`~harness.results.tune.HOLDOUT_CANDIDATES`); that one is the recommendation, with
+    ``holdout`` (and ``holdout_missed``: the better trials that did not hold). False on a stop."""
+    order = tn.ranked(trials, plan.objective, plan.constraints)[: tn.HOLDOUT_CANDIDATES]
+    if not order or not plan.holdout:
         return True
-    sets = [*plan.overrides, *(f"{k}={tn.yaml_value(v)}" for k, v in rec["values"].items())]
-    per: dict[str, list[float | None]] = {m: [None] * len(plan.holdout) for m in plan.metrics}
-    tasks: list[Task] = [(0, sets, s) for s in plan.holdout]
-    chunks = [tasks[j : j + 4] for j in range(0, len(tasks), 4)]
-
-    def take(_chunk: list[Task], results: list[Outcome]) -> None:
-        for _, seed, vals, _v in results:
-            for m in plan.metrics:
-                per[m][plan.holdout.index(seed)] = vals[m]
-
     work = functools.partial(_run_chunk, runner, plan.profile, metrics=plan.metrics)
-    if not pool.run(work, chunks, take, stop):
-        return False
-    rec["holdout"] = tn.judge_holdout(per, plan.holdout, plan.constraints)
-    result["counts"]["simulations"] += len(plan.holdout)
+    missed: list[dict[str, Any]] = []
+    first: tuple[Mapping[str, Any], dict[str, Any]] | None = None
+    for cand in order:
+        sets = [*plan.overrides, *(f"{k}={tn.yaml_value(v)}" for k, v in cand["values"].items())]
+        per: dict[str, list[float | None]] = {m: [None] * len(plan.holdout) for m in plan.metrics}
+        tasks: list[Task] = [(cand["number"], sets, s) for s in plan.holdout]
+        chunks = [tasks[j : j + 4] for j in range(0, len(tasks), 4)]
+
+        def take(_chunk: list[Task], results: list[Outcome], per: Any = per) -> None:
+            for _, seed, vals, _v in results:
+                for m in plan.metrics:
+                    per[m][plan.holdout.index(seed)] = vals[m]
+
+        if not pool.run(work, chunks, take, stop):
+            return False
+        result["counts"]["simulations"] += len(plan.holdout)
+        judged = tn.judge_holdout(per, plan.holdout, plan.constraints)
+        first = first or (cand, judged)
+        if judged["holds"]:
+            first = (cand, judged)
+            break
+        missed.append({"trial": cand["number"], "holdout": judged})
+    assert first is not None
+    pick, judged = first
+    rec = tn.recommend(
+        trials, plan.objective, plan.also, plan.constraints, pick=pick, holdout=len(plan.holdout)
+    )
+    rec["holdout"] = judged
+    rec["holdout_missed"] = missed if judged["holds"] else missed[1:]
+    result["recommendation"] = rec
+    if plan.also is None:
+        result["front"] = [pick["number"]]
     return True
 
 

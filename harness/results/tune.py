@@ -34,8 +34,9 @@ STATES = ("complete", "stopped", "invalid", "failed")
 EARLY_STOP_AFTER = 3  # seeds a trial runs before the early-stop rule may end it
 EARLY_STOP_RULE = (
     "a trial stops after its first {after} seeds when one constraint already fails at every one "
-    "of them (the seed's own value misses the limit, or is undefined); a stopped trial is "
-    "infeasible"
+    "of them (the seed's own value misses the limit, or is undefined), or when at every one of "
+    "them its objective is worse than that of the best feasible trial told so far at the same "
+    "seed (common seeds make this a paired comparison); a stopped trial is never recommended"
 )
 TUNE_FORM = "PATH=LOW..HIGH, PATH=LOW..HIGH:log, PATH=LOW..HIGH:int or PATH=a,b,c"
 
@@ -142,15 +143,30 @@ def failing_seeds(c: Constraint, values: Sequence[float | None]) -> int:
 
 
 def should_stop(
-    per_seed: Mapping[str, Sequence[float | None]], cons: Sequence[Constraint], after: int
+    per_seed: Mapping[str, Sequence[float | None]],
+    cons: Sequence[Constraint],
+    after: int,
+    obj: Objective | None = None,
+    incumbent: Sequence[float | None] | None = None,
 ) -> str | None:
-    """The early-stop rule (:data:`EARLY_STOP_RULE`): the constraint that fails at every one of
-    the first ``after`` seeds, or None."""
+    """The early-stop rule (:data:`EARLY_STOP_RULE`) over the first ``after`` seeds: why the
+    trial stops, or None. ``incumbent``: the best feasible trial's objective at those seeds."""
     for c in cons:
         vals = per_seed[c.metric]
         if len(vals) >= after and failing_seeds(c, vals) == len(vals):
-            return c.expr
-    return None
+            return f"{c.expr} failed at every seed run"
+    if obj is None or incumbent is None:
+        return None
+    mine = per_seed[obj.metric]
+    pairs = list(zip(mine, incumbent, strict=False))
+    if len(pairs) < after or any(a is None or b is None for a, b in pairs):
+        return None
+    worse = (
+        all(float(a) > float(b) for a, b in pairs)  # type: ignore[arg-type]
+        if obj.direction == "min"
+        else all(float(a) < float(b) for a, b in pairs)  # type: ignore[arg-type]
+    )
+    return f"worse than the best feasible trial at every seed run ({obj.metric})" if worse else None
 
 
 def judge_trial(
@@ -176,7 +192,7 @@ def judge_trial(
     trial["also"] = trial["metrics"][also.metric]["median"] if also else None
     undefined = trial["objective"] is None or (also is not None and trial["also"] is None)
     if stopped_by is not None:
-        trial["state"], trial["message"] = "stopped", f"{stopped_by} failed at every seed run"
+        trial["state"], trial["message"] = "stopped", stopped_by
     elif undefined:
         trial["state"] = "failed"
         trial["message"] = "the objective is undefined at every seed"
@@ -239,14 +255,25 @@ def pareto_front(trials: Sequence[Mapping[str, Any]], obj: Objective, also: Obje
     return [n for _, _, n in sorted(front)]
 
 
-def recommendation_rule(obj: Objective, also: Objective | None) -> str:
+HOLDOUT_CANDIDATES = 3  # the best feasible trials the holdout may try, in order
+
+
+def recommendation_rule(obj: Objective, also: Objective | None, holdout: int = 0) -> str:
     best = "lowest" if obj.direction == "min" else "highest"
     rule = (
         "feasible = every seed ran and every constraint holds at the worst-case seed (p95 over "
-        "seeds for < and <=, p05 for > and >=, every seed for == and !=); among feasible trials "
-        f"the {best} median {obj.metric}; ties -> larger relative margin (margin / |limit|), "
+        "seeds for < and <=, p05 for > and >=, every seed for == and !=); feasible trials rank "
+        f"by the {best} median {obj.metric}, ties -> larger relative margin (margin / |limit|), "
         "then the earlier trial"
     )
+    if holdout:
+        rule += (
+            f"; the recommendation is the first of the best {HOLDOUT_CANDIDATES} that also "
+            f"holds by the same rule at {holdout} fresh seeds (if none does: the best, and by "
+            "how much it misses)"
+        )
+    else:
+        rule += "; the recommendation is the first"
     if also is not None:
         rule += (
             f"; the second objective ({also.direction}:{also.metric}) only shapes the front "
@@ -255,18 +282,12 @@ def recommendation_rule(obj: Objective, also: Objective | None) -> str:
     return rule
 
 
-def recommend(
-    trials: Sequence[Mapping[str, Any]],
-    obj: Objective,
-    also: Objective | None,
-    cons: Sequence[Constraint],
-) -> dict[str, Any]:
-    """The one recommended trial, by :func:`recommendation_rule` (stated in ``rule``)."""
-    rule = recommendation_rule(obj, also)
-    best: tuple[tuple[float, float, int], Mapping[str, Any]] | None = None
-    for t in trials:
-        if not t["feasible"]:
-            continue
+def ranked(
+    trials: Sequence[Mapping[str, Any]], obj: Objective, cons: Sequence[Constraint]
+) -> list[Mapping[str, Any]]:
+    """The feasible trials, best first, by :func:`recommendation_rule`'s ranking."""
+
+    def key(t: Mapping[str, Any]) -> tuple[float, float, int]:
         slack = min(
             (
                 c.relative(ch["margin"])
@@ -275,10 +296,26 @@ def recommend(
             ),
             default=math.inf,
         )
-        key = (_key(t["objective"], obj.direction), -slack, t["number"])
-        if best is None or key < best[0]:
-            best = (key, t)
-    if best is None:
+        return (_key(t["objective"], obj.direction), -slack, t["number"])
+
+    return sorted((t for t in trials if t["feasible"]), key=key)
+
+
+def recommend(
+    trials: Sequence[Mapping[str, Any]],
+    obj: Objective,
+    also: Objective | None,
+    cons: Sequence[Constraint],
+    *,
+    pick: Mapping[str, Any] | None = None,
+    holdout: int = 0,
+) -> dict[str, Any]:
+    """The recommendation block for ``pick`` (default: the best feasible trial), with the rule
+    that chose it stated in ``rule``."""
+    rule = recommendation_rule(obj, also, holdout)
+    order = ranked(trials, obj, cons)
+    t = pick if pick is not None else (order[0] if order else None)
+    if t is None:
         return {
             "trial": None,
             "values": None,
@@ -289,7 +326,6 @@ def recommend(
             "binding_constraint": _most_failed(trials, cons),
             "rule": rule,
         }
-    t = best[1]
     rows = list(zip(cons, t["constraints"], strict=True))
     binding = min(rows, key=lambda r: r[0].relative(r[1]["margin"]), default=None)
     return {

@@ -88,6 +88,15 @@ def recommendation_lines(tune: Mapping[str, Any]) -> list[str]:
     if tune.get("also") and tune.get("front"):
         lines.append(f"front (feasible, non-dominated): trials {_nums(tune['front'])}")
     lines.append(f"early stop: {tune['early_stop']['rule']}")
+    for m in rec.get("holdout_missed") or []:
+        misses = "; ".join(
+            f"{c['expr']} misses by {fmt_num(c['misses_by'])}"
+            for c in m["holdout"]["constraints"]
+            if not c["ok"]
+        )
+        lines.append(
+            f"[yellow]holdout:[/] better trial {m['trial']} did not hold at fresh seeds: {misses}"
+        )
     hold = rec.get("holdout")
     if hold:
         n = len(hold["seeds"])

@@ -153,13 +153,21 @@ def test_the_recommendation_is_the_best_feasible_trial_and_holds_at_fresh_seeds(
     rec = res["recommendation"]
     feasible = [t for t in res["trials"] if t["feasible"]]
     assert feasible and rec["trial"] in {t["number"] for t in feasible}
-    assert rec["objective"] == min(t["objective"] for t in feasible)
+    by = {t["number"]: t for t in res["trials"]}
+    if not rec["holdout_missed"]:
+        assert rec["objective"] == min(t["objective"] for t in feasible)
     assert "lowest median counts.rejected / counts.arrivals" in rec["rule"]
     hold = rec["holdout"]
     assert hold["seeds"] == [4, 5, 6, 7]  # after the tuning seeds 1..3
     assert len(hold["metrics"]["turnaround_s.p95"]["values"]) == 4
     assert hold["holds"] == all(c["ok"] for c in hold["constraints"])
-    assert res["counts"]["simulations"] == sum(t["seeds_run"] for t in res["trials"]) + 4
+    tried = 1 + len(rec["holdout_missed"]) + (0 if hold["holds"] else 1)
+    assert res["counts"]["simulations"] == sum(t["seeds_run"] for t in res["trials"]) + 4 * min(
+        tried, 3, len(feasible)
+    )
+    if rec["holdout_missed"]:  # better trials that missed at the fresh seeds were passed over
+        better = {m["trial"] for m in rec["holdout_missed"]}
+        assert all(by[n]["objective"] <= rec["objective"] for n in better)
 
 
 def test_a_second_objective_gives_a_front_of_feasible_non_dominated_trials(
