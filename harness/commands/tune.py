@@ -284,6 +284,7 @@ def run_tune(
                             plan.early_after,
                             plan.objective,
                             incumbent,
+                            seeds=len(plan.seeds),
                         )
                         if why is not None and len(plan.seeds) > plan.early_after:
                             batch.stopped[n] = why
@@ -374,7 +375,11 @@ def assemble(
         },
         "early_stop": {
             "after_seeds": plan.early_after,
-            "rule": tn.EARLY_STOP_RULE.format(after=plan.early_after),
+            "rule": tn.EARLY_STOP_RULE.format(
+                after=plan.early_after,
+                seeds=len(plan.seeds),
+                need=tn.certain_misses("<=", len(plan.seeds)),
+            ),
         },
         "trials": trials,
         "counts": {**tn.counts(trials), "simulations": sims},

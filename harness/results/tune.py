@@ -33,10 +33,12 @@ Choice = int | float | str
 STATES = ("complete", "stopped", "invalid", "failed")
 EARLY_STOP_AFTER = 3  # seeds a trial runs before the early-stop rule may end it
 EARLY_STOP_RULE = (
-    "a trial stops after its first {after} seeds when one constraint already fails at every one "
-    "of them (the seed's own value misses the limit, or is undefined), or when at every one of "
-    "them its objective is worse than that of the best feasible trial told so far at the same "
-    "seed (common seeds make this a paired comparison); a stopped trial is never recommended"
+    "a trial stops after its first {after} seeds when one constraint already misses at enough of "
+    "them that it must fail by the feasibility rule whatever its other seeds give ({need} of "
+    "{seeds} seeds for <, <=, > and >=; one for == and !=; an undefined value misses), or misses "
+    "at every one of them; or when at every one of them its objective is worse than that of the "
+    "best feasible trial told so far at the same seed (common seeds make this a paired "
+    "comparison); a stopped trial is never recommended"
 )
 TUNE_FORM = "PATH=LOW..HIGH, PATH=LOW..HIGH:log, PATH=LOW..HIGH:int or PATH=a,b,c"
 
@@ -142,19 +144,41 @@ def failing_seeds(c: Constraint, values: Sequence[float | None]) -> int:
     return sum(1 for v in values if v is None or not _OPS[c.op](float(v), c.limit))
 
 
+def certain_misses(op: str, seeds: int) -> int:
+    """How many seeds must miss a constraint with ``op`` on their own for it to fail by the
+    feasibility rule at ``seeds`` seeds, whatever the other seeds give. For < and <= the p95
+    (type 7) is at least the order statistic at floor(0.95 (n - 1)), so once
+    n - floor(0.95 (n - 1)) seeds miss, it misses too; > and >= mirror it with the p05; == and
+    != judge every seed."""
+    if op in ("<", "<="):
+        return seeds - math.floor(0.95 * (seeds - 1))
+    if op in (">", ">="):
+        return math.ceil(0.05 * (seeds - 1)) + 1
+    return 1
+
+
 def should_stop(
     per_seed: Mapping[str, Sequence[float | None]],
     cons: Sequence[Constraint],
     after: int,
     obj: Objective | None = None,
     incumbent: Sequence[float | None] | None = None,
+    *,
+    seeds: int | None = None,
 ) -> str | None:
-    """The early-stop rule (:data:`EARLY_STOP_RULE`) over the first ``after`` seeds: why the
-    trial stops, or None. ``incumbent``: the best feasible trial's objective at those seeds."""
+    """The early-stop rule (:data:`EARLY_STOP_RULE`) over the first ``after`` of ``seeds``
+    seeds: why the trial stops, or None. ``incumbent``: the best feasible trial's objective at
+    those seeds."""
+    total = after if seeds is None else seeds
     for c in cons:
         vals = per_seed[c.metric]
-        if len(vals) >= after and failing_seeds(c, vals) == len(vals):
-            return f"{c.expr} failed at every seed run"
+        if len(vals) < after:
+            continue
+        missed = failing_seeds(c, vals)
+        if any(v is None for v in vals) or missed >= certain_misses(c.op, total):
+            return f"{c.expr} missed at {missed} of {len(vals)} seeds run: it must fail"
+        if missed == len(vals):
+            return f"{c.expr} missed at every seed run"
     if obj is None or incumbent is None:
         return None
     mine = per_seed[obj.metric]

@@ -15,6 +15,8 @@ import yaml
 
 from harness import profile as profiles
 from harness.commands.tune import plan_tune, run_tune, write_outputs
+from harness.results import tune as tn
+from harness.results.sweep import Constraint
 from harness.results.tune import parse_tune_param
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -142,7 +144,7 @@ def test_a_constraint_that_fails_at_every_seed_stops_trials_after_three(tmp_path
     assert res["counts"]["simulations"] == 4 * 3  # no holdout: nothing to recommend
     assert res["recommendation"]["values"] is None
     assert res["recommendation"]["binding_constraint"] == "turnaround_s.p95 < 0.001"
-    assert "fails at every one of them" in res["early_stop"]["rule"]
+    assert "it must fail by the feasibility rule" in res["early_stop"]["rule"]
     assert not (tmp_path / "tuned.yaml").exists() and (tmp_path / "pareto.png").is_file()
 
 
@@ -324,3 +326,31 @@ def test_an_interrupted_study_writes_a_partial_tune_json(tmp_path: Path) -> None
     assert doc["complete"] is False and doc["recommendation"]["values"] is None
     assert len(doc["trials"]) < 12
     assert not (tmp_path / "tuned.yaml").exists()
+
+
+@pytest.mark.parametrize("op", ["<", "<=", ">", ">="])
+def test_certain_misses_is_the_fewest_misses_that_fail_by_the_feasibility_rule(op: str) -> None:
+    # The most forgiving seeds: the ones that hold sit far inside the limit, the ones that miss
+    # only just miss. With certain_misses(op, n) misses the constraint fails even so; with one
+    # fewer it can still hold, so stopping at that count never stops a trial that could pass.
+    c = Constraint(f"turnaround_s.p95 {op} 10", "turnaround_s.p95", op, 10.0)
+    inside, just = (0.0, 10.000001) if op in ("<", "<=") else (20.0, 9.999999)
+    if op in ("<", ">"):
+        just = 10.0
+    for n in range(1, 41):
+        need = tn.certain_misses(op, n)
+        assert 1 <= need <= n
+        for k in (need, n):
+            values = [inside] * (n - k) + [just] * k
+            assert tn.failing_seeds(c, values) == k
+            assert _fails(c, values)
+        if need > 1:
+            values = [inside] * (n - need + 1) + [just] * (need - 1)
+            assert not _fails(c, values)
+
+
+def _fails(c: Constraint, values: list[float]) -> bool:
+    """The feasibility rule for one constraint: its worst-case seed misses the limit."""
+    worst = c.worst(values)
+    ops = {"<": float.__lt__, "<=": float.__le__, ">": float.__gt__, ">=": float.__ge__}
+    return worst is None or not ops[c.op](worst, c.limit)
