@@ -14,11 +14,22 @@ from harness.results.fmt import fmt_num
 SHOWN = 12  # rows: the best feasible trials first, then the rest by objective
 
 
-def _order(t: Mapping[str, Any], direction: str) -> tuple[int, float, int]:
-    obj = t.get("objective")
-    score = 0.0 if obj is None else (obj if direction == "min" else -obj)
-    rank = 0 if t["feasible"] else 1 if t["state"] == "complete" else 2
-    return (rank, score, t["number"])
+def _ordered(tune: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """Feasible trials in the recommendation rule's ranking (ties by margin, then number),
+    then the complete infeasible ones, then the rest, each by objective."""
+    from harness.results.sweep import parse_constraint, parse_objective
+    from harness.results.tune import ranked
+
+    obj = tune["objective"]
+    cons = [parse_constraint(c) for c in tune["constraints"]]
+    feasible = ranked(tune["trials"], parse_objective(f"{obj['direction']}:{obj['metric']}"), cons)
+
+    def key(t: Mapping[str, Any]) -> tuple[int, float, int]:
+        v = t.get("objective")
+        score = 0.0 if v is None else (v if obj["direction"] == "min" else -v)
+        return (1 if t["state"] == "complete" else 2, score, t["number"])
+
+    return [*feasible, *sorted((t for t in tune["trials"] if not t["feasible"]), key=key)]
 
 
 def tune_table(tune: Mapping[str, Any]) -> Any:
@@ -46,7 +57,7 @@ def tune_table(tune: Mapping[str, Any]) -> Any:
         table.add_column(f"{also['direction']}: {also['metric']}", justify="right")
     table.add_column("state")
     table.add_column("")
-    trials = sorted(tune["trials"], key=lambda t: _order(t, obj["direction"]))
+    trials = _ordered(tune)
     for t in trials[:SHOWN]:
         cells = [str(t["number"])]
         cells += [str(t["values"].get(p["path"], "")) for p in tune["params"]]
