@@ -5,6 +5,7 @@ invalid combinations, the holdout, tuned.yaml and the command's exit codes."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -354,3 +355,21 @@ def _fails(c: Constraint, values: list[float]) -> bool:
     worst = c.worst(values)
     ops = {"<": float.__lt__, "<=": float.__le__, ">": float.__gt__, ">=": float.__ge__}
     return worst is None or not ops[c.op](worst, c.limit)
+
+
+def test_every_key_tune_json_writes_is_in_the_reference(tmp_path: Path) -> None:
+    # docs/reference/tune.md is the contract: every key of a real study's tune.json (top level,
+    # a trial of each state it holds, the recommendation and its holdout) is named there.
+    _study(tmp_path, 2, trials=8, seeds=4, also="min:scaling.replicas.mean")
+    doc = json.loads((tmp_path / "tune.json").read_text())
+    text = (Path(__file__).resolve().parents[2] / "docs/reference/tune.md").read_text()
+    named = set(re.findall(r"`([a-z_0-9]+)`", text))
+    keys = set(doc) | set(doc["meta"]) | set(doc["counts"]) | set(doc["sampler"])
+    keys |= set(doc["early_stop"]) | set(doc["budget"])
+    for t in doc["trials"]:
+        keys |= set(t) | {k for c in t.get("constraints", []) for k in c}
+    rec = doc["recommendation"]
+    keys |= set(rec) | set(rec["holdout"]) | {k for c in rec["holdout"]["constraints"] for k in c}
+    keys |= {k for p in doc["params"] for k in p}
+    assert {t["state"] for t in doc["trials"]} >= {"complete", "stopped"}
+    assert keys - named == set()
