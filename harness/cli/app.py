@@ -24,6 +24,7 @@ from harness.cli.options import (
     PORT,
     SEED,
     CaBundleOpt,
+    ClusterOpt,
     InsecureOpt,
     LogLevel,
     OutOpt,
@@ -32,6 +33,7 @@ from harness.cli.options import (
     ThresholdOpt,
     bad_input,
     check_thresholds,
+    cluster_ready,
     default_out,
     err,
     io_errors,
@@ -303,6 +305,7 @@ def sweep(
         ),
     ] = False,
     time_scale: Annotated[float, typer.Option(help="--time-scale for --verify-live.")] = 0.1,
+    cluster: ClusterOpt = None,
 ) -> None:
     """Grid-sweep parameters in virtual time and recommend a value robust across seeds."""
     from harness.commands.sweep import sweep_command
@@ -310,6 +313,7 @@ def sweep(
     prof = load_profile(profile, set_)
     if time_scale <= 0:
         raise bad_input("--time-scale must be > 0")
+    cluster_ready(cluster)
     folder = out or default_out(prof, "-sweep")
     writable(folder)
     with io_errors(folder):
@@ -324,6 +328,7 @@ def sweep(
             folder,
             err,
             time_scale if verify_live else None,
+            cluster,
         )
     raise typer.Exit(code)
 

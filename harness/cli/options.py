@@ -52,6 +52,28 @@ OutOpt = Annotated[
     Path | None,
     typer.Option("--out", help="Results folder (default: results/<profile>-<UTC timestamp>/)."),
 ]
+ClusterOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--cluster",
+        help=(
+            "Run the simulations on an existing Dask cluster: its scheduler's address, e.g."
+            " tcp://10.0.0.5:8786 (needs pip install 'harness[cluster]' here and on every"
+            " worker; default: local worker processes, --jobs)."
+        ),
+        metavar="ADDRESS",
+    ),
+]
+
+
+def cluster_ready(address: str | None) -> None:
+    """--cluster without the extra installed: exit 2, saying what to install."""
+    from harness.commands.cluster import INSTALL_HINT, available
+
+    if address is not None and not available():
+        raise bad_input(INSTALL_HINT)
+
+
 # Ports and seeds are checked by click before a command runs: a usage error, exit 2. Port 0
 # asks the OS for a free port (tests use it); a remote Locust master needs a real one.
 PORT = {"min": 0, "max": 65535}

@@ -9,10 +9,12 @@ import typer
 
 from harness.cli.options import (
     SEED,
+    ClusterOpt,
     OutOpt,
     ProfileArg,
     SetOpt,
     bad_input,
+    cluster_ready,
     default_out,
     err,
     io_errors,
@@ -93,6 +95,7 @@ def tune(
         ),
     ] = False,
     time_scale: Annotated[float, typer.Option(help="--time-scale for --verify-live.")] = 0.1,
+    cluster: ClusterOpt = None,
 ) -> None:
     """Tune the whole policy (several keys at once) with Optuna, robust across seeds.
 
@@ -107,6 +110,7 @@ def tune(
     prof = load_profile(profile, set_)
     if time_scale <= 0:
         raise bad_input("--time-scale must be > 0")
+    cluster_ready(cluster)
     try:  # every input checked before the results folder is made
         plan = plan_tune(
             profile,
@@ -132,5 +136,6 @@ def tune(
             folder=folder,
             console=err,
             verify_live=time_scale if verify_live else None,
+            cluster=cluster,
         )
     raise typer.Exit(code)

@@ -15,11 +15,13 @@ from typing import Any
 
 from rich.console import Console
 
+from harness.commands.cluster import ClusterError, ClusterPool, cluster_text, where_text
 from harness.commands.pool import run_chunks
 from harness.commands.progress import progress_bar
 from harness.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN, EXIT_FAIL, EXIT_OK
 from harness.interrupts import Interrupts
 from harness.profile import ProfileError
+from harness.profile.bundle import ProfileBundle, make_bundle
 from harness.results.sweep import (
     Outcome,
     Plan,
@@ -50,6 +52,21 @@ def _run_chunk(
     ]
 
 
+def _run_bundle_chunk(
+    bundle: ProfileBundle, tasks: list[Task], *, metrics: tuple[str, ...]
+) -> list[Outcome]:
+    """:func:`_run_chunk` on a cluster worker: the profile comes as data, not as a path."""
+    from harness.profile.bundle import load_bundle
+    from harness.sim.runner import simulate
+
+    return [
+        outcome(
+            idx, seed, simulate(load_bundle(bundle, ov), seed, with_timeline=False).summary, metrics
+        )
+        for idx, ov, seed in tasks
+    ]
+
+
 def _pool_context() -> Any:
     """forkserver where it can work, so workers do not inherit the caller's threads (a
     progress bar's refresher) mid-write; it re-imports ``__main__``, impossible from stdin."""
@@ -71,15 +88,21 @@ def run_sweep(
     overrides: Sequence[str] = (),
     runner: Runner | None = None,
     stop: Callable[[], bool] | None = None,
+    cluster: str | None = None,
+    on_cluster: Callable[[ClusterPool], None] | None = None,
 ) -> dict[str, Any]:
     """Run the grid, write ``sweep.json`` and ``sweep.png`` into ``out``, return the sweep.
-    Bad input raises before any simulation (see :func:`harness.results.sweep.plan_sweep`)."""
+    Bad input raises before any simulation (see :func:`harness.results.sweep.plan_sweep`).
+    ``cluster``: a Dask scheduler's address to run the simulations on instead of ``jobs``
+    local processes (ClusterError before any simulation if it cannot serve the run)."""
     started = time.perf_counter()
     plan: Plan = plan_sweep(profile, params, seeds, jobs, objective, constraints, overrides)
     tally = Tally(plan)
     total, done = len(plan.tasks), 0
-    size = max(1, min(32, math.ceil(total / (jobs * 8))))
-    chunks = [plan.tasks[i : i + size] for i in range(0, total, size)]
+
+    def chunked(slots: int) -> list[list[Task]]:
+        size = max(1, min(32, math.ceil(total / (slots * 8))))
+        return [plan.tasks[i : i + size] for i in range(0, total, size)]
 
     def take(chunk: list[Task], results: list[Outcome]) -> None:
         nonlocal done
@@ -88,11 +111,31 @@ def run_sweep(
         if progress:
             progress(done, total)
 
-    work = functools.partial(_run_chunk, runner, profile, metrics=plan.metrics)
-    complete = run_chunks(work, chunks, jobs, _pool_context(), take, stop)
+    where: dict[str, int] | None = None
+    if cluster:
+        check_shippable(plan.names)
+        with ClusterPool(cluster, make_bundle(profile, overrides)) as pool:
+            if on_cluster:
+                on_cluster(pool)
+            shipped = functools.partial(_run_bundle_chunk, metrics=plan.metrics)
+            complete = pool.run(shipped, chunked(pool.slots), take, stop)
+            where = dict(sorted(pool.ran.items()))
+    else:
+        work = functools.partial(_run_chunk, runner, profile, metrics=plan.metrics)
+        complete = run_chunks(work, chunked(jobs), jobs, _pool_context(), take, stop)
     result = assemble(plan, tally, complete, round(time.perf_counter() - started, 3), jobs)
+    if where is not None:
+        result["meta"]["cluster"] = {"address": cluster, "simulations_by_worker": where}
     write_outputs(result, out)
     return result
+
+
+def check_shippable(paths: Sequence[str]) -> None:
+    """A cluster gets one trace file per run: a parameter cannot choose it."""
+    if "arrivals.file" in paths:
+        raise ValueError(
+            "--cluster ships one trace file per run: arrivals.file cannot be a --param"
+        )
 
 
 def print_table(console: Console, sweep: dict[str, Any]) -> None:
@@ -114,15 +157,24 @@ def sweep_command(
     folder: Path,
     console: Console,
     verify_live: float | None = None,
+    cluster: str | None = None,
 ) -> int:
     """`harness sweep`: the grid with a progress bar, the table, the exit code (2 bad input,
-    3 interrupted, 1 nothing feasible or live disagrees, 0 otherwise)."""
+    3 interrupted or the cluster cannot serve, 1 nothing feasible or live disagrees, 0
+    otherwise)."""
     n_jobs = jobs or os.cpu_count() or 1
     with Interrupts().installed() as intr, progress_bar(console) as prog:
         task = prog.add_task("sweep", total=None)
+        pools: list[ClusterPool] = []
 
         def progress(done: int, total: int) -> None:
             prog.update(task, completed=done, total=total)
+            if pools:
+                prog.update(task, description=f"sweep on {where_text(pools[0])}")
+
+        def connected(pool: ClusterPool) -> None:
+            pools.append(pool)
+            console.print(cluster_text(pool))
 
         try:
             result = run_sweep(
@@ -136,10 +188,15 @@ def sweep_command(
                 progress,
                 overrides=overrides,
                 stop=intr.__bool__,
+                cluster=cluster,
+                on_cluster=connected,
             )
         except (ValueError, ProfileError) as e:
             console.print(f"[bold red]error:[/] {e}")
             return EXIT_BAD_INPUT
+        except ClusterError as e:
+            console.print(f"[bold red]error:[/] {e}")
+            return e.code
     if not result.get("complete", True):
         done = sum(1 for p in result["points"] if p.get("finished"))
         console.print(

@@ -23,12 +23,20 @@ from typing import TYPE_CHECKING, Any, cast
 import yaml
 from rich.console import Console
 
+from harness.commands.cluster import ClusterError, ClusterPool, cluster_text, where_text
 from harness.commands.pool import WorkerPool
 from harness.commands.progress import progress_bar
-from harness.commands.sweep import Runner, _pool_context, _run_chunk
+from harness.commands.sweep import (
+    Runner,
+    _pool_context,
+    _run_bundle_chunk,
+    _run_chunk,
+    check_shippable,
+)
 from harness.exit_codes import EXIT_BROKEN, EXIT_FAIL, EXIT_OK
 from harness.interrupts import Interrupts
 from harness.profile import ProfileError
+from harness.profile.bundle import make_bundle
 from harness.results import tune as tn
 from harness.results.sweep import (
     DEFAULT_OBJECTIVE,
@@ -222,9 +230,13 @@ def run_tune(
     *,
     runner: Runner | None = None,
     stop: Callable[[], bool] | None = None,
+    cluster: str | None = None,
+    on_cluster: Callable[[ClusterPool], None] | None = None,
 ) -> dict[str, Any]:
     """Run the study and the holdout; return the tune.json document (``complete`` false
-    after a stop, and then no recommendation)."""
+    after a stop, and then no recommendation). ``cluster``: a Dask scheduler's address to
+    run the simulations on instead of ``jobs`` local processes (the same document but
+    ``meta``; ClusterError before any simulation if it cannot serve the run)."""
     import optuna
 
     from harness import profile as profiles
@@ -235,7 +247,6 @@ def run_tune(
     sims = 0
     total = plan.trials * len(plan.seeds)
     complete = True
-    work = functools.partial(_run_chunk, runner, plan.profile, metrics=plan.metrics)
 
     def best_text() -> str:
         rec = tn.recommend(trials, plan.objective, plan.also, plan.constraints)
@@ -250,7 +261,17 @@ def run_tune(
         if progress:
             progress(sims, total, best_text())
 
-    with WorkerPool(jobs, _pool_context()) as pool:
+    if cluster:
+        check_shippable([p.path for p in plan.params])
+    pool: WorkerPool | ClusterPool = (
+        ClusterPool(cluster, make_bundle(plan.profile, plan.overrides))
+        if cluster
+        else WorkerPool(jobs, _pool_context())
+    )
+    if on_cluster and isinstance(pool, ClusterPool):
+        on_cluster(pool)
+    work = _work(plan, pool, runner)
+    with pool:
         while len(trials) < plan.trials and complete:
             asked = [study.ask() for _ in range(min(plan.batch, plan.trials - len(trials)))]
             batch = _Batch(plan)
@@ -300,7 +321,19 @@ def run_tune(
             if not _holdout(plan, result, trials, pool, runner=runner, stop=stop):
                 result = assemble(plan, trials, sims, False, jobs, 0.0)
     result["meta"]["wall_s"] = round(time.perf_counter() - started, 3)
+    if isinstance(pool, ClusterPool):
+        result["meta"]["cluster"] = {
+            "address": cluster,
+            "simulations_by_worker": dict(sorted(pool.ran.items())),
+        }
     return result
+
+
+def _work(plan: TunePlan, pool: WorkerPool | ClusterPool, runner: Runner | None) -> Any:
+    """The function each pool runs a chunk with: a cluster's gets the profile as data."""
+    if isinstance(pool, ClusterPool):
+        return functools.partial(_run_bundle_chunk, metrics=plan.metrics)
+    return functools.partial(_run_chunk, runner, plan.profile, metrics=plan.metrics)
 
 
 def _tell(
@@ -399,7 +432,7 @@ def _holdout(
     plan: TunePlan,
     result: dict[str, Any],
     trials: list[dict[str, Any]],
-    pool: WorkerPool,
+    pool: WorkerPool | ClusterPool,
     *,
     runner: Runner | None = None,
     stop: Callable[[], bool] | None = None,
@@ -410,7 +443,7 @@ def _holdout(
     order = tn.ranked(trials, plan.objective, plan.constraints)[: tn.HOLDOUT_CANDIDATES]
     if not order or not plan.holdout:
         return True
-    work = functools.partial(_run_chunk, runner, plan.profile, metrics=plan.metrics)
+    work = _work(plan, pool, runner)
     missed: list[dict[str, Any]] = []
     first: tuple[Mapping[str, Any], dict[str, Any]] | None = None
     for cand in order:
@@ -536,18 +569,33 @@ def tune_command(
     folder: Path,
     console: Console,
     verify_live: float | None = None,
+    cluster: str | None = None,
 ) -> int:
     """`harness tune` on a checked plan (:func:`plan_tune`): the study with a progress bar, the
-    table, the exit code (3 interrupted, 1 nothing feasible, the holdout fails or live
-    disagrees, 0 otherwise)."""
+    table, the exit code (3 interrupted or the cluster cannot serve, 1 nothing feasible, the
+    holdout fails or live disagrees, 0 otherwise)."""
     n_jobs = jobs or os.cpu_count() or 1
     with Interrupts().installed() as intr, progress_bar(console) as prog:
         task = prog.add_task("tune", total=None)
+        pools: list[ClusterPool] = []
 
         def progress(done: int, total: int, note: str) -> None:
-            prog.update(task, completed=done, total=total, description=f"tune {note}".strip())
+            where = f" on {where_text(pools[0])}" if pools else ""
+            prog.update(
+                task, completed=done, total=total, description=f"tune{where} {note}".strip()
+            )
 
-        result = run_tune(plan, n_jobs, progress, stop=intr.__bool__)
+        def connected(pool: ClusterPool) -> None:
+            pools.append(pool)
+            console.print(cluster_text(pool))
+
+        try:
+            result = run_tune(
+                plan, n_jobs, progress, stop=intr.__bool__, cluster=cluster, on_cluster=connected
+            )
+        except ClusterError as e:
+            console.print(f"[bold red]error:[/] {e}")
+            return e.code
     written = write_outputs(result, plan, folder)
     if not result["complete"]:
         console.print(
