@@ -71,7 +71,9 @@ def cluster_ready(address: str | None) -> None:
     from harness.commands.cluster import INSTALL_HINT, available
 
     if address is not None and not available():
-        raise bad_input(INSTALL_HINT)
+        from rich.markup import escape
+
+        raise bad_input(escape(INSTALL_HINT))
 
 
 # Ports and seeds are checked by click before a command runs: a usage error, exit 2. Port 0

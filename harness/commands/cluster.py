@@ -162,7 +162,7 @@ class ClusterPool:
         finished = False
         try:
             pending = set(futures)
-            seq = _dask().as_completed(futures, with_results=False)
+            seq = _dask().as_completed(futures, loop=client.loop, with_results=False)
             while pending:
                 if stop is not None and stop():
                     return False

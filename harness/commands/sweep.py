@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 from harness.commands.cluster import ClusterError, ClusterPool, cluster_text, where_text
 from harness.commands.pool import run_chunks
@@ -174,7 +175,7 @@ def sweep_command(
 
         def connected(pool: ClusterPool) -> None:
             pools.append(pool)
-            console.print(cluster_text(pool))
+            console.print(escape(cluster_text(pool)))
 
         try:
             result = run_sweep(
@@ -195,7 +196,7 @@ def sweep_command(
             console.print(f"[bold red]error:[/] {e}")
             return EXIT_BAD_INPUT
         except ClusterError as e:
-            console.print(f"[bold red]error:[/] {e}")
+            console.print(f"[bold red]error:[/] {escape(str(e))}", soft_wrap=True)
             return e.code
     if not result.get("complete", True):
         done = sum(1 for p in result["points"] if p.get("finished"))

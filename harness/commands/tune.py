@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import yaml
 from rich.console import Console
+from rich.markup import escape
 
 from harness.commands.cluster import ClusterError, ClusterPool, cluster_text, where_text
 from harness.commands.pool import WorkerPool
@@ -587,14 +588,14 @@ def tune_command(
 
         def connected(pool: ClusterPool) -> None:
             pools.append(pool)
-            console.print(cluster_text(pool))
+            console.print(escape(cluster_text(pool)))
 
         try:
             result = run_tune(
                 plan, n_jobs, progress, stop=intr.__bool__, cluster=cluster, on_cluster=connected
             )
         except ClusterError as e:
-            console.print(f"[bold red]error:[/] {e}")
+            console.print(f"[bold red]error:[/] {escape(str(e))}", soft_wrap=True)
             return e.code
     written = write_outputs(result, plan, folder)
     if not result["complete"]:
