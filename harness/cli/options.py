@@ -58,8 +58,8 @@ ClusterOpt = Annotated[
         "--cluster",
         help=(
             "Run the simulations on an existing Dask cluster: its scheduler's address, e.g."
-            " tcp://10.0.0.5:8786 (needs pip install 'harness[cluster]' here and on every"
-            " worker; default: local worker processes, --jobs)."
+            " tcp://10.0.0.5:8786. Needs harness's 'cluster' extra here and on every worker"
+            " (docs/cluster.md). Default: local worker processes (--jobs)."
         ),
         metavar="ADDRESS",
     ),
