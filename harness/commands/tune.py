@@ -206,6 +206,7 @@ class _Batch:
         self.invalid: dict[int, str] = {}
         self.per_seed: dict[int, dict[str, list[float | None]]] = {}
         self.stopped: dict[int, str] = {}
+        self.seeds_run: dict[int, int] = {}  # a stopped trial's seeds run
 
     def overrides(self, number: int) -> list[str]:
         sets = [f"{k}={tn.yaml_value(v)}" for k, v in self.values[number].items()]
@@ -283,34 +284,39 @@ def run_tune(
                 except ProfileError as e:
                     batch.invalid[t.number] = str(e)
             valid = [t.number for t in asked if t.number not in batch.invalid]
-            stages = [plan.seeds[: plan.early_after], plan.seeds[plan.early_after :]]
-            for i, seeds in enumerate(stages):
+            marks = tn.checkpoints(plan.early_after, len(plan.seeds))
+            bounds = [0, *marks, len(plan.seeds)]
+            for i in range(len(bounds) - 1):
                 runs = [n for n in valid if n not in batch.stopped]
-                tasks = batch.tasks(runs, seeds)
+                tasks = batch.tasks(runs, plan.seeds[bounds[i] : bounds[i + 1]])
                 chunks = [tasks[j : j + 4] for j in range(0, len(tasks), 4)]
                 current[0] = batch
                 if not pool.run(work, chunks, take, stop):
                     complete = False
                     break
-                if i == 0:
-                    best = tn.ranked(trials, plan.objective, plan.constraints)
-                    incumbent = (
-                        best[0]["metrics"][plan.objective.metric]["values"][: plan.early_after]
-                        if best
-                        else None
+                if i == len(marks):
+                    break  # every seed ran
+                upto = bounds[i + 1]
+                best = tn.ranked(trials, plan.objective, plan.constraints)
+                incumbent = (
+                    best[0]["metrics"][plan.objective.metric]["values"][:upto]
+                    if best and i == 0
+                    else None
+                )
+                for n in runs:
+                    why = tn.should_stop(
+                        {m: v[:upto] for m, v in batch.per_seed[n].items()},
+                        plan.constraints,
+                        upto,
+                        plan.objective,
+                        incumbent,
+                        seeds=len(plan.seeds),
+                        certain_only=i > 0,
                     )
-                    for n in runs:
-                        why = tn.should_stop(
-                            {m: v[: plan.early_after] for m, v in batch.per_seed[n].items()},
-                            plan.constraints,
-                            plan.early_after,
-                            plan.objective,
-                            incumbent,
-                            seeds=len(plan.seeds),
-                        )
-                        if why is not None and len(plan.seeds) > plan.early_after:
-                            batch.stopped[n] = why
-                            total -= len(plan.seeds) - plan.early_after
+                    if why is not None:
+                        batch.stopped[n] = why
+                        batch.seeds_run[n] = upto
+                        total -= len(plan.seeds) - upto
             if not complete:
                 break
             for t in asked:  # told in trial order, whatever order the workers finished in
@@ -346,13 +352,14 @@ def _tell(
         return tn.invalid_trial(n, batch.values[n], batch.invalid[n])
     stopped = n in batch.stopped
     per_seed = batch.per_seed[n]
+    ran = batch.seeds_run.get(n, len(plan.seeds))
     if stopped:
-        per_seed = {m: v[: plan.early_after] for m, v in per_seed.items()}
+        per_seed = {m: v[:ran] for m, v in per_seed.items()}
     trial = tn.judge_trial(
         n,
         batch.values[n],
         per_seed,
-        plan.early_after if stopped else len(plan.seeds),
+        ran,
         plan.objective,
         plan.also,
         plan.constraints,
@@ -409,10 +416,16 @@ def assemble(
         },
         "early_stop": {
             "after_seeds": plan.early_after,
+            "checkpoints": tn.checkpoints(plan.early_after, len(plan.seeds)),
             "rule": tn.EARLY_STOP_RULE.format(
                 after=plan.early_after,
                 seeds=len(plan.seeds),
                 need=tn.certain_misses("<=", len(plan.seeds)),
+                later=", ".join(
+                    f"after {m} seeds"
+                    for m in tn.checkpoints(plan.early_after, len(plan.seeds))[1:]
+                )
+                or "none at this many seeds",
             ),
         },
         "trials": trials,

@@ -38,7 +38,8 @@ EARLY_STOP_RULE = (
     "{seeds} seeds for <, <=, > and >=; one for == and !=; an undefined value misses), or misses "
     "at every one of them; or when at every one of them its objective is worse than that of the "
     "best feasible trial told so far at the same seed (common seeds make this a paired "
-    "comparison); a stopped trial is never recommended"
+    "comparison); at each later checkpoint ({later}) it stops when a constraint must fail; a "
+    "stopped trial is never recommended"
 )
 TUNE_FORM = "PATH=LOW..HIGH, PATH=LOW..HIGH:log, PATH=LOW..HIGH:int or PATH=a,b,c"
 
@@ -157,6 +158,16 @@ def certain_misses(op: str, seeds: int) -> int:
     return 1
 
 
+def checkpoints(after: int, seeds: int) -> list[int]:
+    """The seed counts after which the early-stop rule looks at a trial: ``after``, then half
+    the seeds when that is later still (each before the last seed)."""
+    marks = [after] if after < seeds else []
+    half = (seeds + 1) // 2
+    if marks and after < half < seeds:
+        marks.append(half)
+    return marks
+
+
 def should_stop(
     per_seed: Mapping[str, Sequence[float | None]],
     cons: Sequence[Constraint],
@@ -165,6 +176,7 @@ def should_stop(
     incumbent: Sequence[float | None] | None = None,
     *,
     seeds: int | None = None,
+    certain_only: bool = False,
 ) -> str | None:
     """The early-stop rule (:data:`EARLY_STOP_RULE`) over the first ``after`` of ``seeds``
     seeds: why the trial stops, or None. ``incumbent``: the best feasible trial's objective at
@@ -177,8 +189,10 @@ def should_stop(
         missed = failing_seeds(c, vals)
         if any(v is None for v in vals) or missed >= certain_misses(c.op, total):
             return f"{c.expr} missed at {missed} of {len(vals)} seeds run: it must fail"
-        if missed == len(vals):
+        if missed == len(vals) and not certain_only:
             return f"{c.expr} missed at every seed run"
+    if certain_only:
+        return None
     if obj is None or incumbent is None:
         return None
     mine = per_seed[obj.metric]

@@ -373,3 +373,36 @@ def test_every_key_tune_json_writes_is_in_the_reference(tmp_path: Path) -> None:
     keys |= {k for p in doc["params"] for k in p}
     assert {t["state"] for t in doc["trials"]} >= {"complete", "stopped"}
     assert keys - named == set()
+
+
+def test_at_half_its_seeds_a_trial_stops_only_when_a_constraint_must_fail(tmp_path: Path) -> None:
+    # A stand-in simulation: every trial passes at seeds 1-3 and 6-10; seeds 4 and 5 miss
+    # (turnaround p95 70 > 60), seed 4 alone in the second study. With 10 seeds the rule looks
+    # after 3 and after 5: two misses in 5 seeds must fail the p95 over 10 (need 2), one need not.
+    def runner(bad: set[int]) -> Any:
+        def run(_profile: str, _sets: list[str], seed: int) -> dict[str, Any]:
+            return {
+                "counts": {"rejected": 10, "arrivals": 100, "slo_breach": 0, "completed": 90},
+                "turnaround_s": {"p95": 70.0 if seed in bad else 50.0},
+                "scaling": {"replicas": {"mean": 4.0}},
+                "verdict": "pass",
+            }
+
+        return run
+
+    plan = plan_tune(
+        "seed-burst",
+        [f"{AGE}=2..40"],
+        trials=4,
+        seeds=10,
+        holdout=0,
+        constraints=["turnaround_s.p95 <= 60"],
+    )
+    two = run_tune(plan, 1, runner=runner({4, 5}))
+    assert two["early_stop"]["checkpoints"] == [3, 5]
+    assert [(t["state"], t["seeds_run"]) for t in two["trials"]] == [("stopped", 5)] * 4
+    assert all("missed at 2 of 5 seeds run: it must fail" in t["message"] for t in two["trials"])
+    assert two["counts"]["simulations"] == 4 * 5
+    one = run_tune(plan, 1, runner=runner({4}))
+    assert [(t["state"], t["seeds_run"]) for t in one["trials"]] == [("complete", 10)] * 4
+    assert one["counts"]["simulations"] == 4 * 10
