@@ -26,6 +26,7 @@ FAULT_COLORS = {
     "ack_loss": "#c49c94",
 }
 SEVERITY_COLORS = {"page": "#d62728", "warn": "#ff9f1c"}
+MAX_LEGEND_GROUPS = 8  # more values of a sweep's second parameter: the legend names the ends
 REASON_COLORS = ("#d62728", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf")
 
 
@@ -340,13 +341,18 @@ def plot_sweep(sweep: Mapping[str, Any], out: Path, objective: str, constraints:
     ordered = sorted(groups.items(), key=lambda kv: (kv[0] is None, kv[0]))
     cmap = plt.get_cmap("viridis")
     for ax, (key, (titles, limits)) in zip(axes[:, 0], panels.items(), strict=True):
+        marked = False  # the legend's "infeasible" entry, on the first group that has one
         for gi, (g, group) in enumerate(ordered):
             pts = sorted(group, key=lambda p: p["values"][x_name])
             xs = [p["values"][x_name] for p in pts]
             ms = [_get(p, "metrics", key) or {} for p in pts]
             med = [_num(m.get("median")) for m in ms]
             color = "#1f77b4" if g is None else cmap(gi / max(1, len(groups) - 1))
-            label = "median over seeds" if g is None else f"{params[1].rsplit('.', 1)[-1]}={g}"
+            label: str | None = (
+                "median over seeds" if g is None else f"{params[1].rsplit('.', 1)[-1]}={g}"
+            )
+            if len(ordered) > MAX_LEGEND_GROUPS and 0 < gi < len(ordered) - 1:
+                label = None  # many groups: the legend names the first and the last colour
             ax.plot(xs, med, marker="o", ms=3, color=color, label=label)
             ax.fill_between(
                 xs,
@@ -371,8 +377,9 @@ def plot_sweep(sweep: Mapping[str, Any], out: Path, objective: str, constraints:
                     color="#d62728",
                     s=18,
                     zorder=3,
-                    label="infeasible" if gi == 0 else None,
+                    label=None if marked else "infeasible",
                 )
+                marked = True
             if isinstance(rec, Mapping) and len(params) > 1 and rec.get(params[1]) == g:
                 ys = [y for x, y in zip(xs, med, strict=True) if x == rec.get(x_name)]
                 ax.scatter(
