@@ -186,15 +186,17 @@ def _study(plan: TunePlan) -> optuna.Study:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
 
+    start = min(plan.trials, tn.startup_trials(plan.trials))
     sampler = optuna.samplers.TPESampler(
-        seed=plan.sampler_seed,
-        n_startup_trials=max(4, min(10, plan.trials // 4)),
-        multivariate=True,
+        seed=plan.sampler_seed, n_startup_trials=start, multivariate=True
     )
     directions = [plan.objective.direction] + ([plan.also.direction] if plan.also else [])
-    return optuna.create_study(
+    study = optuna.create_study(
         directions=["minimize" if d == "min" else "maximize" for d in directions], sampler=sampler
     )
+    for point in tn.latin_hypercube(plan.params, start, plan.sampler_seed):
+        study.enqueue_trial(point)  # asked in this order, before the sampler's own
+    return study
 
 
 class _Batch:
@@ -409,7 +411,8 @@ def assemble(
         "seeds": list(plan.seeds),
         "budget": {"trials": plan.trials, "seeds_per_trial": len(plan.seeds)},
         "sampler": {
-            "name": "optuna TPESampler (multivariate, constrained)",
+            "name": "optuna TPESampler (multivariate, constrained) after a seeded Latin "
+            f"hypercube of {min(plan.trials, tn.startup_trials(plan.trials))} trials",
             "seed": plan.sampler_seed,
             "batch": plan.batch,
             "order": "trials asked in fixed batches and told in trial order",

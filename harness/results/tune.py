@@ -158,6 +158,36 @@ def certain_misses(op: str, seeds: int) -> int:
     return 1
 
 
+def startup_trials(trials: int) -> int:
+    """How many trials open the study as a Latin hypercube before TPE models the rest."""
+    return max(4, min(12, trials // 4))
+
+
+def latin_hypercube(params: Sequence[TuneParam], n: int, seed: int) -> list[dict[str, Choice]]:
+    """``n`` points that together cover each parameter's range evenly (one per n-th of it, in
+    a seeded random pairing): the study's first trials, so that the sampler's model starts
+    from the whole space rather than from random points that may bunch up. Log ranges are
+    split evenly in log space; integers round; choices take turns."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    cols: list[list[Choice]] = []
+    for p in params:
+        u = (rng.permutation(n) + rng.random(n)) / n  # one draw in each n-th of [0, 1)
+        if p.kind == "choices":
+            cols.append([p.choices[min(int(x * len(p.choices)), len(p.choices) - 1)] for x in u])
+            continue
+        lo, hi = (math.log(p.low), math.log(p.high)) if p.log else (p.low, p.high)
+        vals = [lo + float(x) * (hi - lo) for x in u]
+        if p.log:
+            vals = [math.exp(v) for v in vals]
+        if p.kind == "int":
+            cols.append([min(max(round(v), int(p.low)), int(p.high)) for v in vals])
+        else:
+            cols.append([min(max(v, p.low), p.high) for v in vals])
+    return [{p.path: col[i] for p, col in zip(params, cols, strict=True)} for i in range(n)]
+
+
 def checkpoints(after: int, seeds: int) -> list[int]:
     """The seed counts after which the early-stop rule looks at a trial: ``after``, then half
     the seeds when that is later still (each before the last seed)."""

@@ -5,6 +5,7 @@ invalid combinations, the holdout, tuned.yaml and the command's exit codes."""
 from __future__ import annotations
 
 import json
+import math
 import re
 import subprocess
 import sys
@@ -406,3 +407,35 @@ def test_at_half_its_seeds_a_trial_stops_only_when_a_constraint_must_fail(tmp_pa
     one = run_tune(plan, 1, runner=runner({4}))
     assert [(t["state"], t["seeds_run"]) for t in one["trials"]] == [("complete", 10)] * 4
     assert one["counts"]["simulations"] == 4 * 10
+
+
+def test_the_first_trials_are_a_latin_hypercube_over_every_range() -> None:
+    params = [
+        parse_tune_param(f"{AGE}=2..40"),
+        parse_tune_param("engine.scaling.hpa.target_per_replica=0.1..10:log"),
+        parse_tune_param("engine.executors.initial=1..64:int"),
+        parse_tune_param("engine.scaling.target=hpa,weighted"),
+    ]
+    n = 8
+    pts = tn.latin_hypercube(params, n, seed=3)
+    assert pts == tn.latin_hypercube(params, n, seed=3) != tn.latin_hypercube(params, n, seed=4)
+    ages = sorted(float(p[AGE]) for p in pts)
+    assert [int((a - 2) / (38 / n)) for a in ages] == list(range(n))  # one in each eighth
+    logs = sorted(math.log(float(p["engine.scaling.hpa.target_per_replica"])) for p in pts)
+    width = (math.log(10) - math.log(0.1)) / n
+    assert [int((v - math.log(0.1)) / width) for v in logs] == list(range(n))
+    ints = [p["engine.executors.initial"] for p in pts]
+    assert all(isinstance(v, int) and 1 <= v <= 64 for v in ints) and len(set(ints)) == n
+    targets = [p["engine.scaling.target"] for p in pts]
+    assert targets.count("hpa") == targets.count("weighted") == n // 2
+
+
+def test_a_study_opens_with_its_latin_hypercube(tmp_path: Path) -> None:
+    res = _study(tmp_path, 1, trials=6, seeds=2)
+    plan = plan_tune("seed-burst", [f"{AGE}=2..40", f"{DEPTH}=1..4"], trials=6, seeds=2)
+    start = tn.latin_hypercube(plan.params, tn.startup_trials(6), plan.sampler_seed)
+    from harness.results.tuned_profile import round_sig
+
+    got = [t["values"] for t in res["trials"][: len(start)]]
+    assert got == [{k: round_sig(float(v)) for k, v in p.items()} for p in start]
+    assert f"Latin hypercube of {len(start)} trials" in res["sampler"]["name"]
