@@ -56,7 +56,8 @@ def _y(tune: Mapping[str, Any], trial: Mapping[str, Any]) -> float | None:
 def _series(tune: Mapping[str, Any]) -> dict[str, list[tuple[float, float]]]:
     """The points the plot draws: ``feasible``, ``infeasible`` (complete trials), ``stopped``,
     ``front`` (the feasible front in order of x; only with a second objective),
-    ``recommended`` (zero or one point) and ``not_drawn`` (one ``(number, 0)`` per trial with
+    ``recommended`` (zero or one point), ``held_out`` (better feasible trials that missed at
+    the fresh seeds, so passed over) and ``not_drawn`` (one ``(number, 0)`` per trial with
     no point: invalid, failed, or without a value for x or y)."""
     out: dict[str, list[tuple[float, float]]] = {
         "feasible": [],
@@ -64,6 +65,7 @@ def _series(tune: Mapping[str, Any]) -> dict[str, list[tuple[float, float]]]:
         "stopped": [],
         "front": [],
         "recommended": [],
+        "held_out": [],
         "not_drawn": [],
     }
     points: dict[int, tuple[float, float]] = {}
@@ -86,6 +88,9 @@ def _series(tune: Mapping[str, Any]) -> dict[str, list[tuple[float, float]]]:
     rec_trial = rec.get("trial") if isinstance(rec, Mapping) else None
     if rec_trial in points:
         out["recommended"].append(points[rec_trial])
+    for m in (rec.get("holdout_missed") or []) if isinstance(rec, Mapping) else []:
+        if isinstance(m, Mapping) and m.get("trial") in points:
+            out["held_out"].append(points[m["trial"]])
     return out
 
 
@@ -128,6 +133,19 @@ def plot_pareto(tune: Mapping[str, Any], png: Path) -> None:
             elif key == "feasible":
                 kw = {"color": color, "alpha": 0.85}
             ax.scatter(xs, ys, marker=marker, s=size, zorder=3, label=f"{label} ({len(pts)})", **kw)
+    if series["held_out"]:
+        xs, ys = zip(*series["held_out"], strict=True)
+        ax.scatter(
+            xs,
+            ys,
+            marker="o",
+            s=120,
+            facecolors="none",
+            edgecolors=STAR_COLOR,
+            linewidths=1.5,
+            zorder=4,
+            label=f"passed over: missed at the fresh seeds ({len(xs)})",
+        )
     if series["front"]:
         xs, ys = zip(*series["front"], strict=True)
         x_dir = (tune.get("objective") or {}).get("direction", "min")

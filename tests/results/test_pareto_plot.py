@@ -173,3 +173,13 @@ def test_plot_two_objectives_draws_the_front_as_steps(tmp_path: Path, monkeypatc
     assert not any(c.get_label().startswith("recommended") for c in ax.collections)
     assert "no recommendation" in ax.get_title(loc="left")
     plt.close(fig)
+
+
+def test_series_marks_the_better_trials_the_holdout_passed_over() -> None:
+    tune = _single()
+    tune["trials"].append(_trial(7, "complete", 650.0, margins=(0.004, 6.0)))  # better than 1
+    tune["recommendation"]["holdout_missed"] = [{"trial": 7, "holdout": {}}]
+    s = _series(tune)
+    assert s["held_out"] == [(650.0, 0.004)]
+    assert s["recommended"] == [(700.0, 0.002)]
+    assert _series(_single())["held_out"] == []
