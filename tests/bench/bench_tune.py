@@ -212,7 +212,7 @@ def main() -> None:
     ap.add_argument("--only", choices=[s.name for s in STUDIES])
     ap.add_argument(
         "--sampler-seeds",
-        default="1,2,3",
+        default="1,2,3,4,5,6,7,8,9,10,11,12",
         help="tune each study once per sampler seed (the TPE sampler's luck), comma-separated",
     )
     args = ap.parse_args()
