@@ -104,7 +104,8 @@ def tune(
     the tuned keys changed). Exit 0: a recommendation that holds at the fresh seeds. 1: nothing
     feasible, the fresh seeds break a constraint, or --verify-live disagrees. 2: bad input. 3:
     interrupted (a partial tune.json is written)."""
-    from harness.commands.tune import plan_tune, tune_command
+    from harness.commands.tune import tune_command
+    from harness.commands.tune_plan import plan_tune
     from harness.profile import ProfileError
 
     prof = load_profile(profile, set_)

@@ -1,7 +1,7 @@
 """Tuning a whole policy as data: the ``--param`` range grammar, a trial's judgement, the
 early-stop rule, the Pareto front, the recommendation and ``tune.json``.
 
-The search itself (Optuna's sampler, the worker pool) lives in ``harness.commands.tune``; this
+The search itself (Optuna's sampler, the worker pool) lives in ``harness.commands.tune_study``; this
 module decides nothing by chance and reads no clock. A trial is one set of policy values run at
 the same seeds as every other trial (common random numbers: every request draws its own random
 numbers from the seed, so two trials at one seed see the same arrivals, sizes and latencies and

@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.commands.sweep import run_sweep
-from harness.commands.tune import plan_tune, run_tune
+from harness.commands.tune_plan import plan_tune
+from harness.commands.tune_study import run_tune
 from harness.results.expr import expr_value
 from harness.results.tune import judge_holdout, yaml_value
 from harness.sim.runner import run_summary

@@ -21,7 +21,8 @@ pytest.importorskip("distributed")
 
 from harness.commands.cluster import ClusterError, ClusterPool
 from harness.commands.sweep import run_sweep
-from harness.commands.tune import plan_tune, run_tune
+from harness.commands.tune_plan import plan_tune
+from harness.commands.tune_study import run_tune
 from harness.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN
 from harness.profile import bundled_dir, load
 from harness.profile.bundle import load_bundle, make_bundle

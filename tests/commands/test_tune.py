@@ -16,7 +16,9 @@ import pytest
 import yaml
 
 from harness import profile as profiles
-from harness.commands.tune import plan_tune, run_tune, write_outputs
+from harness.commands.tune import write_outputs
+from harness.commands.tune_plan import plan_tune
+from harness.commands.tune_study import run_tune
 from harness.results import tune as tn
 from harness.results.sweep import Constraint
 from harness.results.tune import parse_tune_param
