@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any, Final
+from typing import IO, Any, Final, Protocol
 
 import orjson
 
@@ -293,10 +293,11 @@ def _float(x: float | None) -> bytes:
 def _inner(s: str) -> bytes:
     """The text of a JSON string, without its quotes: as it is when printable ASCII without
     '"' or '\\', else as orjson escapes it."""
-    b = s.encode()
-    if len(b) == len(s) and s.find('"') < 0 and s.find("\\") < 0 and s.isprintable():
-        return b
-    return _DUMPS(s)[1:-1]
+    for i in range(len(s)):
+        c = ord(s[i])
+        if c < 32 or c > 126 or c == 34 or c == 92:  # control, non-ASCII, '"', '\\'
+            return _DUMPS(s)[1:-1]
+    return s.encode()
 
 
 def _runs(consts: dict[str, str], limits: Limits, slots: tuple[str, ...]) -> list[bytes]:
@@ -318,6 +319,14 @@ def _runs(consts: dict[str, str], limits: Limits, slots: tuple[str, ...]) -> lis
     return out
 
 
+class Sink(Protocol):
+    """What DecisionLog writes to: a binary file, or a results.logsink.BlockWriter."""
+
+    def write(self, b: bytearray, /) -> int: ...
+    def flush(self) -> None: ...
+    def close(self) -> None: ...
+
+
 class DecisionLog:
     """Buffered writer of decisions.jsonl.
 
@@ -326,7 +335,7 @@ class DecisionLog:
     joining them cost more than building the lines (fresh memory for each, then a mass free);
     appending each line as it is made reuses the same hot memory."""
 
-    def __init__(self, sink: IO[bytes], block_bytes: int = 1 << 20) -> None:
+    def __init__(self, sink: Sink | IO[bytes], block_bytes: int = 1 << 20) -> None:
         self._sink = sink
         self._buf = bytearray()
         self._block = block_bytes
