@@ -347,13 +347,16 @@ class DecisionLog:
         self._adm_limits: Limits | None = None
         self._rej_runs: list[bytes] = []
         self._adm_runs: list[bytes] = []
-        # Quoted class, tenant and reason names; the last deadline and retry-after texts; the
-        # last id's text (an admission's dispatch follows it).
-        self._names: dict[str, bytes] = {}
-        self._dl: float | None = None
-        self._dl_text = b"null"
-        self._ra = 0.0
-        self._ra_text = b""
+        # Pieces of admission lines made of fields that seldom change, joined with the runs
+        # around them: class + concurrency + deadline (per class), priority + reason
+        # (+ retry-after), tenant (the line's end). Fewer pieces to join per line.
+        self._rej_cls: dict[str, tuple[int, bool, float, bytes]] = {}
+        self._adm_cls: dict[str, tuple[int, bool, float, bytes]] = {}
+        self._rej_mid = (-1, "", -1.0, b"")
+        self._adm_mid: tuple[int, str | None, bytes] = (-1, None, b"")
+        self._rej_end = ("", b"")
+        self._adm_end = ("", b"")
+        # The last id's text (an admission's dispatch follows it).
         self._id = ""
         self._id_text = b""
 
@@ -361,33 +364,56 @@ class DecisionLog:
     def open(cls, path: Path) -> DecisionLog:
         return cls(path.open("wb"))
 
-    def _name(self, s: str | None) -> bytes:
-        if s is None:
-            return b"null"
-        q = self._names.get(s)
-        if q is None:
-            q = self._names[s] = _DUMPS(s)
-        return q
-
-    def _deadline(self, x: float | None) -> bytes:
-        if x is None:
-            return b"null"
-        if x != self._dl or x == 0.0:  # (0.0 == -0.0, but their texts differ)
-            self._dl = x
-            self._dl_text = _float(x)
-        return self._dl_text
-
-    def _retry_after(self, x: float) -> bytes:
-        if x != self._ra or x == 0.0 or not self._ra_text:
-            self._ra = x
-            self._ra_text = _float(x)
-        return self._ra_text
-
     def _ident(self, s: str) -> bytes:
         if s is not self._id:
             self._id = s
             self._id_text = _inner(s)
         return self._id_text
+
+    def _set_runs(self, a: Admit | Reject) -> None:
+        """New limits (the first admission of a run): the runs and the pieces start afresh."""
+        if type(a) is Reject:
+            self._rej_limits = a.limits
+            runs = _runs({"decision": "reject", "kind": "admission"}, a.limits, _SLOTS)
+            self._rej_cls.clear()
+            self._rej_mid = (-1, "", -1.0, b"")
+            self._rej_end = ("", b"")
+        else:
+            self._adm_limits = a.limits
+            slots = tuple(k for k in _SLOTS if k != "retry_after_s")
+            runs = _runs({"decision": "admit", "kind": "admission"}, a.limits, slots)
+            self._adm_cls.clear()
+            self._adm_mid = (-1, None, b"")
+            self._adm_end = ("", b"")
+        runs[6] += b'"'  # the id's quotes (_inner writes what goes between them)
+        runs[7] = b'"' + runs[7]
+        if type(a) is Reject:
+            self._rej_runs = runs
+        else:
+            self._adm_runs = runs
+
+    def _cls_piece(
+        self,
+        r: list[bytes],
+        cache: dict[str, tuple[int, bool, float, bytes]],
+        cls: str,
+        concurrency: int,
+        deadline_s: float | None,
+    ) -> bytes:
+        """runs 1-4 with class, concurrency and deadline between them (made once per class
+        while its concurrency and deadline hold)."""
+        hit = cache.get(cls)
+        none = deadline_s is None
+        dl = 0.0 if deadline_s is None else deadline_s
+        if hit is not None:
+            hc, hn, hd, piece = hit
+            if hc == concurrency and hn == none and hd == dl and (none or dl != 0.0):
+                return piece
+        piece = b"%s%s%s%s%s%s%s" % (
+            r[1], _DUMPS(cls), r[2], _int(concurrency), r[3], _float(deadline_s), r[4]
+        )  # fmt: skip
+        cache[cls] = (concurrency, none, dl, piece)
+        return piece
 
     def write(self, t: float, actions: list[Action]) -> None:
         nt = int(t * 1e6 + 0.5)  # microseconds are plenty, and keep lines short
@@ -399,64 +425,58 @@ class DecisionLog:
         for a in actions:
             if type(a) is Reject:  # the common ones first
                 if a.limits is not self._rej_limits:
-                    self._rej_limits = a.limits
-                    self._rej_runs = _runs(
-                        {"decision": "reject", "kind": "admission"}, a.limits, _SLOTS
-                    )
+                    self._set_runs(a)
                 r = self._rej_runs
+                cls_piece = self._cls_piece(r, self._rej_cls, a.cls, a.concurrency, a.deadline_s)
+                mp, mr, mra, mid = self._rej_mid
+                if (
+                    a.priority != mp
+                    or a.reason is not mr
+                    or a.retry_after_s != mra
+                    or mra == 0.0
+                    or not mid
+                ):
+                    mid = b"%s%s%s%s%s%s%s" % (
+                        r[8], _PRIORITY[a.priority], r[9], _DUMPS(a.reason), r[10],
+                        _float(a.retry_after_s), r[11],
+                    )  # fmt: skip
+                    self._rej_mid = (a.priority, a.reason, a.retry_after_s, mid)
+                et, end = self._rej_end
+                if a.tenant is not et or not end:
+                    end = b"%s%s%s" % (r[13], _DUMPS(a.tenant), r[14])
+                    self._rej_end = (a.tenant, end)
                 age0, age1 = _ms_parts(int(a.age_s * 1000.0 + 0.5))
                 ew0, ew1 = _ms_parts(int(a.estimated_wait_s * 1000.0 + 0.5))
                 st0, st1 = _ms_parts(int(a.service_time_s * 1000.0 + 0.5))
-                buf += (
-                    b'%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s"%s"'
-                    b"%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s"
-                ) % (
-                    r[0], age0, age1,
-                    r[1], self._name(a.cls),
-                    r[2], _int(a.concurrency),
-                    r[3], self._deadline(a.deadline_s),
-                    r[4], _int(a.depth),
-                    r[5], ew0, ew1,
-                    r[6], self._ident(a.id),
-                    r[7], _int(a.in_flight),
-                    r[8], _PRIORITY[a.priority],
-                    r[9], self._name(a.reason),
-                    r[10], self._retry_after(a.retry_after_s),
-                    r[11], st0, st1,
-                    r[12], t0, t1, t2,
-                    r[13], self._name(a.tenant),
-                    r[14],
+                buf += b"%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s" % (
+                    r[0], age0, age1, cls_piece, _int(a.depth), r[5], ew0, ew1,
+                    r[6], self._ident(a.id), r[7], _int(a.in_flight), mid,
+                    st0, st1, r[12], t0, t1, t2, end,
                 )  # fmt: skip
             elif type(a) is Admit:
                 if a.limits is not self._adm_limits:
-                    self._adm_limits = a.limits
-                    self._adm_runs = _runs(
-                        {"decision": "admit", "kind": "admission"},
-                        a.limits,
-                        tuple(k for k in _SLOTS if k != "retry_after_s"),
-                    )
+                    self._set_runs(a)
                 r = self._adm_runs
+                cls_piece = self._cls_piece(r, self._adm_cls, a.cls, a.concurrency, a.deadline_s)
+                ap, ar, amid = self._adm_mid
+                reason = a.reason
+                if a.priority != ap or reason is not ar or not amid:
+                    amid = b"%s%s%s%s%s" % (
+                        r[8], _PRIORITY[a.priority], r[9],
+                        b"null" if reason is None else _DUMPS(reason), r[10],
+                    )  # fmt: skip
+                    self._adm_mid = (a.priority, reason, amid)
+                et, end = self._adm_end
+                if a.tenant is not et or not end:
+                    end = b"%s%s%s" % (r[12], _DUMPS(a.tenant), r[13])
+                    self._adm_end = (a.tenant, end)
                 age0, age1 = _ms_parts(int(a.age_s * 1000.0 + 0.5))
                 ew0, ew1 = _ms_parts(int(a.estimated_wait_s * 1000.0 + 0.5))
                 st0, st1 = _ms_parts(int(a.service_time_s * 1000.0 + 0.5))
-                buf += (
-                    b'%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s"%s"'
-                    b"%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s"
-                ) % (
-                    r[0], age0, age1,
-                    r[1], self._name(a.cls),
-                    r[2], _int(a.concurrency),
-                    r[3], self._deadline(a.deadline_s),
-                    r[4], _int(a.depth),
-                    r[5], ew0, ew1,
-                    r[6], self._ident(a.id),
-                    r[7], _int(a.in_flight),
-                    r[8], _PRIORITY[a.priority],
-                    r[9], self._name(a.reason),
-                    r[10], st0, st1,
-                    r[11], t0, t1, t2,
-                    r[12], self._name(a.tenant),
-                    r[13],
+                buf += b"%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s" % (
+                    r[0], age0, age1, cls_piece, _int(a.depth), r[5], ew0, ew1,
+                    r[6], self._ident(a.id), r[7], _int(a.in_flight), amid,
+                    st0, st1, r[11], t0, t1, t2, end,
                 )  # fmt: skip
             elif type(a) is Dispatch:
                 q0, q1, q2 = _us_parts(int(a.queue_wait_s * 1e6 + 0.5))
