@@ -18,10 +18,8 @@ so do ``zstdcat``, ``gzip -dc``, DuckDB's ``read_json`` and Polars' ``read_ndjso
 
 from __future__ import annotations
 
-import gzip
 import queue
 import threading
-import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Final, cast
@@ -52,6 +50,8 @@ def find_decisions(folder: Path) -> Path | None:
 def open_decisions(path: Path) -> IO[bytes]:
     """A decision log for reading, decompressed if its name says it is compressed."""
     if path.name.endswith(".gz"):
+        import gzip
+
         return cast(IO[bytes], gzip.open(path, "rb"))
     if path.name.endswith(".zst"):
         import zstandard
@@ -77,6 +77,8 @@ def _compressor(fmt: str) -> tuple[Callable[[bytes], bytes], Callable[[], bytes]
         z = zstandard.ZstdCompressor(level=ZSTD_LEVEL).compressobj()
         return z.compress, z.flush
     if fmt == "gzip":
+        import zlib
+
         # wbits 31: a gzip member with an empty name and mtime 0 (reproducible bytes).
         g = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 31)
         return g.compress, g.flush

@@ -365,7 +365,7 @@ class DecisionLog:
         return cls(path.open("wb"))
 
     def _ident(self, s: str) -> bytes:
-        if s is not self._id:
+        if s != self._id:
             self._id = s
             self._id_text = _inner(s)
         return self._id_text

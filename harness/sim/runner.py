@@ -34,7 +34,6 @@ from harness.engine.events import (
 )
 from harness.profile import ClientRetry, Profile
 from harness.results import summary as summ
-from harness.results.logsink import LOG_NAMES, BlockWriter, log_name
 from harness.results.recorder import DecisionLog
 from harness.results.stats import Collector
 from harness.run_core import Retried, RunCore
@@ -442,6 +441,8 @@ def run_to_folder(
     (one line per ended request, as a live run writes) into ``out``. ``log_format`` zstd or
     gzip writes decisions.jsonl.zst or .gz instead (results.logsink), compressed on a thread;
     a decision log of another form left in ``out`` by an earlier run is removed."""
+    from harness.results.logsink import LOG_NAMES, BlockWriter, log_name  # threads, zlib
+
     name = log_name(log_format)
     with atomic_file(out / name, durable=False) as fh:
         sink = BlockWriter(fh, log_format) if log_format != "none" else None
