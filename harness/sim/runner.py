@@ -441,11 +441,11 @@ def run_to_folder(
     (one line per ended request, as a live run writes) into ``out``. ``log_format`` zstd or
     gzip writes decisions.jsonl.zst or .gz instead (results.logsink), compressed on a thread;
     a decision log of another form left in ``out`` by an earlier run is removed."""
-    from harness.results.logsink import LOG_NAMES, BlockWriter, log_name  # threads, zlib
+    from harness.results.logsink import LOG_NAMES, log_name, open_sink  # threads, zlib
 
     name = log_name(log_format)
     with atomic_file(out / name, durable=False) as fh:
-        sink = BlockWriter(fh, log_format) if log_format != "none" else None
+        sink = open_sink(fh, log_format) if log_format != "none" else None
         log = DecisionLog(sink if sink is not None else fh)
         try:
             result = simulate(
