@@ -26,7 +26,9 @@ from harness.cli.options import (
     CaBundleOpt,
     ClusterOpt,
     InsecureOpt,
+    LogFormat,
     LogLevel,
+    LogOpt,
     OutOpt,
     ProfileArg,
     SetOpt,
@@ -151,6 +153,7 @@ def sim(
     threshold: ThresholdOpt = None,
     jobs: Annotated[int, typer.Option(help="Processes for --seeds.", min=1)] = 2,
     report: Annotated[bool, typer.Option(help="Write report.md/.html and timeline.png.")] = True,
+    log: LogOpt = LogFormat.none,
 ) -> None:
     """Run a profile in virtual time: a 300 s burst takes well under a second."""
     from harness.commands.sim import run_many, run_one
@@ -161,9 +164,11 @@ def sim(
     writable(folder)
     with io_errors(folder):
         if seeds is not None:
-            code = run_many(profile, set_ or [], prof, seed, seeds, folder, extra, jobs, err)
+            code = run_many(
+                profile, set_ or [], prof, seed, seeds, folder, extra, jobs, err, log.value
+            )
         else:
-            code = run_one(prof, seed, folder, extra, report, err)
+            code = run_one(prof, seed, folder, extra, report, err, log_format=log.value)
     raise typer.Exit(code)
 
 

@@ -34,6 +34,24 @@ class LogLevel(enum.StrEnum):
     debug = "debug"
 
 
+class LogFormat(enum.StrEnum):
+    """How decisions.jsonl is written (results.logsink)."""
+
+    none = "none"
+    zstd = "zstd"
+    gzip = "gzip"
+
+
+LogOpt = Annotated[
+    LogFormat,
+    typer.Option(
+        "--log",
+        help=(
+            "The decision log: none writes decisions.jsonl, zstd decisions.jsonl.zst, gzip"
+            " decisions.jsonl.gz (the same lines, compressed on a second thread)."
+        ),
+    ),
+]
 ProfileArg = Annotated[
     str,
     typer.Argument(

@@ -36,6 +36,7 @@ def run_one(
     report: bool,
     console: Console,
     at_second: Callable[[float], None] | None = None,
+    log_format: str = "none",
 ) -> int:
     """One seed into ``folder``. A stop signal (SIGINT, SIGTERM, SIGHUP) ends the simulation
     at the next simulated second: partial results, marked incomplete, exit 3. ``at_second(t)``
@@ -56,6 +57,7 @@ def run_one(
             extra_thresholds=extra,
             progress=lambda t: prog.update(task, completed=min(t, profile.duration_s)),
             stop=stop,
+            log_format=log_format,
         )
     if report:
         _report(folder, console)
@@ -70,13 +72,16 @@ def run_one(
     return for_summary(result.summary)
 
 
-SeedJob = tuple[str, list[str], int, str, tuple[str, ...]]  # spec, overrides, seed, folder, extra
+# spec, overrides, seed, folder, extra thresholds, --log
+SeedJob = tuple[str, list[str], int, str, tuple[str, ...], str]
 
 
 def _seed_job(args: SeedJob) -> dict[str, Any]:
-    spec, overrides, seed, folder, extra = args
+    spec, overrides, seed, folder, extra, log_format = args
     prof = load(spec, overrides)
-    return run_to_folder(prof, seed, Path(folder), extra_thresholds=extra).summary
+    return run_to_folder(
+        prof, seed, Path(folder), extra_thresholds=extra, log_format=log_format
+    ).summary
 
 
 def run_many(
@@ -89,13 +94,14 @@ def run_many(
     extra: tuple[str, ...],
     jobs: int,
     console: Console,
+    log_format: str = "none",
 ) -> int:
     """N seeds, each in ``seed-<n>/``, and ``aggregate.json`` (median and spread) beside them."""
     from harness.results.compare import aggregate
 
     first = profile.seed if seed is None else seed
     seeds = list(range(first, first + n))
-    work = [(spec, overrides, s, str(folder / f"seed-{s}"), extra) for s in seeds]
+    work = [(spec, overrides, s, str(folder / f"seed-{s}"), extra, log_format) for s in seeds]
     done: dict[int, dict[str, Any]] = {}
     with Interrupts().installed() as intr, progress_bar(console) as prog:
         task = prog.add_task("seeds", total=n)

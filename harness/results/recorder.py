@@ -1,10 +1,12 @@
 """decisions.jsonl: one JSON object per engine decision, in time order.
 
-Actions are turned into plain dicts by a per-type function and serialised with orjson (sorted
-keys, so a golden file compares byte for byte). Lines are buffered and written in blocks; the
-live proxy also calls ``flush()`` every second so a crash loses at most a second of decisions.
-Building a dict literal and ``orjson.dumps`` costs about a microsecond per decision; the
-``dataclasses.asdict`` + ``json.dumps`` route costs several times the simulation itself.
+Each action has a record: a plain dict with sorted keys (``record``), whose
+``orjson.dumps`` is the line's bytes, so a golden file compares byte for byte. The common
+lines (admissions and dispatches, all but a handful of a run's) are not made that way: the
+encoder below formats the same bytes straight from the action, about 2.5x fewer instructions
+than the dict and orjson (docs/figures.md, issue 30). Lines are buffered and written in blocks;
+the live proxy also calls ``flush()`` every second so a crash loses at most a second of
+decisions.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any, Final
+from typing import IO, Any, Final, Protocol
 
 import orjson
 
@@ -48,181 +50,53 @@ def _ms(x: float) -> float:
     return int(x * 1000.0 + 0.5) / 1000.0
 
 
-def _admit(t: float, a: Admit, d: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The record, in ``d`` if given: the log refills one dict per kind instead of building
-    one. A dict keeps its keys' first order, so the first fill sorts them and later fills
-    (the same keys: the limits are fixed for a run) serialise in that order too."""
-    return _admission(
-        {} if d is None else d,
-        d is not None,
-        t,
-        "admit",
-        a.age_s,
-        a.cls,
-        a.concurrency,
-        a.deadline_s,
-        a.depth,
-        a.estimated_wait_s,
-        a.id,
-        a.in_flight,
-        a.limits,
-        a.priority,
-        a.reason,
-        None,
-        a.service_time_s,
-        a.tenant,
-    )
+def _admit(t: float, a: Admit) -> dict[str, Any]:
+    return _admission(t, "admit", a, a.reason, None)
 
 
-def _reject(t: float, a: Reject, d: dict[str, Any] | None = None) -> dict[str, Any]:
-    return _admission(
-        {} if d is None else d,
-        d is not None,
-        t,
-        "reject",
-        a.age_s,
-        a.cls,
-        a.concurrency,
-        a.deadline_s,
-        a.depth,
-        a.estimated_wait_s,
-        a.id,
-        a.in_flight,
-        a.limits,
-        a.priority,
-        a.reason,
-        a.retry_after_s,
-        a.service_time_s,
-        a.tenant,
-    )
+def _reject(t: float, a: Reject) -> dict[str, Any]:
+    return _admission(t, "reject", a, a.reason, a.retry_after_s)
 
 
 def _admission(
-    d: dict[str, Any],
-    refilled: bool,
-    t: float,
-    decision: str,
-    age_s: float,
-    cls: str,
-    concurrency: int,
-    deadline_s: float | None,
-    depth: int,
-    estimated_wait_s: float,
-    id: str,
-    in_flight: int,
-    limits: Limits,
-    priority: int,
-    reason: str | None,
-    retry_after_s: float | None,
-    service_time_s: float,
-    tenant: str,
+    t: float, decision: str, a: Admit | Reject, reason: str | None, retry_after_s: float | None
 ) -> dict[str, Any]:
-    fresh = not d
-    d["age_s"] = int(age_s * 1000.0 + 0.5) / 1000.0
-    d["class"] = cls
-    d["concurrency"] = concurrency
-    d["deadline_s"] = deadline_s
-    d["decision"] = decision
-    d["depth"] = depth
-    d["estimated_wait_s"] = int(estimated_wait_s * 1000.0 + 0.5) / 1000.0
-    d["id"] = id
-    d["in_flight"] = in_flight
-    d["kind"] = "admission"
-    d["priority"] = PRIORITY_NAMES[priority]
-    d["reason"] = reason
+    """The record, keys in sorted order: the limits in force sit beside the figures they bound
+    (age_reject_s by age_s, ...)."""
+    d: dict[str, Any] = {
+        "age_s": _ms(a.age_s),
+        "class": a.cls,
+        "concurrency": a.concurrency,
+        "deadline_s": a.deadline_s,
+        "decision": decision,
+        "depth": a.depth,
+        "estimated_wait_s": _ms(a.estimated_wait_s),
+        "id": a.id,
+        "in_flight": a.in_flight,
+        "kind": "admission",
+        "priority": PRIORITY_NAMES[a.priority],
+        "reason": reason,
+    }
     if retry_after_s is not None:  # rejects only
         d["retry_after_s"] = retry_after_s
-    d["service_time_s"] = int(service_time_s * 1000.0 + 0.5) / 1000.0
+    d["service_time_s"] = _ms(a.service_time_s)
     d["t"] = t
-    d["tenant"] = tenant
-    if fresh and limits:
-        # The limits in force sit beside the figures they bound (age_reject_s by age_s, ...).
-        # They are fixed for a run, so a refilled dict keeps them from its first fill, held
-        # pre-serialised: the same bytes without formatting the same floats on every line
-        # (orjson alone: ~0.1 us a line with two limits).
-        for name, value in limits:
-            d[name] = orjson.Fragment(_DUMPS(value)) if refilled else value
-        items = sorted(d.items())
-        d.clear()
-        d.update(items)
+    d["tenant"] = a.tenant
+    if a.limits:
+        for name, value in a.limits:
+            d[name] = value
+        d = dict(sorted(d.items()))
     return d
 
 
-# Refills after the first line of a kind: a key is set only where the decision differs from the
-# previous one of its kind. Between two rejects most inputs are unchanged (class, tenant,
-# priority, concurrency, in flight, the service-time estimate, usually depth and the estimated
-# wait), and each dict store costs ~220 instructions compiled (the old value freed); the
-# serialised line is the same, since an equal input gives an equal value. Measured with
-# callgrind on bench_sim.py's scenario, compiled (41,717 lines a run): filling the admission
-# dicts 152 M -> 48 M instructions, the whole log 458 M -> 359 M, a run with the log
-# 956 M -> 854 M (-11 %); the other 60 % of the log is orjson.
-
-
-def _refill_reject(d: dict[str, Any], p: Reject, t: float, a: Reject) -> None:
-    """Refill ``d`` (last filled from ``p``) for ``a``: ``_reject``'s bytes, fewer stores."""
-    d["age_s"] = int(a.age_s * 1000.0 + 0.5) / 1000.0
-    if a.cls != p.cls:
-        d["class"] = a.cls
-    if a.concurrency != p.concurrency:
-        d["concurrency"] = a.concurrency
-    if a.deadline_s != p.deadline_s:
-        d["deadline_s"] = a.deadline_s
-    if a.depth != p.depth:
-        d["depth"] = a.depth
-    if a.estimated_wait_s != p.estimated_wait_s:
-        d["estimated_wait_s"] = int(a.estimated_wait_s * 1000.0 + 0.5) / 1000.0
-    d["id"] = a.id
-    if a.in_flight != p.in_flight:
-        d["in_flight"] = a.in_flight
-    if a.priority != p.priority:
-        d["priority"] = PRIORITY_NAMES[a.priority]
-    if a.reason != p.reason:
-        d["reason"] = a.reason
-    if a.retry_after_s != p.retry_after_s:
-        d["retry_after_s"] = a.retry_after_s
-    if a.service_time_s != p.service_time_s:
-        d["service_time_s"] = int(a.service_time_s * 1000.0 + 0.5) / 1000.0
-    d["t"] = t
-    if a.tenant != p.tenant:
-        d["tenant"] = a.tenant
-
-
-def _refill_admit(d: dict[str, Any], p: Admit, t: float, a: Admit) -> None:
-    """Refill ``d`` (last filled from ``p``) for ``a``: ``_admit``'s bytes, fewer stores."""
-    d["age_s"] = int(a.age_s * 1000.0 + 0.5) / 1000.0
-    if a.cls != p.cls:
-        d["class"] = a.cls
-    if a.concurrency != p.concurrency:
-        d["concurrency"] = a.concurrency
-    if a.deadline_s != p.deadline_s:
-        d["deadline_s"] = a.deadline_s
-    if a.depth != p.depth:
-        d["depth"] = a.depth
-    if a.estimated_wait_s != p.estimated_wait_s:
-        d["estimated_wait_s"] = int(a.estimated_wait_s * 1000.0 + 0.5) / 1000.0
-    d["id"] = a.id
-    if a.in_flight != p.in_flight:
-        d["in_flight"] = a.in_flight
-    if a.priority != p.priority:
-        d["priority"] = PRIORITY_NAMES[a.priority]
-    if a.reason != p.reason:
-        d["reason"] = a.reason
-    if a.service_time_s != p.service_time_s:
-        d["service_time_s"] = int(a.service_time_s * 1000.0 + 0.5) / 1000.0
-    d["t"] = t
-    if a.tenant != p.tenant:
-        d["tenant"] = a.tenant
-
-
-def _dispatch(t: float, a: Dispatch, d: dict[str, Any] | None = None) -> dict[str, Any]:
-    if d is None:
-        d = {}
-    d["attempt"] = a.attempt
-    d["id"] = a.id
-    d["kind"] = "dispatch"
-    d["queue_wait_s"] = int(a.queue_wait_s * 1e6 + 0.5) / 1e6
-    d["t"] = t
-    return d
+def _dispatch(t: float, a: Dispatch) -> dict[str, Any]:
+    return {
+        "attempt": a.attempt,
+        "id": a.id,
+        "kind": "dispatch",
+        "queue_wait_s": int(a.queue_wait_s * 1e6 + 0.5) / 1e6,
+        "t": t,
+    }
 
 
 def _retry(t: float, a: Backoff) -> dict[str, Any]:
@@ -335,89 +209,313 @@ def record(t: float, action: Action) -> dict[str, Any] | None:
     return RECORDS[type(action)](t, action)
 
 
+# -- the encoder -------------------------------------------------------------------------------
+#
+# The hot records (admissions and dispatches: all but a handful of a run's lines) are written
+# as text straight from the actions, without a dict or orjson: each line is one f-string of
+# cached pieces and a few numbers. The bytes are those of ``orjson.dumps(record(t, a))``:
+#
+# - a rounded float is formatted from its integer count of milliseconds or microseconds (the
+#   rounding already computes it). For n < 10**15 the decimal n / 10**k is the shortest text
+#   that reads back as that double (no two decimals of <= 15 significant digits share one),
+#   which is what orjson writes, in plain notation from 1e-4 up to 1e16; outside 1e-4 .. 1e9
+#   the value goes to orjson itself;
+# - a string is quoted as it is when it is printable ASCII without '"' or '\', else orjson
+#   quotes it;
+# - an admission line's fields that rarely change between two lines of its kind (class,
+#   tenant, priority, reason, the limits, ...) are cached as the runs of text between the six
+#   that usually change (age_s, depth, estimated_wait_s, id, in_flight, t), encoded by orjson
+#   whenever one of them changes.
+#
+# The rare kinds (retry, fail, expire, breaker, scale, ...) go through their dict and orjson.
+
+_INT: Final[list[bytes]] = [b"%d" % i for i in range(1000)]
+_PAD3: Final[list[bytes]] = [(b"00" + b)[-3:] for b in _INT]  # 7 -> 007
+# 0 -> "", 250 -> 25, 7 -> 007: the digits after the point without trailing zeros
+_TRIM3: Final[list[bytes]] = [
+    b"" if i == 0 else p[:1] if i % 100 == 0 else p[:2] if i % 10 == 0 else p
+    for i, p in enumerate(_PAD3)
+]
+_FRAC3: Final[list[bytes]] = [b"." + (t or b"0") for t in _TRIM3]  # .0 .25 .007
+_DOT3: Final[list[bytes]] = [b"." + p for p in _PAD3]  # .007
+_PRIORITY: Final[list[bytes]] = [b'"%s"' % name.encode() for name in PRIORITY_NAMES]
+_BIG: Final = 10**15
+# An admission line's fields in key order, but for its constant ones (decision, kind) and the
+# limits, which go into the text between them.
+_SLOTS: Final = (
+    "age_s",
+    "class",
+    "concurrency",
+    "deadline_s",
+    "depth",
+    "estimated_wait_s",
+    "id",
+    "in_flight",
+    "priority",
+    "reason",
+    "retry_after_s",
+    "service_time_s",
+    "t",
+    "tenant",
+)
+
+
+def _int(n: int) -> bytes:
+    return _INT[n] if 0 <= n < 1000 else b"%d" % n
+
+
+def _ms_parts(n: int) -> tuple[bytes, bytes]:
+    """``int(x * 1000 + 0.5) / 1000`` as orjson writes it, from n, in two pieces."""
+    if 0 <= n < _BIG:
+        q = n // 1000
+        return _int(q), _FRAC3[n - q * 1000]
+    return _DUMPS(n / 1000.0), b""
+
+
+def _us_parts(n: int) -> tuple[bytes, bytes, bytes]:
+    """``int(x * 1e6 + 0.5) / 1e6`` as orjson writes it, from n, in three pieces."""
+    if 100 <= n < _BIG:
+        q = n // 1000000
+        r = n - q * 1000000
+        hi = r // 1000
+        lo = r - hi * 1000
+        if lo == 0:
+            return _int(q), _FRAC3[hi], b""
+        return _int(q), _DOT3[hi], _TRIM3[lo]
+    if n == 0:
+        return b"0", b".0", b""
+    return _DUMPS(n / 1e6), b"", b""
+
+
+def _float(x: float | None) -> bytes:
+    """A float as orjson writes it: Python's repr (the same shortest digits, the same plain
+    notation) from 1e-4 up to 1e16, orjson itself elsewhere."""
+    if x is None:
+        return b"null"
+    if 1e-4 <= abs(x) < 1e16:
+        return repr(x).encode()
+    return _DUMPS(x)
+
+
+def _inner(s: str) -> bytes:
+    """The text of a JSON string, without its quotes: as it is when printable ASCII without
+    '"' or '\\', else as orjson escapes it."""
+    for i in range(len(s)):
+        c = ord(s[i])
+        if c < 32 or c > 126 or c == 34 or c == 92:  # control, non-ASCII, '"', '\\'
+            return _DUMPS(s)[1:-1]
+    return s.encode()
+
+
+def _runs(consts: dict[str, str], limits: Limits, slots: tuple[str, ...]) -> list[bytes]:
+    """The text between the slots of a line whose other fields are ``consts`` and ``limits``:
+    len(slots) + 1 pieces, the last with the closing brace and newline."""
+    fixed = {k: _DUMPS(v) for k, v in consts.items()}
+    for name, value in limits:
+        fixed[name] = _DUMPS(value)
+    out: list[bytes] = []
+    cur = b"{"
+    for i, key in enumerate(sorted([*fixed, *slots])):
+        cur += (b"," if i else b"") + _DUMPS(key) + b":"
+        if key in fixed:
+            cur += fixed[key]
+        else:
+            out.append(cur)
+            cur = b""
+    out.append(cur + b"}\n")
+    return out
+
+
+class Sink(Protocol):
+    """What DecisionLog writes to: a binary file, or a results.logsink.BlockWriter."""
+
+    def write(self, b: bytearray, /) -> int: ...
+    def flush(self) -> None: ...
+    def close(self) -> None: ...
+
+
 class DecisionLog:
     """Buffered writer of decisions.jsonl.
 
-    Lines go straight into one ``bytearray`` (orjson appends the newline), which is written
-    out once it holds ``block_bytes``. Keeping thousands of small ``bytes`` objects in a list
-    and joining them cost more than building the lines (fresh memory for each, then a mass
-    free); appending each line as it is made reuses the same hot memory."""
+    Lines go straight into one ``bytearray`` (see the encoder above), which is written out
+    once it holds ``block_bytes``. Keeping thousands of small ``bytes`` objects in a list and
+    joining them cost more than building the lines (fresh memory for each, then a mass free);
+    appending each line as it is made reuses the same hot memory."""
 
-    def __init__(self, sink: IO[bytes], block_bytes: int = 1 << 20) -> None:
+    def __init__(self, sink: Sink | IO[bytes], block_bytes: int = 1 << 20) -> None:
         self._sink = sink
         self._buf = bytearray()
         self._block = block_bytes
         self._pending = 0
         self.written = 0
         self.bytes_flushed = 0  # what the OS has taken: a failed sink is cut back to here
-        self._rej: dict[str, Any] = {}
-        self._adm: dict[str, Any] = {}
-        self._dsp: dict[str, Any] = {}
-        self._limits: Limits | None = None  # the limits the refilled dicts hold
-        self._prev_rej: Reject | None = None  # what each refilled dict holds now
-        self._prev_adm: Admit | None = None
+        # The runs of text between an admission line's slots, for the limits they hold.
+        self._rej_limits: Limits | None = None
+        self._adm_limits: Limits | None = None
+        self._rej_runs: list[bytes] = []
+        self._adm_runs: list[bytes] = []
+        # Pieces of admission lines made of fields that seldom change, joined with the runs
+        # around them: class + concurrency + deadline (per class), priority + reason
+        # (+ retry-after), tenant (the line's end). Fewer pieces to join per line.
+        self._rej_cls: dict[str, tuple[int, bool, float, bytes]] = {}
+        self._adm_cls: dict[str, tuple[int, bool, float, bytes]] = {}
+        self._rej_mid = (-1, "", -1.0, b"")
+        self._adm_mid: tuple[int, str | None, bytes] = (-1, None, b"")
+        self._rej_end = ("", b"")
+        self._adm_end = ("", b"")
+        # The last id's text (an admission's dispatch follows it).
+        self._id = ""
+        self._id_text = b""
 
     @classmethod
     def open(cls, path: Path) -> DecisionLog:
         return cls(path.open("wb"))
 
+    def _ident(self, s: str) -> bytes:
+        if s != self._id:
+            self._id = s
+            self._id_text = _inner(s)
+        return self._id_text
+
+    def _set_runs(self, a: Admit | Reject) -> None:
+        """New limits (the first admission of a run): the runs and the pieces start afresh."""
+        if type(a) is Reject:
+            self._rej_limits = a.limits
+            runs = _runs({"decision": "reject", "kind": "admission"}, a.limits, _SLOTS)
+            self._rej_cls.clear()
+            self._rej_mid = (-1, "", -1.0, b"")
+            self._rej_end = ("", b"")
+        else:
+            self._adm_limits = a.limits
+            slots = tuple(k for k in _SLOTS if k != "retry_after_s")
+            runs = _runs({"decision": "admit", "kind": "admission"}, a.limits, slots)
+            self._adm_cls.clear()
+            self._adm_mid = (-1, None, b"")
+            self._adm_end = ("", b"")
+        runs[6] += b'"'  # the id's quotes (_inner writes what goes between them)
+        runs[7] = b'"' + runs[7]
+        if type(a) is Reject:
+            self._rej_runs = runs
+        else:
+            self._adm_runs = runs
+
+    def _cls_piece(
+        self,
+        r: list[bytes],
+        cache: dict[str, tuple[int, bool, float, bytes]],
+        cls: str,
+        concurrency: int,
+        deadline_s: float | None,
+    ) -> bytes:
+        """runs 1-4 with class, concurrency and deadline between them (made once per class
+        while its concurrency and deadline hold)."""
+        hit = cache.get(cls)
+        none = deadline_s is None
+        dl = 0.0 if deadline_s is None else deadline_s
+        if hit is not None:
+            hc, hn, hd, piece = hit
+            if hc == concurrency and hn == none and hd == dl and (none or dl != 0.0):
+                return piece
+        piece = b"%s%s%s%s%s%s%s" % (
+            r[1], _DUMPS(cls), r[2], _int(concurrency), r[3], _float(deadline_s), r[4]
+        )  # fmt: skip
+        cache[cls] = (concurrency, none, dl, piece)
+        return piece
+
     def write(self, t: float, actions: list[Action]) -> None:
-        t = int(t * 1e6 + 0.5) / 1e6  # microseconds are plenty, and keep lines short
+        nt = int(t * 1e6 + 0.5)  # microseconds are plenty, and keep lines short
+        t = nt / 1e6
+        t0, t1, t2 = _us_parts(nt)
         buf = self._buf
-        dumps = _DUMPS
-        nl = _NL
         n = 0
+        age0 = age1 = ew0 = ew1 = st0 = st1 = b""
         for a in actions:
-            if type(a) is Reject:  # the common ones first, refilling one dict each
-                if a.limits is not self._limits:
-                    self._set_limits(a.limits)
-                prev_rej = self._prev_rej
-                if prev_rej is None:
-                    _reject(t, a, self._rej)
-                else:
-                    _refill_reject(self._rej, prev_rej, t, a)
-                self._prev_rej = a
-                buf += dumps(self._rej, option=nl)
+            if type(a) is Reject:  # the common ones first
+                if a.limits is not self._rej_limits:
+                    self._set_runs(a)
+                r = self._rej_runs
+                cls_piece = self._cls_piece(r, self._rej_cls, a.cls, a.concurrency, a.deadline_s)
+                mp, mr, mra, mid = self._rej_mid
+                if (
+                    a.priority != mp
+                    or a.reason is not mr
+                    or a.retry_after_s != mra
+                    or mra == 0.0
+                    or not mid
+                ):
+                    mid = b"%s%s%s%s%s%s%s" % (
+                        r[8], _PRIORITY[a.priority], r[9], _DUMPS(a.reason), r[10],
+                        _float(a.retry_after_s), r[11],
+                    )  # fmt: skip
+                    self._rej_mid = (a.priority, a.reason, a.retry_after_s, mid)
+                et, end = self._rej_end
+                if a.tenant is not et or not end:
+                    end = b"%s%s%s" % (r[13], _DUMPS(a.tenant), r[14])
+                    self._rej_end = (a.tenant, end)
+                age0, age1 = _ms_parts(int(a.age_s * 1000.0 + 0.5))
+                ew0, ew1 = _ms_parts(int(a.estimated_wait_s * 1000.0 + 0.5))
+                st0, st1 = _ms_parts(int(a.service_time_s * 1000.0 + 0.5))
+                buf += b"%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s" % (
+                    r[0], age0, age1, cls_piece, _int(a.depth), r[5], ew0, ew1,
+                    r[6], self._ident(a.id), r[7], _int(a.in_flight), mid,
+                    st0, st1, r[12], t0, t1, t2, end,
+                )  # fmt: skip
             elif type(a) is Admit:
-                if a.limits is not self._limits:
-                    self._set_limits(a.limits)
-                prev_adm = self._prev_adm
-                if prev_adm is None:
-                    _admit(t, a, self._adm)
-                else:
-                    _refill_admit(self._adm, prev_adm, t, a)
-                self._prev_adm = a
-                buf += dumps(self._adm, option=nl)
+                if a.limits is not self._adm_limits:
+                    self._set_runs(a)
+                r = self._adm_runs
+                cls_piece = self._cls_piece(r, self._adm_cls, a.cls, a.concurrency, a.deadline_s)
+                ap, ar, amid = self._adm_mid
+                reason = a.reason
+                if a.priority != ap or reason is not ar or not amid:
+                    amid = b"%s%s%s%s%s" % (
+                        r[8], _PRIORITY[a.priority], r[9],
+                        b"null" if reason is None else _DUMPS(reason), r[10],
+                    )  # fmt: skip
+                    self._adm_mid = (a.priority, reason, amid)
+                et, end = self._adm_end
+                if a.tenant is not et or not end:
+                    end = b"%s%s%s" % (r[12], _DUMPS(a.tenant), r[13])
+                    self._adm_end = (a.tenant, end)
+                age0, age1 = _ms_parts(int(a.age_s * 1000.0 + 0.5))
+                ew0, ew1 = _ms_parts(int(a.estimated_wait_s * 1000.0 + 0.5))
+                st0, st1 = _ms_parts(int(a.service_time_s * 1000.0 + 0.5))
+                buf += b"%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s" % (
+                    r[0], age0, age1, cls_piece, _int(a.depth), r[5], ew0, ew1,
+                    r[6], self._ident(a.id), r[7], _int(a.in_flight), amid,
+                    st0, st1, r[11], t0, t1, t2, end,
+                )  # fmt: skip
             elif type(a) is Dispatch:
-                buf += dumps(_dispatch(t, a, self._dsp), option=nl)
+                q0, q1, q2 = _us_parts(int(a.queue_wait_s * 1e6 + 0.5))
+                buf += (
+                    b'{"attempt":%s,"id":"%s","kind":"dispatch",'
+                    b'"queue_wait_s":%s%s%s,"t":%s%s%s}\n'
+                ) % (
+                    _int(a.attempt), self._ident(a.id), q0, q1, q2, t0, t1, t2
+                )  # fmt: skip
             elif type(a) is not Complete:
                 rec = RECORDS[type(a)](t, a)
                 if rec is None:
                     continue
-                buf += dumps(rec, option=nl)
+                buf += _DUMPS(rec, option=_NL)
             else:
                 continue
             n += 1
         self._pending += n
         if len(buf) >= self._block:
-            self.flush()
+            self._emit()
 
-    def _set_limits(self, limits: Limits) -> None:
-        """New limits (the first decision of a run): the refilled dicts start afresh."""
-        self._limits = limits
-        self._rej.clear()
-        self._adm.clear()
-        self._prev_rej = None
-        self._prev_adm = None
-
-    def flush(self) -> None:
+    def _emit(self) -> None:
         if self._buf:
             self._sink.write(self._buf)
-            self._sink.flush()
+            self._sink.flush()  # a buffered file may keep the tail: bytes_flushed must be exact
             self.bytes_flushed += len(self._buf)
             self.written += self._pending
             self._pending = 0
             self._buf.clear()
+
+    def flush(self) -> None:
+        self._emit()
         self._sink.flush()
 
     def abandon(self) -> int:

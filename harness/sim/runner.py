@@ -435,21 +435,38 @@ def run_to_folder(
     extra_thresholds: tuple[str, ...] = (),
     progress: Callable[[float], None] | None = None,
     stop: Callable[[float], bool] | None = None,
+    log_format: str = "none",
 ) -> SimResult:
     """Simulate and write summary.json, decisions.jsonl, timeline.jsonl and requests.jsonl
-    (one line per ended request, as a live run writes) into ``out``."""
-    with atomic_file(out / "decisions.jsonl", durable=False) as fh:
-        log = DecisionLog(fh)
-        result = simulate(
-            profile,
-            seed,
-            log=log,
-            extra_thresholds=extra_thresholds,
-            progress=progress,
-            stop=stop,
-            keep_requests=True,
-        )
-        log.flush()
+    (one line per ended request, as a live run writes) into ``out``. ``log_format`` zstd or
+    gzip writes decisions.jsonl.zst or .gz instead (results.logsink), compressed on a thread;
+    a decision log of another form left in ``out`` by an earlier run is removed."""
+    from harness.results.logsink import LOG_NAMES, log_name, open_sink  # threads, zlib
+
+    name = log_name(log_format)
+    with atomic_file(out / name, durable=False) as fh:
+        sink = open_sink(fh, log_format) if log_format != "none" else None
+        log = DecisionLog(sink if sink is not None else fh)
+        try:
+            result = simulate(
+                profile,
+                seed,
+                log=log,
+                extra_thresholds=extra_thresholds,
+                progress=progress,
+                stop=stop,
+                keep_requests=True,
+            )
+            log.flush()
+        except BaseException:
+            if sink is not None:
+                sink.abandon()
+            raise
+        if sink is not None:
+            sink.close()
+    for other in LOG_NAMES.values():
+        if other != name:
+            (out / other).unlink(missing_ok=True)
     summ.write_jsonl(out / "timeline.jsonl", result.timeline)
     assert result.collector is not None and result.collector.records is not None
     summ.write_jsonl(out / "requests.jsonl", request_lines(result.collector.records))

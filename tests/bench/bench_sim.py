@@ -11,16 +11,29 @@ executor, but the work done is the same), timed against scaling off (target: wit
 then a moving policy (hpa, 300-600 executors) for information.
 
 Then the long run: one hour at 1,000 arrivals/s (seed-burst's worker-to-rate ratio, 5,000
-workers), with decisions.jsonl written.
+workers), with its decision log written in each ``--log`` form (none, zstd, gzip), each in a
+fresh process, not pinned to a core (a compressed log is compressed on another thread: libzstd's
+own for zstd, a Python thread for gzip): wall time, the log's size, the process's peak RSS. The
+rounds against SimPy run on core 0 alone (``log-zstd`` there pays its compression on that core;
+gzip's thread, if any, is put on core 1).
 
-    python tests/bench/bench_sim.py [--repeat 5] [--skip-hour]
+``--base DIR``: a second tree (e.g. ``git worktree add /tmp/base30 2758b38`` and
+``python setup.py build_ext --inplace`` in it, for its own compiled build) measured side by
+side: each round runs SimPy, the logged and the bare simulation in a fresh process of each
+tree, the trees taking turns (best of ``--repeat`` rounds); its hour (plain log) too. Each
+child's ``harness`` and mypyc library are checked to come from its tree.
+
+    python tests/bench/bench_sim.py [--repeat 5] [--skip-hour] [--base DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
+import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -103,11 +116,170 @@ def interleaved_best(fns: list, repeat: int) -> list[tuple[float, int]]:  # type
     return list(zip(best, counts, strict=True))
 
 
+HOUR_SET = [
+    # seed-burst's three phases, each at 1,000/s (a phase may not end past duration_s).
+    "duration_s=3600",
+    "arrivals.phases.0.until_s=1200",
+    "arrivals.phases.1.until_s=2400",
+    "arrivals.phases.2.until_s=3600",
+    "arrivals.phases.0.rate_per_s=1000",
+    "arrivals.phases.1.rate_per_s=1000",
+    "arrivals.phases.2.rate_per_s=1000",
+    "engine.executors.initial=5000",
+]
+LOG_FILES = {"none": "decisions.jsonl", "zstd": "decisions.jsonl.zst", "gzip": "decisions.jsonl.gz"}
+
+
+def logged(prof, fmt: str, path: Path):  # type: ignore[no-untyped-def]
+    """Simulate ``prof`` (seed 1) writing its decision log in ``fmt`` to ``path``; a
+    Python writer thread (gzip) on core 1."""
+    with path.open("wb") as fh:
+        sink = fh
+        if fmt != "none":
+            from harness.results.logsink import BlockWriter, open_sink
+
+            sink = open_sink(fh, fmt)
+            if isinstance(sink, BlockWriter) and hasattr(os, "sched_setaffinity"):
+                os.sched_setaffinity(sink.native_id, {1})
+        log = DecisionLog(sink)
+        r = simulate(prof, 1, log=log)
+        log.flush()
+        if fmt != "none":
+            sink.close()
+    return r
+
+
+def _where() -> dict[str, str]:
+    """Which harness and which mypyc support library this process runs."""
+    with open("/proc/self/maps") as f:
+        libs = sorted({line.split()[-1] for line in f if "__mypyc." in line})
+    return {
+        "harness": harness.__file__ or "",
+        "mypyc": ",".join(libs),
+        "compiled": str(harness.compiled()),
+    }
+
+
+def child(what: str) -> None:
+    """One measurement in this fresh process (``--child``), printed as JSON."""
+    if hasattr(os, "sched_setaffinity") and what == "round":
+        os.sched_setaffinity(0, {0})
+    tmp = Path(tempfile.mkdtemp())
+    out: dict[str, object] = {}
+    if what == "round":
+        prof = load(str(ROOT / "profiles" / "seed-burst.yaml"), SCALE_SET)
+        simulate(prof, 2)  # warm: lazy imports (numpy) are not timed
+        fmts = ["none"]
+        try:
+            import harness.results.logsink  # noqa: F401
+
+            fmts.append("zstd")
+        except ImportError:  # a build before --log
+            pass
+        cases = {
+            "simpy": lambda: simpy_model(1),
+            **{f"log-{f}": (lambda f=f: logged(prof, f, tmp / LOG_FILES[f])) for f in fmts},
+            "bare": lambda: simulate(prof, 1),
+        }
+        for name, fn in cases.items():
+            t0 = time.perf_counter()
+            r = fn()
+            dt = time.perf_counter() - t0
+            n = r if isinstance(r, int) else int(r.summary["counts"]["arrivals"])
+            out[name] = n / dt
+    else:  # hour:FMT
+        fmt = what.split(":")[1]
+        hour = load(str(ROOT / "profiles" / "seed-burst.yaml"), HOUR_SET)
+        path = tmp / LOG_FILES[fmt]
+        t0 = time.perf_counter()
+        r = logged(hour, fmt, path)
+        out["wall_s"] = time.perf_counter() - t0
+        out["size"] = path.stat().st_size
+        out["decisions"] = r.decisions
+        out["arrivals"] = r.summary["counts"]["arrivals"]
+        out["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        path.unlink()
+    out.update(_where())
+    print(json.dumps(out))
+
+
+def run_child(tree: Path, what: str) -> dict:  # type: ignore[type-arg]
+    env = {k: v for k, v in os.environ.items() if k not in ("HARNESS_PURE", "PYTHONPATH")}
+    env["PYTHONPATH"] = str(tree)
+    proc = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--child", what],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        sys.exit(f"{tree} {what}: failed\n{proc.stderr[-3000:]}")
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    if not got["harness"].startswith(str(tree)) or str(tree) not in got["mypyc"]:
+        sys.exit(f"{tree} {what}: ran {got['harness']} / {got['mypyc']}, not {tree}'s build")
+    if got["compiled"] != "True":
+        sys.exit(f"{tree}: not compiled")
+    return got  # type: ignore[no-any-return]
+
+
+def side_by_side(base: Path, repeat: int, skip_hour: bool) -> None:
+    trees = {"head": ROOT, "base": base.resolve()}
+    best: dict[str, dict[str, float]] = {name: {} for name in trees}
+    for r in range(repeat):
+        for name in list(trees) if r % 2 == 0 else list(trees)[::-1]:
+            got = run_child(trees[name], "round")
+            for k, v in got.items():
+                if isinstance(v, float):
+                    best[name][k] = max(best[name].get(k, 0.0), v)
+    for name, tree in trees.items():
+        rev = subprocess.run(
+            ["git", "log", "-1", "--format=%h %s"], cwd=tree, capture_output=True, text=True
+        ).stdout.strip()[:80]
+        print(f"{name}: {tree} ({rev})")
+    print(f"best of {repeat} rounds, one fresh process per tree per round, trees taking turns")
+    print(f"{'build':6} {'case':14} {'arrivals/s':>12} {'vs its SimPy':>13}")
+    for name in trees:
+        b = best[name]
+        for k in ("simpy", "log-none", "log-zstd", "bare"):
+            if k in b:
+                print(f"{name:6} {k:14} {b[k]:>12,.0f} {b[k] / b['simpy']:>12.2f}x")
+    h, b = best["head"], best["base"]
+    print(
+        f"head/base: log {h['log-none'] / h['simpy'] / (b['log-none'] / b['simpy']):.2f}, "
+        f"bare {h['bare'] / h['simpy'] / (b['bare'] / b['simpy']):.2f} (ratios to SimPy)"
+    )
+    if skip_hour:
+        return
+    hours(trees)
+
+
+def hours(trees: dict[str, Path]) -> None:
+    runs = [("head", f) for f in LOG_FILES] + [("base", "none")] * ("base" in trees)
+    for name, fmt in runs:
+        got = run_child(trees[name], f"hour:{fmt}")
+        print(
+            f"one hour at 1,000/s, {name}, --log {fmt}: {got['arrivals']:,} arrivals, "
+            f"{got['decisions']:,} decisions, log {got['size'] / 1e6:,.1f} MB, "
+            f"{got['wall_s']:.1f} s wall, peak RSS {got['rss_mb']:,.0f} MB"
+        )
+        sys.stdout.flush()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--skip-hour", action="store_true")
+    ap.add_argument("--base", type=Path, help="a baseline tree with its own compiled build")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.child:
+        child(args.child)
+        return
+    if args.base:
+        side_by_side(args.base, args.repeat, args.skip_hour)
+        return
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {0})
     prof = load(str(ROOT / "profiles" / "seed-burst.yaml"), SCALE_SET)
@@ -170,32 +342,7 @@ def main() -> None:
     )
     if args.skip_hour:
         return
-    # seed-burst's three phases, each at 1,000/s (a phase may not end past duration_s).
-    hour = load(
-        str(ROOT / "profiles" / "seed-burst.yaml"),
-        [
-            "duration_s=3600",
-            "arrivals.phases.0.until_s=1200",
-            "arrivals.phases.1.until_s=2400",
-            "arrivals.phases.2.until_s=3600",
-            "arrivals.phases.0.rate_per_s=1000",
-            "arrivals.phases.1.rate_per_s=1000",
-            "arrivals.phases.2.rate_per_s=1000",
-            "engine.executors.initial=5000",
-        ],
-    )
-    t0 = time.perf_counter()
-    with (tmp / "hour.jsonl").open("wb") as fh:
-        r = simulate(hour, 1, log=DecisionLog(fh))
-    dt = time.perf_counter() - t0
-    size = (tmp / "hour.jsonl").stat().st_size
-    c = r.summary["counts"]
-    print(
-        f"one hour at 1,000/s, 5,000 workers: {c['arrivals']:,} arrivals "
-        f"({c['admitted']:,} admitted), {r.decisions:,} decisions ({size / 1e6:.0f} MB) "
-        f"in {dt:.1f} s wall (target < 30 s)"
-    )
-    sys.stdout.flush()
+    hours({"head": ROOT})
 
 
 if __name__ == "__main__":
