@@ -24,7 +24,19 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 INSTALL_HINT = "--cluster needs Dask: pip install 'harness[cluster]' (dask[distributed])"
-CONNECT_TIMEOUT_S = 10.0
+CONNECT_TIMEOUT_S = 10.0  # HARNESS_CLUSTER_TIMEOUT_S overrides it (a slow network or VPN)
+
+
+def connect_timeout_s() -> float:
+    """How long to wait for the scheduler and for a first worker."""
+    import os
+
+    text = os.environ.get("HARNESS_CLUSTER_TIMEOUT_S", "")
+    try:
+        value = float(text) if text else CONNECT_TIMEOUT_S
+    except ValueError:
+        return CONNECT_TIMEOUT_S
+    return value if value > 0 else CONNECT_TIMEOUT_S
 
 
 class ClusterError(Exception):
@@ -85,7 +97,7 @@ class ClusterPool:
         address: str,
         bundle: ProfileBundle,
         *,
-        timeout_s: float = CONNECT_TIMEOUT_S,
+        timeout_s: float | None = None,
     ) -> None:
         if not available():
             raise ClusterError(EXIT_BAD_INPUT, INSTALL_HINT)
@@ -93,6 +105,8 @@ class ClusterPool:
 
         for name in ("distributed", "distributed.client", "distributed.worker"):
             logging.getLogger(name).setLevel(logging.ERROR)
+        if timeout_s is None:
+            timeout_s = connect_timeout_s()
         self.address = address
         self.version = harness.__version__
         self.ran: Counter[str] = Counter()  # worker address -> simulations run there

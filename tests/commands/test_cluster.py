@@ -113,7 +113,8 @@ class Cluster:
 
 
 @pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[Cluster]:
+def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster]:
+    monkeypatch.setenv("HARNESS_CLUSTER_TIMEOUT_S", str(START_TIMEOUT_S))
     c = Cluster(tmp_path)
     try:
         c.add_worker()
@@ -213,7 +214,7 @@ def test_a_worker_of_another_version_is_refused_before_any_work(tmp_path: Path) 
         c.add_worker(version="0.0.0-other")
         c.wait_for(1)
         with pytest.raises(ClusterError) as e:
-            ClusterPool(c.address, make_bundle("seed-burst"))
+            ClusterPool(c.address, make_bundle("seed-burst"), timeout_s=START_TIMEOUT_S)
         assert e.value.code == EXIT_BROKEN
         import harness
 
@@ -222,8 +223,8 @@ def test_a_worker_of_another_version_is_refused_before_any_work(tmp_path: Path) 
         out = tmp_path / "sweep"
         proc = _cli(["sweep", "seed-burst", "--param", f"{AGE}=10:20:10", "--seeds", "2"], out, c)
         assert proc.returncode == EXIT_BROKEN, proc.stderr
-        assert "runs harness 0.0.0-other" in proc.stderr
-        assert "Traceback" not in proc.stderr
+        assert "runs harness 0.0.0-other" in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr, proc.stderr
         assert not (out / "sweep.json").exists()
     finally:
         c.stop()
@@ -233,6 +234,9 @@ def _cli(args: list[str], out: Path, c: Cluster | None, address: str = "") -> An
     cmd = [sys.executable, "-m", "harness", *args, "--out", str(out)]
     cmd += ["--cluster", c.address if c else address]
     env = dict(os.environ, COLUMNS="200")
+    # A loaded CI machine: do not let the 10 s default decide a test; nothing listens at an
+    # unreachable address, so there 2 s is plenty.
+    env["HARNESS_CLUSTER_TIMEOUT_S"] = str(START_TIMEOUT_S) if c is not None else "2"
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
 
 
@@ -242,6 +246,7 @@ def test_an_unreachable_cluster_exits_3_in_one_line(tmp_path: Path) -> None:
     assert proc.returncode == EXIT_BROKEN
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "cannot reach the cluster at tcp://127.0.0.1:9" in lines[0]
+    assert "after 2 s" in lines[0]  # HARNESS_CLUSTER_TIMEOUT_S
     assert not (tmp_path / "t" / "tune.json").exists()
 
 
