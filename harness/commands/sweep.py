@@ -60,12 +60,10 @@ def _run_bundle_chunk(
     from harness.profile.bundle import load_bundle
     from harness.sim.runner import simulate
 
-    return [
-        outcome(
-            idx, seed, simulate(load_bundle(bundle, ov), seed, with_timeline=False).summary, metrics
-        )
-        for idx, ov, seed in tasks
-    ]
+    def run(_spec: str, overrides: list[str], seed: int) -> dict[str, Any]:
+        return simulate(load_bundle(bundle, overrides), seed, with_timeline=False).summary
+
+    return _run_chunk(run, bundle.source, tasks, metrics=metrics)
 
 
 def _pool_context() -> Any:

@@ -59,7 +59,7 @@ def _study(plan: TunePlan) -> optuna.Study:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
 
-    start = min(plan.trials, tn.startup_trials(plan.trials))
+    start = tn.startup_trials(plan.trials)
     sampler = optuna.samplers.TPESampler(
         seed=plan.sampler_seed, n_startup_trials=start, multivariate=True
     )
@@ -285,7 +285,7 @@ def assemble(
         "budget": {"trials": plan.trials, "seeds_per_trial": len(plan.seeds)},
         "sampler": {
             "name": "optuna TPESampler (multivariate, constrained) after a seeded Latin "
-            f"hypercube of {min(plan.trials, tn.startup_trials(plan.trials))} trials",
+            f"hypercube of {tn.startup_trials(plan.trials)} trials",
             "seed": plan.sampler_seed,
             "batch": plan.batch,
             "order": "trials asked in fixed batches and told in trial order",

@@ -159,8 +159,9 @@ def certain_misses(op: str, seeds: int) -> int:
 
 
 def startup_trials(trials: int) -> int:
-    """How many trials open the study as a Latin hypercube before TPE models the rest."""
-    return max(4, min(12, trials // 4))
+    """How many trials open the study as a Latin hypercube before TPE models the rest
+    (never more than the study has)."""
+    return min(trials, max(4, min(12, trials // 4)))
 
 
 def latin_hypercube(params: Sequence[TuneParam], n: int, seed: int) -> list[dict[str, Choice]]:
