@@ -204,7 +204,9 @@ def _simulate(
     keep_requests: bool,
 ) -> SimResult:
     """The hot loop (compiled; longer than the house's functions on purpose): per event only
-    the engine call, ``collector.apply`` and ``log.write``, bound once as locals; the books'
+    the engine call, ``collector.apply`` and ``log.write`` (called as methods of their typed
+    objects: compiled, a direct C call; a bound method kept in a local would go through
+    Python's call protocol and parse its arguments on every call); the books'
     once-a-second and end-of-run work is :class:`~harness.run_core.RunCore`'s."""
     seed = profile.seed if seed is None else seed
     core = RunCore(profile, seed, mode="sim", engine_rng=stream(seed, "engine"), log=log)
@@ -244,12 +246,8 @@ def _simulate(
     output_tokens = 0
     tick_at = math.inf
     tick = Tick()
-    handle = engine.handle
-    apply = col.apply
-    call = upstream.call
     push = heapq.heappush
     pop = heapq.heappop
-    write = log.write if log is not None else None
     sec_end = 1.0
     scheduled = 0
     now = 0.0
@@ -275,7 +273,7 @@ def _simulate(
                 output_tokens += nxt.output_tokens or 0
                 if figs is not None:
                     figs.trace[nxt.id] = (nxt.prompt_tokens, nxt.output_tokens)
-            actions = handle(nxt, now)
+            actions = engine.handle(nxt, now)
             nxt = next(arrivals, None)
         elif heap:
             t_top, _s, kind, payload = pop(heap)
@@ -303,7 +301,7 @@ def _simulate(
             if kind == _FINISH:
                 if effects:
                     upstream.effect(payload[0], payload[2])
-                actions = handle(Finished(payload[0], payload[1]), now)
+                actions = engine.handle(Finished(payload[0], payload[1]), now)
             elif kind == _FAIL:
                 rid, failure, ra, attempt, fcls = payload
                 if effects and failure == ACK_LOST:
@@ -311,7 +309,7 @@ def _simulate(
                 if clients is not None:
                     clients.cause[rid] = (failure, ra)
                 # A stream that broke after its first byte is final (the proxy's rule).
-                actions = handle(
+                actions = engine.handle(
                     Failed(
                         id=rid,
                         reason=failure,
@@ -324,24 +322,24 @@ def _simulate(
             elif kind == _CLIENT:
                 if tokens and figs is not None:
                     figs.trace[payload.id] = (payload.prompt_tokens, payload.output_tokens)
-                actions = handle(payload, now)
+                actions = engine.handle(payload, now)
             elif kind == _TICK:
-                actions = handle(tick, now)
+                actions = engine.handle(tick, now)
             else:
                 # Outages may overlap: the signals are known again when the last one ends.
                 blind += -1 if payload else 1
-                actions = handle(MetricsSample(blind == 0), now)
+                actions = engine.handle(MetricsSample(blind == 0), now)
         else:
             break
         if actions:
-            if write is not None:
-                write(now, actions)  # every engine decision, retried attempts included
+            if log is not None:
+                log.write(now, actions)  # every engine decision, retried attempts included
             if clients is not None:
                 actions, again = clients.screen(now, actions, col)
                 for t_again, attempt in again:
                     seq += 1
                     push(heap, (t_again, seq, _CLIENT, attempt))
-            apply(now, actions)
+            col.apply(now, actions)
             if figs is not None:
                 figs.apply(actions)
             for a in actions:
@@ -354,7 +352,7 @@ def _simulate(
                         sent = col.requests[a.id][0] if a.id in col.requests else now
                         figs.dispatched(a.id, a.cls, now, sent, timing)
                         if answers and a.cls in answers and timing is not None:
-                            handle(
+                            engine.handle(
                                 AnswerStarts(id=a.id, attempt=a.attempt, at_s=now + timing[0]), now
                             )
                     elif answers and a.cls in answers:
@@ -362,9 +360,11 @@ def _simulate(
                             now, a.cls, a.id, a.attempt
                         )
                         if first is not None:
-                            handle(AnswerStarts(id=a.id, attempt=a.attempt, at_s=now + first), now)
+                            engine.handle(
+                                AnswerStarts(id=a.id, attempt=a.attempt, at_s=now + first), now
+                            )
                     else:
-                        dur, failure, ra = call(now, a.cls, a.id, a.attempt)
+                        dur, failure, ra = upstream.call(now, a.cls, a.id, a.attempt)
                     seq += 1
                     if checkpoints and a.attempt > 1 and failure is None:
                         # A re-run of checkpointed work starts from its last checkpoint.
