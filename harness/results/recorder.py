@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import IO, Any, Final, Protocol
 
 import orjson
+from librt.strings import BytesWriter
+from mypy_extensions import i64
 
 from harness.engine.events import (
     PRIORITY_NAMES,
@@ -212,8 +214,8 @@ def record(t: float, action: Action) -> dict[str, Any] | None:
 # -- the encoder -------------------------------------------------------------------------------
 #
 # The hot records (admissions and dispatches: all but a handful of a run's lines) are written
-# as text straight from the actions, without a dict or orjson: each line is one f-string of
-# cached pieces and a few numbers. The bytes are those of ``orjson.dumps(record(t, a))``:
+# as text straight from the actions, without a dict or orjson: each line is written, piece by
+# piece, from cached pieces and a few numbers. The bytes are ``orjson.dumps(record(t, a))``:
 #
 # - a rounded float is formatted from its integer count of milliseconds or microseconds (the
 #   rounding already computes it). For n < 10**15 the decimal n / 10**k is the shortest text
@@ -264,27 +266,47 @@ def _int(n: int) -> bytes:
     return _INT[n] if 0 <= n < 1000 else b"%d" % n
 
 
-def _ms_parts(n: int) -> tuple[bytes, bytes]:
-    """``int(x * 1000 + 0.5) / 1000`` as orjson writes it, from n, in two pieces."""
-    if 0 <= n < _BIG:
+def _put_int(w: BytesWriter, n: i64) -> None:
+    """n's decimal digits, from the tables up to 10**6."""
+    if 0 <= n < 1000:
+        w.write(_INT[n])
+    elif 1000 <= n < 1000000:
         q = n // 1000
-        return _int(q), _FRAC3[n - q * 1000]
-    return _DUMPS(n / 1000.0), b""
+        w.write(_INT[q])
+        w.write(_PAD3[n - q * 1000])
+    else:
+        w.write(b"%d" % n)
 
 
-def _us_parts(n: int) -> tuple[bytes, bytes, bytes]:
-    """``int(x * 1e6 + 0.5) / 1e6`` as orjson writes it, from n, in three pieces."""
+def _put_ms(w: BytesWriter, x: float) -> None:
+    """``int(x * 1000 + 0.5) / 1000`` as orjson writes it."""
+    if 0.0 <= x < 1e12:  # n fits an i64 and is < _BIG
+        n: i64 = i64(x * 1000.0 + 0.5)
+        q = n // 1000
+        _put_int(w, q)
+        w.write(_FRAC3[n - q * 1000])
+    else:
+        w.write(_DUMPS(int(x * 1000.0 + 0.5) / 1000.0))
+
+
+def _put_us(w: BytesWriter, n: int) -> None:
+    """``n / 1e6`` as orjson writes it (n = ``int(x * 1e6 + 0.5)``)."""
     if 100 <= n < _BIG:
-        q = n // 1000000
-        r = n - q * 1000000
+        m: i64 = n
+        q = m // 1000000
+        r = m - q * 1000000
         hi = r // 1000
         lo = r - hi * 1000
+        _put_int(w, q)
         if lo == 0:
-            return _int(q), _FRAC3[hi], b""
-        return _int(q), _DOT3[hi], _TRIM3[lo]
-    if n == 0:
-        return b"0", b".0", b""
-    return _DUMPS(n / 1e6), b"", b""
+            w.write(_FRAC3[hi])
+        else:
+            w.write(_DOT3[hi])
+            w.write(_TRIM3[lo])
+    elif n == 0:
+        w.write(b"0.0")
+    else:
+        w.write(_DUMPS(n / 1e6))
 
 
 def _float(x: float | None) -> bytes:
@@ -300,11 +322,14 @@ def _float(x: float | None) -> bytes:
 def _inner(s: str) -> bytes:
     """The text of a JSON string, without its quotes: as it is when printable ASCII without
     '"' or '\\', else as orjson escapes it."""
-    for i in range(len(s)):
-        c = ord(s[i])
-        if c < 32 or c > 126 or c == 34 or c == 92:  # control, non-ASCII, '"', '\\'
-            return _DUMPS(s)[1:-1]
-    return s.encode()
+    e = s.encode()
+    if len(e) == len(s):  # ASCII: any other character takes two or more bytes
+        for i in range(len(e)):
+            c = e[i]
+            if c < 32 or c > 126 or c == 34 or c == 92:  # control, DEL, '"', '\\'
+                return _DUMPS(s)[1:-1]
+        return e
+    return _DUMPS(s)[1:-1]
 
 
 def _runs(consts: dict[str, str], limits: Limits, slots: tuple[str, ...]) -> list[bytes]:
@@ -326,10 +351,22 @@ def _runs(consts: dict[str, str], limits: Limits, slots: tuple[str, ...]) -> lis
     return out
 
 
+class _ClassPiece:
+    """An admission line's text from its class to its deadline, and what it was made from."""
+
+    __slots__ = ("concurrency", "deadline_s", "none", "text")
+
+    def __init__(self, concurrency: int, none: bool, deadline_s: float, text: bytes) -> None:
+        self.concurrency = concurrency
+        self.none = none
+        self.deadline_s = deadline_s
+        self.text = text
+
+
 class Sink(Protocol):
     """What DecisionLog writes to: a binary file, or a results.logsink.BlockWriter."""
 
-    def write(self, b: bytearray, /) -> int: ...
+    def write(self, b: bytes, /) -> int: ...
     def flush(self) -> None: ...
     def close(self) -> None: ...
 
@@ -337,14 +374,16 @@ class Sink(Protocol):
 class DecisionLog:
     """Buffered writer of decisions.jsonl.
 
-    Lines go straight into one ``bytearray`` (see the encoder above), which is written out
-    once it holds ``block_bytes``. Keeping thousands of small ``bytes`` objects in a list and
-    joining them cost more than building the lines (fresh memory for each, then a mass free);
-    appending each line as it is made reuses the same hot memory."""
+    Each line's pieces are written one by one into a ``librt.strings.BytesWriter`` (mypyc's
+    native byte buffer: a compiled ``write`` is a C call and a copy), which is written out once
+    it holds ``block_bytes`` and then emptied without giving its memory back. Formatting each
+    line into a ``bytes`` first and appending it to a ``bytearray`` cost more: a new object
+    per line, and a ``bytearray`` that, emptied, frees its buffer and page-faults it back in
+    (docs/figures.md, issue 30)."""
 
     def __init__(self, sink: Sink | IO[bytes], block_bytes: int = 1 << 20) -> None:
         self._sink = sink
-        self._buf = bytearray()
+        self._buf = BytesWriter()
         self._block = block_bytes
         self._pending = 0
         self.written = 0
@@ -357,8 +396,8 @@ class DecisionLog:
         # Pieces of admission lines made of fields that seldom change, joined with the runs
         # around them: class + concurrency + deadline (per class), priority + reason
         # (+ retry-after), tenant (the line's end). Fewer pieces to join per line.
-        self._rej_cls: dict[str, tuple[int, bool, float, bytes]] = {}
-        self._adm_cls: dict[str, tuple[int, bool, float, bytes]] = {}
+        self._rej_cls: dict[str, _ClassPiece] = {}
+        self._adm_cls: dict[str, _ClassPiece] = {}
         self._rej_mid = (-1, "", -1.0, b"")
         self._adm_mid: tuple[int, str | None, bytes] = (-1, None, b"")
         self._rej_end = ("", b"")
@@ -402,7 +441,7 @@ class DecisionLog:
     def _cls_piece(
         self,
         r: list[bytes],
-        cache: dict[str, tuple[int, bool, float, bytes]],
+        cache: dict[str, _ClassPiece],
         cls: str,
         concurrency: int,
         deadline_s: float | None,
@@ -412,23 +451,25 @@ class DecisionLog:
         hit = cache.get(cls)
         none = deadline_s is None
         dl = 0.0 if deadline_s is None else deadline_s
-        if hit is not None:
-            hc, hn, hd, piece = hit
-            if hc == concurrency and hn == none and hd == dl and (none or dl != 0.0):
-                return piece
-        piece = b"%s%s%s%s%s%s%s" % (
+        if (
+            hit is not None
+            and hit.concurrency == concurrency
+            and hit.none == none
+            and hit.deadline_s == dl
+            and (none or dl != 0.0)  # 0.0 == -0.0, but they are written apart
+        ):
+            return hit.text
+        text = b"%s%s%s%s%s%s%s" % (
             r[1], _DUMPS(cls), r[2], _int(concurrency), r[3], _float(deadline_s), r[4]
         )  # fmt: skip
-        cache[cls] = (concurrency, none, dl, piece)
-        return piece
+        cache[cls] = _ClassPiece(concurrency, none, dl, text)
+        return text
 
     def write(self, t: float, actions: list[Action]) -> None:
         nt = int(t * 1e6 + 0.5)  # microseconds are plenty, and keep lines short
         t = nt / 1e6
-        t0, t1, t2 = _us_parts(nt)
-        buf = self._buf
+        w = self._buf
         n = 0
-        age0 = age1 = ew0 = ew1 = st0 = st1 = b""
         for a in actions:
             if type(a) is Reject:  # the common ones first
                 if a.limits is not self._rej_limits:
@@ -452,14 +493,21 @@ class DecisionLog:
                 if a.tenant is not et or not end:
                     end = b"%s%s%s" % (r[13], _DUMPS(a.tenant), r[14])
                     self._rej_end = (a.tenant, end)
-                age0, age1 = _ms_parts(int(a.age_s * 1000.0 + 0.5))
-                ew0, ew1 = _ms_parts(int(a.estimated_wait_s * 1000.0 + 0.5))
-                st0, st1 = _ms_parts(int(a.service_time_s * 1000.0 + 0.5))
-                buf += b"%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s" % (
-                    r[0], age0, age1, cls_piece, _int(a.depth), r[5], ew0, ew1,
-                    r[6], self._ident(a.id), r[7], _int(a.in_flight), mid,
-                    st0, st1, r[12], t0, t1, t2, end,
-                )  # fmt: skip
+                w.write(r[0])
+                _put_ms(w, a.age_s)
+                w.write(cls_piece)
+                _put_int(w, a.depth)
+                w.write(r[5])
+                _put_ms(w, a.estimated_wait_s)
+                w.write(r[6])
+                w.write(self._ident(a.id))
+                w.write(r[7])
+                _put_int(w, a.in_flight)
+                w.write(mid)
+                _put_ms(w, a.service_time_s)
+                w.write(r[12])
+                _put_us(w, nt)
+                w.write(end)
             elif type(a) is Admit:
                 if a.limits is not self._adm_limits:
                     self._set_runs(a)
@@ -477,42 +525,51 @@ class DecisionLog:
                 if a.tenant is not et or not end:
                     end = b"%s%s%s" % (r[12], _DUMPS(a.tenant), r[13])
                     self._adm_end = (a.tenant, end)
-                age0, age1 = _ms_parts(int(a.age_s * 1000.0 + 0.5))
-                ew0, ew1 = _ms_parts(int(a.estimated_wait_s * 1000.0 + 0.5))
-                st0, st1 = _ms_parts(int(a.service_time_s * 1000.0 + 0.5))
-                buf += b"%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s" % (
-                    r[0], age0, age1, cls_piece, _int(a.depth), r[5], ew0, ew1,
-                    r[6], self._ident(a.id), r[7], _int(a.in_flight), amid,
-                    st0, st1, r[11], t0, t1, t2, end,
-                )  # fmt: skip
+                w.write(r[0])
+                _put_ms(w, a.age_s)
+                w.write(cls_piece)
+                _put_int(w, a.depth)
+                w.write(r[5])
+                _put_ms(w, a.estimated_wait_s)
+                w.write(r[6])
+                w.write(self._ident(a.id))
+                w.write(r[7])
+                _put_int(w, a.in_flight)
+                w.write(amid)
+                _put_ms(w, a.service_time_s)
+                w.write(r[11])
+                _put_us(w, nt)
+                w.write(end)
             elif type(a) is Dispatch:
-                q0, q1, q2 = _us_parts(int(a.queue_wait_s * 1e6 + 0.5))
-                buf += (
-                    b'{"attempt":%s,"id":"%s","kind":"dispatch",'
-                    b'"queue_wait_s":%s%s%s,"t":%s%s%s}\n'
-                ) % (
-                    _int(a.attempt), self._ident(a.id), q0, q1, q2, t0, t1, t2
-                )  # fmt: skip
+                w.write(b'{"attempt":')
+                _put_int(w, a.attempt)
+                w.write(b',"id":"')
+                w.write(self._ident(a.id))
+                w.write(b'","kind":"dispatch","queue_wait_s":')
+                _put_us(w, int(a.queue_wait_s * 1e6 + 0.5))
+                w.write(b',"t":')
+                _put_us(w, nt)
+                w.write(b"}\n")
             elif type(a) is not Complete:
                 rec = RECORDS[type(a)](t, a)
                 if rec is None:
                     continue
-                buf += _DUMPS(rec, option=_NL)
+                w.write(_DUMPS(rec, option=_NL))
             else:
                 continue
             n += 1
         self._pending += n
-        if len(buf) >= self._block:
+        if len(w) >= self._block:
             self._emit()
 
     def _emit(self) -> None:
-        if self._buf:
-            self._sink.write(self._buf)
+        if len(self._buf):
+            self._sink.write(self._buf.getvalue())
             self._sink.flush()  # a buffered file may keep the tail: bytes_flushed must be exact
             self.bytes_flushed += len(self._buf)
             self.written += self._pending
             self._pending = 0
-            self._buf.clear()
+            self._buf.truncate(0)
 
     def flush(self) -> None:
         self._emit()
@@ -524,7 +581,7 @@ class DecisionLog:
         cut short leaves half a line)."""
         lost = self._pending
         self._pending = 0
-        self._buf.clear()
+        self._buf.truncate(0)
         with contextlib.suppress(OSError, ValueError):
             self._sink.close()
         return lost

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from librt.strings import BytesWriter
 from typer.testing import CliRunner
 
 from harness.cli import app
@@ -43,8 +44,16 @@ def test_rounded_floats_are_written_as_orjson_writes_them() -> None:
     ns = [*range(0, 20_000), *(rng.randrange(10**k) for k in range(1, 18) for _ in range(300))]
     ns += [10**15 - 1, 10**15, 10**15 + 1, 10**16, -1, -1000]
     for n in ns:
-        assert b"".join(recorder._us_parts(n)) == orjson.dumps(n / 1e6), n
-        assert b"".join(recorder._ms_parts(n)) == orjson.dumps(n / 1000.0), n
+        us = BytesWriter()
+        recorder._put_us(us, n)
+        assert us.getvalue() == orjson.dumps(n / 1e6), n
+    xs = [n / 1000.0 for n in ns] + [n / 1000.0 + 0.0004999 for n in ns[:20_000]]
+    xs += [rng.uniform(0, 10.0**k) for k in range(-4, 16) for _ in range(300)]
+    xs += [-0.0, -0.0004, -0.0006, -3.5, 1e12 - 1e-3, 1e12, 1e12 + 1, 2e16, 0.0005, 0.0015]
+    for x in xs:
+        ms = BytesWriter()
+        recorder._put_ms(ms, x)
+        assert ms.getvalue() == orjson.dumps(int(x * 1000.0 + 0.5) / 1000.0), x
 
 
 def test_raw_floats_and_strings_are_written_as_orjson_writes_them() -> None:
