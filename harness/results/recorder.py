@@ -18,7 +18,7 @@ from typing import IO, Any, Final, Protocol
 
 import orjson
 from librt.strings import BytesWriter
-from mypy_extensions import i64
+from mypy_extensions import i64, u8
 
 from harness.engine.events import (
     PRIORITY_NAMES,
@@ -232,14 +232,6 @@ def record(t: float, action: Action) -> dict[str, Any] | None:
 # The rare kinds (retry, fail, expire, breaker, scale, ...) go through their dict and orjson.
 
 _INT: Final[list[bytes]] = [b"%d" % i for i in range(1000)]
-_PAD3: Final[list[bytes]] = [(b"00" + b)[-3:] for b in _INT]  # 7 -> 007
-# 0 -> "", 250 -> 25, 7 -> 007: the digits after the point without trailing zeros
-_TRIM3: Final[list[bytes]] = [
-    b"" if i == 0 else p[:1] if i % 100 == 0 else p[:2] if i % 10 == 0 else p
-    for i, p in enumerate(_PAD3)
-]
-_FRAC3: Final[list[bytes]] = [b"." + (t or b"0") for t in _TRIM3]  # .0 .25 .007
-_DOT3: Final[list[bytes]] = [b"." + p for p in _PAD3]  # .007
 _PRIORITY: Final[list[bytes]] = [b'"%s"' % name.encode() for name in PRIORITY_NAMES]
 _BIG: Final = 10**15
 # An admission line's fields in key order, but for its constant ones (decision, kind) and the
@@ -267,15 +259,50 @@ def _int(n: int) -> bytes:
 
 
 def _put_int(w: BytesWriter, n: i64) -> None:
-    """n's decimal digits, from the tables up to 10**6."""
-    if 0 <= n < 1000:
-        w.write(_INT[n])
+    """n's decimal digits (``append`` of one byte is inlined: no call, no table)."""
+    if 0 <= n < 10:
+        w.append(u8(48 + n))
+    elif 10 <= n < 100:
+        q = n // 10
+        w.append(u8(48 + q))
+        w.append(u8(48 + n - q * 10))
+    elif 100 <= n < 1000:
+        _put_pad3(w, n)
     elif 1000 <= n < 1000000:
         q = n // 1000
-        w.write(_INT[q])
-        w.write(_PAD3[n - q * 1000])
+        _put_int(w, q)
+        _put_pad3(w, n - q * 1000)
     else:
         w.write(b"%d" % n)
+
+
+def _put_pad3(w: BytesWriter, r: i64) -> None:
+    """r (0 <= r < 1000) in exactly three digits: 7 -> 007."""
+    a = r // 100
+    r -= a * 100
+    b = r // 10
+    w.append(u8(48 + a))
+    w.append(u8(48 + b))
+    w.append(u8(48 + r - b * 10))
+
+
+def _put_frac3(w: BytesWriter, r: i64, point: bool) -> None:
+    """Thousandths r (0 <= r < 1000) as decimals without trailing zeros (250 -> 25, 7 -> 007,
+    0 -> 0), after a point if ``point``."""
+    if point:
+        w.append(46)
+    if r == 0:
+        w.append(48)
+        return
+    a = r // 100
+    r -= a * 100
+    b = r // 10
+    c = r - b * 10
+    w.append(u8(48 + a))
+    if b != 0 or c != 0:
+        w.append(u8(48 + b))
+        if c != 0:
+            w.append(u8(48 + c))
 
 
 def _put_ms(w: BytesWriter, x: float) -> None:
@@ -284,7 +311,7 @@ def _put_ms(w: BytesWriter, x: float) -> None:
         n: i64 = i64(x * 1000.0 + 0.5)
         q = n // 1000
         _put_int(w, q)
-        w.write(_FRAC3[n - q * 1000])
+        _put_frac3(w, n - q * 1000, True)
     else:
         w.write(_DUMPS(int(x * 1000.0 + 0.5) / 1000.0))
 
@@ -299,10 +326,11 @@ def _put_us(w: BytesWriter, n: int) -> None:
         lo = r - hi * 1000
         _put_int(w, q)
         if lo == 0:
-            w.write(_FRAC3[hi])
+            _put_frac3(w, hi, True)
         else:
-            w.write(_DOT3[hi])
-            w.write(_TRIM3[lo])
+            w.append(46)
+            _put_pad3(w, hi)
+            _put_frac3(w, lo, False)
     elif n == 0:
         w.write(b"0.0")
     else:
@@ -482,7 +510,7 @@ class DecisionLog:
                     or a.reason is not mr
                     or a.retry_after_s != mra
                     or mra == 0.0
-                    or not mid
+                    or len(mid) == 0
                 ):
                     mid = b"%s%s%s%s%s%s%s" % (
                         r[8], _PRIORITY[a.priority], r[9], _DUMPS(a.reason), r[10],
@@ -490,7 +518,7 @@ class DecisionLog:
                     )  # fmt: skip
                     self._rej_mid = (a.priority, a.reason, a.retry_after_s, mid)
                 et, end = self._rej_end
-                if a.tenant is not et or not end:
+                if a.tenant is not et or len(end) == 0:
                     end = b"%s%s%s" % (r[13], _DUMPS(a.tenant), r[14])
                     self._rej_end = (a.tenant, end)
                 w.write(r[0])
@@ -515,14 +543,14 @@ class DecisionLog:
                 cls_piece = self._cls_piece(r, self._adm_cls, a.cls, a.concurrency, a.deadline_s)
                 ap, ar, amid = self._adm_mid
                 reason = a.reason
-                if a.priority != ap or reason is not ar or not amid:
+                if a.priority != ap or reason is not ar or len(amid) == 0:
                     amid = b"%s%s%s%s%s" % (
                         r[8], _PRIORITY[a.priority], r[9],
                         b"null" if reason is None else _DUMPS(reason), r[10],
                     )  # fmt: skip
                     self._adm_mid = (a.priority, reason, amid)
                 et, end = self._adm_end
-                if a.tenant is not et or not end:
+                if a.tenant is not et or len(end) == 0:
                     end = b"%s%s%s" % (r[12], _DUMPS(a.tenant), r[13])
                     self._adm_end = (a.tenant, end)
                 w.write(r[0])
