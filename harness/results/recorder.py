@@ -426,10 +426,17 @@ class DecisionLog:
         # (+ retry-after), tenant (the line's end). Fewer pieces to join per line.
         self._rej_cls: dict[str, _ClassPiece] = {}
         self._adm_cls: dict[str, _ClassPiece] = {}
-        self._rej_mid = (-1, "", -1.0, b"")
-        self._adm_mid: tuple[int, str | None, bytes] = (-1, None, b"")
-        self._rej_end = ("", b"")
-        self._adm_end = ("", b"")
+        self._rej_priority = -1
+        self._rej_reason = ""
+        self._rej_retry = -1.0
+        self._rej_mid = b""
+        self._adm_priority = -1
+        self._adm_reason: str | None = None
+        self._adm_mid = b""
+        self._rej_tenant = ""
+        self._rej_end = b""
+        self._adm_tenant = ""
+        self._adm_end = b""
         # The last id's text (an admission's dispatch follows it).
         self._id = ""
         self._id_text = b""
@@ -450,15 +457,15 @@ class DecisionLog:
             self._rej_limits = a.limits
             runs = _runs({"decision": "reject", "kind": "admission"}, a.limits, _SLOTS)
             self._rej_cls.clear()
-            self._rej_mid = (-1, "", -1.0, b"")
-            self._rej_end = ("", b"")
+            self._rej_mid = b""
+            self._rej_end = b""
         else:
             self._adm_limits = a.limits
             slots = tuple(k for k in _SLOTS if k != "retry_after_s")
             runs = _runs({"decision": "admit", "kind": "admission"}, a.limits, slots)
             self._adm_cls.clear()
-            self._adm_mid = (-1, None, b"")
-            self._adm_end = ("", b"")
+            self._adm_mid = b""
+            self._adm_end = b""
         runs[6] += b'"'  # the id's quotes (_inner writes what goes between them)
         runs[7] = b'"' + runs[7]
         if type(a) is Reject:
@@ -504,23 +511,27 @@ class DecisionLog:
                     self._set_runs(a)
                 r = self._rej_runs
                 cls_piece = self._cls_piece(r, self._rej_cls, a.cls, a.concurrency, a.deadline_s)
-                mp, mr, mra, mid = self._rej_mid
+                mid = self._rej_mid
                 if (
-                    a.priority != mp
-                    or a.reason is not mr
-                    or a.retry_after_s != mra
-                    or mra == 0.0
+                    a.priority != self._rej_priority
+                    or a.reason is not self._rej_reason
+                    or a.retry_after_s != self._rej_retry
+                    or a.retry_after_s == 0.0  # 0.0 == -0.0, but they are written apart
                     or len(mid) == 0
                 ):
                     mid = b"%s%s%s%s%s%s%s" % (
                         r[8], _PRIORITY[a.priority], r[9], _DUMPS(a.reason), r[10],
                         _float(a.retry_after_s), r[11],
                     )  # fmt: skip
-                    self._rej_mid = (a.priority, a.reason, a.retry_after_s, mid)
-                et, end = self._rej_end
-                if a.tenant is not et or len(end) == 0:
+                    self._rej_priority = a.priority
+                    self._rej_reason = a.reason
+                    self._rej_retry = a.retry_after_s
+                    self._rej_mid = mid
+                end = self._rej_end
+                if a.tenant is not self._rej_tenant or len(end) == 0:
                     end = b"%s%s%s" % (r[13], _DUMPS(a.tenant), r[14])
-                    self._rej_end = (a.tenant, end)
+                    self._rej_tenant = a.tenant
+                    self._rej_end = end
                 w.write(r[0])
                 _put_ms(w, a.age_s)
                 w.write(cls_piece)
@@ -541,18 +552,25 @@ class DecisionLog:
                     self._set_runs(a)
                 r = self._adm_runs
                 cls_piece = self._cls_piece(r, self._adm_cls, a.cls, a.concurrency, a.deadline_s)
-                ap, ar, amid = self._adm_mid
+                amid = self._adm_mid
                 reason = a.reason
-                if a.priority != ap or reason is not ar or len(amid) == 0:
+                if (
+                    a.priority != self._adm_priority
+                    or reason is not self._adm_reason
+                    or len(amid) == 0
+                ):
                     amid = b"%s%s%s%s%s" % (
                         r[8], _PRIORITY[a.priority], r[9],
                         b"null" if reason is None else _DUMPS(reason), r[10],
                     )  # fmt: skip
-                    self._adm_mid = (a.priority, reason, amid)
-                et, end = self._adm_end
-                if a.tenant is not et or len(end) == 0:
+                    self._adm_priority = a.priority
+                    self._adm_reason = reason
+                    self._adm_mid = amid
+                end = self._adm_end
+                if a.tenant is not self._adm_tenant or len(end) == 0:
                     end = b"%s%s%s" % (r[12], _DUMPS(a.tenant), r[13])
-                    self._adm_end = (a.tenant, end)
+                    self._adm_tenant = a.tenant
+                    self._adm_end = end
                 w.write(r[0])
                 _put_ms(w, a.age_s)
                 w.write(cls_piece)
