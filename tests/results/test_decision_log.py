@@ -69,7 +69,7 @@ def test_raw_floats_and_strings_are_written_as_orjson_writes_them() -> None:
 
 def _admission(kind: type, i: int, rng: random.Random, limits: tuple[object, ...]) -> Action:
     fields = dict(
-        id=rng.choice([f"r-{i:06d}", f'q"{i}', f"ü-{i}", f"t\\{i}"]),
+        id=rng.choice([f"r-{i:06d}", f'q"{i}', f"ü-{i}", f"t\\{i}", f"d\x7f{i}", f"c\x01{i}", ""]),
         cls=rng.choice(["large", "small", "ß"]),
         priority=rng.randrange(3),
         tenant=rng.choice(["default", "acme", 'x"y']),
