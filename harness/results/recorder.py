@@ -3,7 +3,7 @@
 Each action has a record: a plain dict with sorted keys (``record``), whose
 ``orjson.dumps`` is the line's bytes, so a golden file compares byte for byte. The common
 lines (admissions and dispatches, all but a handful of a run's) are not made that way: the
-encoder below formats the same bytes straight from the action, about 2.5x fewer instructions
+encoder below formats the same bytes straight from the action, about 3x fewer instructions
 than the dict and orjson (docs/figures.md, issue 30). Lines are buffered and written in blocks;
 the live proxy also calls ``flush()`` every second so a crash loses at most a second of
 decisions.
