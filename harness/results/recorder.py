@@ -234,6 +234,10 @@ def record(t: float, action: Action) -> dict[str, Any] | None:
 _INT: Final[list[bytes]] = [b"%d" % i for i in range(1000)]
 _PRIORITY: Final[list[bytes]] = [b'"%s"' % name.encode() for name in PRIORITY_NAMES]
 _BIG: Final = 10**15
+# Compiled, numbers are written digit by digit (``BytesWriter.append`` and ``i64``/``u8``
+# arithmetic are inlined C); as plain Python each of those would be a call, so the same
+# numbers are written by orjson or ``%d`` instead (the bytes the digits are tested against).
+_COMPILED: Final = not __file__.endswith(".py")
 # An admission line's fields in key order, but for its constant ones (decision, kind) and the
 # limits, which go into the text between them.
 _SLOTS: Final = (
@@ -260,7 +264,9 @@ def _int(n: int) -> bytes:
 
 def _put_int(w: BytesWriter, n: i64) -> None:
     """n's decimal digits (``append`` of one byte is inlined: no call, no table)."""
-    if 0 <= n < 10:
+    if not _COMPILED:
+        w.write(b"%d" % n)
+    elif 0 <= n < 10:
         w.append(u8(48 + n))
     elif 10 <= n < 100:
         q = n // 10
@@ -307,7 +313,7 @@ def _put_frac3(w: BytesWriter, r: i64, point: bool) -> None:
 
 def _put_ms(w: BytesWriter, x: float) -> None:
     """``int(x * 1000 + 0.5) / 1000`` as orjson writes it."""
-    if 0.0 <= x < 1e12:  # n fits an i64 and is < _BIG
+    if _COMPILED and 0.0 <= x < 1e12:  # n fits an i64 and is < _BIG
         n: i64 = i64(x * 1000.0 + 0.5)
         q = n // 1000
         _put_int(w, q)
@@ -318,7 +324,7 @@ def _put_ms(w: BytesWriter, x: float) -> None:
 
 def _put_us(w: BytesWriter, n: int) -> None:
     """``n / 1e6`` as orjson writes it (n = ``int(x * 1e6 + 0.5)``)."""
-    if 100 <= n < _BIG:
+    if _COMPILED and 100 <= n < _BIG:
         m: i64 = n
         q = m // 1000000
         r = m - q * 1000000
