@@ -385,6 +385,39 @@ def _runs(consts: dict[str, str], limits: Limits, slots: tuple[str, ...]) -> lis
     return out
 
 
+def _put_admission(
+    w: BytesWriter,
+    r: list[bytes],
+    age_s: float,
+    cls_piece: bytes,
+    depth: int,
+    estimated_wait_s: float,
+    id_text: bytes,
+    in_flight: int,
+    mid: bytes,
+    service_time_s: float,
+    before_t: bytes,
+    nt: int,
+    end: bytes,
+) -> None:
+    """An admission line (admit or reject) from its runs ``r``, cached pieces and numbers."""
+    w.write(r[0])
+    _put_ms(w, age_s)
+    w.write(cls_piece)
+    _put_int(w, depth)
+    w.write(r[5])
+    _put_ms(w, estimated_wait_s)
+    w.write(r[6])
+    w.write(id_text)
+    w.write(r[7])
+    _put_int(w, in_flight)
+    w.write(mid)
+    _put_ms(w, service_time_s)
+    w.write(before_t)
+    _put_us(w, nt)
+    w.write(end)
+
+
 class _ClassPiece:
     """An admission line's text from its class to its deadline, and what it was made from."""
 
@@ -538,21 +571,10 @@ class DecisionLog:
                     end = b"%s%s%s" % (r[13], _DUMPS(a.tenant), r[14])
                     self._rej_tenant = a.tenant
                     self._rej_end = end
-                w.write(r[0])
-                _put_ms(w, a.age_s)
-                w.write(cls_piece)
-                _put_int(w, a.depth)
-                w.write(r[5])
-                _put_ms(w, a.estimated_wait_s)
-                w.write(r[6])
-                w.write(self._ident(a.id))
-                w.write(r[7])
-                _put_int(w, a.in_flight)
-                w.write(mid)
-                _put_ms(w, a.service_time_s)
-                w.write(r[12])
-                _put_us(w, nt)
-                w.write(end)
+                _put_admission(
+                    w, r, a.age_s, cls_piece, a.depth, a.estimated_wait_s, self._ident(a.id),
+                    a.in_flight, mid, a.service_time_s, r[12], nt, end,
+                )  # fmt: skip
             elif type(a) is Admit:
                 if a.limits is not self._adm_limits:
                     self._set_runs(a)
@@ -577,21 +599,10 @@ class DecisionLog:
                     end = b"%s%s%s" % (r[12], _DUMPS(a.tenant), r[13])
                     self._adm_tenant = a.tenant
                     self._adm_end = end
-                w.write(r[0])
-                _put_ms(w, a.age_s)
-                w.write(cls_piece)
-                _put_int(w, a.depth)
-                w.write(r[5])
-                _put_ms(w, a.estimated_wait_s)
-                w.write(r[6])
-                w.write(self._ident(a.id))
-                w.write(r[7])
-                _put_int(w, a.in_flight)
-                w.write(amid)
-                _put_ms(w, a.service_time_s)
-                w.write(r[11])
-                _put_us(w, nt)
-                w.write(end)
+                _put_admission(
+                    w, r, a.age_s, cls_piece, a.depth, a.estimated_wait_s, self._ident(a.id),
+                    a.in_flight, amid, a.service_time_s, r[11], nt, end,
+                )  # fmt: skip
             elif type(a) is Dispatch:
                 w.write(b'{"attempt":')
                 _put_int(w, a.attempt)
