@@ -231,7 +231,6 @@ def record(t: float, action: Action) -> dict[str, Any] | None:
 #
 # The rare kinds (retry, fail, expire, breaker, scale, ...) go through their dict and orjson.
 
-_INT: Final[list[bytes]] = [b"%d" % i for i in range(1000)]
 _PRIORITY: Final[list[bytes]] = [b'"%s"' % name.encode() for name in PRIORITY_NAMES]
 _BIG: Final = 10**15
 # Compiled, numbers are written digit by digit (``BytesWriter.append`` and ``i64``/``u8``
@@ -256,10 +255,6 @@ _SLOTS: Final = (
     "t",
     "tenant",
 )
-
-
-def _int(n: int) -> bytes:
-    return _INT[n] if 0 <= n < 1000 else b"%d" % n
 
 
 def _put_int(w: BytesWriter, n: i64) -> None:
@@ -430,6 +425,23 @@ class _ClassPiece:
         self.text = text
 
 
+class _TenantPiece:
+    """An admission line's end: the run before the tenant, the tenant, the closing run (made
+    again when the tenant changes)."""
+
+    __slots__ = ("_last", "_text")
+
+    def __init__(self) -> None:
+        self._last = ""
+        self._text = b""
+
+    def text(self, before: bytes, tenant: str, after: bytes) -> bytes:
+        if tenant is not self._last or len(self._text) == 0:
+            self._text = b"%s%s%s" % (before, _DUMPS(tenant), after)
+            self._last = tenant
+        return self._text
+
+
 class Sink(Protocol):
     """What DecisionLog writes to: a binary file, or a results.logsink.BlockWriter."""
 
@@ -472,10 +484,8 @@ class DecisionLog:
         self._adm_priority = -1
         self._adm_reason: str | None = None
         self._adm_mid = b""
-        self._rej_tenant = ""
-        self._rej_end = b""
-        self._adm_tenant = ""
-        self._adm_end = b""
+        self._rej_end = _TenantPiece()
+        self._adm_end = _TenantPiece()
         # The last id's text (an admission's dispatch follows it).
         self._id = ""
         self._id_text = b""
@@ -497,14 +507,14 @@ class DecisionLog:
             runs = _runs({"decision": "reject", "kind": "admission"}, a.limits, _SLOTS)
             self._rej_cls.clear()
             self._rej_mid = b""
-            self._rej_end = b""
+            self._rej_end = _TenantPiece()
         else:
             self._adm_limits = a.limits
             slots = tuple(k for k in _SLOTS if k != "retry_after_s")
             runs = _runs({"decision": "admit", "kind": "admission"}, a.limits, slots)
             self._adm_cls.clear()
             self._adm_mid = b""
-            self._adm_end = b""
+            self._adm_end = _TenantPiece()
         runs[6] += b'"'  # the id's quotes (_inner writes what goes between them)
         runs[7] = b'"' + runs[7]
         if type(a) is Reject:
@@ -534,7 +544,7 @@ class DecisionLog:
         ):
             return hit.text
         text = b"%s%s%s%s%s%s%s" % (
-            r[1], _DUMPS(cls), r[2], _int(concurrency), r[3], _float(deadline_s), r[4]
+            r[1], _DUMPS(cls), r[2], b"%d" % concurrency, r[3], _float(deadline_s), r[4]
         )  # fmt: skip
         cache[cls] = _ClassPiece(concurrency, none, dl, text)
         return text
@@ -566,11 +576,7 @@ class DecisionLog:
                     self._rej_reason = a.reason
                     self._rej_retry = a.retry_after_s
                     self._rej_mid = mid
-                end = self._rej_end
-                if a.tenant is not self._rej_tenant or len(end) == 0:
-                    end = b"%s%s%s" % (r[13], _DUMPS(a.tenant), r[14])
-                    self._rej_tenant = a.tenant
-                    self._rej_end = end
+                end = self._rej_end.text(r[13], a.tenant, r[14])
                 _put_admission(
                     w, r, a.age_s, cls_piece, a.depth, a.estimated_wait_s, self._ident(a.id),
                     a.in_flight, mid, a.service_time_s, r[12], nt, end,
@@ -594,11 +600,7 @@ class DecisionLog:
                     self._adm_priority = a.priority
                     self._adm_reason = reason
                     self._adm_mid = amid
-                end = self._adm_end
-                if a.tenant is not self._adm_tenant or len(end) == 0:
-                    end = b"%s%s%s" % (r[12], _DUMPS(a.tenant), r[13])
-                    self._adm_tenant = a.tenant
-                    self._adm_end = end
+                end = self._adm_end.text(r[12], a.tenant, r[13])
                 _put_admission(
                     w, r, a.age_s, cls_piece, a.depth, a.estimated_wait_s, self._ident(a.id),
                     a.in_flight, amid, a.service_time_s, r[11], nt, end,

@@ -217,7 +217,6 @@ def _simulate(
     upstream = SimUpstream(profile, seed)
     # dist: tokens times each attempt's tokens: TTFT, ITL and output tokens are reported.
     figs = TokenFigures(upstream.streaming) if upstream.timed else None
-    call_timed = upstream.call_timed
     # Effects are counted per request (a set of ids) only where one can happen twice: an
     # answer lost (ack_loss), or an attempt abandoned by a drain timeout.
     sc = profile.engine.scaling
@@ -346,7 +345,7 @@ def _simulate(
                 if type(a) is Dispatch:
                     if figs is not None:
                         trace = figs.trace
-                        dur, failure, ra, timing = call_timed(
+                        dur, failure, ra, timing = upstream.call_timed(
                             now, a.cls, a.id, a.attempt, trace.get(a.id) if trace else None
                         )
                         sent = col.requests[a.id][0] if a.id in col.requests else now
