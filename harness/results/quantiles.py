@@ -8,7 +8,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
+
+from librt.vecs import vec
+from mypy_extensions import i64
+
+# Compiled by mypyc (setup.py), or plain Python: window_quantiles pays off only compiled.
+COMPILED: Final = not __file__.endswith(".py")
 
 
 def quantile(values: Sequence[float], q: float) -> float:
@@ -110,3 +116,69 @@ def percentiles(
             v = xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
         out[k] = round(v, 3)
     return out
+
+
+def window_quantiles(
+    sorted_values: list[float],
+    ranks: list[int],
+    starts: list[int],
+    ends: list[int],
+    q: float,
+) -> list[float | None]:
+    """The q-quantile (linear interpolation, as :func:`quantile`) of ``values[lo:hi]`` for
+    each window ``lo, hi`` of ``starts`` and ``ends`` (None for an empty window), where
+    ``sorted_values`` are the values in ascending order and ``ranks[i]`` is value i's place
+    in it (each place once: ties broken by any order).
+
+    Both bounds only move forward, so each value enters and leaves a Fenwick tree of counts
+    over the places once, and a window's quantile is two descents of that tree: about
+    log2(n) steps a value and a window, not a partial sort of the window's values each time
+    (docs/figures.md). Compiled, the steps are native integer operations; as plain Python
+    they would be slower than numpy's partition (``COMPILED``)."""
+    n: i64 = len(ranks)
+    tree = vec[i64]([0] * (n + 1))  # tree[i]: the count in places (i - (i & -i), i]
+    top: i64 = 1
+    while top * 2 <= n:
+        top *= 2
+    out: list[float | None] = []
+    lo_cur: i64 = 0
+    hi_cur: i64 = 0
+    for j in range(len(starts)):
+        lo: i64 = starts[j]
+        hi: i64 = ends[j]
+        while hi_cur < hi:
+            i: i64 = ranks[hi_cur] + 1
+            while i <= n:
+                tree[i] += 1
+                i += i & -i
+            hi_cur += 1
+        while lo_cur < lo:
+            i = ranks[lo_cur] + 1
+            while i <= n:
+                tree[i] -= 1
+                i += i & -i
+            lo_cur += 1
+        m = hi - lo
+        if m <= 0:
+            out.append(None)
+            continue
+        h = float(m - 1) * q  # as (m - 1) * q with an int: exactly
+        k: i64 = math.floor(h)
+        lo_v = sorted_values[_kth(tree, n, top, k)]
+        hi_v = sorted_values[_kth(tree, n, top, k + 1)] if k + 1 < m else lo_v
+        out.append(lo_v + (h - float(k)) * (hi_v - lo_v))
+    return out
+
+
+def _kth(tree: vec[i64], n: i64, top: i64, k: i64) -> i64:
+    """The place of the k-th (0-based) smallest value counted in the Fenwick ``tree``."""
+    pos: i64 = 0
+    rem = k + 1
+    step = top
+    while step > 0:
+        nxt = pos + step
+        if nxt <= n and tree[nxt] < rem:
+            pos = nxt
+            rem -= tree[nxt]
+        step //= 2
+    return pos

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from harness.profile import DEFAULT_ALERTS, AlertRule
-from harness.results import alerts
+from harness.results import alerts, quantiles
 from harness.results.alerts import evaluate_alerts
 from harness.results.quantiles import describe, mann_whitney_p, quantile
 
@@ -136,6 +136,33 @@ def test_turnaround_p95_equals_sorting_each_window(window: float, seed: int) -> 
     got = alerts.rolling_p95(times, comps, window)
     assert any(v is None for v in got) and any(v is not None for v in got)
     assert got == _p95_by_sorting(times, comps, window)  # the same arithmetic: exactly equal
+
+
+@pytest.mark.parametrize("seed", [7, 8])
+def test_both_p95_paths_equal_sorting_each_window(seed: int) -> None:
+    # The Fenwick tree (taken when quantiles.py is compiled) and numpy's partition (plain
+    # Python) side by side, whichever this build takes: ties, windows of one, empty windows.
+    np = pytest.importorskip("numpy")
+    rng = random.Random(seed)
+    comps = sorted((rng.uniform(0, 200), float(rng.randint(0, 9))) for _ in range(800))
+    comps += [(250.5, 3.0), (400.0, 2.5), (400.25, 1.0)]
+    times = [float(t) for t in range(420)]
+    at = np.asarray([c[0] for c in comps])
+    vals = np.asarray([c[1] for c in comps])
+    for window in (1.0, 7.0, 60.0):
+        want = _p95_by_sorting(times, comps, window)
+        ts = np.asarray(times)
+        starts = np.maximum.accumulate(np.searchsorted(at, ts + 1 - window)).tolist()
+        ends = np.maximum.accumulate(np.searchsorted(at, ts + 1)).tolist()
+        order = sorted(range(len(comps)), key=lambda i: (comps[i][1], i))
+        ranks = [0] * len(order)
+        for place, i in enumerate(order):
+            ranks[i] = place
+        sorted_values = [comps[i][1] for i in order]
+        fenwick = quantiles.window_quantiles(sorted_values, ranks, starts, ends, 0.95)
+        assert fenwick == want
+        assert alerts._partition_p95(vals, starts, ends) == want
+        assert None in want and want.count(None) < len(want)
 
 
 def test_unsorted_completions_are_accepted() -> None:
