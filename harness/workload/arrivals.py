@@ -20,6 +20,9 @@ from math import log
 from pathlib import Path
 from typing import Final
 
+from librt.strings import BytesWriter
+from mypy_extensions import i64, u8
+
 from harness.engine.events import PRIORITY_OF, Arrived
 from harness.profile import NamePool, Profile, ProfileError, RequestClass
 from harness.workload.traces import hint, read_trace, traced
@@ -43,7 +46,7 @@ class Arrival(Arrived):
         output_tokens: int | None = None,
     ) -> None:
         self.index = index
-        self.id = "r-" + str(index).zfill(6)  # f"r-{index:06d}", at half the cost
+        self.id = request_id(index)
         self.t = t
         self.cls = cls
         self.priority = priority
@@ -56,6 +59,49 @@ class Arrival(Arrived):
 
     def __repr__(self) -> str:
         return f"Arrival({self.id}, t={self.t:.3f}, {self.cls})"
+
+
+# Compiled (setup.py), an id is written byte by byte into one reused buffer (inlined C) and
+# decoded once; as plain Python each byte would be a call, so zfill makes it there.
+_COMPILED: Final = not __file__.endswith(".py")
+_ID: Final = BytesWriter()
+
+
+def request_id(index: int) -> str:
+    """``r-000123``: at least six digits (``f"r-{index:06d}"``). Compiled, one string is
+    made instead of three (str, zfill, concatenation: 1,200 instructions an arrival)."""
+    if not _COMPILED or not 0 <= index < 10**15:
+        return "r-" + str(index).zfill(6)
+    n: i64 = index
+    w = _ID
+    w.truncate(0)
+    w.append(114)  # r
+    w.append(45)  # -
+    hi = n // 1000000
+    if hi > 0:
+        _put_digits(w, hi)
+    n -= hi * 1000000
+    q = n // 1000
+    _put_pad3(w, q)
+    _put_pad3(w, n - q * 1000)
+    return w.getvalue().decode("ascii")
+
+
+def _put_pad3(w: BytesWriter, r: i64) -> None:
+    """r (0 <= r < 1000) in exactly three digits: 7 -> 007."""
+    a = r // 100
+    r -= a * 100
+    b = r // 10
+    w.append(u8(48 + a))
+    w.append(u8(48 + b))
+    w.append(u8(48 + r - b * 10))
+
+
+def _put_digits(w: BytesWriter, n: i64) -> None:
+    """n's decimal digits, n > 0."""
+    if n >= 10:
+        _put_digits(w, n // 10)
+    w.append(u8(48 + n % 10))
 
 
 _CHUNK: Final = 1024

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
+import random
 from itertools import pairwise
 from pathlib import Path
 
 import pytest
 
 from harness.profile import ProfileError, load, loads
-from harness.workload.arrivals import schedule
+from harness.workload.arrivals import Arrival, request_id, schedule
 from tests.conftest import BASE
 
 
@@ -103,3 +104,13 @@ def test_tenant_and_key_pools_draw_from_n_names() -> None:
     xs = list(schedule(loads(text), 1))
     assert {x.tenant for x in xs} == {"tenant-0", "tenant-1", "tenant-2"}
     assert {x.key for x in xs} == {"key-0", "key-1"}
+
+
+def test_request_ids_are_r_and_at_least_six_digits() -> None:
+    # Compiled, request_id writes the digits itself: the same text as the format, everywhere.
+    edges = [0, 1, 9, 10, 99, 100, 999, 1000, 999_999, 1_000_000, 1_000_001, 12_345_678]
+    edges += [10**15 - 1, 10**15, 10**18 + 7]
+    rng = random.Random(5)
+    for i in edges + [rng.randrange(10**9) for _ in range(2000)]:
+        assert request_id(i) == f"r-{i:06d}"
+        assert Arrival(i, 0.0, "c", 1, "default", None, None).id == f"r-{i:06d}"
