@@ -387,7 +387,8 @@ def _put_admission(
     cls_piece: bytes,
     depth: int,
     estimated_wait_s: float,
-    id_text: bytes,
+    log: DecisionLog,
+    rid: str,
     in_flight: int,
     mid: bytes,
     service_time_s: float,
@@ -403,7 +404,7 @@ def _put_admission(
     w.write(r[5])
     _put_ms(w, estimated_wait_s)
     w.write(r[6])
-    w.write(id_text)
+    log.put_id(w, rid)
     w.write(r[7])
     _put_int(w, in_flight)
     w.write(mid)
@@ -494,11 +495,28 @@ class DecisionLog:
     def open(cls, path: Path) -> DecisionLog:
         return cls(path.open("wb"))
 
-    def _ident(self, s: str) -> bytes:
-        if s != self._id:
-            self._id = s
-            self._id_text = _inner(s)
-        return self._id_text
+    def put_id(self, w: BytesWriter, s: str) -> None:
+        """An id's text between its quotes. Compiled, character by character (a codepoint
+        read and a byte written, inlined; no bytes object); cut back and quoted by orjson at
+        the first character that JSON escapes or that is not ASCII. Plain Python, the last
+        id's encoded text is kept (a dispatch line repeats its admission's id)."""
+        if _COMPILED:
+            start = len(w)
+            n: i64 = len(s)
+            i: i64 = 0
+            while i < n:
+                c: i64 = ord(s[i])
+                if c < 32 or c > 126 or c == 34 or c == 92:  # control, DEL, '"', '\\', non-ASCII
+                    w.truncate(start)
+                    w.write(_DUMPS(s)[1:-1])
+                    return
+                w.append(u8(c))
+                i += 1
+        else:
+            if s != self._id:
+                self._id = s
+                self._id_text = _inner(s)
+            w.write(self._id_text)
 
     def _set_runs(self, a: Admit | Reject) -> None:
         """New limits (the first admission of a run): the runs and the pieces start afresh."""
@@ -578,7 +596,7 @@ class DecisionLog:
                     self._rej_mid = mid
                 end = self._rej_end.text(r[13], a.tenant, r[14])
                 _put_admission(
-                    w, r, a.age_s, cls_piece, a.depth, a.estimated_wait_s, self._ident(a.id),
+                    w, r, a.age_s, cls_piece, a.depth, a.estimated_wait_s, self, a.id,
                     a.in_flight, mid, a.service_time_s, r[12], nt, end,
                 )  # fmt: skip
             elif type(a) is Admit:
@@ -602,14 +620,14 @@ class DecisionLog:
                     self._adm_mid = amid
                 end = self._adm_end.text(r[12], a.tenant, r[13])
                 _put_admission(
-                    w, r, a.age_s, cls_piece, a.depth, a.estimated_wait_s, self._ident(a.id),
+                    w, r, a.age_s, cls_piece, a.depth, a.estimated_wait_s, self, a.id,
                     a.in_flight, amid, a.service_time_s, r[11], nt, end,
                 )  # fmt: skip
             elif type(a) is Dispatch:
                 w.write(b'{"attempt":')
                 _put_int(w, a.attempt)
                 w.write(b',"id":"')
-                w.write(self._ident(a.id))
+                self.put_id(w, a.id)
                 w.write(b'","kind":"dispatch","queue_wait_s":')
                 _put_us(w, int(a.queue_wait_s * 1e6 + 0.5))
                 w.write(b',"t":')

@@ -65,6 +65,12 @@ def test_raw_floats_and_strings_are_written_as_orjson_writes_them() -> None:
         assert recorder._float(x) == orjson.dumps(x), x
     for s in ["r-000001", "", 'a"b', "a\\b", "tab\there", "del\x7f", "ünï", "日本", "\x00", "~ !"]:
         assert b'"' + recorder._inner(s) + b'"' == orjson.dumps(s), s
+        # An id is written into the line character by character (compiled), cut back to
+        # where it began at the first character JSON escapes.
+        w = BytesWriter()
+        w.write(b'{"id":"')
+        recorder.DecisionLog(io.BytesIO()).put_id(w, s + "-tail")
+        assert w.getvalue() == b'{"id":' + orjson.dumps(s + "-tail")[:-1], s
 
 
 def _admission(kind: type, i: int, rng: random.Random, limits: tuple[object, ...]) -> Action:
