@@ -12,7 +12,8 @@ The generator is a counter passed through MurmurHash3's 32-bit finaliser (``fmix
 draw steps a 32-bit counter by the golden ratio and mixes it; each reseed derives the counter
 from the key. The request id is hashed with CRC-32 (stdlib, in C, stable across processes,
 unlike ``hash()``; ids that differ within 32 consecutive bits never collide). Everything stays
-below 2**62, so the compiled module (setup.py HOT_MODULES) works on unboxed machine integers
+below 2**62, and the products are ``i64``, so the compiled module (setup.py HOT_MODULES) works
+on unboxed machine integers
 (a 64-bit SplitMix64, boxed, measured 3.3 us per request and 0.7 us per draw, and cost the
 simulation benchmark about a third of its speed; this version is within the benchmark's noise
 of the sequential ``random.Random`` it replaced, tests/bench/bench_sim.py). A draw has 32
@@ -27,24 +28,31 @@ import math
 import zlib
 from typing import Final
 
+from mypy_extensions import i64
+
 M32: Final = 0xFFFFFFFF
 GOLDEN32: Final = 0x9E3779B9
 TWO_PI: Final = 2.0 * math.pi
 INV_2_32: Final = 1.0 / 4294967296.0  # 2 ** -32
 
 
-def _mul32(a: int, b: int) -> int:
-    """(a * b) mod 2**32 for 32-bit a and b, in two 48-bit products (no big integers)."""
+def _mul32(a: i64, b: i64) -> i64:
+    """(a * b) mod 2**32 for 32-bit a and b, in two 48-bit products (no big integers).
+
+    Machine integers (``i64``) when compiled: as tagged ``int``, a product of a number of 32
+    bits went off mypyc's fast path (it takes operands below 2**31) into Python's big integers,
+    about 1,300 instructions a product (docs/figures.md)."""
     return (a * (b & 0xFFFF) + (((a * (b >> 16)) & 0xFFFF) << 16)) & M32
 
 
 def fmix32(h: int) -> int:
     """MurmurHash3's finaliser: a bijection on 32-bit integers that scatters every input bit."""
-    h ^= h >> 16
-    h = _mul32(h, 0x85EBCA6B)
-    h ^= h >> 13
-    h = _mul32(h, 0xC2B2AE35)
-    return h ^ (h >> 16)
+    x: i64 = h
+    x ^= x >> 16
+    x = _mul32(x, 0x85EBCA6B)
+    x ^= x >> 13
+    x = _mul32(x, 0xC2B2AE35)
+    return x ^ (x >> 16)
 
 
 def key_of(text: str) -> int:
@@ -111,7 +119,7 @@ class RequestDraws:
         """One mix per attempt (the simulation does this per dispatch) and three reseeds,
         written out: attribute stores in compiled code, not method calls (this runs once per
         dispatch; the calls were a measurable share of the simulation's time)."""
-        k = fmix32(zlib.crc32(request_id.encode()) ^ ((attempt * GOLDEN32) & M32) ^ self._seed)
+        k = fmix32(zlib.crc32(request_id.encode()) ^ _mul32(attempt & M32, GOLDEN32) ^ self._seed)
         lat, tok, flt = self.latency, self.tokens, self.faults
         lat._state = lat._base ^ k
         tok._state = tok._base ^ k

@@ -62,3 +62,25 @@ def test_normal_draws_have_the_asked_mean_and_spread() -> None:
 def test_fmix32_is_a_bijection_on_a_sample_and_stays_in_32_bits() -> None:
     outs = {fmix32(x) for x in range(100000)}
     assert len(outs) == 100000 and max(outs) < 2**32
+
+
+def test_fmix32_is_murmurhash3s_finaliser_over_the_whole_32_bit_range() -> None:
+    # The compiled products are machine integers: checked against big-integer arithmetic
+    # at the edges (2**31, 2**32 - 1) and across the range.
+    def reference(h: int) -> int:
+        h ^= h >> 16
+        h = (h * 0x85EBCA6B) % 2**32
+        h ^= h >> 13
+        h = (h * 0xC2B2AE35) % 2**32
+        return h ^ (h >> 16)
+
+    xs = [0, 1, 2**16 - 1, 2**16, 2**31 - 1, 2**31, 2**32 - 2, 2**32 - 1]
+    xs += [(i * 0x9E3779B9) % 2**32 for i in range(20000)]
+    for x in xs:
+        assert fmix32(x) == reference(x), x
+
+
+def test_attempts_beyond_32_bits_draw_as_their_low_32_bits() -> None:
+    # begin() mixes (attempt * golden ratio) mod 2**32: the attempt's low 32 bits only.
+    a, b = RequestDraws(7), RequestDraws(7)
+    assert _first(a, "r-000001", 3) == _first(b, "r-000001", 3 + 2**32)
