@@ -71,6 +71,28 @@ class Group(Tally):
         self.tenant = tenant
 
 
+class Count:
+    """A counter bumped in place: a ``dict[str, int]`` bumped per action boxed a new int and
+    stored it back (two dict operations and an allocation a rejection)."""
+
+    __slots__ = ("n",)
+
+    def __init__(self) -> None:
+        self.n = 0
+
+
+def bump(by: dict[str, Count], key: str) -> None:
+    c = by.get(key)
+    if c is None:
+        c = by[key] = Count()
+    c.n += 1
+
+
+def counts(by: dict[str, Count]) -> dict[str, int]:
+    """The counts as plain ints, in the order the keys were first seen."""
+    return {k: c.n for k, c in by.items()}
+
+
 class Second:
     __slots__ = (
         "admitted",
@@ -78,14 +100,18 @@ class Second:
         "expired",
         "failed",
         "rejected",
-        "rejected_by_reason",
+        "rejected_by",
         "state",
     )
 
     def __init__(self) -> None:
         self.admitted = self.rejected = self.completed = self.failed = self.expired = 0
-        self.rejected_by_reason: dict[str, int] = {}
+        self.rejected_by: dict[str, Count] = {}
         self.state: dict[str, Any] = {}
+
+    @property
+    def rejected_by_reason(self) -> dict[str, int]:
+        return counts(self.rejected_by)
 
 
 class Collector:
@@ -94,7 +120,7 @@ class Collector:
         self.slo_s = slo_s
         self.requests: dict[str, tuple[float, Group]] = {}  # admitted, not yet ended
         self.groups: dict[tuple[str, int, str], Group] = {}
-        self.rejected_by_reason: dict[str, int] = {}
+        self.rejected_by: dict[str, Count] = {}  # rejected_by_reason, bumped in place
         self.failed_by_reason: dict[str, int] = {}
         self.expired_by_reason: dict[str, int] = {}
         self.turnarounds: list[float] = []  # in completion order, beside completed_at
@@ -113,6 +139,10 @@ class Collector:
         self.review_waits: list[float] = []
         self.before_review: list[float] = []
         self._stage_s: dict[str, float] = {}
+
+    @property
+    def rejected_by_reason(self) -> dict[str, int]:
+        return counts(self.rejected_by)
 
     # -- feeding ------------------------------------------------------------------------------
 
@@ -153,9 +183,8 @@ class Collector:
                     self._t0.pop(a.id, None)
                 if self.records is not None:
                     self.records.append((a.id, a.cls, now, "rejected", None))
-                r = a.reason
-                self.rejected_by_reason[r] = self.rejected_by_reason.get(r, 0) + 1
-                sec.rejected_by_reason[r] = sec.rejected_by_reason.get(r, 0) + 1
+                bump(self.rejected_by, a.reason)
+                bump(sec.rejected_by, a.reason)
             elif tp is Dispatch:
                 assert isinstance(a, Dispatch)
                 if a.attempt == 1:
