@@ -10,7 +10,8 @@ is not in the table.
 Each rule is a small class with one method, ``check(view, ev) -> float``: -1.0 to admit, else
 the *raw* number of seconds until it would admit again (the engine rounds that up to
 ``retry_after_s``, at least 1 s). A rule reads only an :class:`AdmissionView`, a snapshot of
-the engine's state at this arrival, and returns its verdict as a value; ``Admission.check``
+the engine's state at this arrival (one view, refreshed per arrival: a rule keeps nothing of
+it), and returns its verdict as a value; ``Admission.check``
 pairs it with the rule's name. Classes rather than closures: under mypyc a call through a
 native class's method is a direct vtable call, a closure stays a dynamic Python call.
 
@@ -66,6 +67,27 @@ class AdmissionView:
         self.service_time_s = service_time_s
         self.estimated_wait_s = estimated_wait_s
         self.age_s = age_s
+
+    def at(
+        self,
+        now: float,
+        busy: int,
+        concurrency: int,
+        service_time_s: float,
+        estimated_wait_s: float,
+        age_s: float,
+    ) -> AdmissionView:
+        """This view, refreshed for another arrival. The engine keeps one and refreshes it
+        (no object made and freed per arrival): a rule reads it during its check and keeps
+        nothing of it."""
+        self.now = now
+        self.depth = self._queue.depth
+        self.busy = busy
+        self.concurrency = concurrency
+        self.service_time_s = service_time_s
+        self.estimated_wait_s = estimated_wait_s
+        self.age_s = age_s
+        return self
 
     def drain(self, n: float) -> float:
         """Seconds for ``n`` items ahead to start."""

@@ -23,7 +23,6 @@ import heapq
 import math
 from typing import Final
 
-from harness.engine.admission import AdmissionView
 from harness.engine.dependency import backoff_s
 from harness.engine.events import (
     ACK_LOST,
@@ -116,15 +115,7 @@ class Engine(Scheduler):
         elif bypass or not adm.on:
             reason, raw = "", -1.0
         else:
-            view = AdmissionView(
-                queue=q,
-                now=now,
-                busy=self.busy,
-                concurrency=c,
-                service_time_s=st,
-                estimated_wait_s=est,
-                age_s=age,
-            )
+            view = self.admission_view.at(now, self.busy, c, st, est, age)
             reason, raw = adm.check(view, ev)
         if raw >= 0.0:
             counts.rejected += 1

@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from harness.engine.admission import Admission
+from harness.engine.admission import Admission, AdmissionView
 from harness.engine.cost import CostLedger
 from harness.engine.dependency import CircuitBreaker, RetryBudget, Rng
 from harness.engine.events import (
@@ -138,6 +138,15 @@ class Scheduler:
             else None
         )
         self.admission = Admission(cfg.admission, self.cost)
+        self.admission_view = AdmissionView(
+            queue=self.queue,
+            now=0.0,
+            busy=0,
+            concurrency=0,
+            service_time_s=service_time_prior_s,
+            estimated_wait_s=0.0,
+            age_s=0.0,
+        )  # refreshed by each arrival's admission check
         self.checkpoint_by_class = dict(checkpoint_by_class or {})
         self.review = (
             ReviewStage(cfg.review, review_classes)
