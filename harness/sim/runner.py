@@ -40,7 +40,7 @@ from harness.run_core import Retried, RunCore
 from harness.sim.token_timing import TokenFigures
 from harness.sim.upstream import MID_STREAM, SimUpstream
 from harness.workload import outcomes
-from harness.workload.arrivals import Arrival, schedule, stream
+from harness.workload.arrivals import Arrival, schedule_chunks, stream
 from harness.workload.callers import retry_delay
 from harness.workload.outcomes import Answer
 
@@ -237,8 +237,11 @@ def _simulate(
     heapq.heapify(heap)
     cr = profile.clients.retry
     clients = ClientRetries(cr, stream(seed, "clients")) if cr is not None else None
-    arrivals = schedule(profile, seed if schedule_seed is None else schedule_seed)
-    nxt = next(arrivals, None)
+    # Arrivals in lists, taken by index; the next list once per _CHUNK arrivals.
+    chunks = schedule_chunks(profile, seed if schedule_seed is None else schedule_seed)
+    batch: list[Arrival] = next(chunks, [])
+    bi = 0
+    nxt: Arrival | None = batch[0] if batch else None
     # A public trace's arrivals carry token counts: the summary reports their totals.
     tokens = profile.arrivals.process == "trace" and profile.arrivals.format != "csv"
     prompt_tokens = 0
@@ -273,7 +276,11 @@ def _simulate(
                 if figs is not None:
                     figs.trace[nxt.id] = (nxt.prompt_tokens, nxt.output_tokens)
             actions = engine.handle(nxt, now)
-            nxt = next(arrivals, None)
+            bi += 1
+            if bi == len(batch):
+                batch = next(chunks, [])
+                bi = 0
+            nxt = batch[bi] if batch else None
         elif heap:
             t_top, _s, kind, payload = pop(heap)
             if kind == _TICK:

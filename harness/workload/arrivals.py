@@ -212,6 +212,14 @@ def _weighted(u: float, cum: list[float], total: float) -> int:
 
 def schedule(profile: Profile, seed: int | None = None) -> Iterator[Arrival]:
     """The arrivals, lazily, in time order (a one-hour run at 1,000/s never sits in memory)."""
+    for chunk in schedule_chunks(profile, seed):
+        yield from chunk
+
+
+def schedule_chunks(profile: Profile, seed: int | None = None) -> Iterator[list[Arrival]]:
+    """:func:`schedule` in lists of up to ``_CHUNK`` arrivals, none empty: the simulation takes
+    them by index (compiled, a list read), not one generator step and one ``next()`` through
+    Python's call protocol per arrival."""
     s = profile.seed if seed is None else seed
     names = list(profile.classes)
     classes: list[RequestClass] = [profile.classes[n] for n in names]
@@ -227,16 +235,20 @@ def schedule(profile: Profile, seed: int | None = None) -> Iterator[Arrival]:
     single = len(classes) == 1
     index_of = {n: i for i, n in enumerate(names)}
     plain = all(c.tenant == "default" and c.key is None for c in classes)
+    out: list[Arrival] = []
     if profile.arrivals.process != "trace" and plain:
         # The common case, kept lean: the simulation draws hundreds of thousands of these.
         cls_info = [(names[j], prio[j], classes[j].deadline_s) for j in range(len(classes))]
         i = 0
-        for chunk in _times(profile, stream(s, "times")):
-            for t in chunk:
+        for times in _times(profile, stream(s, "times")):
+            out = []
+            for t in times:
                 i += 1
                 j = 0 if single else _weighted(choose(), cum, total)
                 name, pr, dl = cls_info[j]
-                yield Arrival(i, t, name, pr, "default", None, dl)
+                out.append(Arrival(i, t, name, pr, "default", None, dl))
+            if out:
+                yield out
         return
     if traced(profile):
         for i, (t, tcls, ptok, otok) in enumerate(read_trace(profile), 1):
@@ -244,7 +256,12 @@ def schedule(profile: Profile, seed: int | None = None) -> Iterator[Arrival]:
             tc = classes[j]
             tten = _pick(tc.tenant, "tenant", pool_rng) or "default"
             tkey = _pick(tc.key, "key", pool_rng)
-            yield Arrival(i, t, tcls, prio[j], tten, tkey, tc.deadline_s, ptok, otok)
+            out.append(Arrival(i, t, tcls, prio[j], tten, tkey, tc.deadline_s, ptok, otok))
+            if len(out) >= _CHUNK:
+                yield out
+                out = []
+        if out:
+            yield out
         return
     if profile.arrivals.process == "trace":
         source: Iterator[tuple[float, str | None, str | None]] = _trace(profile)
@@ -258,7 +275,12 @@ def schedule(profile: Profile, seed: int | None = None) -> Iterator[Arrival]:
         c = classes[j]
         ten = tenant or _pick(c.tenant, "tenant", pool_rng) or "default"
         key = _pick(c.key, "key", pool_rng)
-        yield Arrival(i, t, names[j], prio[j], ten, key, c.deadline_s)
+        out.append(Arrival(i, t, names[j], prio[j], ten, key, c.deadline_s))
+        if len(out) >= _CHUNK:
+            yield out
+            out = []
+    if out:
+        yield out
 
 
 def check_rows(profile: Profile) -> None:
