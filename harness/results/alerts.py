@@ -128,10 +128,14 @@ def rolling_p95_columns(
     ends = np.maximum.accumulate(np.searchsorted(at_a, ts + 1, side="left"))
     if quantiles.COMPILED:
         by_value = np.argsort(vals_a, kind="stable")
-        ranks = np.empty(len(by_value), dtype=np.int64)
-        ranks[by_value] = np.arange(len(by_value), dtype=np.int64)
+        ranks = np.empty(len(by_value), dtype="<i8")
+        ranks[by_value] = np.arange(len(by_value), dtype="<i8")
         return quantiles.window_quantiles(
-            vals_a[by_value].tolist(), ranks.tolist(), starts.tolist(), ends.tolist(), 0.95
+            vals_a[by_value].astype("<f8").tobytes(),
+            ranks.tobytes(),
+            starts.tolist(),
+            ends.tolist(),
+            0.95,
         )
     return _partition_p95(vals_a, starts.tolist(), ends.tolist())
 

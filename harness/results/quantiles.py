@@ -10,6 +10,7 @@ import math
 from collections.abc import Sequence
 from typing import Any, Final
 
+from librt.strings import read_f64_le, read_i64_le
 from librt.vecs import vec
 from mypy_extensions import i64
 
@@ -119,23 +120,25 @@ def percentiles(
 
 
 def window_quantiles(
-    sorted_values: list[float],
-    ranks: list[int],
+    sorted_values: bytes,
+    ranks: bytes,
     starts: list[int],
     ends: list[int],
     q: float,
 ) -> list[float | None]:
     """The q-quantile (linear interpolation, as :func:`quantile`) of ``values[lo:hi]`` for
-    each window ``lo, hi`` of ``starts`` and ``ends`` (None for an empty window), where
-    ``sorted_values`` are the values in ascending order and ``ranks[i]`` is value i's place
-    in it (each place once: ties broken by any order).
+    each window ``lo, hi`` of ``starts`` and ``ends`` (None for an empty window). The n values
+    come as two packed columns of 8 bytes an entry (little-endian, numpy's ``tobytes``; no
+    Python object per value): ``sorted_values``, the values in ascending order as doubles, and
+    ``ranks``, value i's place in that order as an int64 (each place once: ties broken by any
+    order).
 
     Both bounds only move forward, so each value enters and leaves a Fenwick tree of counts
     over the places once, and a window's quantile is two descents of that tree: about
     log2(n) steps a value and a window, not a partial sort of the window's values each time
     (docs/figures.md). Compiled, the steps are native integer operations; as plain Python
     they would be slower than numpy's partition (``COMPILED``)."""
-    n: i64 = len(ranks)
+    n: i64 = len(ranks) // 8
     tree = vec[i64]([0] * (n + 1))  # tree[i]: the count in places (i - (i & -i), i]
     top: i64 = 1
     while top * 2 <= n:
@@ -147,13 +150,13 @@ def window_quantiles(
         lo: i64 = starts[j]
         hi: i64 = ends[j]
         while hi_cur < hi:
-            i: i64 = ranks[hi_cur] + 1
+            i: i64 = read_i64_le(ranks, hi_cur * 8) + 1
             while i <= n:
                 tree[i] += 1
                 i += i & -i
             hi_cur += 1
         while lo_cur < lo:
-            i = ranks[lo_cur] + 1
+            i = read_i64_le(ranks, lo_cur * 8) + 1
             while i <= n:
                 tree[i] -= 1
                 i += i & -i
@@ -164,8 +167,8 @@ def window_quantiles(
             continue
         h = float(m - 1) * q  # as (m - 1) * q with an int: exactly
         k: i64 = math.floor(h)
-        lo_v = sorted_values[_kth(tree, n, top, k)]
-        hi_v = sorted_values[_kth(tree, n, top, k + 1)] if k + 1 < m else lo_v
+        lo_v = read_f64_le(sorted_values, _kth(tree, n, top, k) * 8)
+        hi_v = read_f64_le(sorted_values, _kth(tree, n, top, k + 1) * 8) if k + 1 < m else lo_v
         out.append(lo_v + (h - float(k)) * (hi_v - lo_v))
     return out
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+import struct
 from typing import Any
 
 import pytest
@@ -159,7 +160,13 @@ def test_both_p95_paths_equal_sorting_each_window(seed: int) -> None:
         for place, i in enumerate(order):
             ranks[i] = place
         sorted_values = [comps[i][1] for i in order]
-        fenwick = quantiles.window_quantiles(sorted_values, ranks, starts, ends, 0.95)
+        fenwick = quantiles.window_quantiles(
+            struct.pack(f"<{len(order)}d", *sorted_values),
+            struct.pack(f"<{len(order)}q", *ranks),
+            starts,
+            ends,
+            0.95,
+        )
         assert fenwick == want
         assert alerts._partition_p95(vals, starts, ends) == want
         assert None in want and want.count(None) < len(want)
