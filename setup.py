@@ -35,6 +35,7 @@ HOT_MODULES = [
     "harness/upstream_model/latency.py",
     "harness/upstream_model/faults.py",
     "harness/sim/upstream.py",
+    "harness/sim/agenda.py",
     "harness/sim/runner.py",
     "harness/results/stats.py",
     "harness/results/recorder.py",

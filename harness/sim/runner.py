@@ -1,15 +1,15 @@
-"""The virtual-time driver: a heap of ``(time, seq, kind, payload)`` around the engine.
+"""The virtual-time driver: an agenda of ``(time, seq, kind, payload)`` around the engine.
 
-Arrivals are not pushed on the heap: the schedule is already sorted, so the loop merges it
-with the heap top (ties go to the arrival, then to heap order by sequence number). The engine's
-own timers come back through ``next_deadline()`` as a single pending ``TICK``. Every random
-draw comes from a named stream (``arrivals.stream``), so same profile + seed -> same events.
+Arrivals are not put on the agenda: the schedule is already sorted, so the loop merges it
+with the agenda's first event (ties go to the arrival, then to the agenda's order by sequence
+number; ``harness.sim.agenda``, a compiled heap). The engine's own timers come back through
+``next_deadline()`` as a single pending ``TICK``. Every random draw comes from a named stream
+(``arrivals.stream``), so same profile + seed -> same events.
 """
 
 from __future__ import annotations
 
 import gc
-import heapq
 import math
 import random
 from collections.abc import Callable
@@ -37,6 +37,7 @@ from harness.results import summary as summ
 from harness.results.recorder import DecisionLog
 from harness.results.stats import Collector
 from harness.run_core import Retried, RunCore
+from harness.sim.agenda import Agenda
 from harness.sim.token_timing import TokenFigures
 from harness.sim.upstream import MID_STREAM, SimUpstream
 from harness.workload import outcomes
@@ -227,14 +228,13 @@ def _simulate(
     # A drain kill ends a stream whose first bytes reached the caller (the proxy cannot run it
     # again unseen): the engine is told when each streamed attempt starts answering.
     answers = upstream.streaming if sc.enabled and sc.drain_timeout_s is not None else frozenset()
-    heap: list[tuple[float, int, int, Any]] = []
+    agenda = Agenda()
     seq = 0
     for f in profile.faults:
         if f.kind == "metrics_outage" and f.at_s is not None and f.for_s is not None:
-            heap.append((f.at_s, seq, _METRICS, False))
-            heap.append((f.at_s + f.for_s, seq + 1, _METRICS, True))
+            agenda.push(f.at_s, seq, _METRICS, False)
+            agenda.push(f.at_s + f.for_s, seq + 1, _METRICS, True)
             seq += 2
-    heapq.heapify(heap)
     cr = profile.clients.retry
     clients = ClientRetries(cr, stream(seed, "clients")) if cr is not None else None
     # Arrivals in lists, taken by index; the next list once per _CHUNK arrivals.
@@ -248,15 +248,13 @@ def _simulate(
     output_tokens = 0
     tick_at = math.inf
     tick = Tick()
-    push = heapq.heappush
-    pop = heapq.heappop
     sec_end = 1.0
     scheduled = 0
     now = 0.0
     halted = False
     blind = 0  # metrics outages in progress
     while True:
-        if nxt is not None and (not heap or nxt.t <= heap[0][0]):
+        if nxt is not None and (len(agenda) == 0 or nxt.t <= agenda.first_time()):
             now = nxt.t
             if now >= sec_end:
                 core.advance(now)
@@ -281,8 +279,8 @@ def _simulate(
                 batch = next(chunks, [])
                 bi = 0
             nxt = batch[bi] if batch else None
-        elif heap:
-            t_top, _s, kind, payload = pop(heap)
+        elif len(agenda) > 0:
+            t_top, _s, kind, payload = agenda.pop()
             if kind == _TICK:
                 if t_top >= tick_at:
                     tick_at = math.inf
@@ -294,14 +292,14 @@ def _simulate(
                     if nd is not None and nd < tick_at:
                         tick_at = nd
                         seq += 1
-                        push(heap, (tick_at, seq, _TICK, None))
+                        agenda.push(tick_at, seq, _TICK, None)
                     continue
             now = t_top
             if now >= sec_end:
                 core.advance(now)
                 sec_end = core.sec_end
                 if stop is not None and stop(now):
-                    push(heap, (now, _s, kind, payload))  # not handled: left as it was
+                    agenda.push(now, _s, kind, payload)  # not handled: left as it was
                     halted = True
                     break
             if kind == _FINISH:
@@ -344,7 +342,7 @@ def _simulate(
                 actions, again = clients.screen(now, actions, col)
                 for t_again, attempt in again:
                     seq += 1
-                    push(heap, (t_again, seq, _CLIENT, attempt))
+                    agenda.push(t_again, seq, _CLIENT, attempt)
             col.apply(now, actions)
             if figs is not None:
                 figs.apply(actions)
@@ -376,14 +374,14 @@ def _simulate(
                         # A re-run of checkpointed work starts from its last checkpoint.
                         dur = max(0.0, dur - engine.jobs[a.id].progress_s)
                     if failure is None:
-                        push(heap, (now + dur, seq, _FINISH, (a.id, a.attempt, a.cls)))
+                        agenda.push(now + dur, seq, _FINISH, (a.id, a.attempt, a.cls))
                     else:
-                        push(heap, (now + dur, seq, _FAIL, (a.id, failure, ra, a.attempt, a.cls)))
+                        agenda.push(now + dur, seq, _FAIL, (a.id, failure, ra, a.attempt, a.cls))
         nd = engine.next_deadline()
         if nd is not None and nd < tick_at:
             tick_at = nd if nd > now else now
             seq += 1
-            push(heap, (tick_at, seq, _TICK, None))
+            agenda.push(tick_at, seq, _TICK, None)
     end = now if halted else max(now, profile.duration_s)
     if log is not None:
         log.flush()
