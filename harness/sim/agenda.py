@@ -8,34 +8,47 @@ compares (docs/figures.md, issue 30).
 
 The order is heapq's: sequence numbers are unique, so two entries never tie, the payload is
 never compared, and which event comes next is fixed by the keys alone, whatever the heap's
-inner layout.
+inner layout. As plain Python (``HARNESS_PURE=1``, or no compiler) each sift step would be
+interpreted, so there the agenda is heapq's, over the same tuples.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import heapq
+from typing import Any, Final
 
 from librt.vecs import append, pop, vec
 from mypy_extensions import i64
 
+# Compiled by mypyc (setup.py HOT_MODULES), or plain Python.
+_COMPILED: Final = not __file__.endswith(".py")
+
 
 class Agenda:
-    __slots__ = ("_kind", "_payload", "_seq", "_t")
+    """``native``: the arrays and the compiled heap (the default when compiled), else heapq
+    over tuples (the default as plain Python); either pops the same events in the same order."""
 
-    def __init__(self) -> None:
+    __slots__ = ("_heap", "_kind", "_native", "_payload", "_seq", "_t")
+
+    def __init__(self, native: bool = _COMPILED) -> None:
+        self._native = native
+        self._heap: list[tuple[float, int, int, Any]] = []
         self._t = vec[float]()
         self._seq = vec[i64]()
         self._kind = vec[i64]()
         self._payload: list[Any] = []
 
     def __len__(self) -> int:
-        return len(self._payload)
+        return len(self._payload) if self._native else len(self._heap)
 
     def first_time(self) -> float:
         """The earliest event's time (the agenda must not be empty)."""
-        return self._t[0]
+        return self._t[0] if self._native else self._heap[0][0]
 
     def push(self, t: float, seq: i64, kind: i64, payload: Any) -> None:
+        if not self._native:
+            heapq.heappush(self._heap, (t, seq, kind, payload))
+            return
         self._t = append(self._t, t)
         self._seq = append(self._seq, seq)
         self._kind = append(self._kind, kind)
@@ -44,6 +57,8 @@ class Agenda:
 
     def pop(self) -> tuple[float, i64, i64, Any]:
         """Remove and return the earliest event: (time, seq, kind, payload)."""
+        if not self._native:
+            return heapq.heappop(self._heap)
         ts, seqs, kinds, payloads = self._t, self._seq, self._kind, self._payload
         first = (ts[0], seqs[0], kinds[0], payloads[0])
         self._t, t = pop(ts)

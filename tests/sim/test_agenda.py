@@ -6,12 +6,16 @@ import heapq
 import random
 from typing import Any
 
+import pytest
+
 from harness.sim.agenda import Agenda
 
 
-def test_pops_in_heapqs_order_with_tied_times_and_interleaved_pushes() -> None:
+@pytest.mark.parametrize("native", [True, False])
+def test_pops_in_heapqs_order_with_tied_times_and_interleaved_pushes(native: bool) -> None:
+    # native: the compiled heap's arrays (default when compiled); else heapq over tuples.
     rng = random.Random(3)
-    agenda = Agenda()
+    agenda = Agenda(native)
     ref: list[tuple[float, int, int, Any]] = []
     seq = 0
     got: list[tuple[float, int, int, Any]] = []
@@ -34,8 +38,9 @@ def test_pops_in_heapqs_order_with_tied_times_and_interleaved_pushes() -> None:
     assert got == want and len(agenda) == 0
 
 
-def test_a_single_event_and_an_emptied_agenda() -> None:
-    agenda = Agenda()
+@pytest.mark.parametrize("native", [True, False])
+def test_a_single_event_and_an_emptied_agenda(native: bool) -> None:
+    agenda = Agenda(native)
     agenda.push(1.5, 1, 2, None)
     assert agenda.pop() == (1.5, 1, 2, None) and len(agenda) == 0
     agenda.push(0.0, 2, 0, ("r-000001", 1, "c"))
