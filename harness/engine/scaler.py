@@ -194,20 +194,11 @@ class Scaler:
 
     def measure(self, eng: ScalingView, now: float) -> tuple[Signals, dict[str, Any]]:
         """This evaluation's signals, and their record (rounded) for decisions.jsonl."""
-        eligible = eng.queue.eligible()
         rv = eng.review
-        if rv is not None and rv.full():
-            # These would be held at the front of the queue: executors would not run them.
-            eligible = [j for j in eligible if j.cls not in rv.classes]
-        backlog = [0, 0, 0]
-        per_class: dict[str, list[int]] = {}
-        plain = 0
-        for j in eligible:
-            backlog[j.priority] += 1
-            n = per_class.setdefault(j.cls, [j.priority, 0])
-            n[1] += 1
-            if j.key is None:
-                plain += 1
+        # A full review stage's classes would be held at the front of the queue: executors
+        # would not run them.
+        skip = rv.classes if rv is not None and rv.full() else frozenset()
+        backlog, per_class, plain, total = eng.queue.eligible_counts(skip)
         for c, pn in per_class.items():  # seed 004's per-class backlog, over the evaluations
             seen = self.class_backlog.setdefault(c, [0, 0])
             seen[0] += pn[1]
@@ -233,7 +224,6 @@ class Scaler:
         slots = eng.pool.ready * self.jpe
         work_s = sum(c.backlog * c.service_s for c in classes.values())
         drain = work_s / slots if slots else (math.inf if work_s else 0.0)
-        total = len(eligible)
         values = {
             "eligible_backlog": float(total),
             "weighted_depth": weighted,
