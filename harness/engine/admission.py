@@ -60,13 +60,7 @@ class AdmissionView:
         age_s: float,
     ) -> None:
         self._queue = queue
-        self.now = now
-        self.depth = queue.depth
-        self.busy = busy
-        self.concurrency = concurrency
-        self.service_time_s = service_time_s
-        self.estimated_wait_s = estimated_wait_s
-        self.age_s = age_s
+        self.at(now, busy, concurrency, service_time_s, estimated_wait_s, age_s)
 
     def at(
         self,

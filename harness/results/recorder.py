@@ -20,6 +20,7 @@ import orjson
 from librt.strings import BytesWriter
 from mypy_extensions import i64, u8
 
+from harness.digits import put_pad3
 from harness.engine.events import (
     PRIORITY_NAMES,
     Action,
@@ -268,23 +269,13 @@ def _put_int(w: BytesWriter, n: i64) -> None:
         w.append(u8(48 + q))
         w.append(u8(48 + n - q * 10))
     elif 100 <= n < 1000:
-        _put_pad3(w, n)
+        put_pad3(w, n)
     elif 1000 <= n < 1000000:
         q = n // 1000
         _put_int(w, q)
-        _put_pad3(w, n - q * 1000)
+        put_pad3(w, n - q * 1000)
     else:
         w.write(b"%d" % n)
-
-
-def _put_pad3(w: BytesWriter, r: i64) -> None:
-    """r (0 <= r < 1000) in exactly three digits: 7 -> 007."""
-    a = r // 100
-    r -= a * 100
-    b = r // 10
-    w.append(u8(48 + a))
-    w.append(u8(48 + b))
-    w.append(u8(48 + r - b * 10))
 
 
 def _put_frac3(w: BytesWriter, r: i64, point: bool) -> None:
@@ -330,7 +321,7 @@ def _put_us(w: BytesWriter, n: int) -> None:
             _put_frac3(w, hi, True)
         else:
             w.append(46)
-            _put_pad3(w, hi)
+            put_pad3(w, hi)
             _put_frac3(w, lo, False)
     elif n == 0:
         w.write(b"0.0")

@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Final
 
 from librt.strings import BytesWriter
-from mypy_extensions import i64, u8
+from mypy_extensions import i64
 
+from harness.digits import put_digits, put_pad3
 from harness.engine.events import PRIORITY_OF, Arrived
 from harness.profile import NamePool, Profile, ProfileError, RequestClass
 from harness.workload.traces import hint, read_trace, traced
@@ -79,29 +80,12 @@ def request_id(index: int) -> str:
     w.append(45)  # -
     hi = n // 1000000
     if hi > 0:
-        _put_digits(w, hi)
+        put_digits(w, hi)
     n -= hi * 1000000
     q = n // 1000
-    _put_pad3(w, q)
-    _put_pad3(w, n - q * 1000)
+    put_pad3(w, q)
+    put_pad3(w, n - q * 1000)
     return w.getvalue().decode("ascii")
-
-
-def _put_pad3(w: BytesWriter, r: i64) -> None:
-    """r (0 <= r < 1000) in exactly three digits: 7 -> 007."""
-    a = r // 100
-    r -= a * 100
-    b = r // 10
-    w.append(u8(48 + a))
-    w.append(u8(48 + b))
-    w.append(u8(48 + r - b * 10))
-
-
-def _put_digits(w: BytesWriter, n: i64) -> None:
-    """n's decimal digits, n > 0."""
-    if n >= 10:
-        _put_digits(w, n // 10)
-    w.append(u8(48 + n % 10))
 
 
 _CHUNK: Final = 1024
