@@ -488,7 +488,7 @@ class DecisionLog:
 
     def put_id(self, w: BytesWriter, s: str) -> None:
         """An id's text between its quotes. Compiled, character by character (a codepoint
-        read and a byte written, inlined; no bytes object); cut back and quoted by orjson at
+        read and an inlined byte append; no bytes object); cut back and quoted by orjson at
         the first character that JSON escapes or that is not ASCII. Plain Python, the last
         id's encoded text is kept (a dispatch line repeats its admission's id)."""
         if _COMPILED:
