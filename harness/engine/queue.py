@@ -144,27 +144,39 @@ class JobQueue:
         self._cursor_t = t
         return i - h
 
+    def eligible(self) -> list[Job]:
+        """The waiting jobs that could start now: every tier's key-less items and each key's
+        head (items blocked behind their partition key are not). A scan, for the autoscaler's
+        evaluation every ``interval_s``, never for the hot path."""
+        out: list[Job] = []
+        for tier in (0, 1, 2):
+            out.extend(j for j in self._plain[tier] if j.state == WAITING)
+            out.extend(j for _s, j in self._keyed[tier] if j.state == WAITING)
+        return out
+
     def eligible_counts(
         self, skip: frozenset[str] = frozenset()
     ) -> tuple[list[int], dict[str, list[int]], int, int]:
-        """The waiting jobs that could start now (every tier's key-less items and each key's
-        head; items blocked behind their partition key are not), but those of the classes in
-        ``skip``, counted for the autoscaler's evaluation every ``interval_s`` (never the hot
-        path): per priority tier, per class ``[its first job's priority, count]`` in
-        first-seen order, the key-less ones, and all. One compiled pass: the evaluation's own
-        loop over every waiting job, interpreted, cost ~1.4 M instructions with 800 waiting
-        (docs/figures.md, issue 30)."""
+        """:meth:`eligible`'s jobs but those of the classes in ``skip``, counted for the
+        autoscaler's evaluation: per priority tier, per class ``[its first job's priority,
+        count]`` in first-seen order, the key-less ones, and all. Counted here, compiled: the
+        evaluation's own loop over every waiting job, interpreted, cost ~1.4 M instructions
+        with 800 waiting (docs/figures.md, issue 30)."""
         backlog = [0, 0, 0]
         per_class: dict[str, list[int]] = {}
-        counts = [0, 0]  # key-less, all
-        for tier in (0, 1, 2):
-            for j in self._plain[tier]:
-                if j.state == WAITING and j.cls not in skip:
-                    _count(j, backlog, per_class, counts)
-            for _s, j in self._keyed[tier]:
-                if j.state == WAITING and j.cls not in skip:
-                    _count(j, backlog, per_class, counts)
-        return backlog, per_class, counts[0], counts[1]
+        plain = total = 0
+        for j in self.eligible():
+            if j.cls in skip:
+                continue
+            backlog[j.priority] += 1
+            n = per_class.get(j.cls)
+            if n is None:
+                n = per_class[j.cls] = [j.priority, 0]
+            n[1] += 1
+            if j.key is None:
+                plain += 1
+            total += 1
+        return backlog, per_class, plain, total
 
     @property
     def active_keys(self) -> int:
@@ -199,14 +211,3 @@ class JobQueue:
         if priority == 1:
             return d[0] + d[1]
         return self.depth
-
-
-def _count(j: Job, backlog: list[int], per_class: dict[str, list[int]], counts: list[int]) -> None:
-    backlog[j.priority] += 1
-    n = per_class.get(j.cls)
-    if n is None:
-        n = per_class[j.cls] = [j.priority, 0]
-    n[1] += 1
-    if j.key is None:
-        counts[0] += 1
-    counts[1] += 1
