@@ -120,9 +120,10 @@ class Collector:
         self.slo_s = slo_s
         self.requests: dict[str, tuple[float, Group]] = {}  # admitted, not yet ended
         self.groups: dict[tuple[str, int, str], Group] = {}
-        self.rejected_by: dict[str, Count] = {}  # rejected_by_reason, bumped in place
-        self.failed_by_reason: dict[str, int] = {}
-        self.expired_by_reason: dict[str, int] = {}
+        # Counts by reason (``*_by_reason``, read as plain dicts), bumped in place.
+        self.rejected_by: dict[str, Count] = {}
+        self.failed_by: dict[str, Count] = {}
+        self.expired_by: dict[str, Count] = {}
         self.turnarounds: list[float] = []  # in completion order, beside completed_at
         self.completed_at: list[float] = []
         self.admitted = self.rejected = 0
@@ -143,6 +144,14 @@ class Collector:
     @property
     def rejected_by_reason(self) -> dict[str, int]:
         return counts(self.rejected_by)
+
+    @property
+    def failed_by_reason(self) -> dict[str, int]:
+        return counts(self.failed_by)
+
+    @property
+    def expired_by_reason(self) -> dict[str, int]:
+        return counts(self.expired_by)
 
     # -- feeding ------------------------------------------------------------------------------
 
@@ -222,8 +231,7 @@ class Collector:
                 g.failed += 1
                 self.failed += 1
                 sec.failed += 1
-                r = a.reason
-                self.failed_by_reason[r] = self.failed_by_reason.get(r, 0) + 1
+                bump(self.failed_by, a.reason)
             elif tp is Reviewed:
                 assert isinstance(a, Reviewed)
                 self.review_waits.append(a.waited_s)
@@ -236,8 +244,7 @@ class Collector:
                 g.expired += 1
                 self.expired += 1
                 sec.expired += 1
-                r = a.reason  # type: ignore[attr-defined]
-                self.expired_by_reason[r] = self.expired_by_reason.get(r, 0) + 1
+                bump(self.expired_by, a.reason)  # type: ignore[attr-defined]
 
     def withdraw(self, rid: str) -> None:
         """An admitted attempt failed and its caller will try again: it is no longer this
