@@ -22,8 +22,20 @@ def put_pad3(w: BytesWriter, r: i64) -> None:
     w.append(u8(48 + r - b * 10))
 
 
-def put_digits(w: BytesWriter, n: i64) -> None:
-    """n's decimal digits, n >= 0."""
-    if n >= 10:
-        put_digits(w, n // 10)
-    w.append(u8(48 + n % 10))
+def put_int(w: BytesWriter, n: i64) -> None:
+    """n's decimal digits, as ``b"%d" % n`` (digit by digit below a million, the common
+    case; ``%d`` itself otherwise)."""
+    if 0 <= n < 10:
+        w.append(u8(48 + n))
+    elif 10 <= n < 100:
+        q = n // 10
+        w.append(u8(48 + q))
+        w.append(u8(48 + n - q * 10))
+    elif 100 <= n < 1000:
+        put_pad3(w, n)
+    elif 1000 <= n < 1000000:
+        q = n // 1000
+        put_int(w, q)
+        put_pad3(w, n - q * 1000)
+    else:
+        w.write(b"%d" % n)

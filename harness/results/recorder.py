@@ -20,7 +20,7 @@ import orjson
 from librt.strings import BytesWriter
 from mypy_extensions import i64, u8
 
-from harness.digits import put_pad3
+from harness.digits import put_int, put_pad3
 from harness.engine.events import (
     PRIORITY_NAMES,
     Action,
@@ -259,21 +259,9 @@ _SLOTS: Final = (
 
 
 def _put_int(w: BytesWriter, n: i64) -> None:
-    """n's decimal digits (``append`` of one byte is inlined: no call, no table)."""
-    if not _COMPILED:
-        w.write(b"%d" % n)
-    elif 0 <= n < 10:
-        w.append(u8(48 + n))
-    elif 10 <= n < 100:
-        q = n // 10
-        w.append(u8(48 + q))
-        w.append(u8(48 + n - q * 10))
-    elif 100 <= n < 1000:
-        put_pad3(w, n)
-    elif 1000 <= n < 1000000:
-        q = n // 1000
-        _put_int(w, q)
-        put_pad3(w, n - q * 1000)
+    """n's digits: compiled, ``digits.put_int``; plain Python, ``%d``."""
+    if _COMPILED:
+        put_int(w, n)
     else:
         w.write(b"%d" % n)
 
@@ -302,7 +290,7 @@ def _put_ms(w: BytesWriter, x: float) -> None:
     if _COMPILED and 0.0 <= x < 1e12:  # n fits an i64 and is < _BIG
         n: i64 = i64(x * 1000.0 + 0.5)
         q = n // 1000
-        _put_int(w, q)
+        put_int(w, q)
         _put_frac3(w, n - q * 1000, True)
     else:
         w.write(_DUMPS(int(x * 1000.0 + 0.5) / 1000.0))
@@ -316,7 +304,7 @@ def _put_us(w: BytesWriter, n: int) -> None:
         r = m - q * 1000000
         hi = r // 1000
         lo = r - hi * 1000
-        _put_int(w, q)
+        put_int(w, q)
         if lo == 0:
             _put_frac3(w, hi, True)
         else:

@@ -23,7 +23,7 @@ from typing import Final
 from librt.strings import BytesWriter
 from mypy_extensions import i64
 
-from harness.digits import put_digits, put_pad3
+from harness.digits import put_int, put_pad3
 from harness.engine.events import PRIORITY_OF, Arrived
 from harness.profile import NamePool, Profile, ProfileError, RequestClass
 from harness.workload.traces import hint, read_trace, traced
@@ -80,7 +80,7 @@ def request_id(index: int) -> str:
     w.append(45)  # -
     hi = n // 1000000
     if hi > 0:
-        put_digits(w, hi)
+        put_int(w, hi)
     n -= hi * 1000000
     q = n // 1000
     put_pad3(w, q)
