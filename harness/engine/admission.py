@@ -48,19 +48,10 @@ class AdmissionView:
         "service_time_s",
     )
 
-    def __init__(
-        self,
-        *,
-        queue: JobQueue,
-        now: float,
-        busy: int,
-        concurrency: int,
-        service_time_s: float,
-        estimated_wait_s: float,
-        age_s: float,
-    ) -> None:
+    def __init__(self, queue: JobQueue) -> None:
+        """A view of ``queue``, empty until :meth:`at` fills it for an arrival."""
         self._queue = queue
-        self.at(now, busy, concurrency, service_time_s, estimated_wait_s, age_s)
+        self.at(0.0, 0, 0, 0.0, 0.0, 0.0)
 
     def at(
         self,

@@ -138,15 +138,7 @@ class Scheduler:
             else None
         )
         self.admission = Admission(cfg.admission, self.cost)
-        self.admission_view = AdmissionView(
-            queue=self.queue,
-            now=0.0,
-            busy=0,
-            concurrency=0,
-            service_time_s=service_time_prior_s,
-            estimated_wait_s=0.0,
-            age_s=0.0,
-        )  # refreshed by each arrival's admission check
+        self.admission_view = AdmissionView(self.queue)  # refreshed by each arrival's check
         self.checkpoint_by_class = dict(checkpoint_by_class or {})
         self.review = (
             ReviewStage(cfg.review, review_classes)

@@ -50,8 +50,7 @@ def test_a_verdict_is_a_value_naming_the_first_objecting_rule() -> None:
             overrides=["engine.admission.age_reject_s=4", "engine.admission.depth_mult=1"]
         ).engine.admission
     )
-    view = AdmissionView(
-        queue=JobQueue(),
+    view = AdmissionView(JobQueue()).at(
         now=10.0,
         busy=2,
         concurrency=2,
@@ -60,8 +59,7 @@ def test_a_verdict_is_a_value_naming_the_first_objecting_rule() -> None:
         age_s=3.0,
     )
     assert adm.check(view, Arrived("x", "a")) == ("", -1.0)
-    old = AdmissionView(
-        queue=JobQueue(),
+    old = AdmissionView(JobQueue()).at(
         now=10.0,
         busy=2,
         concurrency=2,
