@@ -43,6 +43,18 @@ class Verdict:
         default=0.05,
         metadata=_c(ge=0, le=1, doc="fail when more of the admitted requests failed; null: off"),
     )
+    over_seeds: Literal["every"] | float = field(
+        default="every",
+        metadata=_c(
+            gt=0,
+            le=1,
+            doc=(
+                "when a policy holds over several seeds (sim --seeds, sweep, tune, compare):"
+                " every: each constraint met at every seed; a share in (0, 1] such as 0.95:"
+                " met at >= that share of them (1 is every)"
+            ),
+        ),
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
