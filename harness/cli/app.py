@@ -25,11 +25,13 @@ from harness.cli.options import (
     SEED,
     CaBundleOpt,
     ClusterOpt,
+    ConstraintOpt,
     InsecureOpt,
     LogFormat,
     LogLevel,
     LogOpt,
     OutOpt,
+    PreferOpt,
     ProfileArg,
     SetOpt,
     ThresholdOpt,
@@ -288,15 +290,8 @@ def sweep(
         str | None,
         typer.Option(help="min:EXPR or max:EXPR (default: min:counts.rejected / counts.arrivals)."),
     ] = None,
-    constraint: Annotated[
-        list[str] | None,
-        typer.Option(
-            help=(
-                "A threshold expression every seed must meet. Repeatable (default: the SLO and the"
-                " profile's thresholds)."
-            )
-        ),
-    ] = None,
+    constraint: ConstraintOpt = None,
+    prefer: PreferOpt = None,
     set_: SetOpt = None,
     out: OutOpt = None,
     verify_live: Annotated[
@@ -334,6 +329,7 @@ def sweep(
             err,
             time_scale if verify_live else None,
             cluster,
+            prefer,
         )
     raise typer.Exit(code)
 

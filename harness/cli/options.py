@@ -82,6 +82,29 @@ ClusterOpt = Annotated[
         metavar="ADDRESS",
     ),
 ]
+ConstraintOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--constraint",
+        help=(
+            "A threshold expression that must also hold over the seeds, besides the profile's"
+            " own verdict (its thresholds, SLO and verdict rules), by the profile's"
+            " verdict.over_seeds rule (default: met at every seed). Repeatable."
+        ),
+    ),
+]
+PreferOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--prefer",
+        help=(
+            "Among points the seeds cannot tell apart: PATH=high or PATH=low (a searched key's"
+            " side), or margin (the most slack). Default: the most lenient value of an"
+            " admission key, else margin."
+        ),
+        metavar="PATH=high|low|margin",
+    ),
+]
 
 
 def cluster_ready(address: str | None) -> None:

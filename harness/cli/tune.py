@@ -10,7 +10,9 @@ import typer
 from harness.cli.options import (
     SEED,
     ClusterOpt,
+    ConstraintOpt,
     OutOpt,
+    PreferOpt,
     ProfileArg,
     SetOpt,
     bad_input,
@@ -49,16 +51,8 @@ def tune(
             " the output lists the Pareto front beside the recommendation."
         ),
     ] = None,
-    constraint: Annotated[
-        list[str] | None,
-        typer.Option(
-            help=(
-                "A threshold expression that must hold at the worst-case seed (p95 over seeds"
-                " for < and <=, p05 for > and >=). Repeatable (default: the SLO and the"
-                " profile's thresholds)."
-            )
-        ),
-    ] = None,
+    constraint: ConstraintOpt = None,
+    prefer: PreferOpt = None,
     trials: Annotated[int, typer.Option(help="The budget: trials to run.", min=1)] = 40,
     seeds: Annotated[
         int, typer.Option(help="Seeds per trial (the same for every trial).", min=1)
@@ -125,6 +119,7 @@ def tune(
             holdout=holdout,
             batch=batch,
             sampler_seed=sampler_seed,
+            prefer=prefer,
         )
     except (ValueError, ProfileError) as e:
         raise bad_input(str(e)) from None

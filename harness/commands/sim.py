@@ -7,15 +7,17 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 from harness.atomic import write_atomic
 from harness.commands.pool import run_chunks
 from harness.commands.progress import progress_bar
-from harness.exit_codes import EXIT_BROKEN, for_summary
+from harness.exit_codes import EXIT_BROKEN, EXIT_FAIL, EXIT_OK, for_summary
 from harness.interrupts import Interrupts
 from harness.profile import Profile, load
 from harness.results import summary as summ
 from harness.results.console import print_summary
+from harness.results.seed_rule import Judged, describe_judged
 from harness.sim.runner import run_to_folder
 
 
@@ -128,4 +130,39 @@ def run_many(
         f"{n} seeds -> {folder}: verdicts "
         + ", ".join(f"{v} {verdicts.count(v)}" for v in sorted(set(verdicts)))
     )
-    return worst
+    if worst == EXIT_BROKEN or not agg.get("holds"):
+        return worst
+    print_holds(console, agg["holds"])
+    return EXIT_OK if agg["holds"]["ok"] else EXIT_FAIL
+
+
+def print_holds(console: Console, holds: dict[str, Any]) -> None:
+    """Whether the policy holds over the seeds, the rule in its words, and each row that
+    decides it (every failing row; the closest one when all hold)."""
+    word = "[bold green]holds[/]" if holds["ok"] else "[bold red]does not hold[/]"
+    console.print(f"over {holds['seeds']} seeds the profile's verdict {word}; {holds['rule']}")
+    rows = [r for r in holds["rows"] if not r["ok"]] or sorted(
+        (r for r in holds["rows"] if r.get("margin") is not None),
+        key=lambda r: r["margin"] / max(abs(_limit(r["expr"])), 1e-12),
+    )[:1]
+    for r in rows:
+        console.print(f"  {escape(describe_judged(r['expr'], _judged(r)))}")
+
+
+def _limit(expr: str) -> float:
+    from harness.profile.thresholds import parse_threshold
+
+    return parse_threshold(expr.partition(": ")[2] if ": " in expr else expr).limit
+
+
+def _judged(r: dict[str, Any]) -> Judged:
+    return Judged(
+        r["ok"],
+        r["judged"],
+        r["judged_seed"],
+        r["worst"],
+        r["worst_seed"],
+        r["misses"],
+        r["seeds"],
+        r["margin"],
+    )

@@ -89,13 +89,14 @@ def run_sweep(
     stop: Callable[[], bool] | None = None,
     cluster: str | None = None,
     on_cluster: Callable[[ClusterPool], None] | None = None,
+    prefer: str | None = None,
 ) -> dict[str, Any]:
     """Run the grid, write ``sweep.json`` and ``sweep.png`` into ``out``, return the sweep.
     Bad input raises before any simulation (see :func:`harness.results.sweep.plan_sweep`).
     ``cluster``: a Dask scheduler's address to run the simulations on instead of ``jobs``
     local processes (ClusterError before any simulation if it cannot serve the run)."""
     started = time.perf_counter()
-    plan: Plan = plan_sweep(profile, params, seeds, jobs, objective, constraints, overrides)
+    plan: Plan = plan_sweep(profile, params, seeds, jobs, objective, constraints, overrides, prefer)
     tally = Tally(plan)
     total, done = len(plan.tasks), 0
 
@@ -157,6 +158,7 @@ def sweep_command(
     console: Console,
     verify_live: float | None = None,
     cluster: str | None = None,
+    prefer: str | None = None,
 ) -> int:
     """`harness sweep`: the grid with a progress bar, the table, the exit code (2 bad input,
     3 interrupted or the cluster cannot serve, 1 nothing feasible or live disagrees, 0
@@ -189,6 +191,7 @@ def sweep_command(
                 stop=intr.__bool__,
                 cluster=cluster,
                 on_cluster=connected,
+                prefer=prefer,
             )
         except (ValueError, ProfileError) as e:
             console.print(f"[bold red]error:[/] {e}")

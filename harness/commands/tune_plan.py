@@ -9,14 +9,16 @@ from typing import TYPE_CHECKING
 
 from harness.profile import ProfileError
 from harness.results import tune as tn
+from harness.results.seed_rule import SeedRule
 from harness.results.sweep import (
     DEFAULT_OBJECTIVE,
     STANDARD_METRICS,
     Constraint,
     Objective,
-    parse_constraint,
     parse_objective,
+    profile_constraints,
 )
+from harness.results.ties import Prefer, default_prefer, parse_prefer
 
 if TYPE_CHECKING:
     pass
@@ -43,6 +45,8 @@ class TunePlan:
     batch: int
     sampler_seed: int
     early_after: int
+    rule: SeedRule = SeedRule()  # noqa: RUF009 (frozen: one shared value is fine)
+    prefer: Prefer = Prefer(None)  # noqa: RUF009
 
 
 def plan_tune(
@@ -58,6 +62,7 @@ def plan_tune(
     holdout: int | None = None,
     batch: int = 4,
     sampler_seed: int | None = None,
+    prefer: str | None = None,
 ) -> TunePlan:
     """Check every input before any simulation: ValueError (options) or ProfileError."""
     from harness import profile as profiles
@@ -80,10 +85,8 @@ def plan_tune(
             _check_end(profile, overrides, p, end, contexts)
     obj = parse_objective(objective or DEFAULT_OBJECTIVE)
     second = parse_objective(also) if also else None
-    cons = [parse_constraint(c) for c in constraints] or [
-        parse_constraint(f"turnaround_s.p95 <= {base.slo.turnaround_p95_s:g}"),
-        *(parse_constraint(t) for t in base.thresholds),
-    ]
+    cons = profile_constraints(base, constraints)
+    pref = parse_prefer(prefer, paths) if prefer else default_prefer(paths)
     every = [*STANDARD_METRICS, obj.metric, *([second.metric] if second else [])]
     every += [c.metric for c in cons]
     n_hold = seeds if holdout is None else holdout
@@ -103,6 +106,8 @@ def plan_tune(
         batch=batch,
         sampler_seed=base.seed if sampler_seed is None else sampler_seed,
         early_after=min(tn.EARLY_STOP_AFTER, seeds),
+        rule=SeedRule.of(base.verdict.over_seeds),
+        prefer=pref,
     )
 
 

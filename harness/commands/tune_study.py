@@ -126,7 +126,7 @@ def run_tune(
     complete = True
 
     def best_text() -> str:
-        rec = tn.recommend(trials, plan.objective, plan.also, plan.constraints)
+        rec = tn.recommend(trials, plan.objective, plan.also, plan.constraints, prefer=plan.prefer)
         return "" if rec["objective"] is None else f"best {rec['objective']:.4g}"
 
     current: list[_Batch] = [_Batch(plan)]
@@ -172,7 +172,7 @@ def run_tune(
                 if i == len(marks):
                     break  # every seed ran
                 upto = bounds[i + 1]
-                best = tn.ranked(trials, plan.objective, plan.constraints)
+                best = tn.ranked(trials, plan.objective, plan.constraints, plan.prefer)
                 incumbent = (
                     best[0]["metrics"][plan.objective.metric]["values"][:upto]
                     if best and i == 0
@@ -187,6 +187,7 @@ def run_tune(
                         incumbent,
                         seeds=len(plan.seeds),
                         certain_only=i > 0,
+                        rule=plan.rule,
                     )
                     if why is not None:
                         batch.stopped[n] = why
@@ -239,6 +240,8 @@ def _tell(
         plan.also,
         plan.constraints,
         stopped_by=batch.stopped.get(n),
+        rule=plan.rule,
+        seeds=plan.seeds,
     )
     if trial["objective"] is None or (plan.also is not None and trial["also"] is None):
         study.tell(t, state=optuna.trial.TrialState.FAIL)
@@ -264,7 +267,16 @@ def assemble(
     from harness import __version__
 
     rec: dict[str, Any] = (
-        tn.recommend(trials, plan.objective, plan.also, plan.constraints, holdout=len(plan.holdout))
+        tn.recommend(
+            trials,
+            plan.objective,
+            plan.also,
+            plan.constraints,
+            holdout=len(plan.holdout),
+            rule=plan.rule,
+            seeds=len(plan.seeds),
+            prefer=plan.prefer,
+        )
         if complete
         else {"trial": None, "values": None, "rule": "interrupted: no recommendation"}
     )
@@ -281,6 +293,13 @@ def assemble(
         if plan.also is None
         else {"direction": plan.also.direction, "metric": plan.also.metric},
         "constraints": [c.expr for c in plan.constraints],
+        "constraint_sources": [c.source for c in plan.constraints],
+        "over_seeds": {"setting": plan.rule.setting, "rule": plan.rule.text(len(plan.seeds))},
+        "prefer": {
+            "path": plan.prefer.path,
+            "side": plan.prefer.side,
+            "text": plan.prefer.text(),
+        },
         "seeds": list(plan.seeds),
         "budget": {"trials": plan.trials, "seeds_per_trial": len(plan.seeds)},
         "sampler": {
@@ -296,7 +315,7 @@ def assemble(
             "rule": tn.EARLY_STOP_RULE.format(
                 after=plan.early_after,
                 seeds=len(plan.seeds),
-                need=tn.certain_misses("<=", len(plan.seeds)),
+                need=plan.rule.certain_misses(len(plan.seeds)),
                 later=", ".join(
                     f"after {m} seeds"
                     for m in tn.checkpoints(plan.early_after, len(plan.seeds))[1:]
@@ -330,7 +349,8 @@ def _holdout(
     """Re-run the best feasible trials at fresh seeds, in rank order, until one holds (at most
     :data:`~harness.results.tune.HOLDOUT_CANDIDATES`); that one is the recommendation, with
     ``holdout`` (and ``holdout_missed``: the better trials that did not hold). False on a stop."""
-    order = tn.ranked(trials, plan.objective, plan.constraints)[: tn.HOLDOUT_CANDIDATES]
+    order = tn.ranked(trials, plan.objective, plan.constraints, plan.prefer)
+    order = order[: tn.HOLDOUT_CANDIDATES]
     if not order or not plan.holdout:
         return True
     work = _work(plan, pool, runner)
@@ -350,7 +370,7 @@ def _holdout(
         if not pool.run(work, chunks, take, stop):
             return False
         result["counts"]["simulations"] += len(plan.holdout)
-        judged = tn.judge_holdout(per, plan.holdout, plan.constraints)
+        judged = tn.judge_holdout(per, plan.holdout, plan.constraints, plan.rule)
         first = first or (cand, judged)
         if judged["holds"]:
             first = (cand, judged)
@@ -359,7 +379,15 @@ def _holdout(
     assert first is not None
     pick, judged = first
     rec = tn.recommend(
-        trials, plan.objective, plan.also, plan.constraints, pick=pick, holdout=len(plan.holdout)
+        trials,
+        plan.objective,
+        plan.also,
+        plan.constraints,
+        pick=pick,
+        holdout=len(plan.holdout),
+        rule=plan.rule,
+        seeds=len(plan.seeds),
+        prefer=plan.prefer,
     )
     rec["holdout"] = judged
     rec["holdout_missed"] = missed if judged["holds"] else missed[1:]

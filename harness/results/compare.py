@@ -59,6 +59,7 @@ from typing import Any, Literal
 from harness.results.expr import expr_value, split_expr
 from harness.results.fmt import fmt_delta, fmt_spread
 from harness.results.quantiles import describe, mann_whitney_p
+from harness.results.seed_rule import holds_over_seeds
 
 NOISE_ALPHA = 0.05
 
@@ -245,6 +246,7 @@ def aggregate(summaries: list[dict[str, Any]]) -> dict[str, Any]:
         "runs": len(summaries),
         "complete": all(s.get("complete", True) is True for s in summaries),
         "verdicts": dict(sorted(verdicts.items())),
+        "holds": holds_over_seeds(summaries) if summaries else None,
         "profile": summaries[0].get("profile") if summaries else None,
         "metrics": metrics,
     }

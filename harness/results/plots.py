@@ -408,7 +408,7 @@ def plot_sweep(sweep: Mapping[str, Any], out: Path, objective: str, constraints:
         axes[0, 0].text(
             0.99,
             0.02,
-            "red shading: infeasible at the worst-case seed",
+            "red shading: infeasible (does not hold over the seeds)",
             ha="right",
             va="bottom",
             fontsize=8,

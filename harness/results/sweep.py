@@ -13,32 +13,41 @@ values). Metric keys are expressions of the threshold grammar: the standard figu
 left-hand side.
 
 **Recommendation rule** (also written into ``recommendation.rule``): a point is feasible when
-every constraint holds at its worst-case seed: the p95 over seeds of the per-seed values for
-``<``/``<=``, the p05 for ``>``/``>=``, every seed for ``==``/``!=`` (an undefined value fails).
-Among feasible points, the best median objective wins; ties go to the larger relative margin
-(margin / |limit|), then to the first point of the grid. ``margin`` is the distance of the
-binding constraint's worst-case value to its limit, in its units (positive = slack); the
-binding constraint is the one with the smallest relative margin. When nothing is feasible,
-``values`` is null and ``binding_constraint`` is the constraint that fails at the most points
-(ties: the one that misses by the least at its closest point), which ``closest`` names.
+every constraint *holds over the seeds* by the profile's ``verdict.over_seeds`` rule
+(:mod:`harness.results.seed_rule`, the one rule ``harness sim --seeds``, tune and compare use:
+by default met at every seed; an undefined value misses). The constraints are the profile's
+own verdict (its thresholds, its enforced SLO, ``verdict.min_completed`` and
+``max_failed_fraction``) and then each ``--constraint``, so a feasible point passes
+``harness sim --seeds N`` at the sweep's seeds. Among feasible points the best median
+objective leads; the points whose per-seed objective the paired seeds cannot tell from the
+best's are tied with it (:mod:`harness.results.ties`), and among those a stated preference
+chooses (``--prefer``; by default the most lenient value of an admission key, else the largest
+relative margin). ``margin`` is the distance of the binding constraint's judged figure to its
+limit, in its units (positive = slack); the binding constraint is the one with the smallest
+relative margin. When nothing is feasible, ``values`` is null and ``binding_constraint`` is the
+constraint that fails at the most points (ties: the one that misses by the least at its closest
+point), which ``closest`` names.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import operator
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, Literal
 
 from harness.atomic import write_atomic
+from harness.profile import Profile
 from harness.profile.thresholds import parse_threshold
 from harness.results.compare import FIGURES
 from harness.results.expr import expr_value
-from harness.results.quantiles import describe, quantile
+from harness.results.quantiles import describe
+from harness.results.seed_rule import Judged, SeedRule
+from harness.results.ties import Prefer, default_prefer, indistinguishable, parse_prefer
+from harness.results.verdict import gates
 
 DEFAULT_OBJECTIVE = "min:counts.rejected / counts.arrivals"
 STANDARD_METRICS = (
@@ -49,14 +58,6 @@ STANDARD_METRICS = (
     "scaling.replicas.mean",
 )
 MAX_POINTS = 10_000
-_OPS: dict[str, Callable[[float, float], bool]] = {
-    "<": operator.lt,
-    "<=": operator.le,
-    ">": operator.gt,
-    ">=": operator.ge,
-    "==": operator.eq,
-    "!=": operator.ne,
-}
 
 
 def _canon(num: str, den: str | None) -> str:
@@ -75,24 +76,19 @@ class Constraint:
     metric: str
     op: str
     limit: float
+    source: str = "constraint"  # threshold | slo | verdict (the profile's own) | constraint
 
-    def worst(self, values: Sequence[float | None]) -> float | None:
-        """The worst-case seed value the rule judges (None: undefined, fails)."""
-        if not values or any(v is None for v in values):
-            return None
-        xs = [float(v) for v in values if v is not None]
-        if self.op in ("<", "<="):
-            return quantile(xs, 0.95)
-        if self.op in (">", ">="):
-            return quantile(xs, 0.05)
-        bad = [x for x in xs if not _OPS[self.op](x, self.limit)]
-        return bad[0] if bad else xs[0]
+    def judge(
+        self, rule: SeedRule, values: Sequence[float | None], seeds: Sequence[int] | None = None
+    ) -> Judged:
+        """This constraint over the seeds, by the one rule (:mod:`harness.results.seed_rule`)."""
+        return rule.judge(self.op, self.limit, values, seeds)
 
-    def margin(self, worst: float) -> float | None:
+    def margin(self, value: float) -> float | None:
         if self.op in ("<", "<="):
-            return self.limit - worst
+            return self.limit - value
         if self.op in (">", ">="):
-            return worst - self.limit
+            return value - self.limit
         return None
 
     def relative(self, margin: float | None) -> float:
@@ -116,9 +112,18 @@ def parse_objective(text: str) -> Objective:
     return Objective("min" if direction == "min" else "max", _canon(t.num, t.den))
 
 
-def parse_constraint(text: str) -> Constraint:
+def parse_constraint(text: str, source: str = "constraint") -> Constraint:
     t = parse_threshold(text)  # ThresholdError (a ValueError) names the problem
-    return Constraint(t.expr, _canon(t.num, t.den), t.op, t.limit)
+    return Constraint(t.expr, _canon(t.num, t.den), t.op, t.limit, source)
+
+
+def profile_constraints(base: Profile, extra: Sequence[str] = ()) -> list[Constraint]:
+    """The profile's own verdict (its thresholds, its enforced SLO, its verdict rules: what
+    ``harness sim`` gates on) and then each ``--constraint``."""
+    own = [parse_constraint(e, src) for src, e in gates(base.thresholds, base.slo, base.verdict)]
+    seen = {c.expr for c in own}
+    more = [c for c in (parse_constraint(e) for e in extra) if c.expr not in seen]
+    return [*own, *more]
 
 
 def parse_param(text: str) -> tuple[str, list[float]]:
@@ -187,6 +192,8 @@ class Plan:
     constraints: list[Constraint]
     metrics: tuple[str, ...]
     tasks: list[Task]
+    rule: SeedRule
+    prefer: Prefer
 
 
 def plan_sweep(
@@ -197,6 +204,7 @@ def plan_sweep(
     objective: str | None,
     constraints: list[str],
     overrides: Sequence[str] = (),
+    prefer: str | None = None,
 ) -> Plan:
     """Check every input before any simulation: ValueError (--param/--objective/--constraint)
     or ProfileError (the profile, a parameter's path or value)."""
@@ -216,11 +224,8 @@ def plan_sweep(
         for v in {values[0], values[-1]}:
             profiles.load(profile, [*overrides, *others, f"{path}={_yaml_number(v)}"])
     obj = parse_objective(objective or DEFAULT_OBJECTIVE)
-    cons = [parse_constraint(c) for c in constraints] or [
-        # the SLO as the verdict judges it (harness.results.verdict): p95 at most the limit
-        parse_constraint(f"turnaround_s.p95 <= {base.slo.turnaround_p95_s:g}"),
-        *(parse_constraint(t) for t in base.thresholds),
-    ]
+    cons = profile_constraints(base, constraints)
+    pref = parse_prefer(prefer, names) if prefer else default_prefer(names)
     every = [*STANDARD_METRICS, *(f.expr for f in FIGURES), obj.metric, *(c.metric for c in cons)]
     grid = _grid(parsed)
     seed_list = [base.seed + i for i in range(seeds)]
@@ -241,6 +246,8 @@ def plan_sweep(
         cons,
         tuple(dict.fromkeys(every)),  # the key figures too, so sweeps compare
         tasks,
+        SeedRule.of(base.verdict.over_seeds),
+        pref,
     )
 
 
@@ -300,8 +307,10 @@ def assemble(plan: Plan, tally: Tally, complete: bool, wall_s: float, jobs: int)
         "seeds": plan.seed_list,
         "objective": {"direction": obj.direction, "metric": obj.metric},
         "constraints": [c.expr for c in cons],
+        "constraint_sources": [c.source for c in cons],
+        "over_seeds": {"setting": plan.rule.setting, "rule": plan.rule.text(seeds)},
         "points": points,
-        "recommendation": recommend(points, obj, cons)
+        "recommendation": recommend(points, obj, cons, plan.rule, plan.seed_list, plan.prefer)
         if complete
         else {
             "values": None,
@@ -314,31 +323,72 @@ def assemble(plan: Plan, tally: Tally, complete: bool, wall_s: float, jobs: int)
     }
 
 
-def judge_point(point: dict[str, Any], cons: Sequence[Constraint]) -> list[dict[str, Any]]:
-    """Each constraint at the point's worst-case seed: expr, worst, margin, ok."""
+def judge_point(
+    point: dict[str, Any],
+    cons: Sequence[Constraint],
+    rule: SeedRule,
+    seeds: Sequence[int] | None = None,
+) -> list[dict[str, Any]]:
+    """Each constraint over the point's seeds, by the rule: expr, ok, the judged figure and its
+    seed, the worst seed and its value, misses, margin (of the judged figure)."""
     out = []
     for c in cons:
-        worst = c.worst(point["metrics"][c.metric]["values"])
-        ok = worst is not None and bool(_OPS[c.op](worst, c.limit))
-        margin = None if worst is None else c.margin(worst)
-        out.append({"expr": c.expr, "worst": _r6(worst), "margin": _r6(margin), "ok": ok})
+        j = c.judge(rule, point["metrics"][c.metric]["values"], seeds)
+        out.append({"expr": c.expr, **j.as_dict()})
     return out
 
 
-def recommend(
-    points: list[dict[str, Any]], obj: Objective, cons: Sequence[Constraint]
-) -> dict[str, Any]:
-    rule = (
-        f"feasible = every constraint holds at the worst-case seed (p95 over seeds for < and <=, "
-        f"p05 for > and >=, every seed for == and !=); among feasible points the "
-        f"{'lowest' if obj.direction == 'min' else 'highest'} median {obj.metric}; ties -> "
-        "larger relative margin (margin / |limit|), then grid order"
+def _slack(cons: Sequence[Constraint], checks: Sequence[Mapping[str, Any]]) -> float:
+    return min(
+        (c.relative(ch["margin"]) for c, ch in zip(cons, checks, strict=True)), default=math.inf
     )
-    best: tuple[tuple[float, float, int], dict[str, Any], list[dict[str, Any]]] | None = None
+
+
+def pick_among_ties(
+    cands: Sequence[tuple[int, Mapping[str, Any]]],
+    prefer: Prefer,
+    slack: Sequence[float],
+    score: Sequence[float],
+) -> int:
+    """The index (into ``cands``) the preference chooses: a key's high or low side, or the
+    largest relative margin; then the better objective, then the earlier."""
+
+    def key(k: int) -> tuple[float, float, float, int]:
+        _, vals = cands[k]
+        if prefer.path is None:
+            first = -slack[k]
+        else:
+            v = vals.get(prefer.path)
+            x = float(v) if isinstance(v, int | float) else 0.0
+            first = -x if prefer.side == "high" else x
+        return (first, -slack[k] if prefer.path is not None else 0.0, score[k], cands[k][0])
+
+    return min(range(len(cands)), key=key)
+
+
+def recommend(
+    points: list[dict[str, Any]],
+    obj: Objective,
+    cons: Sequence[Constraint],
+    rule: SeedRule | None = None,
+    seeds: Sequence[int] | None = None,
+    prefer: Prefer | None = None,
+) -> dict[str, Any]:
+    """The recommendation block over judged points (module docstring: the rule)."""
+    rule = rule or SeedRule()
+    pref = prefer or Prefer(None)
+    n = len(seeds) if seeds is not None else None
+    rule_text = (
+        f"feasible = {rule.text(n)}; among feasible points the "
+        f"{'lowest' if obj.direction == 'min' else 'highest'} median {obj.metric}; points whose "
+        "per-seed objective the paired seeds cannot tell from the best's (paired t-test, "
+        f"p > 0.05) are tied, and among ties the choice is {pref.text()}"
+    )
     fails = {c.expr: 0 for c in cons}
     closest: dict[str, tuple[float, dict[str, Any]]] = {}
+    feas: list[tuple[int, dict[str, Any], list[dict[str, Any]]]] = []
     for i, p in enumerate(points):
-        checks = judge_point(p, cons)
+        checks = judge_point(p, cons, rule, seeds)
         p["constraints"] = checks
         p["feasible"] = all(ch["ok"] for ch in checks)
         for c, ch in zip(cons, checks, strict=True):
@@ -347,27 +397,43 @@ def recommend(
                 short = -c.relative(ch["margin"]) if ch["margin"] is not None else math.inf
                 if c.expr not in closest or short < closest[c.expr][0]:
                     closest[c.expr] = (short, p)
-        score = p["metrics"][obj.metric]["median"]
-        if not p["feasible"] or score is None:
-            continue
-        slack = min(
-            (c.relative(ch["margin"]) for c, ch in zip(cons, checks, strict=True)), default=math.inf
-        )
-        key = (score if obj.direction == "min" else -score, -slack, i)
-        if best is None or key < best[0]:
-            best = (key, p, checks)
+        if p["feasible"] and p["metrics"][obj.metric]["median"] is not None:
+            feas.append((i, p, checks))
     feasible = sum(1 for p in points if p["feasible"])
-    if best is not None:
-        _, p, checks = best
+    if feas:
+        sign = 1.0 if obj.direction == "min" else -1.0
+
+        def best_key(
+            f: tuple[int, dict[str, Any], list[dict[str, Any]]],
+        ) -> tuple[float, float, int]:
+            i, p, checks = f
+            return (sign * p["metrics"][obj.metric]["median"], -_slack(cons, checks), i)
+
+        top = min(feas, key=best_key)
+        ref = top[1]["metrics"][obj.metric]["values"]
+        tied = [
+            f
+            for f in feas
+            if f is top or indistinguishable(ref, f[1]["metrics"][obj.metric]["values"])
+        ]
+        k = pick_among_ties(
+            [(f[0], f[1]["values"]) for f in tied],
+            pref,
+            [_slack(cons, f[2]) for f in tied],
+            [sign * f[1]["metrics"][obj.metric]["median"] for f in tied],
+        )
+        _, p, checks = tied[k]
         margins = {ch["expr"]: ch["margin"] for ch in checks}
         binding = min(
             zip(cons, checks, strict=True),
             key=lambda cc: cc[0].relative(cc[1]["margin"]),
             default=None,
         )
-        edge = any(
-            len(set(vals := [q["values"][k] for q in points])) > 1 and v in (min(vals), max(vals))
-            for k, v in p["values"].items()
+        # At the grid's edge *because the objective points there*: only when the choice is
+        # the best point itself (not a preference among ties) and no other point ties with it.
+        edge = len(tied) == 1 and any(
+            len(set(vals := [q["values"][key] for q in points])) > 1 and v in (min(vals), max(vals))
+            for key, v in p["values"].items()
         )
         return {
             "values": p["values"],
@@ -375,9 +441,13 @@ def recommend(
             "margin": binding[1]["margin"] if binding else None,
             "margins": margins,
             "binding_constraint": binding[0].expr if binding else None,
+            "worst_seed": binding[1]["worst_seed"] if binding else None,
             "feasible_points": feasible,
             "at_grid_edge": edge,
-            "rule": rule,
+            "best": top[1]["values"],
+            "tied": [f[1]["values"] for f in tied],
+            "prefer": pref.text(),
+            "rule": rule_text,
         }
     worst = max(
         cons, key=lambda c: (fails[c.expr], -closest.get(c.expr, (math.inf, {}))[0]), default=None
@@ -391,7 +461,9 @@ def recommend(
         "binding_constraint": worst.expr if worst else None,
         "closest": near and {"values": near[1]["values"], "relative_shortfall": _r6(near[0])},
         "feasible_points": 0,
-        "rule": rule,
+        "tied": [],
+        "prefer": pref.text(),
+        "rule": rule_text,
     }
 
 

@@ -19,19 +19,24 @@ def sweep_table(sweep: Mapping[str, Any]) -> Any:
     from rich.table import Table
 
     rec = _map(sweep.get("recommendation")).get("values")
+    ties = list(_map(sweep.get("recommendation")).get("tied") or [])
     seeds = len(sweep.get("seeds") or [])
     cons = [str(c) for c in sweep.get("constraints") or []]
+    sources = list(sweep.get("constraint_sources") or ["constraint"] * len(cons))
+    rule = _map(sweep.get("over_seeds")).get("rule") or "each constraint met at every seed"
     table = Table(
         title=f"sweep over {', '.join(sweep['params'])} ({seeds} seeds per point)",
-        caption="feasible: every constraint holds at the worst-case seed; "
-        + "; ".join(f"{i} = {c}" for i, c in enumerate(cons, 1)),
+        caption=f"feasible = {rule}; " + "; ".join(f"{i} = {c}" for i, c in enumerate(cons, 1)),
     )
     for p in sweep["params"]:
         table.add_column(p.rsplit(".", 1)[-1], justify="right")
     titles = ["rejected", "p95 turnaround s", "SLO breach", "expired", "mean replicas"]
     cols = list(zip(titles, STANDARD_METRICS, (True, False, True, False, False), strict=True))
     extra = [_map(sweep.get("objective")).get("metric")]
-    extra += [parse_constraint(c).metric for c in cons]
+    # the verdict's own rules (min_completed, max_failed_fraction) get no column of their own
+    extra += [
+        parse_constraint(c).metric for c, src in zip(cons, sources, strict=True) if src != "verdict"
+    ]
     cols += [
         (str(m), str(m), False) for m in dict.fromkeys(extra) if m and m not in STANDARD_METRICS
     ]
@@ -51,9 +56,14 @@ def sweep_table(sweep: Mapping[str, Any]) -> Any:
         cells.append(
             "[green]yes[/]" if point.get("feasible") else f"[red]no[/] ({','.join(failed)})"
         )
-        cells.append("[bold green]<- best[/]" if mark else "")
+        tie = point["values"] in ties and not mark
+        cells.append("[bold green]<- chosen[/]" if mark else ("[dim]tied[/]" if tie else ""))
         table.add_row(*cells, style="bold" if mark else None)
     return table
+
+
+def _vals(v: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={x}" for k, x in v.items())
 
 
 def recommendation_text(sweep: dict[str, Any]) -> str:
@@ -64,13 +74,41 @@ def recommendation_text(sweep: dict[str, Any]) -> str:
             f"no value meets every constraint; binding: {rec.get('binding_constraint')}"
             f" (closest point: {closest.get('values')})"
         )
-    vals = ", ".join(f"{k}={v}" for k, v in rec["values"].items())
     obj = rec["objective"]
-    text = (
-        f"recommended {vals}: {obj['metric']} median {fmt_num(obj['median'])}; binding "
-        f"constraint {rec['binding_constraint']} with margin {fmt_num(rec['margin'])} "
-        f"at the worst-case seed ({rec['feasible_points']} feasible points)"
+    binding: Mapping[str, Any] = next(
+        (
+            c
+            for c in _point(sweep, rec["values"]).get("constraints") or []
+            if c.get("expr") == rec.get("binding_constraint")
+        ),
+        {},
     )
+    text = (
+        f"recommended {_vals(rec['values'])}: {obj['metric']} median {fmt_num(obj['median'])}; "
+        f"binding constraint {rec['binding_constraint']}, margin {fmt_num(rec['margin'])} "
+        f"({judged_text(binding)}; {rec['feasible_points']} feasible points)"
+    )
+    ties = rec.get("tied") or []
+    if len(ties) > 1:
+        text += (
+            f"\n{len(ties)} feasible points are indistinguishable over the seeds (paired): "
+            + "; ".join(_vals(t) for t in ties)
+            + f"; chosen by preference: {rec.get('prefer')}"
+        )
     if rec.get("at_grid_edge"):
         text += "; at the edge of the grid: widen the range to see beyond it"
     return text
+
+
+def judged_text(row: Mapping[str, Any]) -> str:
+    """The judged figure and the actual worst seed of one constraint row (seed_rule's keys)."""
+    if row.get("worst_seed") is None:
+        return "no seed ran"
+    worst = f"worst seed {row['worst_seed']}: {fmt_num(row.get('worst'))}"
+    if row.get("judged_seed") in (None, row.get("worst_seed")):
+        return f"at the {worst}"
+    return f"judged at seed {row['judged_seed']}: {fmt_num(row.get('judged'))}; {worst}"
+
+
+def _point(sweep: Mapping[str, Any], values: Any) -> Mapping[str, Any]:
+    return next((p for p in sweep.get("points") or [] if p.get("values") == values), {})

@@ -8,21 +8,12 @@ value is read by the one evaluator of ``PATH`` and ``PATH / PATH`` (:mod:`harnes
 from __future__ import annotations
 
 import math
-import operator
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from harness.profile.thresholds import Threshold, parse_threshold
 from harness.results.expr import evaluate
-
-_OPS: dict[str, Callable[[float, float], bool]] = {
-    "<=": operator.le,
-    ">=": operator.ge,
-    "==": operator.eq,
-    "!=": operator.ne,
-    "<": operator.lt,
-    ">": operator.gt,
-}
+from harness.results.seed_rule import OPS
 
 
 def evaluate_threshold(t: Threshold, summary: Mapping[str, Any]) -> dict[str, Any]:
@@ -33,7 +24,7 @@ def evaluate_threshold(t: Threshold, summary: Mapping[str, Any]) -> dict[str, An
         out["ok"] = False
         out["why"] = why or "value is undefined"
     else:
-        out["ok"] = bool(_OPS[t.op](value, t.limit))
+        out["ok"] = bool(OPS[t.op](value, t.limit))
     return out
 
 

@@ -6,9 +6,9 @@ module decides nothing by chance and reads no clock. A trial is one set of polic
 the same seeds as every other trial (common random numbers: every request draws its own random
 numbers from the seed, so two trials at one seed see the same arrivals, sizes and latencies and
 differ only by policy). Its figures are judged like a sweep's point
-(:func:`harness.results.sweep.judge_point`): a constraint holds when its worst-case seed value
-(p95 over seeds for ``<``/``<=``, p05 for ``>``/``>=``, every seed for ``==``/``!=``) meets
-the limit.
+(:func:`harness.results.sweep.judge_point`): a constraint holds when it holds over the seeds by
+the profile's ``verdict.over_seeds`` rule (:mod:`harness.results.seed_rule`: by default, met at
+every seed), the one rule ``harness sim --seeds N`` gates on.
 
 Trial states: ``complete`` (every seed ran), ``stopped`` (the early-stop rule ended it),
 ``invalid`` (the values make an invalid profile: the validation message is kept), ``failed``
@@ -26,7 +26,9 @@ from typing import Any, Literal
 import yaml
 
 from harness.results.quantiles import describe
-from harness.results.sweep import _OPS, Constraint, Objective, judge_point
+from harness.results.seed_rule import SeedRule, meets
+from harness.results.sweep import Constraint, Objective, judge_point, pick_among_ties
+from harness.results.ties import Prefer, indistinguishable
 
 Kind = Literal["float", "int", "choices"]
 Choice = int | float | str
@@ -35,7 +37,7 @@ EARLY_STOP_AFTER = 3  # seeds a trial runs before the early-stop rule may end it
 EARLY_STOP_RULE = (
     "a trial stops after its first {after} seeds when one constraint already misses at enough of "
     "them that it must fail by the feasibility rule whatever its other seeds give ({need} of "
-    "{seeds} seeds for <, <=, > and >=; one for == and !=; an undefined value misses), or misses "
+    "{seeds} seeds; an undefined value misses), or misses "
     "at every one of them; or when at every one of them its objective is worse than that of the "
     "best feasible trial told so far at the same seed (common seeds make this a paired "
     "comparison); at each later checkpoint ({later}) it stops when a constraint must fail; a "
@@ -142,20 +144,7 @@ def yaml_value(v: Choice) -> str:
 
 def failing_seeds(c: Constraint, values: Sequence[float | None]) -> int:
     """How many seeds miss the constraint on their own (an undefined value misses)."""
-    return sum(1 for v in values if v is None or not _OPS[c.op](float(v), c.limit))
-
-
-def certain_misses(op: str, seeds: int) -> int:
-    """How many seeds must miss a constraint with ``op`` on their own for it to fail by the
-    feasibility rule at ``seeds`` seeds, whatever the other seeds give. For < and <= the p95
-    (type 7) is at least the order statistic at floor(0.95 (n - 1)), so once
-    n - floor(0.95 (n - 1)) seeds miss, it misses too; > and >= mirror it with the p05; == and
-    != judge every seed."""
-    if op in ("<", "<="):
-        return seeds - math.floor(0.95 * (seeds - 1))
-    if op in (">", ">="):
-        return math.ceil(0.05 * (seeds - 1)) + 1
-    return 1
+    return sum(1 for v in values if not meets(c.op, v, c.limit))
 
 
 def startup_trials(trials: int) -> int:
@@ -208,17 +197,19 @@ def should_stop(
     *,
     seeds: int | None = None,
     certain_only: bool = False,
+    rule: SeedRule | None = None,
 ) -> str | None:
     """The early-stop rule (:data:`EARLY_STOP_RULE`) over the first ``after`` of ``seeds``
     seeds: why the trial stops, or None. ``incumbent``: the best feasible trial's objective at
     those seeds."""
     total = after if seeds is None else seeds
+    need = (rule or SeedRule()).certain_misses(total)
     for c in cons:
         vals = per_seed[c.metric]
         if len(vals) < after:
             continue
         missed = failing_seeds(c, vals)
-        if any(v is None for v in vals) or missed >= certain_misses(c.op, total):
+        if missed >= need:
             return f"{c.expr} missed at {missed} of {len(vals)} seeds run: it must fail"
         if missed == len(vals) and not certain_only:
             return f"{c.expr} missed at every seed run"
@@ -248,6 +239,8 @@ def judge_trial(
     cons: Sequence[Constraint],
     *,
     stopped_by: str | None = None,
+    rule: SeedRule | None = None,
+    seeds: Sequence[int] | None = None,
 ) -> dict[str, Any]:
     """A finished or stopped trial as tune.json holds it."""
     trial: dict[str, Any] = {
@@ -256,7 +249,8 @@ def judge_trial(
         "seeds_run": seeds_run,
         "metrics": {m: describe(list(v)) for m, v in per_seed.items()},
     }
-    trial["constraints"] = judge_point(trial, cons)
+    run = list(seeds)[:seeds_run] if seeds is not None else None
+    trial["constraints"] = judge_point(trial, cons, rule or SeedRule(), run)
     trial["objective"] = trial["metrics"][obj.metric]["median"]
     trial["also"] = trial["metrics"][also.metric]["median"] if also else None
     undefined = trial["objective"] is None or (also is not None and trial["also"] is None)
@@ -289,7 +283,7 @@ def invalid_trial(number: int, values: Mapping[str, Choice], message: str) -> di
 
 
 def violations(trial: Mapping[str, Any], cons: Sequence[Constraint]) -> list[float]:
-    """Per constraint, how far its worst-case seed misses (> 0) or clears (<= 0) the limit,
+    """Per constraint, how far its judged figure misses (> 0) or clears (<= 0) the limit,
     relative to the limit: what the sampler learns feasibility from."""
     out = []
     for c, ch in zip(cons, trial["constraints"], strict=True):
@@ -327,47 +321,100 @@ def pareto_front(trials: Sequence[Mapping[str, Any]], obj: Objective, also: Obje
 HOLDOUT_CANDIDATES = 3  # the best feasible trials the holdout may try, in order
 
 
-def recommendation_rule(obj: Objective, also: Objective | None, holdout: int = 0) -> str:
+def recommendation_rule(
+    obj: Objective,
+    also: Objective | None,
+    holdout: int = 0,
+    rule: SeedRule | None = None,
+    seeds: int | None = None,
+    prefer: Prefer | None = None,
+) -> str:
     best = "lowest" if obj.direction == "min" else "highest"
-    rule = (
-        "feasible = every seed ran and every constraint holds at the worst-case seed (p95 over "
-        "seeds for < and <=, p05 for > and >=, every seed for == and !=); feasible trials rank "
-        f"by the {best} median {obj.metric}, ties -> larger relative margin (margin / |limit|), "
-        "then the earlier trial"
+    r = rule or SeedRule()
+    text = (
+        f"feasible = every seed ran and {r.text(seeds)}; feasible trials rank by the {best} "
+        f"median {obj.metric}; the trials whose per-seed objective the paired seeds cannot tell "
+        "from the best's (paired t-test, p > 0.05) are tied with it, and among ties the choice "
+        f"is {(prefer or Prefer(None)).text()}, then the better median, then the earlier trial"
     )
     if holdout:
-        rule += (
+        text += (
             f"; the recommendation is the first of the best {HOLDOUT_CANDIDATES} that also "
             f"holds by the same rule at {holdout} fresh seeds (if none does: the best, and by "
             "how much it misses)"
         )
     else:
-        rule += "; the recommendation is the first"
+        text += "; the recommendation is the first"
     if also is not None:
-        rule += (
+        text += (
             f"; the second objective ({also.direction}:{also.metric}) only shapes the front "
             "listed beside it"
         )
-    return rule
+    return text
+
+
+def _slack(t: Mapping[str, Any], cons: Sequence[Constraint]) -> float:
+    return min(
+        (
+            c.relative(ch["margin"])
+            for c, ch in zip(cons, t["constraints"], strict=True)
+            if ch["margin"] is not None
+        ),
+        default=math.inf,
+    )
 
 
 def ranked(
-    trials: Sequence[Mapping[str, Any]], obj: Objective, cons: Sequence[Constraint]
+    trials: Sequence[Mapping[str, Any]],
+    obj: Objective,
+    cons: Sequence[Constraint],
+    prefer: Prefer | None = None,
 ) -> list[Mapping[str, Any]]:
-    """The feasible trials, best first, by :func:`recommendation_rule`'s ranking."""
-
-    def key(t: Mapping[str, Any]) -> tuple[float, float, int]:
-        slack = min(
-            (
-                c.relative(ch["margin"])
-                for c, ch in zip(cons, t["constraints"], strict=True)
-                if ch["margin"] is not None
-            ),
-            default=math.inf,
+    """The feasible trials, best first, by :func:`recommendation_rule`'s ranking: the trials
+    tied with the best (by the paired seeds) first, in the preference's order; then the rest by
+    median objective."""
+    by_objective = sorted(
+        (t for t in trials if t["feasible"]),
+        key=lambda t: (_key(t["objective"], obj.direction), -_slack(t, cons), t["number"]),
+    )
+    if not by_objective:
+        return []
+    ref = by_objective[0]["metrics"][obj.metric]["values"]
+    tied = [
+        t
+        for t in by_objective
+        if t is by_objective[0] or indistinguishable(ref, t["metrics"][obj.metric]["values"])
+    ]
+    pref = prefer or Prefer(None)
+    order: list[Mapping[str, Any]] = []
+    left = list(tied)
+    while left:
+        k = pick_among_ties(
+            [(t["number"], t["values"]) for t in left],
+            pref,
+            [_slack(t, cons) for t in left],
+            [_key(t["objective"], obj.direction) for t in left],
         )
-        return (_key(t["objective"], obj.direction), -slack, t["number"])
+        order.append(left.pop(k))
+    return order + [t for t in by_objective if not any(t is u for u in tied)]
 
-    return sorted((t for t in trials if t["feasible"]), key=key)
+
+def tied_with_best(
+    trials: Sequence[Mapping[str, Any]], obj: Objective, cons: Sequence[Constraint]
+) -> list[int]:
+    """Numbers of the feasible trials the paired seeds cannot tell from the best (it included)."""
+    by_objective = sorted(
+        (t for t in trials if t["feasible"]),
+        key=lambda t: (_key(t["objective"], obj.direction), -_slack(t, cons), t["number"]),
+    )
+    if not by_objective:
+        return []
+    ref = by_objective[0]["metrics"][obj.metric]["values"]
+    return [
+        int(t["number"])
+        for t in by_objective
+        if t is by_objective[0] or indistinguishable(ref, t["metrics"][obj.metric]["values"])
+    ]
 
 
 def recommend(
@@ -378,11 +425,14 @@ def recommend(
     *,
     pick: Mapping[str, Any] | None = None,
     holdout: int = 0,
+    rule: SeedRule | None = None,
+    seeds: int | None = None,
+    prefer: Prefer | None = None,
 ) -> dict[str, Any]:
-    """The recommendation block for ``pick`` (default: the best feasible trial), with the rule
-    that chose it stated in ``rule``."""
-    rule = recommendation_rule(obj, also, holdout)
-    order = ranked(trials, obj, cons)
+    """The recommendation block for ``pick`` (default: the first of :func:`ranked`), with the
+    rule that chose it stated in ``rule``."""
+    text = recommendation_rule(obj, also, holdout, rule, seeds, prefer)
+    order = ranked(trials, obj, cons, prefer)
     t = pick if pick is not None else (order[0] if order else None)
     if t is None:
         return {
@@ -393,7 +443,8 @@ def recommend(
             "margin": None,
             "margins": None,
             "binding_constraint": _most_failed(trials, cons),
-            "rule": rule,
+            "tied": [],
+            "rule": text,
         }
     rows = list(zip(cons, t["constraints"], strict=True))
     binding = min(rows, key=lambda r: r[0].relative(r[1]["margin"]), default=None)
@@ -405,7 +456,9 @@ def recommend(
         "margin": binding[1]["margin"] if binding else None,
         "margins": {ch["expr"]: ch["margin"] for _, ch in rows},
         "binding_constraint": binding[0].expr if binding else None,
-        "rule": rule,
+        "worst_seed": binding[1]["worst_seed"] if binding else None,
+        "tied": tied_with_best(trials, obj, cons),
+        "rule": text,
     }
 
 
@@ -419,12 +472,15 @@ def _most_failed(trials: Sequence[Mapping[str, Any]], cons: Sequence[Constraint]
 
 
 def judge_holdout(
-    per_seed: Mapping[str, Sequence[float | None]], seeds: Sequence[int], cons: Sequence[Constraint]
+    per_seed: Mapping[str, Sequence[float | None]],
+    seeds: Sequence[int],
+    cons: Sequence[Constraint],
+    rule: SeedRule | None = None,
 ) -> dict[str, Any]:
     """The recommendation re-run at fresh seeds, judged by the same rule: whether every
     constraint still holds, and by how much each misses when one does not."""
     point = {"metrics": {m: describe(list(v)) for m, v in per_seed.items()}}
-    rows = judge_point(point, cons)
+    rows = judge_point(point, cons, rule or SeedRule(), seeds)
     for c, row in zip(cons, rows, strict=True):
         row["misses_by"] = None if row["ok"] or row["margin"] is None else -row["margin"]
         row["relative"] = None if row["margin"] is None else round(c.relative(row["margin"]), 6)

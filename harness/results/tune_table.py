@@ -10,19 +10,25 @@ from typing import Any
 from rich.console import Console
 
 from harness.results.fmt import fmt_num
+from harness.results.sweep_table import judged_text
 
 SHOWN = 12  # rows: the best feasible trials first, then the rest by objective
 
 
 def _ordered(tune: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """Feasible trials in the recommendation rule's ranking (ties by margin, then number),
-    then the complete infeasible ones, then the rest, each by objective."""
+    """Feasible trials in the recommendation rule's ranking (the trials tied with the best in
+    the stated preference's order first), then the complete infeasible ones, then the rest, each
+    by objective."""
     from harness.results.sweep import parse_constraint, parse_objective
+    from harness.results.ties import Prefer
     from harness.results.tune import ranked
 
     obj = tune["objective"]
     cons = [parse_constraint(c) for c in tune["constraints"]]
-    feasible = ranked(tune["trials"], parse_objective(f"{obj['direction']}:{obj['metric']}"), cons)
+    p = tune.get("prefer") or {}
+    pref = Prefer(p.get("path"), "low" if p.get("side") == "low" else "high")
+    objective = parse_objective(f"{obj['direction']}:{obj['metric']}")
+    feasible = ranked(tune["trials"], objective, cons, pref)
 
     def key(t: Mapping[str, Any]) -> tuple[int, float, int]:
         v = t.get("objective")
@@ -95,6 +101,12 @@ def recommendation_lines(tune: Mapping[str, Any]) -> list[str]:
             f"({tune['objective']['metric']} median {fmt_num(rec['objective'])}; binding "
             f"{rec['binding_constraint']}, margin {fmt_num(rec['margin'])})"
         )
+    tied = rec.get("tied") or []
+    if len(tied) > 1:
+        lines.append(
+            f"{len(tied)} feasible trials are indistinguishable over the seeds (paired): trials "
+            f"{_nums(tied)}; the choice among them follows the stated preference (rule below)"
+        )
     lines.append(f"rule: {rec['rule']}")
     if tune.get("also") and tune.get("front"):
         lines.append(f"front (feasible, non-dominated): trials {_nums(tune['front'])}")
@@ -117,8 +129,8 @@ def recommendation_lines(tune: Mapping[str, Any]) -> list[str]:
             if not row["ok"]:
                 by = row["misses_by"]
                 lines.append(
-                    f"[bold red]holdout:[/] {row['expr']} fails at {n} fresh seeds: worst-case "
-                    f"{fmt_num(row['worst'])}"
+                    f"[bold red]holdout:[/] {row['expr']} fails at {n} fresh seeds: "
+                    f"met at {row['seeds'] - row['misses']} of {n}, {judged_text(row)}"
                     + ("" if by is None else f", misses by {fmt_num(by)}")
                 )
     return lines

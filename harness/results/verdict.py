@@ -95,3 +95,18 @@ def decide(summary: Mapping[str, Any]) -> str:
         return "invalid"
     failed = any(not t["ok"] and t.get("enforced", True) for t in summary["thresholds"])
     return "fail" if failed else "pass"
+
+
+def gates(thresholds: Sequence[str], slo: Slo, rules: Verdict) -> list[tuple[str, str]]:
+    """The enforced rows of a run's verdict as (source, expression) pairs: what a policy must
+    meet at each seed, in the order the summary lists them. A sweep's and a tune's default
+    constraints are these, so what they call feasible is what ``harness sim --seeds N`` passes.
+    """
+    out = [("threshold", str(t)) for t in thresholds]
+    if slo.enforce:
+        out.append(("slo", f"turnaround_s.p95 <= {slo.turnaround_p95_s:g}"))
+    if rules.min_completed > 0:
+        out.append(("verdict", f"counts.completed >= {rules.min_completed}"))
+    if rules.max_failed_fraction is not None:
+        out.append(("verdict", f"counts.failed / counts.admitted <= {rules.max_failed_fraction:g}"))
+    return out

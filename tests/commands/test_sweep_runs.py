@@ -43,6 +43,8 @@ def fake_runner(profile: str, overrides: list[str], seed: int) -> dict[str, Any]
             "arrivals": 100,
             "rejected": rejected,
             "completed": 100 - rejected,
+            "admitted": 100 - rejected,
+            "failed": 0,
             "slo_breach": int(age // 10),
             "expired": 0,
         },
@@ -76,7 +78,14 @@ def test_run_sweep_recommends_the_largest_value_that_keeps_p95_under_the_slo(
     assert calls[-1] == (75, 75)
     assert sweep["params"] == ["engine.admission.age_reject_s"]
     assert len(sweep["points"]) == 15 and sweep["points"][0]["seeds"] == 5
-    assert sweep["constraints"] == ["turnaround_s.p95 <= 60"]  # the profile's SLO
+    # the profile's own verdict: its SLO and its verdict rules (what harness sim gates on)
+    assert sweep["constraints"] == [
+        "turnaround_s.p95 <= 60",
+        "counts.completed >= 1",
+        "counts.failed / counts.admitted <= 0.05",
+    ]
+    assert sweep["constraint_sources"] == ["slo", "verdict", "verdict"]
+    assert sweep["over_seeds"]["setting"] == "every"
     # 20 + 2 * age + noise (|noise| <= 3) < 60 at the worst seed -> age <= 18 is safe
     rec = sweep["recommendation"]
     assert rec["values"]["engine.admission.age_reject_s"] in (16, 18)
@@ -87,7 +96,7 @@ def test_run_sweep_recommends_the_largest_value_that_keeps_p95_under_the_slo(
     console = Console(file=io.StringIO(), width=200)
     console.print(sweep_table(sweep))
     table = console.file.getvalue()  # type: ignore[attr-defined]
-    assert "<- best" in table and "p95 turnaround s" in table and "no (1)" in table
+    assert "<- chosen" in table and "p95 turnaround s" in table and "no (1)" in table
     assert "1 = turnaround_s.p95 <= 60" in table
     assert recommendation_text(sweep).startswith("recommended engine.admission.age_reject_s=")
     m = sweep["points"][0]["metrics"]
@@ -125,7 +134,7 @@ def test_process_pool_gives_the_same_answer_as_one_process(profile: str, tmp_pat
     )
     assert one["points"] == two["points"]
     assert len(one["points"]) == 6
-    assert one["constraints"] == ["turnaround_s.p95 < 50"]
+    assert one["constraints"][-1] == "turnaround_s.p95 < 50"  # after the profile's own
 
 
 def test_bad_sweep_arguments_fail_before_any_simulation(profile: str, tmp_path: Path) -> None:

@@ -19,7 +19,9 @@ from harness.results.sweep import (
     parse_param,
     recommend,
 )
+from harness.results.seed_rule import SeedRule
 from harness.results.sweep_table import recommendation_text
+from harness.results.ties import Prefer, default_prefer, indistinguishable, parse_prefer
 
 # -- grammar ---------------------------------------------------------------------------------
 
@@ -109,10 +111,12 @@ def test_best_feasible_objective_wins_with_margin_to_the_binding_constraint() ->
     rec = recommend(pts, OBJ_REJ, [P95_UNDER_60])
     assert rec["values"] == {"a.x": 2}
     assert rec["binding_constraint"] == "turnaround_s.p95 < 60"
-    assert rec["margin"] == pytest.approx(60 - 41.9)  # p95 over seeds of [40, 41, 42]
+    assert rec["margin"] == pytest.approx(60 - 42)  # the worst of [40, 41, 42] (every seed)
     assert rec["feasible_points"] == 2
     assert [p["feasible"] for p in pts] == [True, True, False]
-    assert "worst-case seed" in rec["rule"]
+    assert "each constraint met at every seed" in rec["rule"]
+    binding = pts[1]["constraints"][0]
+    assert binding["worst"] == 42 and binding["worst_seed"] == 2 and binding["judged_seed"] == 2
 
 
 def test_a_point_feasible_only_at_its_median_is_rejected() -> None:
@@ -138,6 +142,60 @@ def test_greater_than_constraints_judge_the_low_tail() -> None:
 def test_ties_go_to_the_larger_margin() -> None:
     pts = [point(1, [0.2] * 3, [58, 58, 58]), point(2, [0.2] * 3, [30, 30, 30])]
     assert recommend(pts, OBJ_REJ, [P95_UNDER_60])["values"] == {"a.x": 2}
+
+
+def test_a_share_rule_lets_the_stated_number_of_seeds_miss() -> None:
+    # 20 seeds, one at 75: every seed -> infeasible; over_seeds 0.95 (19 of 20) -> feasible,
+    # judged at the 19th best seed (59), the worst seed (75) named beside it.
+    p95 = [40.0 + i for i in range(19)] + [75.0]
+    pts = [point(1, [0.2] * 20, p95)]
+    assert recommend(pts, OBJ_REJ, [P95_UNDER_60], SeedRule())["values"] is None
+    assert pts[0]["constraints"][0]["misses"] == 1
+    rec = recommend(pts, OBJ_REJ, [P95_UNDER_60], SeedRule.of(0.95))
+    assert rec["values"] == {"a.x": 1}
+    row = pts[0]["constraints"][0]
+    assert (row["judged"], row["judged_seed"], row["worst"], row["worst_seed"]) == (58, 18, 75, 19)
+    assert rec["margin"] == pytest.approx(2.0)
+    # two seeds over the limit: 18 of 20 met, below 19
+    pts = [point(1, [0.2] * 20, [40.0] * 18 + [61.0, 75.0])]
+    assert recommend(pts, OBJ_REJ, [P95_UNDER_60], SeedRule.of(0.95))["values"] is None
+
+
+def test_points_the_seeds_cannot_tell_apart_are_tied_and_the_preference_chooses() -> None:
+    noise = [0.01, -0.02, 0.015, -0.005, 0.0, 0.02, -0.01, 0.005]
+    pts = [
+        point(1, [0.78 + e for e in noise], [50.0] * 8),
+        point(2, [0.79 - e for e in noise], [55.0] * 8),
+        point(3, [0.90] * 8, [40.0] * 8),  # clearly worse: not tied
+    ]
+    rec = recommend(pts, OBJ_REJ, [P95_UNDER_60], prefer=Prefer("a.x", "high"))
+    assert rec["best"] == {"a.x": 1}
+    assert rec["tied"] == [{"a.x": 1}, {"a.x": 2}]
+    assert rec["values"] == {"a.x": 2}  # the highest x among the tied
+    assert rec["at_grid_edge"] is False  # a preference among ties, not the objective's edge
+    assert "highest x" in rec["rule"]
+    text = recommendation_text({"recommendation": rec, "points": pts})
+    assert "2 feasible points are indistinguishable" in text and "preference" in text
+    # by margin (the default without a lenient key): x=1 has 10 s of slack, x=2 has 5 s
+    assert recommend(pts, OBJ_REJ, [P95_UNDER_60])["values"] == {"a.x": 1}
+
+
+def test_a_consistent_difference_is_not_a_tie() -> None:
+    a = [0.50, 0.52, 0.49, 0.51, 0.50]
+    assert not indistinguishable(a, [x + 0.004 for x in a])  # the same shift at every seed
+    assert indistinguishable(a, a)
+    assert indistinguishable(a, [0.51, 0.50, 0.50, 0.50, 0.51])
+
+
+def test_prefer_grammar() -> None:
+    assert parse_prefer("margin", ["a.x"]) == Prefer(None, stated=True)
+    assert parse_prefer("a.x=low", ["a.x"]) == Prefer("a.x", "low", stated=True)
+    with pytest.raises(ValueError, match="not a searched --param"):
+        parse_prefer("a.y=high", ["a.x"])
+    with pytest.raises(ValueError, match="PATH=high"):
+        parse_prefer("a.x=up", ["a.x"])
+    assert default_prefer(["engine.admission.age_reject_s"]).side == "high"
+    assert default_prefer(["engine.scaling.interval_s"]).path is None
 
 
 def test_nothing_feasible_names_the_constraint_failing_at_most_points() -> None:
