@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from harness.results.quantiles import describe
+from harness.results.seed_rule import SeedRule
 from harness.results.sweep import (
     Constraint,
     Objective,
@@ -19,7 +20,6 @@ from harness.results.sweep import (
     parse_param,
     recommend,
 )
-from harness.results.seed_rule import SeedRule
 from harness.results.sweep_table import recommendation_text
 from harness.results.ties import Prefer, default_prefer, indistinguishable, parse_prefer
 
