@@ -244,18 +244,37 @@ def compare(
         int, typer.Option(help="Worker processes for the re-simulation (0: one per CPU).", min=0)
     ] = 0,
     format_: Annotated[str, typer.Option("--format", help="md or json.")] = "md",
+    gate: Annotated[
+        list[str] | None,
+        typer.Option(
+            help=(
+                "A figure whose regression beyond its margin fails the change (repeatable;"
+                " 'none': the profile's verdict alone). Default: rejection_fraction,"
+                " goodput_per_s, replica_seconds, cost_spent. Also: slo_breach_fraction,"
+                " turnaround_s.p95, replicas_mean."
+            ),
+            metavar="FIGURE",
+        ),
+    ] = None,
 ) -> None:
-    """Review a change: regression, improvement, no detectable change or inconclusive.
+    """Review a change for a rollout: does NEW hold its SLO, and is it worse than BASE?
 
-    Over the primary figures (SLO-breach fraction, p95 turnaround, goodput, rejection fraction),
-    robust to seed noise. Exit 1 only on a regression. The method: docs/verdict-and-review.md
-    ("Change review")."""
+    Fails (exit 1) when NEW's profile verdict (SLO, thresholds) does not hold over its seeds by
+    the profile's verdict.over_seeds rule, or a gated figure (by default rejections, goodput and
+    cost) is worse beyond its margin. The primary figures (SLO-breach fraction, p95 turnaround,
+    goodput, rejection fraction) and the cost (replica-seconds, mean replicas, cost_spent) are
+    shown, robust to seed noise. The method: docs/verdict-and-review.md ("Change review")."""
     from harness.commands.compare import CompareRequest, compare_sweeps, is_sweep, review
     from harness.results.compare import CompareError, parse_tolerance
+    from harness.results.review import DEFAULT_GATE, parse_gate
     from harness.results.review_text import to_json, to_markdown
 
     if format_ not in ("md", "json"):
         raise bad_input("--format must be md or json")
+    try:
+        gates = parse_gate(gate) if gate else DEFAULT_GATE
+    except ValueError as e:
+        raise bad_input(str(e)) from None
     tols = {}
     for t in tolerance or []:
         try:
@@ -271,7 +290,7 @@ def compare(
             md, js, regressions = compare_sweeps(base, new, tols)
             sys.stdout.write(md if format_ == "md" else js)
             raise typer.Exit(EXIT_FAIL if regressions else EXIT_OK)
-        rv, sides = review(CompareRequest(base, new, tols, seeds, seed_base, alpha, jobs))
+        rv, sides = review(CompareRequest(base, new, tols, seeds, seed_base, alpha, jobs, gates))
     except (CompareError, ValueError, OSError) as e:
         raise bad_input(str(e)) from None
     sys.stdout.write(to_markdown(rv, sides) if format_ == "md" else to_json(rv, sides))

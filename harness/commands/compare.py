@@ -24,7 +24,20 @@ from typing import Any
 
 from harness.commands.pool import run_chunks
 from harness.results.compare import CompareError, Tolerance, compare_results, load_result
-from harness.results.review import PRIMARY, Primary, Review, Windows, review_records, review_seeds
+from harness.results.expr import expr_value
+from harness.results.review import (
+    COST,
+    DEFAULT_GATE,
+    PRIMARY,
+    Primary,
+    Review,
+    Row,
+    Windows,
+    apply_gate,
+    review_records,
+    review_seeds,
+)
+from harness.results.seed_rule import holds_over_seeds
 from harness.results.summary import git_sha
 
 WINDOW_S = 10.0  # the bootstrap's time window (profile seconds)
@@ -119,6 +132,7 @@ class CompareRequest:
     seed_base: int | None = None
     alpha: float = 0.01
     jobs: int = 0
+    gate: tuple[str, ...] = DEFAULT_GATE
 
 
 def _margins(tols: Mapping[str, Tolerance]) -> Any:
@@ -152,7 +166,34 @@ def _records(side: Side) -> Windows | None:
 
 
 def review(req: CompareRequest) -> tuple[Review, str]:
-    """The review and the sides' description line."""
+    """The review and the sides' description line, decided by the gate
+    (:data:`harness.results.review.GATE_RULE`)."""
+    rv, sides, b, n = _evidence(req)
+    return apply_gate(rv, req.gate, _holds(b), _holds(n)), sides
+
+
+def _holds(summaries: list[dict[str, Any]]) -> dict[str, Any] | None:
+    return holds_over_seeds(summaries) if summaries else None
+
+
+def _single_cost_rows(b: dict[str, Any], n: dict[str, Any]) -> list[Row]:
+    """One run per side: the cost figures shown, not tested (no spread to test against)."""
+    rows = []
+    for f in COST:
+        x, y = expr_value(b, f.expr), expr_value(n, f.expr)
+        if x is None and y is None:
+            continue
+        d = None if x is None or y is None else y - x
+        rows.append(
+            Row(f.name, x, y, d, None, None, 0.0, verdict="n/a", note="one run a side: not tested")
+        )
+    return rows
+
+
+def _evidence(
+    req: CompareRequest,
+) -> tuple[Review, str, list[dict[str, Any]], list[dict[str, Any]]]:
+    """The review's rows, and the per-seed summaries each side's verdict is judged on."""
     base, new = load_side(req.base), load_side(req.new)
     margins = _margins(req.tolerances)
     this = (base.summaries[0].get("meta") or {}).get("harness_version"), git_sha()
@@ -166,21 +207,19 @@ def review(req: CompareRequest) -> tuple[Review, str]:
         n = resimulate(new.summaries[0]["effective"], seeds, jobs)
         rv = review_seeds(b, n, paired=True, margins=margins, alpha=req.alpha)
         rv.notes.append(f"re-simulated both effective profiles at seeds {first}..{seeds[-1]}")
-        if rv.verdict == "inconclusive":
-            rv.settle = f"harness compare {req.base} {req.new} --seeds {2 * req.seeds}"
-        return rv, sides
+        rv.settle = f"harness compare {req.base} {req.new} --seeds {2 * req.seeds}"
+        return rv, sides, b, n
     if len(base.summaries) >= 2 and len(new.summaries) >= 2:
         rv = review_seeds(
             base.summaries, new.summaries, paired=False, margins=margins, alpha=req.alpha
         )
         if base.mode == new.mode == "sim":
             rv.notes.append("stored runs of another code version: not re-simulated")
-        if rv.verdict == "inconclusive":
-            rv.settle = (
-                "more seeds on both sides (harness sim PROFILE --seeds 40), or both "
-                "sides simulated by one code version: a paired re-simulation"
-            )
-        return rv, sides
+        rv.settle = (
+            "more seeds on both sides (harness sim PROFILE --seeds 40), or both "
+            "sides simulated by one code version: a paired re-simulation"
+        )
+        return rv, sides, base.summaries, new.summaries
     wb, wn = _records(base), _records(new)
     if wb is None or wn is None:
         raise CompareError(
@@ -188,12 +227,12 @@ def review(req: CompareRequest) -> tuple[Review, str]:
             "--seeds folders of both sides)"
         )
     rv = review_records(wb, wn, margins=margins, alpha=req.alpha)
-    if rv.verdict == "inconclusive":
-        rv.settle = (
-            "longer runs on both sides (more windows), or simulate both: "
-            "harness sim PROFILE --seeds 20, then compare the two folders"
-        )
-    return rv, sides
+    rv.rows += _single_cost_rows(base.summaries[0], new.summaries[0])
+    rv.settle = (
+        "longer runs on both sides (more windows), or simulate both: "
+        "harness sim PROFILE --seeds 20, then compare the two folders"
+    )
+    return rv, sides, base.summaries[:1], new.summaries[:1]
 
 
 def compare_sweeps(base: Path, new: Path, tolerances: dict[str, Tolerance]) -> tuple[str, str, int]:

@@ -71,6 +71,21 @@ PRIMARY = (
 )
 
 
+# Cost: shown beside the primary figures, tested as their own Holm family (so adding them
+# leaves the primary figures' verdicts as they were). cost_spent only when both sides set it.
+COST = (
+    Primary("replica_seconds", "scaling.replica_seconds", "up", Tolerance(relative=0.05), "s"),
+    Primary("replicas_mean", "scaling.replicas.mean", "up", Tolerance(relative=0.05), ""),
+    Primary("cost_spent", "scaling.cost_spent", "up", Tolerance(relative=0.05), ""),
+)
+# The figures whose regression beyond their margin fails a change (--gate), besides the
+# profile's own verdict over the seeds. p95 turnaround and the SLO-breach fraction are shown
+# and tested, but the SLO itself is what gates them: a p95 that moves within the SLO for less
+# money is the trade a cost tune makes, not a regression.
+DEFAULT_GATE = ("rejection_fraction", "goodput_per_s", "replica_seconds", "cost_spent")
+GATE_NAMES = tuple(f.name for f in (*PRIMARY, *COST))
+
+
 # -- per-request records, cut into time windows ----------------------------------------------
 
 
@@ -149,6 +164,7 @@ class Row:
     p_better: float = 1.0
     verdict: str = "inconclusive"
     note: str = ""
+    gated: bool = False  # a regression of this figure fails the change
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -165,6 +181,7 @@ class Row:
                 "p_better",
                 "verdict",
                 "note",
+                "gated",
             )
         }
 
@@ -235,10 +252,13 @@ class Review:
     verdict: str = "inconclusive"
     settle: str = ""  # the command that would settle an inconclusive review
     notes: list[str] = field(default_factory=list)
+    gate: tuple[str, ...] = ()
+    holds: dict[str, Any] = field(default_factory=dict)  # "base"/"new": holds_over_seeds()
 
     @property
     def regression(self) -> bool:
-        return any(r.verdict == "regression" for r in self.rows)
+        """Whether the change fails the gate (exit 1)."""
+        return self.verdict in ("regression", "trade-off (with a regression)")
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -249,7 +269,10 @@ class Review:
             "rows": [r.as_dict() for r in self.rows],
             "settle": self.settle or None,
             "notes": self.notes,
-            "regressions": [r.figure for r in self.rows if r.verdict == "regression"],
+            "regressions": [r.figure for r in self.rows if r.verdict == "regression" and r.gated],
+            "worse": [r.figure for r in self.rows if r.verdict == "regression"],
+            "gate": {"figures": list(self.gate), "rule": GATE_RULE},
+            "holds": self.holds,
         }
 
 
@@ -275,6 +298,106 @@ def overall(rows: Sequence[Row]) -> str:
     if verdicts == {"no detectable change"}:
         return "no detectable change"
     return "inconclusive"
+
+
+GATE_RULE = (
+    "a change fails (regression, exit 1) when the new side's profile verdict does not hold over "
+    "its seeds by the profile's verdict.over_seeds rule (its SLO, thresholds and verdict rules), "
+    "or when a gated figure is worse beyond its margin (non-inferiority, one-sided at alpha, "
+    "Holm); other figures are shown and tested but do not gate"
+)
+
+
+def parse_gate(names: Sequence[str]) -> tuple[str, ...]:
+    """``--gate`` names (figure names; ``none`` for the verdict alone) -> the gated figures."""
+    out: list[str] = []
+    for n in names:
+        n = n.strip()
+        if n == "none":
+            continue
+        if n not in GATE_NAMES:
+            raise ValueError(f"--gate {n!r}: unknown figure (known: {', '.join(GATE_NAMES)}, none)")
+        out.append(n)
+    return tuple(dict.fromkeys(out))
+
+
+def apply_gate(
+    rv: Review,
+    gate: Sequence[str],
+    base_holds: Mapping[str, Any] | None,
+    new_holds: Mapping[str, Any] | None,
+) -> Review:
+    """The review's verdict by :data:`GATE_RULE`: mark the gated rows, record whether each
+    side's verdict holds over its seeds, and decide."""
+    rv.gate = tuple(gate)
+    rv.holds = {"base": dict(base_holds or {}), "new": dict(new_holds or {})}
+    for r in rv.rows:
+        r.gated = r.figure in rv.gate
+    known = [r for r in rv.rows if r.verdict != "n/a"]
+    gated = [r for r in known if r.gated]
+    broken = new_holds is not None and not new_holds.get("ok", True)
+    worse = any(r.verdict == "regression" for r in gated)
+    better = any(r.verdict == "improvement" for r in known)
+    if base_holds is not None and new_holds is not None:
+        better = better or (not base_holds.get("ok", True) and new_holds.get("ok", True))
+    if broken or worse:
+        rv.verdict = "trade-off (with a regression)" if better else "regression"
+    elif better and any(r.verdict == "regression" for r in known):
+        rv.verdict = "trade-off (within the gate)"  # a shown figure worse, nothing gated
+    elif better:
+        rv.verdict = "improvement"
+    elif any(r.verdict == "regression" for r in known):
+        rv.verdict = "worse within the gate"  # a figure that does not gate moved
+    elif all(r.verdict == "no detectable change" for r in gated):
+        rv.verdict = "no detectable change"
+    else:
+        rv.verdict = "inconclusive"
+    if rv.verdict != "inconclusive":
+        rv.settle = ""
+    return rv
+
+
+def _cost_rows(
+    base: Sequence[Mapping[str, Any]],
+    new: Sequence[Mapping[str, Any]],
+    paired: bool,
+    margins: Callable[[Primary], Tolerance] | None,
+    alpha: float,
+) -> list[Row]:
+    rows, pw, pb = [], [], []
+    for fig in COST:
+        f = (
+            fig
+            if margins is None
+            else Primary(fig.name, fig.expr, fig.worse, margins(fig), fig.unit)
+        )
+        bs_all = [expr_value(b, f.expr) for b in base]
+        ns_all = [expr_value(n, f.expr) for n in new]
+        if all(v is None for v in bs_all) and all(v is None for v in ns_all):
+            continue  # not set on either side (cost_spent without a cost model)
+        if paired:
+            pairs = [
+                (x, y)
+                for x, y in zip(bs_all, ns_all, strict=False)
+                if x is not None and y is not None
+            ]
+            bs, ns = [x for x, _ in pairs], [y for _, y in pairs]
+        else:
+            bs = [v for v in bs_all if v is not None]
+            ns = [v for v in ns_all if v is not None]
+        if len(bs) < 2 or len(ns) < 2:
+            rows.append(
+                Row(f.name, None, None, None, None, None, 0.0, verdict="n/a", note="too few values")
+            )
+            pw.append(1.0)
+            pb.append(1.0)
+            continue
+        row, a, b = _t_evidence(f, (bs, ns), paired, alpha)
+        rows.append(row)
+        pw.append(a)
+        pb.append(b)
+    _judge(rows, pw, pb, alpha)
+    return rows
 
 
 def review_seeds(
@@ -313,6 +436,7 @@ def review_seeds(
         pb.append(b)
     _judge(rows, pw, pb, alpha)
     n = min(len(base), len(new))
+    rows += _cost_rows(base, new, paired, margins, alpha)
     out = Review("paired" if paired else "unpaired", f"{n} seeds", alpha, rows, overall(rows))
     return out
 

@@ -4,9 +4,12 @@ same facts as JSON for bots."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
-from harness.results.review import Review, Row
+from harness.results.review import COST, GATE_RULE, Review, Row
+
+COST_NAMES = tuple(f.name for f in COST)
 
 METHODS = {
     "paired": "paired re-simulation (both profiles, the same seeds, per-request draws); paired "
@@ -32,7 +35,9 @@ def _change(r: Row) -> str:
 
 
 def headline(rv: Review) -> str:
-    worse = [r.figure for r in rv.rows if r.verdict == "regression"]
+    worse = [
+        r.figure + ("" if r.gated else " (not gated)") for r in rv.rows if r.verdict == "regression"
+    ]
     better = [r.figure for r in rv.rows if r.verdict == "improvement"]
     parts = []
     if worse:
@@ -43,20 +48,78 @@ def headline(rv: Review) -> str:
     return f"**Verdict: {rv.verdict}**{detail} ({rv.method}, {rv.size}, alpha {rv.alpha:g})"
 
 
+def slo_line(rv: Review) -> str:
+    """Whether each side's profile verdict (SLO, thresholds, verdict rules) holds over its seeds,
+    with the binding row's margin and worst seed."""
+
+    def side(h: Mapping[str, Any]) -> str:
+        if not h:
+            return "unknown"
+        rows = list(h.get("rows") or [])
+        failed = [r for r in rows if not r.get("ok")]
+        if failed:
+            r = failed[0]
+            return (
+                f"**does not hold**: {r['expr']} met at {r['seeds'] - r['misses']} of "
+                f"{r['seeds']} seeds (worst seed {r['worst_seed']}: {_num(r['worst'])})"
+            )
+        ranked = [r for r in rows if r.get("margin") is not None and r.get("source") != "verdict"]
+        slo = next((r for r in ranked if r.get("source") == "slo"), None)
+        tight = min(
+            ranked, key=lambda r: r["margin"] / max(abs(_limit(r["expr"])), 1e-12), default=None
+        )
+        shown = [r for r in (slo, tight) if r is not None]
+        if not shown:
+            return "holds"
+        return "holds: " + "; tightest ".join(
+            f"{r['expr']}, margin {_num(r['margin'])} (worst seed {r['worst_seed']}: "
+            f"{_num(r['worst'])})"
+            for r in _unique(shown)
+        )
+
+    new, base = rv.holds.get("new") or {}, rv.holds.get("base") or {}
+    rule = new.get("rule") or base.get("rule") or ""
+    return f"SLO and thresholds, new {side(new)}; base {side(base)}. _{rule}_"
+
+
+def _unique(rows: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    out: list[Mapping[str, Any]] = []
+    for r in rows:
+        if all(r is not o for o in out):
+            out.append(r)
+    return out
+
+
+def cost_line(rv: Review) -> str:
+    rows = [r for r in rv.rows if r.figure in COST_NAMES and r.delta is not None]
+    if not rows:
+        return "Cost: no cost figures on both sides"
+    return "Cost: " + "; ".join(
+        f"{r.figure} {_num(r.base)} -> {_num(r.new)} ({_change(r)}, {r.verdict})" for r in rows
+    )
+
+
+def _limit(expr: str) -> float:
+    from harness.profile.thresholds import parse_threshold
+
+    return parse_threshold(expr.partition(": ")[2] if ": " in expr else expr).limit
+
+
 def to_markdown(rv: Review, sides: str) -> str:
     cl = f"{1 - 2 * rv.alpha:.0%}"
-    lines = [headline(rv), ""]
+    lines = [headline(rv), "", slo_line(rv), "", cost_line(rv), ""]
     if rv.settle:
         lines += [f"To settle it: `{rv.settle}`", ""]
     lines += [
-        f"| figure | base | new | change [{cl} CI] | margin | verdict |",
-        "| --- | --- | --- | --- | --- | --- |",
+        f"| figure | base | new | change [{cl} CI] | margin | verdict | gated |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in rv.rows:
-        verdict = f"**{r.verdict.upper()}**" if r.verdict == "regression" else r.verdict
+        loud = r.verdict == "regression" and r.gated
+        verdict = f"**{r.verdict.upper()}**" if loud else r.verdict
         lines.append(
             f"| {r.figure} | {_num(r.base)} | {_num(r.new)} | {_change(r)} | "
-            f"+-{_num(r.margin)} | {verdict} |"
+            f"+-{_num(r.margin)} | {verdict} | {'yes' if r.gated else 'no'} |"
         )
     lines += [
         "",
@@ -64,8 +127,10 @@ def to_markdown(rv: Review, sides: str) -> str:
         "",
         f"- {sides}",
         f"- method: {METHODS[rv.method]}",
+        f"- gate: {GATE_RULE}; gated figures: {', '.join(rv.gate) or 'none'}",
         f"- a figure regresses when it is worse by more than its margin, one-sided at "
-        f"family-wise alpha {rv.alpha:g} (Holm over the four figures); no detectable "
+        f"family-wise alpha {rv.alpha:g} (Holm over the four primary figures, and over the cost "
+        "figures apart); no detectable "
         f"change when the {cl} interval lies inside +-margin",
         "- Holm-adjusted p (worse / better): "
         + ", ".join(f"{r.figure} {r.p_worse:.2g} / {r.p_better:.2g}" for r in rv.rows),

@@ -46,28 +46,39 @@ def _retag(folder: Path, sha: str) -> None:
 def test_same_version_sims_are_re_simulated_in_pairs_and_a_regression_exits_1(
     tmp_path: Path,
 ) -> None:
-    base, new = sim(tmp_path / "b", 10), sim(tmp_path / "n", 40)
+    # AGE_REJECT 3 s holds the seed burst's SLO at every seed; 40 s does not.
+    base, new = sim(tmp_path / "b", 3), sim(tmp_path / "n", 40)
     res = harness("compare", str(base), str(new), "--seeds", "10")
     assert res.returncode == 1, res.stdout + res.stderr
     assert res.stdout.startswith("**Verdict: regression**")
     assert "paired, 10 seeds" in res.stdout and "<details>" in res.stdout
+    assert "new **does not hold**: slo: turnaround_s.p95 <= 60" in res.stdout
     back = harness("compare", str(new), str(base), "--seeds", "10", "--format", "json")
     assert back.returncode == 0, back.stderr
     doc = json.loads(back.stdout)
     assert doc["method"] == "paired" and doc["verdict"] == "improvement"
-    assert doc["regressions"] == [] and len(doc["rows"]) == 4
+    assert doc["holds"]["new"]["ok"] is True and doc["holds"]["base"]["ok"] is False
+    assert doc["regressions"] == []
+    names = [r["figure"] for r in doc["rows"]]
+    assert names[:4] == [
+        "slo_breach_fraction",
+        "turnaround_s.p95",
+        "goodput_per_s",
+        "rejection_fraction",
+    ]
+    assert "replica_seconds" in names and "replicas_mean" in names
 
 
 def test_the_same_profile_twice_is_no_detectable_change(tmp_path: Path) -> None:
-    base = sim(tmp_path / "b", 25)
-    new = sim(tmp_path / "n", 25, "--seed", "7")  # another seed: re-simulation pairs them
+    base = sim(tmp_path / "b", 3)
+    new = sim(tmp_path / "n", 3, "--seed", "7")  # another seed: re-simulation pairs them
     res = harness("compare", str(base), str(new), "--seeds", "10", "--format", "json")
     assert res.returncode == 0
     assert json.loads(res.stdout)["verdict"] == "no detectable change"
 
 
 def test_seed_folders_of_another_version_are_compared_seed_against_seed(tmp_path: Path) -> None:
-    base = sim(tmp_path / "b", 10, "--seeds", "8")
+    base = sim(tmp_path / "b", 3, "--seeds", "8")
     new = sim(tmp_path / "n", 40, "--seeds", "8", "--seed", "101")
     _retag(base, "0" * 40)
     _retag(new, "0" * 40)
@@ -75,15 +86,18 @@ def test_seed_folders_of_another_version_are_compared_seed_against_seed(tmp_path
     doc = json.loads(res.stdout)
     assert doc["method"] == "unpaired" and doc["size"] == "8 seeds"
     assert "not re-simulated" in " ".join(doc["notes"])
-    assert res.returncode == (1 if doc["regressions"] else 0)
+    # AGE_REJECT 40 s misses the SLO: the new side's verdict does not hold -> exit 1
+    assert doc["holds"]["new"]["ok"] is False and doc["holds"]["base"]["ok"] is True
+    assert res.returncode == 1 and doc["verdict"] in ("regression", "trade-off (with a regression)")
 
 
 def test_single_runs_of_another_version_use_their_request_records(tmp_path: Path) -> None:
-    base, new = sim(tmp_path / "b", 25), sim(tmp_path / "n", 25, "--seed", "2")
+    base, new = sim(tmp_path / "b", 3), sim(tmp_path / "n", 3, "--seed", "2")
     _retag(base, "1" * 40)
     res = harness("compare", str(base), str(new), "--format", "json")
     doc = json.loads(res.stdout)
     assert doc["method"] == "records" and doc["size"].startswith("30 windows of 10 s")
+    assert doc["holds"]["new"]["ok"] is True, doc["holds"]  # one run: its own verdict
     assert res.returncode == 0 and doc["verdict"] in ("inconclusive", "no detectable change")
     if doc["verdict"] == "inconclusive":
         assert doc["settle"]  # the command that would settle it
@@ -91,3 +105,49 @@ def test_single_runs_of_another_version_use_their_request_records(tmp_path: Path
     bad = harness("compare", str(base), str(new))
     assert bad.returncode == 2 and "requests.jsonl" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+SCENARIO = "scenarios/sustained-increase"
+TUNED = (  # the README's tune: fewer replicas on average, the SLO still held
+    "engine.scaling.hpa.target_per_replica=1.38",
+    "engine.scaling.interval_s=15",
+    "engine.scaling.behavior.scale_down.stabilization_window_s=113",
+)
+
+
+def _seeds(out: Path, *sets: str) -> Path:
+    args = [a for s in sets for a in ("--set", s)]
+    res = harness("sim", SCENARIO, "--seeds", "8", "--no-report", "--out", str(out), *args)
+    assert res.returncode in (0, 1), res.stderr
+    return out
+
+
+def test_a_cheaper_policy_that_holds_the_slo_passes_and_a_costlier_one_fails(
+    tmp_path: Path,
+) -> None:
+    # The rollout gate: the SLO by the rule, plus non-inferiority on rejections, goodput and
+    # cost. A cost tune trades p95 (within the SLO) for fewer replicas: that passes, with the
+    # p95 shown as worse but not gated; the reverse change costs more: a cost regression.
+    base, tuned = _seeds(tmp_path / "b"), _seeds(tmp_path / "t", *TUNED)
+    res = harness("compare", str(base), str(tuned), "--seeds", "20", "--format", "json")
+    doc = json.loads(res.stdout)
+    assert res.returncode == 0, res.stdout
+    assert doc["holds"]["new"]["ok"] is True
+    rows = {r["figure"]: r for r in doc["rows"]}
+    assert rows["replica_seconds"]["verdict"] == "improvement" and rows["replica_seconds"]["gated"]
+    assert not rows["turnaround_s.p95"]["gated"]
+    assert doc["verdict"] in ("improvement", "trade-off (within the gate)")
+    md = harness("compare", str(base), str(tuned), "--seeds", "20").stdout
+    assert md.splitlines()[2].startswith("SLO and thresholds, new holds: slo: turnaround_s.p95")
+    assert md.splitlines()[4].startswith("Cost: replica_seconds")
+    back = harness("compare", str(tuned), str(base), "--seeds", "20", "--format", "json")
+    doc = json.loads(back.stdout)
+    assert back.returncode == 1 and doc["verdict"] == "trade-off (with a regression)"  # p95 better
+    assert doc["regressions"] == ["replica_seconds"]
+    # without the cost in the gate, the same change passes
+    loose = harness(
+        "compare", str(tuned), str(base), "--seeds", "20", "--gate", "rejection_fraction"
+    )
+    assert loose.returncode == 0, loose.stdout
+    bad = harness("compare", str(tuned), str(base), "--gate", "replicas")
+    assert bad.returncode == 2 and "unknown figure" in bad.stderr
