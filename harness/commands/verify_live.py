@@ -17,6 +17,7 @@ from harness.exit_codes import EXIT_BROKEN, EXIT_FAIL, EXIT_OK
 from harness.profile import load
 from harness.results import summary as summ
 from harness.results.expr import expr_value
+from harness.results.seed_rule import holds_over_seeds
 
 # Live vs sim agreement: the live figure must fall inside the sweep point's min-max band over
 # seeds, widened by this margin (relative to the band's width, and at least an absolute floor),
@@ -55,7 +56,9 @@ def verify_values(
     console: Console,
 ) -> tuple[int, dict[str, Any] | None]:
     """Run ``values`` live into ``folder/verify-live`` and compare with ``metrics`` (per metric,
-    ``describe()`` over seeds): the exit code and the ``verify_live`` block (None: it broke)."""
+    ``describe()`` over seeds): the exit code (1 when the live figures disagree with the band or
+    the live run's own verdict does not hold, by the same rule as each simulated seed's) and
+    the ``verify_live`` block (None: it broke)."""
     from harness.live.run.orchestrate import run_live
     from harness.live.run.settings import LiveSettings
 
@@ -98,5 +101,18 @@ def verify_values(
             f"  {expr}: live {value if value is None else round(value, 3)} vs sim "
             f"[{lo:.3f}, {hi:.3f}] +- {slack:.3f}: {mark}"
         )
-    block = {"time_scale": time_scale, "folder": str(live_dir), "agrees": agree, "rows": rows}
-    return (EXIT_OK if agree else EXIT_FAIL), block
+    # The live run is one more seed: its own verdict, by the same rule as every seed's.
+    holds = holds_over_seeds([live])
+    word = "[green]holds[/]" if holds["ok"] else "[red]does not hold[/]"
+    console.print(f"  the profile's verdict live: {word} ({holds['rule']})")
+    for row in holds["rows"]:
+        if not row["ok"]:
+            console.print(f"    {row['expr']}: live {row['worst']}")
+    block = {
+        "time_scale": time_scale,
+        "folder": str(live_dir),
+        "agrees": agree,
+        "holds": holds,
+        "rows": rows,
+    }
+    return (EXIT_OK if agree and holds["ok"] else EXIT_FAIL), block

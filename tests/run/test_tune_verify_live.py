@@ -57,5 +57,7 @@ def test_tune_verify_live_reruns_the_recommendation_against_the_stub(tmp_path: P
         assert row["agrees"] == inside
     assert block["agrees"] == all(r["agrees"] for r in rows.values())
     holds = rec["holdout"]["holds"]
-    assert proc.returncode == (0 if holds and block["agrees"] else 1)
+    assert block["holds"]["seeds"] == 1 and "holds = " in block["holds"]["rule"]
+    ok = holds and block["agrees"] and block["holds"]["ok"]
+    assert proc.returncode == (0 if ok else 1)
     assert "turnaround_s.p95: live" in proc.stdout + proc.stderr
