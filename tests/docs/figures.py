@@ -1,0 +1,303 @@
+"""The figures README.md and docs/ quote from the commands, re-run: ``python -m tests.docs.figures``
+rewrites them in place; ``--check`` only compares (what tests/docs/test_figures.py does).
+
+A quoted figure sits between two HTML comments, invisible on the rendered page::
+
+    a p95 turnaround of <!-- fig:seed_burst_p95_median -->65.6<!-- /fig --> s
+
+Each ``fig:KEY`` is computed below by running the command the text names (virtual time, so
+every run gives the same bytes). A figure from a live run cannot be re-run in CI; it is marked
+with its date and its command instead, and the test checks that both are there::
+
+    <!-- live:main_job_p95 date=2026-12-05 cmd="harness run seed-burst" -->62.5<!-- /live -->
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+FIG = re.compile(r"<!-- fig:([a-z0-9_]+) -->(.*?)<!-- /fig -->", re.S)
+LIVE = re.compile(r"<!-- live:([a-z0-9_]+)(.*?)-->(.*?)<!-- /live -->", re.S)
+
+TUNE_ARGS = [
+    "tune",
+    "scenarios/sustained-increase",
+    "--param",
+    "engine.scaling.hpa.target_per_replica=0.5..3",
+    "--param",
+    "engine.scaling.interval_s=5..30:int",
+    "--param",
+    "engine.scaling.behavior.scale_down.stabilization_window_s=0..300:int",
+    "--objective",
+    "min:scaling.replicas.mean",
+    "--trials",
+    "55",
+    "--seeds",
+    "20",
+]
+SWEEP_ARGS = [
+    "sweep",
+    "seed-burst",
+    "--param",
+    "engine.admission.age_reject_s=1:9:1",
+    "--seeds",
+    "20",
+]
+
+
+def harness(*args: str, ok: tuple[int, ...] = (0, 1)) -> subprocess.CompletedProcess[str]:
+    res = subprocess.run(
+        [sys.executable, "-m", "harness", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+        env={"COLUMNS": "200", **_env()},
+    )
+    if res.returncode not in ok:
+        raise RuntimeError(f"harness {' '.join(args)}: exit {res.returncode}\n{res.stderr}")
+    return res
+
+
+def _env() -> dict[str, str]:
+    import os
+
+    return {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+
+
+@functools.cache
+def _tmp() -> Path:
+    return Path(tempfile.mkdtemp(prefix="harness-figures-"))
+
+
+@functools.cache
+def tune() -> dict[str, Any]:
+    out = _tmp() / "tune"
+    harness(*TUNE_ARGS, "--out", str(out))
+    return dict(json.loads((out / "tune.json").read_text()))
+
+
+@functools.cache
+def tuned_seeds() -> Path:
+    tune()
+    out = _tmp() / "tuned"
+    harness(
+        "sim",
+        str(_tmp() / "tune" / "tuned.yaml"),
+        "--seeds",
+        "20",
+        "--no-report",
+        "--out",
+        str(out),
+    )
+    return out
+
+
+@functools.cache
+def base_seeds() -> Path:
+    out = _tmp() / "base"
+    harness(
+        "sim", "scenarios/sustained-increase", "--seeds", "20", "--no-report", "--out", str(out)
+    )
+    return out
+
+
+@functools.cache
+def compare_tuned() -> dict[str, Any]:
+    res = harness("compare", str(base_seeds()), str(tuned_seeds()), "--format", "json")
+    return dict(json.loads(res.stdout))
+
+
+@functools.cache
+def seed_burst() -> dict[str, Any]:
+    out = _tmp() / "seed-burst"
+    harness("sim", "seed-burst", "--seeds", "20", "--no-report", "--out", str(out))
+    return dict(json.loads((out / "aggregate.json").read_text()))
+
+
+@functools.cache
+def sweep() -> dict[str, Any]:
+    out = _tmp() / "sweep"
+    harness(*SWEEP_ARGS, "--out", str(out))
+    return dict(json.loads((out / "sweep.json").read_text()))
+
+
+def _metric(doc: dict[str, Any], key: str) -> dict[str, Any]:
+    return dict(doc["metrics"][key])
+
+
+def _rec_trial() -> dict[str, Any]:
+    t = tune()
+    return next(x for x in t["trials"] if x["number"] == t["recommendation"]["trial"])
+
+
+def _row(rows: list[dict[str, Any]], expr: str) -> dict[str, Any]:
+    return next(r for r in rows if r["expr"] == expr)
+
+
+def _point(age: int) -> dict[str, Any]:
+    return next(p for p in sweep()["points"] if p["values"]["engine.admission.age_reject_s"] == age)
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}"
+
+
+def _s(x: float) -> str:
+    return f"{x:.1f}"
+
+
+AGE = "engine.admission.age_reject_s"
+SLO30 = "turnaround_s.p95 <= 30"
+SLO60 = "turnaround_s.p95 <= 60"
+REJ = "counts.rejected / counts.arrivals"
+
+
+def _rec(key: str) -> str:
+    return str(tune()["recommendation"]["values"][key])
+
+
+def _verdicts(agg: dict[str, Any]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(agg["verdicts"].items()))
+
+
+def _burst(stat: str) -> str:
+    return _s(_metric(seed_burst(), "turnaround_s.p95")[stat])
+
+
+def _at(age: int, key: str) -> Any:
+    return _row(_point(age)["constraints"], SLO60)[key]
+
+
+def _tied() -> list[int]:
+    return [int(v[AGE]) for v in sweep()["recommendation"]["tied"]]
+
+
+def _rejected(age: int) -> str:
+    return _pct(_point(age)["metrics"][REJ]["median"])
+
+
+FIGURES: dict[str, Callable[[], str]] = {
+    # README, "Tune the whole policy"
+    "tune_stopped": lambda: str(tune()["counts"]["stopped"]),
+    "tune_simulations": lambda: str(tune()["counts"]["simulations"]),
+    "tune_feasible": lambda: str(tune()["counts"]["feasible"]),
+    "tune_target": lambda: _rec("engine.scaling.hpa.target_per_replica"),
+    "tune_interval": lambda: _rec("engine.scaling.interval_s"),
+    "tune_window": lambda: _rec("engine.scaling.behavior.scale_down.stabilization_window_s"),
+    "tune_replicas": lambda: _s(tune()["recommendation"]["objective"]),
+    "tune_binding": lambda: str(tune()["recommendation"]["binding_constraint"]),
+    "tune_slo_margin": lambda: f"{tune()['recommendation']['margins'][SLO30]:.2f}",
+    "tune_slo_worst_seed": lambda: str(_row(_rec_trial()["constraints"], SLO30)["worst_seed"]),
+    "tune_holdout": lambda: "holds" if tune()["recommendation"]["holdout"]["holds"] else "misses",
+    "tuned_sim_verdicts": lambda: _verdicts(
+        json.loads((tuned_seeds() / "aggregate.json").read_text())
+    ),
+    "compare_verdict": lambda: str(compare_tuned()["verdict"]),
+    "compare_replica_seconds": lambda: _pct_change(compare_tuned(), "replica_seconds"),
+    "compare_p95": lambda: _pct_change(compare_tuned(), "turnaround_s.p95"),
+    # docs/verdict-and-review.md, "What the bundled seed burst's verdict means"
+    "seed_burst_p95_median": lambda: _burst("median"),
+    "seed_burst_p95_min": lambda: _burst("min"),
+    "seed_burst_p95_max": lambda: _burst("max"),
+    "seed_burst_verdicts": lambda: _verdicts(seed_burst()),
+    "seed_burst_worst_seed": lambda: str(
+        _row(seed_burst()["holds"]["rows"], f"slo: {SLO60}")["worst_seed"]
+    ),
+    "seed_burst_seed1_p95": lambda: _s(_metric(seed_burst(), "turnaround_s.p95")["values"][0]),
+    "seed_burst_rejected": lambda: _pct(_metric(seed_burst(), REJ)["median"]),
+    "sweep_feasible": lambda: _range(
+        [p["values"][AGE] for p in sweep()["points"] if p["feasible"]]
+    ),
+    "sweep_recommended": lambda: str(sweep()["recommendation"]["values"][AGE]),
+    "sweep_worst_at_3": lambda: _s(_at(3, "worst")),
+    "sweep_misses_at_4": lambda: str(_at(4, "misses")),
+    "sweep_worst_at_4": lambda: _s(_at(4, "worst")),
+    "sweep_tied_rejected": lambda: ", ".join(f"{_rejected(a)} %" for a in _tied()),
+    "sweep_tied": lambda: _range(_tied()),
+}
+
+
+def _pct_change(doc: dict[str, Any], figure: str) -> str:
+    r = next(r for r in doc["rows"] if r["figure"] == figure)
+    return f"{100 * r['delta'] / r['base']:+.1f}"
+
+
+def _range(xs: list[int]) -> str:
+    xs = sorted(xs)
+    if not xs:
+        return "none"
+    if xs == list(range(xs[0], xs[-1] + 1)) and len(xs) > 1:
+        return f"{xs[0]}-{xs[-1]}"
+    return ", ".join(str(x) for x in xs)
+
+
+def quoted() -> dict[Path, list[tuple[str, str]]]:
+    """Every ``fig:`` marker in the docs: (key, the value quoted), per file."""
+    out: dict[Path, list[tuple[str, str]]] = {}
+    for path in DOCS:
+        found = FIG.findall(path.read_text(encoding="utf-8"))
+        if found:
+            out[path] = found
+    return out
+
+
+def live_marks() -> list[tuple[Path, str, str, str]]:
+    """Every ``live:`` marker: (file, key, its attributes, the value)."""
+    return [
+        (path, key, attrs, value)
+        for path in DOCS
+        for key, attrs, value in LIVE.findall(path.read_text(encoding="utf-8"))
+    ]
+
+
+def stale() -> list[str]:
+    """One line per quoted figure that differs from what its command prints today."""
+    bad = []
+    for path, marks in quoted().items():
+        for key, value in marks:
+            if key not in FIGURES:
+                bad.append(
+                    f"{path.relative_to(ROOT)}: fig:{key} has no command in tests/docs/figures.py"
+                )
+                continue
+            now = FIGURES[key]()
+            if now != value:
+                bad.append(
+                    f"{path.relative_to(ROOT)}: fig:{key} says {value!r}, the command gives {now!r}"
+                )
+    return bad
+
+
+def rewrite() -> int:
+    """Put today's figures into the docs; returns how many changed."""
+    changed = 0
+    for path in quoted():
+        text = path.read_text(encoding="utf-8")
+
+        def sub(m: re.Match[str]) -> str:
+            nonlocal changed
+            now = FIGURES[m.group(1)]()
+            changed += now != m.group(2)
+            return f"<!-- fig:{m.group(1)} -->{now}<!-- /fig -->"
+
+        path.write_text(FIG.sub(sub, text), encoding="utf-8")
+    return changed
+
+
+if __name__ == "__main__":
+    if "--check" in sys.argv:
+        problems = stale()
+        print("\n".join(problems) or "every quoted figure is current")
+        sys.exit(1 if problems else 0)
+    print(f"{rewrite()} figures changed")
