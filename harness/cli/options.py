@@ -62,7 +62,10 @@ SetOpt = Annotated[
     list[str] | None,
     typer.Option(
         "--set",
-        help="Override a scalar: dotted.path=value (YAML). Repeatable.",
+        help=(
+            "Override a scalar: dotted.path=value (YAML). Repeatable. A key or map entry the"
+            " profile lacks is refused; add an entry with +: classes.+batch.weight=0.2."
+        ),
         metavar="PATH=VALUE",
     ),
 ]

@@ -1,0 +1,112 @@
+"""No silent input: a name the profile lacks is refused (exit 2, one line, the nearest name),
+never quietly added, ignored or left to fail at the end of a run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from harness.cli import app
+from harness.profile import ProfileError, loads
+
+runner = CliRunner()
+
+ACME = """
+name: acme
+duration_s: 20
+arrivals: {process: poisson, phases: [{until_s: 20, rate_per_s: 2}]}
+classes:
+  acme-chat: {weight: 1, priority: standard, tenant: acme}
+  nightly: {weight: 0.5, priority: batch, tenant: {pool: 3}}
+upstream: {latency: {dist: fixed, value_s: 1}, timeout_s: 30}
+"""
+
+
+def set_error(*overrides: str) -> ProfileError:
+    with pytest.raises(ProfileError) as info:
+        loads(ACME, file="acme.yaml", overrides=list(overrides))
+    return info.value
+
+
+def one_line_exit_2(args: list[str]) -> str:
+    res = runner.invoke(app, args)
+    assert res.exit_code == 2, res.output
+    assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
+    text = res.output.strip()
+    assert "Traceback" not in text and text.startswith("error: "), text
+    return " ".join(text.split())  # rich may wrap a long line in the runner's narrow terminal
+
+
+@pytest.fixture
+def acme(tmp_path: Path) -> Path:
+    path = tmp_path / "acme.yaml"
+    path.write_text(ACME)
+    return path
+
+
+# -- --set: a class, an entry or a key the profile lacks ----------------------------------------
+
+
+def test_set_on_a_misspelt_class_is_refused_with_the_nearest_name() -> None:
+    e = set_error("classes.acme_chat.priority=batch")
+    assert e.line == 0 and e.field_path == "classes.acme_chat.priority"
+    assert "no class 'acme_chat'" in e.message and "did you mean 'acme-chat'?" in e.message
+    assert "classes.+acme_chat.priority=batch" in e.message  # how to add one on purpose
+    assert "\n" not in str(e)
+
+
+def test_set_on_a_misspelt_key_is_refused_with_the_nearest_key() -> None:
+    e = set_error("engine.admision.max_queue_depth=3")
+    assert e.field_path == "engine.admision.max_queue_depth"
+    assert "unknown key 'admision' in engine (did you mean 'admission'?)" in e.message
+
+
+def test_plus_adds_a_class_and_later_overrides_may_name_it_either_way() -> None:
+    p = loads(
+        ACME,
+        overrides=[
+            "classes.+batch.weight=0.2",
+            "classes.batch.priority=batch",
+            "classes.+batch.tenant=ops",
+        ],
+    )
+    assert list(p.classes) == ["acme-chat", "nightly", "batch"]
+    b = p.classes["batch"]
+    assert (b.weight, b.priority, b.tenant) == (0.2, "batch", "ops")
+    assert p.classes["acme-chat"].weight == 1.0  # the others untouched
+
+
+def test_plus_on_a_class_the_profile_has_is_refused() -> None:
+    e = set_error("classes.+nightly.weight=2")
+    assert "already has class 'nightly'" in e.message and "classes.nightly.weight" in e.message
+
+
+def test_plus_outside_a_map_and_plus_alone_are_refused() -> None:
+    assert "is not one" in set_error("engine.+admission.depth_mult=1").message
+    assert "name after it" in set_error("classes.+.weight=1").message
+
+
+def test_other_maps_need_plus_too_and_closed_maps_take_only_their_names() -> None:
+    e = set_error("wire.query.api-version=1")
+    assert "no query parameter 'api-version'" in e.message and "+api-version" in e.message
+    p = loads(ACME, overrides=["wire.query.+api-version=v1", "wire.headers.+X-Team=ml"])
+    assert p.wire.query == {"api-version": "v1"} and p.wire.headers == {"X-Team": "ml"}
+    # the built-in alerts and a price per class exist without the profile listing them
+    e = set_error("alerts.oldest_age_wrn.threshold=3")
+    assert "did you mean 'oldest_age_warn'?" in e.message and "+" not in e.message
+    assert loads(ACME, overrides=["alerts.oldest_age_warn.threshold=3"]).alerts
+    assert "did you mean 'acme-chat'?" in set_error("engine.cost.per_call.acme_chat=1").message
+
+
+def test_cli_set_on_a_misspelt_class_exits_2_with_one_line(acme: Path) -> None:
+    out = one_line_exit_2(["sim", str(acme), "--set", "classes.acme_chat.priority=batch"])
+    assert "did you mean 'acme-chat'?" in out
+
+
+def test_cli_sweep_param_on_a_misspelt_class_exits_2(acme: Path, tmp_path: Path) -> None:
+    args = ["sweep", str(acme), "--param", "classes.acme_chat.weight=1:2:1", "--seeds", "1"]
+    out = one_line_exit_2([*args, "--out", str(tmp_path / "sw")])
+    assert "did you mean 'acme-chat'?" in out
+    assert not (tmp_path / "sw" / "sweep.json").exists()
