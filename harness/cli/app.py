@@ -159,7 +159,7 @@ def sim(
     from harness.commands.sim import run_many, run_one
 
     prof = load_profile(profile, set_)
-    extra = check_thresholds(threshold)
+    extra = check_thresholds(threshold, prof)
     folder = out or default_out(prof)
     writable(folder)
     with io_errors(folder):
@@ -459,7 +459,8 @@ def proxy(
 
     try:
         given = load_profile(profile, set_) if profile else None
-        prof = proxy_profile(given, set_ or [], check_thresholds(threshold))
+        base = proxy_profile(given, set_ or [], ())
+        prof = proxy_profile(base, [], check_thresholds(threshold, base, headers=True))
     except ProfileError as e:
         raise bad_input(str(e)) from None
     folder = out or default_out(prof, "-proxy")
@@ -579,7 +580,7 @@ def run(
     from harness.commands.live_run import run_command
 
     prof = load_profile(profile, set_)
-    extra = check_thresholds(threshold)
+    extra = check_thresholds(threshold, prof)
     folder = out or default_out(prof, "-live")
     with io_errors(folder):
         code = run_command(

@@ -146,14 +146,22 @@ def load_profile(spec: str, overrides: list[str] | None) -> Profile:
         raise bad_input(str(e)) from None
 
 
-def check_thresholds(exprs: list[str] | None) -> tuple[str, ...]:
-    from harness.profile.thresholds import ThresholdError, parse_threshold
+def check_thresholds(
+    exprs: list[str] | None, profile: Profile, *, headers: bool = False
+) -> tuple[str, ...]:
+    """``--threshold`` expressions: parsed, and naming only classes, tenants and priorities
+    the profile can have (``headers``: the proxy's requests pick their own tenant and
+    priority); else exit 2, one line."""
+    from rich.markup import escape
+
+    from harness.profile.thresholds import ThresholdError, check_names, parse_threshold
 
     for e in exprs or []:
         try:
             parse_threshold(e)
+            check_names(profile, [e], headers=headers)
         except ThresholdError as ex:
-            raise bad_input(f"--threshold: {ex}") from None
+            raise bad_input(f"--threshold: {escape(str(ex))}") from None
     return tuple(exprs or [])
 
 

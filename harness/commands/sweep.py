@@ -191,7 +191,7 @@ def sweep_command(
                 on_cluster=connected,
             )
         except (ValueError, ProfileError) as e:
-            console.print(f"[bold red]error:[/] {e}")
+            console.print(f"[bold red]error:[/] {escape(str(e))}", soft_wrap=True)  # one line
             return EXIT_BAD_INPUT
         except ClusterError as e:
             console.print(f"[bold red]error:[/] {escape(str(e))}", soft_wrap=True)

@@ -84,6 +84,7 @@ def plan_tune(
         parse_constraint(f"turnaround_s.p95 <= {base.slo.turnaround_p95_s:g}"),
         *(parse_constraint(t) for t in base.thresholds),
     ]
+    profiles.check_names(base, [o.metric for o in (obj, second) if o] + [c.expr for c in cons])
     every = [*STANDARD_METRICS, obj.metric, *([second.metric] if second else [])]
     every += [c.metric for c in cons]
     n_hold = seeds if holdout is None else holdout

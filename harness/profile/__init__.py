@@ -52,6 +52,7 @@ from harness.profile.schema import (
 from harness.profile.schema.scaling import Scaling
 from harness.profile.schema.verdict import DEFAULT_ALERTS, AlertOverride, AlertRule, Slo, Verdict
 from harness.profile.schema.wire import Auth, FromEnv, Generator, Wire
+from harness.profile.thresholds import check_names
 from harness.profile.walk import Ctx, Lines, ProfileError, build, convert, did_you_mean, join
 from harness.profile.walk import field_types as walk_field_types
 
@@ -409,6 +410,7 @@ __all__ = [
     "bundled_dir",
     "check_fault",
     "check_latency",
+    "check_names",
     "load",
     "loads",
     "parse_fault_list",

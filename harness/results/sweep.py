@@ -221,6 +221,7 @@ def plan_sweep(
         parse_constraint(f"turnaround_s.p95 <= {base.slo.turnaround_p95_s:g}"),
         *(parse_constraint(t) for t in base.thresholds),
     ]
+    profiles.check_names(base, [obj.metric, *(c.expr for c in cons)])  # classes, tenants exist
     every = [*STANDARD_METRICS, *(f.expr for f in FIGURES), obj.metric, *(c.metric for c in cons)]
     grid = _grid(parsed)
     seed_list = [base.seed + i for i in range(seeds)]

@@ -110,3 +110,99 @@ def test_cli_sweep_param_on_a_misspelt_class_exits_2(acme: Path, tmp_path: Path)
     out = one_line_exit_2([*args, "--out", str(tmp_path / "sw")])
     assert "did you mean 'acme-chat'?" in out
     assert not (tmp_path / "sw" / "sweep.json").exists()
+
+
+# -- thresholds, --threshold, --constraint, --objective: a class, tenant or priority it lacks ---
+
+
+def test_a_profiles_threshold_on_an_unknown_class_is_refused_at_load_with_its_line() -> None:
+    text = (
+        ACME
+        + 'thresholds:\n  - "counts.rejected < 5"\n  - "by_class.acme_chat.turnaround_s.p95 < 30"\n'
+    )
+    with pytest.raises(ProfileError) as info:
+        loads(text, file="acme.yaml")
+    e = info.value
+    assert (e.line, e.field_path) == (11, "thresholds.1")
+    assert "unknown class 'acme_chat'" in e.message and "did you mean 'acme-chat'?" in e.message
+
+
+@pytest.mark.parametrize(
+    ("expr", "says"),
+    [
+        ("by_class.nighty.counts.rejected == 0", "unknown class 'nighty'"),
+        ("scaling.by_class.acme.deadline_met >= 1", "unknown class 'acme'"),
+        ("by_tenant.acm.counts.rejected == 0", "did you mean 'acme'?"),
+        ("by_tenant.tenant-3.counts.rejected == 0", "unknown tenant 'tenant-3'"),  # pool of 3
+        ("by_priority.critcal.counts.rejected == 0", "did you mean"),
+        ("by_priority.critical.counts.rejected == 0", "no class of this profile has it"),
+        ("counts.rejected / by_class.nightly.counts.arrivals < 1", ""),  # the denominator too
+    ],
+)
+def test_check_names_refuses_what_the_profile_lacks(expr: str, says: str) -> None:
+    from harness.profile.thresholds import ThresholdError, check_names
+
+    prof = loads(ACME)
+    if not says:
+        check_names(prof, [expr])  # names that exist pass
+        with pytest.raises(ThresholdError, match="unknown class 'nightl'"):
+            check_names(prof, [expr.replace("nightly", "nightl")])
+        return
+    with pytest.raises(ThresholdError) as info:
+        check_names(prof, [expr])
+    assert says in str(info.value) and "\n" not in str(info.value)
+
+
+def test_check_names_knows_the_tenants_a_run_can_have() -> None:
+    from harness.profile.thresholds import check_names
+
+    prof = loads(ACME)
+    check_names(
+        prof, ["by_tenant.acme.counts.rejected == 0", "by_tenant.tenant-2.counts.admitted > 0"]
+    )
+    # the proxy's requests name their own tenant and priority (x-tenant, x-priority)
+    check_names(prof, ["by_tenant.anyone.counts.rejected == 0"], headers=True)
+    check_names(prof, ["by_priority.critical.counts.rejected == 0"], headers=True)
+
+
+def test_cli_threshold_on_an_unknown_class_exits_2_before_running(
+    acme: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    args = [
+        "sim",
+        str(acme),
+        "--out",
+        str(out),
+        "--threshold",
+        "by_class.acme_chat.turnaround_s.p95 < 30",
+    ]
+    said = one_line_exit_2(args)
+    assert said.startswith("error: --threshold: unknown class 'acme_chat'") and "acme-chat" in said
+    assert not (out / "summary.json").exists()
+
+
+def test_cli_validate_refuses_a_threshold_on_an_unknown_class(tmp_path: Path) -> None:
+    path = tmp_path / "acme.yaml"
+    path.write_text(ACME + 'thresholds: ["by_class.acme_chat.turnaround_s.p95 < 30"]\n')
+    said = one_line_exit_2(["validate", str(path)])
+    assert f"{path}:9: thresholds.0: unknown class 'acme_chat'" in said
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("--constraint", "by_class.nighty.turnaround_s.p95 < 30"),
+        ("--objective", "min:by_tenant.acmee.counts.rejected"),
+    ],
+)
+def test_cli_sweep_and_tune_refuse_a_class_or_tenant_the_profile_lacks(
+    acme: Path, tmp_path: Path, option: str, value: str
+) -> None:
+    sweep = ["sweep", str(acme), "--param", "engine.admission.age_reject_s=5:10:5"]
+    tune = ["tune", str(acme), "--param", "engine.admission.age_reject_s=5..10", "--trials", "1"]
+    for i, args in enumerate((sweep, tune)):
+        out = tmp_path / str(i)
+        said = one_line_exit_2([*args, "--seeds", "1", option, value, "--out", str(out)])
+        assert "did you mean" in said, said
+        assert not list(out.glob("*.json"))  # nothing ran
