@@ -26,7 +26,6 @@ from harness.cli.options import (
     CaBundleOpt,
     ClusterOpt,
     InsecureOpt,
-    LogFormat,
     LogLevel,
     LogOpt,
     OutOpt,
@@ -40,6 +39,7 @@ from harness.cli.options import (
     err,
     io_errors,
     load_profile,
+    log_format,
     writable,
 )
 from harness.exit_codes import EXIT_BROKEN, EXIT_FAIL, EXIT_OK
@@ -153,11 +153,12 @@ def sim(
     threshold: ThresholdOpt = None,
     jobs: Annotated[int, typer.Option(help="Processes for --seeds.", min=1)] = 2,
     report: Annotated[bool, typer.Option(help="Write report.md/.html and timeline.png.")] = True,
-    log: LogOpt = LogFormat.none,
+    log: LogOpt = "plain",
 ) -> None:
     """Run a profile in virtual time: a 300 s burst takes well under a second."""
     from harness.commands.sim import run_many, run_one
 
+    log_fmt = log_format(log)
     prof = load_profile(profile, set_)
     extra = check_thresholds(threshold, prof)
     folder = out or default_out(prof)
@@ -165,10 +166,10 @@ def sim(
     with io_errors(folder):
         if seeds is not None:
             code = run_many(
-                profile, set_ or [], prof, seed, seeds, folder, extra, jobs, err, log.value
+                profile, set_ or [], prof, seed, seeds, folder, extra, jobs, err, log_fmt.value
             )
         else:
-            code = run_one(prof, seed, folder, extra, report, err, log_format=log.value)
+            code = run_one(prof, seed, folder, extra, report, err, log_format=log_fmt.value)
     raise typer.Exit(code)
 
 

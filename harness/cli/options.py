@@ -35,23 +35,44 @@ class LogLevel(enum.StrEnum):
 
 
 class LogFormat(enum.StrEnum):
-    """How decisions.jsonl is written (results.logsink)."""
+    """How decisions.jsonl is written (results.logsink), or ``off``: not at all."""
 
-    none = "none"
+    plain = "plain"
     zstd = "zstd"
     gzip = "gzip"
+    off = "off"
 
 
 LogOpt = Annotated[
-    LogFormat,
+    str,
     typer.Option(
         "--log",
         help=(
-            "The decision log: none writes decisions.jsonl, zstd decisions.jsonl.zst, gzip"
-            " decisions.jsonl.gz (the same lines, compressed on a second thread)."
+            "The decision log: plain writes decisions.jsonl, zstd decisions.jsonl.zst, gzip"
+            " decisions.jsonl.gz (the same lines, compressed on a second thread); off writes"
+            " none (summary.json's meta.decision_log is then null)."
         ),
+        metavar="plain|zstd|gzip|off",
     ),
 ]
+
+
+def log_format(text: str) -> LogFormat:
+    """``--log``'s value; anything else is exit 2, one line (``none``, its old spelling for
+    the plain log, says which word is meant now)."""
+    try:
+        return LogFormat(text.strip().lower())
+    except ValueError:
+        pass
+    choices = "|".join(f.value for f in LogFormat)
+    if text.strip().lower() == "none":
+        raise bad_input(
+            "--log none is no longer accepted (it wrote the plain log): write --log plain for"
+            " decisions.jsonl, or --log off for no decision log"
+        )
+    raise bad_input(f"--log {text!r}: expected one of {choices}")
+
+
 ProfileArg = Annotated[
     str,
     typer.Argument(
