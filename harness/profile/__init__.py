@@ -53,7 +53,16 @@ from harness.profile.schema.scaling import Scaling
 from harness.profile.schema.verdict import DEFAULT_ALERTS, AlertOverride, AlertRule, Slo, Verdict
 from harness.profile.schema.wire import Auth, FromEnv, Generator, Wire
 from harness.profile.thresholds import check_names
-from harness.profile.walk import Ctx, Lines, ProfileError, build, convert, did_you_mean, join
+from harness.profile.walk import (
+    Ctx,
+    Lines,
+    ProfileError,
+    build,
+    convert,
+    did_you_mean,
+    join,
+    nearest,
+)
 from harness.profile.walk import field_types as walk_field_types
 
 
@@ -277,6 +286,32 @@ def resolve(spec: str) -> Path:
     return p
 
 
+def bundled_names() -> list[str]:
+    """The bundled profiles' names, as ``harness profiles`` lists them and ``resolve`` takes
+    them: ``seed-burst``, ``scenarios/short-spike``."""
+    root = bundled_dir()
+    paths = sorted(root.glob("*.yaml")) + sorted((root / "scenarios").glob("*.yaml"))
+    return [p.relative_to(root).with_suffix("").as_posix() for p in paths]
+
+
+def missing_hint(spec: str) -> str:
+    """For a profile that is neither a file nor a bundled name: the nearest bundled name
+    (``seed-brust`` -> ``seed-burst``; a scenario's name without ``scenarios/`` counts), or
+    the nearest YAML file beside a path whose folder exists; else where to look."""
+    p = Path(spec)
+    if "/" in spec and not spec.startswith("scenarios/"):
+        if p.parent.is_dir():
+            yamls = [str(f) for f in p.parent.iterdir() if f.suffix in (".yaml", ".yml")]
+            return did_you_mean(spec, yamls)
+        return ""
+    names = bundled_names()
+    keys = {n: n for n in names} | {Path(n).name: n for n in names}  # scenarios/x also as x
+    near = nearest(spec.removesuffix(".yaml").removesuffix(".yml"), keys)
+    if near is not None:
+        return f" (did you mean {keys[near]!r}?)"
+    return "; nor a bundled profile (harness profiles lists them)"
+
+
 def load(spec: str, overrides: typing.Sequence[str] = ()) -> Profile:
     """Read, override and validate a profile; raises ProfileError on any problem."""
     path = resolve(spec)
@@ -285,7 +320,10 @@ def load(spec: str, overrides: typing.Sequence[str] = ()) -> Profile:
         with path.open("rb") as fh:
             text = fh.read(yaml_guard.MAX_BYTES + 1)  # not read_bytes: /dev/zero never ends
     except OSError as e:
-        raise ProfileError(file, None, "", f"cannot read profile: {e.strerror or e}") from None
+        hint = missing_hint(spec) if isinstance(e, FileNotFoundError) else ""
+        raise ProfileError(
+            file, None, "", f"cannot read profile: {e.strerror or e}{hint}"
+        ) from None
     return loads(text, file=file, overrides=overrides, base_dir=path.parent)
 
 

@@ -77,13 +77,19 @@ class Ctx:
         return ProfileError(self.file, self.lines.get(p), path, msg)
 
 
-def did_you_mean(word: str, choices: typing.Iterable[str]) -> str:
-    """`` (did you mean 'x'?)`` for the nearest of ``choices`` to a misspelt ``word``, else
-    ``""``: difflib's ratio, at least 0.6 (``acme_chat`` -> ``acme-chat``)."""
+def nearest(word: str, choices: typing.Iterable[str]) -> str | None:
+    """The nearest of ``choices`` to a misspelt ``word`` by difflib's ratio (at least 0.6:
+    ``acme_chat`` -> ``acme-chat``), or None."""
     import difflib
 
     near = difflib.get_close_matches(word, [str(c) for c in choices], n=1, cutoff=0.6)
-    return f" (did you mean {near[0]!r}?)" if near else ""
+    return near[0] if near else None
+
+
+def did_you_mean(word: str, choices: typing.Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for :func:`nearest`, else ``""``."""
+    near = nearest(word, choices)
+    return f" (did you mean {near!r}?)" if near is not None else ""
 
 
 def join(path: str, key: str) -> str:

@@ -206,3 +206,37 @@ def test_cli_sweep_and_tune_refuse_a_class_or_tenant_the_profile_lacks(
         said = one_line_exit_2([*args, "--seeds", "1", option, value, "--out", str(out)])
         assert "did you mean" in said, said
         assert not list(out.glob("*.json"))  # nothing ran
+
+
+# -- a profile name: the nearest bundled profile or scenario ------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("spec", "meant"),
+    [
+        ("seed-brust", "seed-burst"),
+        ("seedburst.yaml", "seed-burst"),
+        ("short-spik", "scenarios/short-spike"),  # a scenario, without its folder
+        ("scenarios/tenant-flod", "scenarios/tenant-flood"),
+    ],
+)
+def test_a_misspelt_profile_name_suggests_the_bundled_one(spec: str, meant: str) -> None:
+    from harness.profile import load
+
+    with pytest.raises(ProfileError, match=f"did you mean {meant!r}"):
+        load(spec)
+
+
+def test_a_misspelt_profile_path_suggests_the_file_beside_it(acme: Path) -> None:
+    from harness.profile import load
+
+    with pytest.raises(ProfileError, match=f"did you mean {str(acme)!r}"):
+        load(str(acme.with_name("acme-.yaml")))
+    with pytest.raises(ProfileError, match="nor a bundled profile"):
+        load("zzzzqq")
+
+
+@pytest.mark.parametrize("command", [["sim"], ["validate"], ["export", "keda"]])
+def test_cli_misspelt_profile_exits_2_with_one_line(command: list[str]) -> None:
+    said = one_line_exit_2([*command, "seed-brust"])
+    assert said.endswith("(did you mean 'seed-burst'?)"), said
