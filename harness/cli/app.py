@@ -103,8 +103,17 @@ def validate(
         ),
     ] = False,
 ) -> None:
-    """Check a profile: exit 0 when valid, 2 with file, line and field when not."""
+    """Check a profile: exit 0 when valid, 2 with file, line and field when not. Rules that can
+    never fire given the others (docs/reference/exit-codes-and-admission.md) are warnings."""
+    from rich.markup import escape
+
+    from harness.profile.lint import lint
+
     prof = load_profile(profile, set_)
+    for w in lint(prof):
+        err.print(
+            f"[yellow]warning:[/] {escape(f'{profile}: {w.path}: {w.message}')}", soft_wrap=True
+        )
     if print_ or explain:
         from harness.profile import to_dict
         from harness.profile.explain import explain_yaml, print_yaml

@@ -240,3 +240,87 @@ def test_a_misspelt_profile_path_suggests_the_file_beside_it(acme: Path) -> None
 def test_cli_misspelt_profile_exits_2_with_one_line(command: list[str]) -> None:
     said = one_line_exit_2([*command, "seed-brust"])
     assert said.endswith("(did you mean 'seed-burst'?)"), said
+
+
+# -- the policy lint: rules that can never fire given the others (warnings) ---------------------
+
+
+def lint_of(extra: str, overrides: list[str] | None = None) -> list[tuple[str, str]]:
+    from harness.profile.lint import lint
+
+    return [(f.path, f.message) for f in lint(loads(ACME + extra, overrides=overrides or []))]
+
+
+def test_lint_finds_nothing_in_a_sound_policy_nor_in_the_bundled_profiles() -> None:
+    from harness.profile import bundled_names, load
+    from harness.profile.lint import lint
+
+    admission = "engine: {admission: {max_queue_depth: 50, shed_fill: 0.6, age_reject_s: 9}}\n"
+    assert lint_of(admission) == []
+    assert {n: lint(load(n)) for n in bundled_names()} == {n: [] for n in bundled_names()}
+
+
+def test_lint_admit_always_shadows_every_rule() -> None:
+    (found,) = lint_of(
+        "engine: {admission: {admit_always: true, max_queue_depth: 10, depth_mult: 1}}\n"
+    )
+    assert found[0] == "engine.admission.admit_always"
+    assert "queue_full, queue_depth can never fire" in found[1]
+
+
+def test_lint_a_shed_level_at_the_ceiling_is_shadowed_by_queue_full() -> None:
+    # critical work is rejected by queue_full at 10 waiting before shed_batch (at 10) can act
+    (found,) = lint_of(
+        "engine: {admission: {max_queue_depth: 10, shed_fill: 0.95, shed_fill_standard: 0.5}}\n"
+    )
+    assert found[0] == "engine.admission.shed_fill" and "ceil(0.95 x 10) = 10" in found[1]
+    assert found[1].endswith("so shed_batch can never fire")
+    # the standard level's default, 0.95, rounds up to the ceiling below 20 waiting
+    (found,) = lint_of("engine: {admission: {max_queue_depth: 19, shed_fill: 0.5}}\n")
+    assert found[0] == "engine.admission.shed_fill_standard" and "null (0.95)" in found[1]
+    assert lint_of("engine: {admission: {max_queue_depth: 20, shed_fill: 0.5}}\n") == []
+    (found,) = lint_of(
+        "engine: {admission: {max_queue_depth: 0, shed_fill: 0.5, age_reject_s: 5}}\n"
+    )
+    assert "shed_batch, shed_standard, queue_age can never fire" in found[1]
+
+
+def test_lint_deadline_slack_without_deadlines() -> None:
+    (found,) = lint_of("engine: {admission: {deadline_slack: true}}\n")
+    assert found == (
+        "engine.admission.deadline_slack",
+        "true, but no class has a deadline_s, so deadline_slack can never fire",
+    )
+    assert (
+        lint_of("engine: {admission: {deadline_slack: true}}\n", ["classes.nightly.deadline_s=60"])
+        == []
+    )
+
+
+def test_lint_a_scaling_range_of_one_size_or_both_directions_disabled() -> None:
+    scaling = (
+        "engine: {executors: {initial: 3},"
+        " scaling: {enabled: true, min_replicas: 3, max_replicas: 8}}\n"
+    )
+    assert lint_of(scaling) == []
+    (found,) = lint_of(scaling, ["engine.scaling.max_replicas=3"])
+    assert found[0] == "engine.scaling.min_replicas" and "max_replicas: 3" in found[1]
+    (found,) = lint_of(scaling, ["engine.scaling.ceilings.model_quota=3"])
+    assert "ceilings.model_quota: 3" in found[1]
+    disabled = [
+        f"engine.scaling.behavior.{d}.select_policy=Disabled" for d in ("scale_up", "scale_down")
+    ]
+    (found,) = lint_of(scaling, disabled)
+    assert found[0] == "engine.scaling.behavior" and "no scale event can ever happen" in found[1]
+    assert lint_of(scaling, disabled[:1]) == []  # it can still scale down
+
+
+def test_cli_validate_prints_lint_warnings_and_exits_0(tmp_path: Path) -> None:
+    path = tmp_path / "p.yaml"
+    path.write_text(ACME + "engine: {admission: {max_queue_depth: 100, shed_fill: 1.0}}\n")
+    res = runner.invoke(app, ["validate", str(path)])
+    assert res.exit_code == 0, res.output
+    lines = res.output.strip().splitlines()
+    assert lines[0].startswith(f"warning: {path}: engine.admission.shed_fill: 1 sheds at")
+    assert res.output.count("warning:") == 1 and "\nok " in res.output
+    assert "Traceback" not in res.output
