@@ -103,8 +103,10 @@ def validate(
         ),
     ] = False,
 ) -> None:
-    """Check a profile: exit 0 when valid, 2 with file, line and field when not. Rules that can
-    never fire given the others (docs/reference/exit-codes-and-admission.md) are warnings."""
+    """Check a profile: exit 0 when valid, 2 with file, line and field when not.
+
+    Rules that can never fire given the others are printed as warnings (the exit code stays 0;
+    docs/reference/exit-codes-and-admission.md lists them)."""
     from rich.markup import escape
 
     from harness.profile.lint import lint
