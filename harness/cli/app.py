@@ -27,7 +27,6 @@ from harness.cli.options import (
     ClusterOpt,
     ConstraintOpt,
     InsecureOpt,
-    LogFormat,
     LogLevel,
     LogOpt,
     OutOpt,
@@ -42,6 +41,7 @@ from harness.cli.options import (
     err,
     io_errors,
     load_profile,
+    log_format,
     writable,
 )
 from harness.exit_codes import EXIT_BROKEN, EXIT_FAIL, EXIT_OK
@@ -105,8 +105,19 @@ def validate(
         ),
     ] = False,
 ) -> None:
-    """Check a profile: exit 0 when valid, 2 with file, line and field when not."""
+    """Check a profile: exit 0 when valid, 2 with file, line and field when not.
+
+    Rules that can never fire given the others are printed as warnings (the exit code stays 0;
+    docs/reference/exit-codes-and-admission.md lists them)."""
+    from rich.markup import escape
+
+    from harness.profile.lint import lint
+
     prof = load_profile(profile, set_)
+    for w in lint(prof):
+        err.print(
+            f"[yellow]warning:[/] {escape(f'{profile}: {w.path}: {w.message}')}", soft_wrap=True
+        )
     if print_ or explain:
         from harness.profile import to_dict
         from harness.profile.explain import explain_yaml, print_yaml
@@ -155,22 +166,23 @@ def sim(
     threshold: ThresholdOpt = None,
     jobs: Annotated[int, typer.Option(help="Processes for --seeds.", min=1)] = 2,
     report: Annotated[bool, typer.Option(help="Write report.md/.html and timeline.png.")] = True,
-    log: LogOpt = LogFormat.none,
+    log: LogOpt = "plain",
 ) -> None:
     """Run a profile in virtual time: a 300 s burst takes well under a second."""
     from harness.commands.sim import run_many, run_one
 
+    log_fmt = log_format(log)
     prof = load_profile(profile, set_)
-    extra = check_thresholds(threshold)
+    extra = check_thresholds(threshold, prof)
     folder = out or default_out(prof)
     writable(folder)
     with io_errors(folder):
         if seeds is not None:
             code = run_many(
-                profile, set_ or [], prof, seed, seeds, folder, extra, jobs, err, log.value
+                profile, set_ or [], prof, seed, seeds, folder, extra, jobs, err, log_fmt.value
             )
         else:
-            code = run_one(prof, seed, folder, extra, report, err, log_format=log.value)
+            code = run_one(prof, seed, folder, extra, report, err, log_format=log_fmt.value)
     raise typer.Exit(code)
 
 
@@ -474,7 +486,8 @@ def proxy(
 
     try:
         given = load_profile(profile, set_) if profile else None
-        prof = proxy_profile(given, set_ or [], check_thresholds(threshold))
+        base = proxy_profile(given, set_ or [], ())
+        prof = proxy_profile(base, [], check_thresholds(threshold, base, headers=True))
     except ProfileError as e:
         raise bad_input(str(e)) from None
     folder = out or default_out(prof, "-proxy")
@@ -594,7 +607,7 @@ def run(
     from harness.commands.live_run import run_command
 
     prof = load_profile(profile, set_)
-    extra = check_thresholds(threshold)
+    extra = check_thresholds(threshold, prof)
     folder = out or default_out(prof, "-live")
     with io_errors(folder):
         code = run_command(

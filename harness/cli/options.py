@@ -35,23 +35,44 @@ class LogLevel(enum.StrEnum):
 
 
 class LogFormat(enum.StrEnum):
-    """How decisions.jsonl is written (results.logsink)."""
+    """How decisions.jsonl is written (results.logsink), or ``off``: not at all."""
 
-    none = "none"
+    plain = "plain"
     zstd = "zstd"
     gzip = "gzip"
+    off = "off"
 
 
 LogOpt = Annotated[
-    LogFormat,
+    str,
     typer.Option(
         "--log",
         help=(
-            "The decision log: none writes decisions.jsonl, zstd decisions.jsonl.zst, gzip"
-            " decisions.jsonl.gz (the same lines, compressed on a second thread)."
+            "The decision log: plain writes decisions.jsonl, zstd decisions.jsonl.zst, gzip"
+            " decisions.jsonl.gz (the same lines, compressed on a second thread); off writes"
+            " none (summary.json's meta.decision_log is then null)."
         ),
+        metavar="plain|zstd|gzip|off",
     ),
 ]
+
+
+def log_format(text: str) -> LogFormat:
+    """``--log``'s value; anything else is exit 2, one line (``none``, its old spelling for
+    the plain log, says which word is meant now)."""
+    try:
+        return LogFormat(text.strip().lower())
+    except ValueError:
+        pass
+    choices = "|".join(f.value for f in LogFormat)
+    if text.strip().lower() == "none":
+        raise bad_input(
+            "--log none is no longer accepted (it wrote the plain log): write --log plain for"
+            " decisions.jsonl, or --log off for no decision log"
+        )
+    raise bad_input(f"--log {text!r}: expected one of {choices}")
+
+
 ProfileArg = Annotated[
     str,
     typer.Argument(
@@ -62,7 +83,10 @@ SetOpt = Annotated[
     list[str] | None,
     typer.Option(
         "--set",
-        help="Override a scalar: dotted.path=value (YAML). Repeatable.",
+        help=(
+            "Override a scalar: dotted.path=value (YAML). Repeatable. A key or map entry the"
+            " profile lacks is refused; add an entry with +: classes.+batch.weight=0.2."
+        ),
         metavar="PATH=VALUE",
     ),
 ]
@@ -166,14 +190,22 @@ def load_profile(spec: str, overrides: list[str] | None) -> Profile:
         raise bad_input(str(e)) from None
 
 
-def check_thresholds(exprs: list[str] | None) -> tuple[str, ...]:
-    from harness.profile.thresholds import ThresholdError, parse_threshold
+def check_thresholds(
+    exprs: list[str] | None, profile: Profile, *, headers: bool = False
+) -> tuple[str, ...]:
+    """``--threshold`` expressions: parsed, and naming only classes, tenants and priorities
+    the profile can have (``headers``: the proxy's requests pick their own tenant and
+    priority); else exit 2, one line."""
+    from rich.markup import escape
+
+    from harness.profile.thresholds import ThresholdError, check_names, parse_threshold
 
     for e in exprs or []:
         try:
             parse_threshold(e)
+            check_names(profile, [e], headers=headers)
         except ThresholdError as ex:
-            raise bad_input(f"--threshold: {ex}") from None
+            raise bad_input(f"--threshold: {escape(str(ex))}") from None
     return tuple(exprs or [])
 
 

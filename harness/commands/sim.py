@@ -38,7 +38,7 @@ def run_one(
     report: bool,
     console: Console,
     at_second: Callable[[float], None] | None = None,
-    log_format: str = "none",
+    log_format: str = "plain",
 ) -> int:
     """One seed into ``folder``. A stop signal (SIGINT, SIGTERM, SIGHUP) ends the simulation
     at the next simulated second: partial results, marked incomplete, exit 3. ``at_second(t)``
@@ -96,7 +96,7 @@ def run_many(
     extra: tuple[str, ...],
     jobs: int,
     console: Console,
-    log_format: str = "none",
+    log_format: str = "plain",
 ) -> int:
     """N seeds, each in ``seed-<n>/``, and ``aggregate.json`` (median and spread) beside them."""
     from harness.results.compare import aggregate

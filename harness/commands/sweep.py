@@ -194,7 +194,7 @@ def sweep_command(
                 prefer=prefer,
             )
         except (ValueError, ProfileError) as e:
-            console.print(f"[bold red]error:[/] {e}")
+            console.print(f"[bold red]error:[/] {escape(str(e))}", soft_wrap=True)  # one line
             return EXIT_BAD_INPUT
         except ClusterError as e:
             console.print(f"[bold red]error:[/] {escape(str(e))}", soft_wrap=True)

@@ -87,6 +87,7 @@ def plan_tune(
     second = parse_objective(also) if also else None
     cons = profile_constraints(base, constraints)
     pref = parse_prefer(prefer, paths) if prefer else default_prefer(paths)
+    profiles.check_names(base, [o.metric for o in (obj, second) if o] + [c.expr for c in cons])
     every = [*STANDARD_METRICS, obj.metric, *([second.metric] if second else [])]
     every += [c.metric for c in cons]
     n_hold = seeds if holdout is None else holdout

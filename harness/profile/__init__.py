@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import types
 import typing
 from pathlib import Path
 from typing import Any
@@ -51,7 +52,18 @@ from harness.profile.schema import (
 from harness.profile.schema.scaling import Scaling
 from harness.profile.schema.verdict import DEFAULT_ALERTS, AlertOverride, AlertRule, Slo, Verdict
 from harness.profile.schema.wire import Auth, FromEnv, Generator, Wire
-from harness.profile.walk import Ctx, Lines, ProfileError, build, convert, join
+from harness.profile.thresholds import check_names
+from harness.profile.walk import (
+    Ctx,
+    Lines,
+    ProfileError,
+    build,
+    convert,
+    did_you_mean,
+    join,
+    nearest,
+)
+from harness.profile.walk import field_types as walk_field_types
 
 
 def _node_to_py(node: yaml.Node, path: str, lines: Lines, file: str) -> Any:
@@ -87,8 +99,60 @@ def _scalar(node: yaml.ScalarNode) -> Any:
         loader.dispose()
 
 
-def apply_override(raw: dict[str, Any], assignment: str, file: str) -> None:
-    """Apply one ``dotted.path=value`` (value parsed as YAML) to the raw tree."""
+# A map's entry that is not in the profile is added only when its name is marked ``+``
+# (``classes.+batch.weight=0.2``): a misspelt name (``classes.acme_chat`` for ``acme-chat``)
+# must not quietly become a new class with the default weight.
+ADD = "+"
+# What one entry of each map is called, in messages.
+_ENTRY = {
+    "classes": "class",
+    "alerts": "alert",
+    "headers": "header",
+    "query": "query parameter",
+    "per_call": "price",
+}
+
+
+def _shape(tp: Any) -> tuple[str, Any]:
+    """What a schema type holds, for walking an override's path: ("fields", the dataclass),
+    ("map", the value type), ("list", the item type) or ("scalar", None). Of a union, its one
+    mapping or list member (``str | NamePool``: the NamePool)."""
+    members = [a for a in typing.get_args(tp) if a is not type(None)]
+    if typing.get_origin(tp) not in (typing.Union, types.UnionType):
+        members = [tp]
+    for m in members:
+        if dataclasses.is_dataclass(m):
+            return "fields", m
+        origin = typing.get_origin(m)
+        if origin is dict:
+            return "map", typing.get_args(m)[1]
+        if origin is tuple:
+            return "list", typing.get_args(m)[0]
+    return "scalar", None
+
+
+def _implied(raw: dict[str, Any], where: str) -> tuple[str, ...]:
+    """Entries a map holds without the profile listing them: the built-in alerts, and a price
+    per class of this profile."""
+    if where == "alerts":
+        return tuple(DEFAULT_ALERTS)
+    if where == "engine.cost.per_call":
+        classes = raw.get("classes")
+        return tuple(str(k) for k in classes) if isinstance(classes, dict) else ()
+    return ()
+
+
+def apply_override(
+    raw: dict[str, Any], assignment: str, file: str, added: set[str] | None = None
+) -> str:
+    """Apply one ``dotted.path=value`` (value parsed as YAML) to the raw tree; return the path
+    as the profile spells it (without ``+`` markers).
+
+    Each step of the path is checked against the schema: a key a section does not have, or
+    an entry a map (``classes``, ``alerts``, ``wire.headers`` ...) does not hold, is refused
+    with the nearest name; a new map entry is written ``+name`` (``classes.+batch.weight=0.2``).
+    ``added`` collects the entries this load's overrides added, so later overrides may name
+    them with or without the ``+``."""
     path, sep, text = assignment.partition("=")
     path = path.strip()
     if not sep or not path:
@@ -102,13 +166,36 @@ def apply_override(raw: dict[str, Any], assignment: str, file: str) -> None:
         raise ProfileError(file, 0, path, f"--set value is not valid YAML: {msg}") from None
     if isinstance(value, dict | list):
         raise ProfileError(file, 0, path, "--set overrides scalars only")
+    added = set() if added is None else added
     parts = path.split(".")
+    clean: list[str] = []  # the path so far, without + markers
+    tp: Any = Profile
     node: Any = raw
-    for i, part in enumerate(parts[:-1]):
-        where = ".".join(parts[: i + 1])
+    for i, part in enumerate(parts):
+        final = i == len(parts) - 1
+        where = ".".join(clean)
+        kind, inner = _shape(tp)
+        if kind == "scalar":
+            raise ProfileError(file, 0, where, "--set: cannot descend into a scalar")
+        if kind == "map" and isinstance(node, dict):
+            part = _map_entry(raw, node, parts, i, where, file, assignment, added)
+        elif part.startswith(ADD):
+            what = where or "the top level"
+            raise ProfileError(file, 0, path, f"'{ADD}' adds an entry to a map; {what} is not one")
+        elif kind == "fields":
+            known = walk_field_types(inner)
+            if part not in known:
+                hint = did_you_mean(part, known)
+                at = f" in {where}" if where else ""
+                raise ProfileError(file, 0, path, f"unknown key {part!r}{at}{hint}")
+            inner = known[part]
+        clean.append(part)
+        if final:
+            break
+        tp = inner
         if isinstance(node, list):
             if not part.isdigit() or int(part) >= len(node):
-                raise ProfileError(file, 0, where, "--set: no such list element")
+                raise ProfileError(file, 0, ".".join(clean), "--set: no such list element")
             node = node[int(part)]
         elif isinstance(node, dict):
             nxt = node.get(part)
@@ -117,16 +204,56 @@ def apply_override(raw: dict[str, Any], assignment: str, file: str) -> None:
                 node[part] = nxt
             node = nxt
         else:
-            raise ProfileError(file, 0, where, "--set: not a mapping or list")
+            raise ProfileError(file, 0, ".".join(clean), "--set: not a mapping or list")
         if not isinstance(node, dict | list):
-            raise ProfileError(file, 0, where, "--set: cannot descend into a scalar")
-    last = parts[-1]
+            raise ProfileError(file, 0, ".".join(clean), "--set: cannot descend into a scalar")
+    last = clean[-1]
     if isinstance(node, list):
         if not last.isdigit() or int(last) >= len(node):
             raise ProfileError(file, 0, path, "--set: no such list element")
         node[int(last)] = value
     else:
         node[last] = value
+    return ".".join(clean)
+
+
+def _map_entry(
+    raw: dict[str, Any],
+    node: dict[str, Any],
+    parts: list[str],
+    i: int,
+    where: str,
+    file: str,
+    assignment: str,
+    added: set[str],
+) -> str:
+    """The entry of the map ``node`` (at ``where``) that ``parts[i]`` names: one the map holds
+    (or implies), or a new one marked ``+``."""
+    part, path = parts[i], ".".join(parts)
+    noun = _ENTRY.get(where.rpartition(".")[2], "entry")
+    if part.startswith(ADD):
+        name = part[len(ADD) :]
+        entry = join(where, name)
+        if not name:
+            raise ProfileError(file, 0, path, f"'{ADD}' needs the new {noun}'s name after it")
+        if name in node and entry not in added:
+            plain = ".".join([*parts[:i], name, *parts[i + 1 :]])
+            raise ProfileError(
+                file, 0, path, f"{where} already has {noun} {name!r}: to change it, write {plain}"
+            )
+        added.add(entry)
+        return name
+    implied = _implied(raw, where)
+    if part in node or part in implied:
+        return part
+    known = list(dict.fromkeys([*(str(k) for k in node), *implied]))
+    said = f"no {noun} {part!r} in {where}{did_you_mean(part, known)}"
+    said += f"; known: {', '.join(known)}" if known else f"; it has no {noun} yet"
+    if implied:  # a closed set: the built-in alerts, the profile's classes
+        raise ProfileError(file, 0, path, said)
+    marked = ".".join([*parts[:i], ADD + part, *parts[i + 1 :]])
+    value = assignment.partition("=")[2].strip()
+    raise ProfileError(file, 0, path, f"{said}; to add one, write {marked}={value}")
 
 
 BUNDLED_PACKAGE = "harness.bundled_profiles"
@@ -159,6 +286,32 @@ def resolve(spec: str) -> Path:
     return p
 
 
+def bundled_names() -> list[str]:
+    """The bundled profiles' names, as ``harness profiles`` lists them and ``resolve`` takes
+    them: ``seed-burst``, ``scenarios/short-spike``."""
+    root = bundled_dir()
+    paths = sorted(root.glob("*.yaml")) + sorted((root / "scenarios").glob("*.yaml"))
+    return [p.relative_to(root).with_suffix("").as_posix() for p in paths]
+
+
+def missing_hint(spec: str) -> str:
+    """For a profile that is neither a file nor a bundled name: the nearest bundled name
+    (``seed-brust`` -> ``seed-burst``; a scenario's name without ``scenarios/`` counts), or
+    the nearest YAML file beside a path whose folder exists; else where to look."""
+    p = Path(spec)
+    if "/" in spec and not spec.startswith("scenarios/"):
+        if p.parent.is_dir():
+            yamls = [str(f) for f in p.parent.iterdir() if f.suffix in (".yaml", ".yml")]
+            return did_you_mean(spec, yamls)
+        return ""
+    names = bundled_names()
+    keys = {n: n for n in names} | {Path(n).name: n for n in names}  # scenarios/x also as x
+    near = nearest(spec.removesuffix(".yaml").removesuffix(".yml"), keys)
+    if near is not None:
+        return f" (did you mean {keys[near]!r}?)"
+    return "; nor a bundled profile (harness profiles lists them)"
+
+
 def load(spec: str, overrides: typing.Sequence[str] = ()) -> Profile:
     """Read, override and validate a profile; raises ProfileError on any problem."""
     path = resolve(spec)
@@ -167,7 +320,10 @@ def load(spec: str, overrides: typing.Sequence[str] = ()) -> Profile:
         with path.open("rb") as fh:
             text = fh.read(yaml_guard.MAX_BYTES + 1)  # not read_bytes: /dev/zero never ends
     except OSError as e:
-        raise ProfileError(file, None, "", f"cannot read profile: {e.strerror or e}") from None
+        hint = missing_hint(spec) if isinstance(e, FileNotFoundError) else ""
+        raise ProfileError(
+            file, None, "", f"cannot read profile: {e.strerror or e}{hint}"
+        ) from None
     return loads(text, file=file, overrides=overrides, base_dir=path.parent)
 
 
@@ -208,9 +364,9 @@ def loads(
         raise ProfileError(file, None, "", f"YAML: {e}") from None
     if not isinstance(raw, dict):
         raise ProfileError(file, 1, "", "a profile is a mapping")
+    added: set[str] = set()
     for assignment in overrides:
-        apply_override(raw, assignment, file)
-        lines[assignment.partition("=")[0].strip()] = 0
+        lines[apply_override(raw, assignment, file, added)] = 0
     ctx = Ctx(file, lines)
     prof: Profile = build(ctx, Profile, raw, "")
     if "slo" not in raw:  # the default SLO was not declared: it informs, it does not gate
@@ -292,6 +448,7 @@ __all__ = [
     "bundled_dir",
     "check_fault",
     "check_latency",
+    "check_names",
     "load",
     "loads",
     "parse_fault_list",

@@ -22,7 +22,7 @@ from harness.profile.schema.upstream import (
 )
 from harness.profile.schema.verdict import DEFAULT_ALERTS
 from harness.profile.schema.wire import FromEnv, Wire
-from harness.profile.thresholds import ThresholdError, parse_threshold
+from harness.profile.thresholds import ThresholdError, check_names, parse_threshold
 from harness.profile.walk import Ctx, join
 
 
@@ -329,5 +329,6 @@ def check_profile(ctx: Ctx, p: Profile) -> None:
     for i, expr in enumerate(p.thresholds):
         try:
             parse_threshold(expr)
+            check_names(p, [expr])
         except ThresholdError as e:
             raise ctx.err(f"thresholds.{i}", str(e)) from None

@@ -5,14 +5,22 @@ PATH is a dotted path into summary.json. Paths are checked against the summary's
 validation time so a typo fails fast (exit 2) rather than silently never firing.
 
 The profile checks its ``thresholds`` here; the results layer evaluates a parsed
-:class:`Threshold` over a summary (``harness.results.thresholds``).
+:class:`Threshold` over a summary (``harness.results.thresholds``). :func:`check_names` is the
+one check that a threshold, ``--threshold``, ``--constraint`` or ``--objective`` names only
+classes, tenants and priorities the profile can have.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from harness.profile.walk import did_you_mean
+
+if TYPE_CHECKING:
+    from harness.profile.schema import Profile
 
 
 class ThresholdError(ValueError):
@@ -163,3 +171,75 @@ def parse_threshold(expr: str) -> Threshold:
         if p is not None and not known_path(p):
             raise ThresholdError(f"unknown path {p!r} in threshold {expr!r}")
     return Threshold(expr.strip(), num, den, m.group("op"), float(m.group("value")))
+
+
+# The summary's blocks whose keys are names from the profile: (path prefix, what they name).
+_NAMED: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("scaling", "by_class"), "class"),
+    (("by_class",), "class"),
+    (("by_tenant",), "tenant"),
+    (("by_priority",), "priority"),
+)
+_PLURAL = {"class": "classes", "tenant": "tenants", "priority": "priorities"}
+
+
+def known_names(profile: Profile, *, headers: bool = False) -> dict[str, list[str] | None]:
+    """The classes, tenants and priorities a run of ``profile`` can have (None: any). With
+    ``headers`` requests choose their own tenant and priority (``harness proxy``'s x-tenant
+    and x-priority); a csv or jsonl trace's rows may carry tenants of their own."""
+    from harness.profile.schema import PRIORITIES
+
+    tenants: list[str] | None = []
+    for c in profile.classes.values():
+        if tenants is None:
+            break
+        if isinstance(c.tenant, str):
+            tenants.append(c.tenant)
+        else:  # {pool: N}: tenant-0 .. tenant-N-1 (harness.workload.arrivals)
+            tenants += [f"tenant-{i}" for i in range(c.tenant.pool)]
+    a = profile.arrivals
+    if headers or (a.process == "trace" and a.format == "csv"):
+        tenants = None
+    prios: list[str] = [
+        p for p in PRIORITIES if any(c.priority == p for c in profile.classes.values())
+    ]
+    return {
+        "class": list(profile.classes),
+        "tenant": None if tenants is None else list(dict.fromkeys(tenants)),
+        "priority": list(PRIORITIES) if headers else prios,
+    }
+
+
+def _paths(expr: str) -> list[str]:
+    """The paths of a threshold (``PATH OP NUMBER``) or of an expression (``PATH`` or
+    ``PATH / PATH``, a sweep's objective)."""
+    t = parse_threshold(expr if _RE.match(expr) else f"{expr} < 0")
+    return [t.num] if t.den is None else [t.num, t.den]
+
+
+def check_names(profile: Profile, exprs: Iterable[str], *, headers: bool = False) -> None:
+    """Every class, tenant and priority that ``exprs`` name (``by_class.<c>``,
+    ``scaling.by_class.<c>``, ``by_tenant.<t>``, ``by_priority.<p>``) is one a run of
+    ``profile`` can have; else :class:`ThresholdError` with the nearest name. Without this a
+    threshold on a misspelt class passes validation and fails at the end of the run (the
+    figure is not in the results). ``headers``: see :func:`known_names`."""
+    from harness.profile.schema import PRIORITIES
+
+    known = known_names(profile, headers=headers)
+    for expr in exprs:
+        for path in _paths(expr):
+            parts = tuple(path.split("."))
+            for prefix, kind in _NAMED:
+                if parts[: len(prefix)] != prefix or len(parts) <= len(prefix):
+                    continue
+                name, names = parts[len(prefix)], known[kind]
+                if names is None or name in names:
+                    break
+                shown = ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
+                where = f"{kind} {name!r} in {expr.strip()!r}"
+                if kind == "priority" and name in PRIORITIES:
+                    why = f"{where}: no class of this profile has it"
+                else:
+                    near = did_you_mean(name, PRIORITIES if kind == "priority" else names)
+                    why = f"unknown {where}{near}"
+                raise ThresholdError(f"{why}; this profile's {_PLURAL[kind]}: {shown or 'none'}")

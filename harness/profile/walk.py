@@ -54,6 +54,17 @@ def _hints(cls: type) -> dict[str, Any]:
     return h
 
 
+def field_types(cls: type) -> dict[str, Any]:
+    """A dataclass's fields by their YAML key (metadata ``key`` where the name is a Python
+    keyword), each with its type hint; internal fields (not read from YAML) left out."""
+    hints = _hints(cls)
+    return {
+        f.metadata.get("key", f.name): hints[f.name]
+        for f in dataclasses.fields(cls)
+        if not f.metadata.get("internal")
+    }
+
+
 class Ctx:
     def __init__(self, file: str, lines: Lines) -> None:
         self.file = file
@@ -64,6 +75,21 @@ class Ctx:
         while p and p not in self.lines:
             p = p.rpartition(".")[0]
         return ProfileError(self.file, self.lines.get(p), path, msg)
+
+
+def nearest(word: str, choices: typing.Iterable[str]) -> str | None:
+    """The nearest of ``choices`` to a misspelt ``word`` by difflib's ratio (at least 0.6:
+    ``acme_chat`` -> ``acme-chat``), or None."""
+    import difflib
+
+    near = difflib.get_close_matches(word, [str(c) for c in choices], n=1, cutoff=0.6)
+    return near[0] if near else None
+
+
+def did_you_mean(word: str, choices: typing.Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for :func:`nearest`, else ``""``."""
+    near = nearest(word, choices)
+    return f" (did you mean {near!r}?)" if near is not None else ""
 
 
 def join(path: str, key: str) -> str:
@@ -181,7 +207,8 @@ def build(ctx: Ctx, cls: Any, value: Any, path: str) -> Any:
     for key in value:
         if key not in fields:
             known = ", ".join(fields)
-            raise ctx.err(join(path, str(key)), f"unknown key (known keys: {known})")
+            hint = did_you_mean(str(key), fields)
+            raise ctx.err(join(path, str(key)), f"unknown key{hint} (known keys: {known})")
     kwargs: dict[str, Any] = {}
     for name, f in fields.items():
         fpath = join(path, name)

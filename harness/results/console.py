@@ -11,6 +11,12 @@ from rich.table import Table
 from harness.results.fmt import fmt_short
 
 
+def log_off(s: dict[str, Any]) -> bool:
+    """The run wrote no decision log (``harness sim --log off``: ``meta.decision_log`` null)."""
+    meta = s.get("meta")
+    return isinstance(meta, dict) and "decision_log" in meta and meta["decision_log"] is None
+
+
 def print_summary(console: Console, s: dict[str, Any], folder: Path | None = None) -> None:
     c = s["counts"]
     arrivals = c["arrivals"] or 0
@@ -96,6 +102,8 @@ def print_summary(console: Console, s: dict[str, Any], folder: Path | None = Non
     t.add_row("verdict", f"[bold {colour}]{s['verdict']}[/]")
     if folder is not None:
         t.add_row("results", str(folder))
+    if log_off(s):
+        t.add_row("decision log", "[yellow]none written (--log off)[/]")
     if s.get("mode") == "sim" and s.get("meta", {}).get("compiled") is False:
         t.add_row(
             "note",

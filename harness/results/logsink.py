@@ -1,8 +1,9 @@
 """Where decisions.jsonl's blocks go: a background thread that compresses and writes them.
 
-``harness sim --log zstd|gzip|none`` picks the file: ``decisions.jsonl.zst`` (one zstd frame,
-level 3), ``decisions.jsonl.gz`` (one gzip member, level 1, no name or time in its header, so
-the same run gives the same bytes) or the plain ``decisions.jsonl``. Decompressed, each is
+``harness sim --log plain|zstd|gzip`` picks the file: the plain ``decisions.jsonl`` (the
+default), ``decisions.jsonl.zst`` (one zstd frame, level 3) or ``decisions.jsonl.gz`` (one gzip
+member, level 1, no name or time in its header, so the same run gives the same bytes);
+``--log off`` writes none (:data:`LOG_OFF`). Decompressed, each is
 byte for byte the plain log.
 
 :func:`open_sink` gives the sink :class:`~harness.results.recorder.DecisionLog` writes its
@@ -31,9 +32,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Final, cast
 
-LOG_FORMATS: Final = ("none", "zstd", "gzip")
+LOG_FORMATS: Final = ("plain", "zstd", "gzip")
+LOG_OFF: Final = "off"  # --log off: no decision log is written
 LOG_NAMES: Final = {
-    "none": "decisions.jsonl",
+    "plain": "decisions.jsonl",
     "zstd": "decisions.jsonl.zst",
     "gzip": "decisions.jsonl.gz",
 }
@@ -140,10 +142,10 @@ class BlockWriter:
     closes or renames it); ``close()`` waits for every block, ends the compressed stream and
     flushes ``raw``."""
 
-    def __init__(self, raw: IO[bytes], fmt: str = "none", depth: int = 4) -> None:
+    def __init__(self, raw: IO[bytes], fmt: str = "plain", depth: int = 4) -> None:
         self._raw = raw
         self.closed = False
-        self._pack = _compressor(fmt) if fmt != "none" else None
+        self._pack = _compressor(fmt) if fmt != "plain" else None
         self._q: queue.Queue[bytes | None] = queue.Queue(maxsize=depth)
         self._error: BaseException | None = None
         self.bytes_out = 0  # what reached ``raw`` (compressed)

@@ -159,6 +159,8 @@ def _run_facts(s: Mapping[str, Any]) -> list[Block]:
         for k in ("harness_version", "git_sha", "started_at", "wall_s")
         if meta.get(k) is not None
     ]
+    if "decision_log" in meta and meta["decision_log"] is None:
+        facts.append("decision log: none written (--log off)")
     sha = _get(s, "profile", "sha256")
     if isinstance(sha, str) and sha:
         facts.append(f"profile sha256: {sha[:12]}")

@@ -226,6 +226,7 @@ def plan_sweep(
     obj = parse_objective(objective or DEFAULT_OBJECTIVE)
     cons = profile_constraints(base, constraints)
     pref = parse_prefer(prefer, names) if prefer else default_prefer(names)
+    profiles.check_names(base, [obj.metric, *(c.expr for c in cons)])  # classes, tenants exist
     every = [*STANDARD_METRICS, *(f.expr for f in FIGURES), obj.metric, *(c.metric for c in cons)]
     grid = _grid(parsed)
     seed_list = [base.seed + i for i in range(seeds)]

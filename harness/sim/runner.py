@@ -9,6 +9,7 @@ number; ``harness.sim.agenda``, a compiled heap). The engine's own timers come b
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import math
 import random
@@ -439,18 +440,30 @@ def run_to_folder(
     extra_thresholds: tuple[str, ...] = (),
     progress: Callable[[float], None] | None = None,
     stop: Callable[[float], bool] | None = None,
-    log_format: str = "none",
+    log_format: str = "plain",
 ) -> SimResult:
     """Simulate and write summary.json, decisions.jsonl, timeline.jsonl and requests.jsonl
     (one line per ended request, as a live run writes) into ``out``. ``log_format`` zstd or
     gzip writes decisions.jsonl.zst or .gz instead (results.logsink), compressed on a thread;
-    a decision log of another form left in ``out`` by an earlier run is removed."""
-    from harness.results.logsink import LOG_NAMES, log_name, open_sink  # threads, zlib
+    ``off`` writes no decision log. A decision log of another form left in ``out`` by an
+    earlier run is removed; ``summary.meta.decision_log`` names the file written (null: off)."""
+    from harness.results.logsink import (  # threads, zlib
+        LOG_NAMES,
+        LOG_OFF,
+        BlockWriter,
+        ZstdSink,
+        log_name,
+        open_sink,
+    )
 
-    name = log_name(log_format)
-    with atomic_file(out / name, durable=False) as fh:
-        sink = open_sink(fh, log_format) if log_format != "none" else None
-        log = DecisionLog(sink if sink is not None else fh)
+    name = None if log_format == LOG_OFF else log_name(log_format)
+    log: DecisionLog | None = None
+    sink: ZstdSink | BlockWriter | None = None
+    with contextlib.ExitStack() as stack:
+        if name is not None:
+            fh = stack.enter_context(atomic_file(out / name, durable=False))
+            sink = open_sink(fh, log_format) if log_format != "plain" else None
+            log = DecisionLog(sink if sink is not None else fh)
         try:
             result = simulate(
                 profile,
@@ -461,7 +474,8 @@ def run_to_folder(
                 stop=stop,
                 keep_requests=True,
             )
-            log.flush()
+            if log is not None:
+                log.flush()
         except BaseException:
             if sink is not None:
                 sink.abandon()
@@ -471,6 +485,7 @@ def run_to_folder(
     for other in LOG_NAMES.values():
         if other != name:
             (out / other).unlink(missing_ok=True)
+    result.summary["meta"]["decision_log"] = name
     summ.write_jsonl(out / "timeline.jsonl", result.timeline)
     assert result.collector is not None and result.collector.records is not None
     summ.write_jsonl(out / "requests.jsonl", request_lines(result.collector.records))

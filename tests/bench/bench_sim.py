@@ -11,7 +11,7 @@ executor, but the work done is the same), timed against scaling off (target: wit
 then a moving policy (hpa, 300-600 executors) for information.
 
 Then the long run: one hour at 1,000 arrivals/s (seed-burst's worker-to-rate ratio, 5,000
-workers), with its decision log written in each ``--log`` form (none, zstd, gzip), each in a
+workers), with its decision log written in each ``--log`` form (plain, zstd, gzip), each in a
 fresh process, not pinned to a core (a compressed log is compressed on another thread: libzstd's
 own for zstd, a Python thread for gzip): wall time, the log's size, the process's peak RSS. The
 rounds against SimPy run on core 0 alone (``log-zstd`` there pays its compression on that core;
@@ -127,7 +127,11 @@ HOUR_SET = [
     "arrivals.phases.2.rate_per_s=1000",
     "engine.executors.initial=5000",
 ]
-LOG_FILES = {"none": "decisions.jsonl", "zstd": "decisions.jsonl.zst", "gzip": "decisions.jsonl.gz"}
+LOG_FILES = {
+    "plain": "decisions.jsonl",
+    "zstd": "decisions.jsonl.zst",
+    "gzip": "decisions.jsonl.gz",
+}
 
 
 def logged(prof, fmt: str, path: Path):  # type: ignore[no-untyped-def]
@@ -135,7 +139,7 @@ def logged(prof, fmt: str, path: Path):  # type: ignore[no-untyped-def]
     Python writer thread (gzip) on core 1."""
     with path.open("wb") as fh:
         sink = fh
-        if fmt != "none":
+        if fmt != "plain":
             from harness.results.logsink import BlockWriter, open_sink
 
             sink = open_sink(fh, fmt)
@@ -144,7 +148,7 @@ def logged(prof, fmt: str, path: Path):  # type: ignore[no-untyped-def]
         log = DecisionLog(sink)
         r = simulate(prof, 1, log=log)
         log.flush()
-        if fmt != "none":
+        if fmt != "plain":
             sink.close()
     return r
 
@@ -169,7 +173,7 @@ def child(what: str) -> None:
     if what == "round":
         prof = load(str(ROOT / "profiles" / "seed-burst.yaml"), SCALE_SET)
         simulate(prof, 2)  # warm: lazy imports (numpy) are not timed
-        fmts = ["none"]
+        fmts = ["plain"]
         try:
             import harness.results.logsink  # noqa: F401
 
@@ -242,12 +246,12 @@ def side_by_side(base: Path, repeat: int, skip_hour: bool) -> None:
     print(f"{'build':6} {'case':14} {'arrivals/s':>12} {'vs its SimPy':>13}")
     for name in trees:
         b = best[name]
-        for k in ("simpy", "log-none", "log-zstd", "bare"):
+        for k in ("simpy", "log-plain", "log-zstd", "bare"):
             if k in b:
                 print(f"{name:6} {k:14} {b[k]:>12,.0f} {b[k] / b['simpy']:>12.2f}x")
     h, b = best["head"], best["base"]
     print(
-        f"head/base: log {h['log-none'] / h['simpy'] / (b['log-none'] / b['simpy']):.2f}, "
+        f"head/base: log {h['log-plain'] / h['simpy'] / (b['log-plain'] / b['simpy']):.2f}, "
         f"bare {h['bare'] / h['simpy'] / (b['bare'] / b['simpy']):.2f} (ratios to SimPy)"
     )
     if skip_hour:
@@ -256,7 +260,7 @@ def side_by_side(base: Path, repeat: int, skip_hour: bool) -> None:
 
 
 def hours(trees: dict[str, Path]) -> None:
-    runs = [("head", f) for f in LOG_FILES] + [("base", "none")] * ("base" in trees)
+    runs = [("head", f) for f in LOG_FILES] + [("base", "plain")] * ("base" in trees)
     for name, fmt in runs:
         got = run_child(trees[name], f"hour:{fmt}")
         print(

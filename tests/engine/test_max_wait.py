@@ -47,7 +47,7 @@ def test_a_job_held_by_an_open_breaker_expires_at_its_max_wait() -> None:
 
 def test_a_class_override_expires_first_even_behind_an_older_job() -> None:
     eng = make_engine(
-        ["engine.executors.initial=1", "engine.max_wait_s=100", "classes.b.max_wait_s=5"]
+        ["engine.executors.initial=1", "engine.max_wait_s=100", "classes.+b.max_wait_s=5"]
     )
     eng.handle(Arrived("busy", "a"), 0.0)
     eng.handle(Arrived("old", "a"), 1.0)  # class a: 100 s

@@ -177,6 +177,13 @@ def produce(root: Any = schema.Profile) -> str:
         "[docs/profiles.md](../profiles.md#limits) lists those. A test fails when this page",
         "and the schema disagree.",
         "",
+        "`--set PATH=VALUE` (and `--param` of `harness sweep` and `harness tune`) names a key",
+        "path from this page, with a map's `*` replaced by an entry the profile holds",
+        "(`--set classes.chat.weight=2`). A key or an entry the profile lacks is refused with",
+        "the nearest name; a new entry is marked `+`: `--set classes.+batch.weight=0.2` adds",
+        "the class `batch` (`alerts.*` takes the built-in alerts' names, and",
+        "`engine.cost.per_call.*` the profile's classes, with or without `+`).",
+        "",
     ]
     # A top-level key with keys below it has a section of its own; the others share one.
     nested = {_top(r.path) for r in all_rows if _top(r.path) != r.path}

@@ -18,7 +18,7 @@ from harness.cli import app
 from harness.engine.events import Action, Admit, Dispatch, Expire, Reject
 from harness.profile import load
 from harness.results import recorder
-from harness.results.logsink import BlockWriter, find_decisions, read_decisions
+from harness.results.logsink import LOG_NAMES, BlockWriter, find_decisions, read_decisions
 from harness.results.recorder import DecisionLog, record
 from harness.sim.runner import run_to_folder
 
@@ -129,14 +129,14 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     base = tmp_path_factory.mktemp("logs")
     prof = _profile()
     out = {}
-    for fmt in ("none", "zstd", "gzip"):
+    for fmt in ("plain", "zstd", "gzip"):
         run_to_folder(prof, 3, base / fmt, log_format=fmt)
         out[fmt] = base / fmt
     return out
 
 
 def test_compressed_logs_hold_exactly_the_plain_logs_bytes(runs: dict[str, Path]) -> None:
-    plain = (runs["none"] / "decisions.jsonl").read_bytes()
+    plain = (runs["plain"] / "decisions.jsonl").read_bytes()
     assert plain.count(b"\n") > 100
     for fmt, name in [("zstd", "decisions.jsonl.zst"), ("gzip", "decisions.jsonl.gz")]:
         path = runs[fmt] / name
@@ -144,7 +144,7 @@ def test_compressed_logs_hold_exactly_the_plain_logs_bytes(runs: dict[str, Path]
         assert not (runs[fmt] / "decisions.jsonl").exists()
         assert read_decisions(path) == plain
         assert len(path.read_bytes()) < len(plain) / 5
-    assert read_decisions(runs["none"] / "decisions.jsonl") == plain
+    assert read_decisions(runs["plain"] / "decisions.jsonl") == plain
 
 
 @pytest.mark.skipif(shutil.which("zstd") is None, reason="zstd is not installed")
@@ -152,7 +152,7 @@ def test_zstdcat_reads_the_zstd_log(runs: dict[str, Path]) -> None:
     out = subprocess.run(
         ["zstd", "-dc", str(runs["zstd"] / "decisions.jsonl.zst")], capture_output=True, check=True
     )
-    assert out.stdout == (runs["none"] / "decisions.jsonl").read_bytes()
+    assert out.stdout == (runs["plain"] / "decisions.jsonl").read_bytes()
 
 
 @pytest.mark.skipif(shutil.which("gzip") is None, reason="gzip is not installed")
@@ -160,11 +160,11 @@ def test_gzip_reads_the_gzip_log(runs: dict[str, Path]) -> None:
     out = subprocess.run(
         ["gzip", "-dc", str(runs["gzip"] / "decisions.jsonl.gz")], capture_output=True, check=True
     )
-    assert out.stdout == (runs["none"] / "decisions.jsonl").read_bytes()
+    assert out.stdout == (runs["plain"] / "decisions.jsonl").read_bytes()
 
 
 def test_duckdb_or_polars_reads_the_compressed_logs(runs: dict[str, Path]) -> None:
-    plain = (runs["none"] / "decisions.jsonl").read_bytes()
+    plain = (runs["plain"] / "decisions.jsonl").read_bytes()
     kinds = sorted(set(orjson.loads(line)["kind"] for line in plain.splitlines()))
     n = plain.count(b"\n")
     for path in (runs["zstd"] / "decisions.jsonl.zst", runs["gzip"] / "decisions.jsonl.gz"):
@@ -190,14 +190,14 @@ def test_sim_log_option_writes_the_named_file_and_report_and_compare_read_it(
     for fmt in ("zstd", "gzip"):
         r = cli.invoke(app, [*args, "--out", str(tmp_path / fmt), "--log", fmt, "--no-report"])
         assert r.exit_code in (0, 1), r.output
-    r = cli.invoke(app, [*args, "--out", str(tmp_path / "none"), "--no-report"])
+    r = cli.invoke(app, [*args, "--out", str(tmp_path / "plain"), "--no-report"])
     assert r.exit_code in (0, 1), r.output
     assert sorted(p.name for p in tmp_path.glob("*/decisions*")) == [
         "decisions.jsonl",
         "decisions.jsonl.gz",
         "decisions.jsonl.zst",
     ]
-    plain = (tmp_path / "none" / "decisions.jsonl").read_bytes()
+    plain = (tmp_path / "plain" / "decisions.jsonl").read_bytes()
     assert read_decisions(tmp_path / "zstd" / "decisions.jsonl.zst") == plain
     assert read_decisions(tmp_path / "gzip" / "decisions.jsonl.gz") == plain
     r = cli.invoke(app, ["report", str(tmp_path / "zstd")])
@@ -207,6 +207,46 @@ def test_sim_log_option_writes_the_named_file_and_report_and_compare_read_it(
     assert r.exit_code in (0, 1), r.output
     r = cli.invoke(app, [*args, "--out", str(tmp_path / "bad"), "--log", "bzip2"])
     assert r.exit_code == 2
+
+
+def test_log_off_writes_no_log_and_the_summary_and_report_say_so(tmp_path: Path) -> None:
+    cli = CliRunner()
+    out = tmp_path / "off"
+    args = ["sim", "seed-burst", "--seed", "4", "--out", str(out)]
+    r = cli.invoke(app, [*args, "--no-report"])  # an earlier run's plain log ...
+    assert r.exit_code in (0, 1) and (out / "decisions.jsonl").is_file(), r.output
+    r = cli.invoke(app, [*args, "--log", "off"])
+    assert r.exit_code in (0, 1), r.output
+    assert find_decisions(out) is None  # ... is removed: no log of this run is left
+    summary = orjson.loads((out / "summary.json").read_bytes())
+    assert summary["meta"]["decision_log"] is None
+    assert "decision log" in r.output and "none written (--log off)" in r.output
+    assert "decision log: none written (--log off)" in (out / "report.md").read_text()
+    r = cli.invoke(app, ["report", str(out)])
+    assert r.exit_code == 0, r.output
+    r = cli.invoke(app, ["compare", str(out), str(out), "--seeds", "2", "--jobs", "1"])
+    assert r.exit_code in (0, 1) and r.exception is None, r.output
+    r = cli.invoke(app, [*args, "--log", "off", "--seeds", "2", "--no-report"])
+    assert r.exit_code in (0, 1), r.output
+    assert not list(out.glob("seed-*/decisions*")) and list(out.glob("seed-*/summary.json"))
+    plain = orjson.loads((tmp_path / "off" / "seed-4" / "summary.json").read_bytes())
+    assert plain["meta"]["decision_log"] is None
+
+
+def test_the_default_log_is_plain_and_named_in_the_summary(runs: dict[str, Path]) -> None:
+    for fmt, name in LOG_NAMES.items():
+        assert (
+            orjson.loads((runs[fmt] / "summary.json").read_bytes())["meta"]["decision_log"] == name
+        )
+
+
+def test_log_none_is_refused_with_a_hint_naming_plain_and_off(tmp_path: Path) -> None:
+    r = CliRunner().invoke(app, ["sim", "seed-burst", "--out", str(tmp_path), "--log", "none"])
+    assert r.exit_code == 2, r.output
+    said = r.output.strip()
+    assert said.startswith("error: --log none is no longer accepted") and "\n" not in said
+    assert "--log plain" in said and "--log off" in said
+    assert not (tmp_path / "summary.json").exists()
 
 
 def test_a_failing_disk_is_raised_by_the_writer_thread(tmp_path: Path) -> None:

@@ -56,7 +56,7 @@ def test_set_overrides_reach_the_wire_section() -> None:
     prof = make_profile(
         overrides=[
             "wire.auth.scheme=null",
-            "wire.query.api-version=2025-01-01",
+            "wire.query.+api-version=2025-01-01",
             "wire.max_tokens_field=max_completion_tokens",
         ]
     )
