@@ -250,7 +250,14 @@ def compare(
     Over the primary figures (SLO-breach fraction, p95 turnaround, goodput, rejection fraction),
     robust to seed noise. Exit 1 only on a regression. The method: docs/verdict-and-review.md
     ("Change review")."""
-    from harness.commands.compare import CompareRequest, compare_sweeps, is_sweep, review
+    from harness.commands.compare import (
+        CompareRequest,
+        compare_sweeps,
+        is_sweep,
+        provenance,
+        review,
+        with_provenance,
+    )
     from harness.results.compare import CompareError, parse_tolerance
     from harness.results.review_text import to_json, to_markdown
 
@@ -266,15 +273,21 @@ def compare(
     for p in (base, new):
         if not p.exists():
             raise bad_input(f"{p}: no such file or folder")
+    req = CompareRequest(base, new, tols, seeds, seed_base, alpha, jobs)
     try:
         if is_sweep(base) or is_sweep(new):
             md, js, regressions = compare_sweeps(base, new, tols)
-            sys.stdout.write(md if format_ == "md" else js)
+            out = md if format_ == "md" else with_provenance(js, provenance(req, "sweep"))
+            sys.stdout.write(out)
             raise typer.Exit(EXIT_FAIL if regressions else EXIT_OK)
-        rv, sides = review(CompareRequest(base, new, tols, seeds, seed_base, alpha, jobs))
+        rv, sides = review(req)
+        if format_ == "md":
+            out = to_markdown(rv, sides)
+        else:
+            out = with_provenance(to_json(rv, sides), provenance(req, rv.method))
     except (CompareError, ValueError, OSError) as e:
         raise bad_input(str(e)) from None
-    sys.stdout.write(to_markdown(rv, sides) if format_ == "md" else to_json(rv, sides))
+    sys.stdout.write(out)
     raise typer.Exit(EXIT_FAIL if rv.regression else EXIT_OK)
 
 

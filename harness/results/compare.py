@@ -5,12 +5,16 @@ aggregate (a folder with ``aggregate.json`` and ``seed-<n>/summary.json`` subfol
 ``aggregate.json`` file itself; a folder with only ``seed-<n>/`` subfolders is aggregated on the
 fly); or two ``sweep.json`` files / sweep folders. Errors are :class:`CompareError` (exit 2).
 
-**aggregate.json** (written by ``harness sim --seeds N`` through :func:`aggregate`)::
+**aggregate.json** (written by ``harness sim --seeds N`` through :func:`aggregate`; every key
+in docs/reference/aggregate.md)::
 
-    {"seeds": [1, 2, ...],                  # summary["seed"] of each run, in input order
+    {"schema_version": 1, "harness_version": "...",
+     "seeds": [1, 2, ...],                  # summary["seed"] of each run, in input order
      "runs": 20, "complete": true,           # every run complete?
      "verdicts": {"pass": 19, "fail": 1},
-     "profile": {"name": ..., "sha256": ...},
+     "over_seeds": {"setting": "every", "rule": "each constraint met at every seed (...)"},
+     "holds": {...},                         # seed_rule.holds_over_seeds
+     "profile": {"name": ..., "sha256": ..., "effective_sha256": ...},
      "metrics": {KEY: {"median", "p05", "p95", "min", "max", "values": [...]}}}
 
 ``KEY`` is an expression of the threshold grammar (``turnaround_s.p95``,
@@ -63,6 +67,13 @@ from typing import Any, Literal
 
 from harness.results.expr import expr_value, split_expr
 from harness.results.fmt import fmt_delta, fmt_spread
+from harness.results.provenance import (
+    AGGREGATE_SCHEMA,
+    over_seeds_of,
+    profile_of,
+    rule_block,
+    stamp,
+)
 from harness.results.quantiles import describe, mann_whitney_p
 from harness.results.seed_rule import holds_over_seeds
 
@@ -290,13 +301,18 @@ def aggregate(summaries: list[dict[str, Any]]) -> dict[str, Any]:
         zero = _zero_when_absent(k)
         metrics[k] = describe([flat.get(k, 0.0 if zero else None) for flat in per_run])
     verdicts = Counter(str(s.get("verdict")) for s in summaries)
+    setting = over_seeds_of(summaries[0]) if summaries else "every"
     return {
+        **stamp(AGGREGATE_SCHEMA),
+        "over_seeds": rule_block(setting, len(summaries)),
         "seeds": [s.get("seed") for s in summaries],
         "runs": len(summaries),
         "complete": all(s.get("complete", True) is True for s in summaries),
         "verdicts": dict(sorted(verdicts.items())),
         "holds": holds_over_seeds(summaries) if summaries else None,
-        "profile": summaries[0].get("profile") if summaries else None,
+        "profile": {**summaries[0].get("profile", {}), **profile_of(summaries[0])}
+        if summaries
+        else None,
         "metrics": metrics,
     }
 
