@@ -189,7 +189,8 @@ def report(
     ] = False,
 ) -> None:
     """Draw timeline.png and write report.md and report.html for a results folder."""
-    from harness.results.report import write_report
+    from harness.results.report import ReportError, write_report
+    from harness.results.seed_report import is_multi_seed, load_aggregate
 
     if recover:
         from harness.commands.recover import recover_command
@@ -198,8 +199,23 @@ def report(
             code = recover_command(folder, err)
         if code != EXIT_BROKEN:
             raise typer.Exit(code)
+    if not recover and is_multi_seed(folder):
+        from harness.commands.sim import print_holds
+        from harness.results.seed_report import write_seed_report
+
+        try:
+            agg = load_aggregate(folder)
+        except ReportError as e:
+            raise bad_input(str(e)) from None
+        with io_errors(folder):
+            written = write_seed_report(folder, agg)
+        if isinstance(agg.get("holds"), dict) and agg.get("complete", True):
+            print_holds(err, agg["holds"])
+        for p in written:
+            err.print(f"wrote {p}")
+        return
     if not (folder / "summary.json").is_file():
-        raise bad_input(f"{folder}: no summary.json here")
+        raise bad_input(f"{folder}: no summary.json here (nor aggregate.json or seed-*/)")
     with io_errors(folder):
         for p in write_report(folder):
             err.print(f"wrote {p}")
