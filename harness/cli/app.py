@@ -201,7 +201,8 @@ def report(
     ] = False,
 ) -> None:
     """Draw timeline.png and write report.md and report.html for a results folder."""
-    from harness.results.report import write_report
+    from harness.results.report import ReportError, write_report
+    from harness.results.seed_report import is_multi_seed, load_aggregate
 
     if recover:
         from harness.commands.recover import recover_command
@@ -210,8 +211,23 @@ def report(
             code = recover_command(folder, err)
         if code != EXIT_BROKEN:
             raise typer.Exit(code)
+    if not recover and is_multi_seed(folder):
+        from harness.commands.sim import print_holds
+        from harness.results.seed_report import write_seed_report
+
+        try:
+            agg = load_aggregate(folder)
+        except ReportError as e:
+            raise bad_input(str(e)) from None
+        with io_errors(folder):
+            written = write_seed_report(folder, agg)
+        if isinstance(agg.get("holds"), dict) and agg.get("complete", True):
+            print_holds(err, agg["holds"])
+        for p in written:
+            err.print(f"wrote {p}")
+        return
     if not (folder / "summary.json").is_file():
-        raise bad_input(f"{folder}: no summary.json here")
+        raise bad_input(f"{folder}: no summary.json here (nor aggregate.json or seed-*/)")
     with io_errors(folder):
         for p in write_report(folder):
             err.print(f"wrote {p}")
@@ -276,7 +292,14 @@ def compare(
     cost) is worse beyond its margin. The primary figures (SLO-breach fraction, p95 turnaround,
     goodput, rejection fraction) and the cost (replica-seconds, mean replicas, cost_spent) are
     shown, robust to seed noise. The method: docs/verdict-and-review.md ("Change review")."""
-    from harness.commands.compare import CompareRequest, compare_sweeps, is_sweep, review
+    from harness.commands.compare import (
+        CompareRequest,
+        compare_sweeps,
+        is_sweep,
+        provenance,
+        review,
+        with_provenance,
+    )
     from harness.results.compare import CompareError, parse_tolerance
     from harness.results.review import DEFAULT_GATE, parse_gate
     from harness.results.review_text import to_json, to_markdown
@@ -297,15 +320,21 @@ def compare(
     for p in (base, new):
         if not p.exists():
             raise bad_input(f"{p}: no such file or folder")
+    req = CompareRequest(base, new, tols, seeds, seed_base, alpha, jobs, gates)
     try:
         if is_sweep(base) or is_sweep(new):
             md, js, regressions = compare_sweeps(base, new, tols)
-            sys.stdout.write(md if format_ == "md" else js)
+            out = md if format_ == "md" else with_provenance(js, provenance(req, "sweep"))
+            sys.stdout.write(out)
             raise typer.Exit(EXIT_FAIL if regressions else EXIT_OK)
-        rv, sides = review(CompareRequest(base, new, tols, seeds, seed_base, alpha, jobs, gates))
+        rv, sides = review(req)
+        if format_ == "md":
+            out = to_markdown(rv, sides)
+        else:
+            out = with_provenance(to_json(rv, sides), provenance(req, rv.method))
     except (CompareError, ValueError, OSError) as e:
         raise bad_input(str(e)) from None
-    sys.stdout.write(to_markdown(rv, sides) if format_ == "md" else to_json(rv, sides))
+    sys.stdout.write(out)
     raise typer.Exit(EXIT_FAIL if rv.regression else EXIT_OK)
 
 

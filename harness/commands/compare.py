@@ -25,6 +25,7 @@ from typing import Any
 from harness.commands.pool import run_chunks
 from harness.results.compare import CompareError, Tolerance, compare_results, load_result
 from harness.results.expr import expr_value
+from harness.results.provenance import compare_provenance, over_seeds_of, profile_of
 from harness.results.review import (
     COST,
     DEFAULT_GATE,
@@ -200,8 +201,8 @@ def _evidence(
     same = base.mode == new.mode == "sim" and base.version() == new.version() == this
     sides = f"base: {base.describe()} ({req.base}); new: {new.describe()} ({req.new})"
     if same and all("effective" in s for s in (base.summaries[0], new.summaries[0])):
-        first = req.seed_base if req.seed_base is not None else int(base.summaries[0]["seed"])
-        seeds = list(range(first, first + req.seeds))
+        seeds = _paired_seeds(req, base)
+        first = seeds[0]
         jobs = min(req.jobs or os.cpu_count() or 1, 2 * len(seeds))
         b = resimulate(base.summaries[0]["effective"], seeds, jobs)
         n = resimulate(new.summaries[0]["effective"], seeds, jobs)
@@ -235,6 +236,43 @@ def _evidence(
     return rv, sides, base.summaries[:1], new.summaries[:1]
 
 
+def _paired_seeds(req: CompareRequest, base: Side) -> list[int]:
+    """The seeds a paired re-simulation runs both sides at."""
+    first = req.seed_base if req.seed_base is not None else int(base.summaries[0]["seed"])
+    return list(range(first, first + req.seeds))
+
+
+def provenance(req: CompareRequest, method: str) -> dict[str, Any]:
+    """The provenance keys compare's JSON adds at its top level (see
+    :mod:`harness.results.provenance`): each side's profile, the seeds its figures come from
+    (the re-simulated ones when ``method`` is ``paired``) and the rule."""
+    if is_sweep(req.base) or is_sweep(req.new):
+        sides = [load_result(p).data for p in (req.base, req.new)]
+        facts = [
+            {**(d.get("profile") or {}), "over_seeds": (d.get("over_seeds") or {}).get("setting")}
+            for d in sides
+        ]
+        seeds = [list(d.get("seeds") or []) for d in sides]
+        return compare_provenance(facts[0], facts[1], (seeds[0], seeds[1]))
+    b, n = load_side(req.base), load_side(req.new)
+    facts = [
+        {**profile_of(side.summaries[0]), "over_seeds": over_seeds_of(side.summaries[0])}
+        for side in (b, n)
+    ]
+    if method == "paired":
+        both = _paired_seeds(req, b)
+        return compare_provenance(facts[0], facts[1], (both, both))
+    stored = [[s.get("seed") for s in side.summaries] for side in (b, n)]
+    return compare_provenance(facts[0], facts[1], (stored[0], stored[1]))
+
+
+def with_provenance(doc: str, keys: Mapping[str, Any]) -> str:
+    """Compare's JSON document (as written: sorted keys, indent 2) with ``keys`` added at its
+    top level; the keys it already has stay as they are."""
+    data = json.loads(doc)
+    return json.dumps({**keys, **data}, indent=2, sort_keys=True) + "\n"
+
+
 def compare_sweeps(base: Path, new: Path, tolerances: dict[str, Tolerance]) -> tuple[str, str, int]:
     """(markdown, json, regressions) of two sweeps, point by point."""
     cmp = compare_results(load_result(base), load_result(new), tolerances)
@@ -245,4 +283,14 @@ def is_sweep(path: Path) -> bool:
     return (path / "sweep.json").is_file() if path.is_dir() else path.name == "sweep.json"
 
 
-__all__ = ["PRIMARY", "CompareRequest", "Side", "compare_sweeps", "is_sweep", "load_side", "review"]
+__all__ = [
+    "PRIMARY",
+    "CompareRequest",
+    "Side",
+    "compare_sweeps",
+    "is_sweep",
+    "load_side",
+    "provenance",
+    "review",
+    "with_provenance",
+]

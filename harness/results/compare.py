@@ -5,20 +5,29 @@ aggregate (a folder with ``aggregate.json`` and ``seed-<n>/summary.json`` subfol
 ``aggregate.json`` file itself; a folder with only ``seed-<n>/`` subfolders is aggregated on the
 fly); or two ``sweep.json`` files / sweep folders. Errors are :class:`CompareError` (exit 2).
 
-**aggregate.json** (written by ``harness sim --seeds N`` through :func:`aggregate`)::
+**aggregate.json** (written by ``harness sim --seeds N`` through :func:`aggregate`; every key
+in docs/reference/aggregate.md)::
 
-    {"seeds": [1, 2, ...],                  # summary["seed"] of each run, in input order
+    {"schema_version": 1, "harness_version": "...",
+     "seeds": [1, 2, ...],                  # summary["seed"] of each run, in input order
      "runs": 20, "complete": true,           # every run complete?
      "verdicts": {"pass": 19, "fail": 1},
-     "profile": {"name": ..., "sha256": ...},
+     "over_seeds": {"setting": "every", "rule": "each constraint met at every seed (...)"},
+     "holds": {...},                         # seed_rule.holds_over_seeds
+     "profile": {"name": ..., "sha256": ..., "effective_sha256": ...},
      "metrics": {KEY: {"median", "p05", "p95", "min", "max", "values": [...]}}}
 
 ``KEY`` is an expression of the threshold grammar (``turnaround_s.p95``,
 ``counts.rejected / counts.arrivals``): every numeric leaf of counts, turnaround_s,
 queue_wait_s, proxy_turnaround_s, ttft_s, itl_s, scaling, goodput_per_s and
-output_tokens_per_s, plus the ratio of every key figure below. ``values`` is aligned with
-``seeds`` (``null`` where a run lacks the figure or it is undefined, e.g. 0/0); the statistics
-ignore nulls. Percentiles interpolate linearly between order statistics (numpy's default).
+output_tokens_per_s; per class, priority and tenant (``by_class.NAME.``, ``by_priority.NAME.``,
+``by_tenant.NAME.``) every leaf of their counts, turnaround_s and queue_wait_s; the ratio of
+every key figure below; and every figure a run's thresholds, SLO or verdict rules name (a ratio
+such as ``by_class.chat.counts.rejected / by_class.chat.counts.arrivals`` included). ``values``
+is aligned with ``seeds`` (``null`` where a run lacks the figure or it is undefined, e.g. 0/0;
+a class, priority or tenant absent from a run had no arrivals there: its counts are 0); the
+statistics ignore nulls. Percentiles interpolate linearly between order statistics (numpy's
+default).
 
 **Key figures** (name: expression, which way is worse, default tolerance). A tolerance is
 relative (``5%`` of BASE), absolute (``2.0`` in the figure's units) or both (the larger wins).
@@ -58,6 +67,13 @@ from typing import Any, Literal
 
 from harness.results.expr import expr_value, split_expr
 from harness.results.fmt import fmt_delta, fmt_spread
+from harness.results.provenance import (
+    AGGREGATE_SCHEMA,
+    over_seeds_of,
+    profile_of,
+    rule_block,
+    stamp,
+)
 from harness.results.quantiles import describe, mann_whitney_p
 from harness.results.seed_rule import holds_over_seeds
 
@@ -225,6 +241,43 @@ def _leaves(node: Any, prefix: str) -> Iterable[tuple[str, float]]:
         yield prefix, float(node)
 
 
+# per class, priority and tenant: the blocks a threshold may name under each group's key
+_GROUPS = ("by_class", "by_priority", "by_tenant")
+_GROUP_SECTIONS = ("counts", "turnaround_s", "queue_wait_s")
+
+
+def _group_leaves(summary: Mapping[str, Any]) -> Iterable[tuple[str, float]]:
+    for group in _GROUPS:
+        members = summary.get(group)
+        for name, figs in (members if isinstance(members, Mapping) else {}).items():
+            for sec in _GROUP_SECTIONS:
+                if isinstance(figs, Mapping):
+                    yield from _leaves(figs.get(sec), f"{group}.{name}.{sec}")
+
+
+def _named_figures(summary: Mapping[str, Any]) -> Iterable[str]:
+    """The figure (``PATH`` or ``PATH / PATH``) of each threshold, SLO and verdict row."""
+    from harness.profile.thresholds import ThresholdError, parse_threshold
+
+    for row in summary.get("thresholds") or []:
+        expr = str(row.get("expr", ""))
+        if row.get("source") in ("slo", "verdict"):
+            expr = expr.partition(": ")[2]
+        try:
+            t = parse_threshold(expr)
+        except ThresholdError:
+            continue
+        yield t.num if t.den is None else f"{t.num} / {t.den}"
+
+
+def _zero_when_absent(key: str) -> bool:
+    """An absent reason means none of them; an absent class, priority or tenant had no
+    arrivals in that run, so its counts are 0 (its latencies stay undefined)."""
+    if "/" in key:  # a ratio: expr_value already reads an absent reason as 0; 0/0 is undefined
+        return False
+    return "_by_reason." in key or (key.startswith(_GROUPS) and ".counts." in key)
+
+
 def aggregate(summaries: list[dict[str, Any]]) -> dict[str, Any]:
     """The aggregate.json of several seeds' summaries (shape in the module docstring)."""
     per_run: list[dict[str, float | None]] = []
@@ -232,22 +285,34 @@ def aggregate(summaries: list[dict[str, Any]]) -> dict[str, Any]:
         flat: dict[str, float | None] = dict(
             kv for sec in _SECTIONS for kv in _leaves(s.get(sec), sec)
         )
+        flat.update(_group_leaves(s))
         for f in FIGURES:
             flat[f.expr] = expr_value(s, f.expr)
         per_run.append(flat)
+    named = {e for s in summaries for e in _named_figures(s)}
+    for s, flat in zip(summaries, per_run, strict=True):
+        for e in named - flat.keys():
+            v = expr_value(s, e)
+            if v is not None or not _zero_when_absent(e):
+                flat[e] = v
     keys = sorted({k for flat in per_run for k in flat})
     metrics = {}
     for k in keys:
-        zero = "_by_reason." in k  # an absent reason means none of them
+        zero = _zero_when_absent(k)
         metrics[k] = describe([flat.get(k, 0.0 if zero else None) for flat in per_run])
     verdicts = Counter(str(s.get("verdict")) for s in summaries)
+    setting = over_seeds_of(summaries[0]) if summaries else "every"
     return {
+        **stamp(AGGREGATE_SCHEMA),
+        "over_seeds": rule_block(setting, len(summaries)),
         "seeds": [s.get("seed") for s in summaries],
         "runs": len(summaries),
         "complete": all(s.get("complete", True) is True for s in summaries),
         "verdicts": dict(sorted(verdicts.items())),
         "holds": holds_over_seeds(summaries) if summaries else None,
-        "profile": summaries[0].get("profile") if summaries else None,
+        "profile": {**summaries[0].get("profile", {}), **profile_of(summaries[0])}
+        if summaries
+        else None,
         "metrics": metrics,
     }
 

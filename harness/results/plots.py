@@ -424,3 +424,115 @@ def plot_sweep(sweep: Mapping[str, Any], out: Path, objective: str, constraints:
 
 def _step(xs: Sequence[float]) -> float:
     return min((b - a for a, b in itertools.pairwise(xs) if b > a), default=1.0)
+
+
+# (expression in aggregate.json's metrics, panel title, which way is worse)
+SEED_PANELS = (
+    ("turnaround_s.p95", "p95 turnaround (s)", "up"),
+    ("counts.rejected / counts.arrivals", "rejected fraction", "up"),
+    ("scaling.replicas.mean", "mean replicas", "up"),
+)
+
+
+def _row_limits(
+    holds: Mapping[str, Any] | None, expr: str
+) -> list[tuple[Mapping[str, Any], str, float]]:
+    """The verdict rows of ``holds`` that judge ``expr``: (row, op, limit)."""
+    out = []
+    for row in (holds or {}).get("rows") or []:
+        text = str(row.get("expr", ""))
+        if row.get("source") in ("slo", "verdict"):
+            text = text.partition(": ")[2]
+        key, op, limit = _metric_of(text)
+        if key == expr and op is not None and limit is not None:
+            out.append((row, op, limit))
+    return out
+
+
+def seed_worst(
+    values: Sequence[float | None], seeds: Sequence[Any], worse: str
+) -> tuple[Any, float] | None:
+    """(seed, value) of the worst seed of a figure by its direction (``up``: the highest; ties:
+    the first such seed); None when no seed has a value or every seed has the same one."""
+    known = [(s, float(v)) for s, v in zip(seeds, values, strict=False) if v is not None]
+    if not known or len({v for _, v in known}) == 1:
+        return None
+    return max(known, key=lambda sv: sv[1]) if worse == "up" else min(known, key=lambda sv: sv[1])
+
+
+def plot_seeds(aggregate: Mapping[str, Any], out: Path) -> Path:
+    """The spread over seeds of an aggregate.json: one panel per figure (p95 turnaround,
+    rejected fraction, mean replicas), one dot per seed, the median dotted, each verdict row's
+    limit on the figure dashed (dots that miss it red), and the worst seed ringed and named
+    (the row's worst seed where a row judges the figure)."""
+    from harness.results.seed_rule import meets
+
+    plt = _pyplot()
+    seeds = list(aggregate.get("seeds") or [])
+    metrics = _get(aggregate, "metrics") or {}
+    holds = aggregate.get("holds") if isinstance(aggregate.get("holds"), Mapping) else None
+    fig, axes = plt.subplots(
+        len(SEED_PANELS),
+        1,
+        sharex=True,
+        figsize=(max(7.0, min(14.0, 4 + 0.35 * len(seeds))), 2.6 * len(SEED_PANELS) + 0.8),
+        layout="constrained",
+        squeeze=False,
+    )
+    name = _get(aggregate, "profile", "name") or "run"
+    word = "?" if holds is None else ("holds" if holds.get("ok") else "does not hold")
+    fig.suptitle(f"{name}: {len(seeds)} seeds; the profile's verdict {word}", fontsize=12)
+    xs = list(range(len(seeds)))
+    for ax, (expr, title, worse) in zip(axes[:, 0], SEED_PANELS, strict=True):
+        m = metrics.get(expr) if isinstance(metrics, Mapping) else None
+        values = list((m or {}).get("values") or [None] * len(seeds))
+        ys = [_num(v) for v in values]
+        limits = _row_limits(holds, expr)
+        miss = [not all(meets(op, v, lim) for _, op, lim in limits) for v in values]
+        colors = ["#d62728" if bad else ("#2e7d32" if limits else "#1f77b4") for bad in miss]
+        ax.scatter(xs, ys, c=colors, s=36, zorder=3)
+        ax.grid(alpha=0.3)
+        ax.set_title(title, fontsize=10, loc="left")
+        if m is None or all(math.isnan(y) for y in ys):
+            ax.text(0.5, 0.5, "not recorded", transform=ax.transAxes, ha="center", va="center")
+            continue
+        median = _num(m.get("median"))
+        if not math.isnan(median):
+            ax.axhline(median, color="#555", ls=":", lw=1.2, label=f"median {median:.4g}")
+        for row, _, limit in limits:
+            ax.axhline(limit, color="#d62728", ls="--", lw=1.2, label=str(row.get("expr")))
+        worst_seed = next((r.get("worst_seed") for r, _, _ in limits), None)
+        if worst_seed not in seeds:
+            found = seed_worst(values, seeds, worse)
+            worst_seed = found[0] if found else None
+        if worst_seed is None and not limits:
+            ax.text(
+                0.99,
+                0.95,
+                "the same at every seed",
+                transform=ax.transAxes,
+                ha="right",
+                va="top",
+                fontsize=8,
+                color="#555",
+            )
+        elif worst_seed in seeds:
+            i = seeds.index(worst_seed)
+            if not math.isnan(ys[i]):
+                ax.scatter([i], [ys[i]], s=190, facecolors="none", edgecolors="#000", lw=1.4)
+                ax.annotate(
+                    f"worst: seed {worst_seed} ({ys[i]:.4g})",
+                    (i, ys[i]),
+                    textcoords="offset points",
+                    xytext=(8, 6),
+                    fontsize=8,
+                )
+        ax.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=8, frameon=False)
+    ax_last = axes[-1, 0]
+    step = max(1, math.ceil(len(seeds) / 30))
+    ax_last.set_xticks(xs[::step], [str(s) for s in seeds[::step]], fontsize=8)
+    ax_last.set_xlabel("seed")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+    return out

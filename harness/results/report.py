@@ -21,7 +21,9 @@ from harness.results.fmt import fmt_num, percent
 from harness.results.verdict import row_result
 
 Table = tuple[list[str], list[list[str]]]
-Block = tuple[str, Any]  # ("h1"|"h2"|"p"|"list"|"table"|"img"|"verdict", payload)
+# ("h1"|"h2"|"p"|"list"|"table"|"img"|"picture"|"verdict", payload); "img" is the timeline,
+# "picture" any other image: (file name, alt text)
+Block = tuple[str, Any]
 
 STATS = ("mean", "p50", "p90", "p95", "p99", "max")
 
@@ -406,6 +408,9 @@ def render_markdown(blocks: Sequence[Block]) -> str:
                 ),
                 "",
             ]
+        elif kind == "picture":
+            src, alt = payload
+            lines += [f"![{alt}]({src})", ""]
     return "\n".join(lines)
 
 
@@ -459,6 +464,9 @@ def render_html(blocks: Sequence[Block], png: bytes | None) -> str:
                 '<img alt="timeline: queue depth, oldest age, admissions, replicas, p95 '
                 f'turnaround, faults and alerts" src="data:image/png;base64,{data}">'
             )
+        elif kind == "picture" and png:
+            data = base64.b64encode(png).decode("ascii")
+            parts.append(f'<img alt="{e(payload[1])}" src="data:image/png;base64,{data}">')
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
 

@@ -44,6 +44,7 @@ from harness.profile import Profile
 from harness.profile.thresholds import parse_threshold
 from harness.results.compare import FIGURES
 from harness.results.expr import expr_value
+from harness.results.provenance import SWEEP_SCHEMA, stamp
 from harness.results.quantiles import describe
 from harness.results.seed_rule import Judged, SeedRule
 from harness.results.ties import Prefer, default_prefer, indistinguishable, parse_prefer
@@ -302,6 +303,7 @@ def assemble(plan: Plan, tally: Tally, complete: bool, wall_s: float, jobs: int)
             p["seeds_done"], p["finished"] = n, n == seeds
     obj, cons = plan.objective, plan.constraints
     return {
+        **stamp(SWEEP_SCHEMA),
         "params": plan.names,
         "profile": {"spec": plan.profile, "name": plan.name, "sha256": plan.sha256},
         "overrides": list(plan.overrides),

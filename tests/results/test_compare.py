@@ -164,6 +164,39 @@ def test_aggregate_shape() -> None:
     assert agg["verdicts"] == {"pass": 3}
 
 
+def test_aggregate_holds_per_class_and_tenant_figures_that_thresholds_name() -> None:
+    from harness.profile.thresholds import known_path
+
+    def with_groups(seed: int, urgent: bool) -> dict[str, Any]:
+        s = summary(seed)
+        fig = {"counts": {"arrivals": 10, "rejected": seed}, "turnaround_s": {"p95": 4.0 + seed}}
+        s["by_class"] = {"chat": fig, **({"urgent": fig} if urgent else {})}
+        s["by_tenant"] = {"acme": fig}
+        s["thresholds"] = [
+            {
+                "expr": "by_class.chat.counts.rejected / by_class.chat.counts.arrivals < 0.5",
+                "ok": True,
+                "source": "threshold",
+                "value": seed / 10,
+            },
+            {"expr": "slo: turnaround_s.p95 <= 60", "ok": True, "source": "slo", "value": 40.0},
+        ]
+        return s
+
+    agg = aggregate([with_groups(1, True), with_groups(2, False), with_groups(3, True)])
+    m = agg["metrics"]
+    assert m["by_class.chat.turnaround_s.p95"]["values"] == [5.0, 6.0, 7.0]
+    assert m["by_tenant.acme.counts.rejected"]["values"] == [1.0, 2.0, 3.0]
+    # a class absent from a run had no arrivals there: counts 0, latencies undefined
+    assert m["by_class.urgent.counts.arrivals"]["values"] == [10.0, 0.0, 10.0]
+    assert m["by_class.urgent.turnaround_s.p95"]["values"] == [5.0, None, 7.0]
+    # the ratio a threshold names is a figure of its own
+    ratio = m["by_class.chat.counts.rejected / by_class.chat.counts.arrivals"]
+    assert ratio["values"] == [0.1, 0.2, 0.3]
+    grouped = [k for k in m if k.startswith("by_")]
+    assert grouped and all(known_path(k) for k in grouped if "/" not in k)
+
+
 def test_aggregates_differing_only_by_seed_give_no_regression() -> None:
     base = Result("aggregate", "a", aggregate([noisy(s) for s in range(1, 21)]))
     new = Result("aggregate", "b", aggregate([noisy(s) for s in range(101, 121)]))
