@@ -127,9 +127,14 @@ def parse_tune_param(text: str) -> TuneParam:
 
 
 def yaml_value(v: Choice) -> str:
-    """The ``--set`` text for a value (numbers without exponent, as a person writes them)."""
+    """The ``--set`` text for a value (numbers without exponent, as a person writes them; a
+    word YAML would read as something else, e.g. ``'yes'``, quoted)."""
     if isinstance(v, str):
-        return v
+        try:
+            same = yaml.safe_load(v) == v
+        except yaml.YAMLError:
+            same = False
+        return v if same and v == v.strip() else "'" + v.replace("'", "''") + "'"
     if isinstance(v, int):
         return str(v)
     text = format(Decimal(repr(v)).normalize(), "f")

@@ -22,6 +22,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from decimal import ROUND_HALF_UP, Decimal
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -440,3 +441,81 @@ def tuned_yaml(source: str, changes: Mapping[str, Value], header: Sequence[str])
     nl = "\r\n" if "\r\n" in source else "\n"
     head = "".join(f"# {line}".rstrip() + nl for h in header for line in h.splitlines() or [""])
     return head + nl + text if head else text
+
+
+# -------------------------------------------------------------------------------------------
+# tuned.yaml as the profile a trial ran: the changes, and the check that it loads as that.
+
+
+class TunedMismatch(Exception):
+    """tuned.yaml does not load as the profile its trial ran (a bug, never a silent file)."""
+
+
+def set_value(text: str) -> Any:
+    """A ``--set`` right-hand side, read as :func:`harness.profile.apply_override` reads it."""
+    return yaml_guard.load_value(text) if text.strip() else None
+
+
+def profile_changes(
+    spec: str, overrides: Sequence[str], values: Mapping[str, Value]
+) -> tuple[str, dict[str, Value], dict[str, str]]:
+    """The profile's text, and what tuned.yaml changes in it, in order: every ``--set``, then
+    every tuned value, then a trace path made absolute (the file lives in the results folder;
+    a path relative to the profile would break); with a note per change that is not tuned."""
+    from harness import profile as profiles
+
+    path = profiles.resolve(spec)
+    source = path.read_text(encoding="utf-8")
+    changes: dict[str, Value] = {}
+    notes: dict[str, str] = {}
+    for s in overrides:
+        key, _, text = s.partition("=")
+        changes[key.strip()] = set_value(text)
+        notes[key.strip()] = " (from --set)"
+    for key, v in values.items():
+        changes[key] = v
+        notes.pop(key, None)
+    trace = changes.get("arrivals.file", _at(_load(source, "the profile"), "arrivals.file"))
+    if isinstance(trace, str) and trace and not Path(trace).is_absolute():
+        changes["arrivals.file"] = str((path.parent / trace).resolve())
+        origin = "from --set; " if "arrivals.file" in notes else ""
+        notes["arrivals.file"] = f" ({origin}made absolute: this file lives elsewhere)"
+    return source, changes, notes
+
+
+def _at(tree: Any, dotted: str) -> Any:
+    """The value at a dotted path, or None."""
+    node = tree
+    for part in dotted.split("."):
+        if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        elif isinstance(node, dict) and part in node:
+            node = node[part]
+        else:
+            return None
+    return node
+
+
+def effective(prof: Any) -> Any:
+    """A profile as ``harness validate --print`` shows it (``to_dict``), its trace path made
+    absolute (a profile's own relative path and tuned.yaml's absolute one name one file)."""
+    from harness.profile import to_dict
+
+    plain = to_dict(prof)
+    trace = plain["arrivals"].get("file")
+    if trace:
+        plain["arrivals"]["file"] = str(Path(trace).resolve())
+    return plain
+
+
+def check_effective(tuned: Any, trial: Any) -> None:
+    """TunedMismatch unless the two profiles print the same bytes (``validate --print``)."""
+    from harness.profile.explain import print_yaml
+
+    a, b = effective(tuned), effective(trial)
+    if print_yaml(a) != print_yaml(b):
+        where = _first_difference(a, b)
+        raise TunedMismatch(
+            f"it does not load as the profile its trial ran: {where} is "
+            f"{_at(a, where)!r} there, {_at(b, where)!r} in the trial"
+        )
