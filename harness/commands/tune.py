@@ -85,8 +85,8 @@ def check_tuned_yaml(path: Path, plan: TunePlan, values: dict[str, tn.Choice]) -
     from harness.commands.tune_plan import trial_sets
     from harness.results.tuned_profile import TunedMismatch, check_effective
 
-    trial = profiles.load(plan.profile, trial_sets(plan.overrides, values))
     try:
+        trial = profiles.load(plan.profile, trial_sets(plan.overrides, values))
         check_effective(profiles.load(str(path)), trial)
     except (profiles.ProfileError, TunedMismatch) as e:
         path.unlink(missing_ok=True)
