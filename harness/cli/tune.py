@@ -98,7 +98,9 @@ def tune(
     the tuned keys changed). Exit 0: a recommendation that holds at the fresh seeds. 1: nothing
     feasible, the fresh seeds break a constraint, or --verify-live disagrees. 2: bad input. 3:
     interrupted (a partial tune.json is written)."""
-    from harness.commands.tune import tune_command
+    from rich.markup import escape
+
+    from harness.commands.tune import clear_outputs, foreign_files, tune_command
     from harness.commands.tune_plan import plan_tune
     from harness.profile import ProfileError
 
@@ -124,8 +126,17 @@ def tune(
     except (ValueError, ProfileError) as e:
         raise bad_input(str(e)) from None
     folder = out or default_out(prof, "-tune")
+    with io_errors(folder):
+        others = foreign_files(folder)
+    if others:  # a results folder holds one run: never tune files beside a sim's
+        shown = escape(", ".join(others[:3]) + (", ..." if len(others) > 3 else ""))
+        raise bad_input(
+            f"--out {escape(str(folder))} holds another run's files ({shown}); give a new or "
+            "empty folder, or one an earlier tune wrote (its outputs are replaced)"
+        )
     writable(folder)
     with io_errors(folder):
+        clear_outputs(folder)  # an earlier tune's tuned.yaml never outlives its tune.json
         code = tune_command(
             plan,
             jobs=jobs,

@@ -18,6 +18,7 @@ from harness.commands.progress import progress_bar
 from harness.exit_codes import EXIT_BROKEN, EXIT_FAIL, EXIT_OK
 from harness.interrupts import Interrupts
 from harness.results import tune as tn
+from harness.results.tuned_profile import TunedMismatch
 
 if TYPE_CHECKING:
     pass
@@ -25,9 +26,34 @@ if TYPE_CHECKING:
 from harness.commands.tune_plan import TunePlan
 from harness.commands.tune_study import run_tune
 
+OUTPUTS = ("tune.json", "pareto.png", "tuned.yaml", "verify-live")  # what a tune writes
+
+
+def foreign_files(folder: Path) -> list[str]:
+    """The names in ``folder`` that no tune writes (hidden ones aside): another run's files.
+    A results folder holds one run; tune refuses one that holds another's."""
+    if not folder.is_dir():
+        return []
+    return sorted(p.name for p in folder.iterdir() if p.name not in OUTPUTS and p.name[0] != ".")
+
+
+def clear_outputs(folder: Path) -> None:
+    """Remove what an earlier tune wrote into ``folder``, before this one starts: a tuned.yaml
+    is never left beside a tune.json that does not recommend it."""
+    import shutil
+
+    for name in OUTPUTS:
+        path = folder / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+
 
 def write_outputs(result: dict[str, Any], plan: TunePlan, out: Path) -> list[Path]:
-    """``tune.json`` always; ``pareto.png`` and ``tuned.yaml`` when the study finished."""
+    """``tune.json`` always; ``pareto.png`` and ``tuned.yaml`` when the study finished.
+    tuned.yaml is loaded back and must be the profile the recommended trial ran, else it is
+    removed and TunedMismatch raised (after tune.json and pareto.png are written)."""
     import json
 
     from harness.atomic import write_atomic
@@ -42,11 +68,29 @@ def write_outputs(result: dict[str, Any], plan: TunePlan, out: Path) -> list[Pat
 
     plot_pareto(result, out / "pareto.png")
     written.append(out / "pareto.png")
-    if result["recommendation"].get("values") is not None:
+    values = result["recommendation"].get("values")
+    if values is not None:
         text = tuned_profile_text(result, plan)
         write_atomic(out / "tuned.yaml", text.encode())
+        check_tuned_yaml(out / "tuned.yaml", plan, values)
         written.append(out / "tuned.yaml")
     return written
+
+
+def check_tuned_yaml(path: Path, plan: TunePlan, values: dict[str, tn.Choice]) -> None:
+    """tuned.yaml, loaded as ``harness sim`` will load it, must print the same effective profile
+    (``harness validate --print``) as the trial it recommends ran with: TunedMismatch (and no
+    file) otherwise -- a bug, never a silent file."""
+    from harness import profile as profiles
+    from harness.commands.tune_plan import trial_sets
+    from harness.results.tuned_profile import TunedMismatch, check_effective
+
+    try:
+        trial = profiles.load(plan.profile, trial_sets(plan.overrides, values))
+        check_effective(profiles.load(str(path)), trial)
+    except (profiles.ProfileError, TunedMismatch) as e:
+        path.unlink(missing_ok=True)
+        raise TunedMismatch(f"{path} not written: {e}") from None
 
 
 def tuned_profile_text(result: dict[str, Any], plan: TunePlan) -> str:
@@ -54,23 +98,15 @@ def tuned_profile_text(result: dict[str, Any], plan: TunePlan) -> str:
     header saying what changed."""
     from harness import __version__
     from harness import profile as profiles
-    from harness.results.tuned_profile import format_number, tuned_yaml
+    from harness.results.tuned_profile import profile_changes, tuned_yaml
 
-    path = profiles.resolve(plan.profile)
-    source = path.read_text(encoding="utf-8")
-    effective = profiles.to_dict(profiles.load(plan.profile))
     rec = result["recommendation"]
-    changes: dict[str, tn.Choice] = {}
-    for s in plan.overrides:
-        key, _, text = s.partition("=")
-        changes[key.strip()] = tn._choice(text) if text.strip() else ""
-    changes.update(rec["values"])
-    notes = {k: " (from --set)" for k in changes if k not in rec["values"]}
-    trace = _get(yaml.safe_load(source), "arrivals.file")  # as written, not as resolved
-    if isinstance(trace, str) and trace and not Path(trace).is_absolute():
-        # tuned.yaml lives in the results folder: a path relative to the profile would break
-        changes["arrivals.file"] = str((path.parent / trace).resolve())
-        notes["arrivals.file"] = " (made absolute: this file lives elsewhere)"
+    source, changes, notes = profile_changes(plan.profile, plan.overrides, rec["values"])
+    try:
+        effective = profiles.to_dict(profiles.load(plan.profile))
+    except profiles.ProfileError:  # a profile that needs its --set to load: show the text's
+        effective = yaml.safe_load(source)
+    written = yaml.safe_load(source)
     header = textwrap.wrap(
         f"Tuned by harness tune {__version__} from {plan.profile} (sha256 "
         f"{plan.sha256[:12]}): trial {rec['trial']} of {len(result['trials'])}. Rule: "
@@ -79,9 +115,8 @@ def tuned_profile_text(result: dict[str, Any], plan: TunePlan) -> str:
     )
     header.append("Changed (was -> now):")
     for key, new in changes.items():
-        old = trace if key == "arrivals.file" else _get(effective, key)
-        shown = format_number(new) if isinstance(new, int | float) else str(new)
-        header.append(f"  {key}: {_show(old)} -> {shown}{notes.get(key, '')}")
+        old = _get(written if key == "arrivals.file" else effective, key)  # a trace as written
+        header.append(f"  {key}: {_show(old)} -> {_show(new)}{notes.get(key, '')}")
     return tuned_yaml(source, changes, header)
 
 
@@ -143,16 +178,34 @@ def tune_command(
         except ClusterError as e:
             console.print(f"[bold red]error:[/] {escape(str(e))}", soft_wrap=True)
             return e.code
-    written = write_outputs(result, plan, folder)
+    mismatch: str | None = None
+    try:
+        written = write_outputs(result, plan, folder)
+    except TunedMismatch as e:
+        mismatch = str(e)
+        written = [folder / "tune.json", folder / "pareto.png"]
     if not result["complete"]:
+        done = len(result["trials"])
+        what = (
+            f"all {done} trials finished, the holdout at fresh seeds did not"
+            if done == plan.trials
+            else f"{done} of {plan.trials} trials finished"
+        )
         console.print(
-            f"[bold red]interrupted ({intr.last}):[/] {len(result['trials'])} of {plan.trials} "
-            f"trials finished; partial {written[0]} written (exit 3)"
+            f"[bold red]interrupted ({intr.last}):[/] {what}; partial {written[0]} written (exit 3)"
         )
         return EXIT_BROKEN
     from harness.results.tune_table import print_tune
 
-    print_tune(console, result, written)
+    values = result["recommendation"].get("values")
+    notes = export_warnings(plan, values) if values is not None and mismatch is None else []
+    print_tune(console, result, written, notes)
+    if mismatch is not None:
+        console.print(
+            f"[bold red]error:[/] {escape(mismatch)} (a bug in harness tune; exit 3)",
+            soft_wrap=True,
+        )
+        return EXIT_BROKEN
     rec = result["recommendation"]
     if rec.get("values") is None:
         return EXIT_FAIL
@@ -174,3 +227,30 @@ def tune_command(
         write_outputs(result, plan, folder)
         code = max(code, live_code)
     return code
+
+
+_GAP_KEYS = {"tolerance": "engine.scaling.hpa.tolerance"}  # gaps named by feature, not path
+
+
+def export_warnings(plan: TunePlan, values: dict[str, tn.Choice]) -> list[str]:
+    """One line per tuned key that ``harness export`` cannot express as it stands at the
+    recommended value (:mod:`harness.export.gaps`): the cluster will not do what was judged."""
+    from harness import profile as profiles
+    from harness.commands.tune_plan import trial_sets
+    from harness.export.gaps import scaling_gaps
+
+    prof = profiles.load(plan.profile, trial_sets(plan.overrides, values))
+    if not prof.engine.scaling.enabled:
+        return []  # nothing to export
+    found: dict[str, tuple[list[str], str]] = {}
+    for kind in ("keda", "hpa"):
+        for field, note in scaling_gaps(prof, kind):
+            field = _GAP_KEYS.get(field, field)
+            for key in values:
+                if key == field or key.startswith(field + "."):
+                    found.setdefault(key, ([], note))[0].append(kind)
+    return [
+        f"[yellow]warning:[/] {escape(key)}={_show(values[key])}: harness export "
+        f"{'/'.join(kinds)} cannot express it as it stands: {escape(note)}"
+        for key, (kinds, note) in found.items()
+    ]

@@ -3,7 +3,8 @@ objectives, the constraints, the seeds, and each range's ends against the profil
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -73,6 +74,13 @@ def plan_tune(
     paths = [p.path for p in parsed]
     if len(set(paths)) != len(paths):
         raise ValueError("each --param path once")
+    for s in overrides:
+        key = s.partition("=")[0].strip()
+        if key in paths:
+            raise ValueError(
+                f"--set {s} and --param {params[paths.index(key)]}: {key} is either fixed "
+                "with --set or tuned with --param, not both"
+            )
     if not 1 <= trials <= MAX_TRIALS:
         raise ValueError(f"--trials must be in 1..{MAX_TRIALS}")
     if seeds < 1 or batch < 1:
@@ -82,9 +90,25 @@ def plan_tune(
         others = [q for q in parsed if q is not p]
         contexts = [[_end_set(q, 0) for q in others], [_end_set(q, -1) for q in others]]
         for end in (0, -1):
-            _check_end(profile, overrides, p, end, contexts)
+            _check_value(profile, overrides, p, _end_set(p, end), contexts)
+        inside = _fraction_inside(p)
+        if inside is not None:  # ends that are whole numbers pass an integer key; 4.37 not
+            try:
+                _check_value(profile, overrides, p, f"{p.path}={inside}", contexts)
+            except ProfileError as e:
+                hint = (
+                    f"; write {p.path}={p.low:g}..{p.high:g}:int" if "integer" in e.message else ""
+                )
+                raise ValueError(
+                    f"--param {params[parsed.index(p)]}: {p.path} refuses {inside}, inside the "
+                    f"range: {e.message}{hint}"
+                ) from None
     obj = parse_objective(objective or DEFAULT_OBJECTIVE)
-    second = parse_objective(also) if also else None
+    try:
+        second = parse_objective(also) if also else None
+    except ValueError as e:  # parse_objective names --objective
+        raise ValueError(str(e).replace("--objective", "--also", 1)) from None
+    _check_tuned_yaml(profile, overrides, parsed, params)
     cons = profile_constraints(base, constraints)
     pref = parse_prefer(prefer, paths) if prefer else default_prefer(paths)
     profiles.check_names(base, [o.metric for o in (obj, second) if o] + [c.expr for c in cons])
@@ -114,29 +138,103 @@ def plan_tune(
 
 def _end_set(p: tn.TuneParam, end: int) -> str:
     """``--set`` text for one end of a parameter's range (or its first/last choice)."""
-    if p.kind == "choices":
-        return f"{p.path}={tn.yaml_value(p.choices[end])}"
-    v = (p.low, p.high)[end]
-    return f"{p.path}={tn.yaml_value(int(v) if p.kind == 'int' else v)}"
+    return f"{p.path}={tn.yaml_value(_end_value(p, end))}"
 
 
-def _check_end(
-    profile: str, overrides: Sequence[str], p: tn.TuneParam, end: int, contexts: list[list[str]]
+def _fraction_inside(p: tn.TuneParam) -> float | None:
+    """A value with a fraction strictly inside a float range whose ends are whole numbers (an
+    integer key takes 1.0 and 10.0, and refuses the 4.37 a trial draws); None otherwise."""
+    if p.kind != "float" or p.low != int(p.low) or p.high != int(p.high):
+        return None
+    x = math.floor(p.low) + 0.5
+    return x if x < p.high else None
+
+
+def _own(e: ProfileError, p: tn.TuneParam) -> bool:
+    """Whether an error is about ``p``'s own key (or a key on its way: a misspelt section)."""
+    return e.field_path == p.path or (bool(e.field_path) and p.path.startswith(e.field_path + "."))
+
+
+def _check_value(
+    profile: str,
+    overrides: Sequence[str],
+    p: tn.TuneParam,
+    assignment: str,
+    contexts: list[list[str]],
 ) -> None:
-    """Bad input when an end of ``p`` fails on its own key with the other parameters at their
-    low ends and at their high ends alike (a bound, an unknown key, a key it needs that nobody
-    sets); one that is invalid only with some values of the others makes an ``invalid`` trial
-    later instead."""
+    """Bad input when ``p`` at one value (``assignment``) fails on its own key, or on a key on
+    its way, with the other parameters at their low ends and at their high ends alike (a
+    bound, an unknown key, a key it needs that nobody sets), as ``harness sweep`` refuses a
+    grid's ends; one that is invalid only with some values of the others makes an
+    ``invalid`` trial later instead. The error names ``--param``, not ``--set``."""
     from harness import profile as profiles
 
     first: ProfileError | None = None
     for others in contexts:
         try:
-            profiles.load(profile, [*overrides, *others, _end_set(p, end)])
+            profiles.load(profile, [*overrides, *others, assignment])
             return
         except ProfileError as e:
-            if not (e.line == 0 and e.field_path == p.path):
+            if not _own(e, p):
                 return
             first = first or e
     if first is not None:
-        raise first
+        raise ProfileError(
+            f"{first.file} (--param {assignment})", None, first.field_path, first.message
+        )
+
+
+def invalid_reason(e: ProfileError, params: Sequence[tn.TuneParam]) -> str:
+    """Why a trial's values make an invalid profile, naming the option the value came from
+    (the profile's loader says ``(--set)`` of every override)."""
+    if e.line != 0:
+        return str(e)
+    origin = "--param" if any(_own(e, p) for p in params) else "--set"
+    return str(ProfileError(f"{e.file} ({origin})", None, e.field_path, e.message))
+
+
+def trial_sets(overrides: Sequence[str], values: Mapping[str, tn.Choice]) -> list[str]:
+    """The ``--set`` list one trial runs with: the command's own, then its values."""
+    return [*overrides, *(f"{k}={tn.yaml_value(v)}" for k, v in values.items())]
+
+
+def _check_tuned_yaml(
+    profile: str, overrides: Sequence[str], parsed: Sequence[tn.TuneParam], params: Sequence[str]
+) -> None:
+    """Bad input, before any trial, when tuned.yaml could not hold a ``--set`` or a tuned key:
+    the profile written with every ``--set`` and each range's low end must load as exactly the
+    profile a trial with those values runs (when that combination is a valid profile at all)."""
+    from harness import profile as profiles
+    from harness.results.tuned_profile import (
+        TunedMismatch,
+        TunedProfileError,
+        check_effective,
+        profile_changes,
+        tuned_yaml,
+    )
+
+    values = {q.path: _end_value(q, 0) for q in parsed}
+    try:
+        source, changes, _ = profile_changes(profile, overrides, values)
+        text = tuned_yaml(source, changes, [])
+    except TunedProfileError as e:
+        by_path = {q.path: f"--param {t}" for q, t in zip(parsed, params, strict=True)}
+        by_path.update({s.partition("=")[0].strip(): f"--set {s}" for s in overrides})
+        raise ValueError(f"{by_path.get(e.path, 'tuned.yaml')}: {e}") from None
+    except (OSError, UnicodeDecodeError):
+        return  # the profile loaded a moment ago; the write after the study says more
+    try:
+        trial = profiles.load(profile, trial_sets(overrides, values))
+    except ProfileError:
+        return  # the low ends together are not a valid profile: each trial is judged alone
+    try:
+        check_effective(profiles.loads(text, file="tuned.yaml"), trial)
+    except (ProfileError, TunedMismatch) as e:
+        raise ValueError(f"tuned.yaml would not be this run's profile: {e}") from None
+
+
+def _end_value(p: tn.TuneParam, end: int) -> tn.Choice:
+    if p.kind == "choices":
+        return p.choices[end]
+    v = (p.low, p.high)[end]
+    return int(v) if p.kind == "int" else v

@@ -37,7 +37,7 @@ from harness.results.sweep import (
 if TYPE_CHECKING:
     import optuna
 
-from harness.commands.tune_plan import TunePlan
+from harness.commands.tune_plan import TunePlan, invalid_reason, trial_sets
 
 Progress = Callable[[int, int, str], None]
 
@@ -84,8 +84,7 @@ class _Batch:
         self.seeds_run: dict[int, int] = {}  # a stopped trial's seeds run
 
     def overrides(self, number: int) -> list[str]:
-        sets = [f"{k}={tn.yaml_value(v)}" for k, v in self.values[number].items()]
-        return [*self.plan.overrides, *sets]
+        return trial_sets(self.plan.overrides, self.values[number])
 
     def tasks(self, numbers: Sequence[int], seeds: Sequence[int]) -> list[Task]:
         return [(n, self.overrides(n), s) for n in numbers for s in seeds]
@@ -157,7 +156,7 @@ def run_tune(
                 try:
                     profiles.load(plan.profile, batch.overrides(t.number))
                 except ProfileError as e:
-                    batch.invalid[t.number] = str(e)
+                    batch.invalid[t.number] = invalid_reason(e, plan.params)
             valid = [t.number for t in asked if t.number not in batch.invalid]
             marks = tn.checkpoints(plan.early_after, len(plan.seeds))
             bounds = [0, *marks, len(plan.seeds)]

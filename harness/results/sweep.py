@@ -123,8 +123,15 @@ def profile_constraints(base: Profile, extra: Sequence[str] = ()) -> list[Constr
     ``harness sim`` gates on) and then each ``--constraint``."""
     own = [parse_constraint(e, src) for src, e in gates(base.thresholds, base.slo, base.verdict)]
     seen = {c.expr for c in own}
-    more = [c for c in (parse_constraint(e) for e in extra) if c.expr not in seen]
+    more = [c for c in (_option_constraint(e) for e in extra) if c.expr not in seen]
     return [*own, *more]
+
+
+def _option_constraint(text: str) -> Constraint:
+    try:
+        return parse_constraint(text)
+    except ValueError as e:
+        raise ValueError(f"--constraint {text!r}: {e}") from None
 
 
 def parse_param(text: str) -> tuple[str, list[float]]:

@@ -12,7 +12,9 @@ every seed), the one rule ``harness sim --seeds N`` gates on.
 
 Trial states: ``complete`` (every seed ran), ``stopped`` (the early-stop rule ended it),
 ``invalid`` (the values make an invalid profile: the validation message is kept), ``failed``
-(a figure the study needs is undefined, e.g. a p95 with no completions at any seed).
+(the primary objective is undefined at every seed, e.g. a p95 with no completions). A second
+objective (``--also``) undefined at every seed leaves a trial ``complete`` (the recommendation
+ranks by the primary objective alone), with a message saying so, and off the front.
 """
 
 from __future__ import annotations
@@ -129,9 +131,14 @@ def parse_tune_param(text: str) -> TuneParam:
 
 
 def yaml_value(v: Choice) -> str:
-    """The ``--set`` text for a value (numbers without exponent, as a person writes them)."""
+    """The ``--set`` text for a value (numbers without exponent, as a person writes them; a
+    word YAML would read as something else, e.g. ``'yes'``, quoted)."""
     if isinstance(v, str):
-        return v
+        try:
+            same = yaml.safe_load(v) == v
+        except yaml.YAMLError:
+            same = False
+        return v if same and v == v.strip() else "'" + v.replace("'", "''") + "'"
     if isinstance(v, int):
         return str(v)
     text = format(Decimal(repr(v)).normalize(), "f")
@@ -253,18 +260,28 @@ def judge_trial(
     trial["constraints"] = judge_point(trial, cons, rule or SeedRule(), run)
     trial["objective"] = trial["metrics"][obj.metric]["median"]
     trial["also"] = trial["metrics"][also.metric]["median"] if also else None
-    undefined = trial["objective"] is None or (also is not None and trial["also"] is None)
     if stopped_by is not None:
         trial["state"], trial["message"] = "stopped", stopped_by
-    elif undefined:
+    elif trial["objective"] is None:
         trial["state"] = "failed"
-        trial["message"] = "the objective is undefined at every seed"
+        trial["message"] = f"the objective {obj.direction}:{obj.metric} is undefined at every seed"
+    elif also is not None and trial["also"] is None:
+        # the recommendation ranks by the primary objective alone: the trial is judged by it
+        trial["state"], trial["message"] = "complete", also_undefined(also)
     else:
         trial["state"], trial["message"] = "complete", None
     trial["feasible"] = trial["state"] == "complete" and all(
         ch["ok"] for ch in trial["constraints"]
     )
     return trial
+
+
+def also_undefined(also: Objective) -> str:
+    """A complete trial's note when the second objective has no value at any seed."""
+    return (
+        f"the second objective (--also {also.direction}:{also.metric}) is undefined at every "
+        "seed: judged by the primary objective, left off the front"
+    )
 
 
 def invalid_trial(number: int, values: Mapping[str, Choice], message: str) -> dict[str, Any]:
@@ -304,11 +321,12 @@ def _key(value: float, direction: str) -> float:
 
 def pareto_front(trials: Sequence[Mapping[str, Any]], obj: Objective, also: Objective) -> list[int]:
     """Trial numbers of the feasible trials no other feasible trial dominates, in order of the
-    primary objective (a trial dominates when it is no worse in both and better in one)."""
+    primary objective (a trial dominates when it is no worse in both and better in one); a
+    trial whose second objective is undefined is not on it."""
     pts = [
         (_key(t["objective"], obj.direction), _key(t["also"], also.direction), t["number"])
         for t in trials
-        if t["feasible"]
+        if t["feasible"] and t["also"] is not None
     ]
     front = [
         p

@@ -3,15 +3,18 @@ front, the early-stop rule and the holdout seeds' verdict."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 from harness.results.fmt import fmt_num
 from harness.results.sweep_table import judged_text
 
+_NUMBER = re.compile(r"-?\d+(\.\d+)?")
 SHOWN = 12  # rows: the best feasible trials first, then the rest by objective
 
 
@@ -108,6 +111,7 @@ def recommendation_lines(tune: Mapping[str, Any]) -> list[str]:
             f"{_nums(tied)}; the choice among them follows the stated preference (rule below)"
         )
     lines.append(f"rule: {rec['rule']}")
+    lines += reason_lines(tune)
     if tune.get("also") and tune.get("front"):
         lines.append(f"front (feasible, non-dominated): trials {_nums(tune['front'])}")
     lines.append(f"early stop: {tune['early_stop']['rule']}")
@@ -136,12 +140,56 @@ def recommendation_lines(tune: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+REASONS = 3  # the commonest reasons shown per state
+
+
+def reason_lines(tune: Mapping[str, Any]) -> list[str]:
+    """Why trials were invalid or failed, the commonest reasons first (tune.json has each
+    trial's), and how many complete trials had no value of the second objective."""
+    from collections import Counter
+
+    lines = []
+    for state in ("invalid", "failed"):
+        msgs = [str(t["message"]) for t in tune["trials"] if t["state"] == state]
+        if not msgs:
+            continue
+        shape = Counter(_NUMBER.sub("#", m) for m in msgs)  # 4.37 and 5.12: one reason
+        alike: dict[str, list[str]] = {}
+        for m in msgs:
+            alike.setdefault(_NUMBER.sub("#", m), []).append(m)
+        total = len(tune["trials"])
+        for reason, n in shape.most_common(REASONS):
+            eg = "e.g. " if len(set(alike[reason])) > 1 else ""
+            lines.append(
+                f"[yellow]{state}:[/] {n} of {total} trials: {eg}{escape(alike[reason][0])}"
+            )
+        rest = len(shape) - REASONS
+        if rest > 0:
+            lines.append(
+                f"[yellow]{state}:[/] {sum(n for _, n in shape.most_common()[REASONS:])} more "
+                f"for {rest} other reason{'s' * (rest != 1)} (each trial's is in tune.json)"
+            )
+    also = tune.get("also")
+    if also:
+        blank = [t for t in tune["trials"] if t["state"] == "complete" and t["also"] is None]
+        if blank:
+            lines.append(
+                f"[yellow]--also {also['direction']}:{also['metric']}:[/] undefined at every "
+                f"seed in {len(blank)} of {len(tune['trials'])} trials: they are judged by the "
+                "primary objective and left off the front"
+            )
+    return lines
+
+
 def _nums(ns: Sequence[int]) -> str:
     return ", ".join(str(n) for n in ns)
 
 
-def print_tune(console: Console, tune: Mapping[str, Any], written: Sequence[Path]) -> None:
+def print_tune(
+    console: Console, tune: Mapping[str, Any], written: Sequence[Path], notes: Sequence[str] = ()
+) -> None:
+    """The table, the recommendation's lines, ``notes`` (console markup), the files written."""
     console.print(tune_table(tune))
-    for line in recommendation_lines(tune):
+    for line in [*recommendation_lines(tune), *notes]:
         console.print(line, soft_wrap=True)
     console.print("wrote " + ", ".join(str(p) for p in written))

@@ -6,22 +6,39 @@ style) or ``, key: value`` (flow style) inserted under the deepest mapping that 
 comments, key order, quoting and flow/block style survive byte for byte. After editing, the new
 text is loaded and compared with the old: each changed path must hold exactly its new value
 and every other value must be unchanged, else ValueError (never a silently wrong profile).
+
+An anchor (``&name``) on the way to a changed key, or an alias (``*name``) on it, would carry
+the edit to every other place the anchor is used (the text is shared, a ``--set`` is not):
+those aliases are first written out in full, as a flow collection of the anchored value, so
+the edit changes that one place only.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
+import json
 import math
 import re
 from collections.abc import Mapping, Sequence
 from decimal import ROUND_HALF_UP, Decimal
+from pathlib import Path
 from typing import Any
 
 import yaml
 
 from harness.profile import yaml_guard
 
-Value = int | float | str
+Value = int | float | str | bool | None
+
+
+class TunedProfileError(ValueError):
+    """A change tuned.yaml cannot hold: ``path`` names the dotted key."""
+
+    def __init__(self, path: str, message: str) -> None:
+        self.path = path
+        super().__init__(message)
+
 
 # A string that can be written without quotes in block and flow context alike.
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]*")
@@ -56,16 +73,144 @@ def format_number(v: int | float) -> str:
     return "0" if text in ("-0", "") else text
 
 
-def _format_value(v: Value) -> str:
+def _format_value(v: Any) -> str:
+    """YAML text for a scalar that reads back as exactly ``v`` in block and flow context."""
+    if v is None:
+        return "null"
     if isinstance(v, bool):
         return "true" if v else "false"
+    if isinstance(v, float) and not math.isfinite(v):
+        return ".nan" if v != v else (".inf" if v > 0 else "-.inf")
     if isinstance(v, int | float):
         return format_number(v)
     if isinstance(v, str):
         if _PLAIN.fullmatch(v) and yaml.safe_load(v) == v:
             return v
-        return "'" + v.replace("'", "''") + "'"
+        if v.isprintable():
+            return "'" + v.replace("'", "''") + "'"
+        return json.dumps(v, ensure_ascii=False)  # a double-quoted YAML scalar, escapes kept
     raise ValueError(f"cannot write {v!r} ({type(v).__name__}) as a profile value")
+
+
+def _flow(v: Any) -> str:
+    """A whole value as one line of flow YAML (an alias written out in full)."""
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{_format_value(k)}: {_flow(x)}" for k, x in v.items()) + "}"
+    if isinstance(v, list):
+        return "[" + ", ".join(_flow(x) for x in v) + "]"
+    return _format_value(v)
+
+
+@dataclasses.dataclass(slots=True)
+class _Event:
+    """A node as the parser met it: its kind, anchor and text span, and its children (by key,
+    or by index for a sequence)."""
+
+    kind: str  # "map", "seq", "scalar" or "alias"
+    anchor: str | None
+    start: int
+    end: int
+    children: list[tuple[str, _Event]] = dataclasses.field(default_factory=list)
+
+
+def _event_tree(source: str) -> _Event | None:
+    events = iter(yaml.parse(source, Loader=yaml.SafeLoader))
+
+    def at(mark: Any) -> int:
+        return int(mark.index)  # the parser marks every event it emits
+
+    def node(ev: yaml.Event) -> _Event:
+        start, end = at(ev.start_mark), at(ev.end_mark)
+        if isinstance(ev, yaml.AliasEvent):
+            return _Event("alias", ev.anchor, start, end)
+        if isinstance(ev, yaml.ScalarEvent):
+            return _Event("scalar", ev.anchor, start, end)
+        is_map = isinstance(ev, yaml.MappingStartEvent)
+        out = _Event("map" if is_map else "seq", getattr(ev, "anchor", None), start, end)
+        while True:
+            nxt = next(events)
+            if isinstance(nxt, yaml.MappingEndEvent | yaml.SequenceEndEvent):
+                out.end = at(nxt.end_mark)
+                return out
+            if is_map:
+                key = node(nxt)  # a key that is no scalar is never on a dotted path
+                name = str(nxt.value) if isinstance(nxt, yaml.ScalarEvent) else ""
+                out.children.append((name if key.kind == "scalar" else "", node(next(events))))
+            else:
+                out.children.append((str(len(out.children)), node(nxt)))
+
+    for ev in events:
+        if isinstance(ev, yaml.ScalarEvent | yaml.AliasEvent | yaml.CollectionStartEvent):
+            return node(ev)
+    return None
+
+
+def _uses(root: _Event) -> dict[int, list[_Event]]:
+    """Each anchored node's start -> the aliases that refer to it (an alias names the latest
+    anchor of its name before it)."""
+    latest: dict[str, int] = {}
+    out: dict[int, list[_Event]] = {}
+
+    def walk(n: _Event) -> None:
+        if n.kind == "alias":
+            if n.anchor in latest:
+                out.setdefault(latest[n.anchor], []).append(n)
+            return
+        if n.anchor is not None:
+            latest[n.anchor] = n.start
+        for _, child in n.children:
+            walk(child)
+
+    walk(root)
+    return out
+
+
+def _unshared(source: str, path: str) -> str:
+    """``source`` with every alias that shares text with ``path``'s way written out in full:
+    an alias on the way itself, and the aliases of an anchored node on it."""
+    parts = path.split(".")
+    for _ in range(source.count("*") + 1):  # each round writes at least one alias out
+        root = _event_tree(source)
+        if root is None:
+            return source
+        uses = _uses(root)
+        node, depth, spans = root, 0, list[tuple[int, int]]()
+        while True:
+            if node.kind == "alias":
+                spans = [(node.start, node.end)]
+            elif node.anchor is not None and uses.get(node.start):
+                spans = [(a.start, a.end) for a in uses[node.start]]
+            if spans or depth == len(parts):
+                break
+            nxt = next((c for k, c in node.children if k == parts[depth]), None)
+            if nxt is None:
+                break
+            node, depth = nxt, depth + 1
+        if not spans:
+            return source
+        value = _get(_load(source, "the profile"), parts[:depth])
+        text = _flow(value)
+        for start, end in sorted(spans, reverse=True):
+            source = source[:start] + text + source[end:]
+    raise TunedProfileError(path, f"tuned profile: cannot set {path}: its aliases do not unwind")
+
+
+def _get(tree: Any, parts: Sequence[str]) -> Any:
+    for part in parts:
+        if isinstance(tree, list):
+            tree = tree[int(part)]
+        else:
+            tree = next(v for k, v in tree.items() if str(k) == part)
+    return tree
+
+
+def _plain_copy(tree: Any) -> Any:
+    """A copy that shares nothing (deepcopy keeps an anchor's sharing; ``--set`` does not)."""
+    if isinstance(tree, dict):
+        return {k: _plain_copy(v) for k, v in tree.items()}
+    if isinstance(tree, list):
+        return [_plain_copy(v) for v in tree]
+    return tree
 
 
 def _flow_value(rest: Sequence[str], text: str) -> str:
@@ -105,11 +250,14 @@ class _Editor:
         self.source = source
         self.path = path
         self.parts = path.split(".")
-        self.text = _format_value(value)
+        try:
+            self.text = _format_value(value)
+        except ValueError as e:
+            raise self.fail(str(e)) from None
         self.newline = "\r\n" if "\r\n" in source else "\n"
 
-    def fail(self, why: str) -> ValueError:
-        return ValueError(f"tuned profile: cannot set {self.path}: {why}")
+    def fail(self, why: str) -> TunedProfileError:
+        return TunedProfileError(self.path, f"tuned profile: cannot set {self.path}: {why}")
 
     def apply(self) -> str:
         if not self.path or any(not p for p in self.parts):
@@ -142,9 +290,8 @@ class _Editor:
             else:
                 raise self.fail(f"{'.'.join(self.parts[:i]) or 'the document'} is a scalar")
             if last:
-                if not isinstance(node, yaml.ScalarNode):
-                    kind = "list" if isinstance(node, yaml.SequenceNode) else "mapping"
-                    raise self.fail(f"it is a {kind}, not a single value")
+                if isinstance(node, yaml.CollectionNode):
+                    return self._replace_collection(node)
                 return self._replace(node, self.text)
         raise AssertionError("unreachable")
 
@@ -168,6 +315,14 @@ class _Editor:
         if start == end:  # `key:` with no value: the empty scalar sits right after the colon
             text = " " + text
         return self.source[:start] + text + self.source[end:]
+
+    def _replace_collection(self, node: yaml.CollectionNode) -> str:
+        """A mapping or list set to a single value (``--set engine.scaling.dependency=null``):
+        its whole text becomes the value (a block one's lines: the value, indented as they
+        were)."""
+        start = int(node.start_mark.index)
+        end = int(node.end_mark.index) if node.flow_style else _last_index(node)
+        return self.source[:start] + self.text + self.source[end:]
 
     def _insert(self, parent: yaml.MappingNode, parent_key_col: int, rest: Sequence[str]) -> str:
         src = self.source
@@ -274,13 +429,93 @@ def tuned_yaml(source: str, changes: Mapping[str, Value], header: Sequence[str])
     with these changes."""
     text = source
     for path, value in changes.items():
-        text = _Editor(text, path, value).apply()
-    before = _load(source, "the profile")
+        text = _Editor(_unshared(text, path), path, value).apply()
+    before = _plain_copy(_load(source, "the profile"))
     after = _load(text, "the edited profile")
     want = _expected(before, changes)
     if not _same(after, want):
         where = _first_difference(after, want)
-        raise ValueError(f"tuned profile: editing the text would change {where} unexpectedly")
+        raise TunedProfileError(
+            where, f"tuned profile: editing the text would change {where} unexpectedly"
+        )
     nl = "\r\n" if "\r\n" in source else "\n"
     head = "".join(f"# {line}".rstrip() + nl for h in header for line in h.splitlines() or [""])
     return head + nl + text if head else text
+
+
+# -------------------------------------------------------------------------------------------
+# tuned.yaml as the profile a trial ran: the changes, and the check that it loads as that.
+
+
+class TunedMismatch(Exception):
+    """tuned.yaml does not load as the profile its trial ran (a bug, never a silent file)."""
+
+
+def set_value(text: str) -> Any:
+    """A ``--set`` right-hand side, read as :func:`harness.profile.apply_override` reads it."""
+    return yaml_guard.load_value(text) if text.strip() else None
+
+
+def profile_changes(
+    spec: str, overrides: Sequence[str], values: Mapping[str, Value]
+) -> tuple[str, dict[str, Value], dict[str, str]]:
+    """The profile's text, and what tuned.yaml changes in it, in order: every ``--set``, then
+    every tuned value, then a trace path made absolute (the file lives in the results folder;
+    a path relative to the profile would break); with a note per change that is not tuned."""
+    from harness import profile as profiles
+
+    path = profiles.resolve(spec)
+    source = path.read_text(encoding="utf-8")
+    changes: dict[str, Value] = {}
+    notes: dict[str, str] = {}
+    for s in overrides:
+        key, _, text = s.partition("=")
+        changes[key.strip()] = set_value(text)
+        notes[key.strip()] = " (from --set)"
+    for key, v in values.items():
+        changes[key] = v
+        notes.pop(key, None)
+    trace = changes.get("arrivals.file", _at(_load(source, "the profile"), "arrivals.file"))
+    if isinstance(trace, str) and trace and not Path(trace).is_absolute():
+        changes["arrivals.file"] = str((path.parent / trace).resolve())
+        origin = "from --set; " if "arrivals.file" in notes else ""
+        notes["arrivals.file"] = f" ({origin}made absolute: this file lives elsewhere)"
+    return source, changes, notes
+
+
+def _at(tree: Any, dotted: str) -> Any:
+    """The value at a dotted path, or None."""
+    node = tree
+    for part in dotted.split("."):
+        if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        elif isinstance(node, dict) and part in node:
+            node = node[part]
+        else:
+            return None
+    return node
+
+
+def effective(prof: Any) -> Any:
+    """A profile as ``harness validate --print`` shows it (``to_dict``), its trace path made
+    absolute (a profile's own relative path and tuned.yaml's absolute one name one file)."""
+    from harness.profile import to_dict
+
+    plain = to_dict(prof)
+    trace = plain["arrivals"].get("file")
+    if trace:
+        plain["arrivals"]["file"] = str(Path(trace).resolve())
+    return plain
+
+
+def check_effective(tuned: Any, trial: Any) -> None:
+    """TunedMismatch unless the two profiles print the same bytes (``validate --print``)."""
+    from harness.profile.explain import print_yaml
+
+    a, b = effective(tuned), effective(trial)
+    if print_yaml(a) != print_yaml(b):
+        where = _first_difference(a, b)
+        raise TunedMismatch(
+            f"it does not load as the profile its trial ran: {where} is "
+            f"{_at(a, where)!r} there, {_at(b, where)!r} in the trial"
+        )

@@ -152,7 +152,6 @@ def test_list_index_replace_and_insert() -> None:
         ("name.sub", r"cannot set name\.sub: name is a scalar"),
         ("thresholds.x", r"thresholds\.x: no such list element"),
         ("thresholds.3", r"thresholds\.3: no such list element"),
-        ("engine.admission", r"engine\.admission: it is a mapping"),
         ("engine..x", "empty part"),
     ],
 )
@@ -161,10 +160,61 @@ def test_errors_name_the_path(path: str, match: str) -> None:
         tuned_yaml(BLOCK, {path: 1}, [])
 
 
-def test_alias_is_refused() -> None:
-    src = "a: &x {v: 1}\nb: *x\n"
-    with pytest.raises(ValueError, match=r"b is an alias"):
-        tuned_yaml(src, {"b.v": 2}, [])
+ANCHORED = """\
+classes:
+  chat: &base
+    weight: 0.5  # half
+    max_tokens: 16
+  other: *base
+  more: [*base]
+"""
+
+
+def test_an_edit_under_an_anchor_writes_its_aliases_out_and_changes_that_place_only() -> None:
+    out = tuned_yaml(ANCHORED, {"classes.chat.max_tokens": 32}, [])
+    assert out == (
+        "classes:\n  chat: &base\n    weight: 0.5  # half\n    max_tokens: 32\n"
+        "  other: {weight: 0.5, max_tokens: 16}\n  more: [{weight: 0.5, max_tokens: 16}]\n"
+    )
+    data = yaml.safe_load(out)["classes"]
+    assert data["other"] == data["more"][0] == {"weight": 0.5, "max_tokens": 16}
+
+
+def test_an_edit_through_an_alias_writes_that_alias_out() -> None:
+    out = tuned_yaml(ANCHORED, {"classes.other.max_tokens": 8}, [])
+    assert "  other: {weight: 0.5, max_tokens: 8}\n  more: [*base]\n" in out
+    data = yaml.safe_load(out)["classes"]
+    assert data["chat"]["max_tokens"] == data["more"][0]["max_tokens"] == 16
+    src = "a: &x {v: 1}\nb: *x\nn: &n 5\nm: *n\n"  # flow anchors and a scalar's
+    out = tuned_yaml(src, {"b.v": 2, "n": 7}, [])
+    assert out == "a: &x {v: 1}\nb: {v: 2}\nn: 7\nm: 5\n"
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (True, "true"),
+        (False, "false"),
+        (None, "null"),
+        ("traces/b.csv", "traces/b.csv"),
+        ("/abs/b.csv", "'/abs/b.csv'"),
+        ("yes", "'yes'"),
+        ("it's", "'it''s'"),
+        ("two\nlines", '"two\\nlines"'),
+    ],
+)
+def test_booleans_null_and_strings_are_written_as_they_load(value: object, text: str) -> None:
+    src = "engine:\n  scaling: {enabled: true}\n  x: 1  # note\n"
+    out = tuned_yaml(src, {"engine.x": value}, [])  # type: ignore[dict-item]
+    assert out == src.replace("x: 1", f"x: {text}")
+    assert yaml.safe_load(out)["engine"]["x"] == value
+
+
+def test_a_mapping_or_list_set_to_one_value_replaces_its_text() -> None:
+    src = "engine:\n  dependency:\n    a: 1  # gone\n    b: [1, 2]\n  other: 3\nl: [1, 2]\n"
+    out = tuned_yaml(src, {"engine.dependency": None, "l": "off"}, [])  # a word YAML reads as false
+    assert out == "engine:\n  dependency:\n    null\n  other: 3\nl: 'off'\n"
+    assert yaml.safe_load(out) == {"engine": {"dependency": None, "other": 3}, "l": "off"}
 
 
 def test_block_scalar_is_refused() -> None:
