@@ -349,8 +349,14 @@ def judge_point(
 
 
 def _slack(cons: Sequence[Constraint], checks: Sequence[Mapping[str, Any]]) -> float:
+    """The smallest relative margin over the constraints that have one (== and != do not)."""
     return min(
-        (c.relative(ch["margin"]) for c, ch in zip(cons, checks, strict=True)), default=math.inf
+        (
+            c.relative(ch["margin"])
+            for c, ch in zip(cons, checks, strict=True)
+            if ch["margin"] is not None
+        ),
+        default=math.inf,
     )
 
 
@@ -435,7 +441,7 @@ def recommend(
         _, p, checks = tied[k]
         margins = {ch["expr"]: ch["margin"] for ch in checks}
         binding = min(
-            zip(cons, checks, strict=True),
+            ((c, ch) for c, ch in zip(cons, checks, strict=True) if ch["margin"] is not None),
             key=lambda cc: cc[0].relative(cc[1]["margin"]),
             default=None,
         )

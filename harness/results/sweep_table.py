@@ -86,7 +86,7 @@ def recommendation_text(sweep: dict[str, Any]) -> str:
     text = (
         f"recommended {_vals(rec['values'])}: {obj['metric']} median {fmt_num(obj['median'])}; "
         f"binding constraint {rec['binding_constraint']}, margin {fmt_num(rec['margin'])} "
-        f"({judged_text(binding)}; {rec['feasible_points']} feasible points)"
+        f"({judged_text(binding)}; {_points(rec['feasible_points'])})"
     )
     ties = rec.get("tied") or []
     if len(ties) > 1:
@@ -98,6 +98,10 @@ def recommendation_text(sweep: dict[str, Any]) -> str:
     if rec.get("at_grid_edge"):
         text += "; at the edge of the grid: widen the range to see beyond it"
     return text
+
+
+def _points(n: int) -> str:
+    return f"{n} feasible point{'' if n == 1 else 's'}"
 
 
 def judged_text(row: Mapping[str, Any]) -> str:

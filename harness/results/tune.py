@@ -465,7 +465,11 @@ def recommend(
             "rule": text,
         }
     rows = list(zip(cons, t["constraints"], strict=True))
-    binding = min(rows, key=lambda r: r[0].relative(r[1]["margin"]), default=None)
+    binding = min(
+        (r for r in rows if r[1]["margin"] is not None),
+        key=lambda r: r[0].relative(r[1]["margin"]),
+        default=None,
+    )
     return {
         "trial": t["number"],
         "values": dict(t["values"]),

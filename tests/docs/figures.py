@@ -125,6 +125,32 @@ def seed_burst() -> dict[str, Any]:
     return dict(json.loads((out / "aggregate.json").read_text()))
 
 
+def _sweep_json(name: str, *args: str) -> dict[str, Any]:
+    out = _tmp() / name
+    harness("sweep", *args, "--out", str(out))
+    return dict(json.loads((out / "sweep.json").read_text()))
+
+
+@functools.cache
+def short_spike() -> dict[str, Any]:
+    window = "engine.scaling.behavior.scale_down.stabilization_window_s"
+    return _sweep_json(
+        "short-spike",
+        "scenarios/short-spike",
+        "--param",
+        f"{window}=0:120:30",
+        "--seeds",
+        "20",
+        "--objective",
+        "min:scaling.replica_seconds",
+    )
+
+
+@functools.cache
+def sweep_2_40() -> dict[str, Any]:
+    return _sweep_json("sweep-2-40", "seed-burst", "--param", f"{AGE}=2:40:2", "--seeds", "20")
+
+
 @functools.cache
 def sweep() -> dict[str, Any]:
     out = _tmp() / "sweep"
@@ -225,6 +251,11 @@ FIGURES: dict[str, Callable[[], str]] = {
     "sweep_worst_at_4": lambda: _s(_at(4, "worst")),
     "sweep_tied_rejected": lambda: ", ".join(f"{_rejected(a)} %" for a in _tied()),
     "sweep_tied": lambda: _range(_tied()),
+    # docs/autoscaling.md and docs/install.md
+    "short_spike_window": lambda: str(
+        next(iter(short_spike()["recommendation"]["values"].values()))
+    ),
+    "install_sweep_rec": lambda: str(sweep_2_40()["recommendation"]["values"][AGE]),
 }
 
 
