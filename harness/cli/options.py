@@ -89,9 +89,7 @@ def cluster_ready(address: str | None) -> None:
     from harness.commands.cluster import INSTALL_HINT, available
 
     if address is not None and not available():
-        from rich.markup import escape
-
-        raise bad_input(escape(INSTALL_HINT))
+        raise bad_input(INSTALL_HINT)
 
 
 # Ports and seeds are checked by click before a command runs: a usage error, exit 2. Port 0
@@ -128,7 +126,11 @@ InsecureOpt = Annotated[
 
 
 def bad_input(message: str) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {message}", soft_wrap=True)
+    """Print ``error: message`` (plain text: brackets in it are printed, not read as markup)
+    and return exit 2 to raise."""
+    from rich.markup import escape
+
+    err.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)
     return typer.Exit(EXIT_BAD_INPUT)
 
 
