@@ -13,8 +13,16 @@ import yaml
 from rich.console import Console
 from rich.markup import escape
 
-from harness.commands.cluster import ClusterError, ClusterPool, cluster_text, where_text
+from harness.commands.cluster import (
+    ClusterError,
+    ClusterPool,
+    Stopped,
+    cluster_text,
+    failure_text,
+    where_text,
+)
 from harness.commands.progress import progress_bar
+from harness.commands.sweep import drop_if_empty
 from harness.exit_codes import EXIT_BROKEN, EXIT_FAIL, EXIT_OK
 from harness.interrupts import Interrupts
 from harness.results import tune as tn
@@ -141,13 +149,19 @@ def tune_command(
                 plan, n_jobs, progress, stop=intr.__bool__, cluster=cluster, on_cluster=connected
             )
         except ClusterError as e:
-            console.print(f"[bold red]error:[/] {escape(str(e))}", soft_wrap=True)
+            drop_if_empty(folder)
+            label = f"interrupted ({intr.last})" if isinstance(e, Stopped) else "error"
+            console.print(f"[bold red]{label}:[/] {escape(str(e))}", soft_wrap=True)
             return e.code
     written = write_outputs(result, plan, folder)
     if not result["complete"]:
+        failed = None if intr else failure_text(pools[0] if pools else None)
+        head = f"[bold red]interrupted ({intr.last}):[/]"
         console.print(
-            f"[bold red]interrupted ({intr.last}):[/] {len(result['trials'])} of {plan.trials} "
-            f"trials finished; partial {written[0]} written (exit 3)"
+            f"{f'[bold red]error:[/] {escape(failed)};' if failed else head}"
+            f" {len(result['trials'])} of {plan.trials} trials finished; partial "
+            f"{escape(str(written[0]))} written (exit 3)",
+            soft_wrap=True,
         )
         return EXIT_BROKEN
     from harness.results.tune_table import print_tune
