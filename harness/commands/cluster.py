@@ -191,6 +191,7 @@ class ClusterPool:
         self.failure: ClusterError | None = None  # why the last round ended early, if it did
         self.workers: list[str] = []
         self._only: list[str] | None = None  # the workers tasks may run on, when restricted
+        self._threads: dict[str, int] = {}  # worker address -> threads, when last asked
         self._stop = stop
         self._client: Any = None
         self._levels = _quiet()
@@ -280,8 +281,9 @@ class ClusterPool:
         return None
 
     def _worker_names(self) -> list[str]:
-        info = self._client.scheduler_info()
-        return sorted(info.get("workers", {}))
+        workers = self._client.scheduler_info().get("workers", {})
+        self._threads = {w: int(info.get("nthreads", 1)) for w, info in workers.items()}
+        return sorted(workers)
 
     def _where(self) -> dict[str, Any]:
         """submit()'s restriction to the workers that passed the check, when some did not."""
@@ -291,23 +293,23 @@ class ClusterPool:
 
     @property
     def slots(self) -> int:
-        """Worker threads in the cluster now (a chunk-size hint; never changes results)."""
-        try:
-            info = self._client.scheduler_info()
-        except Exception:
-            return max(1, len(self.workers))
-        workers = info.get("workers", {})
-        if self._only is not None:
-            workers = {w: v for w, v in workers.items() if w in self._only}
-        return max(1, sum(int(w.get("nthreads", 1)) for w in workers.values()))
+        """Worker threads of the workers the run may use, as they were when it connected (a
+        chunk-size hint; never changes results. No call: a lost scheduler cannot stall it)."""
+        return max(1, sum(n for w, n in self._threads.items() if w in self.workers))
+
+    def _serving(self) -> bool:
+        """The client is connected (not reconnecting to a lost scheduler, not closed)."""
+        return self._client is not None and getattr(self._client, "status", "") == "running"
 
     def close(self) -> None:
         client, self._client = self._client, None
         try:
-            if client is not None:
+            if client is not None and getattr(client, "status", "") != "running":
+                _drop(client)  # reconnecting to a lost scheduler: nothing to tell it
+            elif client is not None:
                 try:
                     client.close(timeout=min(self.timeout_s, 5.0))
-                except Exception:  # the scheduler is gone: nothing to tell it
+                except Exception:  # the scheduler went away meanwhile
                     _drop(client)
         finally:
             if self._levels:
@@ -344,6 +346,8 @@ class ClusterPool:
             while pending:
                 if stop is not None and stop():
                     return False
+                if not self._serving():  # Dask cancels every future of a lost connection
+                    raise self._lost()
                 batch = seq.next_batch(block=False) or _wait_one(seq)
                 for fut in batch:
                     if fut not in pending:
@@ -355,9 +359,11 @@ class ClusterPool:
                 due = time.monotonic() - watched >= WATCH_EVERY_S
                 if not batch and self._only is not None and due:
                     watched = time.monotonic()
-                    self._check_serving()
+                    self._check_serving(stop)
             finished = True
             return True
+        except Stopped:
+            return False
         except ClusterError as e:
             self.failure = e
             return False
@@ -368,14 +374,29 @@ class ClusterPool:
             self.failure = failure
             return False
         finally:
-            if not finished and futures:
+            if not finished and futures and self._serving():
                 with contextlib.suppress(Exception):  # a lost scheduler has nothing to cancel
-                    client.cancel(list(futures), force=True)
+                    _bounded(
+                        lambda: client.cancel(list(futures), force=True),
+                        min(self.timeout_s, 5.0),
+                        None,
+                        "cancelling",
+                    )
 
-    def _check_serving(self) -> None:
+    def _lost(self) -> ClusterError:
+        return ClusterError(
+            EXIT_BROKEN,
+            f"lost the connection to the scheduler at {self.address} mid-run: check that it "
+            "runs (restart it) and run again",
+        )
+
+    def _check_serving(self, stop: Callable[[], bool] | None) -> None:
         """A run restricted to some workers fails once none of them is left (Dask would
         wait for them forever: the others cannot run harness)."""
-        if set(self._worker_names()) & set(self._only or ()):
+        if not self._serving():
+            return  # a lost scheduler: its futures are cancelled, and say so
+        names = _bounded(self._worker_names, self.timeout_s, stop, "asking for workers")
+        if set(names) & set(self._only or ()):
             return
         raise ClusterError(
             EXIT_BROKEN,
@@ -400,12 +421,9 @@ class ClusterPool:
             )
         if type(e).__module__.split(".")[0] != "distributed":
             return None
-        if "scheduler-connection-lost" in text:
-            return ClusterError(
-                EXIT_BROKEN,
-                f"lost the connection to the scheduler at {self.address} mid-run: check that "
-                "it runs (restart it) and run again",
-            )
+        lost = "scheduler-connection-lost" in text or "Cancelled" in type(e).__name__
+        if lost or not self._serving():
+            return self._lost()
         return ClusterError(
             EXIT_BROKEN,
             f"the cluster at {self.address} failed the run ({text}): check its workers "
