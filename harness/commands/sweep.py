@@ -195,7 +195,7 @@ def sweep_command(
 
         def connected(pool: ClusterPool) -> None:
             pools.append(pool)
-            console.print(escape(cluster_text(pool)))
+            console.print(escape(cluster_text(pool)), soft_wrap=True)
 
         try:
             result = run_sweep(

@@ -142,7 +142,7 @@ def tune_command(
 
         def connected(pool: ClusterPool) -> None:
             pools.append(pool)
-            console.print(escape(cluster_text(pool)))
+            console.print(escape(cluster_text(pool)), soft_wrap=True)
 
         try:
             result = run_tune(
