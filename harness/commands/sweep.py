@@ -213,7 +213,8 @@ def sweep_command(
                 on_cluster=connected,
             )
         except (ValueError, ProfileError) as e:
-            console.print(f"[bold red]error:[/] {e}")
+            drop_if_empty(folder)  # checked before any simulation: nothing to keep
+            console.print(f"[bold red]error:[/] {escape(str(e))}", soft_wrap=True)
             return EXIT_BAD_INPUT
         except ClusterError as e:
             drop_if_empty(folder)

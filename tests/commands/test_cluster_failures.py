@@ -124,6 +124,18 @@ def test_a_tune_over_arrivals_file_on_the_cluster_equals_the_local_pool(
     assert chosen == {"batch-flood.csv", "half.csv"}  # both traces ran (sampler seed 3)
 
 
+def test_a_sweep_over_arrivals_file_is_bad_input_in_one_line(tmp_path: Path) -> None:
+    # A sweep's values are numbers (tune's --param takes a list of files): exit 2 before
+    # any connection, and the results folder is not left behind.
+    out = tmp_path / "s"
+    args = ["sweep", _two_traces(tmp_path), "--param", "arrivals.file=batch-flood.csv,half.csv"]
+    proc = _harness(args, out, "tcp://127.0.0.1:9")
+    assert proc.returncode == EXIT_BAD_INPUT, proc.stderr
+    line = _one_error_line(proc.stderr)
+    assert line.startswith("error: --param 'arrivals.file=batch-flood.csv,half.csv': ")
+    assert not out.exists()
+
+
 # -- 2. a worker without harness -----------------------------------------------------------
 
 
