@@ -132,13 +132,17 @@ PreferOpt = Annotated[
 
 
 def cluster_ready(address: str | None) -> None:
-    """--cluster without the extra installed: exit 2, saying what to install."""
-    from harness.commands.cluster import INSTALL_HINT, available
+    """--cluster without the extra installed, or an address Dask cannot dial (``tpc://``, no
+    port): exit 2 with one line, before the results folder is made."""
+    from harness.commands.cluster import INSTALL_HINT, address_problem, available
 
-    if address is not None and not available():
-        from rich.markup import escape
-
-        raise bad_input(escape(INSTALL_HINT))
+    if address is None:
+        return
+    if not available():
+        raise bad_input(INSTALL_HINT)
+    problem = address_problem(address)
+    if problem is not None:
+        raise bad_input(problem)
 
 
 # Ports and seeds are checked by click before a command runs: a usage error, exit 2. Port 0
@@ -175,7 +179,11 @@ InsecureOpt = Annotated[
 
 
 def bad_input(message: str) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {message}", soft_wrap=True)
+    """Print ``error: message`` (plain text: brackets in it are printed, not read as markup)
+    and return exit 2 to raise."""
+    from rich.markup import escape
+
+    err.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)
     return typer.Exit(EXIT_BAD_INPUT)
 
 

@@ -3,6 +3,7 @@ and optionally re-run the recommended point live (:mod:`harness.commands.verify_
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import multiprocessing as mp
@@ -16,13 +17,21 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from harness.commands.cluster import ClusterError, ClusterPool, cluster_text, where_text
+from harness.commands.cluster import (
+    ClusterError,
+    ClusterPool,
+    Stopped,
+    bundle_for,
+    cluster_text,
+    failure_text,
+    where_text,
+)
 from harness.commands.pool import run_chunks
 from harness.commands.progress import progress_bar
 from harness.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN, EXIT_FAIL, EXIT_OK
 from harness.interrupts import Interrupts
 from harness.profile import ProfileError
-from harness.profile.bundle import ProfileBundle, make_bundle
+from harness.profile.bundle import ProfileBundle
 from harness.results.sweep import (
     Outcome,
     Plan,
@@ -111,31 +120,44 @@ def run_sweep(
         if progress:
             progress(done, total)
 
-    where: dict[str, int] | None = None
+    where: dict[str, Any] | None = None
     if cluster:
-        check_shippable(plan.names)
-        with ClusterPool(cluster, make_bundle(profile, overrides)) as pool:
+        # A sweep's values are numbers: none names a trace, so only the profile's ships.
+        with ClusterPool(cluster, bundle_for(profile, overrides, ()), stop=stop) as pool:
             if on_cluster:
                 on_cluster(pool)
             shipped = functools.partial(_run_bundle_chunk, metrics=plan.metrics)
             complete = pool.run(shipped, chunked(pool.slots), take, stop)
-            where = dict(sorted(pool.ran.items()))
+            where = cluster_meta(cluster, pool)
     else:
         work = functools.partial(_run_chunk, runner, profile, metrics=plan.metrics)
         complete = run_chunks(work, chunked(jobs), jobs, _pool_context(), take, stop)
     result = assemble(plan, tally, complete, round(time.perf_counter() - started, 3), jobs)
     if where is not None:
-        result["meta"]["cluster"] = {"address": cluster, "simulations_by_worker": where}
+        result["meta"]["cluster"] = where
     write_outputs(result, out)
     return result
 
 
-def check_shippable(paths: Sequence[str]) -> None:
-    """A cluster gets one trace file per run: a parameter cannot choose it."""
-    if "arrivals.file" in paths:
-        raise ValueError(
-            "--cluster ships one trace file per run: arrivals.file cannot be a --param"
-        )
+def cluster_meta(address: str, pool: ClusterPool) -> dict[str, Any]:
+    """``meta.cluster``: the address, simulations by worker, and, when there were any, the
+    workers left out and why the run ended early."""
+    meta: dict[str, Any] = {
+        "address": address,
+        "simulations_by_worker": dict(sorted(pool.ran.items())),
+    }
+    if pool.left_out:
+        meta["left_out"] = dict(sorted(pool.left_out.items()))
+    failed = failure_text(pool)
+    if failed is not None:
+        meta["failed"] = failed
+    return meta
+
+
+def drop_if_empty(folder: Path) -> None:
+    """The results folder a cluster that never served left behind, if nothing is in it."""
+    with contextlib.suppress(OSError):
+        folder.rmdir()
 
 
 def print_table(console: Console, sweep: dict[str, Any]) -> None:
@@ -175,7 +197,7 @@ def sweep_command(
 
         def connected(pool: ClusterPool) -> None:
             pools.append(pool)
-            console.print(escape(cluster_text(pool)))
+            console.print(escape(cluster_text(pool)), soft_wrap=True)
 
         try:
             result = run_sweep(
@@ -194,16 +216,23 @@ def sweep_command(
                 prefer=prefer,
             )
         except (ValueError, ProfileError) as e:
-            console.print(f"[bold red]error:[/] {escape(str(e))}", soft_wrap=True)  # one line
+            drop_if_empty(folder)  # checked before any simulation: nothing to keep
+            console.print(f"[bold red]error:[/] {escape(str(e))}", soft_wrap=True)
             return EXIT_BAD_INPUT
         except ClusterError as e:
-            console.print(f"[bold red]error:[/] {escape(str(e))}", soft_wrap=True)
+            drop_if_empty(folder)
+            label = f"interrupted ({intr.last})" if isinstance(e, Stopped) else "error"
+            console.print(f"[bold red]{label}:[/] {escape(str(e))}", soft_wrap=True)
             return e.code
     if not result.get("complete", True):
         done = sum(1 for p in result["points"] if p.get("finished"))
+        failed = None if intr else failure_text(pools[0] if pools else None)
+        head = f"[bold red]interrupted ({intr.last}):[/]"
         console.print(
-            f"[bold red]interrupted ({intr.last}):[/] {done} of {len(result['points'])} "
-            f"points finished; partial {folder / 'sweep.json'} written (exit 3)"
+            f"{f'[bold red]error:[/] {escape(failed)};' if failed else head}"
+            f" {done} of {len(result['points'])} points finished; partial "
+            f"{escape(str(folder / 'sweep.json'))} written (exit 3)",
+            soft_wrap=True,
         )
         return EXIT_BROKEN
     print_table(console, result)

@@ -13,8 +13,16 @@ import yaml
 from rich.console import Console
 from rich.markup import escape
 
-from harness.commands.cluster import ClusterError, ClusterPool, cluster_text, where_text
+from harness.commands.cluster import (
+    ClusterError,
+    ClusterPool,
+    Stopped,
+    cluster_text,
+    failure_text,
+    where_text,
+)
 from harness.commands.progress import progress_bar
+from harness.commands.sweep import drop_if_empty
 from harness.exit_codes import EXIT_BROKEN, EXIT_FAIL, EXIT_OK
 from harness.interrupts import Interrupts
 from harness.results import tune as tn
@@ -169,14 +177,16 @@ def tune_command(
 
         def connected(pool: ClusterPool) -> None:
             pools.append(pool)
-            console.print(escape(cluster_text(pool)))
+            console.print(escape(cluster_text(pool)), soft_wrap=True)
 
         try:
             result = run_tune(
                 plan, n_jobs, progress, stop=intr.__bool__, cluster=cluster, on_cluster=connected
             )
         except ClusterError as e:
-            console.print(f"[bold red]error:[/] {escape(str(e))}", soft_wrap=True)
+            drop_if_empty(folder)
+            label = f"interrupted ({intr.last})" if isinstance(e, Stopped) else "error"
+            console.print(f"[bold red]{label}:[/] {escape(str(e))}", soft_wrap=True)
             return e.code
     mismatch: str | None = None
     try:
@@ -191,8 +201,12 @@ def tune_command(
             if done == plan.trials
             else f"{done} of {plan.trials} trials finished"
         )
+        failed = None if intr else failure_text(pools[0] if pools else None)
+        head = f"[bold red]interrupted ({intr.last}):[/]"
         console.print(
-            f"[bold red]interrupted ({intr.last}):[/] {what}; partial {written[0]} written (exit 3)"
+            f"{f'[bold red]error:[/] {escape(failed)};' if failed else head}"
+            f" {what}; partial {escape(str(written[0]))} written (exit 3)",
+            soft_wrap=True,
         )
         return EXIT_BROKEN
     from harness.results.tune_table import print_tune

@@ -17,17 +17,16 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from harness.commands.cluster import ClusterPool
+from harness.commands.cluster import ClusterPool, bundle_for
 from harness.commands.pool import WorkerPool
 from harness.commands.sweep import (
     Runner,
     _pool_context,
     _run_bundle_chunk,
     _run_chunk,
-    check_shippable,
+    cluster_meta,
 )
 from harness.profile import ProfileError
-from harness.profile.bundle import make_bundle
 from harness.results import tune as tn
 from harness.results.sweep import (
     Outcome,
@@ -137,10 +136,13 @@ def run_tune(
         if progress:
             progress(sims, total, best_text())
 
-    if cluster:
-        check_shippable([p.path for p in plan.params])
     pool: WorkerPool | ClusterPool = (
-        ClusterPool(cluster, make_bundle(plan.profile, plan.overrides))
+        # a trace per value a parameter gives arrivals.file ships with the profile
+        ClusterPool(
+            cluster,
+            bundle_for(plan.profile, plan.overrides, [(p.path, p.choices) for p in plan.params]),
+            stop=stop,
+        )
         if cluster
         else WorkerPool(jobs, _pool_context())
     )
@@ -204,10 +206,7 @@ def run_tune(
                 result = assemble(plan, trials, sims, False, jobs, 0.0)
     result["meta"]["wall_s"] = round(time.perf_counter() - started, 3)
     if isinstance(pool, ClusterPool):
-        result["meta"]["cluster"] = {
-            "address": cluster,
-            "simulations_by_worker": dict(sorted(pool.ran.items())),
-        }
+        result["meta"]["cluster"] = cluster_meta(pool.address, pool)
     return result
 
 

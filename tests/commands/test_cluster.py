@@ -35,6 +35,31 @@ DEPTH = "engine.admission.depth_mult"
 START_TIMEOUT_S = 60.0
 
 
+# A worker whose Python cannot import harness, however it was installed here (editable or
+# not): the first finder on sys.meta_path refuses harness and harness.* as a missing module
+# does. It checks that first, then runs `dask worker` as the command line does.
+WITHOUT_HARNESS = """
+import runpy, sys
+
+class NoHarness:
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name == "harness" or name.startswith("harness."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+sys.meta_path.insert(0, NoHarness)
+try:
+    import harness  # noqa: F401
+except ModuleNotFoundError:
+    pass
+else:
+    sys.exit("harness is importable here")
+sys.argv[0] = "dask-worker"
+runpy.run_module("distributed.cli.dask_worker", run_name="__main__")
+"""
+
+
 class Cluster:
     """A Dask scheduler and workers as child processes, on 127.0.0.1."""
 
@@ -77,11 +102,17 @@ class Cluster:
         self.procs.append(p)
         return p
 
-    def add_worker(self, version: str | None = None) -> subprocess.Popen[bytes]:
+    def add_worker(
+        self, version: str | None = None, *, harness: bool = True
+    ) -> subprocess.Popen[bytes]:
+        """A worker process; ``version``: its harness reports another version; ``harness``
+        False: it cannot import harness at all (an environment without it)."""
         args = [self.address, "--nthreads", "1", "--no-nanny", "--no-dashboard"]
         args += ["--host", "127.0.0.1"]
         code = None
-        if version is None:
+        if not harness:
+            code = WITHOUT_HARNESS
+        elif version is None:
             args = ["-m", "distributed.cli.dask_worker", *args]
         else:  # a worker whose harness reports another version
             code = (
