@@ -99,7 +99,7 @@ def export_(
         str(adapter_rules) == "-" or (out is not None and out.resolve() == adapter_rules.resolve())
     ):
         raise bad_input(
-            f"--adapter-rules {escape(str(adapter_rules))}: name a file of its own "
+            f"--adapter-rules {adapter_rules}: name a file of its own "
             "(not stdout, not --out): the manifest holds only Kubernetes objects"
         )
     prof = load_profile(profile, set_)
