@@ -36,7 +36,10 @@ def test_results_imports_neither_driver_nor_the_commands() -> None:
         path: sorted(
             m
             for m in _imports(tree)
-            if any(_under(m, p) for p in ("harness.sim", "harness.live", "harness.commands"))
+            if any(
+                _under(m, p)
+                for p in ("harness.sim", "harness.live", "harness.commands", "harness.search")
+            )
         )
         for path, tree in _modules().items()
         if path.startswith("results/")
@@ -53,9 +56,10 @@ def test_only_the_commands_layer_imports_both_sim_and_live() -> None:
         }
 
     sim, live = importers("harness.sim"), importers("harness.live")
-    # the simulation is reached only through the commands layer (the CLI calls commands)
+    # the simulation is reached only through the commands floor: commands/ and search/ (sweep
+    # and tune) beside it (the CLI calls them)
     assert {p for p in sim if not p.startswith("sim/")} <= {
-        p for p in mods if p.startswith("commands/")
+        p for p in mods if p.startswith(("commands/", "search/"))
     }
     assert any(p.startswith("commands/") for p in sim) and any(
         p.startswith("commands/") for p in live
@@ -227,7 +231,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("harness.results", "harness.export", "harness.fit"),
     ("harness.run_core",),  # engine + collector + log -> the summary, for both drivers
     ("harness.sim", "harness.live"),
-    ("harness.commands",),
+    ("harness.commands", "harness.search"),  # search: sweep and tune, beside the commands
     ("harness.cli", "harness.__main__"),
 )
 # The imports allowed to run up a layer, each with its reason.

@@ -368,7 +368,7 @@ def sweep(
     cluster: ClusterOpt = None,
 ) -> None:
     """Grid-sweep parameters in virtual time and recommend a value robust across seeds."""
-    from harness.commands.sweep import sweep_command
+    from harness.search.sweep.command import sweep_command
 
     prof = load_profile(profile, set_)
     if time_scale <= 0:

@@ -1,5 +1,5 @@
 """The `tune` command (registered on the app by :mod:`harness.cli.app`): parse, call
-:mod:`harness.commands.tune`, map errors to exit codes."""
+:mod:`harness.search.tune.command`, map errors to exit codes."""
 
 from __future__ import annotations
 
@@ -100,9 +100,9 @@ def tune(
     interrupted (a partial tune.json is written)."""
     from rich.markup import escape
 
-    from harness.commands.tune import clear_outputs, foreign_files, tune_command
-    from harness.commands.tune_plan import plan_tune
     from harness.profile import ProfileError
+    from harness.search.tune.command import clear_outputs, foreign_files, tune_command
+    from harness.search.tune.plan import plan_tune
 
     prof = load_profile(profile, set_)
     if time_scale <= 0:

@@ -30,11 +30,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.commands.sweep import run_sweep
-from harness.commands.tune_plan import plan_tune
-from harness.commands.tune_study import run_tune
 from harness.results.expr import expr_value
-from harness.results.tune import judge_holdout, yaml_value
+from harness.search.sweep.command import run_sweep
+from harness.search.tune.judge import judge_holdout, yaml_value
+from harness.search.tune.plan import plan_tune
+from harness.search.tune.study import run_tune
 from harness.sim.runner import run_summary
 
 SEEDS = 20

@@ -19,13 +19,13 @@ import pytest
 
 pytest.importorskip("distributed")
 
-from harness.commands.cluster import ClusterError, ClusterPool
-from harness.commands.sweep import run_sweep
-from harness.commands.tune_plan import plan_tune
-from harness.commands.tune_study import run_tune
 from harness.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN
 from harness.profile import bundled_dir, load
 from harness.profile.bundle import load_bundle, make_bundle
+from harness.search.cluster import ClusterError, ClusterPool
+from harness.search.sweep.command import run_sweep
+from harness.search.tune.plan import plan_tune
+from harness.search.tune.study import run_tune
 from harness.sim.runner import run_summary
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]

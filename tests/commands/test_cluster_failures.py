@@ -24,11 +24,11 @@ import pytest
 
 pytest.importorskip("distributed")
 
-from harness.commands.tune_plan import plan_tune
-from harness.commands.tune_study import run_tune
 from harness.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN, EXIT_OK
 from harness.profile import bundled_dir
 from harness.profile.bundle import load_bundle, make_bundle
+from harness.search.tune.plan import plan_tune
+from harness.search.tune.study import run_tune
 from tests.commands.test_cluster import AGE, START_TIMEOUT_S, Cluster
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]

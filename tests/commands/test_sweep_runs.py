@@ -1,4 +1,4 @@
-"""harness.commands.sweep: a grid run in one process or a pool, with a stand-in runner.
+"""harness.search.sweep.command: a grid run in one process or a pool, with a stand-in runner.
 
 The simulations are replaced by ``fake_runner`` (defined here, module level so worker
 processes can unpickle it): a smooth function of the parameter plus per-seed noise.
@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from harness.commands.sweep import run_sweep
-from harness.results.sweep_table import recommendation_text, sweep_table
+from harness.search.sweep.command import run_sweep
+from harness.search.sweep.table import recommendation_text, sweep_table
 
 # -- run_sweep with a stand-in runner --------------------------------------------------------
 

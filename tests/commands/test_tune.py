@@ -16,13 +16,13 @@ import pytest
 import yaml
 
 from harness import profile as profiles
-from harness.commands.tune import write_outputs
-from harness.commands.tune_plan import plan_tune
-from harness.commands.tune_study import run_tune
-from harness.results import tune as tn
 from harness.results.seed_rule import SeedRule
-from harness.results.sweep import Constraint
-from harness.results.tune import parse_tune_param
+from harness.search.sweep.plan import Constraint
+from harness.search.tune import judge as tn
+from harness.search.tune.command import write_outputs
+from harness.search.tune.judge import parse_tune_param
+from harness.search.tune.plan import plan_tune
+from harness.search.tune.study import run_tune
 
 ROOT = Path(__file__).resolve().parents[2]
 AGE = "engine.admission.age_reject_s"
@@ -444,7 +444,7 @@ def test_a_study_opens_with_its_latin_hypercube(tmp_path: Path) -> None:
     res = _study(tmp_path, 1, trials=6, seeds=2)
     plan = plan_tune("seed-burst", [f"{AGE}=2..40", f"{DEPTH}=1..4"], trials=6, seeds=2)
     start = tn.latin_hypercube(plan.params, tn.startup_trials(6), plan.sampler_seed)
-    from harness.results.tuned_profile import round_sig
+    from harness.search.tune.tuned_yaml import round_sig
 
     got = [t["values"] for t in res["trials"][: len(start)]]
     assert got == [{k: round_sig(float(v)) for k, v in p.items()} for p in start]

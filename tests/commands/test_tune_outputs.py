@@ -18,13 +18,18 @@ import yaml
 from rich.console import Console
 
 from harness import profile as profiles
-from harness.commands import tune as tune_cmd
-from harness.commands.tune import check_tuned_yaml, export_warnings, tune_command, write_outputs
-from harness.commands.tune_plan import plan_tune, trial_sets
-from harness.commands.tune_study import run_tune
 from harness.profile.explain import print_yaml
-from harness.results.tune_table import reason_lines
-from harness.results.tuned_profile import TunedMismatch, effective
+from harness.search.tune import command as tune_cmd
+from harness.search.tune.command import (
+    check_tuned_yaml,
+    export_warnings,
+    tune_command,
+    write_outputs,
+)
+from harness.search.tune.plan import plan_tune, trial_sets
+from harness.search.tune.study import run_tune
+from harness.search.tune.table import reason_lines
+from harness.search.tune.tuned_yaml import TunedMismatch, effective
 
 AGE = "engine.admission.age_reject_s"
 HARNESS = [sys.executable, "-m", "harness"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.results.pareto_plot import _series, plot_pareto
+from harness.search.tune.plot import _series, plot_pareto
 
 PNG = b"\x89PNG\r\n\x1a\n"
 LIMIT = "counts.rejected / counts.arrivals <= 0.05"

@@ -12,7 +12,7 @@ import pytest
 
 from harness.results.quantiles import describe
 from harness.results.seed_rule import SeedRule
-from harness.results.sweep import (
+from harness.search.sweep.plan import (
     Constraint,
     Objective,
     parse_constraint,
@@ -20,8 +20,8 @@ from harness.results.sweep import (
     parse_param,
     recommend,
 )
-from harness.results.sweep_table import recommendation_text
-from harness.results.ties import Prefer, default_prefer, indistinguishable, parse_prefer
+from harness.search.sweep.table import recommendation_text
+from harness.search.ties import Prefer, default_prefer, indistinguishable, parse_prefer
 
 # -- grammar ---------------------------------------------------------------------------------
 

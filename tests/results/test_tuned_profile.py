@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from harness.profile import ProfileError, loads
-from harness.results.tuned_profile import format_number, round_sig, tuned_yaml
+from harness.search.tune.tuned_yaml import format_number, round_sig, tuned_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLED = sorted((ROOT / "profiles").glob("*.yaml")) + sorted(

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from harness.results.fmt import fmt_num
-from harness.results.sweep_table import judged_text
+from harness.search.sweep.table import judged_text
 
 _NUMBER = re.compile(r"-?\d+(\.\d+)?")
 SHOWN = 12  # rows: the best feasible trials first, then the rest by objective
@@ -22,9 +22,9 @@ def _ordered(tune: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """Feasible trials in the recommendation rule's ranking (the trials tied with the best in
     the stated preference's order first), then the complete infeasible ones, then the rest, each
     by objective."""
-    from harness.results.sweep import parse_constraint, parse_objective
-    from harness.results.ties import Prefer
-    from harness.results.tune import ranked
+    from harness.search.sweep.plan import parse_constraint, parse_objective
+    from harness.search.ties import Prefer
+    from harness.search.tune.judge import ranked
 
     obj = tune["objective"]
     cons = [parse_constraint(c) for c in tune["constraints"]]

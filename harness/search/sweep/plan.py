@@ -2,7 +2,7 @@
 
 This module is the sweep as data: the grammar, the validated :class:`Plan` of (point, seed)
 simulations, the :class:`Tally` of their outcomes, the recommendation and ``sweep.json``. The
-commands layer (``harness.commands.sweep``) runs the plan's simulations in a process pool; a
+commands layer (``harness.search.sweep.command``) runs the plan's simulations in a process pool; a
 worker sends back only the figures the sweep needs (:func:`outcome`), not the summary. Seeds
 are ``profile.seed, profile.seed + 1, ...``; every point uses the same seeds (common random
 numbers), so differences between points are not seed luck.
@@ -20,7 +20,7 @@ own verdict (its thresholds, its enforced SLO, ``verdict.min_completed`` and
 ``max_failed_fraction``) and then each ``--constraint``, so a feasible point passes
 ``harness sim --seeds N`` at the sweep's seeds. Among feasible points the best median
 objective leads; the points whose per-seed objective the paired seeds cannot tell from the
-best's are tied with it (:mod:`harness.results.ties`), and among those a stated preference
+best's are tied with it (:mod:`harness.search.ties`), and among those a stated preference
 chooses (``--prefer``; by default the most lenient value of an admission key, else the largest
 relative margin). ``margin`` is the distance of the binding constraint's judged figure to its
 limit, in its units (positive = slack); the binding constraint is the one with the smallest
@@ -47,8 +47,8 @@ from harness.results.expr import expr_value
 from harness.results.provenance import SWEEP_SCHEMA, stamp
 from harness.results.quantiles import describe
 from harness.results.seed_rule import Judged, SeedRule
-from harness.results.ties import Prefer, default_prefer, indistinguishable, parse_prefer
 from harness.results.verdict import gates
+from harness.search.ties import Prefer, default_prefer, indistinguishable, parse_prefer
 
 DEFAULT_OBJECTIVE = "min:counts.rejected / counts.arrivals"
 STANDARD_METRICS = (

@@ -9,9 +9,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from harness.profile import ProfileError
-from harness.results import tune as tn
 from harness.results.seed_rule import SeedRule
-from harness.results.sweep import (
+from harness.search.sweep.plan import (
     DEFAULT_OBJECTIVE,
     STANDARD_METRICS,
     Constraint,
@@ -19,7 +18,8 @@ from harness.results.sweep import (
     parse_objective,
     profile_constraints,
 )
-from harness.results.ties import Prefer, default_prefer, parse_prefer
+from harness.search.ties import Prefer, default_prefer, parse_prefer
+from harness.search.tune import judge as tn
 
 if TYPE_CHECKING:
     pass
@@ -205,7 +205,7 @@ def _check_tuned_yaml(
     the profile written with every ``--set`` and each range's low end must load as exactly the
     profile a trial with those values runs (when that combination is a valid profile at all)."""
     from harness import profile as profiles
-    from harness.results.tuned_profile import (
+    from harness.search.tune.tuned_yaml import (
         TunedMismatch,
         TunedProfileError,
         check_effective,

@@ -1,12 +1,12 @@
 """Tuning a whole policy as data: the ``--param`` range grammar, a trial's judgement, the
 early-stop rule, the Pareto front, the recommendation and ``tune.json``.
 
-The search itself (Optuna's sampler, the worker pool) lives in ``harness.commands.tune_study``; this
+The search itself (Optuna's sampler, the worker pool) lives in ``harness.search.tune.study``; this
 module decides nothing by chance and reads no clock. A trial is one set of policy values run at
 the same seeds as every other trial (common random numbers: every request draws its own random
 numbers from the seed, so two trials at one seed see the same arrivals, sizes and latencies and
 differ only by policy). Its figures are judged like a sweep's point
-(:func:`harness.results.sweep.judge_point`): a constraint holds when it holds over the seeds by
+(:func:`harness.search.sweep.plan.judge_point`): a constraint holds when it holds over the seeds by
 the profile's ``verdict.over_seeds`` rule (:mod:`harness.results.seed_rule`: by default, met at
 every seed), the one rule ``harness sim --seeds N`` gates on.
 
@@ -29,8 +29,8 @@ import yaml
 
 from harness.results.quantiles import describe
 from harness.results.seed_rule import SeedRule, meets
-from harness.results.sweep import Constraint, Objective, judge_point, pick_among_ties
-from harness.results.ties import Prefer, indistinguishable
+from harness.search.sweep.plan import Constraint, Objective, judge_point, pick_among_ties
+from harness.search.ties import Prefer, indistinguishable
 
 Kind = Literal["float", "int", "choices"]
 Choice = int | float | str

@@ -3,7 +3,7 @@
 The loop, and why it repeats exactly: the sampler is seeded and opens with a seeded Latin
 hypercube; trials are asked for in fixed batches of ``batch`` (never sized by ``--jobs``); each
 batch's simulations run in the worker pool (or on a Dask cluster) in stages, up to each
-early-stop checkpoint (:func:`~harness.results.tune.checkpoints`), then the rest for the trials
+early-stop checkpoint (:func:`~harness.search.tune.judge.checkpoints`), then the rest for the trials
 the rule keeps; then the batch is told to Optuna in trial order. The workers only compute
 figures, so ``--jobs 1``, ``--jobs 2`` and ``--cluster`` give the same ``tune.json`` but for
 ``meta``.
@@ -17,32 +17,32 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from harness.commands.cluster import ClusterPool, bundle_for
 from harness.commands.pool import WorkerPool
-from harness.commands.sweep import (
+from harness.profile import ProfileError
+from harness.search.cluster import ClusterPool, bundle_for
+from harness.search.sweep.command import (
     Runner,
     _pool_context,
     _run_bundle_chunk,
     _run_chunk,
     cluster_meta,
 )
-from harness.profile import ProfileError
-from harness.results import tune as tn
-from harness.results.sweep import (
+from harness.search.sweep.plan import (
     Outcome,
     Task,
 )
+from harness.search.tune import judge as tn
 
 if TYPE_CHECKING:
     import optuna
 
-from harness.commands.tune_plan import TunePlan, invalid_reason, trial_sets
+from harness.search.tune.plan import TunePlan, invalid_reason, trial_sets
 
 Progress = Callable[[int, int, str], None]
 
 
 def _suggest(trial: optuna.Trial, p: tn.TuneParam) -> tn.Choice:
-    from harness.results.tuned_profile import round_sig
+    from harness.search.tune.tuned_yaml import round_sig
 
     if p.kind == "choices":
         return cast(tn.Choice, trial.suggest_categorical(p.path, list(p.choices)))
@@ -345,7 +345,7 @@ def _holdout(
     stop: Callable[[], bool] | None = None,
 ) -> bool:
     """Re-run the best feasible trials at fresh seeds, in rank order, until one holds (at most
-    :data:`~harness.results.tune.HOLDOUT_CANDIDATES`); that one is the recommendation, with
+    :data:`~harness.search.tune.judge.HOLDOUT_CANDIDATES`); that one is the recommendation, with
     ``holdout`` (and ``holdout_missed``: the better trials that did not hold). False on a stop."""
     order = tn.ranked(trials, plan.objective, plan.constraints, plan.prefer)
     order = order[: tn.HOLDOUT_CANDIDATES]

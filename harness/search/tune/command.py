@@ -1,6 +1,6 @@
 """`harness tune`: the command (progress, table, exit code, ``--verify-live``) and what it
 writes (``tune.json``, ``pareto.png``, ``tuned.yaml``). The plan is
-:mod:`harness.commands.tune_plan`, the study :mod:`harness.commands.tune_study`."""
+:mod:`harness.search.tune.plan`, the study :mod:`harness.search.tune.study`."""
 
 from __future__ import annotations
 
@@ -13,7 +13,10 @@ import yaml
 from rich.console import Console
 from rich.markup import escape
 
-from harness.commands.cluster import (
+from harness.commands.progress import progress_bar
+from harness.exit_codes import EXIT_BROKEN, EXIT_FAIL, EXIT_OK
+from harness.interrupts import Interrupts
+from harness.search.cluster import (
     ClusterError,
     ClusterPool,
     Stopped,
@@ -21,18 +24,15 @@ from harness.commands.cluster import (
     failure_text,
     where_text,
 )
-from harness.commands.progress import progress_bar
-from harness.commands.sweep import drop_if_empty
-from harness.exit_codes import EXIT_BROKEN, EXIT_FAIL, EXIT_OK
-from harness.interrupts import Interrupts
-from harness.results import tune as tn
-from harness.results.tuned_profile import TunedMismatch
+from harness.search.sweep.command import drop_if_empty
+from harness.search.tune import judge as tn
+from harness.search.tune.tuned_yaml import TunedMismatch
 
 if TYPE_CHECKING:
     pass
 
-from harness.commands.tune_plan import TunePlan
-from harness.commands.tune_study import run_tune
+from harness.search.tune.plan import TunePlan
+from harness.search.tune.study import run_tune
 
 OUTPUTS = ("tune.json", "pareto.png", "tuned.yaml", "verify-live")  # what a tune writes
 
@@ -72,7 +72,7 @@ def write_outputs(result: dict[str, Any], plan: TunePlan, out: Path) -> list[Pat
     written = [path]
     if not result["complete"]:
         return written
-    from harness.results.pareto_plot import plot_pareto
+    from harness.search.tune.plot import plot_pareto
 
     plot_pareto(result, out / "pareto.png")
     written.append(out / "pareto.png")
@@ -90,8 +90,8 @@ def check_tuned_yaml(path: Path, plan: TunePlan, values: dict[str, tn.Choice]) -
     (``harness validate --print``) as the trial it recommends ran with: TunedMismatch (and no
     file) otherwise -- a bug, never a silent file."""
     from harness import profile as profiles
-    from harness.commands.tune_plan import trial_sets
-    from harness.results.tuned_profile import TunedMismatch, check_effective
+    from harness.search.tune.plan import trial_sets
+    from harness.search.tune.tuned_yaml import TunedMismatch, check_effective
 
     try:
         trial = profiles.load(plan.profile, trial_sets(plan.overrides, values))
@@ -106,7 +106,7 @@ def tuned_profile_text(result: dict[str, Any], plan: TunePlan) -> str:
     header saying what changed."""
     from harness import __version__
     from harness import profile as profiles
-    from harness.results.tuned_profile import profile_changes, tuned_yaml
+    from harness.search.tune.tuned_yaml import profile_changes, tuned_yaml
 
     rec = result["recommendation"]
     source, changes, notes = profile_changes(plan.profile, plan.overrides, rec["values"])
@@ -141,7 +141,7 @@ def _get(tree: Any, dotted: str) -> Any:
 
 
 def _show(v: Any) -> str:
-    from harness.results.tuned_profile import format_number
+    from harness.search.tune.tuned_yaml import format_number
 
     if v is None:
         return "null"
@@ -209,7 +209,7 @@ def tune_command(
             soft_wrap=True,
         )
         return EXIT_BROKEN
-    from harness.results.tune_table import print_tune
+    from harness.search.tune.table import print_tune
 
     values = result["recommendation"].get("values")
     notes = export_warnings(plan, values) if values is not None and mismatch is None else []
@@ -225,7 +225,7 @@ def tune_command(
         return EXIT_FAIL
     code = EXIT_OK if rec.get("holdout", {}).get("holds", True) else EXIT_FAIL
     if verify_live is not None:
-        from harness.commands.verify_live import verify_values
+        from harness.search.verify_live import verify_values
 
         best = next(t for t in result["trials"] if t["number"] == rec["trial"])
         live_code, block = verify_values(
@@ -250,8 +250,8 @@ def export_warnings(plan: TunePlan, values: dict[str, tn.Choice]) -> list[str]:
     """One line per tuned key that ``harness export`` cannot express as it stands at the
     recommended value (:mod:`harness.export.gaps`): the cluster will not do what was judged."""
     from harness import profile as profiles
-    from harness.commands.tune_plan import trial_sets
     from harness.export.gaps import scaling_gaps
+    from harness.search.tune.plan import trial_sets
 
     prof = profiles.load(plan.profile, trial_sets(plan.overrides, values))
     if not prof.engine.scaling.enabled:

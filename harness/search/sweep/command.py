@@ -1,5 +1,5 @@
 """`harness sweep`: run a validated grid of simulations in a process pool, print the table,
-and optionally re-run the recommended point live (:mod:`harness.commands.verify_live`)."""
+and optionally re-run the recommended point live (:mod:`harness.search.verify_live`)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,13 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from harness.commands.cluster import (
+from harness.commands.pool import run_chunks
+from harness.commands.progress import progress_bar
+from harness.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN, EXIT_FAIL, EXIT_OK
+from harness.interrupts import Interrupts
+from harness.profile import ProfileError
+from harness.profile.bundle import ProfileBundle
+from harness.search.cluster import (
     ClusterError,
     ClusterPool,
     Stopped,
@@ -26,13 +32,7 @@ from harness.commands.cluster import (
     failure_text,
     where_text,
 )
-from harness.commands.pool import run_chunks
-from harness.commands.progress import progress_bar
-from harness.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN, EXIT_FAIL, EXIT_OK
-from harness.interrupts import Interrupts
-from harness.profile import ProfileError
-from harness.profile.bundle import ProfileBundle
-from harness.results.sweep import (
+from harness.search.sweep.plan import (
     Outcome,
     Plan,
     Tally,
@@ -101,7 +101,7 @@ def run_sweep(
     prefer: str | None = None,
 ) -> dict[str, Any]:
     """Run the grid, write ``sweep.json`` and ``sweep.png`` into ``out``, return the sweep.
-    Bad input raises before any simulation (see :func:`harness.results.sweep.plan_sweep`).
+    Bad input raises before any simulation (see :func:`harness.search.sweep.plan.plan_sweep`).
     ``cluster``: a Dask scheduler's address to run the simulations on instead of ``jobs``
     local processes (ClusterError before any simulation if it cannot serve the run)."""
     started = time.perf_counter()
@@ -162,7 +162,7 @@ def drop_if_empty(folder: Path) -> None:
 
 def print_table(console: Console, sweep: dict[str, Any]) -> None:
     """The per-point table and the recommendation, on the human-output console."""
-    from harness.results.sweep_table import recommendation_text, sweep_table
+    from harness.search.sweep.table import recommendation_text, sweep_table
 
     console.print(sweep_table(sweep))
     console.print(recommendation_text(sweep))
@@ -240,7 +240,7 @@ def sweep_command(
     if rec.get("values") is None:
         return EXIT_FAIL
     if verify_live is not None:
-        from harness.commands.verify_live import verify_recommendation
+        from harness.search.verify_live import verify_recommendation
 
         return verify_recommendation(spec, overrides, result, folder, verify_live, console)
     return EXIT_OK

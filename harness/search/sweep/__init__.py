@@ -1,0 +1,1 @@
+"""``harness sweep``: plan (the grid, judging points, sweep.json), table, command."""
