@@ -6,9 +6,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
-import multiprocessing as mp
 import os
-import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -22,7 +20,7 @@ from harness.commands.progress import progress_bar
 from harness.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN, EXIT_FAIL, EXIT_OK
 from harness.interrupts import Interrupts
 from harness.profile import ProfileError
-from harness.profile.bundle import ProfileBundle
+from harness.search.batches import Runner, pool_context, run_bundle_chunk, run_chunk
 from harness.search.cluster import (
     ClusterError,
     ClusterPool,
@@ -38,49 +36,11 @@ from harness.search.sweep.plan import (
     Tally,
     Task,
     assemble,
-    outcome,
     plan_sweep,
     write_outputs,
 )
 
-Runner = Callable[[str, list[str], int], dict[str, Any]]
 Progress = Callable[[int, int], None]
-
-
-def _default_runner() -> Runner:
-    from harness.sim.runner import run_summary
-
-    return run_summary
-
-
-def _run_chunk(
-    runner: Runner | None, profile: str, tasks: list[Task], *, metrics: tuple[str, ...]
-) -> list[Outcome]:
-    run = runner or _default_runner()
-    return [
-        outcome(idx, seed, run(profile, overrides, seed), metrics) for idx, overrides, seed in tasks
-    ]
-
-
-def _run_bundle_chunk(
-    bundle: ProfileBundle, tasks: list[Task], *, metrics: tuple[str, ...]
-) -> list[Outcome]:
-    """:func:`_run_chunk` on a cluster worker: the profile comes as data, not as a path."""
-    from harness.profile.bundle import load_bundle
-    from harness.sim.runner import simulate
-
-    def run(_spec: str, overrides: list[str], seed: int) -> dict[str, Any]:
-        return simulate(load_bundle(bundle, overrides), seed, with_timeline=False).summary
-
-    return _run_chunk(run, bundle.source, tasks, metrics=metrics)
-
-
-def _pool_context() -> Any:
-    """forkserver where it can work, so workers do not inherit the caller's threads (a
-    progress bar's refresher) mid-write; it re-imports ``__main__``, impossible from stdin."""
-    main = getattr(sys.modules.get("__main__"), "__file__", None)
-    usable = "forkserver" in mp.get_all_start_methods() and (main is None or os.path.isfile(main))
-    return mp.get_context("forkserver" if usable else None)
 
 
 def run_sweep(
@@ -126,12 +86,12 @@ def run_sweep(
         with ClusterPool(cluster, bundle_for(profile, overrides, ()), stop=stop) as pool:
             if on_cluster:
                 on_cluster(pool)
-            shipped = functools.partial(_run_bundle_chunk, metrics=plan.metrics)
+            shipped = functools.partial(run_bundle_chunk, metrics=plan.metrics)
             complete = pool.run(shipped, chunked(pool.slots), take, stop)
             where = cluster_meta(cluster, pool)
     else:
-        work = functools.partial(_run_chunk, runner, profile, metrics=plan.metrics)
-        complete = run_chunks(work, chunked(jobs), jobs, _pool_context(), take, stop)
+        work = functools.partial(run_chunk, runner, profile, metrics=plan.metrics)
+        complete = run_chunks(work, chunked(jobs), jobs, pool_context(), take, stop)
     result = assemble(plan, tally, complete, round(time.perf_counter() - started, 3), jobs)
     if where is not None:
         result["meta"]["cluster"] = where

@@ -19,14 +19,9 @@ from typing import TYPE_CHECKING, Any, cast
 
 from harness.commands.pool import WorkerPool
 from harness.profile import ProfileError
+from harness.search.batches import Runner, pool_context, run_bundle_chunk, run_chunk
 from harness.search.cluster import ClusterPool, bundle_for
-from harness.search.sweep.command import (
-    Runner,
-    _pool_context,
-    _run_bundle_chunk,
-    _run_chunk,
-    cluster_meta,
-)
+from harness.search.sweep.command import cluster_meta
 from harness.search.sweep.plan import (
     Outcome,
     Task,
@@ -144,7 +139,7 @@ def run_tune(
             stop=stop,
         )
         if cluster
-        else WorkerPool(jobs, _pool_context())
+        else WorkerPool(jobs, pool_context())
     )
     if on_cluster and isinstance(pool, ClusterPool):
         on_cluster(pool)
@@ -213,8 +208,8 @@ def run_tune(
 def _work(plan: TunePlan, pool: WorkerPool | ClusterPool, runner: Runner | None) -> Any:
     """The function each pool runs a chunk with: a cluster's gets the profile as data."""
     if isinstance(pool, ClusterPool):
-        return functools.partial(_run_bundle_chunk, metrics=plan.metrics)
-    return functools.partial(_run_chunk, runner, plan.profile, metrics=plan.metrics)
+        return functools.partial(run_bundle_chunk, metrics=plan.metrics)
+    return functools.partial(run_chunk, runner, plan.profile, metrics=plan.metrics)
 
 
 def _tell(
