@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from harness.results.plots import _pyplot
+from harness.results.plots import pyplot
 
 Z95 = 1.96  # the normal's two-sided 95 % point: the band is the model's central 95 %
 
@@ -74,7 +74,7 @@ def plot_fit(
     figures: Mapping[str, Any],
 ) -> Path:
     """Draw the fit; ``figures`` is calibrated.json's content (parameters, goodness, source)."""
-    plt = _pyplot()
+    plt = pyplot()
     p = {k: float(v["value"]) for k, v in figures["parameters"].items()}
     good = figures["goodness"]
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.6))

@@ -30,7 +30,7 @@ MAX_LEGEND_GROUPS = 8  # more values of a sweep's second parameter: the legend n
 REASON_COLORS = ("#d62728", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf")
 
 
-def _pyplot() -> Any:
+def pyplot() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -124,7 +124,7 @@ def plot_timeline(
     """Stacked panels over the run's seconds: queue depth per tier, oldest age with AGE_REJECT,
     admissions and rejections by reason, replicas, rolling p95 turnaround with the SLO, and an
     events strip with fault windows and alert episodes (faults also shaded in every panel)."""
-    plt = _pyplot()
+    plt = pyplot()
     faults = [f for f in (_get(summary, "effective", "faults") or []) if isinstance(f, Mapping)]
     alerts = [a for a in (summary.get("alerts") or []) if isinstance(a, Mapping)]
     t = [_num(line.get("t", i)) for i, line in enumerate(timeline)]
@@ -313,7 +313,7 @@ def plot_sweep(sweep: Mapping[str, Any], out: Path, objective: str, constraints:
     parameter: median over seeds with the p05-p95 band; in a 2-D sweep one line per value of
     the second parameter. Constraint limits dashed, infeasible points marked (shaded in 1-D,
     crossed in 2-D), the recommendation marked."""
-    plt = _pyplot()
+    plt = pyplot()
     params = list(sweep.get("params") or [])
     points = [p for p in sweep.get("points") or [] if isinstance(p, Mapping)]
     panels: dict[str, tuple[list[str], list[tuple[str, float]]]] = {}
@@ -467,7 +467,7 @@ def plot_seeds(aggregate: Mapping[str, Any], out: Path) -> Path:
     (the row's worst seed where a row judges the figure)."""
     from harness.results.seed_rule import meets
 
-    plt = _pyplot()
+    plt = pyplot()
     seeds = list(aggregate.get("seeds") or [])
     metrics = _get(aggregate, "metrics") or {}
     holds = aggregate.get("holds") if isinstance(aggregate.get("holds"), Mapping) else None

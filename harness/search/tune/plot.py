@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.results.plots import _pyplot
+from harness.results.plots import pyplot
 
 # series name -> (legend label, marker, color, size)
 STYLE = {
@@ -116,7 +116,7 @@ def plot_pareto(tune: Mapping[str, Any], png: Path) -> None:
     """Every trial as a point (objective against the second objective or the binding
     constraint's margin), styled by outcome; the feasible front as a step line; the
     recommendation starred and labelled with its trial number."""
-    plt = _pyplot()
+    plt = pyplot()
     series = _series(tune)
     also = tune.get("also")
     fig, ax = plt.subplots(figsize=(10, 6.5), layout="constrained")
