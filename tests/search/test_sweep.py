@@ -1,6 +1,6 @@
 """sweep as data: parameter grammar, objective/constraint parsing, the robust recommendation.
 
-Running a grid (the process pool, a stand-in runner) is tested in tests/commands/test_sweep_runs.py.
+Running a grid (the process pool, a stand-in runner) is tested in tests/search/test_sweep_runs.py.
 """
 
 from __future__ import annotations
