@@ -22,9 +22,9 @@ still improves towards it beyond the noise.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from harness.results.inference import mean_sd, t_sf
 
@@ -104,3 +104,25 @@ def indistinguishable(best: Sequence[float | None], other: Sequence[float | None
         return False  # the same nonzero difference at every seed: a real one
     t = mean / (sd / math.sqrt(len(diffs)))
     return 2 * t_sf(abs(t), len(diffs) - 1) > TIE_ALPHA
+
+
+def pick_among_ties(
+    cands: Sequence[tuple[int, Mapping[str, Any]]],
+    prefer: Prefer,
+    slack: Sequence[float],
+    score: Sequence[float],
+) -> int:
+    """The index (into ``cands``) the preference chooses: a key's high or low side, or the
+    largest relative margin; then the better objective, then the earlier."""
+
+    def key(k: int) -> tuple[float, float, float, int]:
+        _, vals = cands[k]
+        if prefer.path is None:
+            first = -slack[k]
+        else:
+            v = vals.get(prefer.path)
+            x = float(v) if isinstance(v, int | float) else 0.0
+            first = -x if prefer.side == "high" else x
+        return (first, -slack[k] if prefer.path is not None else 0.0, score[k], cands[k][0])
+
+    return min(range(len(cands)), key=key)

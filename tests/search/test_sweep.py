@@ -12,14 +12,8 @@ import pytest
 
 from harness.results.quantiles import describe
 from harness.results.seed_rule import SeedRule
-from harness.search.sweep.plan import (
-    Constraint,
-    Objective,
-    parse_constraint,
-    parse_objective,
-    parse_param,
-    recommend,
-)
+from harness.search.grammar import Constraint, Objective, parse_constraint, parse_objective
+from harness.search.sweep.plan import parse_param, recommend
 from harness.search.sweep.table import recommendation_text
 from harness.search.ties import Prefer, default_prefer, indistinguishable, parse_prefer
 

@@ -17,7 +17,7 @@ import yaml
 
 from harness import profile as profiles
 from harness.results.seed_rule import SeedRule
-from harness.search.sweep.plan import Constraint
+from harness.search.grammar import Constraint
 from harness.search.tune import judge as tn
 from harness.search.tune.command import write_outputs
 from harness.search.tune.judge import parse_tune_param

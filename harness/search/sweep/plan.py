@@ -1,6 +1,7 @@
 """Grid sweeps in virtual time, and a recommendation that is robust across seeds.
 
-This module is the sweep as data: the grammar, the validated :class:`Plan` of (point, seed)
+This module is the sweep as data: the grid's grammar (the objective and constraint grammar
+sweep and tune share is :mod:`harness.search.grammar`), the validated :class:`Plan` of (point, seed)
 simulations, the :class:`Tally` of their outcomes, the recommendation and ``sweep.json``. The
 commands layer (``harness.search.sweep.command``) runs the plan's simulations in a process pool; a
 worker sends back only the figures the sweep needs (:func:`outcome`), not the summary. Seeds
@@ -37,101 +38,33 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from harness.atomic import write_atomic
-from harness.profile import Profile
-from harness.profile.thresholds import parse_threshold
 from harness.results.compare import FIGURES
 from harness.results.expr import expr_value
 from harness.results.provenance import SWEEP_SCHEMA, stamp
 from harness.results.quantiles import describe
-from harness.results.seed_rule import Judged, SeedRule
-from harness.results.verdict import gates
-from harness.search.ties import Prefer, default_prefer, indistinguishable, parse_prefer
-
-DEFAULT_OBJECTIVE = "min:counts.rejected / counts.arrivals"
-STANDARD_METRICS = (
-    "counts.rejected / counts.arrivals",
-    "turnaround_s.p95",
-    "counts.slo_breach / counts.completed",
-    "counts.expired",
-    "scaling.replicas.mean",
+from harness.results.seed_rule import SeedRule
+from harness.search.grammar import (
+    DEFAULT_OBJECTIVE,
+    STANDARD_METRICS,
+    Constraint,
+    Objective,
+    judge_point,
+    parse_objective,
+    profile_constraints,
+    slack,
 )
+from harness.search.ties import (
+    Prefer,
+    default_prefer,
+    indistinguishable,
+    parse_prefer,
+    pick_among_ties,
+)
+
 MAX_POINTS = 10_000
-
-
-def _canon(num: str, den: str | None) -> str:
-    return num if den is None else f"{num} / {den}"
-
-
-@dataclass(frozen=True, slots=True)
-class Objective:
-    direction: Literal["min", "max"]
-    metric: str
-
-
-@dataclass(frozen=True, slots=True)
-class Constraint:
-    expr: str
-    metric: str
-    op: str
-    limit: float
-    source: str = "constraint"  # threshold | slo | verdict (the profile's own) | constraint
-
-    def judge(
-        self, rule: SeedRule, values: Sequence[float | None], seeds: Sequence[int] | None = None
-    ) -> Judged:
-        """This constraint over the seeds, by the one rule (:mod:`harness.results.seed_rule`)."""
-        return rule.judge(self.op, self.limit, values, seeds)
-
-    def margin(self, value: float) -> float | None:
-        if self.op in ("<", "<="):
-            return self.limit - value
-        if self.op in (">", ">="):
-            return value - self.limit
-        return None
-
-    def relative(self, margin: float | None) -> float:
-        if margin is None:
-            return 0.0
-        return margin / abs(self.limit) if self.limit else margin
-
-
-def parse_objective(text: str) -> Objective:
-    """``min:EXPR`` or ``max:EXPR`` (EXPR = PATH or PATH / PATH); bare EXPR means min."""
-    direction, sep, expr = text.partition(":")
-    if not sep:
-        direction, expr = "min", text
-    direction = direction.strip()
-    if direction not in ("min", "max"):
-        raise ValueError(f"--objective {text!r}: expected min:EXPR or max:EXPR")
-    try:
-        t = parse_threshold(f"{expr} < 0")
-    except ValueError as e:
-        raise ValueError(f"--objective {text!r}: {str(e).replace(' < 0', '')}") from None
-    return Objective("min" if direction == "min" else "max", _canon(t.num, t.den))
-
-
-def parse_constraint(text: str, source: str = "constraint") -> Constraint:
-    t = parse_threshold(text)  # ThresholdError (a ValueError) names the problem
-    return Constraint(t.expr, _canon(t.num, t.den), t.op, t.limit, source)
-
-
-def profile_constraints(base: Profile, extra: Sequence[str] = ()) -> list[Constraint]:
-    """The profile's own verdict (its thresholds, its enforced SLO, its verdict rules: what
-    ``harness sim`` gates on) and then each ``--constraint``."""
-    own = [parse_constraint(e, src) for src, e in gates(base.thresholds, base.slo, base.verdict)]
-    seen = {c.expr for c in own}
-    more = [c for c in (_option_constraint(e) for e in extra) if c.expr not in seen]
-    return [*own, *more]
-
-
-def _option_constraint(text: str) -> Constraint:
-    try:
-        return parse_constraint(text)
-    except ValueError as e:
-        raise ValueError(f"--constraint {text!r}: {e}") from None
 
 
 def parse_param(text: str) -> tuple[str, list[float]]:
@@ -333,55 +266,6 @@ def assemble(plan: Plan, tally: Tally, complete: bool, wall_s: float, jobs: int)
     }
 
 
-def judge_point(
-    point: dict[str, Any],
-    cons: Sequence[Constraint],
-    rule: SeedRule,
-    seeds: Sequence[int] | None = None,
-) -> list[dict[str, Any]]:
-    """Each constraint over the point's seeds, by the rule: expr, ok, the judged figure and its
-    seed, the worst seed and its value, misses, margin (of the judged figure)."""
-    out = []
-    for c in cons:
-        j = c.judge(rule, point["metrics"][c.metric]["values"], seeds)
-        out.append({"expr": c.expr, **j.as_dict()})
-    return out
-
-
-def _slack(cons: Sequence[Constraint], checks: Sequence[Mapping[str, Any]]) -> float:
-    """The smallest relative margin over the constraints that have one (== and != do not)."""
-    return min(
-        (
-            c.relative(ch["margin"])
-            for c, ch in zip(cons, checks, strict=True)
-            if ch["margin"] is not None
-        ),
-        default=math.inf,
-    )
-
-
-def pick_among_ties(
-    cands: Sequence[tuple[int, Mapping[str, Any]]],
-    prefer: Prefer,
-    slack: Sequence[float],
-    score: Sequence[float],
-) -> int:
-    """The index (into ``cands``) the preference chooses: a key's high or low side, or the
-    largest relative margin; then the better objective, then the earlier."""
-
-    def key(k: int) -> tuple[float, float, float, int]:
-        _, vals = cands[k]
-        if prefer.path is None:
-            first = -slack[k]
-        else:
-            v = vals.get(prefer.path)
-            x = float(v) if isinstance(v, int | float) else 0.0
-            first = -x if prefer.side == "high" else x
-        return (first, -slack[k] if prefer.path is not None else 0.0, score[k], cands[k][0])
-
-    return min(range(len(cands)), key=key)
-
-
 def recommend(
     points: list[dict[str, Any]],
     obj: Objective,
@@ -423,7 +307,7 @@ def recommend(
             f: tuple[int, dict[str, Any], list[dict[str, Any]]],
         ) -> tuple[float, float, int]:
             i, p, checks = f
-            return (sign * p["metrics"][obj.metric]["median"], -_slack(cons, checks), i)
+            return (sign * p["metrics"][obj.metric]["median"], -slack(cons, checks), i)
 
         top = min(feas, key=best_key)
         ref = top[1]["metrics"][obj.metric]["values"]
@@ -435,7 +319,7 @@ def recommend(
         k = pick_among_ties(
             [(f[0], f[1]["values"]) for f in tied],
             pref,
-            [_slack(cons, f[2]) for f in tied],
+            [slack(cons, f[2]) for f in tied],
             [sign * f[1]["metrics"][obj.metric]["median"] for f in tied],
         )
         _, p, checks = tied[k]

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness.results.fmt import fmt_num, fmt_spread
-from harness.search.sweep.plan import STANDARD_METRICS, parse_constraint
+from harness.search.grammar import STANDARD_METRICS, parse_constraint
 
 
 def _map(v: Any) -> Mapping[str, Any]:

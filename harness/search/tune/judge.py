@@ -29,8 +29,8 @@ import yaml
 
 from harness.results.quantiles import describe
 from harness.results.seed_rule import SeedRule, meets
-from harness.search.sweep.plan import Constraint, Objective, judge_point, pick_among_ties
-from harness.search.ties import Prefer, indistinguishable
+from harness.search.grammar import Constraint, Objective, judge_point
+from harness.search.ties import Prefer, indistinguishable, pick_among_ties
 
 Kind = Literal["float", "int", "choices"]
 Choice = int | float | str

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from harness.profile import ProfileError
 from harness.results.seed_rule import SeedRule
-from harness.search.sweep.plan import (
+from harness.search.grammar import (
     DEFAULT_OBJECTIVE,
     STANDARD_METRICS,
     Constraint,

@@ -22,7 +22,7 @@ def _ordered(tune: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """Feasible trials in the recommendation rule's ranking (the trials tied with the best in
     the stated preference's order first), then the complete infeasible ones, then the rest, each
     by objective."""
-    from harness.search.sweep.plan import parse_constraint, parse_objective
+    from harness.search.grammar import parse_constraint, parse_objective
     from harness.search.ties import Prefer
     from harness.search.tune.judge import ranked
 
