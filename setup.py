@@ -38,9 +38,9 @@ HOT_MODULES = [
     "harness/sim/upstream.py",
     "harness/sim/agenda.py",
     "harness/sim/runner.py",
-    "harness/results/stats.py",
-    "harness/results/recorder.py",
-    "harness/results/quantiles.py",
+    "harness/recording/stats.py",
+    "harness/recording/recorder.py",
+    "harness/recording/quantiles.py",
 ]
 
 

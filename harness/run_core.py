@@ -34,10 +34,10 @@ from typing import Any, Protocol
 from harness.engine.core import Engine
 from harness.engine.events import Action
 from harness.profile import Profile
+from harness.recording.alerts import evaluate_alerts
+from harness.recording.quantiles import percentiles
+from harness.recording.stats import TIMELINE_P95_WINDOW_S, Collector
 from harness.results import summary as summ
-from harness.results.alerts import evaluate_alerts
-from harness.results.quantiles import percentiles
-from harness.results.stats import TIMELINE_P95_WINDOW_S, Collector
 
 
 class DecisionSink(Protocol):

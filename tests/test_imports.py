@@ -42,7 +42,7 @@ def test_results_imports_neither_driver_nor_the_commands() -> None:
             )
         )
         for path, tree in _modules().items()
-        if path.startswith("results/")
+        if path.startswith(("results/", "recording/", "review/", "render/"))
     }
     assert {k: v for k, v in bad.items() if v} == {}
 
@@ -82,7 +82,8 @@ def test_fit_imports_neither_driver_nor_the_commands() -> None:
 
 
 def test_results_modules_import_each_other_without_a_circle() -> None:
-    mods = {p: t for p, t in _modules().items() if p.startswith("results/")}
+    rooms = ("results/", "recording/", "review/", "render/")
+    mods = {p: t for p, t in _modules().items() if p.startswith(rooms)}
     name = {f"harness.{p[:-3].replace('/', '.')}": p for p in mods}
     graph = {p: {name[m] for m in _imports(t) if m in name} - {p} for p, t in mods.items()}
     done: set[str] = set()
@@ -228,7 +229,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("harness.upstream_model",),  # how an endpoint behaves (sim and stub)
     ("harness.engine", "harness.stub"),  # the sans-I/O engine; the stub beside it
     ("harness.workload",),  # arrivals are the engine's Arrived events
-    ("harness.results", "harness.export", "harness.fit"),
+    ("harness.recording",),  # the hot path's records: the decision log, the collector
+    ("harness.results", "harness.export", "harness.fit"),  # the summary and the verdict
+    ("harness.review", "harness.render"),  # comparing results; drawing them for people
     ("harness.run_core",),  # engine + collector + log -> the summary, for both drivers
     ("harness.sim", "harness.live"),
     ("harness.commands", "harness.search"),  # search: sweep and tune, beside the commands

@@ -201,8 +201,8 @@ def report(
     ] = False,
 ) -> None:
     """Draw timeline.png and write report.md and report.html for a results folder."""
-    from harness.results.report import ReportError, write_report
-    from harness.results.seed_report import is_multi_seed, load_aggregate
+    from harness.render.report import ReportError, write_report
+    from harness.render.seed_report import is_multi_seed, load_aggregate
 
     if recover:
         from harness.commands.recover import recover_command
@@ -213,7 +213,7 @@ def report(
             raise typer.Exit(code)
     if not recover and is_multi_seed(folder):
         from harness.commands.sim import print_holds
-        from harness.results.seed_report import write_seed_report
+        from harness.render.seed_report import write_seed_report
 
         try:
             agg = load_aggregate(folder)
@@ -300,9 +300,9 @@ def compare(
         review,
         with_provenance,
     )
-    from harness.results.compare import CompareError, parse_tolerance
-    from harness.results.review import DEFAULT_GATE, parse_gate
-    from harness.results.review_text import to_json, to_markdown
+    from harness.review.change import DEFAULT_GATE, parse_gate
+    from harness.review.compare import CompareError, parse_tolerance
+    from harness.review.text import to_json, to_markdown
 
     if format_ not in ("md", "json"):
         raise bad_input("--format must be md or json")

@@ -1,6 +1,6 @@
 """``harness compare BASE NEW``: which evidence to use, re-simulation, and the review's output.
 
-The statistics are :mod:`harness.results.review`'s; this module picks the method (see its
+The statistics are :mod:`harness.review.change`'s; this module picks the method (see its
 docstring) from what the two sides are:
 
 - both simulations of this very code version (``meta.harness_version`` and ``meta.git_sha``
@@ -9,7 +9,7 @@ docstring) from what the two sides are:
 - per-seed results that cannot be re-run (another code version): Welch, seed against seed;
 - single or live runs: their ``requests.jsonl``, by time windows (moving-block bootstrap).
 
-Sweeps (``sweep.json``) keep the point-by-point table of :mod:`harness.results.compare`.
+Sweeps (``sweep.json``) keep the point-by-point table of :mod:`harness.review.compare`.
 """
 
 from __future__ import annotations
@@ -23,10 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from harness.commands.pool import run_chunks
-from harness.results.compare import CompareError, Tolerance, compare_results, load_result
 from harness.results.expr import expr_value
 from harness.results.provenance import compare_provenance, over_seeds_of, profile_of
-from harness.results.review import (
+from harness.results.seed_rule import holds_over_seeds
+from harness.results.summary import git_sha
+from harness.review.change import (
     COST,
     DEFAULT_GATE,
     PRIMARY,
@@ -38,8 +39,7 @@ from harness.results.review import (
     review_records,
     review_seeds,
 )
-from harness.results.seed_rule import holds_over_seeds
-from harness.results.summary import git_sha
+from harness.review.compare import CompareError, Tolerance, compare_results, load_result
 
 WINDOW_S = 10.0  # the bootstrap's time window (profile seconds)
 
@@ -168,7 +168,7 @@ def _records(side: Side) -> Windows | None:
 
 def review(req: CompareRequest) -> tuple[Review, str]:
     """The review and the sides' description line, decided by the gate
-    (:data:`harness.results.review.GATE_RULE`)."""
+    (:data:`harness.review.change.GATE_RULE`)."""
     rv, sides, b, n = _evidence(req)
     return apply_gate(rv, req.gate, _holds(b), _holds(n)), sides
 

@@ -15,15 +15,15 @@ from harness.commands.progress import progress_bar
 from harness.exit_codes import EXIT_BROKEN, EXIT_FAIL, EXIT_OK, for_summary
 from harness.interrupts import Interrupts
 from harness.profile import Profile, load
+from harness.render.console import print_summary
 from harness.results import summary as summ
-from harness.results.console import print_summary
 from harness.results.seed_rule import Judged, describe_judged
 from harness.sim.runner import run_to_folder
 
 
 def _report(folder: Path, console: Console) -> None:
     try:
-        from harness.results.report import write_report
+        from harness.render.report import write_report
 
         write_report(folder)
     except Exception as e:  # a broken plot must not lose the run's results
@@ -99,7 +99,7 @@ def run_many(
     log_format: str = "plain",
 ) -> int:
     """N seeds, each in ``seed-<n>/``, and ``aggregate.json`` (median and spread) beside them."""
-    from harness.results.compare import aggregate
+    from harness.review.compare import aggregate
 
     first = profile.seed if seed is None else seed
     seeds = list(range(first, first + n))

@@ -1,6 +1,6 @@
 """The profile's alerts as a monitoring.coreos.com/v1 PrometheusRule.
 
-harness evaluates each alert over its per-second timeline (harness/results/alerts.py): a second
+harness evaluates each alert over its per-second timeline (harness/recording/alerts.py): a second
 breaches when the signal exists and is above the threshold, the alert fires once the breach has
 held for ``for_s``, and a missing value is no breach. A Prometheus alerting rule has the same
 shape: ``expr`` returns a sample only while breaching (an empty result is no breach and resets

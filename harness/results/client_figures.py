@@ -13,9 +13,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from harness.profile import Profile
+from harness.recording.quantiles import percentiles
 from harness.results import contract
 from harness.results import summary as summ
-from harness.results.quantiles import percentiles
 
 WALL_FLOOR_S = 0.005  # the capacity benchmark's criterion: p99 lateness under 5 ms
 

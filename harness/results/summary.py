@@ -23,9 +23,9 @@ import orjson
 import harness
 from harness.atomic import write_atomic
 from harness.profile import Profile, to_dict
+from harness.recording.quantiles import percentiles, quantile_runs
+from harness.recording.stats import Collector, Tally
 from harness.results import contract
-from harness.results.quantiles import percentiles, quantile_runs
-from harness.results.stats import Collector, Tally
 from harness.results.verdict import decide, rows
 
 SCHEMA_VERSION = 1

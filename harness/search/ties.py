@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from harness.results.inference import mean_sd, t_sf
+from harness.review.inference import mean_sd, t_sf
 
 TIE_ALPHA = 0.05
 

@@ -34,9 +34,9 @@ from harness.engine.events import (
     Tick,
 )
 from harness.profile import ClientRetry, Profile
+from harness.recording.recorder import DecisionLog
+from harness.recording.stats import Collector
 from harness.results import summary as summ
-from harness.results.recorder import DecisionLog
-from harness.results.stats import Collector
 from harness.run_core import Retried, RunCore
 from harness.sim.agenda import Agenda
 from harness.sim.token_timing import TokenFigures
@@ -447,7 +447,7 @@ def run_to_folder(
     gzip writes decisions.jsonl.zst or .gz instead (results.logsink), compressed on a thread;
     ``off`` writes no decision log. A decision log of another form left in ``out`` by an
     earlier run is removed; ``summary.meta.decision_log`` names the file written (null: off)."""
-    from harness.results.logsink import (  # threads, zlib
+    from harness.recording.logsink import (  # threads, zlib
         LOG_NAMES,
         LOG_OFF,
         BlockWriter,

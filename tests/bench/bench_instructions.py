@@ -32,7 +32,7 @@ from pathlib import Path
 sys.path.insert(0, {bench!r})
 from bench_sim import ROOT, SCALE_SET, simpy_model
 from harness.profile import load
-from harness.results.recorder import DecisionLog
+from harness.recording.recorder import DecisionLog
 from harness.sim.runner import simulate
 import gc
 case = sys.argv[1]

@@ -44,7 +44,7 @@ import simpy
 
 import harness
 from harness.profile import load
-from harness.results.recorder import DecisionLog
+from harness.recording.recorder import DecisionLog
 from harness.sim.runner import simulate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -140,7 +140,7 @@ def logged(prof, fmt: str, path: Path):  # type: ignore[no-untyped-def]
     with path.open("wb") as fh:
         sink = fh
         if fmt != "plain":
-            from harness.results.logsink import BlockWriter, open_sink
+            from harness.recording.logsink import BlockWriter, open_sink
 
             sink = open_sink(fh, fmt)
             if isinstance(sink, BlockWriter) and hasattr(os, "sched_setaffinity"):
@@ -175,7 +175,7 @@ def child(what: str) -> None:
         simulate(prof, 2)  # warm: lazy imports (numpy) are not timed
         fmts = ["plain"]
         try:
-            import harness.results.logsink  # noqa: F401
+            import harness.recording.logsink  # noqa: F401
 
             fmts.append("zstd")
         except ImportError:  # a build before --log

@@ -136,7 +136,7 @@ def test_every_reject_has_a_reason_and_a_retry_after(p: Profile, seed: int) -> N
 def test_the_same_seed_gives_the_same_decisions(p: Profile, seed: int) -> None:
     import io
 
-    from harness.results.recorder import DecisionLog
+    from harness.recording.recorder import DecisionLog
 
     logs = []
     for _ in range(2):

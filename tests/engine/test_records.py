@@ -9,7 +9,7 @@ import orjson
 from harness.engine.admission import Admission, AdmissionView
 from harness.engine.events import Action, Admit, Arrived, Expire, Reject, Tick
 from harness.engine.queue import JobQueue
-from harness.results.recorder import DecisionLog, record
+from harness.recording.recorder import DecisionLog, record
 from tests.conftest import make_engine, make_profile
 
 ALL_RULES = [

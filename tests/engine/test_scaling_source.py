@@ -19,7 +19,7 @@ from harness.engine.events import Action, Arrived, Finished, ReadSignal, Scale, 
 from harness.engine.scrape import query_value
 from harness.export.promql import PROXY_WEIGHTS, scaling_query
 from harness.profile import Profile, load
-from harness.results.recorder import DecisionLog
+from harness.recording.recorder import DecisionLog
 from harness.sim.runner import simulate
 from tests.conftest import make_profile
 from tests.export.support import promtool_run

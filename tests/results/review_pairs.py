@@ -15,7 +15,7 @@ from functools import cache
 from typing import Any
 
 from harness.profile import Profile, load, loads, to_dict
-from harness.results.review import Review, Windows, review_records, review_seeds
+from harness.review.change import Review, Windows, review_records, review_seeds
 from harness.sim.runner import request_lines, simulate
 
 

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from harness.profile import DEFAULT_ALERTS, AlertRule
-from harness.results import alerts, quantiles
-from harness.results.alerts import evaluate_alerts
-from harness.results.quantiles import describe, mann_whitney_p, quantile
+from harness.recording import alerts, quantiles
+from harness.recording.alerts import evaluate_alerts
+from harness.recording.quantiles import describe, mann_whitney_p, quantile
 
 
 def timeline(n: int, **series: Any) -> list[dict[str, Any]]:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from harness.results.compare import (
+from harness.review.compare import (
     FIGURES,
     CompareError,
     Result,

@@ -17,9 +17,9 @@ from typer.testing import CliRunner
 from harness.cli import app
 from harness.engine.events import Action, Admit, Dispatch, Expire, Reject
 from harness.profile import load
-from harness.results import recorder
-from harness.results.logsink import LOG_NAMES, BlockWriter, find_decisions, read_decisions
-from harness.results.recorder import DecisionLog, record
+from harness.recording import recorder
+from harness.recording.logsink import LOG_NAMES, BlockWriter, find_decisions, read_decisions
+from harness.recording.recorder import DecisionLog, record
 from harness.sim.runner import run_to_folder
 
 LIMITS = (("age_reject_s", 25.0), ("depth_mult", 2.0), ("max_queue_depth", 60))

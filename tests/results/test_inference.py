@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from harness.results.inference import betainc, bootstrap_p, holm, moving_blocks, t_ppf, t_sf
+from harness.review.inference import betainc, bootstrap_p, holm, moving_blocks, t_ppf, t_sf
 
 
 @pytest.mark.parametrize(

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
+from harness.recording.quantiles import describe
+from harness.render.plots import plot_sweep, plot_timeline
+from harness.render.report import ReportError, build, render_html, render_markdown, write_report
 from harness.results.fmt import fmt_num
-from harness.results.plots import plot_sweep, plot_timeline
-from harness.results.quantiles import describe
-from harness.results.report import ReportError, build, render_html, render_markdown, write_report
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -409,7 +409,7 @@ def test_sweep_plot_is_a_png(tmp_path: Path, two_d: bool) -> None:
 
 def test_importing_plots_does_not_import_matplotlib() -> None:
     code = (
-        "import sys, harness.results.plots, harness.results.report; print('matplotlib' in"
+        "import sys, harness.render.plots, harness.render.report; print('matplotlib' in"
         " sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

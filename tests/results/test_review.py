@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.results.review import (
+from harness.review.change import (
     PRIMARY,
     Row,
     Windows,

@@ -12,7 +12,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from harness.cli import app
-from harness.results.seed_report import is_multi_seed, write_seed_report
+from harness.render.seed_report import is_multi_seed, write_seed_report
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from harness.results.quantiles import describe
+from harness.recording.quantiles import describe
 from harness.results.seed_rule import SeedRule
 from harness.search.grammar import Constraint, Objective, parse_constraint, parse_objective
 from harness.search.sweep.plan import parse_param, recommend

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.profile import loads
-from harness.results.recorder import DecisionLog
+from harness.recording.recorder import DecisionLog
 from harness.sim.runner import simulate
 
 PROFILE = """

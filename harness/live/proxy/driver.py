@@ -48,7 +48,7 @@ from harness.live.proxy.metrics import ProxyMetrics, QueueState, ScalingState
 from harness.live.proxy.outfiles import ProxyFiles, mark_broken
 from harness.live.proxy.prometheus import ProxySignal
 from harness.profile import Profile
-from harness.results.quantiles import percentiles
+from harness.recording.quantiles import percentiles
 from harness.results.summary import write_jsonl
 from harness.run_core import RunCore
 from harness.workload.arrivals import stream

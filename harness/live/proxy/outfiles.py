@@ -25,9 +25,9 @@ import yaml
 
 from harness.engine.events import Action
 from harness.profile import Profile, to_dict
+from harness.recording.recorder import DecisionLog
+from harness.recording.stats import Second
 from harness.results import summary as summ
-from harness.results.recorder import DecisionLog
-from harness.results.stats import Second
 
 PARTIAL_TIMELINE = "timeline.partial.jsonl"
 

@@ -29,8 +29,8 @@ from typing import Any
 import orjson
 
 from harness.profile import AlertRule, Profile, ProfileError
+from harness.recording.alerts import evaluate_alerts, signal_series
 from harness.results import summary as summ
-from harness.results.alerts import evaluate_alerts, signal_series
 from harness.results.client_figures import live_summary, offered_span, trace_figures
 from harness.workload.arrivals import schedule
 from harness.workload.traces import traced

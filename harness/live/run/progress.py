@@ -289,14 +289,14 @@ def print_dry_run(
 def show_results(console: Console, out: Path, summary: dict[str, Any]) -> None:
     """Write the report (if the results layer has one), print the summary and any warning."""
     try:
-        from harness.results.report import write_report
+        from harness.render.report import write_report
 
         write_report(out)
     except ImportError:
         pass
     except Exception as e:  # a broken plot must not lose the run's results
         console.print(f"[yellow]warning:[/] report not written: {e}")
-    from harness.results.console import print_summary
+    from harness.render.console import print_summary
 
     print_summary(console, summary, out)
     if summary.get("generator_saturated"):

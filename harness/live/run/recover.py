@@ -29,9 +29,9 @@ from harness.live.load import requests_jsonl
 from harness.live.proxy.outfiles import PARTIAL_TIMELINE
 from harness.live.run.merge import attempt_counts, merge
 from harness.profile import Profile, ProfileError, load
+from harness.recording.quantiles import percentiles
 from harness.results import contract
 from harness.results import summary as summ
-from harness.results.quantiles import percentiles
 
 
 class RecoverError(Exception):

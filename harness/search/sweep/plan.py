@@ -41,11 +41,11 @@ from pathlib import Path
 from typing import Any
 
 from harness.atomic import write_atomic
-from harness.results.compare import FIGURES
+from harness.recording.quantiles import describe
 from harness.results.expr import expr_value
 from harness.results.provenance import SWEEP_SCHEMA, stamp
-from harness.results.quantiles import describe
 from harness.results.seed_rule import SeedRule
+from harness.review.compare import FIGURES
 from harness.search.grammar import (
     DEFAULT_OBJECTIVE,
     STANDARD_METRICS,
@@ -373,7 +373,7 @@ def _r6(x: float | None) -> float | None:
 
 def write_outputs(sweep: dict[str, Any], out: Path) -> list[Path]:
     """``sweep.json`` (sorted keys, written atomically) and ``sweep.png``."""
-    from harness.results.plots import plot_sweep
+    from harness.render.plots import plot_sweep
 
     path = out / "sweep.json"
     text = json.dumps(sweep, indent=2, sort_keys=True) + "\n"

@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 import yaml
 
-from harness.results.quantiles import describe
+from harness.recording.quantiles import describe
 from harness.results.seed_rule import SeedRule, meets
 from harness.search.grammar import Constraint, Objective, judge_point
 from harness.search.ties import Prefer, indistinguishable, pick_among_ties

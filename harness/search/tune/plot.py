@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.results.plots import pyplot
+from harness.render.plots import pyplot
 
 # series name -> (legend label, marker, color, size)
 STYLE = {

@@ -65,6 +65,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from harness.recording.quantiles import describe, mann_whitney_p
 from harness.results.expr import expr_value, split_expr
 from harness.results.fmt import fmt_delta, fmt_spread
 from harness.results.provenance import (
@@ -74,7 +75,6 @@ from harness.results.provenance import (
     rule_block,
     stamp,
 )
-from harness.results.quantiles import describe, mann_whitney_p
 from harness.results.seed_rule import holds_over_seeds
 
 NOISE_ALPHA = 0.05

@@ -488,7 +488,7 @@ def read_timeline(path: Path) -> list[dict[str, Any]]:
 
 def write_report(folder: Path) -> list[Path]:
     """Write timeline.png, report.md and report.html into ``folder``; return their paths."""
-    from harness.results.plots import plot_timeline
+    from harness.render.plots import plot_timeline
 
     try:
         summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))

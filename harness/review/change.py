@@ -30,10 +30,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from harness.results.compare import Tolerance
+from harness.recording.quantiles import quantile
 from harness.results.expr import expr_value
-from harness.results.inference import bootstrap_p, holm, mean_sd, moving_blocks, t_ppf, t_sf
-from harness.results.quantiles import quantile
+from harness.review.compare import Tolerance
+from harness.review.inference import bootstrap_p, holm, mean_sd, moving_blocks, t_ppf, t_sf
 
 Worse = Literal["up", "down"]
 Method = Literal["paired", "unpaired", "records"]

@@ -2,7 +2,7 @@
 seeds.png, from its aggregate.json (or, without one, its ``seed-<n>/summary.json`` aggregated
 on the fly; nothing is written beside them but the report).
 
-Built as :mod:`harness.results.report`'s blocks and rendered by its renderers, so the two
+Built as :mod:`harness.render.report`'s blocks and rendered by its renderers, so the two
 reports read alike: whether the policy holds over the seeds by the profile's rule (the
 verdict, as ``harness sim --seeds N`` gives it) and the rule in words, the spread picture, each
 verdict row with its worst seed named, the key figures over the seeds (median [p05, p95], min,
@@ -16,10 +16,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.results.compare import FIGURES, aggregate
+from harness.render.plots import plot_seeds, seed_worst
+from harness.render.report import Block, ReportError, render_html, render_markdown
 from harness.results.fmt import fmt_num, fmt_spread
-from harness.results.plots import plot_seeds, seed_worst
-from harness.results.report import Block, ReportError, render_html, render_markdown
+from harness.review.compare import FIGURES, aggregate
 
 SEEDS_PNG = "seeds.png"
 # (expression in aggregate.json's metrics, which way is worse): compare's key figures, then cost

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from harness.results.plots import pyplot
+from harness.render.plots import pyplot
 
 Z95 = 1.96  # the normal's two-sided 95 % point: the band is the model's central 95 %
 

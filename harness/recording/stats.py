@@ -330,7 +330,7 @@ class Collector:
 
     def p95_series(self, window_s: float = 60.0) -> list[float | None]:
         """The rolling p95 turnaround at the end of each closed second."""
-        from harness.results.alerts import rolling_p95_columns
+        from harness.recording.alerts import rolling_p95_columns
 
         times = [float(i) for i, _ in self.closed_seconds()]
         return rolling_p95_columns(times, self.completed_at, self.turnarounds, window_s)

@@ -6,7 +6,7 @@ member, level 1, no name or time in its header, so the same run gives the same b
 ``--log off`` writes none (:data:`LOG_OFF`). Decompressed, each is
 byte for byte the plain log.
 
-:func:`open_sink` gives the sink :class:`~harness.results.recorder.DecisionLog` writes its
+:func:`open_sink` gives the sink :class:`~harness.recording.recorder.DecisionLog` writes its
 blocks (about 1 MB each) to, so the simulation's own thread does not compress:
 
 - zstd, :class:`ZstdSink`: libzstd's own worker thread (``threads=1``, a native thread that

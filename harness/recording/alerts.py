@@ -30,7 +30,7 @@ from operator import itemgetter
 from typing import Any
 
 from harness.profile import AlertRule
-from harness.results import quantiles
+from harness.recording import quantiles
 
 # -------------------------------------------------------------------------------------------
 # Alerts.

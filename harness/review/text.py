@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from harness.results.review import COST, GATE_RULE, Review, Row
+from harness.review.change import COST, GATE_RULE, Review, Row
 
 COST_NAMES = tuple(f.name for f in COST)
 
