@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -355,3 +357,23 @@ def test_a_tuned_key_the_export_cannot_express_is_a_warning() -> None:
     assert lines[0].startswith("[yellow]warning:[/] engine.scaling.interval_s=12: harness export")
     assert "evaluations every 12 s" in lines[0]
     assert export_warnings(plan, {"engine.scaling.interval_s": 15}) == []
+
+
+def test_a_stop_signal_while_the_outputs_are_written_waits_for_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The study and the holdout are done; SIGINT arrives while tune.json, pareto.png and
+    # tuned.yaml are written: all three are written whole, and the run ends as it would have.
+    real = tune_cmd.write_outputs
+
+    def write(result: Any, plan: Any, folder: Path) -> Any:
+        os.kill(os.getpid(), signal.SIGINT)
+        return real(result, plan, folder)
+
+    monkeypatch.setattr(tune_cmd, "write_outputs", write)
+    plan = plan_tune("smoke", [f"{AGE}=1..10"], trials=2, seeds=1, holdout=1)
+    err = io.StringIO()
+    code = tune_command(plan, jobs=1, folder=tmp_path, console=Console(file=err, width=300))
+    assert code in (0, 1), err.getvalue()
+    assert {"tune.json", "pareto.png", "tuned.yaml"} <= {p.name for p in tmp_path.iterdir()}
+    assert "SIGINT while the outputs were written: they were finished first" in err.getvalue()

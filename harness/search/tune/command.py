@@ -189,11 +189,17 @@ def tune_command(
             console.print(f"[bold red]{label}:[/] {escape(str(e))}", soft_wrap=True)
             return e.code
     mismatch: str | None = None
-    try:
-        written = write_outputs(result, plan, folder)
-    except TunedMismatch as e:
-        mismatch = str(e)
-        written = [folder / "tune.json", folder / "pareto.png"]
+    signals = intr.count
+    with intr.installed():  # a stop signal now waits for the files: they are all written
+        try:
+            written = write_outputs(result, plan, folder)
+        except TunedMismatch as e:
+            mismatch = str(e)
+            written = [folder / "tune.json", folder / "pareto.png"]
+    if intr.count > signals and result["complete"]:
+        console.print(
+            f"[yellow]{intr.last} while the outputs were written: they were finished first[/]"
+        )
     if not result["complete"]:
         done = len(result["trials"])
         what = (
