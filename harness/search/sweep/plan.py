@@ -382,5 +382,9 @@ def write_outputs(sweep: dict[str, Any], out: Path) -> list[Path]:
         return [path]  # no plot of a partial grid
     png = out / "sweep.png"
     obj = sweep["objective"]
-    plot_sweep(sweep, png, f"{obj['direction']}:{obj['metric']}", list(sweep["constraints"]))
+    # the verdict's own rules (min_completed, max_failed_fraction) get no panel of their own,
+    # as they get no column in the table: their rows still decide feasibility (the shading)
+    sources = sweep.get("constraint_sources") or ["constraint"] * len(sweep["constraints"])
+    shown = [c for c, src in zip(sweep["constraints"], sources, strict=True) if src != "verdict"]
+    plot_sweep(sweep, png, f"{obj['direction']}:{obj['metric']}", shown)
     return [path, png]
