@@ -3,7 +3,7 @@
 Stdlib only (no SciPy for three functions). ``t_sf`` is the survival function of Student's t
 through the regularized incomplete beta function (the continued fraction of Numerical
 Recipes, section 6.4, evaluated by the modified Lentz method); ``t_ppf`` inverts it by
-bisection. Checked against tabulated quantiles in tests/results/test_inference.py.
+bisection. Checked against tabulated quantiles in tests/review/test_inference.py.
 """
 
 from __future__ import annotations

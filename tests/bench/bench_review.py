@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.results.review_pairs import profile, rate  # noqa: E402
+from tests.review.review_pairs import profile, rate  # noqa: E402
 
 
 def main() -> None:

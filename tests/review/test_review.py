@@ -19,7 +19,7 @@ from harness.review.change import (
     review_records,
     review_seeds,
 )
-from tests.results.review_pairs import profile, rate
+from tests.review.review_pairs import profile, rate
 
 
 def _summary(breach: int, p95: float, goodput: float, rejected: int) -> dict[str, object]:
