@@ -18,7 +18,6 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-import harness
 from harness.cli.options import (
     MASTER_PORT,
     PORT,
@@ -61,7 +60,9 @@ app = typer.Typer(
 
 def _print_version(value: bool) -> None:
     if value:
-        typer.echo(harness.version_report())
+        from harness.about import version_report
+
+        typer.echo(version_report())
         raise typer.Exit(EXIT_OK)
 
 
