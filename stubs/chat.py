@@ -30,8 +30,10 @@ from harness.stub.faults import FaultPlan
 from harness.stub.latency import ClassModel
 from harness.stub.state import StubState
 from harness.text_tokens import prompt_tokens
+from harness.upstream_model.fault_kinds import stub_answer
+from harness.upstream_model.fault_kinds.spec import Cut, ErrorStatus, Hang, Reset
 from harness.upstream_model.latency import even_spread, service_s, token_counts
-from harness.wire import DONE, error_body, error_event, retry_after_headers
+from harness.wire import DONE, error_body, retry_after_headers
 
 _BAD_JSON = (
     "We could not parse the JSON body of your request. (HINT: This likely means you aren't "
@@ -373,14 +375,10 @@ async def _stream(
             await send({"type": "http.response.body", "body": b"".join(buf), "more_body": True})
             buf = []
             await sleep_or_disconnect(receive, state.linger_s)
-    elif fault.kind == "stream_error":
-        buf.append(
-            error_event(
-                "The server had an error while processing your request. Sorry about that!",
-                "server_error",
-            )
-        )
-    # else truncate: the body ends cleanly, without [DONE]
+    else:  # the fault's kind says what ends the body instead of [DONE] (truncate: nothing)
+        cut = stub_answer(fault)
+        assert isinstance(cut, Cut)  # a stream fault's answer
+        buf.append(cut.tail)
     await send({"type": "http.response.body", "body": b"".join(buf), "more_body": False})
     return COMPLETED if fault is None else FAULTED
 
@@ -397,13 +395,15 @@ async def _terminal(
     state.counters.faulted += 1
     if await sleep_or_disconnect(receive, plan.add_s):
         return
-    if fault.kind == "hang":
+    answer = stub_answer(fault)  # the fault's kind says how the request ends
+    if isinstance(answer, Hang):
         await sleep_or_disconnect(receive, None)
         return
-    if fault.kind == "reset":
+    if isinstance(answer, Reset):
         await abort(scope, send)
         return
-    status = fault.status if fault.kind == "status" and fault.status is not None else 429
+    assert isinstance(answer, ErrorStatus)  # a terminal fault's answer
+    status = answer.status
     headers = _headers(rid, wire.JSON, plan.add_s)
     if plan.retry_after_s is not None:
         headers += retry_after_headers(plan.retry_after_s)

@@ -14,7 +14,8 @@ streaming requests only) that fires decides the request, and later faults are no
 consulted entry with ``probability < 1`` draws once from the caller's fault stream, reseeded per
 request -- so for one seed, the same request ids and attempts fail, and they are the ones the
 simulation fails. ``metrics_outage`` and ``ack_loss`` are faults of the harness, not of an upstream:
-the stub keeps them (GET shows them) and ignores them.
+the stub keeps them (GET shows them) and ignores them. What a deciding fault makes the stub answer
+is its kind's stub handler (``harness.upstream_model.fault_kinds``), carried out by ``chat``.
 """
 
 from __future__ import annotations
@@ -26,11 +27,14 @@ from typing import Any
 from harness.profile import Fault, to_dict
 from harness.upstream_model.bucket import TokenBucket
 from harness.upstream_model.draws import KeyedRandom
-from harness.upstream_model.faults import STREAM_KINDS, walk
+from harness.upstream_model.fault_kinds import ROLE_OF, STREAM_KINDS, STUB_SKIPS
+from harness.upstream_model.fault_kinds.spec import LIMITS
+from harness.upstream_model.faults import walk
 
 Clock = Callable[[], float]
 
-IGNORED_KINDS = frozenset({"metrics_outage", "ack_loss"})
+# Kinds kept and passed by (metrics_outage, ack_loss): their entries in the table of kinds.
+IGNORED_KINDS = STUB_SKIPS
 # A rate_limit fault reports limits per minute, like a provider's RPM header.
 _PER_MINUTE = 60.0
 
@@ -93,7 +97,7 @@ class FaultTimeline:
 
     def _bucket(self, f: Fault, now: float) -> TokenBucket | None:
         """A rate_limit's bucket, in wall seconds: a burst of one profile-second of requests."""
-        if f.kind != "rate_limit" or f.rate_per_s is None:
+        if ROLE_OF[f.kind] != LIMITS or f.rate_per_s is None:
             return None
         return TokenBucket(f.rate_per_s / self.time_scale, max(1.0, f.rate_per_s), now)
 

@@ -12,25 +12,19 @@ import typer
 
 from harness.atomic import write_atomic
 from harness.cli.options import ProfileArg, SetOpt, bad_input, err, io_errors, load_profile
+from harness.export.targets import TARGETS
 
-
-class ExportKind(enum.StrEnum):
-    keda = "keda"
-    hpa = "hpa"
-    alerts = "alerts"
+# The targets' names, as typer's choices, and their words, from the one table of targets.
+# mypy checks a functional enum only with literal members: the names come from the table.
+ExportKind = enum.StrEnum("ExportKind", [(name, name) for name in TARGETS])  # type: ignore[misc]
+_KIND_HELP = " ".join(f"{t.name}: {t.help}" for t in TARGETS.values())
+_WITH_ADAPTER_RULES = ", ".join(f"`{t.name}`" for t in TARGETS.values() if t.adapter_rules)
 
 
 def export_(
     kind: Annotated[
         ExportKind,
-        typer.Argument(
-            help=(
-                "keda: a KEDA ScaledObject. hpa: an autoscaling/v2 HorizontalPodAutoscaler on an"
-                " External metric (the prometheus-adapter rule that serves it: a comment block"
-                " after it, or --adapter-rules FILE). alerts: a PrometheusRule"
-                " (prometheus-operator)."
-            )
-        ),
+        typer.Argument(help=_KIND_HELP),
     ],
     profile: ProfileArg,
     namespace: Annotated[
@@ -91,9 +85,10 @@ def export_(
 
     from harness.export import ExportError, export, target_for
 
-    if adapter_rules is not None and kind is not ExportKind.hpa:
+    if adapter_rules is not None and not TARGETS[kind.value].adapter_rules:
         raise bad_input(
-            f"--adapter-rules: only `hpa` has a prometheus-adapter rule, not {kind.value}"
+            f"--adapter-rules: only {_WITH_ADAPTER_RULES} has a prometheus-adapter rule, "
+            f"not {kind.value}"
         )
     if adapter_rules is not None and (
         str(adapter_rules) == "-" or (out is not None and out.resolve() == adapter_rules.resolve())

@@ -18,6 +18,7 @@ from typing import Any
 
 from harness.export.promql import duration, num
 from harness.export.scaling import Notes, Target, metadata
+from harness.export.targets import Part
 from harness.metric_params import TURNAROUND_BUCKETS
 from harness.profile.schema import Profile
 from harness.profile.schema.verdict import AlertRule
@@ -118,3 +119,8 @@ def prometheus_rule(prof: Profile, target: Target, notes: Notes) -> dict[str, An
         "metadata": metadata(prof, target, f"{target.name}-alerts"),
         "spec": {"groups": [group]},
     }
+
+
+def manifest(prof: Profile, target: Target, notes: Notes, adapter_rules_file: str | None) -> Part:
+    """``harness export alerts``: needs no scaling."""
+    return Part(prometheus_rule(prof, target, notes), "PrometheusRule with the profile's alerts")

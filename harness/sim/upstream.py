@@ -25,6 +25,9 @@ from harness.profile import Fault, Profile
 from harness.text_tokens import prompt_tokens
 from harness.upstream_model.bucket import TokenBucket
 from harness.upstream_model.draws import RequestDraws
+from harness.upstream_model.fault_kinds import SIM_ENDS, SIM_SKIPS
+from harness.upstream_model.fault_kinds.spec import TRUNCATED as TRUNCATED
+from harness.upstream_model.fault_kinds.spec import SimEnd
 from harness.upstream_model.faults import walk
 from harness.upstream_model.latency import (
     Sampler,
@@ -35,16 +38,7 @@ from harness.upstream_model.latency import (
     token_counts,
 )
 
-# How long an upstream takes to answer with an error status: the stub answers at once, a
-# loopback round trip. It matters with a short Retry-After (a rate limit's "next token in
-# 0.2 s"): at 50 ms, simulated retries lost the race for the token that live ones won, and
-# the agreement matrix's rate_limit cells saw more client retries in the simulation.
-FAST_FAIL_S: Final = 0.005
-RESET_S: Final = 0.01
-# Failures after a stream's first byte went out: final, never retried (the proxy's rule). The
-# stub's stream_error ends the body with an error event and no ``[DONE]``, which the proxy
-# sees as a truncated stream, so both stream faults end as ``upstream_truncated``.
-TRUNCATED: Final = "upstream_truncated"
+# Failures after a stream's first byte went out: final, never retried (the proxy's rule).
 MID_STREAM: Final = frozenset({TRUNCATED})
 
 
@@ -126,15 +120,15 @@ class SimUpstream:
         self._ends: list[float] = []  # when each attempt in service ends (timed only)
         # Stream faults hit streaming requests only, as in the stub.
         self.streaming = frozenset(n for n, c in profile.classes.items() if c.stream)
-        self.faults: tuple[Fault, ...] = tuple(
-            f for f in profile.faults if f.kind not in ("metrics_outage",)
-        )
+        self.faults: tuple[Fault, ...] = tuple(f for f in profile.faults if f.kind not in SIM_SKIPS)
         self.indexed: tuple[tuple[int, Fault], ...] = tuple(enumerate(self.faults))
         self.fault_rng = draws.faults
         self.mean_latency_s = profile.service_time_prior()
         # An object, not the bound method of this one: built once, and no reference cycle.
         self._limits = RateLimits(self.mean_latency_s)
         self.ack_timeout_s = profile.engine.ack_timeout_s
+        # How each kind that decides an attempt ends it (its fault kind's sim handler).
+        self._ends_by_kind: dict[str, SimEnd] = SIM_ENDS
         # Effects the upstream applied, per request: a second one is a duplicate -- applied
         # again without an idempotency key, suppressed with one.
         self.idempotent = frozenset(n for n, c in profile.classes.items() if c.idempotency_key)
@@ -243,20 +237,6 @@ class SimUpstream:
     def _failure(
         self, f: Fault, latency: float, wait: float | None
     ) -> tuple[float, str | None, float | None]:
-        """How the fault that decided an attempt ends it, in virtual time."""
-        kind = f.kind
-        if kind == "rate_limit":
-            return (FAST_FAIL_S, "upstream_429", wait)
-        if kind == "status":
-            return (FAST_FAIL_S, f"upstream_{f.status}", f.retry_after_s)
-        if kind == "ack_loss":
-            # The work is done upstream (the effect counts), the answer never arrives: the
-            # engine learns of it when the visibility timeout passes, and redelivers.
-            return (self.ack_timeout_s, ACK_LOST, None)
-        if kind == "hang":
-            return (self.timeout_s, "upstream_timeout", None)
-        if kind == "reset":
-            return (RESET_S, "upstream_reset", None)
-        if f.after_chunks == 0 and kind == "truncate":
-            return (min(latency, self.timeout_s), "upstream_empty_stream", None)
-        return (min(latency * 0.5, self.timeout_s), TRUNCATED, None)  # a stream fault
+        """How the fault that decided an attempt ends it, in virtual time: its kind's sim
+        handler (``harness.upstream_model.fault_kinds``)."""
+        return self._ends_by_kind[f.kind](f, latency, wait, self)

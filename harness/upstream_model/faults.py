@@ -7,24 +7,26 @@ count from its epoch or their put time, in ``time_scale``); the simulation, whos
 count from the run's start, hands over all of them with ``at_s``, its virtual time, and the
 walk skips the inactive ones (a list of the active ones built per dispatch cost the simulated
 upstream about 25 % of its calls per second under the golden faults profile). The walk passes
-over, with no draw, a fault of a kind the caller skips and a stream fault (``stream_error``,
-``truncate``) on a request that does not stream. Every other fault with ``probability < 1``
-draws once from the caller's fault stream; a ``rate_limit`` that fires then asks the caller's
-limiter (its token bucket), which answers None to let the attempt go. Latency faults add up;
-the first terminal or stream fault that fires decides the attempt and the walk stops: later
-faults draw nothing. This draw order is the simulation's, and canonical: the golden files
-record it. The simulation walks once per dispatch under faults, so the module is compiled.
+over, with no draw, a fault of a kind the caller skips and a stream fault (role ``CUTS``:
+``stream_error``, ``truncate``) on a request that does not stream. Every other fault with
+``probability < 1`` draws once from the caller's fault stream; a ``LIMITS`` fault
+(``rate_limit``) that fires then asks the caller's limiter (its token bucket), which answers
+None to let the attempt go. ``ADDS`` faults (``latency``) add up; the first terminal or stream
+fault that fires decides the attempt and the walk stops: later faults draw nothing. A kind's
+role is its entry's in the one table of kinds (``harness.upstream_model.fault_kinds``). This
+draw order is the simulation's, and canonical: the golden files record it. The simulation walks
+once per dispatch under faults, so the module is compiled.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Final, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from harness.profile.schema import Fault
 from harness.upstream_model.draws import KeyedRandom
-
-STREAM_KINDS: Final = frozenset({"stream_error", "truncate"})
+from harness.upstream_model.fault_kinds import ROLE_OF
+from harness.upstream_model.fault_kinds.spec import ADDS, CUTS, LIMITS
 
 L = TypeVar("L")  # what the caller's limiter answers for a refused attempt
 
@@ -57,20 +59,22 @@ def walk(
     """The outcome of ``faults`` for one attempt; None when no fault fired."""
     latency = base_s
     fired = False
+    roles = ROLE_OF
     for i, f in faults:
         if at_s is not None and not f.active(at_s):
             continue
         kind = f.kind
-        if kind in skip or (not stream and kind in STREAM_KINDS):
+        role = roles[kind]
+        if kind in skip or (not stream and role == CUTS):
             continue
         if f.probability < 1.0 and rng.random() >= f.probability:
             continue
-        if kind == "rate_limit":
+        if role == LIMITS:
             limit = limiter(i, f, now)  # the draw comes before the bucket
             if limit is None:
                 continue
             return FaultHit(latency, f, limit)
-        if kind == "latency":
+        if role == ADDS:
             latency += f.add_s or 0.0
             fired = True
             continue

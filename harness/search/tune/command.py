@@ -257,13 +257,14 @@ def export_warnings(plan: TunePlan, values: dict[str, tn.Choice]) -> list[str]:
     recommended value (:mod:`harness.export.gaps`): the cluster will not do what was judged."""
     from harness import profile as profiles
     from harness.export.gaps import scaling_gaps
+    from harness.export.targets import TARGETS
     from harness.search.tune.plan import trial_sets
 
     prof = profiles.load(plan.profile, trial_sets(plan.overrides, values))
     if not prof.engine.scaling.enabled:
         return []  # nothing to export
     found: dict[str, tuple[list[str], str]] = {}
-    for kind in ("keda", "hpa"):
+    for kind in (t.name for t in TARGETS.values() if t.needs_scaling):
         for field, note in scaling_gaps(prof, kind):
             field = _GAP_KEYS.get(field, field)
             for key in values:
