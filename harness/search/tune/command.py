@@ -106,7 +106,7 @@ def tuned_profile_text(result: dict[str, Any], plan: TunePlan) -> str:
     header saying what changed."""
     from harness import __version__
     from harness import profile as profiles
-    from harness.search.tune.tuned_yaml import profile_changes, tuned_yaml
+    from harness.search.tune.tuned_yaml import at_path, profile_changes, tuned_yaml
 
     rec = result["recommendation"]
     source, changes, notes = profile_changes(plan.profile, plan.overrides, rec["values"])
@@ -123,21 +123,9 @@ def tuned_profile_text(result: dict[str, Any], plan: TunePlan) -> str:
     )
     header.append("Changed (was -> now):")
     for key, new in changes.items():
-        old = _get(written if key == "arrivals.file" else effective, key)  # a trace as written
+        old = at_path(written if key == "arrivals.file" else effective, key)  # a trace as written
         header.append(f"  {key}: {_show(old)} -> {_show(new)}{notes.get(key, '')}")
     return tuned_yaml(source, changes, header)
-
-
-def _get(tree: Any, dotted: str) -> Any:
-    node = tree
-    for part in dotted.split("."):
-        if isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        elif isinstance(node, dict) and part in node:
-            node = node[part]
-        else:
-            return None
-    return node
 
 
 def _show(v: Any) -> str:

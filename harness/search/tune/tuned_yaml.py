@@ -475,7 +475,7 @@ def profile_changes(
     for key, v in values.items():
         changes[key] = v
         notes.pop(key, None)
-    trace = changes.get("arrivals.file", _at(_load(source, "the profile"), "arrivals.file"))
+    trace = changes.get("arrivals.file", at_path(_load(source, "the profile"), "arrivals.file"))
     if isinstance(trace, str) and trace and not Path(trace).is_absolute():
         changes["arrivals.file"] = str((path.parent / trace).resolve())
         origin = "from --set; " if "arrivals.file" in notes else ""
@@ -483,7 +483,7 @@ def profile_changes(
     return source, changes, notes
 
 
-def _at(tree: Any, dotted: str) -> Any:
+def at_path(tree: Any, dotted: str) -> Any:
     """The value at a dotted path, or None."""
     node = tree
     for part in dotted.split("."):
@@ -517,5 +517,5 @@ def check_effective(tuned: Any, trial: Any) -> None:
         where = _first_difference(a, b)
         raise TunedMismatch(
             f"it does not load as the profile its trial ran: {where} is "
-            f"{_at(a, where)!r} there, {_at(b, where)!r} in the trial"
+            f"{at_path(a, where)!r} there, {at_path(b, where)!r} in the trial"
         )
