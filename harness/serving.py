@@ -13,12 +13,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
 import socket
 import threading
 from collections.abc import Callable, Generator
+from pathlib import Path
 
+import orjson
 import uvicorn
+
+from harness.atomic import write_atomic
 
 LOOPBACK = "127.0.0.1"
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -36,6 +41,20 @@ def bind(host: str, port: int, backlog: int) -> socket.socket:
         sock.close()
         raise
     return sock
+
+
+def url_of(sock: socket.socket) -> str:
+    """``http://host:port`` of a bound socket (an IPv6 host in brackets)."""
+    host, port = sock.getsockname()[:2]
+    return f"http://{host}:{port}" if ":" not in host else f"http://[{host}]:{port}"
+
+
+def write_ready(path: Path, url: str) -> None:
+    """``{"url", "pid"}`` as JSON, written atomically once the socket listens: how `harness
+    run` learns the port a child bound with ``--port 0``. Choosing a free port in the parent
+    and passing it down races every other process that does the same (two runs side by side
+    could pick one port, and the loser's health check would reach the winner's server)."""
+    write_atomic(path, orjson.dumps({"url": url, "pid": os.getpid()}) + b"\n", durable=False)
 
 
 class Server(uvicorn.Server):

@@ -22,13 +22,14 @@ import socket
 import struct
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from harness.profile import Profile
-from harness.serving import Server, bind
+from harness.serving import Server, bind, url_of, write_ready
 from harness.stub.app import StubApp, create_app
 from harness.stub.asgi import CONNECTION_EXTENSION
 from harness.stub.state import DEFAULT_MAX_BODY_BYTES
@@ -112,8 +113,10 @@ def serve(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     log_level: str = "info",
     linger_s: float = 0.0,
+    ready_file: Path | None = None,
 ) -> None:
-    """Serve the stub until SIGINT/SIGTERM. Raises OSError if the address cannot be bound
+    """Serve the stub until SIGINT/SIGTERM (``ready_file``: written once the socket listens,
+    :func:`harness.serving.write_ready`). Raises OSError if the address cannot be bound
     and ValueError for a bad setting (time_scale <= 0, latency_s < 0, max_body_bytes <= 0)."""
     app = create_app(
         profile=profile,
@@ -138,6 +141,8 @@ def serve(
         nofile,
     )
     try:
+        if ready_file is not None:  # connections queue on the listening socket meanwhile
+            write_ready(ready_file, url_of(sock))
         Server(config).run(sockets=[sock])
     finally:
         sock.close()

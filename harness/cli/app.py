@@ -420,6 +420,17 @@ def stub(
         LogLevel,
         typer.Option(help="uvicorn's log level (`harness run` starts its stub with 'warning')."),
     ] = LogLevel.info,
+    ready_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--ready-file",
+            help=(
+                'Once listening, write {"url", "pid"} as JSON to this file (how `harness run`'
+                " learns the port of --port 0)."
+            ),
+            metavar="FILE",
+        ),
+    ] = None,
 ) -> None:
     """Serve the OpenAI-compatible slow stub with fault injection."""
     from harness.commands.stub import stub_command
@@ -435,6 +446,7 @@ def stub(
         linger_s=linger_s,
         log_level=log_level.value,
         console=err,
+        ready_file=ready_file,
     )
     if code:
         raise typer.Exit(code)

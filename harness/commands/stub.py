@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.console import Console
 
 from harness.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN, EXIT_OK
@@ -19,6 +21,7 @@ def stub_command(
     linger_s: float,
     log_level: str,
     console: Console,
+    ready_file: Path | None = None,
 ) -> int:
     """Check the numbers (bad ones: one line, exit 2), then serve until stopped (a port that
     cannot be bound: one line, exit 3)."""
@@ -46,6 +49,7 @@ def stub_command(
             time_scale=time_scale,
             linger_s=linger_s,
             log_level=log_level,
+            ready_file=ready_file,
         )
     except OSError as e:
         console.print(f"[bold red]error:[/] cannot serve on {host}:{port}: {e.strerror or e}")

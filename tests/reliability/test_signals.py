@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 import httpx
+import orjson
 import pytest
 
 from harness.live.run.children import free_port
@@ -72,21 +73,16 @@ def test_a_signal_to_run_keeps_honest_partial_results(
 
 
 def _stub(tmp_path: Path, *extra: str) -> tuple[subprocess.Popen[bytes], str, Path]:
-    port = free_port()
-    log = tmp_path / f"stub-{port}.log"
-    proc = start(harness("stub", "--port", str(port), *extra), log)
-    url = f"http://127.0.0.1:{port}"
-
-    def up() -> bool:
-        if proc.poll() is not None:
-            return True
-        try:
-            return httpx.get(url + "/healthz", timeout=1).status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    wait_for(up, 30, "the stub")
+    """The stub on a port of its choosing, named in its ready file (a port chosen here and
+    passed down could be taken by another test's server first)."""
+    log, ready = tmp_path / "stub.log", tmp_path / "stub-ready.json"
+    proc = start(harness("stub", "--port", "0", "--ready-file", str(ready), *extra), log)
+    wait_for(lambda: ready.exists() or proc.poll() is not None, 30, "the stub")
     assert proc.poll() is None, log.read_text()
+    got = orjson.loads(ready.read_bytes())
+    assert got["pid"] == proc.pid
+    url = str(got["url"])
+    assert httpx.get(url + "/healthz", timeout=5).status_code == 200
     return proc, url, log
 
 

@@ -18,6 +18,15 @@ import pytest
 from tests.run.scaling_agreement import SCENARIOS, Scenario, compare, run_live
 from tests.run.support import LiveResult
 
+
+def diagnosis(problems: list[str], res: LiveResult) -> str:
+    """What a failure needs to be read from the CI log alone: the problems, the run's own
+    health figures and the console's end."""
+    s = res.summary
+    keep = {k: s.get(k) for k in ("live", "generator", "counts", "scaling", "duration_s")}
+    return f"{problems}\n{keep}\nconsole:\n{res.console[-4000:]}\nfolder: {res.out}"
+
+
 pytestmark = [pytest.mark.live, pytest.mark.slow]
 
 
@@ -48,13 +57,15 @@ def test_replicas_and_scaling_counts_lie_inside_the_simulated_band(
     assert s["complete"] and s["conservation"]["ok"], s["conservation"]
     row = compare(scenario, res)
     print("\n" + row.line())
-    assert row.ok, row.problems
+    assert row.ok, diagnosis(row.problems, res)
 
 
 def test_the_long_tasks_were_killed_at_their_drain_timeout_and_ran_again(
     runs: dict[str, LiveResult],
 ) -> None:
-    s = runs["long task, scale-down"].summary
-    assert s["scaling"]["reexecuted"] > 0 and s["scaling"]["executors_killed"] > 0
+    res = runs["long task, scale-down"]
+    s = res.summary
+    ok = s["scaling"]["reexecuted"] > 0 and s["scaling"]["executors_killed"] > 0
+    assert ok, diagnosis(["no drain kill"], res)
     c = s["counts"]
     assert c["admitted"] == c["completed"] + c["failed"] + c["expired"] + c["in_flight_at_end"]

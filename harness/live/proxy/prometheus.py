@@ -87,18 +87,22 @@ def write_config(folder: Path, proxy: str, interval: str) -> Path:
     return path
 
 
-def wait_ready(url: str, proc: subprocess.Popen[bytes], timeout_s: float = 30.0) -> None:
-    """Until the proxy has been scraped once (``up{job=...} == 1``): Prometheus applies new
-    targets up to 5 s after it is ready, and a load that started before would meet an
-    autoscaler blind for reasons of our own making. A process that exits first is an error."""
+def wait_ready(
+    url: str, proc: subprocess.Popen[bytes], target: str, timeout_s: float = 30.0
+) -> None:
+    """Until the proxy at ``target`` (host:port) has been scraped once (``up{job=...,
+    instance=target} == 1``): Prometheus applies new targets up to 5 s after it is ready, and
+    a load that started before would meet an autoscaler blind for reasons of our own making.
+    Asking for this proxy's own series also proves the answer comes from this run's
+    Prometheus, not from another one that took the port first. A process that exits first is
+    an error."""
+    query = f'up{{job="{JOB}",instance="{target}"}}'
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise PrometheusError(f"prometheus exited with code {proc.returncode} on start")
         try:
-            r = httpx.get(
-                f"{url}/api/v1/query", params={"query": f'up{{job="{JOB}"}}'}, timeout=1.0
-            )
+            r = httpx.get(f"{url}/api/v1/query", params={"query": query}, timeout=1.0)
             if r.status_code == 200 and parse_result(r.json()) == (1.0, None):
                 return
         except (httpx.HTTPError, ValueError):

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import socket
 import sys
 import time
@@ -24,12 +23,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import orjson
 import uvicorn
 from rich.console import Console
 
 from harness import serving
-from harness.atomic import write_atomic
 from harness.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN, for_summary
 from harness.live.proxy.app import DEFAULT_MAX_BODY, ProxyApp
 from harness.live.proxy.clock import MonotonicClock, RunClock
@@ -121,10 +118,6 @@ async def reachable(url: str, timeout_s: float = 5.0, tls: Tls | None = None) ->
     return await acheck(url, tls or Tls(), timeout_s)
 
 
-def write_ready(path: Path, url: str) -> None:
-    write_atomic(path, orjson.dumps({"url": url, "pid": os.getpid()}) + b"\n", durable=False)
-
-
 async def run_proxy(
     app: ProxyApp,
     sock: socket.socket,
@@ -168,10 +161,9 @@ async def run_proxy(
     serve_task = asyncio.create_task(server.serve(sockets=[sock]))
     while not server.started and not serve_task.done():
         await asyncio.sleep(0.01)
-    host, port = sock.getsockname()[:2]
-    url = f"http://{host}:{port}" if ":" not in host else f"http://[{host}]:{port}"
+    url = serving.url_of(sock)
     if ready_file is not None and server.started:
-        write_ready(ready_file, url)
+        serving.write_ready(ready_file, url)
     con.print(f"proxy on {url} (Ctrl+C or SIGTERM to stop and write results)")
     waiter = asyncio.create_task(stop.wait())
     await asyncio.wait([waiter, serve_task], return_when=asyncio.FIRST_COMPLETED)

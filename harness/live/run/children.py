@@ -271,8 +271,9 @@ class Children:
         self, profile: Path, *, seed: int, time_scale: float, host: str = "127.0.0.1"
     ) -> int:
         """The bundled stub, the real command (``python -m harness stub`` with its flags), bound
-        to ``host`` and answering /healthz on loopback; its port."""
-        port = free_port()
+        to ``host`` on a port of its choosing (``--port 0``; it names the port in a ready
+        file) and answering /healthz on loopback; its port."""
+        ready = profile.parent / "stub-ready.json"
         proc = self.start(
             "stub",
             [
@@ -283,7 +284,9 @@ class Children:
                 "--host",
                 host,
                 "--port",
-                str(port),
+                "0",
+                "--ready-file",
+                str(ready),
                 "--profile",
                 str(profile),
                 "--seed",
@@ -294,6 +297,8 @@ class Children:
                 "warning",
             ],
         )
+        url = str(orjson.loads(self.wait_file(ready, proc, "stub"))["url"])
+        port = int(url.rsplit(":", 1)[1])
         self.wait_healthy(f"http://127.0.0.1:{port}", proc, "stub")
         return port
 

@@ -369,7 +369,7 @@ def _start_prometheus(
     config = prometheus.write_config(folder, f"127.0.0.1:{proxy}", every)
     p = kids.start("prometheus", prometheus.command(binary, config, folder / "data", port))
     try:
-        prometheus.wait_ready(f"http://127.0.0.1:{port}", p)
+        prometheus.wait_ready(f"http://127.0.0.1:{port}", p, f"127.0.0.1:{proxy}")
     except prometheus.PrometheusError as e:
         raise children.StartError(f"{e}:\n{children.tail(kids.logs / 'prometheus.log')}") from None
 
