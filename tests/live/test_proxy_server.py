@@ -80,7 +80,7 @@ def test_a_port_in_use_and_an_unreachable_upstream_exit_3(tmp_path: Path) -> Non
         proc = launch("http://127.0.0.1:9", port, tmp_path / "a", None)
         out, _ = proc.communicate(timeout=60)
         assert proc.returncode == 3 and b"cannot serve" in out
-    proc = launch(f"http://127.0.0.1:{free_port()}", free_port(), tmp_path / "b", None)
+    proc = launch(f"http://127.0.0.1:{free_port()}", 0, tmp_path / "b", None)
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 3 and b"unreachable" in out
 

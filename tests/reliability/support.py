@@ -69,6 +69,16 @@ def wait_for(cond: Callable[[], bool], timeout_s: float = 60.0, what: str = "") 
         time.sleep(0.1)
 
 
+def ready_url(ready: Path, proc: subprocess.Popen[bytes], log: Path, what: str) -> str:
+    """The URL a stub or proxy started with ``--port 0 --ready-file READY`` names once it
+    listens (a port chosen here and passed down could be taken by another process first)."""
+    wait_for(lambda: ready.exists() or proc.poll() is not None, 30, what)
+    assert proc.poll() is None, log.read_text()
+    got = orjson.loads(ready.read_bytes())
+    assert got["pid"] == proc.pid
+    return str(got["url"])
+
+
 def finish(proc: subprocess.Popen[bytes], timeout_s: float = 90.0) -> int:
     try:
         return proc.wait(timeout_s)

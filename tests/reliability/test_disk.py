@@ -21,8 +21,8 @@ from tests.reliability.support import (
     finish,
     fsize_limit,
     harness,
+    ready_url,
     summary,
-    wait_for,
 )
 from tests.reliability.test_signals import _stub
 
@@ -110,20 +110,27 @@ def test_report_on_a_full_disk_is_exit_3(tmp_path: Path) -> None:
 def test_the_proxy_on_a_disk_that_fills_stops_and_says_what_was_lost(tmp_path: Path) -> None:
     stub, stub_url, _ = _stub(tmp_path, "--latency-s", "0")
     out, log = tmp_path / "proxy-out", tmp_path / "proxy.log"
-    from harness.live.run.children import free_port
-
-    port = free_port()
+    ready = tmp_path / "proxy-ready.json"  # the port the proxy chose (one chosen here could go)
     with log.open("wb") as fh:  # the proxy's output through a pipe: the limit is its own
         proc = subprocess.Popen(
-            harness("proxy", "--upstream", stub_url, "--port", str(port), "--out", str(out)),
+            harness(
+                "proxy",
+                "--upstream",
+                stub_url,
+                "--port",
+                "0",
+                "--ready-file",
+                str(ready),
+                "--out",
+                str(out),
+            ),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             preexec_fn=fsize_limit(48 * 1024),
         )
         tee = subprocess.Popen(["cat"], stdin=proc.stdout, stdout=fh)
-    url = f"http://127.0.0.1:{port}"
     try:
-        wait_for(lambda: "proxy on" in log.read_text() or proc.poll() is not None, 30, "proxy")
+        url = ready_url(ready, proc, log, "proxy")
         sent = 0
         body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}
         with httpx.Client(timeout=10) as client:

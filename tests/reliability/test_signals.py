@@ -12,16 +12,15 @@ import subprocess
 from pathlib import Path
 
 import httpx
-import orjson
 import pytest
 
-from harness.live.run.children import free_port
 from tests.reliability.support import (
     SLOW,
     assert_incomplete_and_conserved,
     assert_no_traceback,
     finish,
     harness,
+    ready_url,
     records_sent,
     start,
     summary,
@@ -77,11 +76,7 @@ def _stub(tmp_path: Path, *extra: str) -> tuple[subprocess.Popen[bytes], str, Pa
     passed down could be taken by another test's server first)."""
     log, ready = tmp_path / "stub.log", tmp_path / "stub-ready.json"
     proc = start(harness("stub", "--port", "0", "--ready-file", str(ready), *extra), log)
-    wait_for(lambda: ready.exists() or proc.poll() is not None, 30, "the stub")
-    assert proc.poll() is None, log.read_text()
-    got = orjson.loads(ready.read_bytes())
-    assert got["pid"] == proc.pid
-    url = str(got["url"])
+    url = ready_url(ready, proc, log, "the stub")
     assert httpx.get(url + "/healthz", timeout=5).status_code == 200
     return proc, url, log
 
@@ -97,16 +92,25 @@ def test_the_stub_stops_cleanly_on_each_stop_signal(tmp_path: Path, sig: signal.
 def _proxy(
     tmp_path: Path, upstream: str, *extra: str
 ) -> tuple[subprocess.Popen[bytes], str, Path, Path]:
-    port = free_port()
+    """The proxy on a port of its choosing, named in its ready file (as :func:`_stub`)."""
     out, log = tmp_path / "proxy-out", tmp_path / "proxy.log"
+    ready = tmp_path / "proxy-ready.json"
     proc = start(
-        harness("proxy", "--upstream", upstream, "--port", str(port), "--out", str(out), *extra),
+        harness(
+            "proxy",
+            "--upstream",
+            upstream,
+            "--port",
+            "0",
+            "--ready-file",
+            str(ready),
+            "--out",
+            str(out),
+            *extra,
+        ),
         log,
     )
-    url = f"http://127.0.0.1:{port}"
-    wait_for(lambda: "proxy on" in log.read_text() or proc.poll() is not None, 30, "the proxy")
-    assert proc.poll() is None, log.read_text()
-    return proc, url, out, log
+    return proc, ready_url(ready, proc, log, "the proxy"), out, log
 
 
 def _send(url: str, n: int) -> list[subprocess.Popen[bytes]]:

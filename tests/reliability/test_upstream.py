@@ -18,8 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from harness.live.run.children import free_port
-from tests.reliability.support import finish, harness, start, summary, wait_for
+from tests.reliability.support import finish, harness, ready_url, start, summary, wait_for
 from tests.reliability.test_signals import _stub
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
@@ -81,9 +80,8 @@ class Proxy:
     def __init__(self, tmp_path: Path, upstream: str) -> None:
         prof = tmp_path / "faults.yaml"
         prof.write_text(PROFILE)
-        self.port = free_port()
         self.out, self.log = tmp_path / "proxy-out", tmp_path / "proxy.log"
-        self.url = f"http://127.0.0.1:{self.port}"
+        ready = tmp_path / "proxy-ready.json"  # the port it chose (one chosen here could go)
         self.proc = start(
             harness(
                 "proxy",
@@ -92,7 +90,9 @@ class Proxy:
                 "--profile",
                 str(prof),
                 "--port",
-                str(self.port),
+                "0",
+                "--ready-file",
+                str(ready),
                 "--out",
                 str(self.out),
                 "--grace-s",
@@ -100,8 +100,7 @@ class Proxy:
             ),
             self.log,
         )
-        wait_for(lambda: "proxy on" in self.log.read_text() or self.proc.poll() is not None, 30)
-        assert self.proc.poll() is None, self.log.read_text()
+        self.url = ready_url(ready, self.proc, self.log, "the proxy")
 
     def post(self, n: int, stream: bool = False) -> list[tuple[int, float]]:
         """``n`` concurrent requests: (status, or 0 for a broken answer; wall seconds)."""

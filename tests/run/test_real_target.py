@@ -378,13 +378,13 @@ def test_streams_lingering_after_done_are_completions_for_our_generator(
         assert summary["proxy"]["counts"]["completed"] == N
 
 
-def _proxy_cli(upstream: str, out: Path, *flags: str) -> Any:
+def _proxy_cli(upstream: str, out: Path, *flags: str) -> tuple[Any, Path]:
+    """``harness proxy`` on a port of its choosing, named in the ready file returned (a port
+    chosen here and passed down could be taken by another process first)."""
     import subprocess
     import sys
 
-    from tests.live.proxy_support import free_port
-
-    port = free_port()
+    ready = out.with_name(out.name + "-ready.json")
     cmd = [
         sys.executable,
         "-c",
@@ -393,7 +393,9 @@ def _proxy_cli(upstream: str, out: Path, *flags: str) -> Any:
         "--upstream",
         upstream,
         "--port",
-        str(port),
+        "0",
+        "--ready-file",
+        str(ready),
         "--out",
         str(out),
         "--grace-s",
@@ -401,27 +403,28 @@ def _proxy_cli(upstream: str, out: Path, *flags: str) -> Any:
         *flags,
     ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    return proc, f"http://127.0.0.1:{port}"
+    return proc, ready
 
 
-def _serve_one(proc: Any, url: str) -> tuple[int, bytes]:
+def _serve_one(proc: Any, ready: Path) -> tuple[int, bytes]:
     import signal
 
     import httpx
+    import orjson
 
     try:
         for _ in range(300):  # bounded: ~30 s for the process to come up
-            try:
-                r = httpx.post(
-                    url + "/v1/chat/completions",
-                    timeout=10,
-                    json={"model": "m", "messages": [{"role": "user", "content": "hi"}]},
-                )
+            if ready.exists() or proc.poll() is not None:
                 break
-            except httpx.TransportError:
-                if proc.poll() is not None:
-                    break
-                time.sleep(0.1)
+            time.sleep(0.1)
+        if not ready.exists():
+            raise AssertionError(f"the proxy wrote no ready file: {proc.communicate(timeout=30)}")
+        url = str(orjson.loads(ready.read_bytes())["url"])
+        r = httpx.post(
+            url + "/v1/chat/completions",
+            timeout=10,
+            json={"model": "m", "messages": [{"role": "user", "content": "hi"}]},
+        )
         proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=30)
         return r.status_code, out
@@ -438,14 +441,14 @@ def test_harness_proxy_verifies_tls_with_ca_bundle_and_insecure(
 
     server, bundle = pki
     with Server(stub.create_app(latency_s=0.0), certfile=server) as s:
-        proc, _url = _proxy_cli(s.origin + "/v1", tmp_path / "a")
+        proc, _ready = _proxy_cli(s.origin + "/v1", tmp_path / "a")
         out, _ = proc.communicate(timeout=60)
         assert proc.returncode == 3 and b"certificate verification failed" in out
-        proc, url = _proxy_cli(s.origin + "/v1", tmp_path / "b", "--ca-bundle", str(bundle))
-        status, out = _serve_one(proc, url)
+        proc, ready = _proxy_cli(s.origin + "/v1", tmp_path / "b", "--ca-bundle", str(bundle))
+        status, out = _serve_one(proc, ready)
         assert status == 200 and proc.returncode == 0, out
-        proc, url = _proxy_cli(s.origin + "/v1", tmp_path / "c", "--insecure")
-        status, out = _serve_one(proc, url)
+        proc, ready = _proxy_cli(s.origin + "/v1", tmp_path / "c", "--insecure")
+        status, out = _serve_one(proc, ready)
         assert status == 200 and proc.returncode == 0 and b"NOT verified" in out
     verified = orjson.loads((tmp_path / "b" / "summary.json").read_bytes())["meta"]["tls"]
     insecure = orjson.loads((tmp_path / "c" / "summary.json").read_bytes())["meta"]["tls"]

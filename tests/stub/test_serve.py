@@ -8,8 +8,10 @@ import socket
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import httpx
+import orjson
 import pytest
 
 from .support import CHAT, body, wait_until
@@ -19,20 +21,24 @@ pytestmark = [pytest.mark.live, pytest.mark.timeout(60)]
 SECRET = "sk-very-secret-token-123"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _spawn(port: int, latency_s: float = 0) -> subprocess.Popen[str]:
+def _spawn(ready: Path, latency_s: float = 0) -> subprocess.Popen[str]:
+    """``serve`` on a port of its choosing, named in ``ready`` once it listens (a port chosen
+    here and passed down could be taken by another process first)."""
     code = (
+        "from pathlib import Path\n"
         "from harness.stub.server import serve\n"
-        f"serve(port={port}, latency_s={latency_s}, seed=3, time_scale=0.5)\n"
+        f"serve(port=0, latency_s={latency_s}, seed=3, time_scale=0.5,"
+        f" ready_file=Path({str(ready)!r}))\n"
     )
     return subprocess.Popen(
         [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
+
+
+def _url(ready: Path, proc: subprocess.Popen[str]) -> str:
+    assert wait_until(lambda: ready.exists() or proc.poll() is not None, attempts=1000)
+    assert ready.exists(), proc.communicate(timeout=20)
+    return str(orjson.loads(ready.read_bytes())["url"])
 
 
 def _up(url: str) -> bool:
@@ -43,11 +49,12 @@ def _up(url: str) -> bool:
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_serve_runs_until_a_signal_and_never_logs_authorization(sig: signal.Signals) -> None:
-    port = _free_port()
-    proc = _spawn(port)
+def test_serve_runs_until_a_signal_and_never_logs_authorization(
+    sig: signal.Signals, tmp_path: Path
+) -> None:
+    proc = _spawn(tmp_path / "ready.json")
     try:
-        url = f"http://127.0.0.1:{port}"
+        url = _url(tmp_path / "ready.json", proc)
         assert wait_until(lambda: _up(url) or proc.poll() is not None, attempts=1000)
         headers = {"Authorization": f"Bearer {SECRET}", "x-class": SECRET}
         assert httpx.post(url + CHAT, json=body(SECRET), headers=headers).status_code == 200
@@ -59,7 +66,7 @@ def test_serve_runs_until_a_signal_and_never_logs_authorization(sig: signal.Sign
             proc.kill()
             proc.communicate()
     assert proc.returncode == 0
-    assert f"harness stub on http://127.0.0.1:{port}" in err
+    assert f"harness stub on {url}" in err and url.startswith("http://127.0.0.1:")
     assert "time scale 0.5" in err
     assert SECRET not in out and SECRET not in err
     assert "Authorization" not in err and "authorization" not in err
@@ -80,10 +87,8 @@ def test_serve_refuses_a_busy_port() -> None:
     assert "OSError" in proc.stderr or "Address already in use" in proc.stderr
 
 
-def test_stopping_with_requests_held_drops_them_quietly() -> None:
-    port = _free_port()
-    proc = _spawn(port, latency_s=120)
-    url = f"http://127.0.0.1:{port}"
+def test_stopping_with_requests_held_drops_them_quietly(tmp_path: Path) -> None:
+    proc = _spawn(tmp_path / "ready.json", latency_s=120)
 
     def held(stream: bool) -> str:
         try:
@@ -94,6 +99,7 @@ def test_stopping_with_requests_held_drops_them_quietly() -> None:
             return type(e).__name__
 
     try:
+        url = _url(tmp_path / "ready.json", proc)
         assert wait_until(lambda: _up(url) or proc.poll() is not None, attempts=1000)
         with ThreadPoolExecutor(4) as pool:
             futures = [pool.submit(held, i % 2 == 0) for i in range(4)]
