@@ -14,12 +14,13 @@ from harness.cli.options import (
     PreferOpt,
     ProfileArg,
     SetOpt,
-    bad_input,
-    cluster_ready,
+    VerifyTimeScaleOpt,
+    check_search_options,
     default_out,
     err,
     io_errors,
     load_profile,
+    verify_live_option,
     writable,
 )
 
@@ -41,24 +42,19 @@ def sweep(
     out: OutOpt = None,
     verify_live: Annotated[
         bool,
-        typer.Option(
-            "--verify-live",
-            help=(
-                "Re-run the recommended point live against the stub and report whether it agrees"
-                " with the sweep's seed band."
-            ),
+        verify_live_option(
+            "Re-run the recommended point live against the stub and report whether it agrees"
+            " with the sweep's seed band."
         ),
     ] = False,
-    time_scale: Annotated[float, typer.Option(help="--time-scale for --verify-live.")] = 0.1,
+    time_scale: VerifyTimeScaleOpt = 0.1,
     cluster: ClusterOpt = None,
 ) -> None:
     """Grid-sweep parameters in virtual time and recommend a value robust across seeds."""
     from harness.search.sweep.command import sweep_command
 
     prof = load_profile(profile, set_)
-    if time_scale <= 0:
-        raise bad_input("--time-scale must be > 0")
-    cluster_ready(cluster)
+    check_search_options(time_scale, cluster)
     folder = out or default_out(prof, "-sweep")
     writable(folder)
     with io_errors(folder):
