@@ -172,6 +172,29 @@ def check_search_options(time_scale: float, cluster: str | None) -> None:
 PORT = {"min": 0, "max": 65535}
 MASTER_PORT = {"min": 1, "max": 65535}
 SEED = {"min": 0, "max": MAX_SEED}
+# Options two commands share word for word (each command gives its own default).
+SeedOpt = Annotated[
+    int | None, typer.Option("--seed", help="Seed (default: the profile's).", **SEED)
+]
+JobsOpt = Annotated[int, typer.Option("--jobs", help="Worker processes (0: one per CPU).", min=0)]
+ModelOpt = Annotated[
+    str | None, typer.Option("--model", help="Model name to send with --target URL.")
+]
+BindHostOpt = Annotated[str, typer.Option("--host", help="Address to bind.")]
+BindPortOpt = Annotated[
+    int, typer.Option("--port", help="Port to bind (0: any free port).", **PORT)
+]
+ReadyFileOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--ready-file",
+        help=(
+            'Once listening, write {"url", "pid"} as JSON to this file (how `harness run`'
+            " learns the port of --port 0)."
+        ),
+        metavar="FILE",
+    ),
+]
 ThresholdOpt = Annotated[
     list[str] | None,
     typer.Option(

@@ -3,16 +3,17 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from harness.cli.options import (
-    PORT,
+    BindHostOpt,
+    BindPortOpt,
     CaBundleOpt,
     InsecureOpt,
     OutOpt,
+    ReadyFileOpt,
     SetOpt,
     ThresholdOpt,
     bad_input,
@@ -30,8 +31,8 @@ def proxy(
         str, typer.Option(help="The OpenAI-compatible endpoint to forward to (base URL).")
     ],
     profile: Annotated[str | None, typer.Option(help="Engine settings from this profile.")] = None,
-    host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to bind (0: any free port).", **PORT)] = 8080,
+    host: BindHostOpt = "127.0.0.1",
+    port: BindPortOpt = 8080,
     set_: SetOpt = None,
     out: OutOpt = None,
     time_scale: Annotated[
@@ -50,17 +51,7 @@ def proxy(
     threshold: ThresholdOpt = None,
     ca_bundle: CaBundleOpt = None,
     insecure: InsecureOpt = False,
-    ready_file: Annotated[
-        Path | None,
-        typer.Option(
-            "--ready-file",
-            help=(
-                'Once listening, write {"url", "pid"} as JSON to this file (how `harness run`'
-                " learns the port of --port 0)."
-            ),
-            metavar="FILE",
-        ),
-    ] = None,
+    ready_file: ReadyFileOpt = None,
     from_epoch: Annotated[
         bool,
         typer.Option(

@@ -10,11 +10,12 @@ import typer
 from harness.cli.options import (
     MASTER_PORT,
     PORT,
-    SEED,
     CaBundleOpt,
     InsecureOpt,
+    ModelOpt,
     OutOpt,
     ProfileArg,
+    SeedOpt,
     SetOpt,
     ThresholdOpt,
     check_thresholds,
@@ -52,7 +53,7 @@ def run(
             )
         ),
     ] = 1.0,
-    seed: Annotated[int | None, typer.Option(help="Seed (default: the profile's).", **SEED)] = None,
+    seed: SeedOpt = None,
     set_: SetOpt = None,
     out: OutOpt = None,
     workers: Annotated[
@@ -71,7 +72,7 @@ def run(
             show_default=False,
         ),
     ] = None,
-    model: Annotated[str | None, typer.Option(help="Model name to send with --target URL.")] = None,
+    model: ModelOpt = None,
     dry_run: Annotated[
         bool,
         typer.Option(

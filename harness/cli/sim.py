@@ -8,10 +8,10 @@ from typing import Annotated
 import typer
 
 from harness.cli.options import (
-    SEED,
     LogOpt,
     OutOpt,
     ProfileArg,
+    SeedOpt,
     SetOpt,
     ThresholdOpt,
     check_thresholds,
@@ -26,7 +26,7 @@ from harness.cli.options import (
 
 def sim(
     profile: ProfileArg,
-    seed: Annotated[int | None, typer.Option(help="Seed (default: the profile's).", **SEED)] = None,
+    seed: SeedOpt = None,
     seeds: Annotated[
         int | None,
         typer.Option(

@@ -3,17 +3,24 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from harness.cli.options import PORT, SEED, LogLevel, err, load_profile
+from harness.cli.options import (
+    SEED,
+    BindHostOpt,
+    BindPortOpt,
+    LogLevel,
+    ReadyFileOpt,
+    err,
+    load_profile,
+)
 
 
 def stub(
-    host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to bind (0: any free port).", **PORT)] = 8000,
+    host: BindHostOpt = "127.0.0.1",
+    port: BindPortOpt = 8000,
     profile: Annotated[
         str | None, typer.Option(help="Take latency and faults from this profile.")
     ] = None,
@@ -35,17 +42,7 @@ def stub(
         LogLevel,
         typer.Option(help="uvicorn's log level (`harness run` starts its stub with 'warning')."),
     ] = LogLevel.info,
-    ready_file: Annotated[
-        Path | None,
-        typer.Option(
-            "--ready-file",
-            help=(
-                'Once listening, write {"url", "pid"} as JSON to this file (how `harness run`'
-                " learns the port of --port 0)."
-            ),
-            metavar="FILE",
-        ),
-    ] = None,
+    ready_file: ReadyFileOpt = None,
 ) -> None:
     """Serve the OpenAI-compatible slow stub with fault injection."""
     from harness.commands.stub import stub_command

@@ -10,6 +10,7 @@ import typer
 from harness.cli.options import (
     ClusterOpt,
     ConstraintOpt,
+    JobsOpt,
     OutOpt,
     PreferOpt,
     ProfileArg,
@@ -31,7 +32,7 @@ def sweep(
         list[str], typer.Option(help="PATH=START:STOP:STEP (STOP inclusive). One or two.")
     ],
     seeds: Annotated[int, typer.Option(help="Seeds per point.", min=1)] = 10,
-    jobs: Annotated[int, typer.Option(help="Worker processes (0: one per CPU).", min=0)] = 0,
+    jobs: JobsOpt = 0,
     objective: Annotated[
         str | None,
         typer.Option(help="min:EXPR or max:EXPR (default: min:counts.rejected / counts.arrivals)."),

@@ -11,6 +11,7 @@ from harness.cli.options import (
     SEED,
     ClusterOpt,
     ConstraintOpt,
+    JobsOpt,
     OutOpt,
     PreferOpt,
     ProfileArg,
@@ -77,7 +78,7 @@ def tune(
         int | None,
         typer.Option(help="The sampler's seed (default: the profile's seed).", **SEED),
     ] = None,
-    jobs: Annotated[int, typer.Option(help="Worker processes (0: one per CPU).", min=0)] = 0,
+    jobs: JobsOpt = 0,
     set_: SetOpt = None,
     out: OutOpt = None,
     verify_live: Annotated[
