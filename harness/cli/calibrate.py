@@ -12,6 +12,7 @@ from harness.cli.options import (
     SEED,
     CaBundleOpt,
     InsecureOpt,
+    ModelOpt,
     SetOpt,
     bad_input,
     default_out,
@@ -154,7 +155,7 @@ def calibrate(
     seed: Annotated[
         int, typer.Option(help="Seed for the prompts, the stub and the bootstrap.", **SEED)
     ] = 1,
-    model: Annotated[str | None, typer.Option(help="Model name to send with --target URL.")] = None,
+    model: ModelOpt = None,
     api_key_env: Annotated[
         str | None,
         typer.Option(

@@ -1,5 +1,6 @@
-"""What the commands of :mod:`harness.cli.app` share: option types, the results folder, and the
-edge where bad input and a failed write become exit codes (:mod:`harness.exit_codes`).
+"""What the commands of :mod:`harness.cli` share: option types and their checks, the results
+folder, and the edge where bad input and a failed write become exit codes
+(:mod:`harness.exit_codes`).
 
 Every message goes to stderr through the one Console, ``err``; a profile, threshold or option
 error is exit 2 with one line, a write that fails is exit 3 with the path and the OS error.
@@ -12,7 +13,7 @@ import enum
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -106,6 +107,19 @@ ClusterOpt = Annotated[
         metavar="ADDRESS",
     ),
 ]
+# sweep's and tune's --verify-live: the flag, the --time-scale it runs at, and their check
+# (check_search_options) are one; each command words what it re-runs in the flag's help.
+VerifyTimeScaleOpt = Annotated[
+    float, typer.Option("--time-scale", help="--time-scale for --verify-live.")
+]
+
+
+def verify_live_option(help: str) -> Any:
+    """The ``--verify-live`` flag (``Annotated[bool, verify_live_option(...)]``), with the
+    command's own help: what it re-runs live and how it is judged."""
+    return typer.Option("--verify-live", help=help)
+
+
 ConstraintOpt = Annotated[
     list[str] | None,
     typer.Option(
@@ -145,11 +159,42 @@ def cluster_ready(address: str | None) -> None:
         raise bad_input(problem)
 
 
+def check_search_options(time_scale: float, cluster: str | None) -> None:
+    """sweep's and tune's --time-scale (for --verify-live) must be > 0, and --cluster must be
+    usable (:func:`cluster_ready`): else exit 2, one line, before the results folder is made."""
+    if time_scale <= 0:
+        raise bad_input("--time-scale must be > 0")
+    cluster_ready(cluster)
+
+
 # Ports and seeds are checked by click before a command runs: a usage error, exit 2. Port 0
 # asks the OS for a free port (tests use it); a remote Locust master needs a real one.
 PORT = {"min": 0, "max": 65535}
 MASTER_PORT = {"min": 1, "max": 65535}
 SEED = {"min": 0, "max": MAX_SEED}
+# Options two commands share word for word (each command gives its own default).
+SeedOpt = Annotated[
+    int | None, typer.Option("--seed", help="Seed (default: the profile's).", **SEED)
+]
+JobsOpt = Annotated[int, typer.Option("--jobs", help="Worker processes (0: one per CPU).", min=0)]
+ModelOpt = Annotated[
+    str | None, typer.Option("--model", help="Model name to send with --target URL.")
+]
+BindHostOpt = Annotated[str, typer.Option("--host", help="Address to bind.")]
+BindPortOpt = Annotated[
+    int, typer.Option("--port", help="Port to bind (0: any free port).", **PORT)
+]
+ReadyFileOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--ready-file",
+        help=(
+            'Once listening, write {"url", "pid"} as JSON to this file (how `harness run`'
+            " learns the port of --port 0)."
+        ),
+        metavar="FILE",
+    ),
+]
 ThresholdOpt = Annotated[
     list[str] | None,
     typer.Option(

@@ -11,16 +11,19 @@ from harness.cli.options import (
     SEED,
     ClusterOpt,
     ConstraintOpt,
+    JobsOpt,
     OutOpt,
     PreferOpt,
     ProfileArg,
     SetOpt,
+    VerifyTimeScaleOpt,
     bad_input,
-    cluster_ready,
+    check_search_options,
     default_out,
     err,
     io_errors,
     load_profile,
+    verify_live_option,
     writable,
 )
 
@@ -75,20 +78,17 @@ def tune(
         int | None,
         typer.Option(help="The sampler's seed (default: the profile's seed).", **SEED),
     ] = None,
-    jobs: Annotated[int, typer.Option(help="Worker processes (0: one per CPU).", min=0)] = 0,
+    jobs: JobsOpt = 0,
     set_: SetOpt = None,
     out: OutOpt = None,
     verify_live: Annotated[
         bool,
-        typer.Option(
-            "--verify-live",
-            help=(
-                "Re-run the recommendation live against the stub and report whether it lands"
-                " inside the simulated seed band."
-            ),
+        verify_live_option(
+            "Re-run the recommendation live against the stub and report whether it lands"
+            " inside the simulated seed band."
         ),
     ] = False,
-    time_scale: Annotated[float, typer.Option(help="--time-scale for --verify-live.")] = 0.1,
+    time_scale: VerifyTimeScaleOpt = 0.1,
     cluster: ClusterOpt = None,
 ) -> None:
     """Tune the whole policy (several keys at once) with Optuna, robust across seeds.
@@ -105,9 +105,7 @@ def tune(
     from harness.search.tune.plan import plan_tune
 
     prof = load_profile(profile, set_)
-    if time_scale <= 0:
-        raise bad_input("--time-scale must be > 0")
-    cluster_ready(cluster)
+    check_search_options(time_scale, cluster)
     try:  # every input checked before the results folder is made
         plan = plan_tune(
             profile,

@@ -1,0 +1,115 @@
+"""The `compare` command (registered on the app by :mod:`harness.cli.app`): parse, call
+:mod:`harness.commands.compare`, map errors to exit codes."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from harness.cli.options import SEED, bad_input
+from harness.exit_codes import EXIT_FAIL, EXIT_OK
+
+
+def compare(
+    base: Annotated[
+        Path,
+        typer.Argument(
+            help="Baseline: a results folder or summary.json, a --seeds folder, or a sweep."
+        ),
+    ],
+    new: Annotated[Path, typer.Argument(help="Candidate, same kinds as BASE.")],
+    tolerance: Annotated[
+        list[str] | None,
+        typer.Option(
+            help=(
+                "Equivalence margin of a primary figure: NAME=5% (relative to base) or NAME=0.02"
+                " (absolute); NAME 'all' sets every one. Repeatable."
+            )
+        ),
+    ] = None,
+    seeds: Annotated[
+        int,
+        typer.Option(
+            help="Seeds to re-simulate both sides at (simulations of this code version).", min=2
+        ),
+    ] = 20,
+    seed_base: Annotated[
+        int | None, typer.Option(help="First of those seeds [default: BASE's seed].", **SEED)
+    ] = None,
+    alpha: Annotated[
+        float,
+        typer.Option(
+            help="Family-wise error rate over the four primary figures (Holm).", min=1e-6, max=0.5
+        ),
+    ] = 0.01,
+    jobs: Annotated[
+        int, typer.Option(help="Worker processes for the re-simulation (0: one per CPU).", min=0)
+    ] = 0,
+    format_: Annotated[str, typer.Option("--format", help="md or json.")] = "md",
+    gate: Annotated[
+        list[str] | None,
+        typer.Option(
+            help=(
+                "A figure whose regression beyond its margin fails the change (repeatable;"
+                " 'none': the profile's verdict alone). Default: rejection_fraction,"
+                " goodput_per_s, replica_seconds, cost_spent. Also: slo_breach_fraction,"
+                " turnaround_s.p95, replicas_mean."
+            ),
+            metavar="FIGURE",
+        ),
+    ] = None,
+) -> None:
+    """Review a change for a rollout: does NEW hold its SLO, and is it worse than BASE?
+
+    Fails (exit 1) when NEW's profile verdict (SLO, thresholds) does not hold over its seeds by
+    the profile's verdict.over_seeds rule, or a gated figure (by default rejections, goodput and
+    cost) is worse beyond its margin. The primary figures (SLO-breach fraction, p95 turnaround,
+    goodput, rejection fraction) and the cost (replica-seconds, mean replicas, cost_spent) are
+    shown, robust to seed noise. The method: docs/verdict-and-review.md ("Change review")."""
+    from harness.commands.compare import (
+        CompareRequest,
+        compare_sweeps,
+        is_sweep,
+        provenance,
+        review,
+        with_provenance,
+    )
+    from harness.review.change import DEFAULT_GATE, parse_gate
+    from harness.review.compare import CompareError, parse_tolerance
+    from harness.review.text import to_json, to_markdown
+
+    if format_ not in ("md", "json"):
+        raise bad_input("--format must be md or json")
+    try:
+        gates = parse_gate(gate) if gate else DEFAULT_GATE
+    except ValueError as e:
+        raise bad_input(str(e)) from None
+    tols = {}
+    for t in tolerance or []:
+        try:
+            k, v = parse_tolerance(t)
+        except ValueError as e:
+            raise bad_input(str(e)) from None
+        tols[k] = v
+    for p in (base, new):
+        if not p.exists():
+            raise bad_input(f"{p}: no such file or folder")
+    req = CompareRequest(base, new, tols, seeds, seed_base, alpha, jobs, gates)
+    try:
+        if is_sweep(base) or is_sweep(new):
+            md, js, regressions = compare_sweeps(base, new, tols)
+            out = md if format_ == "md" else with_provenance(js, provenance(req, "sweep"))
+            sys.stdout.write(out)
+            raise typer.Exit(EXIT_FAIL if regressions else EXIT_OK)
+        rv, sides = review(req)
+        if format_ == "md":
+            out = to_markdown(rv, sides)
+        else:
+            out = with_provenance(to_json(rv, sides), provenance(req, rv.method))
+    except (CompareError, ValueError, OSError) as e:
+        raise bad_input(str(e)) from None
+    sys.stdout.write(out)
+    raise typer.Exit(EXIT_FAIL if rv.regression else EXIT_OK)

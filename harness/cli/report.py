@@ -1,0 +1,61 @@
+"""The `report` command (registered on the app by :mod:`harness.cli.app`): write a results folder's
+report (:mod:`harness.render`), or recover a killed run's summary
+(:mod:`harness.commands.recover`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from harness.cli.options import bad_input, err, io_errors
+from harness.exit_codes import EXIT_BROKEN
+
+
+def report(
+    folder: Annotated[Path, typer.Argument(help="A results folder (with summary.json).")],
+    recover: Annotated[
+        bool,
+        typer.Option(
+            "--recover",
+            help=(
+                "Rebuild an honest, incomplete summary.json from what a killed `harness run` or"
+                " `harness proxy` left on disk."
+            ),
+        ),
+    ] = False,
+) -> None:
+    """Draw timeline.png and write report.md and report.html for a results folder."""
+    from harness.render.report import ReportError, write_report
+    from harness.render.seed_report import is_multi_seed, load_aggregate
+
+    if recover:
+        from harness.commands.recover import recover_command
+
+        with io_errors(folder):
+            code = recover_command(folder, err)
+        if code != EXIT_BROKEN:
+            raise typer.Exit(code)
+    if not recover and is_multi_seed(folder):
+        from harness.commands.sim import print_holds
+        from harness.render.seed_report import write_seed_report
+
+        try:
+            agg = load_aggregate(folder)
+        except ReportError as e:
+            raise bad_input(str(e)) from None
+        with io_errors(folder):
+            written = write_seed_report(folder, agg)
+        if isinstance(agg.get("holds"), dict) and agg.get("complete", True):
+            print_holds(err, agg["holds"])
+        for p in written:
+            err.print(f"wrote {p}")
+        return
+    if not (folder / "summary.json").is_file():
+        raise bad_input(f"{folder}: no summary.json here (nor aggregate.json or seed-*/)")
+    with io_errors(folder):
+        for p in write_report(folder):
+            err.print(f"wrote {p}")
+    if recover:
+        raise typer.Exit(EXIT_BROKEN)
