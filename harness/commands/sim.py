@@ -18,6 +18,7 @@ from harness.profile import Profile, load
 from harness.render.console import print_summary
 from harness.results import summary as summ
 from harness.results.seed_rule import Judged, describe_judged
+from harness.results.shapes import Summary
 from harness.sim.runner import run_to_folder
 
 
@@ -78,7 +79,7 @@ def run_one(
 SeedJob = tuple[str, list[str], int, str, tuple[str, ...], str]
 
 
-def _seed_job(args: SeedJob) -> dict[str, Any]:
+def _seed_job(args: SeedJob) -> Summary:
     spec, overrides, seed, folder, extra, log_format = args
     prof = load(spec, overrides)
     return run_to_folder(
@@ -104,11 +105,11 @@ def run_many(
     first = profile.seed if seed is None else seed
     seeds = list(range(first, first + n))
     work = [(spec, overrides, s, str(folder / f"seed-{s}"), extra, log_format) for s in seeds]
-    done: dict[int, dict[str, Any]] = {}
+    done: dict[int, Summary] = {}
     with Interrupts().installed() as intr, progress_bar(console) as prog:
         task = prog.add_task("seeds", total=n)
 
-        def take(w: SeedJob, s: dict[str, Any]) -> None:
+        def take(w: SeedJob, s: Summary) -> None:
             done[w[2]] = s
             prog.advance(task)
 

@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.results.shapes import Summary
+
 TIERS = (("critical", "#d62728"), ("standard", "#1f77b4"), ("batch", "#9aa0a6"))
 # Faults in muted hues; red and orange are kept for alerts (page, warn).
 FAULT_COLORS = {
@@ -118,9 +120,7 @@ def _rebin(t: list[float], series: list[float], width: int) -> tuple[list[float]
     return tb, sb
 
 
-def plot_timeline(
-    timeline: Sequence[Mapping[str, Any]], summary: Mapping[str, Any], out: Path
-) -> Path:
+def plot_timeline(timeline: Sequence[Mapping[str, Any]], summary: Summary, out: Path) -> Path:
     """Stacked panels over the run's seconds: queue depth per tier, oldest age with AGE_REJECT,
     admissions and rejections by reason, replicas, rolling p95 turnaround with the SLO, and an
     events strip with fault windows and alert episodes (faults also shaded in every panel)."""

@@ -14,11 +14,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from harness.render.plots import plot_seeds, seed_worst
 from harness.render.report import Block, ReportError, render_html, render_markdown
 from harness.results.fmt import fmt_num, fmt_spread
+from harness.results.shapes import Summary
 from harness.review.compare import FIGURES, aggregate
 
 SEEDS_PNG = "seeds.png"
@@ -67,7 +68,8 @@ def load_aggregate(folder: Path) -> dict[str, Any]:
     seeds = seed_folders(folder)
     if not seeds:
         raise ReportError(f"{folder}: no summary.json, aggregate.json or seed-*/summary.json")
-    return aggregate([_read(d / "summary.json") for d in seeds])
+    # each a run's summary.json, as results.summary wrote it
+    return aggregate([cast(Summary, _read(d / "summary.json")) for d in seeds])
 
 
 def _verdicts(folder: Path, seeds: Sequence[Any]) -> dict[Any, str]:

@@ -12,9 +12,10 @@ from collections.abc import Callable
 from typing import Any
 
 from harness.profile.bundle import ProfileBundle
+from harness.results.shapes import Summary
 from harness.search.sweep.plan import Outcome, Task, outcome
 
-Runner = Callable[[str, list[str], int], dict[str, Any]]
+Runner = Callable[[str, list[str], int], Summary]
 
 
 def default_runner() -> Runner:
@@ -39,7 +40,7 @@ def run_bundle_chunk(
     from harness.profile.bundle import load_bundle
     from harness.sim.runner import simulate
 
-    def run(_spec: str, overrides: list[str], seed: int) -> dict[str, Any]:
+    def run(_spec: str, overrides: list[str], seed: int) -> Summary:
         return simulate(load_bundle(bundle, overrides), seed, with_timeline=False).summary
 
     return run_chunk(run, bundle.source, tasks, metrics=metrics)

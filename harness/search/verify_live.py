@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from rich.console import Console
 
@@ -18,6 +18,7 @@ from harness.profile import load
 from harness.results import summary as summ
 from harness.results.expr import expr_value
 from harness.results.seed_rule import holds_over_seeds
+from harness.results.shapes import Summary
 
 # Live vs sim agreement: the live figure must fall inside the sweep point's min-max band over
 # seeds, widened by this margin (relative to the band's width, and at least an absolute floor),
@@ -74,7 +75,7 @@ def verify_values(
     if code == EXIT_BROKEN or not summary_path.exists():
         console.print("[bold red]verify-live:[/] the live run broke; no verdict")
         return EXIT_BROKEN, None
-    live = json.loads(summary_path.read_text())
+    live = cast(Summary, json.loads(summary_path.read_text()))  # the live run's summary.json
     rows = []
     agree = True
     for expr, floor in VERIFY_METRICS.items():

@@ -37,6 +37,7 @@ from harness.profile import ClientRetry, Profile
 from harness.recording.recorder import DecisionLog
 from harness.recording.stats import Collector
 from harness.results import summary as summ
+from harness.results.shapes import Summary
 from harness.run_core import Retried, RunCore
 from harness.sim.agenda import Agenda
 from harness.sim.token_timing import TokenFigures
@@ -144,7 +145,7 @@ class ClientRetries:
 
 @dataclass
 class SimResult:
-    summary: dict[str, Any]
+    summary: Summary
     timeline: list[dict[str, Any]] = field(default_factory=list)
     decisions: int = 0
     arrivals_per_s_wall: float = 0.0
@@ -496,7 +497,7 @@ def run_to_folder(
 _PROFILES: dict[tuple[str, tuple[str, ...]], Profile] = {}
 
 
-def run_summary(profile_path: str, overrides: list[str], seed: int) -> dict[str, Any]:
+def run_summary(profile_path: str, overrides: list[str], seed: int) -> Summary:
     """One simulation, nothing written: the sweep's unit of work (runs in a worker process).
     Without the per-second timeline (and so without alerts), which a sweep does not use."""
     from harness.profile import load

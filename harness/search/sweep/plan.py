@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -45,6 +45,7 @@ from harness.recording.quantiles import describe
 from harness.results.expr import expr_value
 from harness.results.provenance import SWEEP_SCHEMA, stamp
 from harness.results.seed_rule import SeedRule
+from harness.results.shapes import Summary
 from harness.review.compare import FIGURES
 from harness.search.grammar import (
     DEFAULT_OBJECTIVE,
@@ -193,7 +194,7 @@ def plan_sweep(
     )
 
 
-def outcome(idx: int, seed: int, summary: Mapping[str, Any], metrics: Sequence[str]) -> Outcome:
+def outcome(idx: int, seed: int, summary: Summary, metrics: Sequence[str]) -> Outcome:
     """What a worker sends back for one simulation: only the figures the sweep needs."""
     return (idx, seed, {m: expr_value(summary, m) for m in metrics}, str(summary.get("verdict")))
 
