@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 from rich.console import Console
 from rich.markup import escape
@@ -18,7 +18,7 @@ from harness.profile import Profile, load
 from harness.render.console import print_summary
 from harness.results import summary as summ
 from harness.results.seed_rule import Judged, describe_judged
-from harness.results.shapes import Summary
+from harness.results.shapes import Holds, HoldsRow, Summary
 from harness.sim.runner import run_to_folder
 
 
@@ -131,20 +131,22 @@ def run_many(
         f"{n} seeds -> {folder}: verdicts "
         + ", ".join(f"{v} {verdicts.count(v)}" for v in sorted(set(verdicts)))
     )
-    if worst == EXIT_BROKEN or not agg.get("holds"):
+    holds = agg.get("holds")
+    if worst == EXIT_BROKEN or not holds:
         return worst
-    print_holds(console, agg["holds"])
-    return EXIT_OK if agg["holds"]["ok"] else EXIT_FAIL
+    print_holds(console, holds)
+    return EXIT_OK if holds["ok"] else EXIT_FAIL
 
 
-def print_holds(console: Console, holds: dict[str, Any]) -> None:
+def print_holds(console: Console, holds: Holds) -> None:
     """Whether the policy holds over the seeds, the rule in its words, and each row that
     decides it (every failing row; the closest one when all hold)."""
     word = "[bold green]holds[/]" if holds["ok"] else "[bold red]does not hold[/]"
     console.print(f"over {holds['seeds']} seeds the profile's verdict {word}; {holds['rule']}")
     rows = [r for r in holds["rows"] if not r["ok"]] or sorted(
         (r for r in holds["rows"] if r.get("margin") is not None),
-        key=lambda r: r["margin"] / max(abs(_limit(r["expr"])), 1e-12),
+        # a row here has a margin (the filter above)
+        key=lambda r: cast(float, r["margin"]) / max(abs(_limit(r["expr"])), 1e-12),
     )[:1]
     for r in rows:
         console.print(f"  {escape(describe_judged(r['expr'], _judged(r)))}")
@@ -156,7 +158,7 @@ def _limit(expr: str) -> float:
     return parse_threshold(expr.partition(": ")[2] if ": " in expr else expr).limit
 
 
-def _judged(r: dict[str, Any]) -> Judged:
+def _judged(r: HoldsRow) -> Judged:
     return Judged(
         r["ok"],
         r["judged"],

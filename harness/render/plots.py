@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.results.shapes import Summary
+from harness.results.shapes import Aggregate, Summary
 
 TIERS = (("critical", "#d62728"), ("standard", "#1f77b4"), ("batch", "#9aa0a6"))
 # Faults in muted hues; red and orange are kept for alerts (page, warn).
@@ -460,7 +460,7 @@ def seed_worst(
     return max(known, key=lambda sv: sv[1]) if worse == "up" else min(known, key=lambda sv: sv[1])
 
 
-def plot_seeds(aggregate: Mapping[str, Any], out: Path) -> Path:
+def plot_seeds(aggregate: Aggregate, out: Path) -> Path:
     """The spread over seeds of an aggregate.json: one panel per figure (p95 turnaround,
     rejected fraction, mean replicas), one dot per seed, the median dotted, each verdict row's
     limit on the figure dashed (dots that miss it red), and the worst seed ringed and named

@@ -76,7 +76,7 @@ from harness.results.provenance import (
     stamp,
 )
 from harness.results.seed_rule import holds_over_seeds
-from harness.results.shapes import Summary
+from harness.results.shapes import Aggregate, Summary
 
 NOISE_ALPHA = 0.05
 
@@ -162,7 +162,7 @@ def parse_tolerance(text: str) -> tuple[str, Tolerance]:
 class Result:
     kind: Literal["summary", "aggregate", "sweep"]
     label: str
-    data: dict[str, Any]
+    data: Mapping[str, Any]  # a Summary, an Aggregate or a SweepResult, as ``kind`` says
 
     def samples(self, expr: str, metrics: Mapping[str, Any] | None = None) -> list[float]:
         if self.kind == "summary":
@@ -280,7 +280,7 @@ def _zero_when_absent(key: str) -> bool:
     return "_by_reason." in key or (key.startswith(_GROUPS) and ".counts." in key)
 
 
-def aggregate(summaries: Sequence[Summary]) -> dict[str, Any]:
+def aggregate(summaries: Sequence[Summary]) -> Aggregate:
     """The aggregate.json of several seeds' summaries (shape in the module docstring)."""
     per_run: list[dict[str, float | None]] = []
     for s in summaries:
@@ -304,8 +304,11 @@ def aggregate(summaries: Sequence[Summary]) -> dict[str, Any]:
         metrics[k] = describe([flat.get(k, 0.0 if zero else None) for flat in per_run])
     verdicts = Counter(str(s.get("verdict")) for s in summaries)
     setting = over_seeds_of(summaries[0]) if summaries else "every"
+    head = stamp(AGGREGATE_SCHEMA)
     return {
-        **stamp(AGGREGATE_SCHEMA),
+        # stamp(): spelled out, since a TypedDict takes no ``**`` of another with fewer keys
+        "schema_version": head["schema_version"],
+        "harness_version": head["harness_version"],
         "over_seeds": rule_block(setting, len(summaries)),
         "seeds": [s.get("seed") for s in summaries],
         "runs": len(summaries),
