@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.results.shapes import Aggregate, Summary
+from harness.results.shapes import Aggregate, Summary, SweepResult
 
 TIERS = (("critical", "#d62728"), ("standard", "#1f77b4"), ("batch", "#9aa0a6"))
 # Faults in muted hues; red and orange are kept for alerts (page, warn).
@@ -308,7 +308,7 @@ def _metric_of(expr: str) -> tuple[str, str | None, float | None]:
     return (t.num if t.den is None else f"{t.num} / {t.den}"), t.op, t.limit
 
 
-def plot_sweep(sweep: Mapping[str, Any], out: Path, objective: str, constraints: list[str]) -> Path:
+def plot_sweep(sweep: SweepResult, out: Path, objective: str, constraints: list[str]) -> Path:
     """One panel per metric (the objective's, then each constraint's) against the first
     parameter: median over seeds with the p05-p95 band; in a 2-D sweep one line per value of
     the second parameter. Constraint limits dashed, infeasible points marked (shaded in 1-D,

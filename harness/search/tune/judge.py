@@ -29,6 +29,7 @@ import yaml
 
 from harness.recording.quantiles import describe
 from harness.results.seed_rule import SeedRule, meets
+from harness.results.shapes import Holdout, HoldoutCheck
 from harness.search.grammar import Constraint, Objective, judge_point
 from harness.search.ties import Prefer, indistinguishable, pick_among_ties
 
@@ -498,14 +499,19 @@ def judge_holdout(
     seeds: Sequence[int],
     cons: Sequence[Constraint],
     rule: SeedRule | None = None,
-) -> dict[str, Any]:
+) -> Holdout:
     """The recommendation re-run at fresh seeds, judged by the same rule: whether every
     constraint still holds, and by how much each misses when one does not."""
     point = {"metrics": {m: describe(list(v)) for m, v in per_seed.items()}}
-    rows = judge_point(point, cons, rule or SeedRule(), seeds)
-    for c, row in zip(cons, rows, strict=True):
-        row["misses_by"] = None if row["ok"] or row["margin"] is None else -row["margin"]
-        row["relative"] = None if row["margin"] is None else round(c.relative(row["margin"]), 6)
+    checks = judge_point(point, cons, rule or SeedRule(), seeds)
+    rows: list[HoldoutCheck] = [  # each check, and then how far it misses
+        {
+            **row,
+            "misses_by": None if row["ok"] or row["margin"] is None else -row["margin"],
+            "relative": None if row["margin"] is None else round(c.relative(row["margin"]), 6),
+        }
+        for c, row in zip(cons, checks, strict=True)
+    ]
     return {
         "seeds": list(seeds),
         "holds": all(r["ok"] for r in rows),

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from harness.commands.pool import WorkerPool
 from harness.profile import ProfileError
+from harness.results.shapes import Holdout
 from harness.search.batches import Runner, pool_context, run_bundle_chunk, run_chunk
 from harness.search.cluster import ClusterPool, bundle_for
 from harness.search.sweep.command import cluster_meta
@@ -348,7 +349,7 @@ def _holdout(
         return True
     work = _work(plan, pool, runner)
     missed: list[dict[str, Any]] = []
-    first: tuple[Mapping[str, Any], dict[str, Any]] | None = None
+    first: tuple[Mapping[str, Any], Holdout] | None = None
     for cand in order:
         sets = [*plan.overrides, *(f"{k}={tn.yaml_value(v)}" for k, v in cand["values"].items())]
         per: dict[str, list[float | None]] = {m: [None] * len(plan.holdout) for m in plan.metrics}
