@@ -23,13 +23,13 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import yaml
 
 from harness.recording.quantiles import describe
 from harness.results.seed_rule import SeedRule, meets
-from harness.results.shapes import Holdout, HoldoutCheck
+from harness.results.shapes import Holdout, HoldoutCheck, Trial, TuneRecommendation
 from harness.search.grammar import Constraint, Objective, judge_point
 from harness.search.ties import Prefer, indistinguishable, pick_among_ties
 
@@ -249,32 +249,36 @@ def judge_trial(
     stopped_by: str | None = None,
     rule: SeedRule | None = None,
     seeds: Sequence[int] | None = None,
-) -> dict[str, Any]:
+) -> Trial:
     """A finished or stopped trial as tune.json holds it."""
-    trial: dict[str, Any] = {
+    metrics = {m: describe(list(v)) for m, v in per_seed.items()}
+    run = list(seeds)[:seeds_run] if seeds is not None else None
+    checks = judge_point({"metrics": metrics}, cons, rule or SeedRule(), run)
+    objective = metrics[obj.metric]["median"]
+    second = metrics[also.metric]["median"] if also else None
+    message: str | None
+    if stopped_by is not None:
+        state, message = "stopped", stopped_by
+    elif objective is None:
+        state = "failed"
+        message = f"the objective {obj.direction}:{obj.metric} is undefined at every seed"
+    elif also is not None and second is None:
+        # the recommendation ranks by the primary objective alone: the trial is judged by it
+        state, message = "complete", also_undefined(also)
+    else:
+        state, message = "complete", None
+    return {
         "number": number,
         "values": dict(values),
         "seeds_run": seeds_run,
-        "metrics": {m: describe(list(v)) for m, v in per_seed.items()},
+        "metrics": metrics,
+        "constraints": checks,
+        "objective": objective,
+        "also": second,
+        "state": state,
+        "message": message,
+        "feasible": state == "complete" and all(ch["ok"] for ch in checks),
     }
-    run = list(seeds)[:seeds_run] if seeds is not None else None
-    trial["constraints"] = judge_point(trial, cons, rule or SeedRule(), run)
-    trial["objective"] = trial["metrics"][obj.metric]["median"]
-    trial["also"] = trial["metrics"][also.metric]["median"] if also else None
-    if stopped_by is not None:
-        trial["state"], trial["message"] = "stopped", stopped_by
-    elif trial["objective"] is None:
-        trial["state"] = "failed"
-        trial["message"] = f"the objective {obj.direction}:{obj.metric} is undefined at every seed"
-    elif also is not None and trial["also"] is None:
-        # the recommendation ranks by the primary objective alone: the trial is judged by it
-        trial["state"], trial["message"] = "complete", also_undefined(also)
-    else:
-        trial["state"], trial["message"] = "complete", None
-    trial["feasible"] = trial["state"] == "complete" and all(
-        ch["ok"] for ch in trial["constraints"]
-    )
-    return trial
 
 
 def also_undefined(also: Objective) -> str:
@@ -285,7 +289,7 @@ def also_undefined(also: Objective) -> str:
     )
 
 
-def invalid_trial(number: int, values: Mapping[str, Choice], message: str) -> dict[str, Any]:
+def invalid_trial(number: int, values: Mapping[str, Choice], message: str) -> Trial:
     return {
         "number": number,
         "values": dict(values),
@@ -300,7 +304,7 @@ def invalid_trial(number: int, values: Mapping[str, Choice], message: str) -> di
     }
 
 
-def violations(trial: Mapping[str, Any], cons: Sequence[Constraint]) -> list[float]:
+def violations(trial: Trial, cons: Sequence[Constraint]) -> list[float]:
     """Per constraint, how far its judged figure misses (> 0) or clears (<= 0) the limit,
     relative to the limit: what the sampler learns feasibility from."""
     out = []
@@ -316,11 +320,12 @@ def violations(trial: Mapping[str, Any], cons: Sequence[Constraint]) -> list[flo
 # The front and the recommendation.
 
 
-def _key(value: float, direction: str) -> float:
-    return value if direction == "min" else -value
+def _key(value: float | None, direction: str) -> float:
+    v = cast(float, value)  # a feasible trial's objective (or a front's also): never None
+    return v if direction == "min" else -v
 
 
-def pareto_front(trials: Sequence[Mapping[str, Any]], obj: Objective, also: Objective) -> list[int]:
+def pareto_front(trials: Sequence[Trial], obj: Objective, also: Objective) -> list[int]:
     """Trial numbers of the feasible trials no other feasible trial dominates, in order of the
     primary objective (a trial dominates when it is no worse in both and better in one); a
     trial whose second objective is undefined is not on it."""
@@ -372,7 +377,7 @@ def recommendation_rule(
     return text
 
 
-def _slack(t: Mapping[str, Any], cons: Sequence[Constraint]) -> float:
+def _slack(t: Trial, cons: Sequence[Constraint]) -> float:
     return min(
         (
             c.relative(ch["margin"])
@@ -384,11 +389,11 @@ def _slack(t: Mapping[str, Any], cons: Sequence[Constraint]) -> float:
 
 
 def ranked(
-    trials: Sequence[Mapping[str, Any]],
+    trials: Sequence[Trial],
     obj: Objective,
     cons: Sequence[Constraint],
     prefer: Prefer | None = None,
-) -> list[Mapping[str, Any]]:
+) -> list[Trial]:
     """The feasible trials, best first, by :func:`recommendation_rule`'s ranking: the trials
     tied with the best (by the paired seeds) first, in the preference's order; then the rest by
     median objective."""
@@ -405,7 +410,7 @@ def ranked(
         if t is by_objective[0] or indistinguishable(ref, t["metrics"][obj.metric]["values"])
     ]
     pref = prefer or Prefer(None)
-    order: list[Mapping[str, Any]] = []
+    order: list[Trial] = []
     left = list(tied)
     while left:
         k = pick_among_ties(
@@ -419,7 +424,7 @@ def ranked(
 
 
 def tied_with_best(
-    trials: Sequence[Mapping[str, Any]], obj: Objective, cons: Sequence[Constraint]
+    trials: Sequence[Trial], obj: Objective, cons: Sequence[Constraint]
 ) -> list[int]:
     """Numbers of the feasible trials the paired seeds cannot tell from the best (it included)."""
     by_objective = sorted(
@@ -437,17 +442,17 @@ def tied_with_best(
 
 
 def recommend(
-    trials: Sequence[Mapping[str, Any]],
+    trials: Sequence[Trial],
     obj: Objective,
     also: Objective | None,
     cons: Sequence[Constraint],
     *,
-    pick: Mapping[str, Any] | None = None,
+    pick: Trial | None = None,
     holdout: int = 0,
     rule: SeedRule | None = None,
     seeds: int | None = None,
     prefer: Prefer | None = None,
-) -> dict[str, Any]:
+) -> TuneRecommendation:
     """The recommendation block for ``pick`` (default: the first of :func:`ranked`), with the
     rule that chose it stated in ``rule``."""
     text = recommendation_rule(obj, also, holdout, rule, seeds, prefer)
@@ -485,7 +490,7 @@ def recommend(
     }
 
 
-def _most_failed(trials: Sequence[Mapping[str, Any]], cons: Sequence[Constraint]) -> str | None:
+def _most_failed(trials: Sequence[Trial], cons: Sequence[Constraint]) -> str | None:
     fails = {c.expr: 0 for c in cons}
     for t in trials:
         for ch in t["constraints"]:
@@ -520,7 +525,7 @@ def judge_holdout(
     }
 
 
-def counts(trials: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+def counts(trials: Sequence[Trial]) -> dict[str, int]:
     out = {s: 0 for s in STATES}
     for t in trials:
         out[t["state"]] += 1
