@@ -107,7 +107,8 @@ def _resimulate(job: tuple[str, int]) -> Summary:
     prof = _PROFILES.get(text)
     if prof is None:
         prof = _PROFILES[text] = loads(text, file="<effective profile>")
-    return simulate(prof, seed, with_timeline=False).summary
+    # sim.runner is compiled (setup.py HOT_MODULES): its summary is typed a plain dict there
+    return cast(Summary, simulate(prof, seed, with_timeline=False).summary)
 
 
 def resimulate(effective: Mapping[str, Any], seeds: list[int], jobs: int) -> list[Summary]:

@@ -64,7 +64,8 @@ def run_one(
         )
     if report:
         _report(folder, console)
-    print_summary(console, result.summary, folder)
+    # typed a plain dict in the compiled sim.runner (setup.py HOT_MODULES)
+    print_summary(console, cast(Summary, result.summary), folder)
     if not result.summary.get("complete", True):
         console.print(
             f"[bold red]interrupted ({intr.last}):[/] partial results were written, "
@@ -82,9 +83,8 @@ SeedJob = tuple[str, list[str], int, str, tuple[str, ...], str]
 def _seed_job(args: SeedJob) -> Summary:
     spec, overrides, seed, folder, extra, log_format = args
     prof = load(spec, overrides)
-    return run_to_folder(
-        prof, seed, Path(folder), extra_thresholds=extra, log_format=log_format
-    ).summary
+    result = run_to_folder(prof, seed, Path(folder), extra_thresholds=extra, log_format=log_format)
+    return cast(Summary, result.summary)  # typed a plain dict in the compiled sim.runner
 
 
 def run_many(

@@ -343,7 +343,7 @@ def dumps(obj: Any) -> bytes:
     return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2) + b"\n"
 
 
-def write_summary(folder: Path, summary: Summary) -> Path:
+def write_summary(folder: Path, summary: Mapping[str, Any]) -> Path:
     path = folder / "summary.json"
     write_atomic(path, dumps(summary))
     return path

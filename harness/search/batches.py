@@ -9,7 +9,7 @@ import multiprocessing as mp
 import os
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from harness.profile.bundle import ProfileBundle
 from harness.results.shapes import Summary
@@ -21,7 +21,8 @@ Runner = Callable[[str, list[str], int], Summary]
 def default_runner() -> Runner:
     from harness.sim.runner import run_summary
 
-    return run_summary
+    # sim.runner is compiled (setup.py HOT_MODULES): its summary is typed a plain dict there
+    return cast(Runner, run_summary)
 
 
 def run_chunk(
@@ -41,7 +42,8 @@ def run_bundle_chunk(
     from harness.sim.runner import simulate
 
     def run(_spec: str, overrides: list[str], seed: int) -> Summary:
-        return simulate(load_bundle(bundle, overrides), seed, with_timeline=False).summary
+        summary = simulate(load_bundle(bundle, overrides), seed, with_timeline=False).summary
+        return cast(Summary, summary)  # typed a plain dict in the compiled sim.runner
 
     return run_chunk(run, bundle.source, tasks, metrics=metrics)
 

@@ -16,7 +16,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from harness.atomic import atomic_file
 from harness.engine.events import (
@@ -37,7 +37,6 @@ from harness.profile import ClientRetry, Profile
 from harness.recording.recorder import DecisionLog
 from harness.recording.stats import Collector
 from harness.results import summary as summ
-from harness.results.shapes import Summary
 from harness.run_core import Retried, RunCore
 from harness.sim.agenda import Agenda
 from harness.sim.token_timing import TokenFigures
@@ -145,7 +144,7 @@ class ClientRetries:
 
 @dataclass
 class SimResult:
-    summary: Summary
+    summary: dict[str, Any]
     timeline: list[dict[str, Any]] = field(default_factory=list)
     decisions: int = 0
     arrivals_per_s_wall: float = 0.0
@@ -410,8 +409,13 @@ def _simulate(
         ),
     )
     wall = core.wall_s
+    # a plain dict here: this module is compiled (setup.py HOT_MODULES), so it keeps its types
     return SimResult(
-        summary, timeline, log.written if log else 0, scheduled / wall if wall > 0 else 0.0, col
+        cast("dict[str, Any]", summary),
+        timeline,
+        log.written if log else 0,
+        scheduled / wall if wall > 0 else 0.0,
+        col,
     )
 
 
@@ -497,7 +501,7 @@ def run_to_folder(
 _PROFILES: dict[tuple[str, tuple[str, ...]], Profile] = {}
 
 
-def run_summary(profile_path: str, overrides: list[str], seed: int) -> Summary:
+def run_summary(profile_path: str, overrides: list[str], seed: int) -> dict[str, Any]:
     """One simulation, nothing written: the sweep's unit of work (runs in a worker process).
     Without the per-second timeline (and so without alerts), which a sweep does not use."""
     from harness.profile import load
