@@ -29,7 +29,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from harness.engine.core import Engine
 from harness.engine.events import Action
@@ -38,6 +38,7 @@ from harness.recording.alerts import evaluate_alerts
 from harness.recording.quantiles import percentiles
 from harness.recording.stats import TIMELINE_P95_WINDOW_S, Collector
 from harness.results import summary as summ
+from harness.results.shapes import Summary, TokenFields
 
 
 class DecisionSink(Protocol):
@@ -124,8 +125,8 @@ class RunCore:
         meta: Mapping[str, Any] | None = None,
         trace: Mapping[str, int] | None = None,
         effects: tuple[int, int] = (0, 0),
-        token_figures: Mapping[str, Any] | None = None,
-    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        token_figures: TokenFields | None = None,
+    ) -> tuple[Summary, list[dict[str, Any]]]:
         """summary.json and the timeline, for a run that ended at ``end`` (run seconds).
 
         ``scheduled``: the logical requests offered. ``retried``: the simulated callers'
@@ -180,8 +181,8 @@ class RunCore:
         )
         if trace is not None:
             summary["trace"] = dict(trace)
-        if extra:
-            summary.update(extra)
+        if extra:  # top-level keys of the driver's own (Summary's, e.g. proxy_turnaround_s)
+            cast("dict[str, Any]", summary).update(extra)
         self.wall_s = time.perf_counter() - self._wall0
         summary["meta"] = summ.meta(self.started_at, self.wall_s)
         summary["meta"].update(meta or {})

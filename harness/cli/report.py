@@ -47,8 +47,9 @@ def report(
             raise bad_input(str(e)) from None
         with io_errors(folder):
             written = write_seed_report(folder, agg)
-        if isinstance(agg.get("holds"), dict) and agg.get("complete", True):
-            print_holds(err, agg["holds"])
+        holds = agg.get("holds")
+        if isinstance(holds, dict) and agg.get("complete", True):
+            print_holds(err, holds)
         for p in written:
             err.print(f"wrote {p}")
         return

@@ -20,12 +20,13 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from harness.commands.pool import run_chunks
 from harness.results.expr import expr_value
 from harness.results.provenance import compare_provenance, over_seeds_of, profile_of
 from harness.results.seed_rule import holds_over_seeds
+from harness.results.shapes import Holds, Summary
 from harness.results.summary import git_sha
 from harness.review.change import (
     COST,
@@ -49,7 +50,7 @@ class Side:
     """One side of a compare: its per-seed summaries and the folders holding their records."""
 
     path: Path
-    summaries: list[dict[str, Any]] = field(default_factory=list)
+    summaries: list[Summary] = field(default_factory=list)
     folders: list[Path] = field(default_factory=list)
 
     @property
@@ -68,14 +69,14 @@ class Side:
         return f"{len(s)} {kind}s, seeds {s[0].get('seed')}..{s[-1].get('seed')}"
 
 
-def _read(path: Path) -> dict[str, Any]:
+def _read(path: Path) -> Summary:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise CompareError(f"{path}: cannot read JSON: {e}") from None
     if not isinstance(data, dict) or "counts" not in data:
         raise CompareError(f"{path}: not a run's summary.json (no counts)")
-    return data
+    return cast(Summary, data)  # a run's summary.json, as results.summary wrote it
 
 
 def load_side(path: Path) -> Side:
@@ -98,7 +99,7 @@ def load_side(path: Path) -> Side:
 _PROFILES: dict[str, Any] = {}
 
 
-def _resimulate(job: tuple[str, int]) -> dict[str, Any]:
+def _resimulate(job: tuple[str, int]) -> Summary:
     from harness.profile import loads
     from harness.sim.runner import simulate
 
@@ -106,15 +107,16 @@ def _resimulate(job: tuple[str, int]) -> dict[str, Any]:
     prof = _PROFILES.get(text)
     if prof is None:
         prof = _PROFILES[text] = loads(text, file="<effective profile>")
-    return simulate(prof, seed, with_timeline=False).summary
+    # sim.runner is compiled (setup.py HOT_MODULES): its summary is typed a plain dict there
+    return cast(Summary, simulate(prof, seed, with_timeline=False).summary)
 
 
-def resimulate(effective: Mapping[str, Any], seeds: list[int], jobs: int) -> list[dict[str, Any]]:
+def resimulate(effective: Mapping[str, Any], seeds: list[int], jobs: int) -> list[Summary]:
     """The profile ``effective`` (a summary's ``effective`` section) simulated at each seed."""
     text = json.dumps(effective, sort_keys=True)
-    out: dict[int, dict[str, Any]] = {}
+    out: dict[int, Summary] = {}
 
-    def take(job: tuple[str, int], summary: dict[str, Any]) -> None:
+    def take(job: tuple[str, int], summary: Summary) -> None:
         out[job[1]] = summary
 
     run_chunks(_resimulate, [(text, s) for s in seeds], jobs, None, take)
@@ -173,11 +175,11 @@ def review(req: CompareRequest) -> tuple[Review, str]:
     return apply_gate(rv, req.gate, _holds(b), _holds(n)), sides
 
 
-def _holds(summaries: list[dict[str, Any]]) -> dict[str, Any] | None:
+def _holds(summaries: list[Summary]) -> Holds | None:
     return holds_over_seeds(summaries) if summaries else None
 
 
-def _single_cost_rows(b: dict[str, Any], n: dict[str, Any]) -> list[Row]:
+def _single_cost_rows(b: Summary, n: Summary) -> list[Row]:
     """One run per side: the cost figures shown, not tested (no spread to test against)."""
     rows = []
     for f in COST:
@@ -193,7 +195,7 @@ def _single_cost_rows(b: dict[str, Any], n: dict[str, Any]) -> list[Row]:
 
 def _evidence(
     req: CompareRequest,
-) -> tuple[Review, str, list[dict[str, Any]], list[dict[str, Any]]]:
+) -> tuple[Review, str, list[Summary], list[Summary]]:
     """The review's rows, and the per-seed summaries each side's verdict is judged on."""
     base, new = load_side(req.base), load_side(req.new)
     margins = _margins(req.tolerances)

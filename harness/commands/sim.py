@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 from rich.console import Console
 from rich.markup import escape
@@ -18,6 +18,7 @@ from harness.profile import Profile, load
 from harness.render.console import print_summary
 from harness.results import summary as summ
 from harness.results.seed_rule import Judged, describe_judged
+from harness.results.shapes import Holds, HoldsRow, Summary
 from harness.sim.runner import run_to_folder
 
 
@@ -63,7 +64,8 @@ def run_one(
         )
     if report:
         _report(folder, console)
-    print_summary(console, result.summary, folder)
+    # typed a plain dict in the compiled sim.runner (setup.py HOT_MODULES)
+    print_summary(console, cast(Summary, result.summary), folder)
     if not result.summary.get("complete", True):
         console.print(
             f"[bold red]interrupted ({intr.last}):[/] partial results were written, "
@@ -78,12 +80,11 @@ def run_one(
 SeedJob = tuple[str, list[str], int, str, tuple[str, ...], str]
 
 
-def _seed_job(args: SeedJob) -> dict[str, Any]:
+def _seed_job(args: SeedJob) -> Summary:
     spec, overrides, seed, folder, extra, log_format = args
     prof = load(spec, overrides)
-    return run_to_folder(
-        prof, seed, Path(folder), extra_thresholds=extra, log_format=log_format
-    ).summary
+    result = run_to_folder(prof, seed, Path(folder), extra_thresholds=extra, log_format=log_format)
+    return cast(Summary, result.summary)  # typed a plain dict in the compiled sim.runner
 
 
 def run_many(
@@ -104,11 +105,11 @@ def run_many(
     first = profile.seed if seed is None else seed
     seeds = list(range(first, first + n))
     work = [(spec, overrides, s, str(folder / f"seed-{s}"), extra, log_format) for s in seeds]
-    done: dict[int, dict[str, Any]] = {}
+    done: dict[int, Summary] = {}
     with Interrupts().installed() as intr, progress_bar(console) as prog:
         task = prog.add_task("seeds", total=n)
 
-        def take(w: SeedJob, s: dict[str, Any]) -> None:
+        def take(w: SeedJob, s: Summary) -> None:
             done[w[2]] = s
             prog.advance(task)
 
@@ -130,20 +131,22 @@ def run_many(
         f"{n} seeds -> {folder}: verdicts "
         + ", ".join(f"{v} {verdicts.count(v)}" for v in sorted(set(verdicts)))
     )
-    if worst == EXIT_BROKEN or not agg.get("holds"):
+    holds = agg.get("holds")
+    if worst == EXIT_BROKEN or not holds:
         return worst
-    print_holds(console, agg["holds"])
-    return EXIT_OK if agg["holds"]["ok"] else EXIT_FAIL
+    print_holds(console, holds)
+    return EXIT_OK if holds["ok"] else EXIT_FAIL
 
 
-def print_holds(console: Console, holds: dict[str, Any]) -> None:
+def print_holds(console: Console, holds: Holds) -> None:
     """Whether the policy holds over the seeds, the rule in its words, and each row that
     decides it (every failing row; the closest one when all hold)."""
     word = "[bold green]holds[/]" if holds["ok"] else "[bold red]does not hold[/]"
     console.print(f"over {holds['seeds']} seeds the profile's verdict {word}; {holds['rule']}")
     rows = [r for r in holds["rows"] if not r["ok"]] or sorted(
         (r for r in holds["rows"] if r.get("margin") is not None),
-        key=lambda r: r["margin"] / max(abs(_limit(r["expr"])), 1e-12),
+        # a row here has a margin (the filter above)
+        key=lambda r: cast(float, r["margin"]) / max(abs(_limit(r["expr"])), 1e-12),
     )[:1]
     for r in rows:
         console.print(f"  {escape(describe_judged(r['expr'], _judged(r)))}")
@@ -155,7 +158,7 @@ def _limit(expr: str) -> float:
     return parse_threshold(expr.partition(": ")[2] if ": " in expr else expr).limit
 
 
-def _judged(r: dict[str, Any]) -> Judged:
+def _judged(r: HoldsRow) -> Judged:
     return Judged(
         r["ok"],
         r["judged"],

@@ -3,21 +3,22 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from rich.console import Console
 from rich.table import Table
 
 from harness.results.fmt import fmt_short
+from harness.results.shapes import Summary
 
 
-def log_off(s: dict[str, Any]) -> bool:
+def log_off(s: Summary) -> bool:
     """The run wrote no decision log (``harness sim --log off``: ``meta.decision_log`` null)."""
     meta = s.get("meta")
     return isinstance(meta, dict) and "decision_log" in meta and meta["decision_log"] is None
 
 
-def print_summary(console: Console, s: dict[str, Any], folder: Path | None = None) -> None:
+def print_summary(console: Console, s: Summary, folder: Path | None = None) -> None:
     c = s["counts"]
     arrivals = c["arrivals"] or 0
     t = Table(
@@ -52,7 +53,8 @@ def print_summary(console: Console, s: dict[str, Any], folder: Path | None = Non
     t.add_row("SLO breaches", f"{c['slo_breach']}  goodput {fmt_short(s.get('goodput_per_s'))}/s")
     gen = s.get("generator") or {}
     lag = gen.get("schedule_lag_s") or {}
-    if s.get("mode") == "live" and lag.get("p99") is not None:
+    lag_p99 = lag.get("p99")
+    if s.get("mode") == "live" and lag_p99 is not None:
         sat = (
             " [bold red]SATURATED: results not trustworthy[/]"
             if s.get("generator_saturated")
@@ -62,7 +64,7 @@ def print_summary(console: Console, s: dict[str, Any], folder: Path | None = Non
             "generator",
             f"offered {fmt_short(gen.get('offered_rate_per_s'))}/s  achieved "
             f"{fmt_short(gen.get('achieved_rate_per_s'))}/s  lateness p99 "
-            f"{lag['p99'] * 1000:.2f} ms  dropped {c.get('dropped_by_generator', 0)}"
+            f"{lag_p99 * 1000:.2f} ms  dropped {c.get('dropped_by_generator', 0)}"
             f"{sat}",
         )
         if gen.get("max_requests") is not None:  # rates are over the span actually offered
@@ -84,7 +86,8 @@ def print_summary(console: Console, s: dict[str, Any], folder: Path | None = Non
         "conservation",
         "[green]ok[/]" if cons["ok"] else "[red]" + "; ".join(cons["violations"]) + "[/]",
     )
-    for a in s.get("alerts", []):
+    # the runs this table is printed for (sim, run) write a list; only a recovered proxy's is null
+    for a in cast("list[dict[str, Any]]", s.get("alerts", [])):
         end = a.get("resolved_at_s")
         t.add_row(
             "alert",

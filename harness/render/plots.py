@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.results.shapes import Aggregate, Summary, SweepResult
+
 TIERS = (("critical", "#d62728"), ("standard", "#1f77b4"), ("batch", "#9aa0a6"))
 # Faults in muted hues; red and orange are kept for alerts (page, warn).
 FAULT_COLORS = {
@@ -118,9 +120,7 @@ def _rebin(t: list[float], series: list[float], width: int) -> tuple[list[float]
     return tb, sb
 
 
-def plot_timeline(
-    timeline: Sequence[Mapping[str, Any]], summary: Mapping[str, Any], out: Path
-) -> Path:
+def plot_timeline(timeline: Sequence[Mapping[str, Any]], summary: Summary, out: Path) -> Path:
     """Stacked panels over the run's seconds: queue depth per tier, oldest age with AGE_REJECT,
     admissions and rejections by reason, replicas, rolling p95 turnaround with the SLO, and an
     events strip with fault windows and alert episodes (faults also shaded in every panel)."""
@@ -308,7 +308,7 @@ def _metric_of(expr: str) -> tuple[str, str | None, float | None]:
     return (t.num if t.den is None else f"{t.num} / {t.den}"), t.op, t.limit
 
 
-def plot_sweep(sweep: Mapping[str, Any], out: Path, objective: str, constraints: list[str]) -> Path:
+def plot_sweep(sweep: SweepResult, out: Path, objective: str, constraints: list[str]) -> Path:
     """One panel per metric (the objective's, then each constraint's) against the first
     parameter: median over seeds with the p05-p95 band; in a 2-D sweep one line per value of
     the second parameter. Constraint limits dashed, infeasible points marked (shaded in 1-D,
@@ -460,7 +460,7 @@ def seed_worst(
     return max(known, key=lambda sv: sv[1]) if worse == "up" else min(known, key=lambda sv: sv[1])
 
 
-def plot_seeds(aggregate: Mapping[str, Any], out: Path) -> Path:
+def plot_seeds(aggregate: Aggregate, out: Path) -> Path:
     """The spread over seeds of an aggregate.json: one panel per figure (p95 turnaround,
     rejected fraction, mean replicas), one dot per seed, the median dotted, each verdict row's
     limit on the figure dashed (dots that miss it red), and the worst seed ringed and named

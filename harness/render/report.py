@@ -15,9 +15,10 @@ import html
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from harness.results.fmt import fmt_num, percent
+from harness.results.shapes import Summary
 from harness.results.verdict import row_result
 
 Table = tuple[list[str], list[list[str]]]
@@ -367,7 +368,7 @@ def _details(s: Mapping[str, Any]) -> list[Block]:
     return out
 
 
-def build(summary: Mapping[str, Any], image: str | None) -> list[Block]:
+def build(summary: Summary, image: str | None) -> list[Block]:
     """The report as blocks, in the order a person reads it: the verdict and a one-line
     headline, the timeline picture, then the tables (counts, latency and SLO, gates and
     alerts, details) and last the run's provenance."""
@@ -491,11 +492,12 @@ def write_report(folder: Path) -> list[Path]:
     from harness.render.plots import plot_timeline
 
     try:
-        summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+        data = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ReportError(f"{folder}: cannot read summary.json: {e}") from None
-    if not isinstance(summary, dict):
+    if not isinstance(data, dict):
         raise ReportError(f"{folder / 'summary.json'}: expected a JSON object")
+    summary = cast(Summary, data)  # a run's summary.json (read defensively all the same)
     png = plot_timeline(read_timeline(folder / "timeline.jsonl"), summary, folder / "timeline.png")
     blocks = build(summary, png.name)
     md = folder / "report.md"

@@ -14,11 +14,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from harness.render.plots import plot_seeds, seed_worst
 from harness.render.report import Block, ReportError, render_html, render_markdown
 from harness.results.fmt import fmt_num, fmt_spread
+from harness.results.shapes import Aggregate, Summary
 from harness.review.compare import FIGURES, aggregate
 
 SEEDS_PNG = "seeds.png"
@@ -60,14 +61,16 @@ def _read(path: Path) -> dict[str, Any]:
     return data
 
 
-def load_aggregate(folder: Path) -> dict[str, Any]:
+def load_aggregate(folder: Path) -> Aggregate:
     """aggregate.json, or the seed folders' summaries aggregated now."""
     if (folder / "aggregate.json").is_file():
-        return _read(folder / "aggregate.json")
+        # as review.compare.aggregate wrote it (read defensively all the same)
+        return cast(Aggregate, _read(folder / "aggregate.json"))
     seeds = seed_folders(folder)
     if not seeds:
         raise ReportError(f"{folder}: no summary.json, aggregate.json or seed-*/summary.json")
-    return aggregate([_read(d / "summary.json") for d in seeds])
+    # each a run's summary.json, as results.summary wrote it
+    return aggregate([cast(Summary, _read(d / "summary.json")) for d in seeds])
 
 
 def _verdicts(folder: Path, seeds: Sequence[Any]) -> dict[Any, str]:
@@ -195,7 +198,7 @@ def _facts(agg: Mapping[str, Any], folder: Path) -> list[Block]:
     return [("h2", "Runs"), ("list", facts)]
 
 
-def build(agg: Mapping[str, Any], folder: Path, image: str | None) -> list[Block]:
+def build(agg: Aggregate, folder: Path, image: str | None) -> list[Block]:
     """The aggregate report as blocks: the verdict over seeds, the picture, the rule's rows,
     the key figures, each seed, the provenance."""
     blocks = _lead(agg)
@@ -207,7 +210,7 @@ def build(agg: Mapping[str, Any], folder: Path, image: str | None) -> list[Block
     return blocks + _facts(agg, folder)
 
 
-def write_seed_report(folder: Path, agg: Mapping[str, Any] | None = None) -> list[Path]:
+def write_seed_report(folder: Path, agg: Aggregate | None = None) -> list[Path]:
     """Write seeds.png, report.md and report.html into a multi-seed ``folder`` (``agg``: its
     aggregate, when already read)."""
     if agg is None:

@@ -10,17 +10,18 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from harness.profile import Profile
 from harness.recording.quantiles import percentiles
 from harness.results import contract
 from harness.results import summary as summ
+from harness.results.shapes import Counts, Generator, GroupFigures, Summary, Tokens
 
 WALL_FLOOR_S = 0.005  # the capacity benchmark's criterion: p99 lateness under 5 ms
 
 
-def _tally(recs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def _tally(recs: Sequence[Mapping[str, Any]]) -> GroupFigures:
     by = Counter(r["outcome"] for r in recs)
     rejected = by["rejected"]
     sent = len(recs) - by["dropped"]
@@ -46,7 +47,7 @@ def _waits(recs: Iterable[Mapping[str, Any]]) -> list[float]:
     ]
 
 
-def client_counts(recs: Sequence[Mapping[str, Any]], slo_s: float) -> dict[str, Any]:
+def client_counts(recs: Sequence[Mapping[str, Any]], slo_s: float) -> Counts:
     by = Counter(r["outcome"] for r in recs)
     rej = Counter(r["reason"] for r in recs if r["outcome"] == "rejected")
     fail = Counter(r["reason"] for r in recs if r["outcome"] == "failed")
@@ -102,7 +103,7 @@ def tokens_source(done: Iterable[Mapping[str, Any]]) -> str | None:
     return seen.pop() if len(seen) == 1 else "mixed"
 
 
-def token_totals(done: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def token_totals(done: Sequence[Mapping[str, Any]]) -> Tokens:
     toks = [r for r in done if r.get("tokens") is not None]
     return {
         "prompt": sum(int(r["tokens"].get("prompt") or 0) for r in toks),
@@ -168,9 +169,25 @@ def offered_span(
     return profile.duration_s
 
 
+class RequestFigures(TypedDict):
+    """The summary's keys :func:`request_figures` gives, in the summary's order."""
+
+    turnaround_s: dict[str, float | None]
+    queue_wait_s: dict[str, float | None]
+    ttft_s: dict[str, float | None]
+    itl_s: dict[str, float | None]
+    output_tokens_per_s: float | None
+    tokens: Tokens
+    tokens_source: str | None
+    goodput_per_s: float
+    by_class: dict[str, GroupFigures]
+    by_priority: dict[str, GroupFigures]
+    by_tenant: dict[str, GroupFigures]
+
+
 def request_figures(
     recs: Sequence[Mapping[str, Any]], profile: Profile, span: float
-) -> dict[str, Any]:
+) -> RequestFigures:
     """Latencies, tokens and goodput of the logical requests, overall and per class, priority
     and tenant."""
     done = [r for r in recs if r["outcome"] == "completed"]
@@ -194,7 +211,8 @@ def request_figures(
     return {
         "turnaround_s": percentiles([r["latency_s"] for r in done]),
         "queue_wait_s": percentiles(_waits(recs)),
-        **summ.token_fields(ttft, [(g, 1) for g in gaps], tokens["completion"], span),
+        # token_totals counts: its completion is an int, never None
+        **summ.token_fields(ttft, [(g, 1) for g in gaps], tokens["completion"] or 0, span),
         "tokens": tokens,
         "tokens_source": tokens["source"],
         "goodput_per_s": round(good / span, 4),
@@ -213,7 +231,7 @@ def generator_figures(
     complete: bool,
     window: float,
     live: Mapping[str, Any],
-) -> tuple[dict[str, Any], bool]:
+) -> tuple[Generator, bool]:
     """summary.json's ``generator`` block, and whether the generator fell behind its schedule
     (dropped arrivals, or a p99 lateness over the limit in wall seconds)."""
     scale = float(live["time_scale"])
@@ -222,7 +240,7 @@ def generator_figures(
     limit = profile.generator.lateness_p99_limit_s
     wall_limit = lateness_wall_limit(limit, scale)
     saturated = counts["dropped_by_generator"] > 0 or (lag["p99"] or 0.0) * scale > wall_limit
-    block = {
+    block: Generator = {
         "offered_rate_per_s": round(offered / window, 4),
         "achieved_rate_per_s": round(counts["arrivals"] / window, 4),
         "span_s": round(window, 6),
@@ -253,7 +271,7 @@ def live_summary(
     proxy: Mapping[str, Any] | None,
     extra_thresholds: Sequence[str] = (),
     trace: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> Summary:
     """A live run's summary.json (without ``meta``) from the generator's records (sorted by
     id), the proxy's summary if there is one, and the cross-checks' ``violations``.
     ``trace``: the ``trace`` block of a run whose arrivals came from a public trace."""
@@ -266,19 +284,37 @@ def live_summary(
     generator, saturated = generator_figures(
         recs, counts, profile, scheduled=scheduled, complete=complete, window=window, live=live
     )
-    summary: dict[str, Any] = {
-        **summ.header(profile, "live", seed, complete),
+    head = summ.header(profile, "live", seed, complete)
+    req = request_figures(recs, profile, max(end, 1e-9))
+    # header() and request_figures() spelled out: a TypedDict takes no ``**`` of another
+    summary: Summary = {
+        "schema_version": head["schema_version"],
+        "complete": head["complete"],
+        "mode": head["mode"],
+        "profile": head["profile"],
+        "seed": head["seed"],
+        "effective": head["effective"],
         "counts": counts,
         "conservation": cons,
-        **request_figures(recs, profile, max(end, 1e-9)),
+        "turnaround_s": req["turnaround_s"],
+        "queue_wait_s": req["queue_wait_s"],
+        "ttft_s": req["ttft_s"],
+        "itl_s": req["itl_s"],
+        "output_tokens_per_s": req["output_tokens_per_s"],
+        "tokens": req["tokens"],
+        "tokens_source": req["tokens_source"],
+        "goodput_per_s": req["goodput_per_s"],
+        "by_class": req["by_class"],
+        "by_priority": req["by_priority"],
+        "by_tenant": req["by_tenant"],
         "scaling": (proxy or {}).get("scaling") or summ.no_scaling(),
         "alerts": alerts,
         "generator": generator,
         "generator_saturated": saturated,
         "duration_s": round(end, 3),
         "live": dict(live),
+        "review": None,  # the review stage runs in the proxy's engine
     }
-    summary["review"] = None  # the review stage runs in the proxy's engine
     if proxy is not None:
         summary["proxy_turnaround_s"] = proxy.get("proxy_turnaround_s") or proxy.get("turnaround_s")
         summary["proxy"] = {
@@ -293,7 +329,7 @@ def live_summary(
     return summary
 
 
-def live_contract(summary: dict[str, Any], proxy: Mapping[str, Any] | None) -> None:
+def live_contract(summary: Summary, proxy: Mapping[str, Any] | None) -> None:
     """The figures a live run writes beside the generator's own, as the simulation writes
     them: the callers' retries (each record's attempts past its first), the proxy's retries
     of the upstream, and what the generator's records cannot know, null and named."""

@@ -10,9 +10,10 @@ under ``unavailable`` (``{path: reason}``); a threshold on it fails with that re
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from harness.profile import Profile
+from harness.results.shapes import Generator, Summary
 
 # The top-level keys that belong to some modes and not others (every other key path is in all):
 MODE_ONLY: dict[str, str] = {
@@ -28,10 +29,11 @@ MODE_ONLY: dict[str, str] = {
 }
 
 
-def unavailable(summary: dict[str, Any], path: str, reason: str) -> None:
+def unavailable(summary: Summary, path: str, reason: str) -> None:
     """Write the figure at dotted ``path`` as null and name why under ``unavailable``: what a
     threshold on it says when it fails (``harness.results.expr``)."""
-    node = summary
+    tree = cast("dict[str, Any]", summary)  # walked by a dotted path: the plain tree it is
+    node = tree
     parts = path.split(".")
     for part in parts[:-1]:
         nxt = node.get(part)
@@ -39,7 +41,7 @@ def unavailable(summary: dict[str, Any], path: str, reason: str) -> None:
             nxt = node[part] = {}
         node = nxt
     node[parts[-1]] = _nulls(node.get(parts[-1]))
-    summary.setdefault("unavailable", {})[path] = reason
+    tree.setdefault("unavailable", {})[path] = reason
 
 
 def _nulls(value: Any) -> Any:
@@ -49,7 +51,7 @@ def _nulls(value: Any) -> Any:
     return None
 
 
-def no_tokens(summary: dict[str, Any], reason: str) -> None:
+def no_tokens(summary: Summary, reason: str) -> None:
     """``tokens`` and every ``tokens_source`` null, for a mode that reads no answer's usage."""
     unavailable(summary, "tokens", reason)
     unavailable(summary, "tokens_source", reason)
@@ -64,7 +66,7 @@ def generator_block(
     achieved: int,
     span_s: float,
     lag: Mapping[str, float | None] | None = None,
-) -> dict[str, Any]:
+) -> Generator:
     """summary.json's ``generator`` as the simulation and the proxy write it: every key the
     live generator writes, its figures for a generator that is virtual time (no lateness,
     nothing dropped) unless ``lag`` says otherwise; the wall clock's figures are filled in
@@ -87,7 +89,7 @@ def generator_block(
     }
 
 
-def engine_modes(summary: dict[str, Any], mode: str) -> None:
+def engine_modes(summary: Summary, mode: str) -> None:
     """What the run core's summary cannot know: in the simulation, the endpoint's usage and
     the wall clock; in the proxy alone, what :func:`proxy_alone` says."""
     if mode == "sim":
@@ -106,7 +108,7 @@ def engine_modes(summary: dict[str, Any], mode: str) -> None:
         proxy_alone(summary)
 
 
-def proxy_alone(summary: dict[str, Any]) -> None:
+def proxy_alone(summary: Summary) -> None:
     """The figures the proxy alone cannot know: its callers' retries, the generator's
     timing (it sees arrivals, not the schedule they kept) and the answers' usage."""
     unavailable(

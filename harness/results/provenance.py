@@ -21,6 +21,7 @@ from typing import Any
 
 import harness
 from harness.results.seed_rule import SeedRule
+from harness.results.shapes import OverSeeds, Stamp, Summary
 
 AGGREGATE_SCHEMA = 1
 SWEEP_SCHEMA = 1
@@ -28,26 +29,26 @@ COMPARE_SCHEMA = 1
 _SIDE_KEYS = ("name", "sha256", "effective_sha256", "over_seeds")
 
 
-def stamp(schema_version: int) -> dict[str, Any]:
+def stamp(schema_version: int) -> Stamp:
     """The two keys every such file opens with."""
     return {"schema_version": schema_version, "harness_version": harness.__version__}
 
 
-def rule_block(setting: str | float | None, seeds: int) -> dict[str, Any]:
+def rule_block(setting: str | float | None, seeds: int) -> OverSeeds:
     """``over_seeds``: the setting and the rule in words at ``seeds`` seeds (as sweep.json and
     tune.json write it)."""
     rule = SeedRule.of(setting)
     return {"setting": rule.setting, "rule": rule.text(seeds)}
 
 
-def over_seeds_of(summary: Mapping[str, Any]) -> str | float:
+def over_seeds_of(summary: Summary) -> str | float:
     """A summary's ``verdict.over_seeds`` (``every`` when the summary predates it)."""
     verdict = (summary.get("effective") or {}).get("verdict") or {}
     setting = verdict.get("over_seeds", "every")
     return setting if isinstance(setting, str | float | int) else "every"
 
 
-def effective_sha256(summary: Mapping[str, Any]) -> str | None:
+def effective_sha256(summary: Summary) -> str | None:
     """SHA-256 of the summary's ``effective`` profile (canonical JSON: sorted keys, no spaces):
     unlike ``profile.sha256`` (the file's bytes) it tells apart runs of one file under different
     ``--set`` overrides. None when the summary has no ``effective`` block."""
@@ -58,7 +59,7 @@ def effective_sha256(summary: Mapping[str, Any]) -> str | None:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def profile_of(summary: Mapping[str, Any]) -> dict[str, Any]:
+def profile_of(summary: Summary) -> dict[str, Any]:
     """``name`` and ``sha256`` of the profile a summary ran, and its ``effective_sha256``."""
     p = summary.get("profile") or {}
     return {

@@ -29,6 +29,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from harness.results.shapes import Holds, HoldsRow, JudgedRow, Summary
+
 OPS: dict[str, Callable[[float, float], bool]] = {
     "<": operator.lt,
     "<=": operator.le,
@@ -57,7 +59,7 @@ class Judged:
     seeds: int
     margin: float | None  # limit distance of the judged figure (> 0: slack); None for ==, !=
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JudgedRow:
         return {
             "ok": self.ok,
             "judged": _r6(self.value),
@@ -166,13 +168,13 @@ class SeedRule:
         )
 
 
-def holds_over_seeds(summaries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def holds_over_seeds(summaries: Sequence[Summary]) -> Holds:
     """Whether the runs' verdict holds over their seeds, by the profile's rule: each enforced
     verdict row (threshold, SLO, verdict rule), judged over the seeds' own values and
     judgements. Rows are matched by their expression, in the first run's order."""
     from harness.profile.thresholds import parse_threshold
 
-    first = summaries[0] if summaries else {}
+    first: Mapping[str, Any] = summaries[0] if summaries else {}
     setting = ((first.get("effective") or {}).get("verdict") or {}).get("over_seeds", "every")
     rule = SeedRule.of(setting)
     seeds = [int(s.get("seed", i)) for i, s in enumerate(summaries)]
@@ -181,7 +183,7 @@ def holds_over_seeds(summaries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         for row in s.get("thresholds") or []:
             if row.get("enforced", True):
                 order.setdefault(str(row["expr"]), str(row.get("source", "threshold")))
-    rows = []
+    rows: list[HoldsRow] = []
     for expr, source in order.items():
         per = [
             next((r for r in s.get("thresholds") or [] if r.get("expr") == expr), None)

@@ -16,7 +16,7 @@ from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import orjson
 
@@ -26,12 +26,21 @@ from harness.profile import Profile, to_dict
 from harness.recording.quantiles import percentiles, quantile_runs
 from harness.recording.stats import Collector, Tally
 from harness.results import contract
+from harness.results.shapes import (
+    Conservation,
+    Counts,
+    GroupFigures,
+    Header,
+    Scaling,
+    Summary,
+    TokenFields,
+)
 from harness.results.verdict import decide, rows
 
 SCHEMA_VERSION = 1
 
 
-def _tally(t: Tally) -> dict[str, Any]:
+def _tally(t: Tally) -> GroupFigures:
     return {
         "counts": {
             "arrivals": t.admitted + t.rejected,
@@ -48,7 +57,7 @@ def _tally(t: Tally) -> dict[str, Any]:
 
 def conservation(
     counts: Mapping[str, Any], mode: str, engine_counts: Mapping[str, int] | None = None
-) -> dict[str, Any]:
+) -> Conservation:
     c = counts
     violations: list[str] = []
 
@@ -108,7 +117,7 @@ def meta(started_at: datetime, wall_s: float) -> dict[str, Any]:
     }
 
 
-def header(profile: Profile, mode: str, seed: int, complete: bool) -> dict[str, Any]:
+def header(profile: Profile, mode: str, seed: int, complete: bool) -> Header:
     """The fields every summary.json opens with: what ran, how, and whether it ran to the end."""
     return {
         "schema_version": SCHEMA_VERSION,
@@ -120,9 +129,13 @@ def header(profile: Profile, mode: str, seed: int, complete: bool) -> dict[str, 
     }
 
 
-def scaling_figures(
-    profile: Profile, col: Collector, engine: Mapping[str, Any] | None
-) -> dict[str, Any]:
+class _Reads(TypedDict, total=False):
+    """``scaling.prometheus`` when the signal was read from Prometheus (it opens the block)."""
+
+    prometheus: dict[str, Any]
+
+
+def scaling_figures(profile: Profile, col: Collector, engine: Mapping[str, Any] | None) -> Scaling:
     """``summary.scaling`` from the per-second samples (taken at each second's end) and the
     engine's own counts (``engine``: scale events, re-executions, drain figures; None when no
     engine ran, a live run without the proxy)."""
@@ -133,7 +146,7 @@ def scaling_figures(
     e = engine or {}
     spent = e.get("cost_spent")
     # source: prometheus: the signal's reads (simulated scrapes, or queries of a real one)
-    read = {"prometheus": e["prometheus"]} if "prometheus" in e else {}
+    read: _Reads = {"prometheus": e["prometheus"]} if "prometheus" in e else {}
     return {
         **read,
         "replicas": {
@@ -168,7 +181,7 @@ def scaling_figures(
     }
 
 
-def no_scaling() -> dict[str, Any]:
+def no_scaling() -> Scaling:
     """``scaling`` when nobody sampled the replicas (a live run without the proxy)."""
     return {
         "replicas": {"min": None, "max": None, "mean": None},
@@ -213,7 +226,7 @@ def token_fields(
     itl_runs: Sequence[tuple[float, int]],
     completion_tokens: int,
     span: float,
-) -> dict[str, Any]:
+) -> TokenFields:
     """summary.json's ``ttft_s``, ``itl_s`` and ``output_tokens_per_s``, live and simulated
     alike: TTFT of completed streams from the intended send time, pooled gaps, and completion
     tokens of completed requests per second of the run."""
@@ -241,15 +254,15 @@ def build(
     extra_thresholds: Sequence[str] = (),
     complete: bool = True,
     attempts: int | None = None,
-    token_figures: Mapping[str, Any] | None = None,
+    token_figures: TokenFields | None = None,
     client_retries: int | None = None,
     upstream_retries: int = 0,
-) -> dict[str, Any]:
+) -> Summary:
     """summary.json for the run core (sim and proxy). ``token_figures``: the simulated
     upstream's ``ttft_s``, ``itl_s`` and ``output_tokens_per_s`` (:func:`token_fields`) when it
     timed tokens; null figures otherwise. ``client_retries``: the simulated callers' retries
     (None for the proxy, which cannot tell a retry from a new request)."""
-    counts: dict[str, Any] = {
+    counts: Counts = {
         "scheduled": scheduled,
         "arrivals": col.arrivals,
         "admitted": col.admitted,
@@ -275,8 +288,16 @@ def build(
     by_class, by_priority, by_tenant = col.tallies()
     turnarounds, queue_waits = col.sorted_samples()
     good = bisect_right(turnarounds, profile.slo.turnaround_p95_s)
-    summary: dict[str, Any] = {
-        **header(profile, mode, seed, complete),
+    head = header(profile, mode, seed, complete)
+    by_class_figures = {k: _tally(v) for k, v in sorted(by_class.items())}
+    summary: Summary = {
+        # header(): spelled out, since a TypedDict takes no ``**`` of another with fewer keys
+        "schema_version": head["schema_version"],
+        "complete": head["complete"],
+        "mode": head["mode"],
+        "profile": head["profile"],
+        "seed": head["seed"],
+        "effective": head["effective"],
         "counts": counts,
         "conservation": cons,
         "turnaround_s": percentiles(turnarounds),
@@ -287,7 +308,7 @@ def build(
         "tokens": {"prompt": None, "completion": None, "source": None, "estimated_requests": None},
         "tokens_source": None,
         "goodput_per_s": round(good / span, 4),
-        "by_class": {k: _tally(v) for k, v in sorted(by_class.items())},
+        "by_class": by_class_figures,
         "by_priority": {k: _tally(v) for k, v in sorted(by_priority.items())},
         "by_tenant": {k: _tally(v) for k, v in sorted(by_tenant.items())},
         "scaling": scaling,
@@ -298,18 +319,20 @@ def build(
         "generator_saturated": False,
         "duration_s": round(duration_s, 3),
         "unavailable": {},
+        "review": None if review is None else dict(review),
     }
-    summary["review"] = None if review is None else dict(review)
-    if token_figures is not None:
-        summary.update(token_figures)
-    for tally in summary["by_class"].values():
+    if token_figures is not None:  # the keys above, in place
+        summary["ttft_s"] = token_figures["ttft_s"]
+        summary["itl_s"] = token_figures["itl_s"]
+        summary["output_tokens_per_s"] = token_figures["output_tokens_per_s"]
+    for tally in by_class_figures.values():
         tally["tokens_source"] = None
     contract.engine_modes(summary, mode)
     finish(summary, profile, extra_thresholds)
     return summary
 
 
-def finish(summary: dict[str, Any], profile: Profile, extra_thresholds: Sequence[str] = ()) -> None:
+def finish(summary: Summary, profile: Profile, extra_thresholds: Sequence[str] = ()) -> None:
     """The threshold, SLO and verdict rows, then the verdict (``harness.results.verdict``)."""
     exprs = [*profile.thresholds, *extra_thresholds]
     summary["thresholds"] = rows(summary, exprs, profile.slo, profile.verdict)

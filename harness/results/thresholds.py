@@ -8,27 +8,20 @@ value is read by the one evaluator of ``PATH`` and ``PATH / PATH`` (:mod:`harnes
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from typing import Any
 
 from harness.profile.thresholds import Threshold, parse_threshold
 from harness.results.expr import evaluate
 from harness.results.seed_rule import OPS
+from harness.results.shapes import Summary, ThresholdCheck
 
 
-def evaluate_threshold(t: Threshold, summary: Mapping[str, Any]) -> dict[str, Any]:
+def evaluate_threshold(t: Threshold, summary: Summary) -> ThresholdCheck:
     """``{"expr", "value", "ok"}`` plus ``"why"`` when the value is missing or undefined."""
     value, why = evaluate(summary, t.num, t.den)
-    out: dict[str, Any] = {"expr": t.expr, "value": value}
     if value is None or (isinstance(value, float) and math.isnan(value)):
-        out["ok"] = False
-        out["why"] = why or "value is undefined"
-    else:
-        out["ok"] = bool(OPS[t.op](value, t.limit))
-    return out
+        return {"expr": t.expr, "value": value, "ok": False, "why": why or "value is undefined"}
+    return {"expr": t.expr, "value": value, "ok": bool(OPS[t.op](value, t.limit))}
 
 
-def evaluate_all(
-    exprs: list[str] | tuple[str, ...], summary: Mapping[str, Any]
-) -> list[dict[str, Any]]:
+def evaluate_all(exprs: list[str] | tuple[str, ...], summary: Summary) -> list[ThresholdCheck]:
     return [evaluate_threshold(parse_threshold(e), summary) for e in exprs]

@@ -17,16 +17,17 @@ Without these rows a run in which every request failed (404s, a wrong key) said 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from harness.profile import Slo, Verdict
+from harness.results.shapes import Summary, ThresholdRow
 from harness.results.thresholds import evaluate_all
 
 
-def slo_row(summary: Mapping[str, Any], slo: Slo) -> dict[str, Any]:
+def slo_row(summary: Summary, slo: Slo) -> ThresholdRow:
     limit = slo.turnaround_p95_s
     p95 = (summary.get("turnaround_s") or {}).get("p95")
-    row: dict[str, Any] = {
+    row: ThresholdRow = {
         "expr": f"slo: turnaround_s.p95 <= {limit:g}",
         "value": p95,
         "ok": p95 is not None and p95 <= limit,
@@ -39,9 +40,9 @@ def slo_row(summary: Mapping[str, Any], slo: Slo) -> dict[str, Any]:
     return row
 
 
-def verdict_rows(summary: Mapping[str, Any], rules: Verdict) -> list[dict[str, Any]]:
+def verdict_rows(summary: Summary, rules: Verdict) -> list[ThresholdRow]:
     c = summary["counts"]
-    rows: list[dict[str, Any]] = []
+    rows: list[ThresholdRow] = []
     if rules.min_completed > 0:
         done = c["completed"]
         rows.append(
@@ -72,9 +73,13 @@ def verdict_rows(summary: Mapping[str, Any], rules: Verdict) -> list[dict[str, A
 
 
 def rows(
-    summary: Mapping[str, Any], thresholds: Sequence[str], slo: Slo, rules: Verdict
-) -> list[dict[str, Any]]:
-    gates = [{**t, "source": "threshold"} for t in evaluate_all(list(thresholds), summary)]
+    summary: Summary, thresholds: Sequence[str], slo: Slo, rules: Verdict
+) -> list[ThresholdRow]:
+    # a check and then its source (a TypedDict takes no ``**`` of one with fewer keys)
+    gates = [
+        cast(ThresholdRow, {**t, "source": "threshold"})
+        for t in evaluate_all(list(thresholds), summary)
+    ]
     return [*gates, slo_row(summary, slo), *verdict_rows(summary, rules)]
 
 
@@ -87,7 +92,7 @@ def row_result(t: Mapping[str, Any]) -> str:
     return word + (f" ({'; '.join(note)})" if note else "")
 
 
-def decide(summary: Mapping[str, Any]) -> str:
+def decide(summary: Summary) -> str:
     # A run cut short (a signal, a full disk) is invalid: its figures cover only part of it.
     if not summary["conservation"]["ok"] or not summary.get("complete", True):
         return "invalid"

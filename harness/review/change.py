@@ -32,6 +32,7 @@ from typing import Any, Literal
 
 from harness.recording.quantiles import quantile
 from harness.results.expr import expr_value
+from harness.results.shapes import Holds, Summary
 from harness.review.compare import Tolerance
 from harness.review.inference import bootstrap_p, holm, mean_sd, moving_blocks, t_ppf, t_sf
 
@@ -324,8 +325,8 @@ def parse_gate(names: Sequence[str]) -> tuple[str, ...]:
 def apply_gate(
     rv: Review,
     gate: Sequence[str],
-    base_holds: Mapping[str, Any] | None,
-    new_holds: Mapping[str, Any] | None,
+    base_holds: Holds | None,
+    new_holds: Holds | None,
 ) -> Review:
     """The review's verdict by :data:`GATE_RULE`: mark the gated rows, record whether each
     side's verdict holds over its seeds, and decide."""
@@ -358,8 +359,8 @@ def apply_gate(
 
 
 def _cost_rows(
-    base: Sequence[Mapping[str, Any]],
-    new: Sequence[Mapping[str, Any]],
+    base: Sequence[Summary],
+    new: Sequence[Summary],
     paired: bool,
     margins: Callable[[Primary], Tolerance] | None,
     alpha: float,
@@ -401,8 +402,8 @@ def _cost_rows(
 
 
 def review_seeds(
-    base: Sequence[Mapping[str, Any]],
-    new: Sequence[Mapping[str, Any]],
+    base: Sequence[Summary],
+    new: Sequence[Summary],
     *,
     paired: bool,
     margins: Callable[[Primary], Tolerance] | None = None,

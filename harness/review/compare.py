@@ -60,10 +60,10 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from harness.recording.quantiles import describe, mann_whitney_p
 from harness.results.expr import expr_value, split_expr
@@ -76,6 +76,7 @@ from harness.results.provenance import (
     stamp,
 )
 from harness.results.seed_rule import holds_over_seeds
+from harness.results.shapes import Aggregate, Summary
 
 NOISE_ALPHA = 0.05
 
@@ -161,7 +162,7 @@ def parse_tolerance(text: str) -> tuple[str, Tolerance]:
 class Result:
     kind: Literal["summary", "aggregate", "sweep"]
     label: str
-    data: dict[str, Any]
+    data: Mapping[str, Any]  # a Summary, an Aggregate or a SweepResult, as ``kind`` says
 
     def samples(self, expr: str, metrics: Mapping[str, Any] | None = None) -> list[float]:
         if self.kind == "summary":
@@ -204,7 +205,8 @@ def load_result(path: Path) -> Result:
         for name in ("aggregate.json", "summary.json", "sweep.json"):
             if (path / name).is_file():
                 return load_result(path / name)
-        seeds = [_read_json(d / "summary.json") for d in _seed_dirs(path)]
+        # each a run's summary.json, as results.summary wrote it
+        seeds = [cast(Summary, _read_json(d / "summary.json")) for d in _seed_dirs(path)]
         if not seeds:
             raise CompareError(f"{path}: no summary.json, aggregate.json, sweep.json or seed-*/")
         return Result("aggregate", str(path), aggregate(seeds))
@@ -278,7 +280,7 @@ def _zero_when_absent(key: str) -> bool:
     return "_by_reason." in key or (key.startswith(_GROUPS) and ".counts." in key)
 
 
-def aggregate(summaries: list[dict[str, Any]]) -> dict[str, Any]:
+def aggregate(summaries: Sequence[Summary]) -> Aggregate:
     """The aggregate.json of several seeds' summaries (shape in the module docstring)."""
     per_run: list[dict[str, float | None]] = []
     for s in summaries:
@@ -302,8 +304,11 @@ def aggregate(summaries: list[dict[str, Any]]) -> dict[str, Any]:
         metrics[k] = describe([flat.get(k, 0.0 if zero else None) for flat in per_run])
     verdicts = Counter(str(s.get("verdict")) for s in summaries)
     setting = over_seeds_of(summaries[0]) if summaries else "every"
+    head = stamp(AGGREGATE_SCHEMA)
     return {
-        **stamp(AGGREGATE_SCHEMA),
+        # stamp(): spelled out, since a TypedDict takes no ``**`` of another with fewer keys
+        "schema_version": head["schema_version"],
+        "harness_version": head["harness_version"],
         "over_seeds": rule_block(setting, len(summaries)),
         "seeds": [s.get("seed") for s in summaries],
         "runs": len(summaries),

@@ -9,18 +9,20 @@ import multiprocessing as mp
 import os
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from harness.profile.bundle import ProfileBundle
+from harness.results.shapes import Summary
 from harness.search.sweep.plan import Outcome, Task, outcome
 
-Runner = Callable[[str, list[str], int], dict[str, Any]]
+Runner = Callable[[str, list[str], int], Summary]
 
 
 def default_runner() -> Runner:
     from harness.sim.runner import run_summary
 
-    return run_summary
+    # sim.runner is compiled (setup.py HOT_MODULES): its summary is typed a plain dict there
+    return cast(Runner, run_summary)
 
 
 def run_chunk(
@@ -39,8 +41,9 @@ def run_bundle_chunk(
     from harness.profile.bundle import load_bundle
     from harness.sim.runner import simulate
 
-    def run(_spec: str, overrides: list[str], seed: int) -> dict[str, Any]:
-        return simulate(load_bundle(bundle, overrides), seed, with_timeline=False).summary
+    def run(_spec: str, overrides: list[str], seed: int) -> Summary:
+        summary = simulate(load_bundle(bundle, overrides), seed, with_timeline=False).summary
+        return cast(Summary, summary)  # typed a plain dict in the compiled sim.runner
 
     return run_chunk(run, bundle.source, tasks, metrics=metrics)
 

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from harness.profile import Profile
 from harness.profile.thresholds import parse_threshold
 from harness.results.seed_rule import Judged, SeedRule
+from harness.results.shapes import ConstraintCheck
 from harness.results.verdict import gates
 
 DEFAULT_OBJECTIVE = "min:counts.rejected / counts.arrivals"
@@ -98,14 +99,14 @@ def _option_constraint(text: str) -> Constraint:
 
 
 def judge_point(
-    point: dict[str, Any],
+    point: Mapping[str, Any],
     cons: Sequence[Constraint],
     rule: SeedRule,
     seeds: Sequence[int] | None = None,
-) -> list[dict[str, Any]]:
+) -> list[ConstraintCheck]:
     """Each constraint over the point's seeds, by the rule: expr, ok, the judged figure and its
     seed, the worst seed and its value, misses, margin (of the judged figure)."""
-    out = []
+    out: list[ConstraintCheck] = []
     for c in cons:
         j = c.judge(rule, point["metrics"][c.metric]["values"], seeds)
         out.append({"expr": c.expr, **j.as_dict()})

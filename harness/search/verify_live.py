@@ -7,8 +7,9 @@ The one place where a simulation's result and a live run meet.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from rich.console import Console
 
@@ -18,6 +19,7 @@ from harness.profile import load
 from harness.results import summary as summ
 from harness.results.expr import expr_value
 from harness.results.seed_rule import holds_over_seeds
+from harness.results.shapes import Summary, SweepResult, VerifyLive
 
 # Live vs sim agreement: the live figure must fall inside the sweep point's min-max band over
 # seeds, widened by this margin (relative to the band's width, and at least an absolute floor),
@@ -28,14 +30,15 @@ VERIFY_METRICS = {"counts.rejected / counts.arrivals": 0.05, "turnaround_s.p95":
 def verify_recommendation(
     spec: str,
     overrides: list[str],
-    result: dict[str, Any],
+    result: SweepResult,
     folder: Path,
     time_scale: float,
     console: Console,
 ) -> int:
     """Re-run the sweep's recommended point live (``harness run`` against the stub) and report
     whether the live figures fall inside the sweep's seed band for that point."""
-    values = result["recommendation"]["values"]
+    # not None: sweep_command verifies only a recommendation
+    values = cast("dict[str, float]", result["recommendation"]["values"])
     point = next(p for p in result["points"] if p["values"] == values)
     code, block = verify_values(
         spec, overrides, values, point["metrics"], folder, time_scale, console
@@ -49,12 +52,12 @@ def verify_recommendation(
 def verify_values(
     spec: str,
     overrides: list[str],
-    values: dict[str, Any],
-    metrics: dict[str, Any],
+    values: Mapping[str, Any],
+    metrics: Mapping[str, dict[str, Any]],
     folder: Path,
     time_scale: float,
     console: Console,
-) -> tuple[int, dict[str, Any] | None]:
+) -> tuple[int, VerifyLive | None]:
     """Run ``values`` live into ``folder/verify-live`` and compare with ``metrics`` (per metric,
     ``describe()`` over seeds): the exit code (1 when the live figures disagree with the band or
     the live run's own verdict does not hold, by the same rule as each simulated seed's) and
@@ -74,7 +77,7 @@ def verify_values(
     if code == EXIT_BROKEN or not summary_path.exists():
         console.print("[bold red]verify-live:[/] the live run broke; no verdict")
         return EXIT_BROKEN, None
-    live = json.loads(summary_path.read_text())
+    live = cast(Summary, json.loads(summary_path.read_text()))  # the live run's summary.json
     rows = []
     agree = True
     for expr, floor in VERIFY_METRICS.items():
@@ -108,7 +111,7 @@ def verify_values(
     for row in holds["rows"]:
         if not row["ok"]:
             console.print(f"    {row['expr']}: live {row['worst']}")
-    block = {
+    block: VerifyLive = {
         "time_scale": time_scale,
         "folder": str(live_dir),
         "agrees": agree,

@@ -16,7 +16,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from harness.atomic import atomic_file
 from harness.engine.events import (
@@ -409,8 +409,13 @@ def _simulate(
         ),
     )
     wall = core.wall_s
+    # a plain dict here: this module is compiled (setup.py HOT_MODULES), so it keeps its types
     return SimResult(
-        summary, timeline, log.written if log else 0, scheduled / wall if wall > 0 else 0.0, col
+        cast("dict[str, Any]", summary),
+        timeline,
+        log.written if log else 0,
+        scheduled / wall if wall > 0 else 0.0,
+        col,
     )
 
 

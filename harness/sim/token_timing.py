@@ -11,9 +11,8 @@ TPOT (one run); every completed request adds its completion tokens.
 
 from __future__ import annotations
 
-from typing import Any
-
 from harness.engine.events import Action, Complete, Expire, Fail, Reject
+from harness.results.shapes import TokenFields
 from harness.results.summary import token_fields
 from harness.sim.upstream import Timing
 
@@ -61,7 +60,7 @@ class TokenFigures:
                 if self.trace:
                     self.trace.pop(a.id, None)  # type: ignore[attr-defined]
 
-    def fields(self, span: float) -> dict[str, Any]:
+    def fields(self, span: float) -> TokenFields:
         return token_fields(
             self.ttfts, sorted(self.gaps.items()), self.completion_tokens, max(span, 1e-9)
         )

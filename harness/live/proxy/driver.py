@@ -22,7 +22,7 @@ import contextlib
 import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from harness.engine.events import (
     Action,
@@ -49,6 +49,7 @@ from harness.live.proxy.outfiles import ProxyFiles, mark_broken
 from harness.live.proxy.prometheus import ProxySignal
 from harness.profile import Profile
 from harness.recording.quantiles import percentiles
+from harness.results.shapes import Scaling, Summary
 from harness.results.summary import write_jsonl
 from harness.run_core import RunCore
 from harness.workload.arrivals import stream
@@ -158,7 +159,7 @@ class LiveDriver:
         self.epoch = 0.0  # the fault timeline counts from here (PUT /_proxy/epoch moves it)
         self.stopping = False
         self.drained = asyncio.Event()
-        self.summary: dict[str, Any] | None = None
+        self.summary: Summary | None = None
         # Called when the run must stop early: a results file could not be written (a full
         # disk), or the housekeeper failed. The proxy server stops; the summary says what was lost.
         self.on_broken: Callable[[], None] | None = None
@@ -403,7 +404,7 @@ class LiveDriver:
         complete: bool,
         extra: dict[str, Any] | None = None,
         meta: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
+    ) -> Summary:
         """Build summary.json (and write the folder, if any). Call once, at shutdown."""
         col = self.collector
         own = {"proxy_turnaround_s": percentiles(col.turnarounds), **(extra or {})}
@@ -411,7 +412,8 @@ class LiveDriver:
             self.clock.now(), scheduled=col.arrivals, complete=complete, extra=own, meta=meta
         )
         if self.signal is not None:
-            summary["scaling"].setdefault("prometheus", {}).update(self.signal.figures())
+            scaling = cast(Scaling, summary["scaling"])  # the run core's: never null
+            scaling.setdefault("prometheus", {}).update(self.signal.figures())
             if self.out is not None:
                 write_jsonl(self.out / "scrapes.jsonl", self.signal.scrapes)
         self.summary = summary

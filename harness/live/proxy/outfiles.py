@@ -28,6 +28,7 @@ from harness.profile import Profile, to_dict
 from harness.recording.recorder import DecisionLog
 from harness.recording.stats import Second
 from harness.results import summary as summ
+from harness.results.shapes import Summary
 
 PARTIAL_TIMELINE = "timeline.partial.jsonl"
 
@@ -100,9 +101,7 @@ class ProxyFiles:
             self.lost["decisions"] = self.lost.get("decisions", 0) + lost
         self.on_broken()
 
-    def finish(
-        self, summary: dict[str, Any], timeline: list[dict[str, Any]], profile: Profile
-    ) -> None:
+    def finish(self, summary: Summary, timeline: list[dict[str, Any]], profile: Profile) -> None:
         """Flush what can be flushed; the summary last, saying what was lost. Raises OSError
         when even the summary cannot be written (the caller says so and exits 3)."""
         if self.log is not None:
@@ -126,7 +125,7 @@ class ProxyFiles:
 
 
 def mark_broken(
-    summary: dict[str, Any], lost: dict[str, Any], e: OSError | None, profile: Profile
+    summary: Summary, lost: dict[str, Any], e: OSError | None, profile: Profile
 ) -> None:
     """A run stopped by a failure: incomplete, invalid, and what was lost."""
     summary["complete"] = False

@@ -18,7 +18,7 @@ import contextlib
 import socket
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -181,6 +181,7 @@ async def run_proxy(
             t.cancel()
     complete = drained.is_set()
     written: OSError | None = None
+    summary: Mapping[str, Any]  # the driver's summary, or a stand-in when it was never built
     try:
         summary = app.driver.finish(complete=complete, extra=extra, meta=meta)
     except OSError as e:
@@ -197,7 +198,11 @@ async def run_proxy(
 
 
 def _report_end(
-    con: Console, app: ProxyApp, summary: dict[str, Any], written: OSError | None, drain_s: float
+    con: Console,
+    app: ProxyApp,
+    summary: Mapping[str, Any],
+    written: OSError | None,
+    drain_s: float,
 ) -> int:
     """Say how the run ended, what was lost if a write failed, and the exit code."""
     drv = app.driver

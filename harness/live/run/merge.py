@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
@@ -32,6 +32,7 @@ from harness.profile import AlertRule, Profile, ProfileError
 from harness.recording.alerts import evaluate_alerts, signal_series
 from harness.results import summary as summ
 from harness.results.client_figures import live_summary, offered_span, trace_figures
+from harness.results.shapes import Summary
 from harness.workload.arrivals import schedule
 from harness.workload.traces import traced
 
@@ -271,7 +272,7 @@ def merge(
     extra_thresholds: Sequence[str] = (),
     meta: Mapping[str, Any] | None = None,
     effects: Mapping[str, int] | None = None,
-) -> dict[str, Any]:
+) -> Summary:
     """Write summary.json, requests.jsonl, timeline.jsonl (and decisions.jsonl) into ``out``:
     read the proxy's side, check the two sides against each other, and let
     ``results.client_figures.live_summary`` build the summary. ``effects``: what the stub
@@ -281,14 +282,16 @@ def merge(
     cap = live.get("max_requests")
     window = offered_span(recs, profile, cap is not None and scheduled >= cap, complete)
     end = max([window, *ends])
-    proxy: dict[str, Any] | None = None
+    proxy: Summary | None = None
     decisions: list[dict[str, Any]] = []
     offset = 0.0
     if proxy_dir is not None and (proxy_dir / "summary.json").is_file():
-        proxy = orjson.loads((proxy_dir / "summary.json").read_bytes())
-        if effects is not None and isinstance(proxy.get("scaling"), dict):
+        # the proxy's own summary.json, as results.summary wrote it
+        proxy = cast(Summary, orjson.loads((proxy_dir / "summary.json").read_bytes()))
+        scaling = proxy.get("scaling")
+        if effects is not None and isinstance(scaling, dict):
             for k in ("duplicate_effects", "duplicates_suppressed"):
-                proxy["scaling"][k] = int(effects.get(k, 0))
+                scaling[k] = int(effects.get(k, 0))
         decisions = _jsonl(proxy_dir / "decisions.jsonl")
         offset = proxy_offset(decisions, recs)
         timeline = shift_timeline(_jsonl(proxy_dir / "timeline.jsonl"), offset)
@@ -337,7 +340,7 @@ def merge(
 
 def write(
     out: Path,
-    summary: Mapping[str, Any],
+    summary: Summary,
     recs: Sequence[Mapping[str, Any]],
     timeline: Sequence[Mapping[str, Any]],
     proxy_dir: Path | None,

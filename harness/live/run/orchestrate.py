@@ -46,6 +46,7 @@ from harness.live.run.settings import CHAT, LiveSettings
 from harness.live.transport.target import api_base, public
 from harness.live.transport.tls import INSECURE_WARNING
 from harness.profile import FromEnv, Profile, to_dict
+from harness.results.shapes import Summary
 from harness.results.summary import check_writable, os_error_line
 from harness.text_tokens import prompt_tokens
 from harness.workload.arrivals import schedule
@@ -251,7 +252,7 @@ def _merge(
     live: dict[str, Any],
     meta: dict[str, Any],
     effects: dict[str, int] | None = None,
-) -> dict[str, Any]:
+) -> Summary:
     """Both sides into ``run.out``: a request the generator sent and never recorded (it was
     stopped or killed first) is counted in flight, never dropped."""
     gen = requests_jsonl.read_generator_file(work / "requests.jsonl")
@@ -409,7 +410,7 @@ def _start_locust(
     return lc
 
 
-def _finish(console: Console, out: Path, summary: dict[str, Any]) -> int:
+def _finish(console: Console, out: Path, summary: Summary) -> int:
     show_results(console, out, summary)
     if not summary.get("complete"):
         console.print("[bold red]incomplete run:[/] partial results were written (exit 3)")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from array import array
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from rich.table import Table
 from rich.text import Text
 
 from harness.profile import Profile
+from harness.results.shapes import Summary
 
 LOG_EVERY_S = 10.0
 P95_WINDOW = 100_000  # the p95 "so far" is over at most this many recent completions
@@ -286,7 +288,7 @@ def print_dry_run(
     )
 
 
-def show_results(console: Console, out: Path, summary: dict[str, Any]) -> None:
+def show_results(console: Console, out: Path, summary: Summary) -> None:
     """Write the report (if the results layer has one), print the summary and any warning."""
     try:
         from harness.render.report import write_report
@@ -300,7 +302,8 @@ def show_results(console: Console, out: Path, summary: dict[str, Any]) -> None:
 
     print_summary(console, summary, out)
     if summary.get("generator_saturated"):
-        gen = summary["generator"]
+        # a harness run's block: its lag and its wall limit are never null
+        gen: Mapping[str, Any] = summary["generator"]
         wall = (gen["schedule_lag_s"]["p99"] or 0.0) * summary["live"]["time_scale"]
         console.print(
             f"[bold red]warning:[/] the load generator saturated (lateness p99 "

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
@@ -32,6 +32,7 @@ from harness.profile import Profile, ProfileError, load
 from harness.recording.quantiles import percentiles
 from harness.results import contract
 from harness.results import summary as summ
+from harness.results.shapes import Summary
 
 
 class RecoverError(Exception):
@@ -60,7 +61,7 @@ def _profile(path: Path) -> Profile:
         raise RecoverError(f"cannot read the run's profile: {e}") from None
 
 
-def recover_proxy(folder: Path) -> dict[str, Any]:
+def recover_proxy(folder: Path) -> Summary:
     """Rebuild a killed ``harness proxy``'s summary.json in ``folder``; returns it."""
     if not (folder / "decisions.jsonl").is_file() or not (folder / "profile.yaml").is_file():
         raise RecoverError(f"{folder}: no decisions.jsonl and profile.yaml to recover from")
@@ -95,19 +96,23 @@ def recover_proxy(folder: Path) -> dict[str, Any]:
         cons["violations"].append(f"in_flight_at_end >= 0: {counts['in_flight_at_end']}")
         cons["ok"] = False
     t_end = max([float(d["t"]) for d in decisions if "t" in d] or [0.0])
-    summary: dict[str, Any] = {
-        **summ.header(prof, "live", prof.seed, False),
-        "counts": counts,
-        "conservation": cons,
-        "duration_s": round(t_end, 3),
-        "recovered": {
-            "from": ["decisions.jsonl", PARTIAL_TIMELINE],
-            "torn_lines": torn + torn_s,
-            "closed_seconds": len(seconds),
-            "note": "rebuilt after the proxy died: requests admitted and not known "
-            "to have ended are counted in flight; latencies were not kept",
+    # every other key a finished summary has comes from _contract, below
+    summary = cast(
+        Summary,
+        {
+            **summ.header(prof, "live", prof.seed, False),
+            "counts": counts,
+            "conservation": cons,
+            "duration_s": round(t_end, 3),
+            "recovered": {
+                "from": ["decisions.jsonl", PARTIAL_TIMELINE],
+                "torn_lines": torn + torn_s,
+                "closed_seconds": len(seconds),
+                "note": "rebuilt after the proxy died: requests admitted and not known "
+                "to have ended are counted in flight; latencies were not kept",
+            },
         },
-    }
+    )
     _contract(summary, prof, decisions)
     summ.finish(summary, prof)
     summary["meta"] = summ.meta(datetime.now(UTC), 0.0)
@@ -115,7 +120,7 @@ def recover_proxy(folder: Path) -> dict[str, Any]:
     return summary
 
 
-def _contract(summary: dict[str, Any], prof: Profile, decisions: list[dict[str, Any]]) -> None:
+def _contract(summary: Summary, prof: Profile, decisions: list[dict[str, Any]]) -> None:
     """A rebuilt proxy summary has every key a finished one has: what the decisions still
     tell (rejections, failures, expiries and retries by kind), the rest null and named."""
     counts = summary["counts"]
@@ -179,7 +184,7 @@ def _contract(summary: dict[str, Any], prof: Profile, decisions: list[dict[str, 
         contract.unavailable(summary, "review", lost)
 
 
-def recover_run(folder: Path) -> dict[str, Any]:
+def recover_run(folder: Path) -> Summary:
     """Rebuild a killed ``harness run``'s results in ``folder``; returns the summary."""
     works = sorted(folder.glob(".live-*"), key=lambda p: p.stat().st_mtime)
     if not works or not (works[-1] / "profile.yaml").is_file():
@@ -240,7 +245,7 @@ def _time_scale(work: Path) -> float:
         return 1.0
 
 
-def recover_folder(folder: Path) -> dict[str, Any]:
+def recover_folder(folder: Path) -> Summary:
     """A ``harness run`` folder (it has a ``.live-*`` work folder) or a ``harness proxy`` one."""
     if not folder.is_dir():
         raise RecoverError(f"{folder}: no such folder")

@@ -20,6 +20,7 @@ from harness.commands.progress import progress_bar
 from harness.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN, EXIT_FAIL, EXIT_OK
 from harness.interrupts import Interrupts
 from harness.profile import ProfileError
+from harness.results.shapes import SweepResult
 from harness.search.batches import Runner, pool_context, run_bundle_chunk, run_chunk
 from harness.search.cluster import (
     ClusterError,
@@ -59,7 +60,7 @@ def run_sweep(
     cluster: str | None = None,
     on_cluster: Callable[[ClusterPool], None] | None = None,
     prefer: str | None = None,
-) -> dict[str, Any]:
+) -> SweepResult:
     """Run the grid, write ``sweep.json`` and ``sweep.png`` into ``out``, return the sweep.
     Bad input raises before any simulation (see :func:`harness.search.sweep.plan.plan_sweep`).
     ``cluster``: a Dask scheduler's address to run the simulations on instead of ``jobs``
@@ -120,7 +121,7 @@ def drop_if_empty(folder: Path) -> None:
         folder.rmdir()
 
 
-def print_table(console: Console, sweep: dict[str, Any]) -> None:
+def print_table(console: Console, sweep: SweepResult) -> None:
     """The per-point table and the recommendation, on the human-output console."""
     from harness.search.sweep.table import recommendation_text, sweep_table
 

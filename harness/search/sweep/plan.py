@@ -34,17 +34,23 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any
 
 from harness.atomic import write_atomic
 from harness.recording.quantiles import describe
 from harness.results.expr import expr_value
 from harness.results.provenance import SWEEP_SCHEMA, stamp
 from harness.results.seed_rule import SeedRule
+from harness.results.shapes import (
+    ConstraintCheck,
+    Summary,
+    SweepPoint,
+    SweepRecommendation,
+    SweepResult,
+)
 from harness.review.compare import FIGURES
 from harness.search.grammar import (
     DEFAULT_OBJECTIVE,
@@ -193,7 +199,7 @@ def plan_sweep(
     )
 
 
-def outcome(idx: int, seed: int, summary: Mapping[str, Any], metrics: Sequence[str]) -> Outcome:
+def outcome(idx: int, seed: int, summary: Summary, metrics: Sequence[str]) -> Outcome:
     """What a worker sends back for one simulation: only the figures the sweep needs."""
     return (idx, seed, {m: expr_value(summary, m) for m in metrics}, str(summary.get("verdict")))
 
@@ -218,11 +224,11 @@ class Tally:
             self.seeds_done[idx] += 1
 
 
-def assemble(plan: Plan, tally: Tally, complete: bool, wall_s: float, jobs: int) -> dict[str, Any]:
+def assemble(plan: Plan, tally: Tally, complete: bool, wall_s: float, jobs: int) -> SweepResult:
     """The sweep.json document; an incomplete grid says which points finished and recommends
     nothing."""
     seeds = len(plan.seed_list)
-    points = [
+    points: list[SweepPoint] = [
         {
             "values": point,
             "seeds": seeds,
@@ -242,8 +248,11 @@ def assemble(plan: Plan, tally: Tally, complete: bool, wall_s: float, jobs: int)
         for p, n in zip(points, tally.seeds_done, strict=True):
             p["seeds_done"], p["finished"] = n, n == seeds
     obj, cons = plan.objective, plan.constraints
+    head = stamp(SWEEP_SCHEMA)
     return {
-        **stamp(SWEEP_SCHEMA),
+        # stamp(): spelled out, since a TypedDict takes no ``**`` of another with fewer keys
+        "schema_version": head["schema_version"],
+        "harness_version": head["harness_version"],
         "params": plan.names,
         "profile": {"spec": plan.profile, "name": plan.name, "sha256": plan.sha256},
         "overrides": list(plan.overrides),
@@ -267,13 +276,13 @@ def assemble(plan: Plan, tally: Tally, complete: bool, wall_s: float, jobs: int)
 
 
 def recommend(
-    points: list[dict[str, Any]],
+    points: list[SweepPoint],
     obj: Objective,
     cons: Sequence[Constraint],
     rule: SeedRule | None = None,
     seeds: Sequence[int] | None = None,
     prefer: Prefer | None = None,
-) -> dict[str, Any]:
+) -> SweepRecommendation:
     """The recommendation block over judged points (module docstring: the rule)."""
     rule = rule or SeedRule()
     pref = prefer or Prefer(None)
@@ -285,8 +294,8 @@ def recommend(
         f"p > 0.05) are tied, and among ties the choice is {pref.text()}"
     )
     fails = {c.expr: 0 for c in cons}
-    closest: dict[str, tuple[float, dict[str, Any]]] = {}
-    feas: list[tuple[int, dict[str, Any], list[dict[str, Any]]]] = []
+    closest: dict[str, tuple[float, SweepPoint]] = {}
+    feas: list[tuple[int, SweepPoint, list[ConstraintCheck]]] = []
     for i, p in enumerate(points):
         checks = judge_point(p, cons, rule, seeds)
         p["constraints"] = checks
@@ -304,7 +313,7 @@ def recommend(
         sign = 1.0 if obj.direction == "min" else -1.0
 
         def best_key(
-            f: tuple[int, dict[str, Any], list[dict[str, Any]]],
+            f: tuple[int, SweepPoint, list[ConstraintCheck]],
         ) -> tuple[float, float, int]:
             i, p, checks = f
             return (sign * p["metrics"][obj.metric]["median"], -slack(cons, checks), i)
@@ -371,7 +380,7 @@ def _r6(x: float | None) -> float | None:
     return None if x is None or not math.isfinite(x) else round(x, 6)  # JSON has no Infinity
 
 
-def write_outputs(sweep: dict[str, Any], out: Path) -> list[Path]:
+def write_outputs(sweep: SweepResult, out: Path) -> list[Path]:
     """``sweep.json`` (sorted keys, written atomically) and ``sweep.png``."""
     from harness.render.plots import plot_sweep
 

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness.results.fmt import fmt_num, fmt_spread
+from harness.results.shapes import SweepResult
 from harness.search.grammar import STANDARD_METRICS, parse_constraint
 
 
@@ -13,7 +14,7 @@ def _map(v: Any) -> Mapping[str, Any]:
     return v if isinstance(v, Mapping) else {}
 
 
-def sweep_table(sweep: Mapping[str, Any]) -> Any:
+def sweep_table(sweep: SweepResult) -> Any:
     """A rich Table: one row per point, median [p05, p95] over seeds of the standard figures and
     of any objective or constraint metric beyond them; feasibility; the recommendation marked."""
     from rich.table import Table
@@ -66,9 +67,10 @@ def _vals(v: Mapping[str, Any]) -> str:
     return ", ".join(f"{k}={x}" for k, x in v.items())
 
 
-def recommendation_text(sweep: dict[str, Any]) -> str:
+def recommendation_text(sweep: SweepResult) -> str:
     rec = sweep.get("recommendation") or {}
-    if rec.get("values") is None:
+    values = rec.get("values")
+    if values is None:
         closest = rec.get("closest") or {}
         return (
             f"no value meets every constraint; binding: {rec.get('binding_constraint')}"
@@ -78,13 +80,13 @@ def recommendation_text(sweep: dict[str, Any]) -> str:
     binding: Mapping[str, Any] = next(
         (
             c
-            for c in _point(sweep, rec["values"]).get("constraints") or []
+            for c in _point(sweep, values).get("constraints") or []
             if c.get("expr") == rec.get("binding_constraint")
         ),
         {},
     )
     text = (
-        f"recommended {_vals(rec['values'])}: {obj['metric']} median {fmt_num(obj['median'])}; "
+        f"recommended {_vals(values)}: {obj['metric']} median {fmt_num(obj['median'])}; "
         f"binding constraint {rec['binding_constraint']}, margin {fmt_num(rec['margin'])} "
         f"({judged_text(binding)}; {_points(rec['feasible_points'])})"
     )
@@ -114,5 +116,5 @@ def judged_text(row: Mapping[str, Any]) -> str:
     return f"judged at seed {row['judged_seed']}: {fmt_num(row.get('judged'))}; {worst}"
 
 
-def _point(sweep: Mapping[str, Any], values: Any) -> Mapping[str, Any]:
+def _point(sweep: SweepResult, values: Any) -> Mapping[str, Any]:
     return next((p for p in sweep.get("points") or [] if p.get("values") == values), {})

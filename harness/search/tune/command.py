@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import textwrap
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import yaml
 from rich.console import Console
@@ -16,6 +16,7 @@ from rich.markup import escape
 from harness.commands.progress import progress_bar
 from harness.exit_codes import EXIT_BROKEN, EXIT_FAIL, EXIT_OK
 from harness.interrupts import Interrupts
+from harness.results.shapes import TuneResult
 from harness.search.cluster import (
     ClusterError,
     ClusterPool,
@@ -58,7 +59,7 @@ def clear_outputs(folder: Path) -> None:
             path.unlink(missing_ok=True)
 
 
-def write_outputs(result: dict[str, Any], plan: TunePlan, out: Path) -> list[Path]:
+def write_outputs(result: TuneResult, plan: TunePlan, out: Path) -> list[Path]:
     """``tune.json`` always; ``pareto.png`` and ``tuned.yaml`` when the study finished.
     tuned.yaml is loaded back and must be the profile the recommended trial ran, else it is
     removed and TunedMismatch raised (after tune.json and pareto.png are written)."""
@@ -101,7 +102,7 @@ def check_tuned_yaml(path: Path, plan: TunePlan, values: dict[str, tn.Choice]) -
         raise TunedMismatch(f"{path} not written: {e}") from None
 
 
-def tuned_profile_text(result: dict[str, Any], plan: TunePlan) -> str:
+def tuned_profile_text(result: TuneResult, plan: TunePlan) -> str:
     """The user's profile with the --set overrides and the tuned values written in, and a
     header saying what changed."""
     from harness import __version__
@@ -109,7 +110,8 @@ def tuned_profile_text(result: dict[str, Any], plan: TunePlan) -> str:
     from harness.search.tune.tuned_yaml import at_path, profile_changes, tuned_yaml
 
     rec = result["recommendation"]
-    source, changes, notes = profile_changes(plan.profile, plan.overrides, rec["values"])
+    values = cast("dict[str, tn.Choice]", rec["values"])  # written only with a recommendation
+    source, changes, notes = profile_changes(plan.profile, plan.overrides, values)
     try:
         effective = profiles.to_dict(profiles.load(plan.profile))
     except profiles.ProfileError:  # a profile that needs its --set to load: show the text's
@@ -225,7 +227,7 @@ def tune_command(
         live_code, block = verify_values(
             plan.profile,
             plan.overrides,
-            rec["values"],
+            cast("dict[str, tn.Choice]", rec["values"]),  # not None: checked above
             best["metrics"],
             folder,
             verify_live,

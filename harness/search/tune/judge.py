@@ -23,12 +23,13 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import yaml
 
 from harness.recording.quantiles import describe
 from harness.results.seed_rule import SeedRule, meets
+from harness.results.shapes import Holdout, HoldoutCheck, Trial, TuneRecommendation
 from harness.search.grammar import Constraint, Objective, judge_point
 from harness.search.ties import Prefer, indistinguishable, pick_among_ties
 
@@ -248,32 +249,36 @@ def judge_trial(
     stopped_by: str | None = None,
     rule: SeedRule | None = None,
     seeds: Sequence[int] | None = None,
-) -> dict[str, Any]:
+) -> Trial:
     """A finished or stopped trial as tune.json holds it."""
-    trial: dict[str, Any] = {
+    metrics = {m: describe(list(v)) for m, v in per_seed.items()}
+    run = list(seeds)[:seeds_run] if seeds is not None else None
+    checks = judge_point({"metrics": metrics}, cons, rule or SeedRule(), run)
+    objective = metrics[obj.metric]["median"]
+    second = metrics[also.metric]["median"] if also else None
+    message: str | None
+    if stopped_by is not None:
+        state, message = "stopped", stopped_by
+    elif objective is None:
+        state = "failed"
+        message = f"the objective {obj.direction}:{obj.metric} is undefined at every seed"
+    elif also is not None and second is None:
+        # the recommendation ranks by the primary objective alone: the trial is judged by it
+        state, message = "complete", also_undefined(also)
+    else:
+        state, message = "complete", None
+    return {
         "number": number,
         "values": dict(values),
         "seeds_run": seeds_run,
-        "metrics": {m: describe(list(v)) for m, v in per_seed.items()},
+        "metrics": metrics,
+        "constraints": checks,
+        "objective": objective,
+        "also": second,
+        "state": state,
+        "message": message,
+        "feasible": state == "complete" and all(ch["ok"] for ch in checks),
     }
-    run = list(seeds)[:seeds_run] if seeds is not None else None
-    trial["constraints"] = judge_point(trial, cons, rule or SeedRule(), run)
-    trial["objective"] = trial["metrics"][obj.metric]["median"]
-    trial["also"] = trial["metrics"][also.metric]["median"] if also else None
-    if stopped_by is not None:
-        trial["state"], trial["message"] = "stopped", stopped_by
-    elif trial["objective"] is None:
-        trial["state"] = "failed"
-        trial["message"] = f"the objective {obj.direction}:{obj.metric} is undefined at every seed"
-    elif also is not None and trial["also"] is None:
-        # the recommendation ranks by the primary objective alone: the trial is judged by it
-        trial["state"], trial["message"] = "complete", also_undefined(also)
-    else:
-        trial["state"], trial["message"] = "complete", None
-    trial["feasible"] = trial["state"] == "complete" and all(
-        ch["ok"] for ch in trial["constraints"]
-    )
-    return trial
 
 
 def also_undefined(also: Objective) -> str:
@@ -284,7 +289,7 @@ def also_undefined(also: Objective) -> str:
     )
 
 
-def invalid_trial(number: int, values: Mapping[str, Choice], message: str) -> dict[str, Any]:
+def invalid_trial(number: int, values: Mapping[str, Choice], message: str) -> Trial:
     return {
         "number": number,
         "values": dict(values),
@@ -299,7 +304,7 @@ def invalid_trial(number: int, values: Mapping[str, Choice], message: str) -> di
     }
 
 
-def violations(trial: Mapping[str, Any], cons: Sequence[Constraint]) -> list[float]:
+def violations(trial: Trial, cons: Sequence[Constraint]) -> list[float]:
     """Per constraint, how far its judged figure misses (> 0) or clears (<= 0) the limit,
     relative to the limit: what the sampler learns feasibility from."""
     out = []
@@ -315,11 +320,12 @@ def violations(trial: Mapping[str, Any], cons: Sequence[Constraint]) -> list[flo
 # The front and the recommendation.
 
 
-def _key(value: float, direction: str) -> float:
-    return value if direction == "min" else -value
+def _key(value: float | None, direction: str) -> float:
+    v = cast(float, value)  # a feasible trial's objective (or a front's also): never None
+    return v if direction == "min" else -v
 
 
-def pareto_front(trials: Sequence[Mapping[str, Any]], obj: Objective, also: Objective) -> list[int]:
+def pareto_front(trials: Sequence[Trial], obj: Objective, also: Objective) -> list[int]:
     """Trial numbers of the feasible trials no other feasible trial dominates, in order of the
     primary objective (a trial dominates when it is no worse in both and better in one); a
     trial whose second objective is undefined is not on it."""
@@ -371,7 +377,7 @@ def recommendation_rule(
     return text
 
 
-def _slack(t: Mapping[str, Any], cons: Sequence[Constraint]) -> float:
+def _slack(t: Trial, cons: Sequence[Constraint]) -> float:
     return min(
         (
             c.relative(ch["margin"])
@@ -383,11 +389,11 @@ def _slack(t: Mapping[str, Any], cons: Sequence[Constraint]) -> float:
 
 
 def ranked(
-    trials: Sequence[Mapping[str, Any]],
+    trials: Sequence[Trial],
     obj: Objective,
     cons: Sequence[Constraint],
     prefer: Prefer | None = None,
-) -> list[Mapping[str, Any]]:
+) -> list[Trial]:
     """The feasible trials, best first, by :func:`recommendation_rule`'s ranking: the trials
     tied with the best (by the paired seeds) first, in the preference's order; then the rest by
     median objective."""
@@ -404,7 +410,7 @@ def ranked(
         if t is by_objective[0] or indistinguishable(ref, t["metrics"][obj.metric]["values"])
     ]
     pref = prefer or Prefer(None)
-    order: list[Mapping[str, Any]] = []
+    order: list[Trial] = []
     left = list(tied)
     while left:
         k = pick_among_ties(
@@ -418,7 +424,7 @@ def ranked(
 
 
 def tied_with_best(
-    trials: Sequence[Mapping[str, Any]], obj: Objective, cons: Sequence[Constraint]
+    trials: Sequence[Trial], obj: Objective, cons: Sequence[Constraint]
 ) -> list[int]:
     """Numbers of the feasible trials the paired seeds cannot tell from the best (it included)."""
     by_objective = sorted(
@@ -436,17 +442,17 @@ def tied_with_best(
 
 
 def recommend(
-    trials: Sequence[Mapping[str, Any]],
+    trials: Sequence[Trial],
     obj: Objective,
     also: Objective | None,
     cons: Sequence[Constraint],
     *,
-    pick: Mapping[str, Any] | None = None,
+    pick: Trial | None = None,
     holdout: int = 0,
     rule: SeedRule | None = None,
     seeds: int | None = None,
     prefer: Prefer | None = None,
-) -> dict[str, Any]:
+) -> TuneRecommendation:
     """The recommendation block for ``pick`` (default: the first of :func:`ranked`), with the
     rule that chose it stated in ``rule``."""
     text = recommendation_rule(obj, also, holdout, rule, seeds, prefer)
@@ -484,7 +490,7 @@ def recommend(
     }
 
 
-def _most_failed(trials: Sequence[Mapping[str, Any]], cons: Sequence[Constraint]) -> str | None:
+def _most_failed(trials: Sequence[Trial], cons: Sequence[Constraint]) -> str | None:
     fails = {c.expr: 0 for c in cons}
     for t in trials:
         for ch in t["constraints"]:
@@ -498,14 +504,19 @@ def judge_holdout(
     seeds: Sequence[int],
     cons: Sequence[Constraint],
     rule: SeedRule | None = None,
-) -> dict[str, Any]:
+) -> Holdout:
     """The recommendation re-run at fresh seeds, judged by the same rule: whether every
     constraint still holds, and by how much each misses when one does not."""
     point = {"metrics": {m: describe(list(v)) for m, v in per_seed.items()}}
-    rows = judge_point(point, cons, rule or SeedRule(), seeds)
-    for c, row in zip(cons, rows, strict=True):
-        row["misses_by"] = None if row["ok"] or row["margin"] is None else -row["margin"]
-        row["relative"] = None if row["margin"] is None else round(c.relative(row["margin"]), 6)
+    checks = judge_point(point, cons, rule or SeedRule(), seeds)
+    rows: list[HoldoutCheck] = [  # each check, and then how far it misses
+        {
+            **row,
+            "misses_by": None if row["ok"] or row["margin"] is None else -row["margin"],
+            "relative": None if row["margin"] is None else round(c.relative(row["margin"]), 6),
+        }
+        for c, row in zip(cons, checks, strict=True)
+    ]
     return {
         "seeds": list(seeds),
         "holds": all(r["ok"] for r in rows),
@@ -514,7 +525,7 @@ def judge_holdout(
     }
 
 
-def counts(trials: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+def counts(trials: Sequence[Trial]) -> dict[str, int]:
     out = {s: 0 for s in STATES}
     for t in trials:
         out[t["state"]] += 1

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.render.plots import pyplot
+from harness.results.shapes import TuneResult
 
 # series name -> (legend label, marker, color, size)
 STYLE = {
@@ -112,7 +113,7 @@ def _not_drawn_note(tune: Mapping[str, Any], numbers: Sequence[float]) -> str:
     return f"not drawn: {', '.join(parts)}" if parts else ""
 
 
-def plot_pareto(tune: Mapping[str, Any], png: Path) -> None:
+def plot_pareto(tune: TuneResult, png: Path) -> None:
     """Every trial as a point (objective against the second objective or the binding
     constraint's margin), styled by outcome; the feasible front as a step line; the
     recommendation starred and labelled with its trial number."""

@@ -14,11 +14,12 @@ from __future__ import annotations
 import functools
 import time
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from harness.commands.pool import WorkerPool
 from harness.profile import ProfileError
+from harness.results.shapes import Holdout, HoldoutMiss, Trial, TuneRecommendation, TuneResult
 from harness.search.batches import Runner, pool_context, run_bundle_chunk, run_chunk
 from harness.search.cluster import ClusterPool, bundle_for
 from harness.search.sweep.command import cluster_meta
@@ -102,7 +103,7 @@ def run_tune(
     stop: Callable[[], bool] | None = None,
     cluster: str | None = None,
     on_cluster: Callable[[ClusterPool], None] | None = None,
-) -> dict[str, Any]:
+) -> TuneResult:
     """Run the study and the holdout; return the tune.json document (``complete`` false
     after a stop, and then no recommendation). ``cluster``: a Dask scheduler's address to
     run the simulations on instead of ``jobs`` local processes (the same document but
@@ -113,7 +114,7 @@ def run_tune(
 
     started = time.perf_counter()
     study = _study(plan)
-    trials: list[dict[str, Any]] = []
+    trials: list[Trial] = []
     sims = 0
     total = plan.trials * len(plan.seeds)
     complete = True
@@ -214,7 +215,7 @@ def _work(plan: TunePlan, pool: WorkerPool | ClusterPool, runner: Runner | None)
 
 def _tell(
     study: optuna.Study, plan: TunePlan, batch: _Batch, t: optuna.Trial, optuna: Any
-) -> dict[str, Any]:
+) -> Trial:
     n = t.number
     if n in batch.invalid:
         study.tell(t, state=optuna.trial.TrialState.FAIL)
@@ -241,25 +242,26 @@ def _tell(
         return trial
     for i, v in enumerate(tn.violations(trial, plan.constraints)):  # > 0: infeasible
         t.set_constraint(str(i), v)
-    values = [trial["objective"]] + ([trial["also"]] if plan.also else [])
+    # both defined here (the check above)
+    values = cast("list[float]", [trial["objective"]] + ([trial["also"]] if plan.also else []))
     study.tell(t, values)
     return trial
 
 
 def assemble(
     plan: TunePlan,
-    trials: list[dict[str, Any]],
+    trials: list[Trial],
     sims: int,
     complete: bool,
     jobs: int,
     wall_s: float,
-) -> dict[str, Any]:
+) -> TuneResult:
     """The tune.json document (before the holdout, which :func:`holdout` adds)."""
     import optuna
 
     from harness import __version__
 
-    rec: dict[str, Any] = (
+    rec: TuneRecommendation = (
         tn.recommend(
             trials,
             plan.objective,
@@ -276,7 +278,8 @@ def assemble(
     if plan.also is not None:
         front = tn.pareto_front(trials, plan.objective, plan.also)
     else:
-        front = [rec["trial"]] if rec.get("trial") is not None else []
+        chosen = rec.get("trial")
+        front = [chosen] if chosen is not None else []
     return {
         "profile": {"spec": plan.profile, "name": plan.name, "sha256": plan.sha256},
         "overrides": list(plan.overrides),
@@ -332,8 +335,8 @@ def assemble(
 
 def _holdout(
     plan: TunePlan,
-    result: dict[str, Any],
-    trials: list[dict[str, Any]],
+    result: TuneResult,
+    trials: list[Trial],
     pool: WorkerPool | ClusterPool,
     *,
     runner: Runner | None = None,
@@ -347,8 +350,8 @@ def _holdout(
     if not order or not plan.holdout:
         return True
     work = _work(plan, pool, runner)
-    missed: list[dict[str, Any]] = []
-    first: tuple[Mapping[str, Any], dict[str, Any]] | None = None
+    missed: list[HoldoutMiss] = []
+    first: tuple[Trial, Holdout] | None = None
     for cand in order:
         sets = [*plan.overrides, *(f"{k}={tn.yaml_value(v)}" for k, v in cand["values"].items())]
         per: dict[str, list[float | None]] = {m: [None] * len(plan.holdout) for m in plan.metrics}

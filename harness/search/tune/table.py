@@ -4,7 +4,7 @@ front, the early-stop rule and the holdout seeds' verdict."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,13 +12,14 @@ from rich.console import Console
 from rich.markup import escape
 
 from harness.results.fmt import fmt_num
+from harness.results.shapes import Trial, TuneResult
 from harness.search.sweep.table import judged_text
 
 _NUMBER = re.compile(r"-?\d+(\.\d+)?")
 SHOWN = 12  # rows: the best feasible trials first, then the rest by objective
 
 
-def _ordered(tune: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+def _ordered(tune: TuneResult) -> list[Trial]:
     """Feasible trials in the recommendation rule's ranking (the trials tied with the best in
     the stated preference's order first), then the complete infeasible ones, then the rest, each
     by objective."""
@@ -33,7 +34,7 @@ def _ordered(tune: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     objective = parse_objective(f"{obj['direction']}:{obj['metric']}")
     feasible = ranked(tune["trials"], objective, cons, pref)
 
-    def key(t: Mapping[str, Any]) -> tuple[int, float, int]:
+    def key(t: Trial) -> tuple[int, float, int]:
         v = t.get("objective")
         score = 0.0 if v is None else (v if obj["direction"] == "min" else -v)
         return (1 if t["state"] == "complete" else 2, score, t["number"])
@@ -41,7 +42,7 @@ def _ordered(tune: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [*feasible, *sorted((t for t in tune["trials"] if not t["feasible"]), key=key)]
 
 
-def tune_table(tune: Mapping[str, Any]) -> Any:
+def tune_table(tune: TuneResult) -> Any:
     """A rich Table of the best :data:`SHOWN` trials (feasible first, then by objective)."""
     from rich.table import Table
 
@@ -89,16 +90,17 @@ def tune_table(tune: Mapping[str, Any]) -> Any:
     return table
 
 
-def recommendation_lines(tune: Mapping[str, Any]) -> list[str]:
+def recommendation_lines(tune: TuneResult) -> list[str]:
     rec = tune["recommendation"]
     lines = []
-    if rec.get("values") is None:
+    values = rec.get("values")
+    if values is None:
         lines.append(
             "[bold red]no feasible trial[/]"
             + (f": {rec['binding_constraint']} fails most" if rec.get("binding_constraint") else "")
         )
     else:
-        vals = ", ".join(f"{k}={v}" for k, v in rec["values"].items())
+        vals = ", ".join(f"{k}={v}" for k, v in values.items())
         lines.append(
             f"[bold]recommended:[/] trial {rec['trial']}: {vals} "
             f"({tune['objective']['metric']} median {fmt_num(rec['objective'])}; binding "
@@ -143,7 +145,7 @@ def recommendation_lines(tune: Mapping[str, Any]) -> list[str]:
 REASONS = 3  # the commonest reasons shown per state
 
 
-def reason_lines(tune: Mapping[str, Any]) -> list[str]:
+def reason_lines(tune: TuneResult) -> list[str]:
     """Why trials were invalid or failed, the commonest reasons first (tune.json has each
     trial's), and how many complete trials had no value of the second objective."""
     from collections import Counter
@@ -186,7 +188,7 @@ def _nums(ns: Sequence[int]) -> str:
 
 
 def print_tune(
-    console: Console, tune: Mapping[str, Any], written: Sequence[Path], notes: Sequence[str] = ()
+    console: Console, tune: TuneResult, written: Sequence[Path], notes: Sequence[str] = ()
 ) -> None:
     """The table, the recommendation's lines, ``notes`` (console markup), the files written."""
     console.print(tune_table(tune))
