@@ -297,9 +297,14 @@ class Children:
                 "warning",
             ],
         )
-        url = str(orjson.loads(self.wait_file(ready, proc, "stub"))["url"])
+        return self.wait_ready_port(ready, proc, "stub")
+
+    def wait_ready_port(self, ready: Path, proc: subprocess.Popen[bytes], what: str) -> int:
+        """The port a child started with ``--port 0 --ready-file READY`` bound, once it names
+        it there and answers /healthz on loopback."""
+        url = str(orjson.loads(self.wait_file(ready, proc, what))["url"])
         port = int(url.rsplit(":", 1)[1])
-        self.wait_healthy(f"http://127.0.0.1:{port}", proc, "stub")
+        self.wait_healthy(f"http://127.0.0.1:{port}", proc, what)
         return port
 
     def stop_all(self) -> None:

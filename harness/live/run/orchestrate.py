@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import orjson
 import yaml
 from rich.console import Console
 
@@ -350,9 +349,7 @@ def _start_servers(run: LiveSettings, kids: children.Children, work: Path) -> Se
                 *tls,
             ],
         )
-        url = str(orjson.loads(kids.wait_file(ready, p, "proxy"))["url"])
-        port = int(url.rsplit(":", 1)[1])
-        kids.wait_healthy(f"http://127.0.0.1:{port}", p, "proxy")
+        port = kids.wait_ready_port(ready, p, "proxy")
         base, path = f"http://{host}:{port}", CHAT
         metrics = f"http://127.0.0.1:{port}/metrics"
         if prom is not None:
