@@ -541,8 +541,9 @@ class Scheduler:
         )
 
     def _next_turns(self, now: float, out: list[Action]) -> None:
-        """Agent jobs whose tool time is over make their next turn's call, as a retry does:
-        only while the breaker lets calls through (held until it does)."""
+        """Agent jobs whose tool time is over make their next turn's call: only while the
+        breaker lets calls through (held until it does, as a retry is), and, as any first
+        attempt does, depositing in the retry budget."""
         turns = self._turns
         br = self.breaker
         while turns and turns[0][0] <= now:
@@ -557,6 +558,7 @@ class Scheduler:
                 break
             heapq.heappop(turns)
             br.on_start(job.id)
+            self.budget.deposit()  # a turn's first call is a first attempt: it earns retries
             self.tooling -= 1
             job.state = RUNNING
             job.turn_base = job.attempt

@@ -348,6 +348,10 @@ def _simulate(
         if actions:
             if log is not None:
                 log.write(now, actions)  # every engine decision, retried attempts included
+            if jobs is not None:
+                for a in actions:  # an agent job that ended: its prompt is forgotten
+                    if type(a) is Complete or type(a) is Fail or type(a) is Expire:
+                        upstream.end_session(a.id)
             if clients is not None:
                 actions, again = clients.screen(now, actions, col)
                 for t_again, attempt in again:
@@ -389,10 +393,6 @@ def _simulate(
                         agenda.push(now + dur, seq, _FINISH, (a.id, a.attempt, a.cls))
                     else:
                         agenda.push(now + dur, seq, _FAIL, (a.id, failure, ra, a.attempt, a.cls))
-                elif jobs is not None and (
-                    type(a) is Complete or type(a) is Fail or type(a) is Expire
-                ):
-                    upstream.end_session(a.id)
         if jobs is not None:
             jobs.occupancy(now, engine.busy, engine.calls_in_flight)
         nd = engine.next_deadline()
