@@ -236,3 +236,13 @@ def test_slots_held_and_calls_in_flight_follow_littles_law(seed: int) -> None:
     assert j["tool_time_share"] == pytest.approx((n - 1) * t / (n * m + (n - 1) * t), rel=0.05)
     assert j["turns"] == {"mean": 4.0, "p50": 4.0, "p95": 4.0, "max": 4.0}
     assert j["turn_latency_s"]["p50"] == pytest.approx(m * 0.6931, rel=0.05)  # exponential median
+
+
+def test_a_threshold_may_name_a_jobs_figure() -> None:
+    short = AGENT.replace("duration_s: 600", "duration_s: 100").replace(
+        "until_s: 600", "until_s: 100"
+    )
+    text = short + 'thresholds: ["jobs.turns.max <= 6", "jobs.tool_time_share < 0.99"]\n'
+    rows = simulate(loads(text), 4, with_timeline=False).summary["thresholds"]
+    mine = [r for r in rows if r["expr"].startswith("jobs.")]
+    assert len(mine) == 2 and all(r["ok"] and r["value"] is not None for r in mine)
