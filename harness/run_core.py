@@ -85,8 +85,13 @@ class RunCore:
             optional_classes=profile.optional_classes(),
             review_classes=profile.review_classes(),
             checkpoint_by_class=profile.checkpoint_by_class(),
+            turn_failure_by_class=profile.turn_failure_by_class(),
         )
-        self.collector = Collector(profile.faults, profile.slo.turnaround_p95_s)
+        self.collector = Collector(
+            profile.faults,
+            profile.slo.turnaround_p95_s,
+            job_classes=frozenset(profile.job_classes()),
+        )
         self.log = log
         self.started_at = datetime.now(UTC)
         self._wall0 = time.perf_counter()
@@ -109,6 +114,9 @@ class RunCore:
             self.collector.apply(now, actions)
             if self.log is not None:
                 self.log.write(now, actions)
+        jobs = self.collector.jobs
+        if jobs is not None:
+            jobs.occupancy(now, self.engine.busy, self.engine.calls_in_flight)
 
     # -- the end -----------------------------------------------------------------------------
 
@@ -176,6 +184,7 @@ class RunCore:
             attempts=None if retried is None else ec.arrivals,
             complete=complete,
             token_figures=token_figures,
+            jobs=None if col.jobs is None else col.jobs.fields(end, tokens=self.mode == "sim"),
             upstream_retries=ec.retries,
             client_retries=None if retried is None else retried.total,
         )

@@ -12,6 +12,13 @@ request ends in exactly one of ``Complete``, ``Fail`` or ``Expire``; the job's s
 (WAITING -> RUNNING -> [RETRY_WAIT -> RUNNING]* -> DONE) guarantees it, and late or duplicate
 events for a finished job are ignored.
 
+An agent job (``Arrived.turns`` > 1) is one session: it takes its slot once and makes its
+turns' model calls one after another, RUNNING -> TOOL (its slot held, no call; ``TurnDone``)
+-> RUNNING (the next turn's ``Dispatch``, when its tool time is over) ... until its last turn's
+answer completes it. A failed turn is retried as a one-call job's call is (its own tries
+bounded by max_retries), unless its class says ``fail`` or ``end`` (``on_turn_failure``).
+The service-time estimate is per job: a session's whole slot-holding time.
+
 Waiting is bounded twice. A class's ``deadline_s`` puts each job on a heap (``Expire`` reason
 ``deadline``), and no job waits longer than its max wait (``waits.MaxWait``, reason
 ``max_wait``).
@@ -42,6 +49,7 @@ from harness.engine.events import (
     SignalRead,
     StopAdmitting,
     Tick,
+    TurnDone,
 )
 from harness.engine.jobs import (
     DONE,
@@ -50,6 +58,7 @@ from harness.engine.jobs import (
     RERUN,
     RETRY_WAIT,
     RUNNING,
+    TOOL,
     WAITING,
     Job,
 )
@@ -153,6 +162,8 @@ class Engine(Scheduler):
             now,
             None if dl is None else now + dl,
             self._seq,
+            ev.turns,
+            ev.tool_s,
         )
         self.jobs[ev.id] = job
         out.append(
@@ -186,7 +197,11 @@ class Engine(Scheduler):
         job = self.jobs.get(ev.id)
         if job is None or job.state != RUNNING or (ev.attempt and ev.attempt != job.attempt):
             return  # late news of a request that ended (cancelled, say) or of a killed attempt
-        service = now - job.started_at
+        if job.turn + 1 < job.turns:
+            self._turn_done(job, now, out)
+            return
+        # An agent job's service is its whole session (per job, as admission estimates it).
+        service = now - (job.started_at if job.turns == 1 else job.slot_at)
         self.service_time_s += EWMA_ALPHA * (service - self.service_time_s)
         cost = self.cost
         if cost is not None:
@@ -220,6 +235,27 @@ class Engine(Scheduler):
         if self.queue.depth or self._retries or self.queue.has_deadlines() or self._reruns:
             self._dispatch(now, out)
 
+    def _turn_done(self, job: Job, now: float, out: list[Action]) -> None:
+        """An agent job's turn answered and it was not the last: the call is paid for and
+        counted by the breaker; the job keeps its slot through its tool time (TOOL), and the
+        scheduler dispatches its next turn when that is over (``_next_turns``)."""
+        call_s = now - job.started_at
+        cost = self.cost
+        if cost is not None:
+            cost.call(now, job.cls)
+            cost.accrue(now, len(self.pool.execs))
+        self._breaker_record(now, True, out)
+        k = job.turn
+        tool = job.tool_s[k] if k < len(job.tool_s) else 0.0
+        out.append(TurnDone(id=job.id, turn=k, service_s=call_s, tool_s=tool))
+        job.turn = k + 1
+        job.state = TOOL
+        self.tooling += 1
+        self._seq += 1
+        job.wake_seq = self._seq
+        heapq.heappush(self._turns, (now + tool, self._seq, job))
+        self._dispatch(now, out)
+
     def _failed(self, ev: Failed, now: float, out: list[Action]) -> None:
         job = self.jobs.get(ev.id)
         if job is None or job.state != RUNNING or (ev.attempt and ev.attempt != job.attempt):
@@ -230,11 +266,16 @@ class Engine(Scheduler):
         if ev.retryable:
             self._breaker_record(now, False, out)
         dep = self.cfg.dependency
-        if ev.retryable and job.attempt <= dep.max_retries and self.budget.withdraw():
-            delay = backoff_s(dep, job.attempt, self.rng)
+        # An agent class may not retry a failed turn ("fail", "end"); a turn's own tries
+        # count from its first (a one-call job's from 0: turn_base stays 0).
+        policy = self.turn_failure.get(job.cls, "") if self.turn_failure else ""
+        tries = job.attempt - job.turn_base
+        if ev.retryable and not policy and tries <= dep.max_retries and self.budget.withdraw():
+            delay = backoff_s(dep, tries, self.rng)
             if ev.retry_after_s is not None and ev.retry_after_s > delay:
                 delay = ev.retry_after_s
             job.state = RETRY_WAIT
+            self.retry_waiting += 1
             self.counts.retries += 1
             self._seq += 1
             heapq.heappush(self._retries, (now + delay, self._seq, job))
@@ -247,9 +288,18 @@ class Engine(Scheduler):
                     max_retries=dep.max_retries,
                 )
             )
+        elif policy == "end" and job.turn > 0:
+            # The session ends early, with the turns it did: completed (ended_early).
+            if not ev.retryable:
+                self.breaker.abandon(job.id)
+            service = now - job.slot_at
+            self.service_time_s += EWMA_ALPHA * (service - self.service_time_s)
+            self._end(job, out)
+            self.counts.completed += 1
+            out.append(Complete(id=job.id, service_s=service, reason="ended_early"))
         else:
             reason = ev.reason
-            if ev.retryable and job.attempt <= dep.max_retries:
+            if ev.retryable and not policy and tries <= dep.max_retries:
                 reason = "retry_budget"  # it would have retried, but the budget was spent
             if not ev.retryable:
                 self.breaker.abandon(job.id)

@@ -27,9 +27,12 @@ class Event:
 
 
 class Arrived(Event):
-    """A logical request reached admission. ``deadline_s`` is the class's useful life."""
+    """A logical request reached admission. ``deadline_s`` is the class's useful life.
+    ``turns``: the model calls the job makes in one session (an agent job: more than one),
+    ``tool_s`` the tool time after each turn but the last (``turns - 1`` of them; missing
+    ones are 0)."""
 
-    __slots__ = ("cls", "deadline_s", "id", "key", "priority", "tenant")
+    __slots__ = ("cls", "deadline_s", "id", "key", "priority", "tenant", "tool_s", "turns")
 
     def __init__(
         self,
@@ -40,6 +43,8 @@ class Arrived(Event):
         tenant: str = "default",
         key: str | None = None,
         deadline_s: float | None = None,
+        turns: int = 1,
+        tool_s: tuple[float, ...] = (),
     ) -> None:
         self.id = id
         self.cls = cls
@@ -47,6 +52,8 @@ class Arrived(Event):
         self.tenant = tenant
         self.key = key
         self.deadline_s = deadline_s
+        self.turns = turns
+        self.tool_s = tool_s
 
 
 class Finished(Event):
@@ -268,15 +275,29 @@ class Reject(Action):
 
 
 class Dispatch(Action):
-    """Start an upstream call now. ``queue_wait_s`` is set on the first attempt."""
+    """Start an upstream call now. ``queue_wait_s`` is set on the first attempt. An agent job
+    (``turns`` > 1) makes one call per turn: ``turn`` is this call's (from 0); ``attempt``
+    keeps counting across turns, so a late answer of an earlier turn is never taken for
+    this one's."""
 
-    __slots__ = ("attempt", "cls", "id", "queue_wait_s")
+    __slots__ = ("attempt", "cls", "id", "queue_wait_s", "turn", "turns")
 
-    def __init__(self, *, id: str, cls: str, attempt: int, queue_wait_s: float) -> None:
+    def __init__(
+        self,
+        *,
+        id: str,
+        cls: str,
+        attempt: int,
+        queue_wait_s: float,
+        turn: int = 0,
+        turns: int = 1,
+    ) -> None:
         self.id = id
         self.cls = cls
         self.attempt = attempt
         self.queue_wait_s = queue_wait_s
+        self.turn = turn
+        self.turns = turns
 
 
 class Backoff(Action):
@@ -297,13 +318,30 @@ class Backoff(Action):
 
 
 class Complete(Action):
-    """Final outcome: completed. ``service_s`` is the successful attempt's duration."""
+    """Final outcome: completed. ``service_s`` is the successful attempt's duration (an agent
+    job's: its whole session, from taking its slot). ``reason`` is None but for an agent job
+    that ended early (``ended_early``: a turn failed under ``on_turn_failure: end``)."""
 
-    __slots__ = ("id", "service_s")
+    __slots__ = ("id", "reason", "service_s")
 
-    def __init__(self, *, id: str, service_s: float) -> None:
+    def __init__(self, *, id: str, service_s: float, reason: str | None = None) -> None:
         self.id = id
         self.service_s = service_s
+        self.reason = reason
+
+
+class TurnDone(Action):
+    """An agent job's turn ``turn`` (from 0) answered and it was not the last: the job keeps
+    its slot for ``tool_s`` (the tool time), then its next turn is dispatched. ``service_s``
+    is the turn's model call (its successful attempt)."""
+
+    __slots__ = ("id", "service_s", "tool_s", "turn")
+
+    def __init__(self, *, id: str, turn: int, service_s: float, tool_s: float) -> None:
+        self.id = id
+        self.turn = turn
+        self.service_s = service_s
+        self.tool_s = tool_s
 
 
 class Fail(Action):

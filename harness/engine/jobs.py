@@ -2,8 +2,9 @@
 pool, the review stage and the scheduler share (each of those modules imports them from here,
 and none from another).
 
-A job is WAITING in the queue, RUNNING, RETRY_WAIT (between attempts, keeping its slot), RERUN
-(its executor was killed while draining: it waits for a slot to run again), HELD (it left the
+A job is WAITING in the queue, RUNNING, RETRY_WAIT (between attempts, keeping its slot), TOOL
+(an agent job between two turns: it keeps its slot and makes no model call), RERUN (its
+executor was killed while draining: it waits for a slot to run again), HELD (it left the
 queue to start but the review stage is full), IN_REVIEW (its model call is done; it waits for,
 or is with, a reviewer) or DONE. An executor is STARTING (ready after ``startup_s``), READY
 (takes work) or DRAINING (takes no new work, leaves when its last job ends).
@@ -21,6 +22,7 @@ DONE: Final = 3
 RERUN: Final = 4  # its executor was killed while draining: waits for a slot to run again
 HELD: Final = 5  # left the queue to start, held because the review stage is full
 IN_REVIEW: Final = 6  # its model call is done; it waits for, or is with, a reviewer
+TOOL: Final = 7  # an agent job between turns: holds its slot, no model call
 
 STARTING: Final = 0
 READY: Final = 1
@@ -41,9 +43,15 @@ class Job:
         "priority",
         "progress_s",
         "seq",
+        "slot_at",
         "started_at",
         "state",
         "tenant",
+        "tool_s",
+        "turn",
+        "turn_base",
+        "turns",
+        "wake_seq",
     )
 
     def __init__(
@@ -56,6 +64,8 @@ class Job:
         admitted_at: float,
         deadline_at: float | None,
         seq: int,
+        turns: int = 1,
+        tool_s: tuple[float, ...] = (),
     ) -> None:
         self.id = id
         self.cls = cls
@@ -74,6 +84,17 @@ class Job:
         # from then on a drain kill cannot run it again behind the caller's back.
         self.answer_attempt = 0
         self.answer_at = math.inf
+        # An agent job: its turns (model calls in one session), the one under way (from 0),
+        # the tool time after each turn but the last, when it took its slot (the session's
+        # start), and which of the scheduler's turn timers is its own (older ones are stale).
+        self.turns = turns
+        self.turn = 0
+        self.tool_s = tool_s
+        self.slot_at = 0.0
+        self.wake_seq = 0
+        # Attempts made before the current turn's first: the turn's own tries are
+        # ``attempt - turn_base``, what the engine's max_retries bounds.
+        self.turn_base = 0
 
 
 class Executor:

@@ -41,6 +41,7 @@ from harness.engine.jobs import (
     RERUN,
     RETRY_WAIT,
     RUNNING,
+    TOOL,
     WAITING,
     Job,
 )
@@ -100,12 +101,15 @@ class Scheduler:
         optional_classes: frozenset[str] = frozenset(),
         review_classes: frozenset[str] = frozenset(),
         checkpoint_by_class: Mapping[str, float] | None = None,
+        turn_failure_by_class: Mapping[str, str] | None = None,
     ) -> None:
         """``horizon_s``: the run's planned end; the autoscaler's evaluations stop after it
         once no work remains (a timer that would otherwise keep a simulation alive).
         ``optional_classes``: what the cost budget's degraded mode rejects;
         ``review_classes``: what goes through the review stage (``engine.review``);
-        ``checkpoint_by_class``: the classes whose work checkpoints, and how often (s)."""
+        ``checkpoint_by_class``: the classes whose work checkpoints, and how often (s);
+        ``turn_failure_by_class``: the agent classes whose failed turn is not retried
+        (``fail``: the job fails; ``end``: it completes with the turns it did)."""
         self.cfg = cfg
         self.rng = rng
         self.queue = JobQueue()
@@ -154,6 +158,13 @@ class Scheduler:
         self.metrics_up = True
         self.admitting = True
         self._retries: list[tuple[float, int, Job]] = []  # (due, seq, job) for RETRY_WAIT jobs
+        # Agent jobs between turns: (due, seq, job) for TOOL jobs, the next turn at due.
+        self._turns: list[tuple[float, int, Job]] = []
+        self.turn_failure: dict[str, str] = dict(turn_failure_by_class or {})
+        # Jobs holding a slot without a model call in flight: between two turns (TOOL) and
+        # between two attempts (RETRY_WAIT). busy less these is the calls in flight.
+        self.tooling = 0
+        self.retry_waiting = 0
         self._seq = 0
         self.now = 0.0
         self.waits = MaxWait(cfg.max_wait_s, max_wait_by_class)
@@ -182,6 +193,7 @@ class Scheduler:
         if not (
             q.has_deadlines()
             or self._retries
+            or self._turns
             or br.state == "open"
             or pool.starting
             or pool.draining
@@ -203,6 +215,7 @@ class Scheduler:
         retry_blocked = br.state == "half_open" and not br.allows()
         for t in (
             self._retries[0][0] if self._retries and not retry_blocked else None,
+            self._turns[0][0] if self._turns and not retry_blocked else None,
             br.next_deadline(),
             pool.next_deadline(),
             (
@@ -225,6 +238,12 @@ class Scheduler:
         return self.busy
 
     @property
+    def calls_in_flight(self) -> int:
+        """Model calls under way: the jobs holding a slot less those between two turns or
+        two attempts (an agent job's slot is held through its tool time; its call is not)."""
+        return self.busy - self.tooling - self.retry_waiting
+
+    @property
     def reruns_waiting(self) -> int:
         """Jobs waiting to run again (killed at a drain timeout, or redelivered)."""
         return len(self._reruns)
@@ -244,6 +263,7 @@ class Scheduler:
             RERUN: "rerun",
             HELD: "held",
             IN_REVIEW: "in_review",
+            TOOL: "tool",
         }
         out: dict[str, int] = {}
         for job in self.jobs.values():
@@ -252,9 +272,14 @@ class Scheduler:
         return dict(sorted(out.items()))
 
     def _end(self, job: Job, out: list[Action]) -> None:
-        """A running (or retry-waiting) job ends: free its slot and its partition key."""
+        """A running (or retry-waiting, or between-turns) job ends: free its slot and its
+        partition key."""
         if self.review is not None:
             self.review.abandoned(job)
+        if job.state == RETRY_WAIT:
+            self.retry_waiting -= 1
+        elif job.state == TOOL:
+            self.tooling -= 1
         job.state = DONE
         self.busy -= 1
         del self.jobs[job.id]
@@ -265,11 +290,16 @@ class Scheduler:
 
     def _rerun(self, jobs: list[Job], out: list[Action]) -> None:
         """Jobs of an executor killed at its drain timeout wait for a slot, ahead of the
-        queue; a running attempt is abandoned (``Reexecute``), a retry wait just moves."""
+        queue; a running attempt is abandoned (``Reexecute``), a retry wait just moves. An
+        agent job past its first call restarts its session at turn 0: all it did is lost."""
         br = self.breaker
         for job in jobs:
             job.executor = None
             self.busy -= 1
+            if job.state == TOOL:
+                self.tooling -= 1
+            elif job.state == RETRY_WAIT:
+                self.retry_waiting -= 1
             if (
                 job.state == RUNNING
                 and job.answer_attempt == job.attempt
@@ -288,7 +318,25 @@ class Scheduler:
                     Fail(id=job.id, reason="drain_killed", attempts=job.attempt, was_running=True)
                 )
                 continue
-            if job.state == RUNNING:
+            if job.turns > 1 and (job.state != RETRY_WAIT or job.turn > 0):
+                # A session restarts at turn 0: its elapsed time is lost work.
+                self.counts.reexecuted += 1
+                lost = self.now - job.slot_at
+                self.counts.work_lost_s += lost
+                job.turn = 0
+                job.turn_base = job.attempt
+                out.append(
+                    Reexecute(
+                        id=job.id,
+                        attempt=job.attempt + 1,
+                        reason="drain_timeout",
+                        resume_s=0.0,
+                        lost_s=lost,
+                    )
+                )
+                if job.state == RUNNING:
+                    br.abandon(job.id)
+            elif job.state == RUNNING:
                 self.counts.reexecuted += 1
                 # The work done so far survives up to the class's last checkpoint, if any.
                 done = job.progress_s + (self.now - job.started_at)
@@ -429,10 +477,22 @@ class Scheduler:
                 break
             heapq.heappop(retries)
             br.on_start(job.id)
+            self.retry_waiting -= 1
             job.state = RUNNING
             job.attempt += 1
             job.started_at = now
-            out.append(Dispatch(id=job.id, cls=job.cls, attempt=job.attempt, queue_wait_s=0.0))
+            out.append(
+                Dispatch(
+                    id=job.id,
+                    cls=job.cls,
+                    attempt=job.attempt,
+                    queue_wait_s=0.0,
+                    turn=job.turn,
+                    turns=job.turns,
+                )
+            )
+        if self._turns:
+            self._next_turns(now, out)
         if self._reruns:
             self._dispatch_reruns(now, out)
         rv = self.review
@@ -468,8 +528,52 @@ class Scheduler:
         job.state = RUNNING
         job.attempt = 1
         job.started_at = now
+        job.slot_at = now
         self.budget.deposit()
-        out.append(Dispatch(id=job.id, cls=job.cls, attempt=1, queue_wait_s=now - job.admitted_at))
+        out.append(
+            Dispatch(
+                id=job.id,
+                cls=job.cls,
+                attempt=1,
+                queue_wait_s=now - job.admitted_at,
+                turns=job.turns,
+            )
+        )
+
+    def _next_turns(self, now: float, out: list[Action]) -> None:
+        """Agent jobs whose tool time is over make their next turn's call: only while the
+        breaker lets calls through (held until it does, as a retry is), and, as any first
+        attempt does, depositing in the retry budget."""
+        turns = self._turns
+        br = self.breaker
+        while turns and turns[0][0] <= now:
+            seq = turns[0][1]
+            job = turns[0][2]
+            if job.state != TOOL or job.wake_seq != seq:
+                heapq.heappop(turns)  # the job ended, or was restarted, since
+                continue
+            if not br.allows():
+                if br.state == "open":
+                    heapq.heapreplace(turns, (br.open_until, seq, job))
+                break
+            heapq.heappop(turns)
+            br.on_start(job.id)
+            self.budget.deposit()  # a turn's first call is a first attempt: it earns retries
+            self.tooling -= 1
+            job.state = RUNNING
+            job.turn_base = job.attempt
+            job.attempt += 1
+            job.started_at = now
+            out.append(
+                Dispatch(
+                    id=job.id,
+                    cls=job.cls,
+                    attempt=job.attempt,
+                    queue_wait_s=0.0,
+                    turn=job.turn,
+                    turns=job.turns,
+                )
+            )
 
     def _review(self, rv: ReviewStage, now: float, out: list[Action]) -> None:
         """Reviews that ended complete their units; held units start as the stage has room,
@@ -501,4 +605,15 @@ class Scheduler:
             job.state = RUNNING
             job.attempt += 1
             job.started_at = now
-            out.append(Dispatch(id=job.id, cls=job.cls, attempt=job.attempt, queue_wait_s=0.0))
+            if job.turn == 0:
+                job.slot_at = now  # a session run again starts afresh
+            out.append(
+                Dispatch(
+                    id=job.id,
+                    cls=job.cls,
+                    attempt=job.attempt,
+                    queue_wait_s=0.0,
+                    turn=job.turn,
+                    turns=job.turns,
+                )
+            )

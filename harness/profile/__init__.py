@@ -35,6 +35,7 @@ from harness.profile.schema import (
     Engine,
     Executors,
     Fault,
+    JobShape,
     Latency,
     NamePool,
     Phase,
@@ -47,6 +48,7 @@ from harness.profile.schema import (
     TraceBin,
     TraceClasses,
     TraceOptions,
+    TurnRange,
     Upstream,
 )
 from harness.profile.schema.scaling import Scaling
@@ -383,12 +385,14 @@ def loads(
 
 def to_dict(obj: Any) -> Any:
     """The effective (fully defaulted) profile as plain data, for --print and summary.json
-    (a field's key is its YAML key: metadata ``key`` where the name is a Python keyword)."""
+    (a field's key is its YAML key: metadata ``key`` where the name is a Python keyword; a
+    field marked ``omit_none`` is left out while null, as if it did not exist)."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return {
             f.metadata.get("key", f.name): to_dict(getattr(obj, f.name))
             for f in dataclasses.fields(obj)
             if not f.metadata.get("internal")
+            and not (f.metadata.get("omit_none") and getattr(obj, f.name) is None)
         }
     if isinstance(obj, tuple | list):
         return [to_dict(v) for v in obj]
@@ -426,6 +430,7 @@ __all__ = [
     "Fault",
     "FromEnv",
     "Generator",
+    "JobShape",
     "Latency",
     "NamePool",
     "Phase",
@@ -441,6 +446,7 @@ __all__ = [
     "TraceBin",
     "TraceClasses",
     "TraceOptions",
+    "TurnRange",
     "Upstream",
     "Verdict",
     "Wire",

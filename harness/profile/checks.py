@@ -8,8 +8,10 @@ from harness.profile.bounds import check_bounds
 from harness.profile.schema import (
     FAULT_REQUIRED,
     Fault,
+    JobShape,
     Latency,
     Profile,
+    TurnRange,
 )
 from harness.profile.schema.fields import MAX_TOKENS
 from harness.profile.schema.upstream import (
@@ -269,6 +271,32 @@ def check_review(ctx: Ctx, p: Profile) -> None:
                 raise ctx.err(f"classes.{name}.review", "needs engine.review (the reviewers)")
 
 
+def check_job(ctx: Ctx, p: Profile, name: str, job: JobShape) -> None:
+    """An agent job's shape: its turns' range, a tool time that is a plain latency, and what
+    it cannot be combined with yet."""
+    where = f"classes.{name}.job"
+    t = job.turns
+    if isinstance(t, TurnRange) and t.high < t.low:
+        raise ctx.err(f"{where}.turns.high", f"must be >= low ({t.low}), got {t.high}")
+    if job.tool_s is not None:
+        if job.tool_s.dist == "tokens":
+            raise ctx.err(
+                f"{where}.tool_s.dist", "a tool time is a plain latency, not dist: tokens"
+            )
+        check_latency(ctx, job.tool_s, f"{where}.tool_s")
+    c = p.classes[name]
+    if c.review:
+        raise ctx.err(
+            f"{where}", "an agent job cannot go through the review stage (review: true) yet"
+        )
+    if c.checkpoint_s is not None:
+        raise ctx.err(
+            f"{where}",
+            "an agent job restarts at its first turn when its executor is killed: "
+            "checkpoint_s is for one-call work",
+        )
+
+
 def check_profile(ctx: Ctx, p: Profile) -> None:
     a = p.arrivals
     check_trace_options(ctx, p)
@@ -303,6 +331,8 @@ def check_profile(ctx: Ctx, p: Profile) -> None:
             tc = getattr(c, key)
             if tc is not None:
                 check_token_count(ctx, tc, f"classes.{name}.{key}")
+        if c.job is not None:
+            check_job(ctx, p, name, c.job)
     check_latency(ctx, p.upstream.latency, "upstream.latency")
     for key in ("completion_tokens", "prompt_tokens"):
         tc = getattr(p.upstream, key)

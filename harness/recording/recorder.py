@@ -38,6 +38,7 @@ from harness.engine.events import (
     Reject,
     Reviewed,
     Scale,
+    TurnDone,
 )
 
 _NL: Final = orjson.OPT_APPEND_NEWLINE
@@ -93,11 +94,39 @@ def _admission(
 
 
 def _dispatch(t: float, a: Dispatch) -> dict[str, Any]:
-    return {
+    d: dict[str, Any] = {
         "attempt": a.attempt,
         "id": a.id,
         "kind": "dispatch",
         "queue_wait_s": int(a.queue_wait_s * 1e6 + 0.5) / 1e6,
+        "t": t,
+    }
+    if a.turns > 1:  # an agent job's call: which turn (one-call jobs' lines are as they were)
+        d["turn"] = a.turn
+    return d
+
+
+def _turn(t: float, a: TurnDone) -> dict[str, Any]:
+    return {
+        "id": a.id,
+        "kind": "turn",
+        "service_s": _ms(a.service_s),
+        "t": t,
+        "tool_s": _ms(a.tool_s),
+        "turn": a.turn,
+    }
+
+
+def _complete(t: float, a: Complete) -> dict[str, Any] | None:
+    """An outcome, not a decision (it lands in the counts): recorded only when an agent job
+    ended early, which is the engine's decision."""
+    if a.reason is None:
+        return None
+    return {
+        "id": a.id,
+        "kind": "complete",
+        "reason": a.reason,
+        "service_s": _ms(a.service_s),
         "t": t,
     }
 
@@ -203,7 +232,8 @@ RECORDS: dict[type, Callable[[float, Any], dict[str, Any] | None]] = {
     Reexecute: _reexecute,
     Held: _hold,
     Reviewed: _review,
-    Complete: lambda t, a: None,  # an outcome, not a decision: it lands in the counts
+    TurnDone: _turn,
+    Complete: _complete,  # an outcome, not a decision: it lands in the counts (ended_early aside)
     ReadSignal: lambda t, a: None,  # a request to the driver; the Scale it leads to is recorded
 }
 
@@ -611,12 +641,17 @@ class DecisionLog:
                 _put_us(w, int(a.queue_wait_s * 1e6 + 0.5))
                 w.write(b',"t":')
                 _put_us(w, nt)
+                if a.turns > 1:
+                    w.write(b',"turn":')
+                    _put_int(w, a.turn)
                 w.write(b"}\n")
             elif type(a) is not Complete:
                 rec = RECORDS[type(a)](t, a)
                 if rec is None:
                     continue
                 w.write(_DUMPS(rec, option=_NL))
+            elif a.reason is not None:
+                w.write(_DUMPS(_complete(t, a), option=_NL))
             else:
                 continue
             n += 1

@@ -28,7 +28,9 @@ from harness.engine.events import (
     Fail,
     Reject,
     Reviewed,
+    TurnDone,
 )
+from harness.recording.quantiles import percentiles
 
 if TYPE_CHECKING:
     from harness.engine.core import Engine
@@ -114,9 +116,167 @@ class Second:
         return counts(self.rejected_by)
 
 
+class JobRecord:
+    """One agent job under way, as its actions tell it."""
+
+    __slots__ = ("calls", "last_call_at", "prompts", "slot_at", "tool_from", "tool_s", "turns")
+
+    def __init__(self, turns: int, now: float) -> None:
+        self.turns = turns
+        self.calls = 0
+        self.slot_at = now  # its first call: the session's start, as the figures count it
+        self.last_call_at = now
+        self.tool_from = -1.0  # when its tool time began (-1: not between turns)
+        self.tool_s = 0.0
+        self.prompts: list[int] = []  # each turn's prompt tokens, when the driver knows them
+
+
+class JobTally:
+    """``summary.jobs``: the agent jobs (classes with a ``job`` shape) of a run, from their
+    actions (``Dispatch``, ``TurnDone`` and the final outcome), and the run's executor
+    occupancy and model calls in flight, integrated over time from the engine's counts
+    (:meth:`occupancy`, called after each event)."""
+
+    __slots__ = (
+        "_busy",
+        "_calls",
+        "_t",
+        "busy_area",
+        "calls_area",
+        "classes",
+        "ended_early",
+        "growth",
+        "growth_turns",
+        "live",
+        "model_calls",
+        "prompt_per_job",
+        "slot_s",
+        "tool_s",
+        "turn_latencies",
+        "turns",
+        "turns_completed",
+    )
+
+    def __init__(self, classes: frozenset[str]) -> None:
+        self.classes = classes
+        self.live: dict[str, JobRecord] = {}
+        self.turns: list[float] = []  # per ended job that made a call: its turns
+        self.turns_completed = 0
+        self.model_calls = 0
+        self.ended_early = 0
+        self.turn_latencies: list[float] = []  # each answered turn's call, in seconds
+        self.tool_s = 0.0
+        self.slot_s = 0.0
+        self.prompt_per_job: list[float] = []
+        self.growth = 0  # prompt tokens added from each job's first turn to its last
+        self.growth_turns = 0
+        self.busy_area = 0.0
+        self.calls_area = 0.0
+        self._busy = 0
+        self._calls = 0
+        self._t = 0.0
+
+    def occupancy(self, now: float, busy: int, calls: int) -> None:
+        """The engine's slots held and calls in flight from ``now`` on."""
+        dt = now - self._t
+        if dt > 0.0:
+            self.busy_area += self._busy * dt
+            self.calls_area += self._calls * dt
+            self._t = now
+        self._busy = busy
+        self._calls = calls
+
+    def dispatch(self, now: float, a: Dispatch) -> None:
+        rec = self.live.get(a.id)
+        if rec is None:
+            rec = self.live[a.id] = JobRecord(a.turns, now)
+        elif a.turn == 0 and a.attempt > 1 and rec.tool_from >= 0.0:
+            rec.tool_from = -1.0  # restarted between turns (a drain kill): no tool time
+        if rec.tool_from >= 0.0:
+            rec.tool_s += now - rec.tool_from
+            rec.tool_from = -1.0
+        rec.calls += 1
+        rec.last_call_at = now
+        self.model_calls += 1
+
+    def prompt(self, rid: str, turn: int, tokens: int) -> None:
+        """The driver's count of turn ``turn``'s prompt tokens (a retry's replaces it; a
+        session run again from turn 0 starts its list again)."""
+        rec = self.live.get(rid)
+        if rec is None:
+            return
+        ps = rec.prompts
+        if turn < len(ps):
+            del ps[turn:]
+        ps.append(tokens)
+
+    def turn_done(self, now: float, a: TurnDone) -> None:
+        rec = self.live.get(a.id)
+        if rec is None:
+            return
+        self.turns_completed += 1
+        self.turn_latencies.append(a.service_s)
+        rec.tool_from = now
+
+    def end(self, now: float, rid: str, completed: bool, reason: str | None) -> None:
+        rec = self.live.pop(rid, None)
+        if rec is None:
+            return
+        if rec.tool_from >= 0.0:  # ended between turns (cancelled)
+            rec.tool_s += now - rec.tool_from
+        self.turns.append(float(rec.turns))
+        self.tool_s += rec.tool_s
+        self.slot_s += now - rec.slot_at
+        if not completed:
+            return
+        if reason is None:  # its last turn answered
+            self.turns_completed += 1
+            self.turn_latencies.append(now - rec.last_call_at)
+        else:
+            self.ended_early += 1
+        ps = rec.prompts
+        if ps:
+            self.prompt_per_job.append(float(sum(ps)))
+            if len(ps) > 1:
+                self.growth += ps[-1] - ps[0]
+                self.growth_turns += len(ps) - 1
+
+    def fields(self, end: float, tokens: bool) -> dict[str, Any]:
+        """The summary's ``jobs`` block for a run that ended at ``end``; ``tokens``: whether
+        the driver counted prompt tokens (null figures otherwise)."""
+        span = max(end, 1e-9)
+        busy = self.busy_area + self._busy * max(0.0, end - self._t)
+        calls = self.calls_area + self._calls * max(0.0, end - self._t)
+        growth = self.growth / self.growth_turns if self.growth_turns else None
+        return {
+            "jobs": len(self.turns),
+            "turns": percentiles(self.turns, ("mean", "p50", "p95", "max")),
+            "turns_completed": self.turns_completed,
+            "model_calls": self.model_calls,
+            "ended_early": self.ended_early,
+            "turn_latency_s": percentiles(self.turn_latencies, ("p50", "p95")),
+            "tool_time_share": round(self.tool_s / self.slot_s, 4) if self.slot_s > 0 else None,
+            "executor_occupancy_mean": round(busy / span, 4),
+            "model_call_concurrency_mean": round(calls / span, 4),
+            "prompt_tokens_per_job": percentiles(self.prompt_per_job, ("mean", "p95"))
+            if tokens
+            else {"mean": None, "p95": None},
+            "prompt_growth_per_turn_mean": None
+            if not tokens or growth is None
+            else round(growth, 3),
+        }
+
+
 class Collector:
-    def __init__(self, faults: tuple[Fault, ...] = (), slo_s: float = math.inf) -> None:
+    def __init__(
+        self,
+        faults: tuple[Fault, ...] = (),
+        slo_s: float = math.inf,
+        job_classes: frozenset[str] = frozenset(),
+    ) -> None:
         self.faults = faults
+        # Agent jobs' figures (summary.jobs), kept only when some class has a job shape.
+        self.jobs: JobTally | None = JobTally(job_classes) if job_classes else None
         self.slo_s = slo_s
         self.requests: dict[str, tuple[float, Group]] = {}  # admitted, not yet ended
         self.groups: dict[tuple[str, int, str], Group] = {}
@@ -180,6 +340,7 @@ class Collector:
 
     def apply(self, now: float, actions: list[Action]) -> None:
         sec = self.seconds[-1]
+        jobs = self.jobs
         for a in actions:
             tp = type(a)
             if tp is Reject:
@@ -198,7 +359,11 @@ class Collector:
                 assert isinstance(a, Dispatch)
                 if a.attempt == 1:
                     self.requests[a.id][1].queue_waits.append(a.queue_wait_s)
+                if jobs is not None and a.cls in jobs.classes:
+                    jobs.dispatch(now, a)
             elif tp is Complete:
+                if jobs is not None:
+                    jobs.end(now, a.id, True, a.reason)  # type: ignore[attr-defined]
                 t0, g = self.requests.pop(a.id)  # type: ignore[attr-defined]
                 ta = now - t0
                 if self._stage_s:
@@ -226,6 +391,8 @@ class Collector:
             elif tp is Fail:
                 assert isinstance(a, Fail)
                 _t0, g = self.requests.pop(a.id)
+                if jobs is not None:
+                    jobs.end(now, a.id, False, None)
                 if self.records is not None:
                     self.records.append((a.id, g.cls, _t0, "failed", None))
                 g.failed += 1
@@ -236,6 +403,10 @@ class Collector:
                 assert isinstance(a, Reviewed)
                 self.review_waits.append(a.waited_s)
                 self._stage_s[a.id] = a.waited_s + a.review_s
+            elif tp is TurnDone:
+                if jobs is not None:
+                    assert isinstance(a, TurnDone)
+                    jobs.turn_done(now, a)
             elif tp is Expire:
                 _t0, g = self.requests.pop(a.id)  # type: ignore[attr-defined]
                 if self.records is not None:
@@ -252,6 +423,8 @@ class Collector:
         _t0, g = self.requests.pop(rid)
         g.admitted -= 1
         self.admitted -= 1
+        if self.jobs is not None:
+            self.jobs.live.pop(rid, None)  # its next attempt is the job the figures count
 
     def advance(self, now: float, engine: Engine) -> None:
         """Close every whole second before ``now``, sampling the engine's state at its end."""

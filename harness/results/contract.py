@@ -106,6 +106,13 @@ def engine_modes(summary: Summary, mode: str) -> None:
             )
     else:
         proxy_alone(summary)
+        if "jobs" in summary:
+            for key in ("prompt_tokens_per_job", "prompt_growth_per_turn_mean"):
+                unavailable(
+                    summary,
+                    f"jobs.{key}",
+                    "the proxy does not count its calls' prompt tokens (the simulation does)",
+                )
 
 
 def proxy_alone(summary: Summary) -> None:

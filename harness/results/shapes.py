@@ -208,6 +208,8 @@ class Summary(TypedDict):
     # from client_figures.live_contract)
     unavailable: NotRequired[dict[str, str]]
     review: dict[str, Any] | None
+    # agent jobs (recording.stats.JobTally.fields): only when some class has a job shape
+    jobs: NotRequired[dict[str, Any]]
     # set by results.summary.finish, last: every written summary has them
     thresholds: NotRequired[list[ThresholdRow]]
     verdict: NotRequired[str]  # pass | fail | invalid

@@ -257,11 +257,14 @@ def build(
     token_figures: TokenFields | None = None,
     client_retries: int | None = None,
     upstream_retries: int = 0,
+    jobs: Mapping[str, Any] | None = None,
 ) -> Summary:
     """summary.json for the run core (sim and proxy). ``token_figures``: the simulated
     upstream's ``ttft_s``, ``itl_s`` and ``output_tokens_per_s`` (:func:`token_fields`) when it
     timed tokens; null figures otherwise. ``client_retries``: the simulated callers' retries
-    (None for the proxy, which cannot tell a retry from a new request)."""
+    (None for the proxy, which cannot tell a retry from a new request). ``jobs``: the agent
+    jobs' figures (``recording.stats.JobTally.fields``), only when some class has a ``job``
+    shape: the key is absent otherwise."""
     counts: Counts = {
         "scheduled": scheduled,
         "arrivals": col.arrivals,
@@ -321,6 +324,8 @@ def build(
         "unavailable": {},
         "review": None if review is None else dict(review),
     }
+    if jobs is not None:
+        summary["jobs"] = dict(jobs)
     if token_figures is not None:  # the keys above, in place
         summary["ttft_s"] = token_figures["ttft_s"]
         summary["itl_s"] = token_figures["itl_s"]

@@ -44,6 +44,7 @@ from harness.sim.upstream import MID_STREAM, SimUpstream
 from harness.workload import outcomes
 from harness.workload.arrivals import Arrival, schedule_chunks, stream
 from harness.workload.callers import retry_delay
+from harness.workload.job_shape import ShapeDraws
 from harness.workload.outcomes import Answer
 
 _FINISH: Final = 0
@@ -217,6 +218,10 @@ def _simulate(
     if keep_requests:
         col.records = []
     upstream = SimUpstream(profile, seed)
+    # Agent jobs (classes with a job shape): each arrival's turns and tool times, drawn per
+    # request (workload.job_shape); their figures (summary.jobs) and prompt tokens.
+    shapes = ShapeDraws.of(profile, seed) if profile.job_classes() else None
+    jobs = col.jobs
     # dist: tokens times each attempt's tokens: TTFT, ITL and output tokens are reported.
     figs = TokenFigures(upstream.streaming) if upstream.timed else None
     # Effects are counted per request (a set of ids) only where one can happen twice: an
@@ -269,6 +274,8 @@ def _simulate(
                 progress(now)
             if clients is not None:
                 clients.track(nxt)
+            if shapes is not None and nxt.cls in shapes:
+                nxt.turns, nxt.tool_s = shapes.draw(nxt.cls, nxt.id)
             if tokens:
                 prompt_tokens += nxt.prompt_tokens or 0
                 output_tokens += nxt.output_tokens or 0
@@ -327,6 +334,8 @@ def _simulate(
             elif kind == _CLIENT:
                 if tokens and figs is not None:
                     figs.trace[payload.id] = (payload.prompt_tokens, payload.output_tokens)
+                if shapes is not None and payload.cls in shapes:
+                    payload.turns, payload.tool_s = shapes.draw(payload.cls, payload.id)
                 actions = engine.handle(payload, now)
             elif kind == _TICK:
                 actions = engine.handle(tick, now)
@@ -339,6 +348,10 @@ def _simulate(
         if actions:
             if log is not None:
                 log.write(now, actions)  # every engine decision, retried attempts included
+            if jobs is not None:
+                for a in actions:  # an agent job that ended: its prompt is forgotten
+                    if type(a) is Complete or type(a) is Fail or type(a) is Expire:
+                        upstream.end_session(a.id)
             if clients is not None:
                 actions, again = clients.screen(now, actions, col)
                 for t_again, attempt in again:
@@ -352,24 +365,26 @@ def _simulate(
                     if figs is not None:
                         trace = figs.trace
                         dur, failure, ra, timing = upstream.call_timed(
-                            now, a.cls, a.id, a.attempt, trace.get(a.id) if trace else None
+                            now, a.cls, a.id, a.attempt, trace.get(a.id) if trace else None, a.turn
                         )
                         sent = col.requests[a.id][0] if a.id in col.requests else now
-                        figs.dispatched(a.id, a.cls, now, sent, timing)
+                        figs.dispatched(a.id, a.cls, now, sent, timing, a.turn)
                         if answers and a.cls in answers and timing is not None:
                             engine.handle(
                                 AnswerStarts(id=a.id, attempt=a.attempt, at_s=now + timing[0]), now
                             )
                     elif answers and a.cls in answers:
                         dur, failure, ra, first = upstream.call_streamed(
-                            now, a.cls, a.id, a.attempt
+                            now, a.cls, a.id, a.attempt, a.turn
                         )
                         if first is not None:
                             engine.handle(
                                 AnswerStarts(id=a.id, attempt=a.attempt, at_s=now + first), now
                             )
                     else:
-                        dur, failure, ra = upstream.call(now, a.cls, a.id, a.attempt)
+                        dur, failure, ra = upstream.call(now, a.cls, a.id, a.attempt, a.turn)
+                    if jobs is not None and a.cls in jobs.classes:
+                        jobs.prompt(a.id, a.turn, upstream.last_prompt)
                     seq += 1
                     if checkpoints and a.attempt > 1 and failure is None:
                         # A re-run of checkpointed work starts from its last checkpoint.
@@ -378,6 +393,8 @@ def _simulate(
                         agenda.push(now + dur, seq, _FINISH, (a.id, a.attempt, a.cls))
                     else:
                         agenda.push(now + dur, seq, _FAIL, (a.id, failure, ra, a.attempt, a.cls))
+        if jobs is not None:
+            jobs.occupancy(now, engine.busy, engine.calls_in_flight)
         nd = engine.next_deadline()
         if nd is not None and nd < tick_at:
             tick_at = nd if nd > now else now

@@ -6,23 +6,28 @@ it. Each successful attempt's timing is held per request until the request compl
 redelivered or re-run attempt replaces it; a failure or an expiry drops it). TTFT counts from
 the request's scheduled send time (the collector's, so a caller's retry counts from its first
 send) and, as live, over streamed requests only; a stream of n tokens adds n - 1 gaps of its
-TPOT (one run); every completed request adds its completion tokens.
+TPOT (one run); every completed request adds its completion tokens. An agent job's turns are
+one request's: its TTFT is its first turn's, and each answered turn (``TurnDone``) adds its
+tokens and gaps to the job's, counted when the job completes.
 """
 
 from __future__ import annotations
 
-from harness.engine.events import Action, Complete, Expire, Fail, Reject
+from harness.engine.events import Action, Complete, Expire, Fail, Reject, TurnDone
 from harness.results.shapes import TokenFields
 from harness.results.summary import token_fields
 from harness.sim.upstream import Timing
 
 
 class TokenFigures:
-    __slots__ = ("_pending", "_streams", "completion_tokens", "gaps", "trace", "ttfts")
+    __slots__ = ("_earlier", "_pending", "_streams", "completion_tokens", "gaps", "trace", "ttfts")
 
     def __init__(self, streams: frozenset[str]) -> None:
         self._streams = streams
         self._pending: dict[str, tuple[float, float, int, bool]] = {}
+        # An agent job's answered turns before the one under way: (TTFT of its first turn,
+        # -1 when not streamed; their gaps as (gap, count) runs; their completion tokens).
+        self._earlier: dict[str, tuple[float, list[tuple[float, int]], int]] = {}
         self.ttfts: list[float] = []
         self.gaps: dict[float, int] = {}  # gap -> how many
         self.completion_tokens = 0
@@ -30,9 +35,12 @@ class TokenFigures:
         self.trace: dict[str, tuple[int | None, int | None]] = {}
 
     def dispatched(
-        self, rid: str, cls: str, now: float, sent: float, timing: Timing | None
+        self, rid: str, cls: str, now: float, sent: float, timing: Timing | None, turn: int = 0
     ) -> None:
-        """An attempt of ``rid`` (scheduled send time ``sent``) started at ``now``."""
+        """An attempt of ``rid`` (scheduled send time ``sent``; an agent job's turn ``turn``)
+        started at ``now``."""
+        if turn == 0 and self._earlier:
+            self._earlier.pop(rid, None)  # a session run again from its first turn
         if timing is None:
             self._pending.pop(rid, None)
             return
@@ -47,6 +55,11 @@ class TokenFigures:
                 rec = self._pending.pop(a.id, None)  # type: ignore[attr-defined]
                 if self.trace:
                     self.trace.pop(a.id, None)  # type: ignore[attr-defined]
+                if self._earlier:
+                    before = self._earlier.pop(a.id, None)  # type: ignore[attr-defined]
+                    if before is not None:
+                        self._add_earlier(before, rec)
+                        continue
                 if rec is None:
                     continue
                 ttft, tpot, n, stream = rec
@@ -55,10 +68,45 @@ class TokenFigures:
                     self.ttfts.append(ttft)
                     if n > 1:
                         self.gaps[tpot] = self.gaps.get(tpot, 0) + n - 1
+            elif tp is TurnDone:
+                self._turn_done(a.id)  # type: ignore[attr-defined]
             elif tp is Fail or tp is Expire or tp is Reject:
                 self._pending.pop(a.id, None)  # type: ignore[attr-defined]
                 if self.trace:
                     self.trace.pop(a.id, None)  # type: ignore[attr-defined]
+                if self._earlier:
+                    self._earlier.pop(a.id, None)  # type: ignore[attr-defined]
+
+    def _turn_done(self, rid: str) -> None:
+        """An agent job's turn answered: its tokens and gaps wait for the job's outcome."""
+        rec = self._pending.pop(rid, None)
+        if rec is None:
+            return
+        ttft, tpot, n, stream = rec
+        before = self._earlier.get(rid)
+        first, runs, tokens = before if before is not None else (ttft if stream else -1.0, [], 0)
+        if stream and n > 1:
+            runs.append((tpot, n - 1))
+        self._earlier[rid] = (first, runs, tokens + n)
+
+    def _add_earlier(
+        self,
+        before: tuple[float, list[tuple[float, int]], int],
+        last: tuple[float, float, int, bool] | None,
+    ) -> None:
+        """A completed agent job: its earlier turns, then its last (None: it ended early,
+        its failed turn answered nothing)."""
+        first, runs, tokens = before
+        self.completion_tokens += tokens
+        if first >= 0.0:
+            self.ttfts.append(first)
+        for gap, count in runs:
+            self.gaps[gap] = self.gaps.get(gap, 0) + count
+        if last is not None:
+            _ttft, tpot, n, stream = last
+            self.completion_tokens += n
+            if stream and n > 1:
+                self.gaps[tpot] = self.gaps.get(tpot, 0) + n - 1
 
     def fields(self, span: float) -> TokenFields:
         return token_fields(

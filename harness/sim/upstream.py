@@ -32,6 +32,7 @@ from harness.upstream_model.faults import walk
 from harness.upstream_model.latency import (
     Sampler,
     TokenLatency,
+    completion_tokens,
     even_spread,
     sampler,
     service_s,
@@ -92,6 +93,34 @@ class ClassTokens:
         self.stream = c.stream
 
 
+class JobTokens:
+    """An agent class's token counts turn by turn: the class's own prompt and completion
+    distributions (as a one-call job's), with the job's shared prefix and new input."""
+
+    __slots__ = ("cap", "completion", "new_input", "prompt", "prompt_default", "shared")
+
+    def __init__(self, profile: Profile, name: str) -> None:
+        c = profile.classes[name]
+        assert c.job is not None
+        self.prompt, self.completion = profile.token_counts(c)
+        self.prompt_default = prompt_tokens(len(c.prompt_text()))
+        self.cap = c.max_tokens
+        self.shared = c.job.shared_prefix_tokens
+        self.new_input = c.job.new_input_tokens
+
+
+class Session:
+    """An agent job's prompt so far: the turn it is at, that turn's prompt tokens, and the
+    output tokens of the turn's last call (what the next turn's prompt adds)."""
+
+    __slots__ = ("out", "prompt", "turn")
+
+    def __init__(self, prompt: int) -> None:
+        self.prompt = prompt
+        self.turn = 0
+        self.out = 0
+
+
 # A successful timed attempt: (first token after dispatch, gap between tokens, completion
 # tokens), profile seconds.
 Timing = tuple[float, float, int]
@@ -117,13 +146,18 @@ class SimUpstream:
                     assert default is not None  # not timed: the upstream's is no tokens model
                     self.samplers[name] = default
         self.ttft_fraction = profile.upstream.ttft_fraction
+        # Agent classes (``job``): each turn's prompt grows by the previous turn's output and
+        # the job's new input; sessions by request id, dropped when the job ends (end_session).
+        self.job_tokens = {name: JobTokens(profile, name) for name in profile.job_classes()}
+        self.sessions: dict[str, Session] = {}
+        self.last_prompt = 0  # the prompt tokens of the last agent call (the collector's)
         self._ends: list[float] = []  # when each attempt in service ends (timed only)
         # Stream faults hit streaming requests only, as in the stub.
         self.streaming = frozenset(n for n, c in profile.classes.items() if c.stream)
         self.faults: tuple[Fault, ...] = tuple(f for f in profile.faults if f.kind not in SIM_SKIPS)
         self.indexed: tuple[tuple[int, Fault], ...] = tuple(enumerate(self.faults))
         self.fault_rng = draws.faults
-        self.mean_latency_s = profile.service_time_prior()
+        self.mean_latency_s = profile.service_time_prior(sessions=False)
         # An object, not the bound method of this one: built once, and no reference cycle.
         self._limits = RateLimits(self.mean_latency_s)
         self.ack_timeout_s = profile.engine.ack_timeout_s
@@ -145,22 +179,63 @@ class SimUpstream:
         else:
             self.duplicate_effects += 1
 
+    def job_turn(
+        self, cls: str, rid: str, turn: int, trace: tuple[int | None, int | None] | None
+    ) -> tuple[int, int]:
+        """(prompt tokens, completion tokens) of an agent job's call at ``turn`` (draws begun):
+        turn 0 draws the class's prompt (plus the shared prefix) as a one-call job does; a
+        later turn's prompt is the previous turn's plus its output and the new input; every
+        call draws its completion from the class's completion tokens (a trace's counts replace
+        the draws). A retried turn keeps its prompt; turn 0 again starts the session afresh."""
+        jt = self.job_tokens[cls]
+        tok = self.draws.tokens
+        s = self.sessions.get(rid)
+        known = trace is not None and trace[0] is not None and trace[1] is not None
+        if turn == 0 or s is None:
+            if known:
+                assert trace is not None and trace[0] is not None and trace[1] is not None
+                base, n = trace[0], min(trace[1], jt.cap)
+            else:
+                base, n, _capped = token_counts(
+                    jt.prompt, jt.completion, jt.prompt_default, jt.cap, tok
+                )
+            s = self.sessions[rid] = Session(base + jt.shared)
+        else:
+            if turn != s.turn:
+                s.prompt += s.out + jt.new_input
+                s.turn = turn
+            if trace is not None and trace[1] is not None:
+                n = min(trace[1], jt.cap)
+            else:
+                n, _capped = completion_tokens(jt.completion, jt.cap, tok)
+        s.out = n
+        self.last_prompt = s.prompt
+        return s.prompt, n
+
+    def end_session(self, rid: str) -> None:
+        """An agent job ended: its prompt is forgotten."""
+        self.sessions.pop(rid, None)
+
     def call(
-        self, now: float, cls: str, rid: str, attempt: int
+        self, now: float, cls: str, rid: str, attempt: int, turn: int = 0
     ) -> tuple[float, str | None, float | None]:
         """(duration_s, failure reason or None, retry_after_s) for attempt ``attempt`` of
-        request ``rid``, starting now."""
-        self.draws.begin(rid, attempt)
+        request ``rid`` (an agent job's turn ``turn``), starting now."""
+        self.draws.begin(rid, attempt, turn)
+        if self.job_tokens and cls in self.job_tokens:
+            self.job_turn(cls, rid, turn, None)  # the tokens stream: no latency draw moves
         return self._outcome(now, cls, self.samplers[cls]())
 
     def call_streamed(
-        self, now: float, cls: str, rid: str, attempt: int
+        self, now: float, cls: str, rid: str, attempt: int, turn: int = 0
     ) -> tuple[float, str | None, float | None, float | None]:
         """:meth:`call` for a streaming class, with when the answer's first bytes reach the
         caller (seconds after dispatch; None when nothing does): the stub's ``ttft_fraction``
         of the latency plus any latency fault's delay; a stream that breaks later did send its
         first bytes. Same draws as :meth:`call`."""
-        self.draws.begin(rid, attempt)
+        self.draws.begin(rid, attempt, turn)
+        if self.job_tokens and cls in self.job_tokens:
+            self.job_turn(cls, rid, turn, None)
         latency = self.samplers[cls]()
         dur, failure, ra = self._outcome(now, cls, latency)
         first = even_spread(self.ttft_fraction, latency, 1)[0]
@@ -182,14 +257,18 @@ class SimUpstream:
         rid: str,
         attempt: int,
         trace: tuple[int | None, int | None] | None,
+        turn: int = 0,
     ) -> tuple[float, str | None, float | None, Timing | None]:
         """:meth:`call` with the token model: also the attempt's :data:`Timing` when it
         succeeds. ``trace``: a public trace's (prompt, output) tokens for this request, which
-        replace the draws (output still capped by the class's max_tokens)."""
-        self.draws.begin(rid, attempt)
+        replace the draws (output still capped by the class's max_tokens). An agent job's
+        turn is timed at its grown prompt (:meth:`job_turn`)."""
+        self.draws.begin(rid, attempt, turn)
         tc = self.tokens[cls]
         in_flight = self.in_flight(now) + 1
-        if trace is not None and trace[0] is not None and trace[1] is not None:
+        if self.job_tokens and cls in self.job_tokens:
+            prompt, n = self.job_turn(cls, rid, turn, trace)
+        elif trace is not None and trace[0] is not None and trace[1] is not None:
             prompt, n = trace[0], min(trace[1], tc.cap)
         else:
             prompt, n, _capped = token_counts(

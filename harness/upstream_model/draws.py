@@ -32,6 +32,7 @@ from mypy_extensions import i64
 
 M32: Final = 0xFFFFFFFF
 GOLDEN32: Final = 0x9E3779B9
+TURN32: Final = 0x85EBCA77  # an odd constant of its own, for a turn's key (not the attempt's)
 TWO_PI: Final = 2.0 * math.pi
 INV_2_32: Final = 1.0 / 4294967296.0  # 2 ** -32
 
@@ -115,11 +116,14 @@ class RequestDraws:
         self.tokens = KeyedRandom(seed, "tokens")
         self.faults = KeyedRandom(seed, "faults")
 
-    def begin(self, request_id: str, attempt: int) -> None:
+    def begin(self, request_id: str, attempt: int, turn: int = 0) -> None:
         """One mix per attempt (the simulation does this per dispatch) and three reseeds,
         written out: attribute stores in compiled code, not method calls (this runs once per
-        dispatch; the calls were a measurable share of the simulation's time)."""
+        dispatch; the calls were a measurable share of the simulation's time). An agent job's
+        turn after its first mixes its turn in too (turn 0's key is a one-call job's)."""
         k = fmix32(zlib.crc32(request_id.encode()) ^ _mul32(attempt & M32, GOLDEN32) ^ self._seed)
+        if turn:
+            k = fmix32(k ^ _mul32(turn & M32, TURN32))
         lat, tok, flt = self.latency, self.tokens, self.faults
         lat._state = lat._base ^ k
         tok._state = tok._base ^ k

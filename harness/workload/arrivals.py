@@ -57,6 +57,9 @@ class Arrival(Arrived):
         # Per-request token counts from a public trace (harness.workload.traces); None otherwise.
         self.prompt_tokens = prompt_tokens
         self.output_tokens = output_tokens
+        # One model call; an agent job's shape is drawn by its driver (workload.job_shape).
+        self.turns = 1
+        self.tool_s = ()
 
     def __repr__(self) -> str:
         return f"Arrival({self.id}, t={self.t:.3f}, {self.cls})"

@@ -190,6 +190,86 @@ class PromptRepeat:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class TurnRange:
+    low: int = field(metadata=_c(ge=1, doc="the fewest turns a job makes"))
+    high: int = field(metadata=_c(ge=1, doc="the most turns a job makes (at least low)"))
+
+
+TurnFailure = Literal["retry", "fail", "end"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobShape:
+    """An agent job: one session that holds its executor slot from its first model call to its
+    last, making ``turns`` calls in a row with tool time between them, its prompt growing by
+    each turn's output and new input. Drawn per job from the request's own random streams
+    (``harness.workload.job_shape``)."""
+
+    turns: int | TurnRange = field(
+        default=1,
+        metadata=_c(
+            ge=1,
+            doc=(
+                "model calls per job, one after another: a number, or {low: L, high: H} drawn"
+                " uniformly (both included)"
+            ),
+        ),
+    )
+    tool_s: Latency | None = field(
+        default=None,
+        metadata=_c(
+            doc=(
+                "the tool (or think) time between two turns, drawn per gap like a latency (not"
+                " dist: tokens); null: none"
+            )
+        ),
+    )
+    new_input_tokens: int = field(
+        default=0,
+        metadata=_c(
+            ge=0,
+            le=MAX_TOKENS,
+            doc="tokens each turn after the first adds to the prompt (a tool's result, say)",
+        ),
+    )
+    shared_prefix_tokens: int = field(
+        default=0,
+        metadata=_c(
+            ge=0,
+            le=MAX_TOKENS,
+            doc="tokens at the head of every turn's prompt, common to the class (a system prompt)",
+        ),
+    )
+    on_turn_failure: TurnFailure = field(
+        default="retry",
+        metadata=_c(
+            doc=(
+                "a failed turn: retry (the engine's retries, as one call), fail (the job fails),"
+                " end (it completes with the turns done; fails if none were)"
+            )
+        ),
+    )
+
+    def turn_range(self) -> tuple[int, int]:
+        """(fewest, most) turns."""
+        t = self.turns
+        if isinstance(t, TurnRange):
+            return t.low, t.high
+        return t, t
+
+    def mean_turns(self) -> float:
+        low, high = self.turn_range()
+        return (low + high) / 2
+
+    def slot_s(self, call_s: float) -> float:
+        """A job's expected slot-holding time when one model call takes ``call_s`` on average:
+        E[turns] calls and E[turns] - 1 tool times (retries and queueing aside)."""
+        n = self.mean_turns()
+        tool = self.tool_s.mean() if self.tool_s is not None else 0.0
+        return n * call_s + (n - 1) * tool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RequestClass:
     weight: float = field(
         default=1.0,
@@ -307,6 +387,19 @@ class RequestClass:
             doc=(
                 "the work saves its progress this often: a killed attempt resumes from the last"
                 " save"
+            ),
+        ),
+    )
+
+    # Absent from the effective profile when null, so one-call profiles print (and summarize)
+    # exactly as before the field existed.
+    job: JobShape | None = field(
+        default=None,
+        metadata=_c(
+            omit_none=True,
+            doc=(
+                "an agent job: several model calls in one session holding its slot; null: one"
+                " call per job"
             ),
         ),
     )
@@ -761,19 +854,23 @@ class Profile:
         ),
     )
 
-    def service_time_prior(self) -> float:
+    def service_time_prior(self, sessions: bool = True) -> float:
         """engine.service_time_prior_s, else the classes' mean latency by weight (a ``tokens``
-        class's at its expected prompt and output tokens, starting alone: in_flight 1)."""
-        if self.engine.service_time_prior_s is not None:
-            return self.engine.service_time_prior_s
+        class's at its expected prompt and output tokens, starting alone: in_flight 1). An
+        agent job's (``job``) is its whole session: its expected turns' calls and the tool
+        times between them; ``sessions=False``: one model call's, whatever the class (the
+        profile's own prior then only when no class has a ``job``: it is a job's)."""
+        prior = self.engine.service_time_prior_s
+        if prior is not None and (sessions or not self.job_classes()):
+            return prior
         total = sum(c.weight for c in self.classes.values()) or 1.0
         mean = 0.0
         for c in self.classes.values():
             lat = c.latency or self.upstream.latency
-            if lat.dist == "tokens":
-                mean += c.weight / total * lat.mean(*self.expected_tokens(c))
-            else:
-                mean += c.weight / total * lat.mean()
+            m = lat.mean(*self.expected_tokens(c)) if lat.dist == "tokens" else lat.mean()
+            if sessions and c.job is not None:
+                m = c.job.slot_s(m)
+            mean += c.weight / total * m
         return mean if mean > 0 else self.upstream.latency.mean() or 1.0
 
     def token_counts(self, c: RequestClass) -> tuple[TokenCount | None, TokenCount | None]:
@@ -798,6 +895,18 @@ class Profile:
     def checkpoint_by_class(self) -> dict[str, float]:
         """The classes whose work checkpoints, and how often."""
         return {n: c.checkpoint_s for n, c in self.classes.items() if c.checkpoint_s is not None}
+
+    def job_classes(self) -> dict[str, JobShape]:
+        """The classes whose jobs are agent sessions (``job``), and their shape."""
+        return {n: c.job for n, c in self.classes.items() if c.job is not None}
+
+    def turn_failure_by_class(self) -> dict[str, str]:
+        """The agent classes whose failed turn does not retry: ``fail`` or ``end``."""
+        return {
+            n: c.job.on_turn_failure
+            for n, c in self.classes.items()
+            if c.job is not None and c.job.on_turn_failure != "retry"
+        }
 
     def review_classes(self) -> frozenset[str]:
         """The classes whose units go through the human review stage."""
