@@ -146,6 +146,7 @@ class ChatRequest:
         "prompt",
         "request_id",
         "stream",
+        "turn",
     )
 
     def __init__(
@@ -156,6 +157,9 @@ class ChatRequest:
         request_id: str | None = None,
     ) -> None:
         self.request_id = request_id  # the client's x-request-id: it keys this request's draws
+        # An agent job's turn (x-harness-turn, from the proxy): its calls' draws are keyed by
+        # (request id, attempt, turn), as the simulation's; 0 for any other call.
+        self.turn = 0
         self.idempotency_key = False  # an Idempotency-Key came with it: duplicates suppressed
         try:
             req = orjson.loads(body)
@@ -247,7 +251,7 @@ async def handle(
     state: StubState, req: ChatRequest, rid: bytes, scope: Scope, receive: Receive, send: Send
 ) -> None:
     # -- draws: latency, token counts, faults, each from its stream of this request ----------
-    state.begin(req.request_id)
+    state.begin(req.request_id, req.turn)
     cls = state.classes.pick(req.class_header, req.prompt)
     cap = req.max_tokens if req.max_tokens is not None else cls.max_tokens
     latency, timing, prompt, n, capped = draw_timing(
@@ -274,7 +278,11 @@ async def handle(
         c = state.counters
         if outcome == COMPLETED:
             c.completed += 1
-            state.effects.record(req.request_id, req.idempotency_key)
+            # Each turn of a session is its own piece of work (the first turn's key is the id).
+            key = req.request_id
+            if req.turn and key is not None:
+                key = f"{key}#turn{req.turn}"
+            state.effects.record(key, req.idempotency_key)
         elif outcome == CANCELLED:
             c.cancelled += 1
         else:

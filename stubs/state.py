@@ -114,10 +114,12 @@ class StubState:
         self._next_id += 1
         return self._next_id
 
-    def begin(self, request_id: str | None) -> None:
+    def begin(self, request_id: str | None, turn: int = 0) -> None:
         """Reseed the draws for this request: by its ``x-request-id`` and how many times that id
-        came (the proxy's retries resend it: attempt 2, 3...), as the simulation keys a dispatch
-        by request id and attempt; without the header, by its arrival number at the stub."""
+        came (the proxy's retries resend it: attempt 2, 3...; an agent job's turns too, the
+        engine's attempts counting across turns), and ``turn`` (``x-harness-turn``), as the
+        simulation keys a dispatch by request id, attempt and turn; without the header, by its
+        arrival number at the stub."""
         if request_id is None:
             self.draws.begin(f"#{self._next_id}", 1)
             return
@@ -126,4 +128,4 @@ class StubState:
         seen[request_id] = attempt  # most recent last: the oldest ids are forgotten first
         if len(seen) > SEEN_CAP:
             seen.popitem(last=False)
-        self.draws.begin(request_id, attempt)
+        self.draws.begin(request_id, attempt, turn)

@@ -322,6 +322,9 @@ def live_summary(
             for k in ("complete", "counts", "conservation", "turnaround_s", "queue_wait_s")
         }
         summary["review"] = proxy.get("review")
+        jobs = proxy.get("jobs")
+        if jobs is not None:  # agent jobs: the proxy's engine ran their sessions
+            summary["jobs"] = jobs
     if trace is not None:
         summary["trace"] = dict(trace)
     live_contract(summary, proxy)
@@ -343,6 +346,13 @@ def live_contract(summary: Summary, proxy: Mapping[str, Any] | None) -> None:
         "not say where an unanswered request was (queued or running); the proxy's "
         "view is proxy.counts.in_flight_at_end_by_state",
     )
+    if "jobs" in summary:
+        for key in ("prompt_tokens_per_job", "prompt_growth_per_turn_mean"):
+            contract.unavailable(
+                summary,
+                f"jobs.{key}",
+                "the proxy does not count its calls' prompt tokens (the simulation does)",
+            )
     retries = ((proxy or {}).get("counts") or {}).get("upstream_retries")
     if proxy is None:
         contract.unavailable(

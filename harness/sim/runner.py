@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Final, cast
 
 from harness.atomic import atomic_file
+from harness.engine.core import Engine
 from harness.engine.events import (
     ACK_LOST,
     Action,
@@ -195,6 +196,13 @@ def simulate(
             gc.enable()
 
 
+def _work_key(engine: Engine, rid: str) -> str:
+    """The piece of work an attempt of ``rid`` does upstream: the request, or an agent job's
+    turn after its first (each turn is its own work; the stub keys its effects alike)."""
+    job = engine.jobs.get(rid)
+    return rid if job is None or not job.turn else f"{rid}#turn{job.turn}"
+
+
 def _simulate(
     profile: Profile,
     seed: int | None,
@@ -312,12 +320,12 @@ def _simulate(
                     break
             if kind == _FINISH:
                 if effects:
-                    upstream.effect(payload[0], payload[2])
+                    upstream.effect(_work_key(engine, payload[0]), payload[2])
                 actions = engine.handle(Finished(payload[0], payload[1]), now)
             elif kind == _FAIL:
                 rid, failure, ra, attempt, fcls = payload
                 if effects and failure == ACK_LOST:
-                    upstream.effect(rid, fcls)
+                    upstream.effect(_work_key(engine, rid), fcls)
                 if clients is not None:
                     clients.cause[rid] = (failure, ra)
                 # A stream that broke after its first byte is final (the proxy's rule).

@@ -42,9 +42,11 @@ from harness.live.proxy.driver import LiveDriver
 from harness.live.proxy.passthrough import passthrough
 from harness.live.proxy.request_class import ClassTable
 from harness.live.proxy.responses import Answers, ProxiedRequest
+from harness.live.proxy.session import TURN_HEADER, Session
 from harness.live.transport import http
 from harness.live.transport.upstream import Upstream, UpstreamError, UpstreamResponse
 from harness.wire import done_rest, retry_after_s, sse_done
+from harness.workload.job_shape import ShapeDraws
 
 DEFAULT_MAX_BODY = 8 * 1024 * 1024
 RETRYABLE_STATUS = frozenset((408, 409, 429))  # and every 5xx, as the OpenAI SDKs retry
@@ -91,6 +93,10 @@ class ProxyApp(Answers):
         # upstream and sent then, never piped past the reviewer.
         self.reviewed = driver.profile.review_classes() if driver.engine.review else frozenset()
         self.acks = AckLoss(driver.profile, driver.seed)  # ack_loss faults: answers lost
+        # Agent jobs (classes with job:): each request's turns and tool times, drawn by the
+        # client's x-request-id as the simulation draws them by request id.
+        self.jobs = driver.profile.job_classes()
+        self.shapes = ShapeDraws.of(driver.profile, driver.seed) if self.jobs else None
 
     # -- ASGI --------------------------------------------------------------------------------
 
@@ -196,6 +202,8 @@ class ProxyApp(Answers):
         call.fwd = split.forward
         if self.forward_class and b"x-class" in split.control:
             call.fwd = [*split.forward, (b"x-class", split.control[b"x-class"])]
+        if self.shapes is not None and call.cls in self.shapes:
+            self._session(call, doc)
         decision = self.driver.arrive(call)
         if type(decision) is not Admit:
             return await self._reject(send, cast(Reject, decision))
@@ -213,6 +221,34 @@ class ProxyApp(Answers):
         finally:
             watcher.cancel()
 
+    def _session(self, call: ProxiedRequest, doc: dict[str, object]) -> None:
+        """An agent job: its shape, drawn by the client's request id (the proxy's own id when it
+        sent none), and the session that writes each turn's body."""
+        assert self.shapes is not None
+        rid = http.header(call.fwd, b"x-request-id")
+        key = rid.decode("latin-1") if rid else self.driver.next_id()
+        call.turns, call.tool_s = self.shapes.draw(call.cls, key)
+        shape = self.jobs[call.cls]
+        call.session = Session(
+            doc, call.body, shape.shared_prefix_tokens, shape.new_input_tokens, call.fwd
+        )
+
+    def _turn(self, call: ProxiedRequest, act: Dispatch) -> None:
+        """Set up an agent job's call of turn ``act.turn``: its body, and (to the bundled stub)
+        the turn header that keys its draws."""
+        session = call.session
+        assert session is not None
+        last = call.last
+        sse = last is not None and (http.header(last[1], b"content-type") or b"").startswith(
+            b"text/event-stream"
+        )
+        call.body = session.body(act.turn, None if last is None else last[2], sse)
+        call.turn = act.turn
+        if self.forward_class and act.turn:
+            call.fwd = [*session.fwd, (TURN_HEADER, b"%d" % act.turn)]
+        else:
+            call.fwd = session.fwd
+
     async def _serve(self, call: ProxiedRequest, send: Send) -> None:
         act = await call.next_action()
         while call.final is None:
@@ -221,6 +257,8 @@ class ProxyApp(Answers):
                 if act.attempt == 1:
                     call.queue_wait_ms = b"%.1f" % (act.queue_wait_s * self.scale * 1000.0)
                 call.attempt = act.attempt
+                if call.session is not None:
+                    self._turn(call, act)
                 if self.killable:
                     await self._killable_attempt(call, send)
                 else:
@@ -270,7 +308,12 @@ class ProxyApp(Answers):
         try:
             status = resp.status
             m.upstream_response(status)
-            if 200 <= status < 300 and call.stream and call.cls not in self.reviewed:
+            if (
+                200 <= status < 300
+                and call.stream
+                and call.cls not in self.reviewed
+                and call.turn + 1 >= call.turns  # an agent job streams its last turn only
+            ):
                 return await self._pipe(call, resp, send, report)
             try:
                 data = await resp.read()

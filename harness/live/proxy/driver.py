@@ -47,6 +47,7 @@ from harness.live.proxy.clock import MonotonicClock, RunClock
 from harness.live.proxy.metrics import ProxyMetrics, QueueState, ScalingState
 from harness.live.proxy.outfiles import ProxyFiles, mark_broken
 from harness.live.proxy.prometheus import ProxySignal
+from harness.live.proxy.session import Session
 from harness.profile import Profile
 from harness.recording.quantiles import percentiles
 from harness.results.shapes import Scaling, Summary
@@ -72,8 +73,12 @@ class Ticket:
         "pending",
         "priority",
         "running",
+        "session",
         "t0",
         "tenant",
+        "tool_s",
+        "turn",
+        "turns",
     )
 
     def __init__(
@@ -85,6 +90,12 @@ class Ticket:
         self.tenant = tenant
         self.key = key
         self.deadline_s = deadline_s
+        # An agent job's session (harness/live/proxy/session.py): its model calls and the
+        # tool time after each but the last, drawn at arrival; one call otherwise.
+        self.turns = 1
+        self.tool_s: tuple[float, ...] = ()
+        self.turn = 0  # the turn being served
+        self.session: Session | None = None
         self.t0 = 0.0
         self.pending: Action | None = None
         self.final: Action | None = None  # Complete, Fail or Expire once the engine decided
@@ -176,7 +187,14 @@ class LiveDriver:
         self.tickets[rid] = t
         actions = self.engine.handle(
             Arrived(
-                rid, t.cls, priority=t.priority, tenant=t.tenant, key=t.key, deadline_s=t.deadline_s
+                rid,
+                t.cls,
+                priority=t.priority,
+                tenant=t.tenant,
+                key=t.key,
+                deadline_s=t.deadline_s,
+                turns=t.turns,
+                tool_s=t.tool_s,
             ),
             now,
         )
@@ -186,6 +204,10 @@ class LiveDriver:
         self._apply(now, actions)
         assert isinstance(decision, Admit | Reject)
         return decision
+
+    def next_id(self) -> str:
+        """The id the next arrival will get."""
+        return f"r-{self._n + 1:06d}"
 
     def report(self, event: Event) -> None:
         now = self.clock.now()

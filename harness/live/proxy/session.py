@@ -1,0 +1,121 @@
+"""An agent job's session in the live proxy: the request body of each turn.
+
+An agent job (a class with ``job:``) is one client request that the proxy's executor serves
+as a session of model calls, as an agent would: turn 0 sends the client's messages (behind the
+class's shared prefix, a system message of ``shared_prefix_tokens`` tokens, when it has one);
+each later turn sends the previous turn's messages plus that turn's answer (an ``assistant``
+message with the answer's text) plus the new input (a ``user`` message of
+``new_input_tokens`` tokens: a tool's result, say). So the upstream -- the stub or a real
+endpoint -- sees the call pattern and the prompt growth of a real session, and the
+simulation's token model (``SimUpstream.job_turn``) grows a prompt by the same rule.
+
+A retried turn resends its own body; a session restarted at turn 0 (its executor killed at a
+drain timeout) starts again from the client's messages. Sizes in tokens are made from text at
+``harness.text_tokens``' four characters a token, the rule the stub counts prompts by.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import orjson
+
+from harness.asgi import Headers
+from harness.text_tokens import CHARS_PER_TOKEN
+from harness.wire import BadEvent, EventSplitter, chunk_object, delta_content, is_done
+
+TURN_HEADER: Final = b"x-harness-turn"
+"""Sent upstream with a session's turn after the first (its number, from 0): the bundled stub
+keys that call's draws by (request id, attempt, turn), as the simulation does. A real endpoint
+ignores an unknown header."""
+
+_FILLER: Final = "tool output line. "
+
+
+def filler(tokens: int) -> str:
+    """Text of ``tokens`` tokens at four characters a token ("." for none: a turn still says
+    something)."""
+    if tokens <= 0:
+        return "."
+    chars = tokens * CHARS_PER_TOKEN
+    reps = -(-chars // len(_FILLER))
+    return (_FILLER * reps)[:chars]
+
+
+def answer_text(data: bytes, sse: bool) -> str:
+    """The assistant's text in an upstream answer: a JSON body's first choice's message, or a
+    stream's content deltas joined ("" when the answer says nothing readable)."""
+    if not sse:
+        try:
+            obj = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            return ""
+        choices = obj.get("choices") if isinstance(obj, dict) else None
+        first = choices[0] if isinstance(choices, list) and choices else None
+        msg = first.get("message") if isinstance(first, dict) else None
+        content = msg.get("content") if isinstance(msg, dict) else None
+        return content if isinstance(content, str) else ""
+    parts: list[str] = []
+    for ev in EventSplitter().feed(data + b"\n\n"):
+        if is_done(ev):
+            break
+        try:
+            piece = delta_content(chunk_object(ev))
+        except BadEvent:
+            continue
+        if piece:
+            parts.append(piece)
+    return "".join(parts)
+
+
+class Session:
+    """One agent job's messages, turn by turn (:meth:`body`)."""
+
+    __slots__ = ("_body", "_doc", "_first", "_messages", "_new_input", "_original", "fwd", "turn")
+
+    def __init__(
+        self,
+        doc: dict[str, Any],
+        body: bytes,
+        shared_prefix_tokens: int,
+        new_input_tokens: int,
+        fwd: Headers,
+    ) -> None:
+        self._doc = doc
+        self.fwd = fwd  # the headers every turn forwards (the turn's own is added to them)
+        # Turn 0 without a shared prefix sends the client's own bytes.
+        self._original = body if shared_prefix_tokens <= 0 else None
+        messages = doc.get("messages")
+        first: list[Any] = list(messages) if isinstance(messages, list) else []
+        if shared_prefix_tokens > 0:
+            first.insert(0, {"role": "system", "content": filler(shared_prefix_tokens)})
+        self._first = first
+        self._messages = first
+        self._new_input = new_input_tokens
+        self.turn = 0
+        self._body: bytes | None = None
+
+    def body(self, turn: int, last_answer: bytes | None, sse: bool) -> bytes:
+        """The request body of ``turn``. Moving on from the turn before, its answer
+        (``last_answer``, ``sse``: a stream's bytes) joins the messages; the same turn again (a
+        retry) resends its body; turn 0 after a later one (a restart) starts afresh."""
+        if turn == 0:
+            self._messages = self._first
+            self.turn = 0
+            if self._original is not None:
+                self._body = self._original
+                return self._original
+        elif turn != self.turn:
+            said = answer_text(last_answer, sse) if last_answer is not None else ""
+            self._messages = [
+                *self._messages,
+                {"role": "assistant", "content": said},
+                {"role": "user", "content": filler(self._new_input)},
+            ]
+        elif self._body is not None:
+            return self._body
+        self.turn = turn
+        doc = dict(self._doc)
+        doc["messages"] = self._messages
+        self._body = orjson.dumps(doc)
+        return self._body
