@@ -445,6 +445,10 @@ class Collector:
             if engine.scaler is not None:  # fixed pools keep their timeline lines as they were
                 secs[-1].state["replicas_draining"] = engine.pool.draining
                 secs[-1].state["bound_by"] = engine.scaler.bound_by
+            if self.jobs is not None:  # agent jobs: the slots held, by what holds them
+                secs[-1].state["calls_in_flight"] = engine.calls_in_flight
+                secs[-1].state["tooling"] = engine.tooling
+                secs[-1].state["retry_waiting"] = engine.retry_waiting
             if not engine.signals_known:
                 self.blind_s += 1.0
             secs.append(Second())

@@ -27,6 +27,13 @@ FAULT_COLORS = {
     "metrics_outage": "#9467bd",
     "ack_loss": "#c49c94",
 }
+# Agent jobs' slots by what holds them (timeline fields, present only with a job class):
+# (field, legend label, colour), stacked in this order.
+SLOT_STATES = (
+    ("calls_in_flight", "in a model call", "#1f77b4"),
+    ("tooling", "in tool time (held, idle)", "#ff9f1c"),
+    ("retry_waiting", "waiting to retry", "#d62728"),
+)
 SEVERITY_COLORS = {"page": "#d62728", "warn": "#ff9f1c"}
 MAX_LEGEND_GROUPS = 8  # more values of a sweep's second parameter: the legend names the ends
 REASON_COLORS = ("#d62728", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf")
@@ -122,20 +129,24 @@ def _rebin(t: list[float], series: list[float], width: int) -> tuple[list[float]
 
 def plot_timeline(timeline: Sequence[Mapping[str, Any]], summary: Summary, out: Path) -> Path:
     """Stacked panels over the run's seconds: queue depth per tier, oldest age with AGE_REJECT,
-    admissions and rejections by reason, replicas, rolling p95 turnaround with the SLO, and an
-    events strip with fault windows and alert episodes (faults also shaded in every panel)."""
+    admissions and rejections by reason, replicas, with agent jobs (the timeline's
+    ``calls_in_flight``, ``tooling`` and ``retry_waiting``) the executor slots by what holds
+    them, rolling p95 turnaround with the SLO, and an events strip with fault windows and alert
+    episodes (faults also shaded in every panel)."""
     plt = pyplot()
     faults = [f for f in (_get(summary, "effective", "faults") or []) if isinstance(f, Mapping)]
     alerts = [a for a in (summary.get("alerts") or []) if isinstance(a, Mapping)]
     t = [_num(line.get("t", i)) for i, line in enumerate(timeline)]
     end = max([*t, *(_num(f.get("at_s")) + _num(f.get("for_s")) for f in faults), 1.0])
     bins = max(1, math.ceil(len(t) / 600))  # long runs: per-second rates averaged in bins
+    # Agent jobs (a class with a job shape): one panel more, the slots by what holds them.
+    slots = any(SLOT_STATES[0][0] in line for line in timeline)
     fig, axes = plt.subplots(
-        6,
+        7 if slots else 6,
         1,
         sharex=True,
-        figsize=(12, 15),
-        height_ratios=[3, 3, 3, 2, 3, 1.6],
+        figsize=(12, 17.5 if slots else 15),
+        height_ratios=[3, 3, 3, 2, *([2.5] if slots else []), 3, 1.6],
         layout="constrained",
     )
     name = _get(summary, "profile", "name") or "run"
@@ -144,7 +155,9 @@ def plot_timeline(timeline: Sequence[Mapping[str, Any]], summary: Summary, out: 
         f"verdict {summary.get('verdict', '?')}",
         fontsize=13,
     )
-    ax_q, ax_age, ax_adm, ax_rep, ax_ta, ax_ev = axes
+    ax_q, ax_age, ax_adm, ax_rep = axes[:4]
+    ax_slots = axes[4] if slots else None
+    ax_ta, ax_ev = axes[-2:]
     for ax in axes[:-1]:
         _shade_faults(ax, faults)
         ax.grid(alpha=0.3)
@@ -161,6 +174,8 @@ def plot_timeline(timeline: Sequence[Mapping[str, Any]], summary: Summary, out: 
         )
         _admissions_panel(ax_adm, t, timeline, bins)
         _replicas_panel(ax_rep, t, timeline)
+        if ax_slots is not None:
+            _slots_panel(ax_slots, t, timeline)
         ax_ta.plot(
             t,
             [_num(line.get("turnaround_p95_s")) for line in timeline],
@@ -181,7 +196,7 @@ def plot_timeline(timeline: Sequence[Mapping[str, Any]], summary: Summary, out: 
             ax.axvline(
                 x, color=SEVERITY_COLORS.get(str(a.get("severity")), "#ff9f1c"), lw=0.9, ls=":"
             )
-    _label_panels(axes[:-1], bins)
+    _label_panels(axes[:-1], bins, slots)
     _events_panel(ax_ev, faults, alerts, end)
     ax_ev.set_title(
         "fault windows (shaded above) and alerts (dotted lines above)", fontsize=10, loc="left"
@@ -275,7 +290,23 @@ def _replicas_panel(ax: Any, t: list[float], timeline: Sequence[Mapping[str, Any
             ax.plot(blind, [0.0] * len(blind), "|", color="#d62728", ms=8, label="blind")
 
 
-def _label_panels(axes: Sequence[Any], bins: int) -> None:
+def _slots_panel(ax: Any, t: list[float], timeline: Sequence[Mapping[str, Any]]) -> None:
+    """The executor slots held at each second's end, stacked by what holds them: a model call
+    in flight, an agent job's tool time between two turns, a wait before a retry. The stack's
+    top is ``in_flight``: a slot in tool time is held, and idle."""
+    rows = [[_num(line.get(key)) for line in timeline] for key, _, _ in SLOT_STATES]
+    rows = [[0.0 if math.isnan(v) else v for v in row] for row in rows]
+    ax.stackplot(
+        t,
+        *rows,
+        labels=[label for _, label, _ in SLOT_STATES],
+        colors=[c for _, _, c in SLOT_STATES],
+        alpha=0.85,
+        step="post",
+    )
+
+
+def _label_panels(axes: Sequence[Any], bins: int, slots: bool = False) -> None:
     labels = [
         ("queue depth (items waiting)", "items"),
         ("oldest waiting item age", "seconds"),
@@ -284,6 +315,11 @@ def _label_panels(axes: Sequence[Any], bins: int) -> None:
             "requests / s",
         ),
         ("executor replicas", "replicas"),
+        *(
+            [("executor slots held: in model calls, in tool time, waiting to retry", "slots")]
+            if slots
+            else []
+        ),
         ("turnaround p95, rolling window", "seconds"),
     ]
     for ax, (title, unit) in zip(axes, labels, strict=True):

@@ -368,12 +368,48 @@ def _details(s: Mapping[str, Any]) -> list[Block]:
     return out
 
 
-def build(summary: Summary, image: str | None) -> list[Block]:
+def _jobs(s: Mapping[str, Any], slots_panel: bool) -> list[Block]:
+    """Agent jobs (``summary.jobs``, only with a job class): their turns and calls, and how
+    the slots they held were spent; ``slots_panel``: timeline.png has the slots panel."""
+    j = s.get("jobs")
+    if not isinstance(j, Mapping):
+        return []
+    held, calls = j.get("executor_occupancy_mean"), j.get("model_call_concurrency_mean")
+    share = j.get("tool_time_share")
+    text = (
+        f"On average {fmt_num(held)} executor slots were held and {fmt_num(calls)} model calls "
+        "were in flight"
+        + (
+            f"; tool time was {percent(share, 1)} of the agent jobs' slot time"
+            if _is_num(share)
+            else ""
+        )
+        + "."
+    )
+    if slots_panel:
+        text += (
+            " The timeline's executor slots panel splits the slots held, second by second, into"
+            " those in a model call, those in tool time between two turns (held but idle) and"
+            " those waiting to retry a call."
+        )
+    turns = _map(j.get("turns"))
+    facts = [
+        f"jobs: {fmt_num(j.get('jobs'))}, turns mean / max: {fmt_num(turns.get('mean'))} / "
+        f"{fmt_num(turns.get('max'))}",
+        f"turns answered: {fmt_num(j.get('turns_completed'))}; model calls: "
+        f"{fmt_num(j.get('model_calls'))}; ended early: {fmt_num(j.get('ended_early'))}",
+    ]
+    return [("h2", "Agent jobs"), ("p", text), ("list", facts)]
+
+
+def build(summary: Summary, image: str | None, *, slots_panel: bool = False) -> list[Block]:
     """The report as blocks, in the order a person reads it: the verdict and a one-line
     headline, the timeline picture, then the tables (counts, latency and SLO, gates and
-    alerts, details) and last the run's provenance."""
+    alerts, agent jobs, details) and last the run's provenance. ``slots_panel``: the picture
+    has the agent jobs' executor slots panel."""
     blocks = _lead(summary) + ([("img", image)] if image else [])
-    blocks += [*_counts(summary), *_latency(summary), *_gates(summary), *_details(summary)]
+    blocks += [*_counts(summary), *_latency(summary), *_gates(summary)]
+    blocks += [*_jobs(summary, slots_panel), *_details(summary)]
     return blocks + _run_facts(summary)
 
 
@@ -489,7 +525,7 @@ def read_timeline(path: Path) -> list[dict[str, Any]]:
 
 def write_report(folder: Path) -> list[Path]:
     """Write timeline.png, report.md and report.html into ``folder``; return their paths."""
-    from harness.render.plots import plot_timeline
+    from harness.render.plots import SLOT_STATES, plot_timeline
 
     try:
         data = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
@@ -498,8 +534,10 @@ def write_report(folder: Path) -> list[Path]:
     if not isinstance(data, dict):
         raise ReportError(f"{folder / 'summary.json'}: expected a JSON object")
     summary = cast(Summary, data)  # a run's summary.json (read defensively all the same)
-    png = plot_timeline(read_timeline(folder / "timeline.jsonl"), summary, folder / "timeline.png")
-    blocks = build(summary, png.name)
+    timeline = read_timeline(folder / "timeline.jsonl")
+    png = plot_timeline(timeline, summary, folder / "timeline.png")
+    slots = any(SLOT_STATES[0][0] in line for line in timeline)  # as plot_timeline decides
+    blocks = build(summary, png.name, slots_panel=slots)
     md = folder / "report.md"
     md.write_text(render_markdown(blocks), encoding="utf-8")
     page = folder / "report.html"

@@ -34,6 +34,8 @@ NAIVE: dict[str, list[str]] = {
     "cost-budget": ["classes.report.optional=false"],
     "review-backlog": ["engine.review.max_pending=null"],
     "shed-at-80": ["engine.admission.shed_fill=null", "engine.admission.shed_fill_standard=null"],
+    "tool-time-dominates": ["engine.scaling.max_replicas=8"],
+    "mid-session-429": ["classes.agent.job.on_turn_failure=fail"],
 }
 SCENARIOS = sorted(p.stem for p in (bundled_dir() / "scenarios").glob("*.yaml"))
 
