@@ -14,6 +14,10 @@ Each row is one arrival with its prompt and output token counts. The reader:
    the window's mean rate (rows / window length, or / first-to-last span without a window) is
    R. Nothing is thinned: every row in the window is an arrival;
 4. drops what falls at or after ``duration_s``, as the plain trace reader does.
+
+A JSONL session trace (``trace.sessions``) is read by :func:`read_sessions`: records grouped by
+a key or parent chain, each session's records in time order (the file need not be), windowed
+and rescaled as records, one :data:`TracedSession` per session (docs/profiles.md).
 """
 
 from __future__ import annotations
