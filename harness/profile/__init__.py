@@ -48,6 +48,7 @@ from harness.profile.schema import (
     TraceBin,
     TraceClasses,
     TraceOptions,
+    TraceSessions,
     TurnRange,
     Upstream,
 )
@@ -446,6 +447,7 @@ __all__ = [
     "TraceBin",
     "TraceClasses",
     "TraceOptions",
+    "TraceSessions",
     "TurnRange",
     "Upstream",
     "Verdict",

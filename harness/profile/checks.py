@@ -153,6 +153,7 @@ def check_trace_options(ctx: Ctx, p: Profile) -> None:
         )
     if t.speedup is not None and t.rate_per_s is not None:
         raise ctx.err("arrivals.trace.rate_per_s", "give speedup or rate_per_s, not both")
+    check_trace_sessions(ctx, p)
     rule, where = t.classes, "arrivals.trace.classes"
     if rule is None:
         return
@@ -185,6 +186,52 @@ def check_trace_options(ctx: Ctx, p: Profile) -> None:
         if b.max is not None and b.max <= last:
             raise ctx.err(f"{where}.bins.{i}.max", f"bins must rise: {b.max} is not above {last}")
         last = b.max if b.max is not None else last
+
+
+def _trace_classes(p: Profile) -> list[str]:
+    """The classes a public trace's rows can be given, in the profile's order."""
+    t = p.arrivals.trace
+    rule = t.classes if t is not None else None
+    if rule is None:
+        return [next(iter(p.classes))]
+    named = set(rule.map.values()) | {b.cls for b in rule.bins}
+    return [n for n in p.classes if n in named]
+
+
+def check_trace_sessions(ctx: Ctx, p: Profile) -> None:
+    """arrivals.trace.sessions: a JSONL trace's sessions, replayed as jobs or closed-loop."""
+    t = p.arrivals.trace
+    s = t.sessions if t is not None else None
+    if s is None:
+        return
+    where = "arrivals.trace.sessions"
+    if p.arrivals.format != "mooncake":
+        raise ctx.err(where, f"a {p.arrivals.format} trace has no session key (format: mooncake)")
+    if not s.key or s.key == s.parent:
+        raise ctx.err(f"{where}.key", "name the record key of the session (or record) id")
+    if s.think_s is not None:
+        if s.replay != "closed_loop":
+            raise ctx.err(
+                f"{where}.think_s",
+                "only with replay: closed_loop (a job's tool time is the trace's gaps)",
+            )
+        if s.think_s.dist == "tokens":
+            raise ctx.err(f"{where}.think_s.dist", "a think time is a plain latency, not tokens")
+        check_latency(ctx, s.think_s, f"{where}.think_s")
+    for name in _trace_classes(p):
+        job = p.classes[name].job
+        if s.replay == "job" and job is None:
+            raise ctx.err(
+                f"classes.{name}.job",
+                f"a session replayed as a job needs class {name!r} to have a job shape "
+                "(job: {} will do: the trace gives its turns and tool time)",
+            )
+        if s.replay == "closed_loop" and job is not None:
+            raise ctx.err(
+                f"classes.{name}.job",
+                "replay: closed_loop sends each record as one call: drop the job shape, "
+                "or use replay: job",
+            )
 
 
 def check_scaling(ctx: Ctx, p: Profile) -> None:

@@ -43,16 +43,18 @@ from harness.sim.agenda import Agenda
 from harness.sim.token_timing import TokenFigures
 from harness.sim.upstream import MID_STREAM, SimUpstream
 from harness.workload import outcomes
-from harness.workload.arrivals import Arrival, schedule_chunks, stream
+from harness.workload.arrivals import Arrival, schedule_chunks, session_replay, stream
 from harness.workload.callers import retry_delay
 from harness.workload.job_shape import ShapeDraws
 from harness.workload.outcomes import Answer
+from harness.workload.sessions import ClosedLoop
 
 _FINISH: Final = 0
 _FAIL: Final = 1
 _TICK: Final = 2
 _METRICS: Final = 3
 _CLIENT: Final = 4
+_NEXT: Final = 5  # a closed-loop session's next record (workload.sessions)
 
 
 class ClientRetries:
@@ -121,6 +123,12 @@ class ClientRetries:
                         first.output_tokens,
                     )
                     nxt.id = f"{first.id}.{n + 1}"
+                    if first.session is not None:  # a traced session: the same turns again
+                        nxt.turns, nxt.tool_s, nxt.session = (
+                            first.turns,
+                            first.tool_s,
+                            first.session,
+                        )
                     self.attempt[nxt.id] = (first, n + 1)
                     col.arrived(nxt.id, first.t)  # turnaround still counts from the first send
                     if tp is Reject:
@@ -252,7 +260,11 @@ def _simulate(
     cr = profile.clients.retry
     clients = ClientRetries(cr, stream(seed, "clients")) if cr is not None else None
     # Arrivals in lists, taken by index; the next list once per _CHUNK arrivals.
-    chunks = schedule_chunks(profile, seed if schedule_seed is None else schedule_seed)
+    sched_seed = seed if schedule_seed is None else schedule_seed
+    chunks = schedule_chunks(profile, sched_seed)
+    # A session trace replayed closed-loop: a record's end offers its session's next record.
+    loop = ClosedLoop(profile, sched_seed) if session_replay(profile) == "closed_loop" else None
+    traced_turns = upstream.traced_turns
     batch: list[Arrival] = next(chunks, [])
     bi = 0
     nxt: Arrival | None = batch[0] if batch else None
@@ -283,10 +295,18 @@ def _simulate(
             if clients is not None:
                 clients.track(nxt)
             if shapes is not None and nxt.cls in shapes:
-                nxt.turns, nxt.tool_s = shapes.draw(nxt.cls, nxt.id)
+                if nxt.session is None:
+                    nxt.turns, nxt.tool_s = shapes.draw(nxt.cls, nxt.id)
+                else:
+                    traced_turns[nxt.id] = nxt.session
             if tokens:
-                prompt_tokens += nxt.prompt_tokens or 0
-                output_tokens += nxt.output_tokens or 0
+                if nxt.session is None:
+                    prompt_tokens += nxt.prompt_tokens or 0
+                    output_tokens += nxt.output_tokens or 0
+                else:
+                    for ptok, otok in nxt.session:
+                        prompt_tokens += ptok
+                        output_tokens += otok
                 if figs is not None:
                     figs.trace[nxt.id] = (nxt.prompt_tokens, nxt.output_tokens)
             actions = engine.handle(nxt, now)
@@ -343,7 +363,21 @@ def _simulate(
                 if tokens and figs is not None:
                     figs.trace[payload.id] = (payload.prompt_tokens, payload.output_tokens)
                 if shapes is not None and payload.cls in shapes:
-                    payload.turns, payload.tool_s = shapes.draw(payload.cls, payload.id)
+                    if payload.session is None:
+                        payload.turns, payload.tool_s = shapes.draw(payload.cls, payload.id)
+                    else:
+                        traced_turns[payload.id] = payload.session
+                actions = engine.handle(payload, now)
+            elif kind == _NEXT:
+                # A closed-loop session's next record: an arrival like the schedule's.
+                scheduled += 1
+                if clients is not None:
+                    clients.track(payload)
+                if tokens:
+                    prompt_tokens += payload.prompt_tokens or 0
+                    output_tokens += payload.output_tokens or 0
+                    if figs is not None:
+                        figs.trace[payload.id] = (payload.prompt_tokens, payload.output_tokens)
                 actions = engine.handle(payload, now)
             elif kind == _TICK:
                 actions = engine.handle(tick, now)
@@ -358,13 +392,22 @@ def _simulate(
                 log.write(now, actions)  # every engine decision, retried attempts included
             if jobs is not None:
                 for a in actions:  # an agent job that ended: its prompt is forgotten
-                    if type(a) is Complete or type(a) is Fail or type(a) is Expire:
-                        upstream.end_session(a.id)
+                    tp = type(a)
+                    if tp is Complete or tp is Fail or tp is Expire or tp is Reject:
+                        upstream.end_session(a.id)  # type: ignore[attr-defined]
             if clients is not None:
                 actions, again = clients.screen(now, actions, col)
                 for t_again, attempt in again:
                     seq += 1
                     agenda.push(t_again, seq, _CLIENT, attempt)
+            if loop is not None:
+                for a in actions:  # a final outcome offers the session's next record
+                    tp = type(a)
+                    if tp is Complete or tp is Fail or tp is Expire or tp is Reject:
+                        follow = loop.ended(a.id, now)  # type: ignore[attr-defined]
+                        if follow is not None:
+                            seq += 1
+                            agenda.push(follow.t, seq, _NEXT, follow)
             col.apply(now, actions)
             if figs is not None:
                 figs.apply(actions)

@@ -150,6 +150,9 @@ class SimUpstream:
         # the job's new input; sessions by request id, dropped when the job ends (end_session).
         self.job_tokens = {name: JobTokens(profile, name) for name in profile.job_classes()}
         self.sessions: dict[str, Session] = {}
+        # A session trace replayed as one job: each turn's traced (prompt, output) tokens, by
+        # request id (set by the driver when the job arrives, dropped by end_session).
+        self.traced_turns: dict[str, tuple[tuple[int, int], ...]] = {}
         self.last_prompt = 0  # the prompt tokens of the last agent call (the collector's)
         self._ends: list[float] = []  # when each attempt in service ends (timed only)
         # Stream faults hit streaming requests only, as in the stub.
@@ -186,8 +189,16 @@ class SimUpstream:
         turn 0 draws the class's prompt (plus the shared prefix) as a one-call job does; a
         later turn's prompt is the previous turn's plus its output and the new input; every
         call draws its completion from the class's completion tokens (a trace's counts replace
-        the draws). A retried turn keeps its prompt; turn 0 again starts the session afresh."""
+        the draws). A retried turn keeps its prompt; turn 0 again starts the session afresh.
+        A traced session's (``traced_turns``) turn k has its record k's prompt and output: the
+        record's prompt is the whole prompt (no shared prefix, no growth added)."""
         jt = self.job_tokens[cls]
+        if self.traced_turns:
+            rec = self.traced_turns.get(rid)
+            if rec is not None:  # a traced session: turn k is its record k, as recorded
+                p, o = rec[turn] if turn < len(rec) else rec[-1]
+                self.last_prompt = p
+                return p, min(o, jt.cap)
         tok = self.draws.tokens
         s = self.sessions.get(rid)
         known = trace is not None and trace[0] is not None and trace[1] is not None
@@ -215,6 +226,8 @@ class SimUpstream:
     def end_session(self, rid: str) -> None:
         """An agent job ended: its prompt is forgotten."""
         self.sessions.pop(rid, None)
+        if self.traced_turns:
+            self.traced_turns.pop(rid, None)
 
     def call(
         self, now: float, cls: str, rid: str, attempt: int, turn: int = 0

@@ -26,13 +26,13 @@ from mypy_extensions import i64
 from harness.digits import put_int, put_pad3
 from harness.engine.events import PRIORITY_OF, Arrived
 from harness.profile import NamePool, Profile, ProfileError, RequestClass
-from harness.workload.traces import hint, read_trace, traced
+from harness.workload.traces import TracedSession, hint, read_sessions, read_trace, traced
 
 
 class Arrival(Arrived):
     """One scheduled request; it is also the engine's ``Arrived`` event (no copy per arrival)."""
 
-    __slots__ = ("index", "output_tokens", "prompt_tokens", "t")
+    __slots__ = ("index", "output_tokens", "prompt_tokens", "session", "t")
 
     def __init__(
         self,
@@ -60,6 +60,8 @@ class Arrival(Arrived):
         # One model call; an agent job's shape is drawn by its driver (workload.job_shape).
         self.turns = 1
         self.tool_s = ()
+        # A session trace replayed as one job: each turn's (prompt, output) tokens (its records).
+        self.session: tuple[tuple[int, int], ...] | None = None
 
     def __repr__(self) -> str:
         return f"Arrival({self.id}, t={self.t:.3f}, {self.cls})"
@@ -237,6 +239,15 @@ def schedule_chunks(profile: Profile, seed: int | None = None) -> Iterator[list[
             if out:
                 yield out
         return
+    if session_replay(profile) is not None:
+        for a, _sess in session_plan(profile, s):
+            out.append(a)
+            if len(out) >= _CHUNK:
+                yield out
+                out = []
+        if out:
+            yield out
+        return
     if traced(profile):
         for i, (t, tcls, ptok, otok) in enumerate(read_trace(profile), 1):
             j = index_of[tcls]
@@ -270,9 +281,44 @@ def schedule_chunks(profile: Profile, seed: int | None = None) -> Iterator[list[
         yield out
 
 
+def session_replay(profile: Profile) -> str | None:
+    """``job`` or ``closed_loop`` for a session trace (``arrivals.trace.sessions``), else None."""
+    t = profile.arrivals.trace
+    if profile.arrivals.process != "trace" or t is None or t.sessions is None:
+        return None
+    return t.sessions.replay
+
+
+def session_plan(profile: Profile, seed: int) -> list[tuple[Arrival, TracedSession]]:
+    """A session trace's sessions and the arrival each starts with: replayed as a job, the
+    whole session (turns and tool times from its records, ids ``r-000001`` on); closed-loop,
+    its first record, each record of a session numbered after the one before (so ids are
+    unique: a session of 3 records from ``r-000004`` has ``r-000004`` to ``r-000006``).
+    Tenant and key are drawn once per session."""
+    prio = {n: PRIORITY_OF[c.priority] for n, c in profile.classes.items()}
+    pool_rng = stream(seed, "pools")
+    job = session_replay(profile) == "job"
+    out: list[tuple[Arrival, TracedSession]] = []
+    index = 1
+    for sess in read_sessions(profile):
+        t, classes, toks, gaps, _name = sess
+        cls = classes[0]
+        c = profile.classes[cls]
+        ten = _pick(c.tenant, "tenant", pool_rng) or "default"
+        key = _pick(c.key, "key", pool_rng)
+        a = Arrival(index, t, cls, prio[cls], ten, key, c.deadline_s, toks[0][0], toks[0][1])
+        if job:
+            a.turns, a.tool_s, a.session = len(toks), gaps, toks
+        out.append((a, sess))
+        index += 1 if job else len(toks)
+    return out
+
+
 def check_rows(profile: Profile) -> None:
     """Read a trace profile's file whole, so a malformed row is refused before a run starts."""
-    if traced(profile):
+    if session_replay(profile) is not None:
+        read_sessions(profile)
+    elif traced(profile):
         read_trace(profile)
     elif profile.arrivals.process == "trace":
         for _ in schedule(profile):

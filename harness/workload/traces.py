@@ -14,6 +14,10 @@ Each row is one arrival with its prompt and output token counts. The reader:
    the window's mean rate (rows / window length, or / first-to-last span without a window) is
    R. Nothing is thinned: every row in the window is an arrival;
 4. drops what falls at or after ``duration_s``, as the plain trace reader does.
+
+A JSONL session trace (``trace.sessions``) is read by :func:`read_sessions`: records grouped by
+a key or parent chain, each session's records in time order (the file need not be), windowed
+and rescaled as records, one :data:`TracedSession` per session (docs/profiles.md).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from datetime import date
 from pathlib import Path
 from typing import Final
 
-from harness.profile.schema import Profile, TraceClasses
+from harness.profile.schema import Profile, TraceClasses, TraceOptions, TraceSessions
 from harness.profile.walk import ProfileError
 
 # offset_s, class, prompt tokens, output tokens
@@ -161,7 +165,8 @@ def _read_csv(path: str, text: str, fmt: str, label_col: str | None) -> list[_Ra
     return rows
 
 
-def _read_jsonl(path: str, text: str) -> list[_Raw]:
+def _read_jsonl(path: str, text: str, objs: list[dict[str, object]] | None = None) -> list[_Raw]:
+    """The rows; with ``objs`` (a session trace) each row's object too, for its session keys."""
     rows: list[_Raw] = []
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -191,6 +196,8 @@ def _read_jsonl(path: str, text: str) -> list[_Raw]:
         except ValueError as e:
             raise ProfileError(path, n, col, f"bad trace row: {e}") from None
         rows.append((t, n, "", p, o))
+        if objs is not None:
+            objs.append(obj)
     return rows
 
 
@@ -244,14 +251,7 @@ def read_trace(profile: Profile) -> list[TracedRow]:
     a = profile.arrivals
     fmt = a.format
     path = a.file or ""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as e:
-        raise ProfileError(
-            path, None, "arrivals.file", f"cannot read trace: {e.strerror}"
-        ) from None
-    except UnicodeDecodeError:
-        raise ProfileError(path, None, "arrivals.file", f"not UTF-8 text (format: {fmt})") from None
+    text = _read_text(path, fmt)
     opts = a.trace
     rule = opts.classes if opts is not None else None
     if fmt == "mooncake":
@@ -265,6 +265,28 @@ def read_trace(profile: Profile) -> list[TracedRow]:
     classes = _classify(path, fmt, raw, rule, next(iter(profile.classes)))
     t0 = raw[0][0] if raw else 0
     times = [(r[0] - t0) / unit for r in raw]
+    out: list[TracedRow] = []
+    for i, t in _timeline(path, times, opts):
+        if t >= profile.duration_s:
+            break
+        r = raw[i]
+        out.append((t, classes[i], r[3], r[4]))
+    return out
+
+
+def _read_text(path: str, fmt: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as e:
+        raise ProfileError(
+            path, None, "arrivals.file", f"cannot read trace: {e.strerror}"
+        ) from None
+    except UnicodeDecodeError:
+        raise ProfileError(path, None, "arrivals.file", f"not UTF-8 text (format: {fmt})") from None
+
+
+def _timeline(path: str, times: list[float], opts: TraceOptions | None) -> list[tuple[int, float]]:
+    """(row, offset_s) of the rows the window keeps, in the rows' order, rescaled."""
     lo, hi = 0.0, float("inf")
     if opts is not None and opts.window_s is not None:
         lo, hi = opts.window_s[0], opts.window_s[1]
@@ -274,7 +296,7 @@ def read_trace(profile: Profile) -> list[TracedRow]:
     if opts is not None and opts.speedup is not None:
         scale = 1.0 / opts.speedup
     elif opts is not None and opts.rate_per_s is not None and offsets:
-        span = hi - lo if opts.window_s is not None else offsets[-1]
+        span = hi - lo if opts.window_s is not None else max(offsets)
         if span <= 0:
             raise ProfileError(
                 path,
@@ -283,11 +305,113 @@ def read_trace(profile: Profile) -> list[TracedRow]:
                 "the trace's rows span 0 s: no mean rate to rescale",
             )
         scale = len(offsets) / (opts.rate_per_s * span)
-    out: list[TracedRow] = []
-    for i, t in zip(keep, offsets, strict=True):
-        t = t * scale if scale != 1.0 else t
-        if t >= profile.duration_s:
-            break
-        r = raw[i]
-        out.append((t, classes[i], r[3], r[4]))
+    return [(i, t * scale if scale != 1.0 else t) for i, t in zip(keep, offsets, strict=True)]
+
+
+# -- session traces ---------------------------------------------------------------------------
+
+TracedSession = tuple[float, tuple[str, ...], tuple[tuple[int, int], ...], tuple[float, ...], str]
+"""One session: its first record's offset_s; each record's class, (prompt, output) tokens;
+the gap from each record to the next (start to start, rescaled: len - 1 of them); its name."""
+
+
+def _key_text(value: object) -> str | None:
+    """A session or record id as text (``"s-7"``, ``7``, ``7.0`` -> ``"7"``); None if not one."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, str | int):
+        return str(value)
+    return None
+
+
+def _session_names(
+    path: str, raw: list[_Raw], objs: list[dict[str, object]], sess: TraceSessions
+) -> list[str]:
+    """Each record's session: the value of ``sess.key``, or with ``sess.parent`` (chains) the
+    id of the chain's first record (its parent -1, null or absent)."""
+    names: list[str] = []
+    root: dict[str, str] = {}  # chains: a record's id -> its session's name
+    for r, obj in zip(raw, objs, strict=True):
+        n = r[1]
+        if sess.key not in obj:
+            raise ProfileError(path, n, sess.key, "bad trace row: missing (trace.sessions.key)")
+        k = _key_text(obj[sess.key])
+        if k is None:
+            raise ProfileError(
+                path,
+                n,
+                sess.key,
+                f"bad trace row: expected a string or whole number, got {obj[sess.key]!r}",
+            )
+        if sess.parent is None:
+            names.append(k)
+            continue
+        pv = obj.get(sess.parent)
+        if pv is None or pv == -1 or pv == "-1":
+            name = k
+        else:
+            pk = _key_text(pv)
+            if pk is None:
+                raise ProfileError(
+                    path, n, sess.parent, f"bad trace row: expected a record id or -1, got {pv!r}"
+                )
+            found = root.get(pk)
+            if found is None:
+                raise ProfileError(path, n, sess.parent, f"no earlier record has {sess.key} {pk}")
+            name = found
+        if k in root:
+            raise ProfileError(path, n, sess.key, f"{sess.key} {k} is a second record's id")
+        root[k] = name
+        names.append(name)
+    return names
+
+
+def read_sessions(profile: Profile) -> list[TracedSession]:
+    """A session trace's sessions (``arrivals.trace.sessions``), by their first record's time
+    (then line): the file may list them one after another, each session's own records in time
+    order. Window and rescale act on records (a session keeps those in the window); a session
+    whose first record is at or after ``duration_s`` is dropped."""
+    a = profile.arrivals
+    path = a.file or ""
+    opts = a.trace
+    assert opts is not None and opts.sessions is not None
+    text = _read_text(path, a.format)
+    objs: list[dict[str, object]] = []
+    raw = _read_jsonl(path, text, objs)
+    names = _session_names(path, raw, objs, opts.sessions)
+    latest: dict[str, int] = {}
+    for i, r in enumerate(raw):
+        j = latest.get(names[i])
+        if j is not None and r[0] < raw[j][0]:
+            raise ProfileError(
+                path,
+                r[1],
+                "timestamp",
+                f"session {names[i]}'s records go back in time: {r[0]} is before line "
+                f"{raw[j][1]}'s {raw[j][0]}",
+            )
+        latest[names[i]] = i
+    classes = _classify(path, "mooncake", raw, opts.classes, next(iter(profile.classes)))
+    unit = _COLS["mooncake"][3]
+    t0 = min(r[0] for r in raw) if raw else 0
+    times = [(r[0] - t0) / unit for r in raw]
+    grouped: dict[str, list[tuple[int, float]]] = {}
+    for i, t in _timeline(path, times, opts):
+        grouped.setdefault(names[i], []).append((i, t))
+    order = sorted(grouped.values(), key=lambda recs: (recs[0][1], recs[0][0]))
+    out: list[TracedSession] = []
+    for recs in order:
+        if recs[0][1] >= profile.duration_s:
+            continue
+        out.append(
+            (
+                recs[0][1],
+                tuple(classes[i] for i, _t in recs),
+                tuple((raw[i][3], raw[i][4]) for i, _t in recs),
+                tuple(recs[k + 1][1] - recs[k][1] for k in range(len(recs) - 1)),
+                names[recs[0][0]],
+            )
+        )
     return out

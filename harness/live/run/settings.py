@@ -53,6 +53,13 @@ class LiveSettings:
     proxy_port: int = 0
 
     def __post_init__(self) -> None:
+        t = self.profile.arrivals.trace
+        if t is not None and t.sessions is not None and t.sessions.replay == "closed_loop":
+            raise SettingsError(
+                "arrivals.trace.sessions.replay: closed_loop runs in the simulation only "
+                "(harness sim); harness run cannot offer a session's next record when the "
+                "last one ended yet (use replay: job)"
+            )
         if not self.time_scale > 0:
             raise SettingsError("--time-scale must be > 0")
         if (

@@ -93,6 +93,48 @@ class TraceClasses:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class TraceSessions:
+    """A session trace's records grouped into sessions (``harness.workload.sessions``)."""
+
+    key: str = field(
+        metadata=_c(
+            doc=(
+                "the record key naming its session (session_id, conversation_id, chat_id): records"
+                " with equal values are one session; with parent, each record's own id"
+            )
+        )
+    )
+    parent: str | None = field(
+        default=None,
+        metadata=_c(
+            doc=(
+                "chains (Qwen/Bailian's parent_chat_id): the key holding the id (key) of the"
+                " record it follows; -1, null or absent starts a session"
+            )
+        ),
+    )
+    replay: Literal["job", "closed_loop"] = field(
+        default="job",
+        metadata=_c(
+            doc=(
+                "job: a session is one agent job holding its slot (turns = its records, tool"
+                " time = the gaps); closed_loop: each record is a one-call job, offered when the"
+                " record before it ended plus the think time (simulation only)"
+            )
+        ),
+    )
+    think_s: Latency | None = field(
+        default=None,
+        metadata=_c(
+            doc=(
+                "closed_loop: the think time after a record ended, drawn per record like a"
+                " latency; null: the trace's gap between the two records' timestamps"
+            )
+        ),
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TraceOptions:
     """A public trace's window (trace seconds from its first row), rescale, class mapping."""
 
@@ -121,6 +163,15 @@ class TraceOptions:
     classes: TraceClasses | None = field(
         default=None,
         metadata=_c(doc="how a trace row picks its class; without it every row is the first class"),
+    )
+    sessions: TraceSessions | None = field(
+        default=None,
+        metadata=_c(
+            doc=(
+                "format mooncake: group records into sessions by a key (or a parent chain) and"
+                " replay each as one agent job or closed-loop; null: every record is a job"
+            )
+        ),
     )
 
 
