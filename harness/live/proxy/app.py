@@ -46,6 +46,7 @@ from harness.live.proxy.session import TURN_HEADER, Session
 from harness.live.transport import http
 from harness.live.transport.upstream import Upstream, UpstreamError, UpstreamResponse
 from harness.wire import done_rest, retry_after_s, sse_done
+from harness.workload.arrivals import session_plan, session_replay
 from harness.workload.job_shape import ShapeDraws
 
 DEFAULT_MAX_BODY = 8 * 1024 * 1024
@@ -97,6 +98,13 @@ class ProxyApp(Answers):
         # client's x-request-id as the simulation draws them by request id.
         self.jobs = driver.profile.job_classes()
         self.shapes = ShapeDraws.of(driver.profile, driver.seed) if self.jobs else None
+        # A session trace replayed as jobs: each session's turns, tool times and records, by
+        # the request id the load generator sends (the schedule's).
+        self.traced: dict[str, tuple[int, tuple[float, ...], tuple[tuple[int, int], ...]]] = {}
+        if session_replay(driver.profile) == "job":
+            for a, _ in session_plan(driver.profile, driver.seed):
+                if a.session is not None:
+                    self.traced[a.id] = (a.turns, a.tool_s, a.session)
 
     # -- ASGI --------------------------------------------------------------------------------
 
@@ -227,10 +235,15 @@ class ProxyApp(Answers):
         assert self.shapes is not None
         rid = http.header(call.fwd, b"x-request-id")
         key = rid.decode("latin-1") if rid else self.driver.next_id()
-        call.turns, call.tool_s = self.shapes.draw(call.cls, key)
         shape = self.jobs[call.cls]
+        traced = self.traced.get(key) or self.traced.get(key.rpartition(".")[0])  # a retry: id.N
+        records = None
+        if traced is not None:
+            call.turns, call.tool_s, records = traced
+        else:
+            call.turns, call.tool_s = self.shapes.draw(call.cls, key)
         call.session = Session(
-            doc, call.body, shape.shared_prefix_tokens, shape.new_input_tokens, call.fwd
+            doc, call.body, shape.shared_prefix_tokens, shape.new_input_tokens, call.fwd, records
         )
 
     def _turn(self, call: ProxiedRequest, act: Dispatch) -> None:

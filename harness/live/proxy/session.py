@@ -35,11 +35,29 @@ _FILLER: Final = "tool output line. "
 def filler(tokens: int) -> str:
     """Text of ``tokens`` tokens at four characters a token ("." for none: a turn still says
     something)."""
-    if tokens <= 0:
+    return filler_chars(tokens * CHARS_PER_TOKEN)
+
+
+def filler_chars(chars: int) -> str:
+    """Text of ``chars`` characters ("." for none)."""
+    if chars <= 0:
         return "."
-    chars = tokens * CHARS_PER_TOKEN
     reps = -(-chars // len(_FILLER))
     return (_FILLER * reps)[:chars]
+
+
+def _chars(messages: list[Any]) -> int:
+    """The characters of the messages' text, as the stub counts a prompt."""
+    n = 0
+    for m in messages:
+        content = m.get("content") if isinstance(m, dict) else None
+        if isinstance(content, str):
+            n += len(content)
+        elif isinstance(content, list):
+            for part in content:
+                if isinstance(part, dict) and isinstance(part.get("text"), str):
+                    n += len(part["text"])
+    return n
 
 
 def answer_text(data: bytes, sse: bool) -> str:
@@ -71,7 +89,17 @@ def answer_text(data: bytes, sse: bool) -> str:
 class Session:
     """One agent job's messages, turn by turn (:meth:`body`)."""
 
-    __slots__ = ("_body", "_doc", "_first", "_messages", "_new_input", "_original", "fwd", "turn")
+    __slots__ = (
+        "_body",
+        "_doc",
+        "_first",
+        "_messages",
+        "_new_input",
+        "_original",
+        "_traced",
+        "fwd",
+        "turn",
+    )
 
     def __init__(
         self,
@@ -80,8 +108,15 @@ class Session:
         shared_prefix_tokens: int,
         new_input_tokens: int,
         fwd: Headers,
+        traced: tuple[tuple[int, int], ...] | None = None,
     ) -> None:
+        """``traced``: a session trace's records, (prompt, output) tokens per turn
+        (``arrivals.trace.sessions``, replay: job): turn k's new input then fills its prompt
+        up to record k's (what the record's prompt holds beyond the last turn's prompt and
+        answer; "." when the answer already reached it), and it asks for record k's output
+        tokens."""
         self._doc = doc
+        self._traced = traced
         self.fwd = fwd  # the headers every turn forwards (the turn's own is added to them)
         # Turn 0 without a shared prefix sends the client's own bytes.
         self._original = body if shared_prefix_tokens <= 0 else None
@@ -107,15 +142,22 @@ class Session:
                 return self._original
         elif turn != self.turn:
             said = answer_text(last_answer, sse) if last_answer is not None else ""
-            self._messages = [
-                *self._messages,
-                {"role": "assistant", "content": said},
-                {"role": "user", "content": filler(self._new_input)},
-            ]
+            grown = [*self._messages, {"role": "assistant", "content": said}]
+            rec = self._traced
+            if rec is not None and turn < len(rec):
+                # record k's prompt is the whole prompt: the new input fills it up
+                new = filler_chars(rec[turn][0] * CHARS_PER_TOKEN - _chars(grown))
+            else:
+                new = filler(self._new_input)
+            self._messages = [*grown, {"role": "user", "content": new}]
         elif self._body is not None:
             return self._body
         self.turn = turn
         doc = dict(self._doc)
         doc["messages"] = self._messages
+        rec = self._traced
+        if rec is not None and turn < len(rec):
+            cap = "max_completion_tokens" if "max_completion_tokens" in doc else "max_tokens"
+            doc[cap] = max(1, rec[turn][1])
         self._body = orjson.dumps(doc)
         return self._body
