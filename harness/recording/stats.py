@@ -153,6 +153,7 @@ class JobTally:
         "slot_s",
         "tool_s",
         "turn_latencies",
+        "turn_ttfts",
         "turns",
         "turns_completed",
     )
@@ -165,6 +166,9 @@ class JobTally:
         self.model_calls = 0
         self.ended_early = 0
         self.turn_latencies: list[float] = []  # each answered turn's call, in seconds
+        # Each answered streamed turn's time to its first token, from its call's start: the
+        # driver's to add (the simulation's token figures, the live proxy's streams).
+        self.turn_ttfts: list[float] = []
         self.tool_s = 0.0
         self.slot_s = 0.0
         self.prompt_per_job: list[float] = []
@@ -255,6 +259,7 @@ class JobTally:
             "model_calls": self.model_calls,
             "ended_early": self.ended_early,
             "turn_latency_s": percentiles(self.turn_latencies, ("p50", "p95")),
+            "turn_ttft_s": percentiles(self.turn_ttfts, ("p50", "p95")),
             "tool_time_share": round(self.tool_s / self.slot_s, 4) if self.slot_s > 0 else None,
             "executor_occupancy_mean": round(busy / span, 4),
             "model_call_concurrency_mean": round(calls / span, 4),

@@ -239,7 +239,11 @@ def _simulate(
     shapes = ShapeDraws.of(profile, seed) if profile.job_classes() else None
     jobs = col.jobs
     # dist: tokens times each attempt's tokens: TTFT, ITL and output tokens are reported.
-    figs = TokenFigures(upstream.streaming) if upstream.timed else None
+    figs = (
+        TokenFigures(upstream.streaming, frozenset(profile.job_classes()))
+        if upstream.timed
+        else None
+    )
     # Effects are counted per request (a set of ids) only where one can happen twice: an
     # answer lost (ack_loss), or an attempt abandoned by a drain timeout.
     sc = profile.engine.scaling
@@ -454,6 +458,8 @@ def _simulate(
     end = now if halted else max(now, profile.duration_s)
     if log is not None:
         log.flush()
+    if figs is not None and jobs is not None:
+        jobs.turn_ttfts.extend(figs.turn_ttfts)  # each streamed turn's, as timed
     retried = Retried()
     if clients is not None:
         retried = Retried(clients.retried_rejects, clients.retried_fails, clients.retried_expires)

@@ -8,7 +8,9 @@ the request's scheduled send time (the collector's, so a caller's retry counts f
 send) and, as live, over streamed requests only; a stream of n tokens adds n - 1 gaps of its
 TPOT (one run); every completed request adds its completion tokens. An agent job's turns are
 one request's: its TTFT is its first turn's, and each answered turn (``TurnDone``) adds its
-tokens and gaps to the job's, counted when the job completes.
+tokens and gaps to the job's, counted when the job completes. Each answered streamed turn of
+an agent job also adds its own time to first token, from its call's start, to ``turn_ttfts``
+(``summary.jobs.turn_ttft_s``).
 """
 
 from __future__ import annotations
@@ -20,10 +22,26 @@ from harness.sim.upstream import Timing
 
 
 class TokenFigures:
-    __slots__ = ("_earlier", "_pending", "_streams", "completion_tokens", "gaps", "trace", "ttfts")
+    __slots__ = (
+        "_earlier",
+        "_jobs",
+        "_pending",
+        "_streams",
+        "_turn_first",
+        "completion_tokens",
+        "gaps",
+        "trace",
+        "ttfts",
+        "turn_ttfts",
+    )
 
-    def __init__(self, streams: frozenset[str]) -> None:
+    def __init__(self, streams: frozenset[str], job_classes: frozenset[str] = frozenset()) -> None:
         self._streams = streams
+        # Agent classes that stream: each turn's attempt's TTFT from its start, by request id,
+        # until the turn is answered (then in turn_ttfts) or the job ends otherwise.
+        self._jobs = job_classes & streams
+        self._turn_first: dict[str, float] = {}
+        self.turn_ttfts: list[float] = []
         self._pending: dict[str, tuple[float, float, int, bool]] = {}
         # An agent job's answered turns before the one under way: (TTFT of its first turn,
         # -1 when not streamed; their gaps as (gap, count) runs; their completion tokens).
@@ -43,15 +61,24 @@ class TokenFigures:
             self._earlier.pop(rid, None)  # a session run again from its first turn
         if timing is None:
             self._pending.pop(rid, None)
+            if self._jobs:
+                self._turn_first.pop(rid, None)
             return
         first, tpot, n = timing
         self._pending[rid] = (now + first - sent, tpot, n, cls in self._streams)
+        if self._jobs and cls in self._jobs:
+            self._turn_first[rid] = first
 
     def apply(self, actions: list[Action]) -> None:
         """Count the requests these actions complete; forget those they end otherwise."""
         for a in actions:
             tp = type(a)
             if tp is Complete:
+                if self._jobs:
+                    if a.reason is None:  # type: ignore[attr-defined]
+                        self._turn_answered(a.id)  # type: ignore[attr-defined]
+                    else:  # ended early: its last turn failed
+                        self._turn_first.pop(a.id, None)  # type: ignore[attr-defined]
                 rec = self._pending.pop(a.id, None)  # type: ignore[attr-defined]
                 if self.trace:
                     self.trace.pop(a.id, None)  # type: ignore[attr-defined]
@@ -69,13 +96,24 @@ class TokenFigures:
                     if n > 1:
                         self.gaps[tpot] = self.gaps.get(tpot, 0) + n - 1
             elif tp is TurnDone:
+                if self._jobs:
+                    self._turn_answered(a.id)  # type: ignore[attr-defined]
                 self._turn_done(a.id)  # type: ignore[attr-defined]
             elif tp is Fail or tp is Expire or tp is Reject:
                 self._pending.pop(a.id, None)  # type: ignore[attr-defined]
+                if self._jobs:
+                    self._turn_first.pop(a.id, None)  # type: ignore[attr-defined]
                 if self.trace:
                     self.trace.pop(a.id, None)  # type: ignore[attr-defined]
                 if self._earlier:
                     self._earlier.pop(a.id, None)  # type: ignore[attr-defined]
+
+    def _turn_answered(self, rid: str) -> None:
+        """An agent job's streamed turn was answered: its TTFT counts (an ended-early job's
+        failed turn answered nothing: its attempt's entry was dropped at its failure)."""
+        first = self._turn_first.pop(rid, None)
+        if first is not None:
+            self.turn_ttfts.append(first)
 
     def _turn_done(self, rid: str) -> None:
         """An agent job's turn answered: its tokens and gaps wait for the job's outcome."""

@@ -109,6 +109,9 @@ def test_only_the_last_turn_streams_to_the_client_the_earlier_ones_are_read_whol
         assert answer_text(ex.body, sse=True) == "answer 1"
         # the first turn's stream was read and its text joined the second turn's messages
         assert messages(up.requests[1])[-2] == {"role": "assistant", "content": "answer 0"}
+        jobs = app.driver.collector.jobs
+        assert jobs is not None and len(jobs.turn_ttfts) == 2  # each turn's first bytes
+        assert all(0.0 <= x < 5.0 for x in jobs.turn_ttfts)
         await app.aclose()
 
     run(go())

@@ -246,3 +246,42 @@ def test_a_threshold_may_name_a_jobs_figure() -> None:
     rows = simulate(loads(text), 4, with_timeline=False).summary["thresholds"]
     mine = [r for r in rows if r["expr"].startswith("jobs.")]
     assert len(mine) == 2 and all(r["ok"] and r["value"] is not None for r in mine)
+
+
+STREAMED = """
+name: streamed-agents
+duration_s: 300
+seed: 2
+arrivals: {process: poisson, phases: [{until_s: 300, rate_per_s: 0.5}]}
+classes:
+  agent:
+    weight: 1
+    stream: true
+    prompt_tokens: {dist: fixed, value: 500}
+    completion_tokens: {dist: fixed, value: 100}
+    job: {turns: 4, tool_s: {dist: fixed, value_s: 1}, new_input_tokens: NEW}
+upstream:
+  latency: {dist: tokens, ttft_s: 0.2, ttft_per_prompt_token_s: 0.0002, tpot_s: 0.01,
+            tpot_per_in_flight_s: 0, sigma: 0}
+  timeout_s: 60
+engine:
+  executors: {initial: 40}
+"""
+
+
+def test_each_streamed_turns_ttft_is_timed_and_grows_with_its_prompt() -> None:
+    """With sigma 0, turn k's TTFT is 0.2 + 0.0002 x its prompt: 500 + k x (100 + new input)
+    tokens; so the turns' TTFTs are known exactly, and the job's first (summary.ttft_s) is
+    turn 0's plus its wait."""
+    for new in (0, 2000):
+        s = simulate(loads(STREAMED.replace("NEW", str(new)), file="s.yaml"), 2).summary
+        jobs = s["jobs"]
+        n = s["counts"]["completed"]
+        assert n > 100 and s["counts"]["failed"] == 0
+        want = sorted(0.2 + 0.0002 * (500 + k * (100 + new)) for k in range(4))
+        # four turns a job, as many TTFTs of each turn (every job completes): the p50 falls
+        # halfway between turns 1 and 2, the p95 on turn 3
+        assert jobs["turn_ttft_s"]["p50"] == pytest.approx((want[1] + want[2]) / 2, abs=1e-3)
+        assert jobs["turn_ttft_s"]["p95"] == pytest.approx(want[3], abs=1e-3)
+        assert jobs["turns_completed"] == 4 * n
+        assert s["ttft_s"]["p50"] == pytest.approx(want[0], abs=1e-3)  # no queueing here

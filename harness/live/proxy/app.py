@@ -309,8 +309,14 @@ class ProxyApp(Answers):
             await asyncio.sleep(max(0.0, clock.wall_delay(due)))
             return self.driver.report(Failed(id=call.id, reason=ACK_LOST, attempt=call.attempt))
 
+        session = call.session is not None
+        if session:  # an agent job's turn: its time to first token counts from here
+            call.sent_at, call.ttft_at = clock.now(), -1.0
+
         def report(ev: Event) -> None:
             call.cause = ev.reason if isinstance(ev, Failed) else None
+            if session and call.ttft_at >= 0.0 and type(ev) is Finished:
+                self.driver.turn_ttft(call.ttft_at - call.sent_at)
             self.driver.report(ev)
 
         try:
@@ -329,7 +335,10 @@ class ProxyApp(Answers):
             ):
                 return await self._pipe(call, resp, send, report)
             try:
-                data = await resp.read()
+                if session and call.stream and 200 <= status < 300:
+                    data = await self._read_turn(call, resp)
+                else:
+                    data = await resp.read()
             except UpstreamError as e:
                 return report(Failed(id=call.id, reason=e.reason, attempt=call.attempt))
             call.last = (status, resp.headers, data)
@@ -348,6 +357,16 @@ class ProxyApp(Answers):
             )
         finally:
             resp.close()
+
+    async def _read_turn(self, call: ProxiedRequest, resp: UpstreamResponse) -> bytes:
+        """An agent job's streamed turn before its last, read whole (its answer feeds the next
+        turn), noting when its first bytes came."""
+        parts: list[bytes] = []
+        async for chunk in resp.chunks():
+            if not parts:
+                call.ttft_at = self.driver.clock.now()
+            parts.append(chunk)
+        return b"".join(parts)
 
     async def _send(self, call: ProxiedRequest) -> UpstreamResponse:
         return await self.upstream.send(
@@ -388,6 +407,8 @@ class ProxyApp(Answers):
             return report(Failed(id=call.id, reason=e.reason, attempt=call.attempt))
         except StopAsyncIteration:
             return report(Failed(id=call.id, reason="upstream_empty_stream", attempt=call.attempt))
+        if call.session is not None:
+            call.ttft_at = self.driver.clock.now()
         sse = (http.header(headers, b"content-type") or b"").startswith(
             b"text/event-stream"
         ) and http.header(headers, b"content-encoding") in (None, b"identity")

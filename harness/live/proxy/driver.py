@@ -73,10 +73,12 @@ class Ticket:
         "pending",
         "priority",
         "running",
+        "sent_at",
         "session",
         "t0",
         "tenant",
         "tool_s",
+        "ttft_at",
         "turn",
         "turns",
     )
@@ -96,6 +98,10 @@ class Ticket:
         self.tool_s: tuple[float, ...] = ()
         self.turn = 0  # the turn being served
         self.session: Session | None = None
+        # An agent job's attempt: when its call went out, when its first bytes came (-1: not
+        # yet), in run seconds (summary.jobs.turn_ttft_s).
+        self.sent_at = 0.0
+        self.ttft_at = -1.0
         self.t0 = 0.0
         self.pending: Action | None = None
         self.final: Action | None = None  # Complete, Fail or Expire once the engine decided
@@ -212,6 +218,13 @@ class LiveDriver:
     def report(self, event: Event) -> None:
         now = self.clock.now()
         self._apply(now, self.engine.handle(event, now))
+
+    def turn_ttft(self, seconds: float) -> None:
+        """An agent job's streamed turn was answered, its first bytes ``seconds`` after its
+        call went out."""
+        jobs = self.collector.jobs
+        if jobs is not None:
+            jobs.turn_ttfts.append(seconds)
 
     def cancel(self, rid: str) -> None:
         if rid in self.tickets:
