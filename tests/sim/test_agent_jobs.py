@@ -230,6 +230,12 @@ def test_slots_held_and_calls_in_flight_follow_littles_law(seed: int) -> None:
     assert s["conservation"]["ok"] and s["counts"]["rejected"] == 0
     assert s["counts"]["completed"] == s["counts"]["admitted"]
     j = s["jobs"]
+    print(
+        f"\nseed {seed}: occupancy {j['executor_occupancy_mean']} (theory"
+        f" {lam * (n * m + (n - 1) * t):g}), calls in flight {j['model_call_concurrency_mean']}"
+        f" ({lam * n * m:g}), tool share {j['tool_time_share']}"
+        f" ({(n - 1) * t / (n * m + (n - 1) * t):.4f}), jobs {j['jobs']}"
+    )
     assert s["queue_wait_s"]["max"] == 0.0  # ample executors: nobody queued
     assert j["executor_occupancy_mean"] == pytest.approx(lam * (n * m + (n - 1) * t), rel=0.05)
     assert j["model_call_concurrency_mean"] == pytest.approx(lam * n * m, rel=0.05)
