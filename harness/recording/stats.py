@@ -119,11 +119,21 @@ class Second:
 class JobRecord:
     """One agent job under way, as its actions tell it."""
 
-    __slots__ = ("calls", "last_call_at", "prompts", "slot_at", "tool_from", "tool_s", "turns")
+    __slots__ = (
+        "answered",
+        "calls",
+        "last_call_at",
+        "prompts",
+        "slot_at",
+        "tool_from",
+        "tool_s",
+        "turns",
+    )
 
     def __init__(self, turns: int, now: float) -> None:
         self.turns = turns
         self.calls = 0
+        self.answered = 0  # its turns answered since it (last) started
         self.slot_at = now  # its first call: the session's start, as the figures count it
         self.last_call_at = now
         self.tool_from = -1.0  # when its tool time began (-1: not between turns)
@@ -156,6 +166,7 @@ class JobTally:
         "turn_ttfts",
         "turns",
         "turns_completed",
+        "turns_lost",
     )
 
     def __init__(self, classes: frozenset[str]) -> None:
@@ -163,6 +174,9 @@ class JobTally:
         self.live: dict[str, JobRecord] = {}
         self.turns: list[float] = []  # per ended job that made a call: its turns
         self.turns_completed = 0
+        # Answered turns thrown away: of jobs that then failed or expired, or that a drain
+        # kill restarted at turn 0.
+        self.turns_lost = 0
         self.model_calls = 0
         self.ended_early = 0
         self.turn_latencies: list[float] = []  # each answered turn's call, in seconds
@@ -194,8 +208,10 @@ class JobTally:
         rec = self.live.get(a.id)
         if rec is None:
             rec = self.live[a.id] = JobRecord(a.turns, now)
-        elif a.turn == 0 and a.attempt > 1 and rec.tool_from >= 0.0:
-            rec.tool_from = -1.0  # restarted between turns (a drain kill): no tool time
+        elif a.turn == 0 and a.attempt > 1:  # run again from its first turn (a drain kill)
+            self.turns_lost += rec.answered
+            rec.answered = 0
+            rec.tool_from = -1.0  # restarted between turns: no tool time
         if rec.tool_from >= 0.0:
             rec.tool_s += now - rec.tool_from
             rec.tool_from = -1.0
@@ -220,6 +236,7 @@ class JobTally:
             return
         self.turns_completed += 1
         self.turn_latencies.append(a.service_s)
+        rec.answered += 1
         rec.tool_from = now
 
     def end(self, now: float, rid: str, completed: bool, reason: str | None) -> None:
@@ -232,6 +249,7 @@ class JobTally:
         self.tool_s += rec.tool_s
         self.slot_s += now - rec.slot_at
         if not completed:
+            self.turns_lost += rec.answered
             return
         if reason is None:  # its last turn answered
             self.turns_completed += 1
@@ -256,6 +274,7 @@ class JobTally:
             "jobs": len(self.turns),
             "turns": percentiles(self.turns, ("mean", "p50", "p95", "max")),
             "turns_completed": self.turns_completed,
+            "turns_lost": self.turns_lost,
             "model_calls": self.model_calls,
             "ended_early": self.ended_early,
             "turn_latency_s": percentiles(self.turn_latencies, ("p50", "p95")),

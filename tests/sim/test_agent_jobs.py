@@ -4,6 +4,8 @@ per request, turns as upstream calls with their own draws, prompts that grow tur
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import orjson
 import pytest
 
@@ -291,3 +293,25 @@ def test_each_streamed_turns_ttft_is_timed_and_grows_with_its_prompt() -> None:
         assert jobs["turn_ttft_s"]["p95"] == pytest.approx(want[3], abs=1e-3)
         assert jobs["turns_completed"] == 4 * n
         assert s["ttft_s"]["p50"] == pytest.approx(want[0], abs=1e-3)  # no queueing here
+
+
+def test_turns_lost_are_the_answered_turns_of_jobs_that_failed(tmp_path: Path) -> None:
+    """The naive mid-session-429 (a failed turn fails its job): summary.jobs.turns_lost is the
+    count of turn lines in decisions.jsonl whose job then has a fail line; retrying the turn
+    instead loses none."""
+    from harness.profile import load
+    from harness.sim.runner import run_to_folder
+
+    lost = {}
+    for policy in ("fail", "retry"):
+        prof = load("scenarios/mid-session-429", [f"classes.agent.job.on_turn_failure={policy}"])
+        out = tmp_path / policy
+        out.mkdir()
+        run_to_folder(prof, 1, out)
+        summary = orjson.loads((out / "summary.json").read_bytes())
+        lines = [orjson.loads(x) for x in (out / "decisions.jsonl").read_bytes().splitlines()]
+        failed = {x["id"] for x in lines if x["kind"] in ("fail", "expire")}
+        answered = sum(1 for x in lines if x["kind"] == "turn" and x["id"] in failed)
+        assert summary["jobs"]["turns_lost"] == answered
+        lost[policy] = answered
+    assert lost["fail"] > 20 and lost["retry"] == 0
