@@ -315,3 +315,18 @@ def test_turns_lost_are_the_answered_turns_of_jobs_that_failed(tmp_path: Path) -
         assert summary["jobs"]["turns_lost"] == answered
         lost[policy] = answered
     assert lost["fail"] > 20 and lost["retry"] == 0
+
+
+def test_every_jobs_figure_may_be_named_by_a_threshold() -> None:
+    """The threshold grammar's known paths (profile.thresholds) hold every key the jobs block
+    writes, so no figure of summary.jobs is refused as an unknown path."""
+    from harness.profile.thresholds import _SHAPE
+
+    def paths(tree: dict[str, object], at: str = "") -> set[str]:
+        out: set[str] = set()
+        for k, v in tree.items():
+            out |= paths(v, f"{at}{k}.") if isinstance(v, dict) else {f"{at}{k}"}
+        return out
+
+    jobs = simulate(loads(AGENT), 4, with_timeline=False).summary["jobs"]
+    assert paths(jobs) == paths(_SHAPE["jobs"])
