@@ -422,3 +422,65 @@ def test_max_requests_rates_are_over_the_span_offered(tmp_path: Path) -> None:
     assert s["duration_s"] == 3.0  # the last answer, 1 s after the last send
     full = run_merge(tmp_path, [rec(i) for i in range(1, 5)])
     assert full["generator"]["span_s"] == 10.0 and full["generator"]["max_requests"] is None
+
+
+# -- a closed-loop session replay: the records offered are what is scheduled -----------------
+
+KEYED = Path(__file__).resolve().parents[1] / "data" / "sessions-keyed.jsonl"
+CLOSED = loads(f"""
+name: closed-loop-merge
+duration_s: 8
+arrivals: {{process: trace, format: mooncake, file: {KEYED},
+           trace: {{sessions: {{key: session_id, replay: closed_loop}}}}}}
+classes: {{chat: {{weight: 1}}}}
+upstream: {{latency: {{dist: fixed, value_s: 0.5}}}}
+""")
+
+
+def closed_merge(tmp: Path, recs: list[dict[str, Any]]) -> dict[str, Any]:
+    return merge(
+        out=tmp / "out",
+        profile=CLOSED,
+        seed=1,
+        records=recs,
+        scheduled=3,  # what the schedule holds: the sessions' first records
+        proxy_dir=None,
+        live=dict(LIVE),
+        started_at=datetime.now(UTC),
+        wall_s=1.0,
+        complete=True,
+    )
+
+
+# u1: r-000001 at 0 (+3 s), r-000002, r-000003 (+6 s); u2: r-000004 at 1, r-000005 (+4 s);
+# u3: r-000006 at 2. Each call 0.5 s: r-000002 at 3.5, r-000005 at 5.5, r-000003 at 10 (cut)
+OFFERED = [(1, 0.0), (4, 1.0), (6, 2.0), (2, 3.5), (5, 5.5)]
+
+
+def test_closed_loop_records_the_duration_cut_are_not_lost(tmp_path: Path) -> None:
+    s = closed_merge(tmp_path, [rec(i, t=t, latency=0.5, cls="chat") for i, t in OFFERED])
+    assert s["conservation"]["ok"], s["conservation"]
+    assert s["counts"]["scheduled"] == s["counts"]["arrivals"] == 5  # r-000003: never offered
+
+
+def test_closed_loop_a_lost_record_is_named(tmp_path: Path) -> None:
+    recs = [rec(i, t=t, latency=0.5, cls="chat") for i, t in OFFERED if i != 5]
+    s = closed_merge(tmp_path, recs)  # r-000004 ended at 1.5: r-000005 was due at 5.5
+    assert s["counts"]["scheduled"] == 5 and not s["conservation"]["ok"]
+    assert any("1 missing (r-000005)" in v for v in s["conservation"]["violations"])
+
+
+def test_closed_loop_a_record_no_session_offered_is_named(tmp_path: Path) -> None:
+    recs = [rec(i, t=t, latency=0.5, cls="chat") for i, t in [*OFFERED, (3, 10.0)]]
+    s = closed_merge(tmp_path, recs)
+    assert not s["conservation"]["ok"]
+    assert any("not (r-000003)" in v for v in s["conservation"]["violations"])
+
+
+def test_closed_loop_a_dropped_record_ends_when_it_was_due(tmp_path: Path) -> None:
+    # r-000004 dropped at 1 (the generator's in-flight cap was full): r-000005 at 1 + 4
+    recs = [rec(i, t=t, latency=0.5, cls="chat") for i, t in OFFERED if i not in (4, 5)]
+    recs += [rec(4, "dropped", t=1.0, cls="chat"), rec(5, t=5.0, latency=0.5, cls="chat")]
+    s = closed_merge(tmp_path, recs)
+    assert s["conservation"]["ok"], s["conservation"]
+    assert s["counts"]["scheduled"] == 5 and s["counts"]["dropped_by_generator"] == 1

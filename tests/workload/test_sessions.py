@@ -20,6 +20,7 @@ from harness.profile import Profile, ProfileError, loads
 from harness.sim.runner import run_to_folder, simulate
 from harness.sim.upstream import SimUpstream
 from harness.workload.arrivals import schedule
+from harness.workload.sessions import every_record, offered, record_end
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 CHAINS = DATA / "sessions-bailian-format.jsonl"
@@ -338,9 +339,32 @@ def test_the_cli_refuses_a_bad_session_file_without_a_traceback(tmp_path: Path) 
     assert "Traceback" not in err
 
 
-def test_harness_run_refuses_closed_loop_naming_the_field(tmp_path: Path) -> None:
+def test_harness_run_takes_closed_loop_but_not_max_requests(tmp_path: Path) -> None:
     shutil.copy(KEYED, tmp_path / "k.jsonl")
     p = profile(tmp_path / "k.jsonl", "{key: session_id, replay: closed_loop}",
                 classes="{chat: {weight: 1}}")  # fmt: skip
-    with pytest.raises(SettingsError, match=r"arrivals\.trace\.sessions\.replay: closed_loop"):
-        LiveSettings.from_options(profile_spec="p.yaml", profile=p, out=tmp_path / "o")
+    LiveSettings.from_options(profile_spec="p.yaml", profile=p, out=tmp_path / "o")
+    # which records are offered depends on when the others end: no first N to cut at
+    with pytest.raises(SettingsError, match=r"--max-requests .*replay: closed_loop"):
+        LiveSettings.from_options(
+            profile_spec="p.yaml", profile=p, out=tmp_path / "o", max_requests=3
+        )
+
+
+def test_closed_loop_offered_replays_the_records_ends() -> None:
+    p = profile(KEYED, "{key: session_id, replay: closed_loop}", classes="{chat: {weight: 1}}",
+                duration=8)  # fmt: skip
+    # every record in id order, each at its trace time (a session's are consecutive)
+    assert [(a.id, a.t) for a in every_record(p, 7)] == [
+        ("r-000001", 0.0), ("r-000002", 3.0), ("r-000003", 9.0),
+        ("r-000004", 1.0), ("r-000005", 5.0), ("r-000006", 2.0),
+    ]  # fmt: skip
+    # the firsts alone, nothing ended yet
+    assert offered(p, 7, []) == ["r-000001", "r-000004", "r-000006"]
+    # r-000001 ended at 0.5: r-000002 at 3.5; it ended at 4.5: r-000003 at 10.5 >= 8, cut
+    ends = [("r-000002", 4.5), ("r-000004", 1.5), ("r-000001", 0.5)]  # any order
+    assert offered(p, 7, ends) == ["r-000001", "r-000002", "r-000004", "r-000005", "r-000006"]
+    # a record's end as the replay counts it: t_end, a dropped one's t_intended, none in flight
+    assert record_end({"outcome": "completed", "t_end": 2.5, "t_intended": 2.0}) == 2.5
+    assert record_end({"outcome": "dropped", "t_end": None, "t_intended": 2.0}) == 2.0
+    assert record_end({"outcome": "in_flight", "t_end": None, "t_intended": 2.0}) is None

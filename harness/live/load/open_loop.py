@@ -17,6 +17,15 @@ connections are opened before the start, and long-lived objects are frozen out o
 collector. Lateness is measured inside the request greenlet, just before the request goes out,
 and every latency counts from the intended time, so a slow generator cannot hide queueing
 (coordinated omission).
+
+Session traces replayed closed-loop (``arrivals.trace.sessions.replay: closed_loop``). The
+schedule holds each session's first record; when a record's request ends (its final answer,
+after the caller's own retries; a dropped one when it was due), the simulation's
+:class:`harness.workload.sessions.ClosedLoop` makes the session's next record, at that end
+(the record's ``t_end``) plus the think time, unless the duration cuts it. A greenlet waits
+for that offer time (``pending``) and then sends it as the walk would; its latency counts from
+that offer time. A process's share of the schedule is whole sessions (a session's records
+follow only from its own first), so ``--workers N`` splits sessions, never one session.
 """
 
 import locust  # noqa: F401 -- first: Locust monkey-patches the stdlib with gevent on import
@@ -42,6 +51,8 @@ from harness.live.load.calls import ClientRequest, Plan, RequestSpec, Retry
 from harness.live.load.requests_jsonl import sent_marker
 from harness.live.load.response_reader import read_all, read_body, read_stream
 from harness.live.transport.tls import Tls
+from harness.workload.arrivals import session_replay
+from harness.workload.sessions import ClosedLoop, record_end
 
 SPIN_S = 0.0015  # at most this last stretch before an arrival is spun, not slept...
 SPIN_SHARE = 0.1  # ...and at most this share of the recent mean gap between arrivals
@@ -78,6 +89,13 @@ class OpenLoop:
         agent.cookiejar = None  # LLM APIs set no cookies; the jar costs ~40 us a request
         self.retry = Retry.from_profile(plan.profile, self.scale, f"{plan.seed}:{plan.index}")
         self.in_flight: dict[str, gevent.Greenlet] = {}
+        # closed-loop sessions: each record's follower, and those waiting for their offer time
+        self.sessions = (
+            ClosedLoop(plan.profile, plan.seed)
+            if session_replay(plan.profile) == "closed_loop"
+            else None
+        )
+        self.pending: dict[str, gevent.Greenlet] = {}
         self.buf: list[bytes] = []
         self.stopping = Event()
         self.abandoning = Event()  # a second stop: no drain, records written at once
@@ -101,13 +119,15 @@ class OpenLoop:
             # PR_SET_PDEATHSIG fired): requests still out get their in_flight records, and
             # every buffered record and marker reaches the file for `report --recover`.
             flusher.kill()
+            if self.pending:  # never offered: no record
+                gevent.killall(list(self.pending.values()), block=True, timeout=2)
             if self.in_flight:
                 gevent.killall(list(self.in_flight.values()), block=True, timeout=2)
             self.flush()
 
     def _walk(self) -> None:
         plan, perf = self.plan, time.perf_counter
-        start, scale, cap = self.start, self.scale, self.cap
+        start, scale = self.start, self.scale
         prev, gap = start, 1.0
         for a in plan.arrivals():
             due = start + a.t * scale
@@ -121,11 +141,42 @@ class OpenLoop:
                 gevent.sleep(0)
             if self.stopping.is_set():
                 break
-            if len(self.in_flight) >= cap:
-                self.emit(self.spec.dropped(a, (perf() - start) / scale, plan.index))
-                continue
-            self.buf.append(sent_marker(a.id))  # recovery counts it in flight until its record
-            self.in_flight[a.id] = gevent.spawn(self._request, a, due)
+            self._offer(a, due)
+
+    def _offer(self, a: Any, due: float) -> None:
+        """Send arrival ``a`` (due at ``due``, now): one greenlet, or a ``dropped`` record when
+        the in-flight cap is full."""
+        if len(self.in_flight) >= self.cap:
+            rec = self.spec.dropped(
+                a, (time.perf_counter() - self.start) / self.scale, self.plan.index
+            )
+            self.emit(rec)
+            self._follow(rec)
+            return
+        self.buf.append(sent_marker(a.id))  # recovery counts it in flight until its record
+        self.in_flight[a.id] = gevent.spawn(self._request, a, due)
+
+    def _follow(self, rec: dict[str, Any]) -> None:
+        """A closed-loop session's record ended: wait for its next record's offer time."""
+        if self.sessions is None or self.stopping.is_set():
+            return
+        end = record_end(rec)
+        nxt = None if end is None else self.sessions.ended(rec["id"], end)
+        if nxt is not None:
+            self.pending[nxt.id] = gevent.spawn(self._offer_later, nxt)
+
+    def _offer_later(self, a: Any) -> None:
+        due = self.start + a.t * self.scale
+        try:
+            d = due - time.perf_counter()
+            if d > SPIN_S and self.stopping.wait(d - SPIN_S):
+                return
+            while time.perf_counter() < due:
+                gevent.sleep(0)
+            if not self.stopping.is_set():
+                self._offer(a, due)
+        finally:
+            self.pending.pop(a.id, None)
 
     def _warm(self, n: int, until: float) -> None:
         """Open ``n`` connections before the start, side by side: a run's first burst should
@@ -145,7 +196,7 @@ class OpenLoop:
     def _drain(self) -> None:
         """Wait for the in-flight requests; after a stop, only briefly (a second stop cuts
         that short), then abandon them: each still gets its record, as ``in_flight``."""
-        while self.in_flight:
+        while self.in_flight or self.pending:
             if self.stopping.is_set():
                 until = time.monotonic() + self.plan.stop_drain_s
                 while self.in_flight and not self.abandoning.is_set():
@@ -153,15 +204,17 @@ class OpenLoop:
                     if left <= 0:
                         break
                     gevent.joinall(list(self.in_flight.values()), timeout=min(0.1, left))
+                gevent.killall(list(self.pending.values()), block=True, timeout=5)
                 gevent.killall(list(self.in_flight.values()), block=True, timeout=5)
                 break
-            gevent.joinall(list(self.in_flight.values()), timeout=0.2)
+            gevent.joinall([*self.in_flight.values(), *self.pending.values()], timeout=0.2)
 
     # -- one arrival ----------------------------------------------------------------------
 
     def _request(self, a: Any, due: float) -> None:
         perf = time.perf_counter
         call = ClientRequest(a, due, perf())
+        ended = False  # a final outcome (not abandoned): a closed-loop session goes on
         try:
             body = self.spec.body_for(a)  # every attempt sends the same bytes
             while True:
@@ -182,13 +235,17 @@ class OpenLoop:
                     call.end = perf()
                 delay = self.retry.delay(call)
                 if delay is None:
+                    ended = True
                     break
                 gevent.sleep(delay)
         except gevent.GreenletExit:
             call.abandon()
         finally:
+            rec = self.spec.record(call, self.start, self.scale, self.plan.index)
+            self.emit(rec)
+            if ended:  # before it leaves in_flight: the drain then never sees neither
+                self._follow(rec)
             self.in_flight.pop(a.id, None)
-            self.emit(self.spec.record(call, self.start, self.scale, self.plan.index))
 
     def _attempt(self, call: ClientRequest, body: bytes) -> None:
         spec, a, perf = self.spec, call.a, time.perf_counter

@@ -19,7 +19,8 @@ import orjson
 
 from harness.live.load.calls import record_of
 from harness.profile import Profile
-from harness.workload.arrivals import Arrival, schedule
+from harness.workload.arrivals import Arrival, schedule, session_replay
+from harness.workload.sessions import every_record
 
 
 @dataclass
@@ -66,10 +67,7 @@ def unrecorded(profile: Profile, seed: int, ids: set[str], cap: int | None) -> l
     out: list[dict[str, Any]] = []
     if not ids:
         return out
-    arr: Iterator[Arrival] = schedule(profile, seed)
-    if cap is not None:
-        arr = islice(arr, cap)
-    for a in arr:
+    for a in _by_id(profile, seed, cap):
         if a.id in ids:
             out.append(
                 record_of(
@@ -99,14 +97,22 @@ def unrecorded(profile: Profile, seed: int, ids: set[str], cap: int | None) -> l
 def next_unknown(profile: Profile, seed: int, known: set[str], k: int, cap: int | None) -> set[str]:
     """The first ``k`` scheduled ids with neither a record nor a marker: the requests that
     reached the proxy while their markers died in the killed generator's buffer (it sends in
-    schedule order, so they are the next ones)."""
+    schedule order, so they are the next ones; a closed-loop session replay sends in no fixed
+    order: the lowest ids, a guess)."""
     out: set[str] = set()
-    arr: Iterator[Arrival] = schedule(profile, seed)
-    if cap is not None:
-        arr = islice(arr, cap)
-    for a in arr:
+    for a in _by_id(profile, seed, cap):
         if len(out) >= k:
             break
         if a.id not in known:
             out.add(a.id)
     return out
+
+
+def _by_id(profile: Profile, seed: int, cap: int | None) -> Iterator[Arrival]:
+    """Every request the run may send, in id order: the schedule, or every record of a
+    closed-loop session replay (a record not in the schedule is sent when the one before it
+    ended; an unrecorded one keeps its trace time as ``t_intended``)."""
+    if session_replay(profile) == "closed_loop":
+        return every_record(profile, seed)  # --max-requests is refused with closed_loop
+    arr: Iterator[Arrival] = schedule(profile, seed)
+    return arr if cap is None else islice(arr, cap)

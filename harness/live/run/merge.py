@@ -33,7 +33,8 @@ from harness.recording.alerts import evaluate_alerts, signal_series
 from harness.results import summary as summ
 from harness.results.client_figures import live_summary, offered_span, trace_figures
 from harness.results.shapes import Summary
-from harness.workload.arrivals import schedule
+from harness.workload.arrivals import schedule, session_replay
+from harness.workload.sessions import every_record, offered, record_end
 from harness.workload.traces import traced
 
 # Attempts that may not have reached the proxy (no connection was made).
@@ -146,16 +147,41 @@ def cross_check_partial(expected: Mapping[str, Any], proxy: Mapping[str, Any]) -
     return out
 
 
-def id_check(recs: Sequence[Mapping[str, Any]], scheduled: int, complete: bool) -> list[str]:
-    """Every scheduled arrival has exactly one record (ids r-000001 ... in schedule order)."""
+def id_check(
+    recs: Sequence[Mapping[str, Any]],
+    scheduled: int,
+    complete: bool,
+    expected: Sequence[str] | None = None,
+) -> list[str]:
+    """Every scheduled arrival has exactly one record (ids r-000001 ... in schedule order; or
+    ``expected``'s, those a closed-loop session replay offered, and no other)."""
     ids = Counter(r["id"] for r in recs)
     out = [f"duplicate records for {k}" for k, v in sorted(ids.items()) if v > 1][:5]
     if complete:
-        missing = [f"r-{i:06d}" for i in range(1, scheduled + 1) if f"r-{i:06d}" not in ids]
+        if expected is None:
+            expected = [f"r-{i:06d}" for i in range(1, scheduled + 1)]
+        else:
+            want = set(expected)
+            extra = sorted((k for k in ids if k not in want), key=lambda k: int(k[2:]))
+            if extra:
+                shown = ", ".join(extra[:5]) + (" ..." if len(extra) > 5 else "")
+                out.append(f"every record was offered by its session: {len(extra)} not ({shown})")
+        missing = [k for k in expected if k not in ids]
         if missing:
             shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
             out.append(f"every scheduled arrival has a record: {len(missing)} missing ({shown})")
     return out
+
+
+def closed_loop_offered(
+    profile: Profile, seed: int, recs: Sequence[Mapping[str, Any]]
+) -> list[str]:
+    """The ids a closed-loop session replay offered, replayed from the records' ends as the
+    generator saw them (``sessions.record_end``): each session's first record, and each
+    ended record's next one unless the duration cut it. Records cut by the duration were
+    never offered, so they are neither scheduled nor missing."""
+    ends = [(str(r["id"]), e) for r in recs if (e := record_end(r)) is not None]
+    return offered(profile, seed, ends)
 
 
 # -- the proxy's side ----------------------------------------------------------------------------
@@ -248,10 +274,13 @@ def traced_rows(
     None when the file cannot be read any more (moved during the run): the summary then says
     what was achieved only."""
     last = max((int(r["id"][2:]) for r in recs), default=0)
+    closed = session_replay(profile) == "closed_loop"  # ids number every session's records
     try:
         return [
             (a.prompt_tokens or 0, a.output_tokens or 0)
-            for a in islice(schedule(profile, seed), last)
+            for a in islice(
+                every_record(profile, seed) if closed else schedule(profile, seed), last
+            )
         ]
     except ProfileError:
         return None
@@ -278,6 +307,12 @@ def merge(
     ``results.client_figures.live_summary`` build the summary. ``effects``: what the stub
     counted (``GET /_stub/effects``): duplicate effects applied, and suppressed by a key."""
     recs = sorted(records, key=lambda r: r["id"])
+    offered_ids = None
+    if session_replay(profile) == "closed_loop":
+        # offered when the record before ended: the records say which, not the schedule (cut
+        # short, the records of ended ones not sent yet are unsent, as the schedule's are)
+        offered_ids = closed_loop_offered(profile, seed, recs)
+        scheduled = len(offered_ids)
     ends = [r["t_end"] for r in recs if r["t_end"] is not None]
     cap = live.get("max_requests")
     window = offered_span(recs, profile, cap is not None and scheduled >= cap, complete)
@@ -301,7 +336,7 @@ def merge(
     p95 = signal_series(_P95, [float(x["t"]) for x in timeline], timeline, completions)
     for line, v in zip(timeline, p95, strict=True):
         line["turnaround_p95_s"] = None if v is None else round(v, 3)
-    violations = id_check(recs, scheduled, complete)
+    violations = id_check(recs, scheduled, complete, offered_ids)
     if proxy is not None and not proxy.get("recovered"):
         expected = attempt_counts(recs)
         live["sent_unseen"] = sent_unseen(expected, proxy.get("counts") or {})

@@ -23,6 +23,7 @@ import tempfile
 import time
 from array import array
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -48,7 +49,8 @@ from harness.profile import FromEnv, Profile, to_dict
 from harness.results.shapes import Summary
 from harness.results.summary import check_writable, os_error_line
 from harness.text_tokens import prompt_tokens
-from harness.workload.arrivals import schedule
+from harness.workload.arrivals import Arrival, schedule, session_replay
+from harness.workload.sessions import every_record
 from harness.workload.traces import traced
 
 UPSTREAM_FAULTS = ("latency", "status", "rate_limit", "hang", "reset", "stream_error", "truncate")
@@ -61,15 +63,27 @@ class RunError(Exception):
 
 
 def plan_size(profile: Profile, seed: int, cap: int | None) -> tuple[array[float], Counter[str]]:
-    """The schedule's intended times and its count per class (nothing else kept in memory)."""
+    """The schedule's intended times and its count per class (nothing else kept in memory).
+    A closed-loop session replay: every record whose trace time is within the duration, at
+    that time (the earliest it can be offered: what is offered depends on when the calls
+    end; the merge counts what was)."""
     times: array[float] = array("d")
     per_class: Counter[str] = Counter()
-    for i, a in enumerate(schedule(profile, seed)):
+    for i, a in enumerate(_requests(profile, seed)):
         if cap is not None and i >= cap:
             break
         times.append(a.t)
         per_class[a.cls] += 1
+    if session_replay(profile) == "closed_loop":
+        times = array("d", sorted(times))
     return times, per_class
+
+
+def _requests(profile: Profile, seed: int) -> Iterator[Arrival]:
+    """The schedule, or a closed-loop session replay's records that may be offered."""
+    if session_replay(profile) != "closed_loop":
+        return schedule(profile, seed)
+    return (a for a in every_record(profile, seed) if a.t < profile.duration_s)
 
 
 def sized_totals(profile: Profile, seed: int, cap: int | None) -> dict[str, tuple[int, int]]:
@@ -79,7 +93,7 @@ def sized_totals(profile: Profile, seed: int, cap: int | None) -> dict[str, tupl
     out: dict[str, tuple[int, int]] = {}
     if not sizes and not traced(profile):
         return out
-    for i, a in enumerate(schedule(profile, seed)):
+    for i, a in enumerate(_requests(profile, seed)):
         if cap is not None and i >= cap:
             break
         p, o = a.prompt_tokens, a.output_tokens

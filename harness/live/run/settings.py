@@ -54,11 +54,14 @@ class LiveSettings:
 
     def __post_init__(self) -> None:
         t = self.profile.arrivals.trace
-        if t is not None and t.sessions is not None and t.sessions.replay == "closed_loop":
+        closed = t is not None and t.sessions is not None and t.sessions.replay == "closed_loop"
+        if closed and self.max_requests is not None:
+            # which records a closed-loop replay offers depends on when the others ended:
+            # the first N of them are not known before the run
             raise SettingsError(
-                "arrivals.trace.sessions.replay: closed_loop runs in the simulation only "
-                "(harness sim); harness run cannot offer a session's next record when the "
-                "last one ended yet (use replay: job)"
+                "--max-requests cannot cut a session trace replayed closed-loop "
+                "(arrivals.trace.sessions.replay: closed_loop): shorten duration_s instead "
+                "(--set duration_s=S)"
             )
         if not self.time_scale > 0:
             raise SettingsError("--time-scale must be > 0")

@@ -119,7 +119,7 @@ class TraceSessions:
             doc=(
                 "job: a session is one agent job holding its slot (turns = its records, tool"
                 " time = the gaps); closed_loop: each record is a one-call job, offered when the"
-                " record before it ended plus the think time (simulation only)"
+                " record before it ended plus the think time (in harness sim and harness run alike)"
             )
         ),
     )
