@@ -17,7 +17,7 @@ from setuptools import setup
 from setuptools.command.build_ext import build_ext
 
 HOT_MODULES = [
-    "harness/digits.py",
+    "harness/ground/digits.py",
     "harness/engine/events.py",
     "harness/engine/jobs.py",
     "harness/engine/queue.py",

@@ -14,8 +14,8 @@ from collections.abc import Awaitable, Callable
 
 import orjson
 
-from harness.asgi import Receive, Scope, Send
 from harness.profile import Profile, ProfileError, parse_fault_list
+from harness.serve.asgi import Receive, Scope, Send
 from harness.stub import chat, wire
 from harness.stub.asgi import ClientGone, close_quietly, read_body, respond
 from harness.stub.faults import Clock

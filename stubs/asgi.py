@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 
-from harness.asgi import Receive, Scope, Send
+from harness.serve.asgi import Receive, Scope, Send
 
 CONNECTION_EXTENSION = "harness.connection"
 

@@ -21,15 +21,15 @@ from typing import Any
 
 import orjson
 
-from harness.asgi import Receive, Scope, Send
+from harness.ground.text_tokens import prompt_tokens
 from harness.profile import Fault
 from harness.profile.schema.fields import MAX_TOKENS
+from harness.serve.asgi import Receive, Scope, Send
 from harness.stub import wire
 from harness.stub.asgi import abort, respond, sleep_or_disconnect
 from harness.stub.faults import FaultPlan
 from harness.stub.latency import ClassModel
 from harness.stub.state import StubState
-from harness.text_tokens import prompt_tokens
 from harness.upstream_model.fault_kinds import stub_answer
 from harness.upstream_model.fault_kinds.spec import Cut, ErrorStatus, Hang, Reset
 from harness.upstream_model.latency import even_spread, service_s, token_counts

@@ -1,6 +1,6 @@
 """Serving the stub: uvicorn with uvloop and httptools, a deep backlog, no access log.
 
-The socket and the signal-aware server are ``harness.serving``'s (shared with the proxy). One
+The socket and the signal-aware server are ``harness.serve.server``'s (shared with the proxy). One
 detail is the stub's own: the HTTP protocol is uvicorn's httptools protocol plus one scope
 extension, ``harness.connection``: ``reset`` closes the connection with ``SO_LINGER`` 0, which
 makes the kernel send a TCP RST -- a real "connection reset by peer" for the client, something a
@@ -29,7 +29,7 @@ import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from harness.profile import Profile
-from harness.serving import Server, bind, url_of, write_ready
+from harness.serve.server import Server, bind, url_of, write_ready
 from harness.stub.app import StubApp, create_app
 from harness.stub.asgi import CONNECTION_EXTENSION
 from harness.stub.state import DEFAULT_MAX_BODY_BYTES
@@ -116,7 +116,7 @@ def serve(
     ready_file: Path | None = None,
 ) -> None:
     """Serve the stub until SIGINT/SIGTERM (``ready_file``: written once the socket listens,
-    :func:`harness.serving.write_ready`). Raises OSError if the address cannot be bound
+    :func:`harness.serve.server.write_ready`). Raises OSError if the address cannot be bound
     and ValueError for a bad setting (time_scale <= 0, latency_s < 0, max_body_bytes <= 0)."""
     app = create_app(
         profile=profile,

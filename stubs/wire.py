@@ -15,7 +15,7 @@ from functools import lru_cache
 
 import orjson
 
-from harness.asgi import Headers
+from harness.serve.asgi import Headers
 from harness.stub.faults import RateLimitInfo
 from harness.wire import error_body, usage_object
 

@@ -109,7 +109,7 @@ def test_exit_codes_are_defined_once() -> None:
         for n in (t.elts if isinstance(t, ast.Tuple) else [t])
         if isinstance(n, ast.Name) and n.id.startswith("EXIT_")
     )
-    assert set(defined) == {"exit_codes.py"}
+    assert set(defined) == {"ground/exit_codes.py"}
 
 
 def test_one_evaluator_of_path_expressions() -> None:
@@ -184,7 +184,7 @@ def test_the_wire_owner_imports_the_standard_library_and_orjson_only() -> None:
     probe: it reaches no other part of harness (but the token rule) and no other library."""
     import sys
 
-    allowed = {"harness.text_tokens"}
+    allowed = {"harness.ground.text_tokens"}
     bad = {}
     for path, tree in _modules().items():
         if not path.startswith("wire/"):
@@ -208,6 +208,18 @@ def test_the_wire_owner_imports_the_standard_library_and_orjson_only() -> None:
     assert bad == {}
 
 
+def test_the_ground_imports_nothing_else_of_harness() -> None:
+    """harness.ground is the floor every room stands on: its modules import the standard
+    library (and each other) only, so any room, the stub included, may import them."""
+    bad = {}
+    for path, tree in _modules().items():
+        if path.startswith("ground/"):
+            mods = {m for m in _imports(tree) if not _under(m, "harness.ground")}
+            if mods:
+                bad[path] = sorted(mods)
+    assert bad == {}
+
+
 # -- the layers, over the whole package ----------------------------------------------------------
 # Bottom-up: a module imports its own layer or a lower one. Every import counts: module level,
 # function level and under TYPE_CHECKING. ``from P import name`` counts as importing the
@@ -215,13 +227,8 @@ def test_the_wire_owner_imports_the_standard_library_and_orjson_only() -> None:
 LAYERS: tuple[tuple[str, ...], ...] = (
     (
         "harness",
-        "harness.exit_codes",
-        "harness.interrupts",
-        "harness.asgi",
-        "harness.serving",
-        "harness.metric_params",
-        "harness.atomic",
-        "harness.text_tokens",
+        "harness.ground",  # small helpers any room imports; nothing else of harness
+        "harness.serve",  # uvicorn for the stub and the proxy
         "harness.wire",
         "harness.bundled_profiles",
     ),

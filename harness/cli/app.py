@@ -3,7 +3,7 @@ of every command, each in a module of its own in :mod:`harness.cli` named for it
 :mod:`harness.cli.sim`, ``calibrate`` and ``fit`` in :mod:`harness.cli.calibrate`). Each
 command parses, calls one command function, maps errors to exit codes.
 
-Exit codes come from the one map, :mod:`harness.exit_codes` (0 ok, 1 a threshold or a
+Exit codes come from the one map, :mod:`harness.ground.exit_codes` (0 ok, 1 a threshold or a
 comparison failed, 2 bad input, 3 the run broke); what `sim` and `sweep` do lives in
 :mod:`harness.commands`, the only layer that imports both the simulation and the live run.
 Human output goes to stderr through one rich Console; files (and stdout, where a command prints
@@ -31,7 +31,7 @@ from harness.cli.sweep import sweep
 from harness.cli.tune import tune
 from harness.cli.validate import validate
 from harness.cli.worker import worker
-from harness.exit_codes import EXIT_OK
+from harness.ground.exit_codes import EXIT_OK
 
 app = typer.Typer(
     name="harness",

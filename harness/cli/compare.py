@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from harness.cli.options import SEED, bad_input
-from harness.exit_codes import EXIT_FAIL, EXIT_OK
+from harness.ground.exit_codes import EXIT_FAIL, EXIT_OK
 
 
 def compare(

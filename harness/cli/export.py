@@ -10,9 +10,9 @@ from typing import Annotated
 
 import typer
 
-from harness.atomic import write_atomic
 from harness.cli.options import ProfileArg, SetOpt, bad_input, err, io_errors, load_profile
 from harness.export.targets import TARGETS
+from harness.ground.atomic import write_atomic
 
 # The targets' names, as typer's choices, and their words, from the one table of targets.
 # mypy checks a functional enum only with literal members: the names come from the table.

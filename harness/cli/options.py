@@ -1,6 +1,6 @@
 """What the commands of :mod:`harness.cli` share: option types and their checks, the results
 folder, and the edge where bad input and a failed write become exit codes
-(:mod:`harness.exit_codes`).
+(:mod:`harness.ground.exit_codes`).
 
 Every message goes to stderr through the one Console, ``err``; a profile, threshold or option
 error is exit 2 with one line, a write that fails is exit 3 with the path and the OS error.
@@ -18,7 +18,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from harness.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN
+from harness.ground.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN
 from harness.profile import Profile, ProfileError, load
 from harness.profile.schema.fields import MAX_SEED
 

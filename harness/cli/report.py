@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from harness.cli.options import bad_input, err, io_errors
-from harness.exit_codes import EXIT_BROKEN
+from harness.ground.exit_codes import EXIT_BROKEN
 
 
 def report(

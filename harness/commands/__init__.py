@@ -2,5 +2,5 @@
 
 The only layer that imports both the simulation and the live run: the seed pool of
 ``harness sim --seeds``, the sweep's orchestration, ``--verify-live``, progress bars. Every
-function here returns an exit code from :mod:`harness.exit_codes`, the one map.
+function here returns an exit code from :mod:`harness.ground.exit_codes`, the one map.
 """

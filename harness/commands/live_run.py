@@ -7,7 +7,7 @@ from typing import Any
 
 from rich.console import Console
 
-from harness.exit_codes import EXIT_BAD_INPUT
+from harness.ground.exit_codes import EXIT_BAD_INPUT
 
 
 def run_command(*, console: Console, dry_run: bool, **options: Any) -> int:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from harness.exit_codes import EXIT_BAD_INPUT
+from harness.ground.exit_codes import EXIT_BAD_INPUT
 from harness.profile import Profile
 
 

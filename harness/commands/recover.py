@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from harness.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN
+from harness.ground.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN
 
 
 def recover_command(folder: Path, console: Console) -> int:

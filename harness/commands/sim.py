@@ -9,11 +9,11 @@ from typing import cast
 from rich.console import Console
 from rich.markup import escape
 
-from harness.atomic import write_atomic
 from harness.commands.pool import run_chunks
 from harness.commands.progress import progress_bar
-from harness.exit_codes import EXIT_BROKEN, EXIT_FAIL, EXIT_OK, for_summary
-from harness.interrupts import Interrupts
+from harness.ground.atomic import write_atomic
+from harness.ground.exit_codes import EXIT_BROKEN, EXIT_FAIL, EXIT_OK, for_summary
+from harness.ground.interrupts import Interrupts
 from harness.profile import Profile, load
 from harness.render.console import print_summary
 from harness.results import summary as summ

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from harness.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN, EXIT_OK
+from harness.ground.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN, EXIT_OK
 from harness.profile import Profile
 
 

@@ -19,7 +19,7 @@ from typing import Any
 from harness.export.promql import duration, num
 from harness.export.scaling import Notes, Target, metadata
 from harness.export.targets import Part
-from harness.metric_params import TURNAROUND_BUCKETS
+from harness.ground.metric_params import TURNAROUND_BUCKETS
 from harness.profile.schema import Profile
 from harness.profile.schema.verdict import AlertRule
 

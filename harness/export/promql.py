@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from harness.metric_params import PRIORITY_LABELS, WEIGHTS
+from harness.ground.metric_params import PRIORITY_LABELS, WEIGHTS
 from harness.profile.schema import Profile
 from harness.profile.schema.scaling import Scaling
 

@@ -17,10 +17,10 @@ from typing import Any
 import orjson
 import yaml
 
-from harness.atomic import write_atomic
 from harness.fit import FitError
 from harness.fit.model import METHOD, PARAMS, Fit, Goodness
 from harness.fit.observations import Observations
+from harness.ground.atomic import write_atomic
 from harness.profile import ProfileError, loads
 
 SCHEMA_VERSION = 1

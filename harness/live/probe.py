@@ -27,10 +27,10 @@ from typing import Any
 
 import orjson
 
+from harness.ground.text_tokens import CHARS_PER_TOKEN
 from harness.live.load.calls import RECORD_KEYS
 from harness.live.transport.upstream import Upstream, UpstreamError
 from harness.profile import Wire
-from harness.text_tokens import CHARS_PER_TOKEN
 from harness.wire import BadEvent, EventSplitter, chunk_object, delta_content, is_done, usage_tokens
 
 # common three-letter words: with the space, about one token each in the usual tokenizers

@@ -138,7 +138,7 @@ def open_sink(raw: IO[bytes], fmt: str) -> ZstdSink | BlockWriter:
 class BlockWriter:
     """A write-only sink whose blocks are compressed (or not) and written on a thread.
 
-    ``raw`` stays open at ``close()`` (its owner, e.g. :func:`harness.atomic.atomic_file`,
+    ``raw`` stays open at ``close()`` (its owner, e.g. :func:`harness.ground.atomic.atomic_file`,
     closes or renames it); ``close()`` waits for every block, ends the compressed stream and
     flushes ``raw``."""
 

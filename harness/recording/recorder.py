@@ -20,7 +20,6 @@ import orjson
 from librt.strings import BytesWriter
 from mypy_extensions import i64, u8
 
-from harness.digits import put_int, put_pad3
 from harness.engine.events import (
     PRIORITY_NAMES,
     Action,
@@ -40,6 +39,7 @@ from harness.engine.events import (
     Scale,
     TurnDone,
 )
+from harness.ground.digits import put_int, put_pad3
 
 _NL: Final = orjson.OPT_APPEND_NEWLINE
 _DUMPS: Final = orjson.dumps

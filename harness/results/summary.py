@@ -21,7 +21,7 @@ from typing import Any, TypedDict
 import orjson
 
 import harness
-from harness.atomic import write_atomic
+from harness.ground.atomic import write_atomic
 from harness.profile import Profile, to_dict
 from harness.recording.quantiles import percentiles, quantile_runs
 from harness.recording.stats import Collector, Tally

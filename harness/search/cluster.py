@@ -27,7 +27,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
-from harness.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN
+from harness.ground.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN
 from harness.profile import ProfileError
 from harness.profile.bundle import TRACE_KEY, ProfileBundle, make_bundle
 

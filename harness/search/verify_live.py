@@ -13,8 +13,8 @@ from typing import Any, cast
 
 from rich.console import Console
 
-from harness.atomic import write_atomic
-from harness.exit_codes import EXIT_BROKEN, EXIT_FAIL, EXIT_OK
+from harness.ground.atomic import write_atomic
+from harness.ground.exit_codes import EXIT_BROKEN, EXIT_FAIL, EXIT_OK
 from harness.profile import load
 from harness.results import summary as summ
 from harness.results.expr import expr_value

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, cast
 
-from harness.atomic import atomic_file
 from harness.engine.core import Engine
 from harness.engine.events import (
     ACK_LOST,
@@ -34,6 +33,7 @@ from harness.engine.events import (
     Reject,
     Tick,
 )
+from harness.ground.atomic import atomic_file
 from harness.profile import ClientRetry, Profile
 from harness.recording.recorder import DecisionLog
 from harness.recording.stats import Collector

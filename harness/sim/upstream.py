@@ -21,8 +21,8 @@ import heapq
 from typing import Final
 
 from harness.engine.events import ACK_LOST
+from harness.ground.text_tokens import prompt_tokens
 from harness.profile import Fault, Profile
-from harness.text_tokens import prompt_tokens
 from harness.upstream_model.bucket import TokenBucket
 from harness.upstream_model.draws import RequestDraws
 from harness.upstream_model.fault_kinds import SIM_ENDS, SIM_SKIPS

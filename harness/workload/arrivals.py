@@ -23,8 +23,8 @@ from typing import Final
 from librt.strings import BytesWriter
 from mypy_extensions import i64
 
-from harness.digits import put_int, put_pad3
 from harness.engine.events import PRIORITY_OF, Arrived
+from harness.ground.digits import put_int, put_pad3
 from harness.profile import NamePool, Profile, ProfileError, RequestClass
 from harness.workload.traces import TracedSession, hint, read_sessions, read_trace, traced
 

@@ -120,7 +120,7 @@ def stub_code(port: int, profile: str | None = None, **kw: Any) -> str:
 def baseline_code(port: int) -> str:
     return (
         BASELINE_APP
-        + "from harness.serving import Server, bind\n"
+        + "from harness.serve.server import Server, bind\n"
         + "from harness.stub.server import BACKLOG, make_config\n"
         + f"sock = bind('127.0.0.1', {port}, BACKLOG)\n"
         + "Server(make_config(app, log_level='warning')).run(sockets=[sock])\n"

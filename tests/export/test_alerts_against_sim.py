@@ -32,7 +32,7 @@ import pytest
 import yaml
 
 from harness.export import export, target_for
-from harness.metric_params import TURNAROUND_BUCKETS
+from harness.ground.metric_params import TURNAROUND_BUCKETS
 from harness.profile import load
 from harness.sim.runner import simulate
 from tests.export.support import promtool, promtool_run

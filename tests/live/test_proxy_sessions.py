@@ -11,10 +11,10 @@ from typing import Any
 
 import orjson
 
+from harness.ground.text_tokens import prompt_tokens
 from harness.live.proxy.clock import MonotonicClock
 from harness.live.proxy.session import Session, answer_text, filler
 from harness.live.transport.upstream import ScriptedResponse, UpstreamRequest
-from harness.text_tokens import prompt_tokens
 from harness.wire import event
 from tests.live.proxy_support import FAST_RETRIES, make_app, profile, request
 from tests.live.test_proxy_upstream import SSE, decisions, status

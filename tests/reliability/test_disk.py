@@ -175,7 +175,7 @@ def test_run_full_mid_run_stops_the_load_and_exits_3(tmp_path: Path) -> None:
 
 def test_results_files_take_the_umask_not_a_private_mode(tmp_path: Path) -> None:
     """mkstemp creates 0600 files; results are written for others to read (umask applies)."""
-    from harness.atomic import write_atomic
+    from harness.ground.atomic import write_atomic
 
     mask = os.umask(0o022)
     os.umask(mask)

@@ -16,7 +16,7 @@ import pytest
 from rich.console import Console
 
 from harness.commands.sim import run_one
-from harness.interrupts import Interrupts
+from harness.ground.interrupts import Interrupts
 from harness.profile import load
 from harness.search.sweep import command as sweep
 from tests.reliability.support import assert_incomplete_and_conserved

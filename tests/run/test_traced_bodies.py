@@ -170,7 +170,7 @@ def test_the_trace_block_sets_traced_totals_beside_the_achieved(tmp_path: Path) 
 def test_classes_with_token_distributions_send_their_drawn_sizes_as_the_stub_draws_them(
     tmp_path: Path,
 ) -> None:
-    from harness.text_tokens import prompt_tokens
+    from harness.ground.text_tokens import prompt_tokens
     from harness.upstream_model.draws import RequestDraws
     from harness.upstream_model.latency import token_counts
 

@@ -19,7 +19,7 @@ import pytest
 
 pytest.importorskip("distributed")
 
-from harness.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN
+from harness.ground.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN
 from harness.profile import bundled_dir, load
 from harness.profile.bundle import load_bundle, make_bundle
 from harness.search.cluster import ClusterError, ClusterPool

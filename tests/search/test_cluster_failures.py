@@ -24,7 +24,7 @@ import pytest
 
 pytest.importorskip("distributed")
 
-from harness.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN, EXIT_OK
+from harness.ground.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN, EXIT_OK
 from harness.profile import bundled_dir
 from harness.profile.bundle import load_bundle, make_bundle
 from harness.search.tune.plan import plan_tune

@@ -45,10 +45,10 @@ import orjson
 import yaml
 
 from harness.engine.events import PRIORITY_NAMES
+from harness.ground.text_tokens import CHARS_PER_TOKEN, prompt_tokens
 from harness.live.load.dialect import request_body, wire_headers, wire_path
 from harness.live.load.trace_bodies import ClassSizes, TracedBodies, traced_lengths
 from harness.profile import ClientRetry, Profile, loads, to_dict
-from harness.text_tokens import CHARS_PER_TOKEN, prompt_tokens
 from harness.wire import parse_retry_after
 from harness.workload.arrivals import Arrival, schedule
 from harness.workload.callers import retry_delay, should_retry_header
@@ -442,7 +442,7 @@ class RequestSpec:
 
 def estimate_tokens(chars: int) -> int:
     """Content received, in tokens: the prompt rule's four characters a token, rounded up
-    (``harness.text_tokens``), but nothing received is no tokens."""
+    (``harness.ground.text_tokens``), but nothing received is no tokens."""
     return -(-chars // CHARS_PER_TOKEN)
 
 

@@ -36,7 +36,7 @@ from locust import User, events, task
 from locust.env import Environment
 from locust.runners import MasterRunner, WorkerRunner
 
-from harness.atomic import write_atomic
+from harness.ground.atomic import write_atomic
 from harness.live.load.calls import Plan
 from harness.live.load.open_loop import OpenLoop
 

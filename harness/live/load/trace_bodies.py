@@ -2,7 +2,7 @@
 
 A public trace (``harness.workload.traces``) gives each arrival its prompt and output token counts;
 without the endpoint's tokenizer the prompt is sized by the one rule of
-``harness.text_tokens``: ``CHARS_PER_TOKEN`` characters a token, so a row of N prompt
+``harness.ground.text_tokens``: ``CHARS_PER_TOKEN`` characters a token, so a row of N prompt
 tokens sends 4 x N characters (the stub counts them back as exactly N), and asks for the row's
 output tokens as ``max_tokens`` (or the wire's ``max_completion_tokens``).
 
@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from typing import Final
 
+from harness.ground.text_tokens import CHARS_PER_TOKEN, prompt_tokens
 from harness.live.load.dialect import body_template
 from harness.profile import Profile, TokenCount
 from harness.profile.schema.fields import MAX_PROMPT_CHARS, MAX_TOKENS
-from harness.text_tokens import CHARS_PER_TOKEN, prompt_tokens
 from harness.upstream_model.draws import RequestDraws
 from harness.upstream_model.latency import token_counts
 from harness.workload.arrivals import Arrival

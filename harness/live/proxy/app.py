@@ -26,7 +26,6 @@ from typing import cast
 
 import orjson
 
-from harness.asgi import Receive, Scope, Send
 from harness.engine.events import (
     ACK_LOST,
     Admit,
@@ -45,6 +44,7 @@ from harness.live.proxy.responses import Answers, ProxiedRequest
 from harness.live.proxy.session import TURN_HEADER, Session
 from harness.live.transport import http
 from harness.live.transport.upstream import Upstream, UpstreamError, UpstreamResponse
+from harness.serve.asgi import Receive, Scope, Send
 from harness.wire import done_rest, retry_after_s, sse_done
 from harness.workload.arrivals import session_plan, session_replay
 from harness.workload.job_shape import ShapeDraws

@@ -17,7 +17,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from harness.metric_params import PRIORITY_LABELS, TURNAROUND_BUCKETS, WEIGHTS
+from harness.ground.metric_params import PRIORITY_LABELS, TURNAROUND_BUCKETS, WEIGHTS
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 

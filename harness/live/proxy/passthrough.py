@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from harness.asgi import Headers, Receive, Scope, Send
 from harness.live.transport import http
 from harness.live.transport.upstream import Upstream, UpstreamError
+from harness.serve.asgi import Headers, Receive, Scope, Send
 from harness.wire import error_body
 
 

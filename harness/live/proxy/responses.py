@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import asyncio
 
-from harness.asgi import Headers, Send
 from harness.engine.events import Complete, Expire, Fail, Reject
 from harness.live.proxy.driver import Ticket
 from harness.live.proxy.passthrough import pass_on
 from harness.live.transport import http
+from harness.serve.asgi import Headers, Send
 from harness.wire import error_body, error_event, retry_after_headers
 from harness.workload import outcomes
 from harness.workload.outcomes import Answer

@@ -26,8 +26,7 @@ from urllib.parse import urlsplit
 import uvicorn
 from rich.console import Console
 
-from harness import serving
-from harness.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN, for_summary
+from harness.ground.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN, for_summary
 from harness.live.proxy.app import DEFAULT_MAX_BODY, ProxyApp
 from harness.live.proxy.clock import MonotonicClock, RunClock
 from harness.live.proxy.driver import LiveDriver
@@ -36,6 +35,7 @@ from harness.live.transport.tls import INSECURE_WARNING, Tls, TlsError, acheck
 from harness.live.transport.upstream import AiohttpUpstream, Upstream
 from harness.profile import Profile, loads
 from harness.results.summary import check_writable, os_error_line
+from harness.serve import server as serving
 
 BACKLOG = 2048
 
@@ -105,7 +105,7 @@ def build_proxy(
 
 
 def bind(host: str, port: int) -> socket.socket:
-    """The proxy's listening socket: ``harness.serving.bind`` with the proxy's backlog,
+    """The proxy's listening socket: ``harness.serve.server.bind`` with the proxy's backlog,
     non-blocking (it may be handed to an already running loop)."""
     sock = serving.bind(host, port, BACKLOG)
     sock.setblocking(False)

@@ -11,7 +11,7 @@ simulation's token model (``SimUpstream.job_turn``) grows a prompt by the same r
 
 A retried turn resends its own body; a session restarted at turn 0 (its executor killed at a
 drain timeout) starts again from the client's messages. Sizes in tokens are made from text at
-``harness.text_tokens``' four characters a token, the rule the stub counts prompts by.
+``harness.ground.text_tokens``' four characters a token, the rule the stub counts prompts by.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from typing import Any, Final
 
 import orjson
 
-from harness.asgi import Headers
-from harness.text_tokens import CHARS_PER_TOKEN
+from harness.ground.text_tokens import CHARS_PER_TOKEN
+from harness.serve.asgi import Headers
 from harness.wire import BadEvent, EventSplitter, chunk_object, delta_content, is_done
 
 TURN_HEADER: Final = b"x-harness-turn"

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from harness.interrupts import Interrupts
+from harness.ground.interrupts import Interrupts
 from harness.live.load import calls
 from harness.live.run import children
 from harness.live.run.progress import LiveView

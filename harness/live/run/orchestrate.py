@@ -33,8 +33,9 @@ import httpx
 import yaml
 from rich.console import Console
 
-from harness.exit_codes import EXIT_BROKEN, EXIT_OK, for_summary
-from harness.interrupts import Interrupts
+from harness.ground.exit_codes import EXIT_BROKEN, EXIT_OK, for_summary
+from harness.ground.interrupts import Interrupts
+from harness.ground.text_tokens import prompt_tokens
 from harness.live.load import calls, requests_jsonl
 from harness.live.load.trace_bodies import ClassSizes, traced_lengths
 from harness.live.proxy import prometheus
@@ -48,7 +49,6 @@ from harness.live.transport.tls import INSECURE_WARNING
 from harness.profile import FromEnv, Profile, to_dict
 from harness.results.shapes import Summary
 from harness.results.summary import check_writable, os_error_line
-from harness.text_tokens import prompt_tokens
 from harness.workload.arrivals import Arrival, schedule, session_replay
 from harness.workload.sessions import every_record
 from harness.workload.traces import traced

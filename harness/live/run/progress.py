@@ -263,7 +263,7 @@ def print_dry_run(
     """What a run would send: requests and prompt tokens (~4 characters per token) per class;
     ``sized``: the totals of classes whose requests are sized one by one (traces, token-count
     distributions), which replace the class's prompt text and max_tokens."""
-    from harness.text_tokens import CHARS_PER_TOKEN, prompt_tokens
+    from harness.ground.text_tokens import CHARS_PER_TOKEN, prompt_tokens
 
     table = Table(
         "class",

@@ -10,7 +10,7 @@ logs or stores a header.
 
 from __future__ import annotations
 
-from harness.asgi import Headers, Receive, Send
+from harness.serve.asgi import Headers, Receive, Send
 from harness.wire import error_body
 
 CONTROL = (b"x-class", b"x-priority", b"x-tenant", b"x-key")

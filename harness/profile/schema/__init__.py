@@ -11,6 +11,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
+from harness.ground.text_tokens import prompt_tokens
 from harness.profile.schema.cost import Cost, Review
 from harness.profile.schema.fields import (
     DEFAULT_MAX_WAIT_S,
@@ -27,7 +28,6 @@ from harness.profile.schema.upstream import TokenCount as TokenCount
 from harness.profile.schema.upstream import Upstream as Upstream
 from harness.profile.schema.verdict import DEFAULT_ALERTS, AlertOverride, AlertRule, Slo, Verdict
 from harness.profile.schema.wire import Generator, Wire
-from harness.text_tokens import prompt_tokens
 
 Priority = Literal["critical", "standard", "batch"]
 PRIORITIES: tuple[Priority, ...] = ("critical", "standard", "batch")

@@ -17,8 +17,8 @@ from rich.markup import escape
 
 from harness.commands.pool import run_chunks
 from harness.commands.progress import progress_bar
-from harness.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN, EXIT_FAIL, EXIT_OK
-from harness.interrupts import Interrupts
+from harness.ground.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN, EXIT_FAIL, EXIT_OK
+from harness.ground.interrupts import Interrupts
 from harness.profile import ProfileError
 from harness.results.shapes import SweepResult
 from harness.search.batches import Runner, pool_context, run_bundle_chunk, run_chunk

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
-from harness.atomic import write_atomic
+from harness.ground.atomic import write_atomic
 from harness.recording.quantiles import describe
 from harness.results.expr import expr_value
 from harness.results.provenance import SWEEP_SCHEMA, stamp

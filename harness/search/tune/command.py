@@ -14,8 +14,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from harness.commands.progress import progress_bar
-from harness.exit_codes import EXIT_BROKEN, EXIT_FAIL, EXIT_OK
-from harness.interrupts import Interrupts
+from harness.ground.exit_codes import EXIT_BROKEN, EXIT_FAIL, EXIT_OK
+from harness.ground.interrupts import Interrupts
 from harness.results.shapes import TuneResult
 from harness.search.cluster import (
     ClusterError,
@@ -65,7 +65,7 @@ def write_outputs(result: TuneResult, plan: TunePlan, out: Path) -> list[Path]:
     removed and TunedMismatch raised (after tune.json and pareto.png are written)."""
     import json
 
-    from harness.atomic import write_atomic
+    from harness.ground.atomic import write_atomic
 
     out.mkdir(parents=True, exist_ok=True)
     path = out / "tune.json"

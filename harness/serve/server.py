@@ -23,7 +23,7 @@ from pathlib import Path
 import orjson
 import uvicorn
 
-from harness.atomic import write_atomic
+from harness.ground.atomic import write_atomic
 
 LOOPBACK = "127.0.0.1"
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import text_tokens
-from harness.text_tokens import prompt_tokens
+from harness.ground import text_tokens
+from harness.ground.text_tokens import prompt_tokens
 
 
 @pytest.mark.parametrize(("chars", "want"), [(0, 1), (1, 1), (4, 1), (5, 2), (8, 2), (2801, 701)])

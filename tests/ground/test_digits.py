@@ -6,7 +6,7 @@ import random
 
 from librt.strings import BytesWriter
 
-from harness.digits import put_int, put_pad3
+from harness.ground.digits import put_int, put_pad3
 
 
 def test_put_int_writes_what_percent_d_writes() -> None:

@@ -1,4 +1,4 @@
-"""harness/atomic.py: a file is replaced whole or not at all, and no temporary file stays."""
+"""harness/ground/atomic.py: a file is replaced whole or not at all, and no temporary file stays."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.atomic import atomic_file, write_atomic
+from harness.ground.atomic import atomic_file, write_atomic
 
 
 def test_a_write_replaces_the_file_whole_and_leaves_nothing_beside_it(tmp_path: Path) -> None:
