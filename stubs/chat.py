@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from harness.ground.text_tokens import prompt_tokens
+from harness.ground.text_tokens import content_chars, prompt_tokens
 from harness.profile import Fault
 from harness.profile.schema.fields import MAX_TOKENS
 from harness.serve.asgi import Receive, Scope, Send
@@ -102,13 +102,7 @@ def _prompt_chars(messages: list[Any]) -> int:
     chars = 0
     for i, m in enumerate(messages):
         _check_message(i, m)
-        content = m.get("content")
-        if isinstance(content, str):
-            chars += len(content)
-        elif isinstance(content, list):
-            for part in content:
-                if isinstance(part, dict) and isinstance(part.get("text"), str):
-                    chars += len(part["text"])
+        chars += content_chars(m.get("content"))
     return chars
 
 

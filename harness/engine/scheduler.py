@@ -478,19 +478,7 @@ class Scheduler:
             heapq.heappop(retries)
             br.on_start(job.id)
             self.retry_waiting -= 1
-            job.state = RUNNING
-            job.attempt += 1
-            job.started_at = now
-            out.append(
-                Dispatch(
-                    id=job.id,
-                    cls=job.cls,
-                    attempt=job.attempt,
-                    queue_wait_s=0.0,
-                    turn=job.turn,
-                    turns=job.turns,
-                )
-            )
+            self._again(job, now, out)
         if self._turns:
             self._next_turns(now, out)
         if self._reruns:
@@ -540,6 +528,23 @@ class Scheduler:
             )
         )
 
+    def _again(self, job: Job, now: float, out: list[Action]) -> None:
+        """A job holding its slot makes its next call now: a retry, its next turn, or a run
+        again after a drain kill (no queue wait: it waited once)."""
+        job.state = RUNNING
+        job.attempt += 1
+        job.started_at = now
+        out.append(
+            Dispatch(
+                id=job.id,
+                cls=job.cls,
+                attempt=job.attempt,
+                queue_wait_s=0.0,
+                turn=job.turn,
+                turns=job.turns,
+            )
+        )
+
     def _next_turns(self, now: float, out: list[Action]) -> None:
         """Agent jobs whose tool time is over make their next turn's call: only while the
         breaker lets calls through (held until it does, as a retry is), and, as any first
@@ -560,20 +565,8 @@ class Scheduler:
             br.on_start(job.id)
             self.budget.deposit()  # a turn's first call is a first attempt: it earns retries
             self.tooling -= 1
-            job.state = RUNNING
-            job.turn_base = job.attempt
-            job.attempt += 1
-            job.started_at = now
-            out.append(
-                Dispatch(
-                    id=job.id,
-                    cls=job.cls,
-                    attempt=job.attempt,
-                    queue_wait_s=0.0,
-                    turn=job.turn,
-                    turns=job.turns,
-                )
-            )
+            job.turn_base = job.attempt  # this turn's tries count from here
+            self._again(job, now, out)
 
     def _review(self, rv: ReviewStage, now: float, out: list[Action]) -> None:
         """Reviews that ended complete their units; held units start as the stage has room,
@@ -602,18 +595,6 @@ class Scheduler:
             if self.scaler is not None:
                 pool.assign(job)
             self.busy += 1
-            job.state = RUNNING
-            job.attempt += 1
-            job.started_at = now
             if job.turn == 0:
                 job.slot_at = now  # a session run again starts afresh
-            out.append(
-                Dispatch(
-                    id=job.id,
-                    cls=job.cls,
-                    attempt=job.attempt,
-                    queue_wait_s=0.0,
-                    turn=job.turn,
-                    turns=job.turns,
-                )
-            )
+            self._again(job, now, out)

@@ -18,3 +18,18 @@ CHARS_PER_TOKEN: Final = 4
 def prompt_tokens(chars: int) -> int:
     """A prompt of ``chars`` characters, in tokens: ``max(1, ceil(chars / 4))``."""
     return max(1, -(-chars // CHARS_PER_TOKEN))
+
+
+def content_chars(content: object) -> int:
+    """The characters of one chat message's ``content`` the rule counts: a string's, or the
+    ``text`` of each part of a list (an image part counts none)."""
+    if isinstance(content, str):
+        return len(content)
+    n = 0
+    if isinstance(content, list):
+        for part in content:
+            if isinstance(part, dict):
+                text = part.get("text")
+                if isinstance(text, str):
+                    n += len(text)
+    return n

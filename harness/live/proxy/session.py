@@ -20,7 +20,7 @@ from typing import Any, Final
 
 import orjson
 
-from harness.ground.text_tokens import CHARS_PER_TOKEN
+from harness.ground.text_tokens import CHARS_PER_TOKEN, content_chars
 from harness.serve.asgi import Headers
 from harness.wire import BadEvent, EventSplitter, chunk_object, delta_content, is_done
 
@@ -48,16 +48,7 @@ def filler_chars(chars: int) -> str:
 
 def _chars(messages: list[Any]) -> int:
     """The characters of the messages' text, as the stub counts a prompt."""
-    n = 0
-    for m in messages:
-        content = m.get("content") if isinstance(m, dict) else None
-        if isinstance(content, str):
-            n += len(content)
-        elif isinstance(content, list):
-            for part in content:
-                if isinstance(part, dict) and isinstance(part.get("text"), str):
-                    n += len(part["text"])
-    return n
+    return sum(content_chars(m.get("content")) for m in messages if isinstance(m, dict))
 
 
 def answer_text(data: bytes, sse: bool) -> str:
