@@ -343,6 +343,8 @@ class ProxyApp(Answers):
                 return report(Failed(id=call.id, reason=e.reason, attempt=call.attempt))
             call.last = (status, resp.headers, data)
             if 200 <= status < 300:
+                if session:
+                    call.answered = call.last
                 return report(Finished(call.id, call.attempt))
             ra = retry_after_s(resp.headers)
             retryable = status >= 500 or status in RETRYABLE_STATUS
