@@ -80,9 +80,9 @@ class Answers:
             # An agent job that ended early completed with the turns it did: the client gets
             # the last answered turn's answer (a stream, if it asked for one), never the failed
             # turn's error.
-            ans = call.answered if final.reason == "ended_early" else call.last
-            if ans is not None:
-                await pass_on(send, ans, extra)
+            kept = call.answered if final.reason == "ended_early" else call.last
+            if kept is not None:
+                await pass_on(send, kept, extra)
         elif type(final) is Fail:
             assert isinstance(final, Fail)
             ans = outcomes.failed(final.reason, call.cause)
