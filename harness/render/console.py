@@ -18,6 +18,16 @@ def log_off(s: Summary) -> bool:
     return isinstance(meta, dict) and "decision_log" in meta and meta["decision_log"] is None
 
 
+def _lateness(profile_s: float, scale: float | None) -> str:
+    """A live generator's lateness, which summary.json keeps in profile seconds, with its
+    clock named: in profile time, and in wall time when the run's time scale is known (the
+    clock the saturation limit is in)."""
+    out = f"{profile_s * 1000:.2f} ms profile time"
+    if scale is not None:
+        out += f" ({profile_s * scale * 1000:.2f} ms wall)"
+    return out
+
+
 def print_summary(console: Console, s: Summary, folder: Path | None = None) -> None:
     c = s["counts"]
     arrivals = c["arrivals"] or 0
@@ -64,7 +74,8 @@ def print_summary(console: Console, s: Summary, folder: Path | None = None) -> N
             "generator",
             f"offered {fmt_short(gen.get('offered_rate_per_s'))}/s  achieved "
             f"{fmt_short(gen.get('achieved_rate_per_s'))}/s  lateness p99 "
-            f"{lag_p99 * 1000:.2f} ms  dropped {c.get('dropped_by_generator', 0)}"
+            f"{_lateness(lag_p99, (s.get('live') or {}).get('time_scale'))}  dropped "
+            f"{c.get('dropped_by_generator', 0)}"
             f"{sat}",
         )
         if gen.get("max_requests") is not None:  # rates are over the span actually offered

@@ -72,9 +72,9 @@ def test_the_view_counts_outcomes_and_prints_a_status_line_off_a_terminal(tmp_pa
         with_proxy = dict(view._fields())
     assert view.outcomes["completed"] == 20 and view.rejected["queue_age"] == 1
     assert "completed 20" in buf.getvalue()
-    assert fields["turnaround p95"] == "19.00 s"
+    assert fields["turnaround p95"] == "19.00 s profile time"
     assert fields["rejected by"] == "queue_age 1"
-    assert with_proxy["queue"] == "critical 0  standard 7  batch 2  oldest 12.5 s"
+    assert with_proxy["queue"] == ("critical 0  standard 7  batch 2  oldest 12.5 s profile time")
     assert with_proxy["proxy"] == "admitted 30  in flight 4"
 
 

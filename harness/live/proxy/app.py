@@ -210,6 +210,7 @@ class ProxyApp(Answers):
         call.fwd = split.forward
         if self.forward_class and b"x-class" in split.control:
             call.fwd = [*split.forward, (b"x-class", split.control[b"x-class"])]
+        call.id = self.driver.claim_id(http.header(call.fwd, b"x-request-id"))
         if self.shapes is not None and call.cls in self.shapes:
             self._session(call, doc)
         decision = self.driver.arrive(call)
@@ -234,7 +235,7 @@ class ProxyApp(Answers):
         sent none), and the session that writes each turn's body."""
         assert self.shapes is not None
         rid = http.header(call.fwd, b"x-request-id")
-        key = rid.decode("latin-1") if rid else self.driver.next_id()
+        key = rid.decode("latin-1") if rid else call.id
         shape = self.jobs[call.cls]
         traced = self.traced.get(key) or self.traced.get(key.rpartition(".")[0])  # a retry: id.N
         records = None
@@ -343,6 +344,8 @@ class ProxyApp(Answers):
                 return report(Failed(id=call.id, reason=e.reason, attempt=call.attempt))
             call.last = (status, resp.headers, data)
             if 200 <= status < 300:
+                if session:
+                    call.answered = call.last
                 return report(Finished(call.id, call.attempt))
             ra = retry_after_s(resp.headers)
             retryable = status >= 500 or status in RETRYABLE_STATUS

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
@@ -55,6 +56,10 @@ from harness.results.summary import write_jsonl
 from harness.run_core import RunCore
 from harness.workload.arrivals import stream
 
+OWN_ID_PREFIX = "p-"
+"""The proxy's own request ids (a request without a schedule id): ``p-000001`` in arrival
+order, apart from the schedule's ``r-`` ids."""
+_SCHEDULE_ID = re.compile(rb"r-[0-9]{6,}(?:\.[0-9]+)?\Z")
 _TIMER_SLACK_S = 0.0005  # fire just after a deadline, never just before it
 _MIN_REARM_S = 0.005  # a deadline already past after a Tick is retried at this pace, not spun
 
@@ -184,11 +189,25 @@ class LiveDriver:
 
     # -- events in ---------------------------------------------------------------------------
 
-    def arrive(self, t: Ticket) -> Admit | Reject:
-        """A new request: returns the engine's decision (its Dispatch, if any, is routed)."""
-        now = self.clock.now()
+    def claim_id(self, client_id: bytes | None) -> str:
+        """The id of a new request, in decisions.jsonl and to the engine: the client's
+        ``x-request-id`` when it is a schedule id (``r-000123``, or ``r-000123.2`` for a
+        caller's retry, as ``harness run``'s load generator sends) and no request in the proxy
+        holds it; else the proxy's own, in arrival order (``p-000001``, ...), which no schedule
+        id can equal."""
+        if client_id is not None and _SCHEDULE_ID.match(client_id):
+            rid = client_id.decode("ascii")
+            if rid not in self.tickets:
+                return rid
         self._n += 1
-        rid = t.id = f"r-{self._n:06d}"
+        return f"{OWN_ID_PREFIX}{self._n:06d}"
+
+    def arrive(self, t: Ticket) -> Admit | Reject:
+        """A new request: returns the engine's decision (its Dispatch, if any, is routed).
+        Its id is ``t.id`` if the caller claimed one (:meth:`claim_id`), else the proxy's own."""
+        now = self.clock.now()
+        rid = t.id if t.id and t.id not in self.tickets else self.claim_id(None)
+        t.id = rid
         t.t0 = now
         self.tickets[rid] = t
         actions = self.engine.handle(
@@ -210,10 +229,6 @@ class LiveDriver:
         self._apply(now, actions)
         assert isinstance(decision, Admit | Reject)
         return decision
-
-    def next_id(self) -> str:
-        """The id the next arrival will get."""
-        return f"r-{self._n + 1:06d}"
 
     def report(self, event: Event) -> None:
         now = self.clock.now()

@@ -25,6 +25,7 @@ class ProxiedRequest(Ticket):
 
     __slots__ = (
         "aborted",
+        "answered",
         "body",
         "cause",
         "committed",
@@ -47,6 +48,9 @@ class ProxiedRequest(Ticket):
         self.task: asyncio.Task[object] | None = None
         self.gone = self.aborted = self.committed = self.responded = False
         self.last: tuple[int, Headers, bytes] | None = None
+        # An agent job's last answered turn (read whole): the client's answer when the job
+        # ends early (on_turn_failure: end), its last turn failed.
+        self.answered: tuple[int, Headers, bytes] | None = None
         self.cause: str | None = None  # the last attempt's failure: the answer follows it
         self.est_wait = b"0.000"
         self.queue_wait_ms = b"0.0"
@@ -71,8 +75,14 @@ class Answers:
             await send({"type": "http.response.body", "body": body, "more_body": False})
             return
         extra = [(b"x-estimated-wait", call.est_wait), (b"x-queue-wait-ms", call.queue_wait_ms)]
-        if type(final) is Complete and call.last is not None:
-            await pass_on(send, call.last, extra)
+        if type(final) is Complete:
+            assert isinstance(final, Complete)
+            # An agent job that ended early completed with the turns it did: the client gets
+            # the last answered turn's answer (a stream, if it asked for one), never the failed
+            # turn's error.
+            kept = call.answered if final.reason == "ended_early" else call.last
+            if kept is not None:
+                await pass_on(send, kept, extra)
         elif type(final) is Fail:
             assert isinstance(final, Fail)
             ans = outcomes.failed(final.reason, call.cause)

@@ -73,6 +73,53 @@ def attempt_counts(recs: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
+def jobs_in_flight(
+    jobs: Mapping[str, Any],
+    decisions: Sequence[Mapping[str, Any]],
+    recs: Sequence[Mapping[str, Any]],
+    job_classes: Iterable[str],
+) -> dict[str, Any]:
+    """The proxy's ``jobs`` block with the agent jobs the run counts in flight at its end not
+    counted as ended. A run cut short (an interrupt, a kill) counts a request whose answer its
+    client never read in flight (``counts.in_flight_at_end``); the proxy, seeing the client
+    go, ended that job as a failure (``cancelled``) or an expiry, which counted it in
+    ``jobs.jobs`` and its answered turns in ``jobs.turns_lost``. Those are taken back here, by
+    the request's id (the proxy logs the client's schedule id), so ``jobs.jobs`` is the job
+    classes' ended requests, as the counts' conservation has them. A job the proxy completed
+    has no decision line of its own (but for one ended early, which is taken back too)."""
+    classes = frozenset(job_classes)
+    out = dict(jobs)
+    flying = {
+        r["id"] if r["attempts"] <= 1 else f"{r['id']}.{r['attempts']}"
+        for r in recs
+        if r["outcome"] == "in_flight" and r["class"] in classes
+    }
+    if not flying:
+        return out
+    answered: Counter[str] = Counter()
+    ended = ended_early = lost = 0
+    for d in decisions:
+        rid = d.get("id")
+        if rid not in flying:
+            continue
+        kind = d.get("kind")
+        if kind == "turn":
+            answered[rid] += 1
+        elif kind == "dispatch" and d.get("turn") == 0 and int(d.get("attempt", 1)) > 1:
+            answered[rid] = 0  # restarted at turn 0: its turns were lost then, and counted
+        elif kind in ("fail", "expire"):
+            ended += 1
+            lost += answered[rid]
+        elif kind == "complete":  # ended early
+            ended += 1
+            ended_early += 1
+    if ended:
+        out["jobs"] = max(0, int(out.get("jobs", 0)) - ended)
+        out["turns_lost"] = max(0, int(out.get("turns_lost", 0)) - lost)
+        out["ended_early"] = max(0, int(out.get("ended_early", 0)) - ended_early)
+    return out
+
+
 def cross_check(expected: Mapping[str, Any], proxy: Mapping[str, Any]) -> list[str]:
     out = []
     for k in ("arrivals", "admitted", "rejected", "completed", "failed", "expired"):
@@ -336,6 +383,8 @@ def merge(
     p95 = signal_series(_P95, [float(x["t"]) for x in timeline], timeline, completions)
     for line, v in zip(timeline, p95, strict=True):
         line["turnaround_p95_s"] = None if v is None else round(v, 3)
+    if proxy is not None and proxy.get("jobs") is not None:
+        proxy["jobs"] = jobs_in_flight(proxy["jobs"], decisions, recs, profile.job_classes())
     violations = id_check(recs, scheduled, complete, offered_ids)
     if proxy is not None and not proxy.get("recovered"):
         expected = attempt_counts(recs)

@@ -9,6 +9,7 @@ place; elsewhere (CI logs) a one-line status is printed every ``LOG_EVERY_S`` se
 
 from __future__ import annotations
 
+import os
 import time
 from array import array
 from collections import Counter
@@ -187,8 +188,9 @@ class LiveView:
         rows = [
             (
                 "time",
-                f"{t:,.1f} / {dur:g} s profile ({t * self.scale:,.1f} s wall), "
-                f"{max(0.0, dur - t):,.1f} s to go" + (" (draining)" if t > dur else ""),
+                f"{t:,.1f} / {dur:g} s profile time ({t * self.scale:,.1f} s wall), "
+                f"{max(0.0, dur - t):,.1f} s profile time to go"
+                + (" (draining)" if t > dur else ""),
             ),
             ("arrivals", f"{due:,} due of {len(self.due_times):,}; dropped {o['dropped']:,}"),
             (
@@ -206,7 +208,7 @@ class LiveView:
             oldest = max(m["oldest"].values(), default=0.0)
             down = "  (metrics down: last scrape shown)" if self.metrics_down else ""
             rows.append(("proxy", f"admitted {admitted:,}  in flight {m['in_flight']}{down}"))
-            rows.append(("queue", f"{depth}  oldest {oldest:.1f} s"))
+            rows.append(("queue", f"{depth}  oldest {oldest:.1f} s profile time"))
             if self.profile.engine.scaling.enabled and "ready" in m:
                 blind = "  BLIND (signals unknown)" if m.get("blind") else ""
                 rows.append(
@@ -220,7 +222,7 @@ class LiveView:
             rows.append(("in flight", f"{max(0, min(due, len(self.due_times)) - done):,} (client)"))
         p95 = self._q(self.latencies, 0.95)
         lag = self._q(self.lags, 0.99)
-        rows.append(("turnaround p95", "-" if p95 is None else f"{p95:.2f} s"))
+        rows.append(("turnaround p95", "-" if p95 is None else f"{p95:.2f} s profile time"))
         rows.append(
             ("lateness p99", "-" if lag is None else f"{lag * self.scale * 1000:.2f} ms wall")
         )
@@ -308,7 +310,22 @@ def show_results(console: Console, out: Path, summary: Summary) -> None:
         console.print(
             f"[bold red]warning:[/] the load generator saturated (lateness p99 "
             f"{wall * 1000:.2f} ms wall, limit {gen['lateness_p99_limit_wall_s'] * 1000:g}"
-            f" ms; dropped {gen['dropped']}): the results "
-            "are not trustworthy. Use --workers N, a lower rate, or a larger "
-            "--time-scale."
+            f" ms wall; dropped {gen['dropped']}): the results "
+            f"are not trustworthy. {host_load()} Use --workers N, a lower rate, or a larger "
+            "--time-scale; on a busy host, run again when it is quieter."
         )
+
+
+def host_load() -> str:
+    """This host's load average beside its cores, when a generator saturated: a host busy
+    with other work saturates a generator its rate alone would not."""
+    cores = os.cpu_count()
+    try:
+        one, five, _ = os.getloadavg()
+    except (AttributeError, OSError):  # not on every platform
+        return f"This host has {cores or '?'} cores; the host may be busy."
+    busy = " (more runnable processes than cores)" if cores and one > cores else ""
+    return (
+        f"Load average {one:.2f} (1 min), {five:.2f} (5 min) on {cores or '?'} cores{busy}: "
+        "the host may be busy."
+    )
