@@ -112,4 +112,4 @@ def compare(
     except (CompareError, ValueError, OSError) as e:
         raise bad_input(str(e)) from None
     sys.stdout.write(out)
-    raise typer.Exit(EXIT_FAIL if rv.regression else EXIT_OK)
+    raise typer.Exit(rv.exit_code)

@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from harness.ground.exit_codes import EXIT_FAIL, EXIT_NOT_HELD, EXIT_OK
 from harness.recording.quantiles import quantile
 from harness.results.expr import expr_value
 from harness.results.shapes import Holds, Summary
@@ -255,11 +256,23 @@ class Review:
     notes: list[str] = field(default_factory=list)
     gate: tuple[str, ...] = ()
     holds: dict[str, Any] = field(default_factory=dict)  # "base"/"new": holds_over_seeds()
+    slo: dict[str, Any] = field(default_factory=dict)  # slo_answer(): NEW holds? BASE?
+    broken: list[str] = field(default_factory=list)  # constraints BASE held, NEW does not
 
     @property
     def regression(self) -> bool:
-        """Whether the change fails the gate (exit 1)."""
-        return self.verdict in ("regression", "trade-off (with a regression)")
+        """Whether the change made things worse than BASE (exit 1)."""
+        return self.verdict == "regression"
+
+    @property
+    def new_holds(self) -> bool:
+        """Whether NEW's profile verdict holds over its seeds (unknown counts as holding)."""
+        return self.slo.get("new") is not False
+
+    @property
+    def exit_code(self) -> int:
+        """1: worse than BASE; else 4: NEW does not hold its SLO and thresholds; else 0."""
+        return EXIT_FAIL if self.regression else (EXIT_OK if self.new_holds else EXIT_NOT_HELD)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -274,6 +287,9 @@ class Review:
             "worse": [r.figure for r in self.rows if r.verdict == "regression"],
             "gate": {"figures": list(self.gate), "rule": GATE_RULE},
             "holds": self.holds,
+            "slo": self.slo,
+            "broken": self.broken,
+            "exit_code": self.exit_code,
         }
 
 
@@ -293,7 +309,7 @@ def _judge(rows: list[Row], raw_worse: list[float], raw_better: list[float], alp
 def overall(rows: Sequence[Row]) -> str:
     verdicts = {r.verdict for r in rows if r.verdict != "n/a"}
     if "regression" in verdicts:
-        return "trade-off (with a regression)" if "improvement" in verdicts else "regression"
+        return "regression"
     if "improvement" in verdicts:
         return "improvement"
     if verdicts == {"no detectable change"}:
@@ -302,10 +318,12 @@ def overall(rows: Sequence[Row]) -> str:
 
 
 GATE_RULE = (
-    "a change fails (regression, exit 1) when the new side's profile verdict does not hold over "
-    "its seeds by the profile's verdict.over_seeds rule (its SLO, thresholds and verdict rules), "
-    "or when a gated figure is worse beyond its margin (non-inferiority, one-sided at alpha, "
-    "Holm); other figures are shown and tested but do not gate"
+    "the change is a regression (exit 1) when a gated figure is worse than BASE beyond its "
+    "margin (non-inferiority, one-sided at alpha, Holm) or a constraint of the profile's "
+    "verdict (SLO, threshold, verdict rule) that BASE held over its seeds no longer holds for "
+    "NEW; apart from that, NEW not holding its SLO and thresholds over its seeds by the "
+    "profile's verdict.over_seeds rule exits 4 (not worse than BASE, but not holding); other "
+    "figures are shown and tested but do not gate"
 )
 
 
@@ -322,29 +340,63 @@ def parse_gate(names: Sequence[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
+def slo_answer(base_holds: Holds | None, new_holds: Holds | None) -> dict[str, Any]:
+    """Does NEW hold its SLO and thresholds over its seeds (the one rule), and did BASE?"""
+
+    def ok(h: Holds | None) -> bool | None:
+        return None if h is None else bool(h.get("ok", True))
+
+    new, base = ok(new_holds), ok(base_holds)
+    if new is None:
+        text = "unknown"
+    else:
+        text = "holds" if new else "does not hold"
+        if base is not None:
+            text += {
+                (True, True): " (as did BASE)",
+                (True, False): " (BASE did not)",
+                (False, True): " (BASE did)",
+                (False, False): " (nor did BASE)",
+            }[(new, base)]
+    return {"new": new, "base": base, "text": text}
+
+
+def broken_constraints(base_holds: Holds | None, new_holds: Holds | None) -> list[str]:
+    """The constraints (SLO, thresholds, verdict rules: matched by their expression) BASE held
+    over its seeds that NEW does not: each is a regression."""
+    if not base_holds or not new_holds:
+        return []
+    held = {str(r.get("expr")) for r in base_holds.get("rows") or [] if r.get("ok")}
+    return [
+        str(r.get("expr"))
+        for r in new_holds.get("rows") or []
+        if not r.get("ok") and str(r.get("expr")) in held
+    ]
+
+
 def apply_gate(
     rv: Review,
     gate: Sequence[str],
     base_holds: Holds | None,
     new_holds: Holds | None,
 ) -> Review:
-    """The review's verdict by :data:`GATE_RULE`: mark the gated rows, record whether each
-    side's verdict holds over its seeds, and decide."""
+    """The review's two answers by :data:`GATE_RULE`: mark the gated rows; the change's verdict
+    (worse than BASE?) from the figures, their margins and the constraints BASE held; and
+    whether each side's verdict holds over its seeds."""
     rv.gate = tuple(gate)
     rv.holds = {"base": dict(base_holds or {}), "new": dict(new_holds or {})}
+    rv.slo = slo_answer(base_holds, new_holds)
+    rv.broken = broken_constraints(base_holds, new_holds)
     for r in rv.rows:
         r.gated = r.figure in rv.gate
     known = [r for r in rv.rows if r.verdict != "n/a"]
     gated = [r for r in known if r.gated]
-    broken = new_holds is not None and not new_holds.get("ok", True)
-    worse = any(r.verdict == "regression" for r in gated)
+    worse = bool(rv.broken) or any(r.verdict == "regression" for r in gated)
     better = any(r.verdict == "improvement" for r in known)
-    if base_holds is not None and new_holds is not None:
-        better = better or (not base_holds.get("ok", True) and new_holds.get("ok", True))
-    if broken or worse:
-        rv.verdict = "trade-off (with a regression)" if better else "regression"
+    if worse:
+        rv.verdict = "regression"
     elif better and any(r.verdict == "regression" for r in known):
-        rv.verdict = "trade-off (within the gate)"  # a shown figure worse, nothing gated
+        rv.verdict = "trade-off"  # a shown figure worse, another better, nothing gated worse
     elif better:
         rv.verdict = "improvement"
     elif any(r.verdict == "regression" for r in known):

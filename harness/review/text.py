@@ -35,6 +35,8 @@ def _change(r: Row) -> str:
 
 
 def headline(rv: Review) -> str:
+    """The first line: both answers -- is the change worse than BASE, and does NEW hold its SLO
+    and thresholds (and did BASE) -- then what moved, the evidence and the exit code."""
     worse = [
         r.figure + ("" if r.gated else " (not gated)") for r in rv.rows if r.verdict == "regression"
     ]
@@ -42,10 +44,16 @@ def headline(rv: Review) -> str:
     parts = []
     if worse:
         parts.append("worse beyond margin: " + ", ".join(worse))
+    if rv.broken:
+        parts.append("held by BASE, broken by NEW: " + ", ".join(rv.broken))
     if better:
         parts.append("better beyond margin: " + ", ".join(better))
-    detail = f" -- {'; '.join(parts)}" if parts else ""
-    return f"**Verdict: {rv.verdict}**{detail} ({rv.method}, {rv.size}, alpha {rv.alpha:g})"
+    detail = f" ({'; '.join(parts)})" if parts else ""
+    slo = rv.slo.get("text") or "unknown"
+    return (
+        f"**Change vs BASE: {rv.verdict}**{detail}. **NEW's SLO and thresholds: {slo}.** "
+        f"({rv.method}, {rv.size}, alpha {rv.alpha:g}; exit {rv.exit_code})"
+    )
 
 
 def slo_line(rv: Review) -> str:

@@ -15,6 +15,7 @@ from harness.review.change import (
     PRIMARY,
     Row,
     Windows,
+    apply_gate,
     overall,
     review_records,
     review_seeds,
@@ -66,14 +67,44 @@ def test_a_shift_inside_the_margin_is_never_a_regression() -> None:
     assert not rv.regression
 
 
-def test_overall_names_a_trade_off_and_it_exits_1_only_with_a_regression() -> None:
+def test_overall_calls_a_regression_a_regression_whatever_else_improved() -> None:
     def row(v: str) -> Row:
         return Row("x", 1.0, 1.0, 0.0, 0.0, 0.0, 0.1, verdict=v)
 
-    assert overall([row("regression"), row("improvement")]) == "trade-off (with a regression)"
+    assert overall([row("regression"), row("improvement")]) == "regression"
     assert overall([row("improvement"), row("inconclusive")]) == "improvement"
     assert overall([row("no detectable change")] * 4) == "no detectable change"
     assert overall([row("no detectable change"), row("inconclusive")]) == "inconclusive"
+
+
+def _holds(**rows: bool) -> dict[str, object]:
+    """A holds_over_seeds() block: each row's expression and whether it held."""
+    return {"ok": all(rows.values()), "rows": [{"expr": e, "ok": ok} for e, ok in rows.items()]}
+
+
+def test_a_side_against_itself_missing_its_slo_is_no_change_that_does_not_hold() -> None:
+    # the seed burst misses its SLO by design: compared with itself nothing got worse, and
+    # NEW does not hold (nor did BASE) -- two answers, exit 4, never "regression"
+    runs = [_summary(5 + i % 3, 70.0 + i, 0.3, 200 + i) for i in range(10)]
+    miss = _holds(slo=False)
+    rv = apply_gate(review_seeds(runs, runs, paired=True), ("goodput_per_s",), miss, miss)
+    assert rv.verdict == "no detectable change" and not rv.regression
+    assert rv.slo == {"new": False, "base": False, "text": "does not hold (nor did BASE)"}
+    assert rv.exit_code == 4 and rv.as_dict()["slo"]["new"] is False
+
+
+def test_a_constraint_base_held_that_new_breaks_is_a_regression_not_a_trade_off() -> None:
+    base = [_summary(5 + i % 3, 60.0 + i % 4, 0.3, 200 + i % 5) for i in range(10)]
+    faster = [_summary(5 + i % 3, 40.0 + i % 4, 0.3, 200 + i % 5) for i in range(10)]
+    rv = review_seeds(base, faster, paired=True)
+    assert {r.figure: r.verdict for r in rv.rows}["turnaround_s.p95"] == "improvement"
+    held, broke = _holds(slo=True, turns=True), _holds(slo=True, turns=False)
+    rv = apply_gate(rv, ("goodput_per_s",), held, broke)
+    assert rv.verdict == "regression" and rv.broken == ["turns"]
+    assert rv.slo["text"] == "does not hold (BASE did)" and rv.exit_code == 1
+    # the same constraint broken on both sides is not worse than BASE
+    same = apply_gate(review_seeds(base, faster, paired=True), (), broke, broke)
+    assert same.verdict == "improvement" and same.broken == [] and same.exit_code == 4
 
 
 def test_windows_count_by_arrival_window_and_skip_what_never_ran() -> None:
