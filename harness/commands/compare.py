@@ -31,6 +31,7 @@ from harness.results.summary import git_sha
 from harness.review.change import (
     COST,
     DEFAULT_GATE,
+    JOBS,
     PRIMARY,
     Primary,
     Review,
@@ -180,9 +181,10 @@ def _holds(summaries: list[Summary]) -> Holds | None:
 
 
 def _single_cost_rows(b: Summary, n: Summary) -> list[Row]:
-    """One run per side: the cost figures shown, not tested (no spread to test against)."""
+    """One run per side: the lost turns and the cost shown, not tested (no spread to test
+    against)."""
     rows = []
-    for f in COST:
+    for f in (*JOBS, *COST):
         x, y = expr_value(b, f.expr), expr_value(n, f.expr)
         if x is None and y is None:
             continue

@@ -70,6 +70,21 @@ PRIMARY = (
         Tolerance(absolute=0.02),
         "",
     ),
+    # work admitted and lost: it leaves the latency percentiles (over completed work only), so
+    # a change that fails work can look faster; these rows show and gate it
+    Primary(
+        "failed_fraction", "counts.failed / counts.arrivals", "up", Tolerance(absolute=0.01), ""
+    ),
+    Primary(
+        "expired_fraction", "counts.expired / counts.arrivals", "up", Tolerance(absolute=0.01), ""
+    ),
+)
+
+# Agent profiles: answered turns thrown away (their job failed or expired, or a drain kill
+# restarted it), as the count summary.json's jobs.turns_lost holds and thresholds name; a row
+# only when both sides run agent jobs, tested as its own Holm family (like the cost).
+JOBS = (
+    Primary("jobs.turns_lost", "jobs.turns_lost", "up", Tolerance(relative=0.05, absolute=1.0), ""),
 )
 
 
@@ -84,8 +99,20 @@ COST = (
 # profile's own verdict over the seeds. p95 turnaround and the SLO-breach fraction are shown
 # and tested, but the SLO itself is what gates them: a p95 that moves within the SLO for less
 # money is the trade a cost tune makes, not a regression.
-DEFAULT_GATE = ("rejection_fraction", "goodput_per_s", "replica_seconds", "cost_spent")
-GATE_NAMES = tuple(f.name for f in (*PRIMARY, *COST))
+DEFAULT_GATE = (
+    "rejection_fraction",
+    "failed_fraction",
+    "expired_fraction",
+    "goodput_per_s",
+    "jobs.turns_lost",
+    "replica_seconds",
+    "cost_spent",
+)
+GATE_NAMES = tuple(f.name for f in (*PRIMARY, *JOBS, *COST))
+# Figures that are fractions of a count (an absolute margin >= 1 on them is no margin at all)
+FRACTIONS = tuple(
+    f.name for f in PRIMARY if f.expr.endswith(("/ counts.arrivals", "/ counts.completed"))
+)
 
 
 # -- per-request records, cut into time windows ----------------------------------------------
@@ -95,6 +122,8 @@ GATE_NAMES = tuple(f.name for f in (*PRIMARY, *COST))
 class Window:
     arrivals: int = 0
     rejected: int = 0
+    failed: int = 0
+    expired: int = 0
     completed: int = 0
     breached: int = 0
     turnarounds: list[float] = field(default_factory=list)
@@ -123,6 +152,10 @@ class Windows:
             w.arrivals += 1
             if outcome == "rejected":
                 w.rejected += 1
+            elif outcome == "failed":
+                w.failed += 1
+            elif outcome == "expired":
+                w.expired += 1
             elif outcome == "completed" and isinstance(r.get("latency_s"), int | float):
                 ta = float(r["latency_s"])
                 w.completed += 1
@@ -132,12 +165,14 @@ class Windows:
 
     def figures(self, idx: Sequence[int]) -> list[float | None]:
         """The primary figures (PRIMARY's order) over the windows ``idx`` (with repeats)."""
-        arr = rej = done = breach = 0
+        arr = rej = failed = expired = done = breach = 0
         tas: list[float] = []
         for i in idx:
             w = self.rows[i]
             arr += w.arrivals
             rej += w.rejected
+            failed += w.failed
+            expired += w.expired
             done += w.completed
             breach += w.breached
             tas.extend(w.turnarounds)
@@ -147,6 +182,8 @@ class Windows:
             quantile(tas, 0.95) if tas else None,
             (done - breach) / span if span else None,
             rej / arr if arr else None,
+            failed / arr if arr else None,
+            expired / arr if arr else None,
         ]
 
 
@@ -416,9 +453,12 @@ def _cost_rows(
     paired: bool,
     margins: Callable[[Primary], Tolerance] | None,
     alpha: float,
+    family: Sequence[Primary] = COST,
 ) -> list[Row]:
+    """One family of figures a side may lack (the cost, an agent profile's lost turns): a row
+    for each figure either side has, Holm over the family."""
     rows, pw, pb = [], [], []
-    for fig in COST:
+    for fig in family:
         f = (
             fig
             if margins is None
@@ -489,6 +529,7 @@ def review_seeds(
         pb.append(b)
     _judge(rows, pw, pb, alpha)
     n = min(len(base), len(new))
+    rows += _cost_rows(base, new, paired, margins, alpha, JOBS)
     rows += _cost_rows(base, new, paired, margins, alpha)
     out = Review("paired" if paired else "unpaired", f"{n} seeds", alpha, rows, overall(rows))
     return out

@@ -131,6 +131,10 @@ def to_markdown(rv: Review, sides: str) -> str:
         )
     lines += [
         "",
+        "The latency percentiles (turnaround_s.p95) are over completed work only: work that "
+        "failed, expired or was rejected leaves them, so read them beside failed_fraction, "
+        "expired_fraction and rejection_fraction.",
+        "",
         "<details><summary>method and details</summary>",
         "",
         f"- {sides}",

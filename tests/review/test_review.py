@@ -12,31 +12,44 @@ from __future__ import annotations
 import pytest
 
 from harness.review.change import (
+    DEFAULT_GATE,
     PRIMARY,
+    Primary,
     Row,
     Windows,
     apply_gate,
     overall,
+    parse_gate,
     review_records,
     review_seeds,
 )
+from harness.review.compare import Tolerance
 from tests.review.review_pairs import profile, rate
 
 
 def _summary(breach: int, p95: float, goodput: float, rejected: int) -> dict[str, object]:
     return {
-        "counts": {"slo_breach": breach, "completed": 100, "rejected": rejected, "arrivals": 400},
+        "counts": {
+            "slo_breach": breach,
+            "completed": 100,
+            "rejected": rejected,
+            "failed": 0,
+            "expired": 0,
+            "arrivals": 400,
+        },
         "turnaround_s": {"p95": p95},
         "goodput_per_s": goodput,
     }
 
 
-def test_the_primary_figures_are_four_and_none_is_another_counted_twice() -> None:
+def test_the_primary_figures_count_lost_work_and_none_is_another_counted_twice() -> None:
     assert [f.name for f in PRIMARY] == [
         "slo_breach_fraction",
         "turnaround_s.p95",
         "goodput_per_s",
         "rejection_fraction",
+        "failed_fraction",
+        "expired_fraction",
     ]
     assert not any("completed / counts.arrivals" in f.expr for f in PRIMARY)
 
@@ -75,6 +88,62 @@ def test_overall_calls_a_regression_a_regression_whatever_else_improved() -> Non
     assert overall([row("improvement"), row("inconclusive")]) == "improvement"
     assert overall([row("no detectable change")] * 4) == "no detectable change"
     assert overall([row("no detectable change"), row("inconclusive")]) == "inconclusive"
+
+
+def _agent(failed: int, p95: float, lost: int | None) -> dict[str, object]:
+    s: dict[str, object] = {
+        "counts": {
+            "slo_breach": 0,
+            "completed": 240 - failed,
+            "rejected": 0,
+            "failed": failed,
+            "expired": 0,
+            "arrivals": 240,
+        },
+        "turnaround_s": {"p95": p95},
+        "goodput_per_s": 0.3 * (240 - failed) / 240,
+    }
+    if lost is not None:
+        s["jobs"] = {"turns_lost": lost}
+    return s
+
+
+def test_failed_work_and_lost_turns_are_gated_rows_and_a_faster_p95_does_not_hide_them() -> None:
+    # failing jobs instead of retrying them: fewer completions, each of them faster
+    base = [_agent(i % 2, 60.0 + i % 3, i % 2) for i in range(10)]
+    new = [_agent(45 + i % 4, 53.0 + i % 3, 80 + i) for i in range(10)]
+    rv = apply_gate(
+        review_seeds(base, new, paired=True),
+        parse_gate(["failed_fraction", "jobs.turns_lost"]),
+        None,
+        None,
+    )
+    rows = {r.figure: r for r in rv.rows}
+    assert rows["turnaround_s.p95"].verdict == "improvement"
+    assert rows["failed_fraction"].verdict == "regression" and rows["failed_fraction"].gated
+    assert rows["jobs.turns_lost"].verdict == "regression" and rows["jobs.turns_lost"].gated
+    assert rows["expired_fraction"].verdict == "no detectable change"
+    assert rv.verdict == "regression"
+    assert {"failed_fraction", "expired_fraction", "jobs.turns_lost"} <= set(DEFAULT_GATE)
+    # a one-call profile has no jobs block: no turns row
+    plain = review_seeds(
+        [_agent(0, 60.0 + i, None) for i in range(5)],
+        [_agent(0, 60.0 + i, None) for i in range(5)],
+        paired=True,
+    )
+    assert "jobs.turns_lost" not in {r.figure for r in plain.rows}
+
+
+def test_the_margin_of_a_failure_figure_is_the_one_given() -> None:
+    base = [_agent(i % 2, 60.0 + i % 3, i % 2) for i in range(10)]
+    new = [_agent(45 + i % 4, 53.0 + i % 3, 80 + i) for i in range(10)]
+
+    def margins(fig: Primary) -> Tolerance:
+        return Tolerance(absolute=0.5) if fig.name == "failed_fraction" else fig.margin
+
+    rv = review_seeds(base, new, paired=True, margins=margins)
+    row = {r.figure: r for r in rv.rows}["failed_fraction"]
+    assert row.margin == 0.5 and row.verdict == "no detectable change"
 
 
 def _holds(**rows: bool) -> dict[str, object]:
@@ -120,8 +189,9 @@ def test_windows_count_by_arrival_window_and_skip_what_never_ran() -> None:
         (2, 0, 2, 1),
         (2, 1, 0, 0),
     ]
-    breach, p95, goodput, rejection = w.figures([0, 1])
+    breach, p95, goodput, rejection, failed, expired = w.figures([0, 1])
     assert breach == 0.5 and rejection == 0.25 and goodput == pytest.approx(1 / 20)
+    assert failed == 0.25 and expired == 0.0
     assert p95 == pytest.approx(10.0 + 0.95 * 60.0)
 
 
