@@ -136,9 +136,18 @@ class Windows:
     width_s: float
     slo_s: float
     rows: list[Window]
+    # the runs' durations summed (summary.json's duration_s: the load and its drain), so that
+    # goodput over every window is summary.json's goodput_per_s; None: the windows' span
+    duration_s: float | None = None
 
     @classmethod
-    def of(cls, records: Sequence[Mapping[str, Any]], slo_s: float, width_s: float) -> Windows:
+    def of(
+        cls,
+        records: Sequence[Mapping[str, Any]],
+        slo_s: float,
+        width_s: float,
+        duration_s: float | None = None,
+    ) -> Windows:
         rows: list[Window] = []
         for r in records:
             outcome = r.get("outcome")
@@ -161,7 +170,7 @@ class Windows:
                 w.completed += 1
                 w.turnarounds.append(ta)
                 w.breached += ta > slo_s
-        return cls(width_s, slo_s, rows)
+        return cls(width_s, slo_s, rows, duration_s)
 
     def figures(self, idx: Sequence[int]) -> list[float | None]:
         """The primary figures (PRIMARY's order) over the windows ``idx`` (with repeats)."""
@@ -176,7 +185,11 @@ class Windows:
             done += w.completed
             breach += w.breached
             tas.extend(w.turnarounds)
+        # goodput as summary.json has it: completions within the SLO per second of the run,
+        # its drain included; a resample of the windows counts its share of that duration
         span = len(idx) * self.width_s
+        if self.duration_s and self.rows:
+            span = self.duration_s * len(idx) / len(self.rows)
         return [
             breach / done if done else None,
             quantile(tas, 0.95) if tas else None,
@@ -193,7 +206,7 @@ class Windows:
 @dataclass(slots=True)
 class Row:
     figure: str
-    base: float | None
+    base: float | None  # the median over seeds, or the figure over every window
     new: float | None
     delta: float | None  # new - base (mean of the differences, or of the replicates)
     low: float | None  # the (1 - 2 alpha) interval of delta
@@ -230,8 +243,7 @@ def _t_evidence(
 ) -> tuple[Row, float, float]:
     """(row, raw p_worse, raw p_better) from a t-test: paired differences or Welch."""
     b, n = diffs_or_sides
-    bm = math.fsum(b) / len(b)
-    nm = math.fsum(n) / len(n)
+    bm, nm = quantile(b, 0.5), quantile(n, 0.5)  # shown: the medians over seeds
     margin = fig.margin.allowed(bm)
     w = 1.0 if fig.worse == "up" else -1.0
     if paired:

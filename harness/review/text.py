@@ -20,6 +20,13 @@ METHODS = {
 }
 
 
+CHANGE = {
+    "paired": "the mean of the per-seed differences (the same seeds on both sides)",
+    "unpaired": "the difference of the two sides' means over their seeds (Welch)",
+    "records": "over every window, its interval from the windows resampled in blocks",
+}
+
+
 def _num(x: float | None) -> str:
     if x is None:
         return "-"
@@ -118,8 +125,10 @@ def to_markdown(rv: Review, sides: str) -> str:
     lines = [headline(rv), "", slo_line(rv), "", cost_line(rv), ""]
     if rv.settle:
         lines += [f"To settle it: `{rv.settle}`", ""]
+    over = f"median over {rv.size}" if rv.method != "records" else "over every window"
     lines += [
-        f"| figure | base | new | change [{cl} CI] | margin | verdict | gated |",
+        f"| figure | base ({over}) | new ({over}) | change [{cl} interval] | margin | verdict "
+        "| gated |",
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in rv.rows:
@@ -130,6 +139,11 @@ def to_markdown(rv: Review, sides: str) -> str:
             f"+-{_num(r.margin)} | {verdict} | {'yes' if r.gated else 'no'} |"
         )
     lines += [
+        "",
+        f"change: NEW minus BASE, {CHANGE[rv.method]}; [a, b] is its {cl} interval (1 - 2 "
+        "alpha). A figure is a regression when it is worse than BASE by more than its margin, "
+        "an improvement when better by more, no detectable change when [a, b] lies inside "
+        "+-margin.",
         "",
         "The latency percentiles (turnaround_s.p95) are over completed work only: work that "
         "failed, expired or was rejected leaves them, so read them beside failed_fraction, "

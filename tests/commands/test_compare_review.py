@@ -109,6 +109,18 @@ def test_seed_folders_of_another_version_are_compared_seed_against_seed(tmp_path
     assert "slo: turnaround_s.p95 <= 60" in doc["broken"]
 
 
+def test_one_folder_of_another_version_against_itself_is_paired_seed_by_seed(
+    tmp_path: Path,
+) -> None:
+    x = sim(tmp_path / "x", 25, "--seeds", "6")
+    _retag(x, "2" * 40)  # not re-simulated: stored runs, the same seeds on both sides
+    res = harness("compare", str(x), str(x), "--format", "json")
+    doc = json.loads(res.stdout)
+    assert doc["method"] == "paired" and "not re-simulated" in " ".join(doc["notes"])
+    assert doc["verdict"] == "no detectable change" and res.returncode == 4
+    assert doc["seeds"]["base"] == doc["seeds"]["new"] == list(range(1, 7))
+
+
 def test_single_runs_of_another_version_use_their_request_records(tmp_path: Path) -> None:
     base, new = sim(tmp_path / "b", 3), sim(tmp_path / "n", 3, "--seed", "2")
     _retag(base, "1" * 40)
@@ -117,6 +129,11 @@ def test_single_runs_of_another_version_use_their_request_records(tmp_path: Path
     assert doc["method"] == "records" and doc["size"].startswith("30 windows of 10 s")
     assert doc["holds"]["new"]["ok"] is True, doc["holds"]  # one run: its own verdict
     assert res.returncode == 0 and doc["verdict"] in ("inconclusive", "no detectable change")
+    # one definition of goodput: summary.json's (completions within the SLO over the run,
+    # its drain included), not over the load's windows
+    rows = {r["figure"]: r for r in doc["rows"]}
+    stored = json.loads((base / "summary.json").read_text())["goodput_per_s"]
+    assert rows["goodput_per_s"]["base"] == pytest.approx(stored, abs=1e-4)
     if doc["verdict"] == "inconclusive":
         assert doc["settle"]  # the command that would settle it
     (base / "requests.jsonl").unlink()

@@ -195,6 +195,23 @@ def test_windows_count_by_arrival_window_and_skip_what_never_ran() -> None:
     assert p95 == pytest.approx(10.0 + 0.95 * 60.0)
 
 
+def test_goodput_over_the_windows_is_summary_json_s_over_the_run_and_its_drain() -> None:
+    # 40 completions within the SLO, arrivals over 40 s, the run (its drain included) 50 s:
+    # summary.json's goodput_per_s is 40 / 50, not 40 / 40
+    recs = [{"t_intended": float(i), "outcome": "completed", "latency_s": 5.0} for i in range(40)]
+    w = Windows.of(recs, slo_s=60.0, width_s=10.0, duration_s=50.0)
+    assert w.figures(range(4))[2] == pytest.approx(40 / 50)
+    assert w.figures([0, 0, 1, 1])[2] == pytest.approx(40 / 50)  # a resample: its share of it
+
+
+def test_base_and_new_are_medians_over_the_seeds() -> None:
+    # one wild seed moves a mean, not the median (what sim --seeds and aggregate.json show)
+    base = [_summary(5, 50.0 + i % 4, 0.3, 200) for i in range(9)] + [_summary(5, 500.0, 0.3, 200)]
+    rv = review_seeds(base, base, paired=True)
+    row = {r.figure: r for r in rv.rows}["turnaround_s.p95"]
+    assert row.base == row.new == 51.5
+
+
 def test_too_few_windows_is_inconclusive_not_a_verdict() -> None:
     recs = [{"t_intended": float(i), "outcome": "completed", "latency_s": 5.0} for i in range(50)]
     w = Windows.of(recs, 60.0, 10.0)
