@@ -61,6 +61,16 @@ def compare(
             metavar="FIGURE",
         ),
     ] = None,
+    allow_invalid: Annotated[
+        bool,
+        typer.Option(
+            "--allow-invalid",
+            help=(
+                "Compare a side whose runs are invalid (conservation broken, generator"
+                " saturated, cut short), naming it in the first line; refused otherwise."
+            ),
+        ),
+    ] = False,
 ) -> None:
     """Review a change for a rollout: does NEW hold its SLO, and is it worse than BASE?
 
@@ -97,7 +107,7 @@ def compare(
     for p in (base, new):
         if not p.exists():
             raise bad_input(f"{p}: no such file or folder")
-    req = CompareRequest(base, new, tols, seeds, seed_base, alpha, jobs, gates)
+    req = CompareRequest(base, new, tols, seeds, seed_base, alpha, jobs, gates, allow_invalid)
     try:
         if is_sweep(base) or is_sweep(new):
             md, js, regressions = compare_sweeps(base, new, tols)

@@ -140,6 +140,7 @@ class CompareRequest:
     alpha: float = 0.01
     jobs: int = 0
     gate: tuple[str, ...] = DEFAULT_GATE
+    allow_invalid: bool = False  # compare a side whose runs are not valid, saying so
 
 
 def _margins(tols: Mapping[str, Tolerance]) -> Any:
@@ -173,10 +174,46 @@ def _records(side: Side) -> Windows | None:
     return Windows.of(rows, slo, WINDOW_S, duration or None)
 
 
+def untrustworthy(summaries: list[Summary]) -> list[str]:
+    """Why a side's runs cannot be trusted, one reason per run that has one: conservation
+    broken, the generator saturated, cut short, or marked ``invalid`` by its own verdict."""
+    out = []
+    for s in summaries:
+        why = []
+        if not (s.get("conservation") or {}).get("ok", True):
+            why.append("conservation broken")
+        if s.get("generator_saturated"):
+            why.append("generator saturated")
+        if s.get("complete", True) is False:
+            why.append("incomplete")
+        if s.get("verdict") == "invalid" and not why:
+            why.append("verdict invalid")
+        if why:
+            out.append(f"seed {s.get('seed', '?')}: {', '.join(why)}")
+    return out
+
+
+def _check_valid(req: CompareRequest, named: Mapping[str, list[Summary]]) -> dict[str, list[str]]:
+    """Each side's reasons (:func:`untrustworthy`); refused (CompareError, exit 2) unless
+    ``--allow-invalid``."""
+    found = {k: list(dict.fromkeys(untrustworthy(v))) for k, v in named.items()}
+    bad = [f"{k.upper()} is invalid ({'; '.join(w)})" for k, w in found.items() if w]
+    if bad and not req.allow_invalid:
+        raise CompareError(
+            "; ".join(bad) + ": its figures cannot be trusted, so the comparison is refused "
+            "(--allow-invalid compares it anyway, and says so in the first line)"
+        )
+    return {k: w for k, w in found.items() if w}
+
+
 def review(req: CompareRequest) -> tuple[Review, str]:
     """The review and the sides' description line, decided by the gate
-    (:data:`harness.review.change.GATE_RULE`)."""
+    (:data:`harness.review.change.GATE_RULE`). A side whose runs are invalid is refused
+    unless ``req.allow_invalid``."""
+    base, new = load_side(req.base), load_side(req.new)
+    _check_valid(req, {"base": base.summaries, "new": new.summaries})
     rv, sides, b, n = _evidence(req)
+    rv.invalid = _check_valid(req, {"base": base.summaries + b, "new": new.summaries + n})
     return apply_gate(rv, req.gate, _holds(b), _holds(n)), sides
 
 

@@ -307,6 +307,7 @@ class Review:
     holds: dict[str, Any] = field(default_factory=dict)  # "base"/"new": holds_over_seeds()
     slo: dict[str, Any] = field(default_factory=dict)  # slo_answer(): NEW holds? BASE?
     broken: list[str] = field(default_factory=list)  # constraints BASE held, NEW does not
+    invalid: dict[str, list[str]] = field(default_factory=dict)  # side -> why (--allow-invalid)
 
     @property
     def regression(self) -> bool:
@@ -339,6 +340,7 @@ class Review:
             "slo": self.slo,
             "broken": self.broken,
             "exit_code": self.exit_code,
+            "invalid": self.invalid,
         }
 
 

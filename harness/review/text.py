@@ -57,8 +57,12 @@ def headline(rv: Review) -> str:
         parts.append("better beyond margin: " + ", ".join(better))
     detail = f" ({'; '.join(parts)})" if parts else ""
     slo = rv.slo.get("text") or "unknown"
+    invalid = "".join(
+        f"**{side.upper()} is invalid ({'; '.join(why)}), compared by --allow-invalid.** "
+        for side, why in rv.invalid.items()
+    )
     return (
-        f"**Change vs BASE: {rv.verdict}**{detail}. **NEW's SLO and thresholds: {slo}.** "
+        f"{invalid}**Change vs BASE: {rv.verdict}**{detail}. **NEW's SLO and thresholds: {slo}.** "
         f"({rv.method}, {rv.size}, alpha {rv.alpha:g}; exit {rv.exit_code})"
     )
 

@@ -121,6 +121,24 @@ def test_one_folder_of_another_version_against_itself_is_paired_seed_by_seed(
     assert doc["seeds"]["base"] == doc["seeds"]["new"] == list(range(1, 7))
 
 
+def test_an_invalid_side_is_refused_unless_allowed_and_then_named_first(tmp_path: Path) -> None:
+    base = sim(tmp_path / "b", 3, "--seeds", "4")
+    new = sim(tmp_path / "n", 3, "--seeds", "4")
+    p = new / "seed-2" / "summary.json"
+    s = json.loads(p.read_text())
+    s["conservation"]["ok"] = False
+    s["verdict"] = "invalid"
+    p.write_text(json.dumps(s))
+    res = harness("compare", str(base), str(new), "--seeds", "4")
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert "NEW is invalid (seed 2: conservation broken)" in res.stderr
+    assert "--allow-invalid" in res.stderr
+    ok = harness("compare", str(base), str(new), "--seeds", "4", "--allow-invalid")
+    first = ok.stdout.splitlines()[0]
+    assert first.startswith("**NEW is invalid (seed 2: conservation broken), compared by")
+    assert "Change vs BASE:" in first and ok.returncode in (0, 1, 4)
+
+
 def test_single_runs_of_another_version_use_their_request_records(tmp_path: Path) -> None:
     base, new = sim(tmp_path / "b", 3), sim(tmp_path / "n", 3, "--seed", "2")
     _retag(base, "1" * 40)
