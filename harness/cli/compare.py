@@ -87,7 +87,7 @@ def compare(
         review,
         with_provenance,
     )
-    from harness.review.change import DEFAULT_GATE, parse_gate
+    from harness.review.change import DEFAULT_GATE, parse_gate, parse_review_tolerance
     from harness.review.compare import CompareError, parse_tolerance
     from harness.review.text import to_json, to_markdown
 
@@ -97,19 +97,20 @@ def compare(
         gates = parse_gate(gate) if gate else DEFAULT_GATE
     except ValueError as e:
         raise bad_input(str(e)) from None
-    tols = {}
-    for t in tolerance or []:
-        try:
-            k, v = parse_tolerance(t)
-        except ValueError as e:
-            raise bad_input(str(e)) from None
-        tols[k] = v
     for p in (base, new):
         if not p.exists():
             raise bad_input(f"{p}: no such file or folder")
+    sweeps = is_sweep(base) or is_sweep(new)
+    tols = {}
+    for t in tolerance or []:
+        try:  # a margin only for a figure this comparison shows
+            k, v = parse_tolerance(t) if sweeps else parse_review_tolerance(t)
+        except ValueError as e:
+            raise bad_input(str(e)) from None
+        tols[k] = v
     req = CompareRequest(base, new, tols, seeds, seed_base, alpha, jobs, gates, allow_invalid)
     try:
-        if is_sweep(base) or is_sweep(new):
+        if sweeps:
             md, js, regressions = compare_sweeps(base, new, tols)
             out = md if format_ == "md" else with_provenance(js, provenance(req, "sweep"))
             sys.stdout.write(out)

@@ -34,7 +34,7 @@ from harness.ground.exit_codes import EXIT_FAIL, EXIT_NOT_HELD, EXIT_OK
 from harness.recording.quantiles import quantile
 from harness.results.expr import expr_value
 from harness.results.shapes import Holds, Summary
-from harness.review.compare import Tolerance
+from harness.review.compare import Tolerance, parse_margin
 from harness.review.inference import bootstrap_p, holm, mean_sd, moving_blocks, t_ppf, t_sf
 
 Worse = Literal["up", "down"]
@@ -376,6 +376,13 @@ GATE_RULE = (
     "profile's verdict.over_seeds rule exits 4 (not worse than BASE, but not holding); other "
     "figures are shown and tested but do not gate"
 )
+
+
+def parse_review_tolerance(text: str) -> tuple[str, Tolerance]:
+    """``--tolerance NAME=5%`` or ``NAME=0.02`` for a figure the review shows (a primary,
+    lost-turns or cost figure, by its name or expression) or ``all``."""
+    names = {k: f.name for f in (*PRIMARY, *JOBS, *COST) for k in (f.name, f.expr.replace(" ", ""))}
+    return parse_margin(text, names, FRACTIONS)
 
 
 def parse_gate(names: Sequence[str]) -> tuple[str, ...]:

@@ -204,3 +204,29 @@ def test_a_cheaper_policy_that_holds_the_slo_passes_and_a_costlier_one_fails(
     assert loose.returncode == 0, loose.stdout
     bad = harness("compare", str(tuned), str(base), "--gate", "replicas")
     assert bad.returncode == 2 and "unknown figure" in bad.stderr
+
+
+def test_margins_are_refused_where_they_mean_nothing_and_taken_on_every_gated_figure(
+    tmp_path: Path,
+) -> None:
+    x = sim(tmp_path / "x", 3, "--seeds", "3")
+    wide = harness("compare", str(x), str(x), "--seeds", "3", "--tolerance", "rejection_fraction=5")
+    assert wide.returncode == 2 and "rejection_fraction=5%" in wide.stderr
+    cost = harness(
+        "compare",
+        str(x),
+        str(x),
+        "--seeds",
+        "3",
+        "--tolerance",
+        "replica_seconds=10%",
+        "--format",
+        "json",
+    )
+    assert cost.returncode == 0, cost.stderr
+    row = next(r for r in json.loads(cost.stdout)["rows"] if r["figure"] == "replica_seconds")
+    assert row["margin"] == pytest.approx(0.10 * row["base"])
+    unseen = harness("compare", str(x), str(x), "--tolerance", "turnaround_s.p99=10%")
+    assert unseen.returncode == 2 and "valid: slo_breach_fraction" in unseen.stderr
+    gate = harness("compare", str(x), str(x), "--seeds", "3", "--gate", "failed_fraction")
+    assert gate.returncode == 0, gate.stderr

@@ -13,6 +13,7 @@ import pytest
 
 from harness.review.change import (
     DEFAULT_GATE,
+    GATE_NAMES,
     PRIMARY,
     Primary,
     Row,
@@ -20,6 +21,7 @@ from harness.review.change import (
     apply_gate,
     overall,
     parse_gate,
+    parse_review_tolerance,
     review_records,
     review_seeds,
 )
@@ -144,6 +146,22 @@ def test_the_margin_of_a_failure_figure_is_the_one_given() -> None:
     rv = review_seeds(base, new, paired=True, margins=margins)
     row = {r.figure: r for r in rv.rows}["failed_fraction"]
     assert row.margin == 0.5 and row.verdict == "no detectable change"
+
+
+def test_review_margins_every_gated_figure_and_refuse_what_is_not_one() -> None:
+    assert parse_review_tolerance("replica_seconds=10%") == (
+        "replica_seconds",
+        Tolerance(relative=0.10),
+    )
+    assert parse_review_tolerance("counts.failed / counts.arrivals=0.03")[0] == "failed_fraction"
+    assert parse_review_tolerance("jobs.turns_lost=3") == ("jobs.turns_lost", Tolerance(absolute=3))
+    assert {parse_review_tolerance(f"{g}=5%")[0] for g in GATE_NAMES} == set(GATE_NAMES)
+    with pytest.raises(ValueError, match=r"500 points.*rejection_fraction=5%"):
+        parse_review_tolerance("rejection_fraction=5")
+    with pytest.raises(ValueError, match="100 points"):
+        parse_review_tolerance("all=1")
+    with pytest.raises(ValueError, match=r"'turnaround_s.p99' is not a figure.*valid: .*replicas"):
+        parse_review_tolerance("turnaround_s.p99=10%")
 
 
 def _holds(**rows: bool) -> dict[str, object]:
