@@ -25,8 +25,9 @@ def compare(
         list[str] | None,
         typer.Option(
             help=(
-                "Equivalence margin of a primary figure: NAME=5% (relative to base) or NAME=0.02"
-                " (absolute); NAME 'all' sets every one. Repeatable."
+                "Equivalence margin of a figure the review shows: NAME=5% (relative to base) or"
+                " NAME=0.02 (absolute; below 1 on a fraction); NAME 'all' sets every one."
+                " Repeatable."
             )
         ),
     ] = None,
@@ -42,7 +43,7 @@ def compare(
     alpha: Annotated[
         float,
         typer.Option(
-            help="Family-wise error rate over the four primary figures (Holm).", min=1e-6, max=0.5
+            help="Family-wise error rate over the primary figures (Holm).", min=1e-6, max=0.5
         ),
     ] = 0.01,
     jobs: Annotated[
@@ -53,10 +54,11 @@ def compare(
         list[str] | None,
         typer.Option(
             help=(
-                "A figure whose regression beyond its margin fails the change (repeatable;"
-                " 'none': the profile's verdict alone). Default: rejection_fraction,"
-                " goodput_per_s, replica_seconds, cost_spent. Also: slo_breach_fraction,"
-                " turnaround_s.p95, replicas_mean."
+                "A figure whose worsening beyond its margin is a regression (repeatable;"
+                " 'none': only the constraints BASE held). Default: rejection_fraction,"
+                " failed_fraction, expired_fraction, goodput_per_s, jobs.turns_lost,"
+                " replica_seconds, cost_spent. Also: slo_breach_fraction, turnaround_s.p95,"
+                " replicas_mean."
             ),
             metavar="FIGURE",
         ),
@@ -72,13 +74,15 @@ def compare(
         ),
     ] = False,
 ) -> None:
-    """Review a change for a rollout: does NEW hold its SLO, and is it worse than BASE?
+    """Review a change for a rollout: is NEW worse than BASE, and does NEW hold its SLO?
 
-    Fails (exit 1) when NEW's profile verdict (SLO, thresholds) does not hold over its seeds by
-    the profile's verdict.over_seeds rule, or a gated figure (by default rejections, goodput and
-    cost) is worse beyond its margin. The primary figures (SLO-breach fraction, p95 turnaround,
-    goodput, rejection fraction) and the cost (replica-seconds, mean replicas, cost_spent) are
-    shown, robust to seed noise. The method: docs/verdict-and-review.md ("Change review")."""
+    The first line answers both. The change is a regression (exit 1) when a gated figure (by
+    default rejections, failures, expiries, goodput, lost turns and cost) is worse than BASE
+    beyond its margin, or a constraint of the profile's verdict that BASE held over its seeds
+    no longer holds. Otherwise, NEW not holding its SLO and thresholds over its seeds (the
+    profile's verdict.over_seeds rule) exits 4; else 0. An invalid side is refused (exit 2)
+    unless --allow-invalid. Figures are medians over seeds, robust to seed noise. Exit codes:
+    docs/reference/exit-codes-and-admission.md; the method: docs/verdict-and-review.md."""
     from harness.commands.compare import (
         CompareRequest,
         compare_sweeps,
