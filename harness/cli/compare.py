@@ -25,8 +25,9 @@ def compare(
         list[str] | None,
         typer.Option(
             help=(
-                "Equivalence margin of a primary figure: NAME=5% (relative to base) or NAME=0.02"
-                " (absolute); NAME 'all' sets every one. Repeatable."
+                "Equivalence margin of a figure the review shows: NAME=5% (relative to base) or"
+                " NAME=0.02 (absolute; below 1 on a fraction); NAME 'all' sets every one."
+                " Repeatable."
             )
         ),
     ] = None,
@@ -42,7 +43,7 @@ def compare(
     alpha: Annotated[
         float,
         typer.Option(
-            help="Family-wise error rate over the four primary figures (Holm).", min=1e-6, max=0.5
+            help="Family-wise error rate over the primary figures (Holm).", min=1e-6, max=0.5
         ),
     ] = 0.01,
     jobs: Annotated[
@@ -53,22 +54,35 @@ def compare(
         list[str] | None,
         typer.Option(
             help=(
-                "A figure whose regression beyond its margin fails the change (repeatable;"
-                " 'none': the profile's verdict alone). Default: rejection_fraction,"
-                " goodput_per_s, replica_seconds, cost_spent. Also: slo_breach_fraction,"
-                " turnaround_s.p95, replicas_mean."
+                "A figure whose worsening beyond its margin is a regression (repeatable;"
+                " 'none': only the constraints BASE held). Default: rejection_fraction,"
+                " failed_fraction, expired_fraction, goodput_per_s, jobs.turns_lost,"
+                " replica_seconds, cost_spent. Also: slo_breach_fraction, turnaround_s.p95,"
+                " replicas_mean."
             ),
             metavar="FIGURE",
         ),
     ] = None,
+    allow_invalid: Annotated[
+        bool,
+        typer.Option(
+            "--allow-invalid",
+            help=(
+                "Compare a side whose runs are invalid (conservation broken, generator"
+                " saturated, cut short), naming it in the first line; refused otherwise."
+            ),
+        ),
+    ] = False,
 ) -> None:
-    """Review a change for a rollout: does NEW hold its SLO, and is it worse than BASE?
+    """Review a change for a rollout: is NEW worse than BASE, and does NEW hold its SLO?
 
-    Fails (exit 1) when NEW's profile verdict (SLO, thresholds) does not hold over its seeds by
-    the profile's verdict.over_seeds rule, or a gated figure (by default rejections, goodput and
-    cost) is worse beyond its margin. The primary figures (SLO-breach fraction, p95 turnaround,
-    goodput, rejection fraction) and the cost (replica-seconds, mean replicas, cost_spent) are
-    shown, robust to seed noise. The method: docs/verdict-and-review.md ("Change review")."""
+    The first line answers both. The change is a regression (exit 1) when a gated figure (by
+    default rejections, failures, expiries, goodput, lost turns and cost) is worse than BASE
+    beyond its margin, or a constraint of the profile's verdict that BASE held over its seeds
+    no longer holds. Otherwise, NEW not holding its SLO and thresholds over its seeds (the
+    profile's verdict.over_seeds rule) exits 4; else 0. An invalid side is refused (exit 2)
+    unless --allow-invalid. Figures are medians over seeds, robust to seed noise. Exit codes:
+    docs/reference/exit-codes-and-admission.md; the method: docs/verdict-and-review.md."""
     from harness.commands.compare import (
         CompareRequest,
         compare_sweeps,
@@ -77,7 +91,7 @@ def compare(
         review,
         with_provenance,
     )
-    from harness.review.change import DEFAULT_GATE, parse_gate
+    from harness.review.change import DEFAULT_GATE, parse_gate, parse_review_tolerance
     from harness.review.compare import CompareError, parse_tolerance
     from harness.review.text import to_json, to_markdown
 
@@ -87,19 +101,20 @@ def compare(
         gates = parse_gate(gate) if gate else DEFAULT_GATE
     except ValueError as e:
         raise bad_input(str(e)) from None
-    tols = {}
-    for t in tolerance or []:
-        try:
-            k, v = parse_tolerance(t)
-        except ValueError as e:
-            raise bad_input(str(e)) from None
-        tols[k] = v
     for p in (base, new):
         if not p.exists():
             raise bad_input(f"{p}: no such file or folder")
-    req = CompareRequest(base, new, tols, seeds, seed_base, alpha, jobs, gates)
+    sweeps = is_sweep(base) or is_sweep(new)
+    tols = {}
+    for t in tolerance or []:
+        try:  # a margin only for a figure this comparison shows
+            k, v = parse_tolerance(t) if sweeps else parse_review_tolerance(t)
+        except ValueError as e:
+            raise bad_input(str(e)) from None
+        tols[k] = v
+    req = CompareRequest(base, new, tols, seeds, seed_base, alpha, jobs, gates, allow_invalid)
     try:
-        if is_sweep(base) or is_sweep(new):
+        if sweeps:
             md, js, regressions = compare_sweeps(base, new, tols)
             out = md if format_ == "md" else with_provenance(js, provenance(req, "sweep"))
             sys.stdout.write(out)
@@ -112,4 +127,4 @@ def compare(
     except (CompareError, ValueError, OSError) as e:
         raise bad_input(str(e)) from None
     sys.stdout.write(out)
-    raise typer.Exit(EXIT_FAIL if rv.regression else EXIT_OK)
+    raise typer.Exit(rv.exit_code)

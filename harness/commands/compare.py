@@ -6,7 +6,10 @@ docstring) from what the two sides are:
 - both simulations of this very code version (``meta.harness_version`` and ``meta.git_sha``
   equal on both sides and to the running code): both effective profiles are re-simulated over
   the same ``--seeds`` seeds in a process pool, and the per-seed differences are paired;
-- per-seed results that cannot be re-run (another code version): Welch, seed against seed;
+- per-seed results of one other code version at the same seeds on both sides: paired, as
+  stored (draws belong to requests, so seed i of each side share them);
+- other per-seed results that cannot be re-run (another code version): Welch, seed against
+  seed;
 - single or live runs: their ``requests.jsonl``, by time windows (moving-block bootstrap).
 
 Sweeps (``sweep.json``) keep the point-by-point table of :mod:`harness.review.compare`.
@@ -31,6 +34,7 @@ from harness.results.summary import git_sha
 from harness.review.change import (
     COST,
     DEFAULT_GATE,
+    JOBS,
     PRIMARY,
     Primary,
     Review,
@@ -136,6 +140,7 @@ class CompareRequest:
     alpha: float = 0.01
     jobs: int = 0
     gate: tuple[str, ...] = DEFAULT_GATE
+    allow_invalid: bool = False  # compare a side whose runs are not valid, saying so
 
 
 def _margins(tols: Mapping[str, Tolerance]) -> Any:
@@ -148,13 +153,14 @@ def _margins(tols: Mapping[str, Tolerance]) -> Any:
 def _records(side: Side) -> Windows | None:
     """The side's request windows, the runs laid end to end (a --seeds folder: one long run)."""
     rows: list[dict[str, Any]] = []
-    offset = 0.0
+    offset = duration = 0.0
     slo = math.inf
     for summary, folder in zip(side.summaries, side.folders, strict=True):
         path = folder / "requests.jsonl"
         if not path.is_file():
             return None
         slo = float((summary.get("effective") or {}).get("slo", {}).get("turnaround_p95_s", slo))
+        duration += float(summary.get("duration_s") or 0.0)
         span = math.ceil(float(summary.get("duration_s") or 0.0) / WINDOW_S) * WINDOW_S
         with path.open(encoding="utf-8") as fh:
             for line in fh:
@@ -165,13 +171,49 @@ def _records(side: Side) -> Windows | None:
                 if isinstance(r, dict) and isinstance(r.get("t_intended"), int | float):
                     rows.append({**r, "t_intended": r["t_intended"] + offset})
         offset += span
-    return Windows.of(rows, slo, WINDOW_S)
+    return Windows.of(rows, slo, WINDOW_S, duration or None)
+
+
+def untrustworthy(summaries: list[Summary]) -> list[str]:
+    """Why a side's runs cannot be trusted, one reason per run that has one: conservation
+    broken, the generator saturated, cut short, or marked ``invalid`` by its own verdict."""
+    out = []
+    for s in summaries:
+        why = []
+        if not (s.get("conservation") or {}).get("ok", True):
+            why.append("conservation broken")
+        if s.get("generator_saturated"):
+            why.append("generator saturated")
+        if s.get("complete", True) is False:
+            why.append("incomplete")
+        if s.get("verdict") == "invalid" and not why:
+            why.append("verdict invalid")
+        if why:
+            out.append(f"seed {s.get('seed', '?')}: {', '.join(why)}")
+    return out
+
+
+def _check_valid(req: CompareRequest, named: Mapping[str, list[Summary]]) -> dict[str, list[str]]:
+    """Each side's reasons (:func:`untrustworthy`); refused (CompareError, exit 2) unless
+    ``--allow-invalid``."""
+    found = {k: list(dict.fromkeys(untrustworthy(v))) for k, v in named.items()}
+    bad = [f"{k.upper()} is invalid ({'; '.join(w)})" for k, w in found.items() if w]
+    if bad and not req.allow_invalid:
+        raise CompareError(
+            "; ".join(bad) + ": its figures cannot be trusted, so the comparison is refused "
+            "(--allow-invalid compares it anyway, and says so in the first line)"
+        )
+    return {k: w for k, w in found.items() if w}
 
 
 def review(req: CompareRequest) -> tuple[Review, str]:
     """The review and the sides' description line, decided by the gate
-    (:data:`harness.review.change.GATE_RULE`)."""
+    (:data:`harness.review.change.GATE_RULE`). A side whose runs are invalid is refused
+    unless ``req.allow_invalid``."""
+    base, new = load_side(req.base), load_side(req.new)
+    _check_valid(req, {"base": base.summaries, "new": new.summaries})
     rv, sides, b, n = _evidence(req)
+    rv.invalid = _check_valid(req, {"base": base.summaries + b, "new": new.summaries + n})
     return apply_gate(rv, req.gate, _holds(b), _holds(n)), sides
 
 
@@ -180,9 +222,10 @@ def _holds(summaries: list[Summary]) -> Holds | None:
 
 
 def _single_cost_rows(b: Summary, n: Summary) -> list[Row]:
-    """One run per side: the cost figures shown, not tested (no spread to test against)."""
+    """One run per side: the lost turns and the cost shown, not tested (no spread to test
+    against)."""
     rows = []
-    for f in COST:
+    for f in (*JOBS, *COST):
         x, y = expr_value(b, f.expr), expr_value(n, f.expr)
         if x is None and y is None:
             continue
@@ -199,10 +242,8 @@ def _evidence(
     """The review's rows, and the per-seed summaries each side's verdict is judged on."""
     base, new = load_side(req.base), load_side(req.new)
     margins = _margins(req.tolerances)
-    this = (base.summaries[0].get("meta") or {}).get("harness_version"), git_sha()
-    same = base.mode == new.mode == "sim" and base.version() == new.version() == this
     sides = f"base: {base.describe()} ({req.base}); new: {new.describe()} ({req.new})"
-    if same and all("effective" in s for s in (base.summaries[0], new.summaries[0])):
+    if _resimulated(base, new):
         seeds = _paired_seeds(req, base)
         first = seeds[0]
         jobs = min(req.jobs or os.cpu_count() or 1, 2 * len(seeds))
@@ -212,6 +253,25 @@ def _evidence(
         rv.notes.append(f"re-simulated both effective profiles at seeds {first}..{seeds[-1]}")
         rv.settle = f"harness compare {req.base} {req.new} --seeds {2 * req.seeds}"
         return rv, sides, b, n
+    stored_pairs = (
+        base.mode == new.mode == "sim"
+        and base.version() == new.version()
+        and len(base.summaries) >= 2
+        and [s.get("seed") for s in base.summaries] == [s.get("seed") for s in new.summaries]
+    )
+    if stored_pairs:  # one code version at the same seeds: the draws pair up, stored as they are
+        rv = review_seeds(
+            base.summaries, new.summaries, paired=True, margins=margins, alpha=req.alpha
+        )
+        rv.notes.append(
+            "stored runs of one code version (another than this one) at the same seeds: "
+            "paired seed by seed, not re-simulated"
+        )
+        rv.settle = (
+            "more seeds on both sides (harness sim PROFILE --seeds 40 for each), or both "
+            "sides simulated by this code version: a paired re-simulation"
+        )
+        return rv, sides, base.summaries, new.summaries
     if len(base.summaries) >= 2 and len(new.summaries) >= 2:
         rv = review_seeds(
             base.summaries, new.summaries, paired=False, margins=margins, alpha=req.alpha
@@ -238,6 +298,14 @@ def _evidence(
     return rv, sides, base.summaries[:1], new.summaries[:1]
 
 
+def _resimulated(base: Side, new: Side) -> bool:
+    """Both sides simulations of this very code version, with their effective profiles: both
+    are re-simulated at the same seeds."""
+    this = (base.summaries[0].get("meta") or {}).get("harness_version"), git_sha()
+    same = base.mode == new.mode == "sim" and base.version() == new.version() == this
+    return same and all("effective" in s for s in (base.summaries[0], new.summaries[0]))
+
+
 def _paired_seeds(req: CompareRequest, base: Side) -> list[int]:
     """The seeds a paired re-simulation runs both sides at."""
     first = req.seed_base if req.seed_base is not None else int(base.summaries[0]["seed"])
@@ -261,7 +329,7 @@ def provenance(req: CompareRequest, method: str) -> dict[str, Any]:
         {**profile_of(side.summaries[0]), "over_seeds": over_seeds_of(side.summaries[0])}
         for side in (b, n)
     ]
-    if method == "paired":
+    if method == "paired" and _resimulated(b, n):
         both = _paired_seeds(req, b)
         return compare_provenance(facts[0], facts[1], (both, both))
     stored = [[s.get("seed") for s in side.summaries] for side in (b, n)]

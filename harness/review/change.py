@@ -30,10 +30,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from harness.ground.exit_codes import EXIT_FAIL, EXIT_NOT_HELD, EXIT_OK
 from harness.recording.quantiles import quantile
 from harness.results.expr import expr_value
 from harness.results.shapes import Holds, Summary
-from harness.review.compare import Tolerance
+from harness.review.compare import Tolerance, parse_margin
 from harness.review.inference import bootstrap_p, holm, mean_sd, moving_blocks, t_ppf, t_sf
 
 Worse = Literal["up", "down"]
@@ -69,6 +70,21 @@ PRIMARY = (
         Tolerance(absolute=0.02),
         "",
     ),
+    # work admitted and lost: it leaves the latency percentiles (over completed work only), so
+    # a change that fails work can look faster; these rows show and gate it
+    Primary(
+        "failed_fraction", "counts.failed / counts.arrivals", "up", Tolerance(absolute=0.01), ""
+    ),
+    Primary(
+        "expired_fraction", "counts.expired / counts.arrivals", "up", Tolerance(absolute=0.01), ""
+    ),
+)
+
+# Agent profiles: answered turns thrown away (their job failed or expired, or a drain kill
+# restarted it), as the count summary.json's jobs.turns_lost holds and thresholds name; a row
+# only when both sides run agent jobs, tested as its own Holm family (like the cost).
+JOBS = (
+    Primary("jobs.turns_lost", "jobs.turns_lost", "up", Tolerance(relative=0.05, absolute=1.0), ""),
 )
 
 
@@ -83,8 +99,20 @@ COST = (
 # profile's own verdict over the seeds. p95 turnaround and the SLO-breach fraction are shown
 # and tested, but the SLO itself is what gates them: a p95 that moves within the SLO for less
 # money is the trade a cost tune makes, not a regression.
-DEFAULT_GATE = ("rejection_fraction", "goodput_per_s", "replica_seconds", "cost_spent")
-GATE_NAMES = tuple(f.name for f in (*PRIMARY, *COST))
+DEFAULT_GATE = (
+    "rejection_fraction",
+    "failed_fraction",
+    "expired_fraction",
+    "goodput_per_s",
+    "jobs.turns_lost",
+    "replica_seconds",
+    "cost_spent",
+)
+GATE_NAMES = tuple(f.name for f in (*PRIMARY, *JOBS, *COST))
+# Figures that are fractions of a count (an absolute margin >= 1 on them is no margin at all)
+FRACTIONS = tuple(
+    f.name for f in PRIMARY if f.expr.endswith(("/ counts.arrivals", "/ counts.completed"))
+)
 
 
 # -- per-request records, cut into time windows ----------------------------------------------
@@ -94,6 +122,8 @@ GATE_NAMES = tuple(f.name for f in (*PRIMARY, *COST))
 class Window:
     arrivals: int = 0
     rejected: int = 0
+    failed: int = 0
+    expired: int = 0
     completed: int = 0
     breached: int = 0
     turnarounds: list[float] = field(default_factory=list)
@@ -106,9 +136,18 @@ class Windows:
     width_s: float
     slo_s: float
     rows: list[Window]
+    # the runs' durations summed (summary.json's duration_s: the load and its drain), so that
+    # goodput over every window is summary.json's goodput_per_s; None: the windows' span
+    duration_s: float | None = None
 
     @classmethod
-    def of(cls, records: Sequence[Mapping[str, Any]], slo_s: float, width_s: float) -> Windows:
+    def of(
+        cls,
+        records: Sequence[Mapping[str, Any]],
+        slo_s: float,
+        width_s: float,
+        duration_s: float | None = None,
+    ) -> Windows:
         rows: list[Window] = []
         for r in records:
             outcome = r.get("outcome")
@@ -122,30 +161,42 @@ class Windows:
             w.arrivals += 1
             if outcome == "rejected":
                 w.rejected += 1
+            elif outcome == "failed":
+                w.failed += 1
+            elif outcome == "expired":
+                w.expired += 1
             elif outcome == "completed" and isinstance(r.get("latency_s"), int | float):
                 ta = float(r["latency_s"])
                 w.completed += 1
                 w.turnarounds.append(ta)
                 w.breached += ta > slo_s
-        return cls(width_s, slo_s, rows)
+        return cls(width_s, slo_s, rows, duration_s)
 
     def figures(self, idx: Sequence[int]) -> list[float | None]:
         """The primary figures (PRIMARY's order) over the windows ``idx`` (with repeats)."""
-        arr = rej = done = breach = 0
+        arr = rej = failed = expired = done = breach = 0
         tas: list[float] = []
         for i in idx:
             w = self.rows[i]
             arr += w.arrivals
             rej += w.rejected
+            failed += w.failed
+            expired += w.expired
             done += w.completed
             breach += w.breached
             tas.extend(w.turnarounds)
+        # goodput as summary.json has it: completions within the SLO per second of the run,
+        # its drain included; a resample of the windows counts its share of that duration
         span = len(idx) * self.width_s
+        if self.duration_s and self.rows:
+            span = self.duration_s * len(idx) / len(self.rows)
         return [
             breach / done if done else None,
             quantile(tas, 0.95) if tas else None,
             (done - breach) / span if span else None,
             rej / arr if arr else None,
+            failed / arr if arr else None,
+            expired / arr if arr else None,
         ]
 
 
@@ -155,7 +206,7 @@ class Windows:
 @dataclass(slots=True)
 class Row:
     figure: str
-    base: float | None
+    base: float | None  # the median over seeds, or the figure over every window
     new: float | None
     delta: float | None  # new - base (mean of the differences, or of the replicates)
     low: float | None  # the (1 - 2 alpha) interval of delta
@@ -192,8 +243,7 @@ def _t_evidence(
 ) -> tuple[Row, float, float]:
     """(row, raw p_worse, raw p_better) from a t-test: paired differences or Welch."""
     b, n = diffs_or_sides
-    bm = math.fsum(b) / len(b)
-    nm = math.fsum(n) / len(n)
+    bm, nm = quantile(b, 0.5), quantile(n, 0.5)  # shown: the medians over seeds
     margin = fig.margin.allowed(bm)
     w = 1.0 if fig.worse == "up" else -1.0
     if paired:
@@ -255,11 +305,24 @@ class Review:
     notes: list[str] = field(default_factory=list)
     gate: tuple[str, ...] = ()
     holds: dict[str, Any] = field(default_factory=dict)  # "base"/"new": holds_over_seeds()
+    slo: dict[str, Any] = field(default_factory=dict)  # slo_answer(): NEW holds? BASE?
+    broken: list[str] = field(default_factory=list)  # constraints BASE held, NEW does not
+    invalid: dict[str, list[str]] = field(default_factory=dict)  # side -> why (--allow-invalid)
 
     @property
     def regression(self) -> bool:
-        """Whether the change fails the gate (exit 1)."""
-        return self.verdict in ("regression", "trade-off (with a regression)")
+        """Whether the change made things worse than BASE (exit 1)."""
+        return self.verdict == "regression"
+
+    @property
+    def new_holds(self) -> bool:
+        """Whether NEW's profile verdict holds over its seeds (unknown counts as holding)."""
+        return self.slo.get("new") is not False
+
+    @property
+    def exit_code(self) -> int:
+        """1: worse than BASE; else 4: NEW does not hold its SLO and thresholds; else 0."""
+        return EXIT_FAIL if self.regression else (EXIT_OK if self.new_holds else EXIT_NOT_HELD)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -274,6 +337,10 @@ class Review:
             "worse": [r.figure for r in self.rows if r.verdict == "regression"],
             "gate": {"figures": list(self.gate), "rule": GATE_RULE},
             "holds": self.holds,
+            "slo": self.slo,
+            "broken": self.broken,
+            "exit_code": self.exit_code,
+            "invalid": self.invalid,
         }
 
 
@@ -293,7 +360,7 @@ def _judge(rows: list[Row], raw_worse: list[float], raw_better: list[float], alp
 def overall(rows: Sequence[Row]) -> str:
     verdicts = {r.verdict for r in rows if r.verdict != "n/a"}
     if "regression" in verdicts:
-        return "trade-off (with a regression)" if "improvement" in verdicts else "regression"
+        return "regression"
     if "improvement" in verdicts:
         return "improvement"
     if verdicts == {"no detectable change"}:
@@ -302,11 +369,20 @@ def overall(rows: Sequence[Row]) -> str:
 
 
 GATE_RULE = (
-    "a change fails (regression, exit 1) when the new side's profile verdict does not hold over "
-    "its seeds by the profile's verdict.over_seeds rule (its SLO, thresholds and verdict rules), "
-    "or when a gated figure is worse beyond its margin (non-inferiority, one-sided at alpha, "
-    "Holm); other figures are shown and tested but do not gate"
+    "the change is a regression (exit 1) when a gated figure is worse than BASE beyond its "
+    "margin (non-inferiority, one-sided at alpha, Holm) or a constraint of the profile's "
+    "verdict (SLO, threshold, verdict rule) that BASE held over its seeds no longer holds for "
+    "NEW; apart from that, NEW not holding its SLO and thresholds over its seeds by the "
+    "profile's verdict.over_seeds rule exits 4 (not worse than BASE, but not holding); other "
+    "figures are shown and tested but do not gate"
 )
+
+
+def parse_review_tolerance(text: str) -> tuple[str, Tolerance]:
+    """``--tolerance NAME=5%`` or ``NAME=0.02`` for a figure the review shows (a primary,
+    lost-turns or cost figure, by its name or expression) or ``all``."""
+    names = {k: f.name for f in (*PRIMARY, *JOBS, *COST) for k in (f.name, f.expr.replace(" ", ""))}
+    return parse_margin(text, names, FRACTIONS)
 
 
 def parse_gate(names: Sequence[str]) -> tuple[str, ...]:
@@ -322,29 +398,63 @@ def parse_gate(names: Sequence[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
+def slo_answer(base_holds: Holds | None, new_holds: Holds | None) -> dict[str, Any]:
+    """Does NEW hold its SLO and thresholds over its seeds (the one rule), and did BASE?"""
+
+    def ok(h: Holds | None) -> bool | None:
+        return None if h is None else bool(h.get("ok", True))
+
+    new, base = ok(new_holds), ok(base_holds)
+    if new is None:
+        text = "unknown"
+    else:
+        text = "holds" if new else "does not hold"
+        if base is not None:
+            text += {
+                (True, True): " (as did BASE)",
+                (True, False): " (BASE did not)",
+                (False, True): " (BASE did)",
+                (False, False): " (nor did BASE)",
+            }[(new, base)]
+    return {"new": new, "base": base, "text": text}
+
+
+def broken_constraints(base_holds: Holds | None, new_holds: Holds | None) -> list[str]:
+    """The constraints (SLO, thresholds, verdict rules: matched by their expression) BASE held
+    over its seeds that NEW does not: each is a regression."""
+    if not base_holds or not new_holds:
+        return []
+    held = {str(r.get("expr")) for r in base_holds.get("rows") or [] if r.get("ok")}
+    return [
+        str(r.get("expr"))
+        for r in new_holds.get("rows") or []
+        if not r.get("ok") and str(r.get("expr")) in held
+    ]
+
+
 def apply_gate(
     rv: Review,
     gate: Sequence[str],
     base_holds: Holds | None,
     new_holds: Holds | None,
 ) -> Review:
-    """The review's verdict by :data:`GATE_RULE`: mark the gated rows, record whether each
-    side's verdict holds over its seeds, and decide."""
+    """The review's two answers by :data:`GATE_RULE`: mark the gated rows; the change's verdict
+    (worse than BASE?) from the figures, their margins and the constraints BASE held; and
+    whether each side's verdict holds over its seeds."""
     rv.gate = tuple(gate)
     rv.holds = {"base": dict(base_holds or {}), "new": dict(new_holds or {})}
+    rv.slo = slo_answer(base_holds, new_holds)
+    rv.broken = broken_constraints(base_holds, new_holds)
     for r in rv.rows:
         r.gated = r.figure in rv.gate
     known = [r for r in rv.rows if r.verdict != "n/a"]
     gated = [r for r in known if r.gated]
-    broken = new_holds is not None and not new_holds.get("ok", True)
-    worse = any(r.verdict == "regression" for r in gated)
+    worse = bool(rv.broken) or any(r.verdict == "regression" for r in gated)
     better = any(r.verdict == "improvement" for r in known)
-    if base_holds is not None and new_holds is not None:
-        better = better or (not base_holds.get("ok", True) and new_holds.get("ok", True))
-    if broken or worse:
-        rv.verdict = "trade-off (with a regression)" if better else "regression"
+    if worse:
+        rv.verdict = "regression"
     elif better and any(r.verdict == "regression" for r in known):
-        rv.verdict = "trade-off (within the gate)"  # a shown figure worse, nothing gated
+        rv.verdict = "trade-off"  # a shown figure worse, another better, nothing gated worse
     elif better:
         rv.verdict = "improvement"
     elif any(r.verdict == "regression" for r in known):
@@ -364,9 +474,12 @@ def _cost_rows(
     paired: bool,
     margins: Callable[[Primary], Tolerance] | None,
     alpha: float,
+    family: Sequence[Primary] = COST,
 ) -> list[Row]:
+    """One family of figures a side may lack (the cost, an agent profile's lost turns): a row
+    for each figure either side has, Holm over the family."""
     rows, pw, pb = [], [], []
-    for fig in COST:
+    for fig in family:
         f = (
             fig
             if margins is None
@@ -437,6 +550,7 @@ def review_seeds(
         pb.append(b)
     _judge(rows, pw, pb, alpha)
     n = min(len(base), len(new))
+    rows += _cost_rows(base, new, paired, margins, alpha, JOBS)
     rows += _cost_rows(base, new, paired, margins, alpha)
     out = Review("paired" if paired else "unpaired", f"{n} seeds", alpha, rows, overall(rows))
     return out

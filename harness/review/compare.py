@@ -137,17 +137,33 @@ def _figure_named(name: str) -> Figure | None:
 
 
 def parse_tolerance(text: str) -> tuple[str, Tolerance]:
-    """``NAME=5%`` (relative) or ``NAME=2.0`` (absolute) -> (figure name or "all", tolerance)."""
+    """``NAME=5%`` (relative) or ``NAME=2.0`` (absolute) -> (figure name or "all", tolerance),
+    for the figures a comparison of sweeps shows (:data:`FIGURES`)."""
+    names = {k: f.name for f in FIGURES for k in (f.name, f.expr.replace(" ", ""), *f.aliases)}
+    fractions = {f.name for f in FIGURES if "/" in f.expr}
+    return parse_margin(text, names, fractions)
+
+
+def parse_margin(
+    text: str, names: Mapping[str, str], fractions: Iterable[str]
+) -> tuple[str, Tolerance]:
+    """``NAME=5%`` or ``NAME=2.0`` for one of ``names`` (a figure's name or expression, spaces
+    removed -> the figure's name) or ``all``. Refused: a figure not among them (the valid ones
+    are listed), and an absolute margin >= 1 on a fraction (``fractions``; ``all`` covers them):
+    100 points of a fraction is no margin at all."""
     name, sep, value = text.rpartition("=")
     name, value = name.strip(), value.strip()
     if not sep or not name or not value:
         raise ValueError(f"--tolerance {text!r}: expected NAME=5% or NAME=2.0")
     if name != "all":
-        fig = _figure_named(name)
-        if fig is None:
-            known = ", ".join(f.name for f in FIGURES)
-            raise ValueError(f"--tolerance {text!r}: unknown figure {name!r} (known: {known}, all)")
-        name = fig.name
+        canonical = names.get("".join(name.split()))
+        if canonical is None:
+            known = ", ".join(dict.fromkeys(names.values()))
+            raise ValueError(
+                f"--tolerance {text!r}: {name!r} is not a figure this comparison shows "
+                f"(valid: {known}, all)"
+            )
+        name = canonical
     pct = value.endswith("%")
     try:
         number = float(value[:-1] if pct else value)
@@ -155,6 +171,18 @@ def parse_tolerance(text: str) -> tuple[str, Tolerance]:
         raise ValueError(f"--tolerance {text!r}: {value!r} is not a number or N%") from None
     if not math.isfinite(number) or number < 0:
         raise ValueError(f"--tolerance {text!r}: must be a finite number >= 0")
+    fracs = set(fractions)
+    if not pct and number >= 1 and (name in fracs or name == "all"):
+        which = (
+            "a fraction"
+            if name != "all"
+            else f"the fractions among them ({', '.join(sorted(fracs))})"
+        )
+        raise ValueError(
+            f"--tolerance {text!r}: an absolute margin of {number:g} on {which} (0 to 1) "
+            f"is {number * 100:g} points: no margin at all; give one below 1 (0.02) or a "
+            f"relative one ({name}={number:g}%)"
+        )
     return name, Tolerance(relative=number / 100) if pct else Tolerance(absolute=number)
 
 

@@ -20,6 +20,13 @@ METHODS = {
 }
 
 
+CHANGE = {
+    "paired": "the mean of the per-seed differences (the same seeds on both sides)",
+    "unpaired": "the difference of the two sides' means over their seeds (Welch)",
+    "records": "over every window, its interval from the windows resampled in blocks",
+}
+
+
 def _num(x: float | None) -> str:
     if x is None:
         return "-"
@@ -35,6 +42,8 @@ def _change(r: Row) -> str:
 
 
 def headline(rv: Review) -> str:
+    """The first line: both answers -- is the change worse than BASE, and does NEW hold its SLO
+    and thresholds (and did BASE) -- then what moved, the evidence and the exit code."""
     worse = [
         r.figure + ("" if r.gated else " (not gated)") for r in rv.rows if r.verdict == "regression"
     ]
@@ -42,10 +51,20 @@ def headline(rv: Review) -> str:
     parts = []
     if worse:
         parts.append("worse beyond margin: " + ", ".join(worse))
+    if rv.broken:
+        parts.append("held by BASE, broken by NEW: " + ", ".join(rv.broken))
     if better:
         parts.append("better beyond margin: " + ", ".join(better))
-    detail = f" -- {'; '.join(parts)}" if parts else ""
-    return f"**Verdict: {rv.verdict}**{detail} ({rv.method}, {rv.size}, alpha {rv.alpha:g})"
+    detail = f" ({'; '.join(parts)})" if parts else ""
+    slo = rv.slo.get("text") or "unknown"
+    invalid = "".join(
+        f"**{side.upper()} is invalid ({'; '.join(why)}), compared by --allow-invalid.** "
+        for side, why in rv.invalid.items()
+    )
+    return (
+        f"{invalid}**Change vs BASE: {rv.verdict}**{detail}. **NEW's SLO and thresholds: {slo}.** "
+        f"({rv.method}, {rv.size}, alpha {rv.alpha:g}; exit {rv.exit_code})"
+    )
 
 
 def slo_line(rv: Review) -> str:
@@ -110,8 +129,10 @@ def to_markdown(rv: Review, sides: str) -> str:
     lines = [headline(rv), "", slo_line(rv), "", cost_line(rv), ""]
     if rv.settle:
         lines += [f"To settle it: `{rv.settle}`", ""]
+    over = f"median over {rv.size}" if rv.method != "records" else "over every window"
     lines += [
-        f"| figure | base | new | change [{cl} CI] | margin | verdict | gated |",
+        f"| figure | base ({over}) | new ({over}) | change [{cl} interval] | margin | verdict "
+        "| gated |",
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in rv.rows:
@@ -122,6 +143,15 @@ def to_markdown(rv: Review, sides: str) -> str:
             f"+-{_num(r.margin)} | {verdict} | {'yes' if r.gated else 'no'} |"
         )
     lines += [
+        "",
+        f"change: NEW minus BASE, {CHANGE[rv.method]}; [a, b] is its {cl} interval (1 - 2 "
+        "alpha). A figure is a regression when it is worse than BASE by more than its margin, "
+        "an improvement when better by more, no detectable change when [a, b] lies inside "
+        "+-margin.",
+        "",
+        "The latency percentiles (turnaround_s.p95) are over completed work only: work that "
+        "failed, expired or was rejected leaves them, so read them beside failed_fraction, "
+        "expired_fraction and rejection_fraction.",
         "",
         "<details><summary>method and details</summary>",
         "",

@@ -1,5 +1,6 @@
 """``harness compare`` end to end: the method it picks from what the two sides are, its output
-(verdict first, JSON for bots) and its exit codes (1 only on a regression)."""
+(both answers first, JSON for bots) and its exit codes (1 only on a regression, 4 when NEW
+does not hold its SLO and nothing got worse)."""
 
 from __future__ import annotations
 
@@ -50,7 +51,8 @@ def test_same_version_sims_are_re_simulated_in_pairs_and_a_regression_exits_1(
     base, new = sim(tmp_path / "b", 3), sim(tmp_path / "n", 40)
     res = harness("compare", str(base), str(new), "--seeds", "10")
     assert res.returncode == 1, res.stdout + res.stderr
-    assert res.stdout.startswith("**Verdict: regression**")
+    assert res.stdout.startswith("**Change vs BASE: regression**")
+    assert "held by BASE, broken by NEW: slo: turnaround_s.p95 <= 60" in res.stdout.splitlines()[0]
     assert "paired, 10 seeds" in res.stdout and "<details>" in res.stdout
     assert "new **does not hold**: slo: turnaround_s.p95 <= 60" in res.stdout
     back = harness("compare", str(new), str(base), "--seeds", "10", "--format", "json")
@@ -77,6 +79,21 @@ def test_the_same_profile_twice_is_no_detectable_change(tmp_path: Path) -> None:
     assert json.loads(res.stdout)["verdict"] == "no detectable change"
 
 
+def test_a_folder_against_itself_missing_its_slo_is_no_change_and_exits_4(
+    tmp_path: Path,
+) -> None:
+    # the seed burst (AGE_REJECT 25 s) misses its SLO at every seed by design
+    x = sim(tmp_path / "x", 25, "--seeds", "5")
+    res = harness("compare", str(x), str(x), "--seeds", "10")
+    first = res.stdout.splitlines()[0]
+    assert first.startswith("**Change vs BASE: no detectable change**"), res.stdout
+    assert "NEW's SLO and thresholds: does not hold (nor did BASE)" in first
+    assert res.returncode == 4
+    doc = json.loads(harness("compare", str(x), str(x), "--seeds", "10", "--format", "json").stdout)
+    assert doc["verdict"] == "no detectable change" and doc["slo"]["new"] is False
+    assert doc["slo"]["base"] is False and doc["exit_code"] == 4
+
+
 def test_seed_folders_of_another_version_are_compared_seed_against_seed(tmp_path: Path) -> None:
     base = sim(tmp_path / "b", 3, "--seeds", "8")
     new = sim(tmp_path / "n", 40, "--seeds", "8", "--seed", "101")
@@ -88,7 +105,38 @@ def test_seed_folders_of_another_version_are_compared_seed_against_seed(tmp_path
     assert "not re-simulated" in " ".join(doc["notes"])
     # AGE_REJECT 40 s misses the SLO: the new side's verdict does not hold -> exit 1
     assert doc["holds"]["new"]["ok"] is False and doc["holds"]["base"]["ok"] is True
-    assert res.returncode == 1 and doc["verdict"] in ("regression", "trade-off (with a regression)")
+    assert res.returncode == 1 and doc["verdict"] == "regression"
+    assert "slo: turnaround_s.p95 <= 60" in doc["broken"]
+
+
+def test_one_folder_of_another_version_against_itself_is_paired_seed_by_seed(
+    tmp_path: Path,
+) -> None:
+    x = sim(tmp_path / "x", 25, "--seeds", "6")
+    _retag(x, "2" * 40)  # not re-simulated: stored runs, the same seeds on both sides
+    res = harness("compare", str(x), str(x), "--format", "json")
+    doc = json.loads(res.stdout)
+    assert doc["method"] == "paired" and "not re-simulated" in " ".join(doc["notes"])
+    assert doc["verdict"] == "no detectable change" and res.returncode == 4
+    assert doc["seeds"]["base"] == doc["seeds"]["new"] == list(range(1, 7))
+
+
+def test_an_invalid_side_is_refused_unless_allowed_and_then_named_first(tmp_path: Path) -> None:
+    base = sim(tmp_path / "b", 3, "--seeds", "4")
+    new = sim(tmp_path / "n", 3, "--seeds", "4")
+    p = new / "seed-2" / "summary.json"
+    s = json.loads(p.read_text())
+    s["conservation"]["ok"] = False
+    s["verdict"] = "invalid"
+    p.write_text(json.dumps(s))
+    res = harness("compare", str(base), str(new), "--seeds", "4")
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert "NEW is invalid (seed 2: conservation broken)" in res.stderr
+    assert "--allow-invalid" in res.stderr
+    ok = harness("compare", str(base), str(new), "--seeds", "4", "--allow-invalid")
+    first = ok.stdout.splitlines()[0]
+    assert first.startswith("**NEW is invalid (seed 2: conservation broken), compared by")
+    assert "Change vs BASE:" in first and ok.returncode in (0, 1, 4)
 
 
 def test_single_runs_of_another_version_use_their_request_records(tmp_path: Path) -> None:
@@ -99,6 +147,11 @@ def test_single_runs_of_another_version_use_their_request_records(tmp_path: Path
     assert doc["method"] == "records" and doc["size"].startswith("30 windows of 10 s")
     assert doc["holds"]["new"]["ok"] is True, doc["holds"]  # one run: its own verdict
     assert res.returncode == 0 and doc["verdict"] in ("inconclusive", "no detectable change")
+    # one definition of goodput: summary.json's (completions within the SLO over the run,
+    # its drain included), not over the load's windows
+    rows = {r["figure"]: r for r in doc["rows"]}
+    stored = json.loads((base / "summary.json").read_text())["goodput_per_s"]
+    assert rows["goodput_per_s"]["base"] == pytest.approx(stored, abs=1e-4)
     if doc["verdict"] == "inconclusive":
         assert doc["settle"]  # the command that would settle it
     (base / "requests.jsonl").unlink()
@@ -136,13 +189,13 @@ def test_a_cheaper_policy_that_holds_the_slo_passes_and_a_costlier_one_fails(
     rows = {r["figure"]: r for r in doc["rows"]}
     assert rows["replica_seconds"]["verdict"] == "improvement" and rows["replica_seconds"]["gated"]
     assert not rows["turnaround_s.p95"]["gated"]
-    assert doc["verdict"] in ("improvement", "trade-off (within the gate)")
+    assert doc["verdict"] in ("improvement", "trade-off")
     md = harness("compare", str(base), str(tuned), "--seeds", "20").stdout
     assert md.splitlines()[2].startswith("SLO and thresholds, new holds: slo: turnaround_s.p95")
     assert md.splitlines()[4].startswith("Cost: replica_seconds")
     back = harness("compare", str(tuned), str(base), "--seeds", "20", "--format", "json")
     doc = json.loads(back.stdout)
-    assert back.returncode == 1 and doc["verdict"] == "trade-off (with a regression)"  # p95 better
+    assert back.returncode == 1 and doc["verdict"] == "regression"  # though p95 is better
     assert doc["regressions"] == ["replica_seconds"]
     # without the cost in the gate, the same change passes
     loose = harness(
@@ -151,3 +204,29 @@ def test_a_cheaper_policy_that_holds_the_slo_passes_and_a_costlier_one_fails(
     assert loose.returncode == 0, loose.stdout
     bad = harness("compare", str(tuned), str(base), "--gate", "replicas")
     assert bad.returncode == 2 and "unknown figure" in bad.stderr
+
+
+def test_margins_are_refused_where_they_mean_nothing_and_taken_on_every_gated_figure(
+    tmp_path: Path,
+) -> None:
+    x = sim(tmp_path / "x", 3, "--seeds", "3")
+    wide = harness("compare", str(x), str(x), "--seeds", "3", "--tolerance", "rejection_fraction=5")
+    assert wide.returncode == 2 and "rejection_fraction=5%" in wide.stderr
+    cost = harness(
+        "compare",
+        str(x),
+        str(x),
+        "--seeds",
+        "3",
+        "--tolerance",
+        "replica_seconds=10%",
+        "--format",
+        "json",
+    )
+    assert cost.returncode == 0, cost.stderr
+    row = next(r for r in json.loads(cost.stdout)["rows"] if r["figure"] == "replica_seconds")
+    assert row["margin"] == pytest.approx(0.10 * row["base"])
+    unseen = harness("compare", str(x), str(x), "--tolerance", "turnaround_s.p99=10%")
+    assert unseen.returncode == 2 and "valid: slo_breach_fraction" in unseen.stderr
+    gate = harness("compare", str(x), str(x), "--seeds", "3", "--gate", "failed_fraction")
+    assert gate.returncode == 0, gate.stderr

@@ -84,7 +84,8 @@ def test_parse_tolerance_relative_absolute_and_aliases() -> None:
 @pytest.mark.parametrize(
     ("text", "needle"),
     [
-        ("nope=5%", "unknown figure"),
+        ("nope=5%", "not a figure this comparison shows"),
+        ("rejection_fraction=5", "500 points"),
         ("turnaround_s.p95=abc", "not a number"),
         ("turnaround_s.p95", "expected NAME=5%"),
         ("=5%", "expected NAME=5%"),
