@@ -278,6 +278,21 @@ def io_errors(folder: Path) -> Iterator[None]:
         raise typer.Exit(EXIT_BROKEN) from None
 
 
+@contextlib.contextmanager
+def out_lock(folder: Path) -> Iterator[None]:
+    """Hold the results folder for this run (harness.ground.atomic.folder_lock): a folder
+    another live run holds is exit 2, naming its pid."""
+    from harness.ground.atomic import FolderBusy, folder_lock
+
+    with contextlib.ExitStack() as stack:
+        try:
+            with io_errors(folder):
+                stack.enter_context(folder_lock(folder))
+        except FolderBusy as e:
+            raise bad_input(str(e)) from None
+        yield
+
+
 def writable(folder: Path) -> None:
     """Fail fast, before any work: the results folder must take a file."""
     from harness.results.summary import check_writable

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from harness.cli.options import bad_input, err, io_errors
+from harness.cli.options import bad_input, err, io_errors, out_lock
 from harness.ground.exit_codes import EXIT_BROKEN
 
 
@@ -33,7 +33,7 @@ def report(
     if recover:
         from harness.commands.recover import recover_command
 
-        with io_errors(folder):
+        with out_lock(folder), io_errors(folder):
             code = recover_command(folder, err)
         if code != EXIT_BROKEN:
             raise typer.Exit(code)

@@ -20,6 +20,7 @@ from harness.cli.options import (
     io_errors,
     load_profile,
     log_format,
+    out_lock,
     writable,
 )
 
@@ -48,7 +49,7 @@ def sim(
     extra = check_thresholds(threshold, prof)
     folder = out or default_out(prof)
     writable(folder)
-    with io_errors(folder):
+    with out_lock(folder), io_errors(folder):
         if seeds is not None:
             code = run_many(
                 profile, set_ or [], prof, seed, seeds, folder, extra, jobs, err, log_fmt.value

@@ -21,6 +21,7 @@ from harness.cli.options import (
     err,
     io_errors,
     load_profile,
+    out_lock,
     verify_live_option,
     writable,
 )
@@ -58,7 +59,7 @@ def sweep(
     check_search_options(time_scale, cluster)
     folder = out or default_out(prof, "-sweep")
     writable(folder)
-    with io_errors(folder):
+    with out_lock(folder), io_errors(folder):
         code = sweep_command(
             profile,
             set_ or [],

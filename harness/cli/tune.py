@@ -23,6 +23,7 @@ from harness.cli.options import (
     err,
     io_errors,
     load_profile,
+    out_lock,
     verify_live_option,
     writable,
 )
@@ -133,7 +134,7 @@ def tune(
             "empty folder, or one an earlier tune wrote (its outputs are replaced)"
         )
     writable(folder)
-    with io_errors(folder):
+    with out_lock(folder), io_errors(folder):
         clear_outputs(folder)  # an earlier tune's tuned.yaml never outlives its tune.json
         code = tune_command(
             plan,

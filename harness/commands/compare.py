@@ -104,20 +104,27 @@ _PROFILES: dict[str, Any] = {}
 
 
 def _resimulate(job: tuple[str, int]) -> Summary:
-    from harness.profile import loads
+    from harness.profile.effective import load_effective
     from harness.sim.runner import simulate
 
     text, seed = job
     prof = _PROFILES.get(text)
     if prof is None:
-        prof = _PROFILES[text] = loads(text, file="<effective profile>")
+        prof = _PROFILES[text] = load_effective(text)
     # sim.runner is compiled (setup.py HOT_MODULES): its summary is typed a plain dict there
     return cast(Summary, simulate(prof, seed, with_timeline=False).summary)
 
 
 def resimulate(effective: Mapping[str, Any], seeds: list[int], jobs: int) -> list[Summary]:
-    """The profile ``effective`` (a summary's ``effective`` section) simulated at each seed."""
-    text = json.dumps(effective, sort_keys=True)
+    """The profile ``effective`` (a summary's ``effective`` section) simulated at each seed;
+    CompareError when it cannot be (not a profile, its trace missing or not the run's)."""
+    from harness.profile import ProfileError
+    from harness.profile.effective import effective_text
+
+    try:  # checked here, where the error is one line, not in a worker process
+        text = effective_text(effective)
+    except ProfileError as e:
+        raise CompareError(f"cannot re-simulate the run: {e}") from None
     out: dict[int, Summary] = {}
 
     def take(job: tuple[str, int], summary: Summary) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import cast
@@ -44,26 +45,28 @@ def run_one(
     """One seed into ``folder``. A stop signal (SIGINT, SIGTERM, SIGHUP) ends the simulation
     at the next simulated second: partial results, marked incomplete, exit 3. ``at_second(t)``
     is the test seam: called at each simulated second, it may deliver a signal at a chosen
-    virtual time."""
-    with Interrupts().installed() as intr, progress_bar(console) as prog:
-        task = prog.add_task("simulating (virtual s)", total=profile.duration_s)
+    virtual time. A signal while the results are written (the summary, the report) lets the
+    write finish -- no half files -- and then ends the run as interrupted (exit 3)."""
+    with Interrupts().installed() as intr:
+        with progress_bar(console) as prog:
+            task = prog.add_task("simulating (virtual s)", total=profile.duration_s)
 
-        def stop(t: float) -> bool:
-            if at_second is not None:
-                at_second(t)
-            return intr.count > 0
+            def stop(t: float) -> bool:
+                if at_second is not None:
+                    at_second(t)
+                return intr.count > 0
 
-        result = run_to_folder(
-            profile,
-            seed,
-            folder,
-            extra_thresholds=extra,
-            progress=lambda t: prog.update(task, completed=min(t, profile.duration_s)),
-            stop=stop,
-            log_format=log_format,
-        )
-    if report:
-        _report(folder, console)
+            result = run_to_folder(
+                profile,
+                seed,
+                folder,
+                extra_thresholds=extra,
+                progress=lambda t: prog.update(task, completed=min(t, profile.duration_s)),
+                stop=stop,
+                log_format=log_format,
+            )
+        if report:
+            _report(folder, console)
     # typed a plain dict in the compiled sim.runner (setup.py HOT_MODULES)
     print_summary(console, cast(Summary, result.summary), folder)
     if not result.summary.get("complete", True):
@@ -71,6 +74,12 @@ def run_one(
             f"[bold red]interrupted ({intr.last}):[/] partial results were written, "
             f"marked incomplete (exit 3)"
         )
+    elif intr:
+        console.print(
+            f"[bold red]interrupted ({intr.last}) while the results were written:[/] "
+            "they were written whole (exit 3)"
+        )
+        return EXIT_BROKEN
     elif not result.summary["conservation"]["ok"]:
         console.print("[bold red]conservation violated:[/] the run is invalid (exit 3)")
     return for_summary(result.summary)
@@ -114,11 +123,20 @@ def run_many(
             prog.advance(task)
 
         complete = run_chunks(_seed_job, work, min(jobs, n), None, take, intr.__bool__)
-    summaries = [done[s] for s in seeds if s in done]  # in seed order, whatever finished first
-    agg = aggregate(summaries)
-    if not complete:
-        agg["complete"], agg["seeds_finished"] = False, sorted(done)
-    write_atomic(folder / "aggregate.json", summ.dumps(agg))
+        if not complete:  # a seed may have finished after the last look at the pool
+            _finished_on_disk(folder, [s for s in seeds if s not in done], done)
+        summaries = [done[s] for s in seeds if s in done]  # in seed order
+        agg = aggregate(summaries)
+        if not complete:
+            agg["complete"], agg["seeds_finished"] = False, sorted(done)
+            agg["seeds_requested"] = n
+        write_atomic(folder / "aggregate.json", summ.dumps(agg))  # whole, whatever arrives
+    if intr and complete:
+        console.print(
+            f"[bold red]interrupted ({intr.last}) while the results were written:[/] "
+            "they were written whole (exit 3)"
+        )
+        return EXIT_BROKEN
     if not complete:
         console.print(
             f"[bold red]interrupted ({intr.last}):[/] {len(done)} of {n} seeds "
@@ -136,6 +154,17 @@ def run_many(
         return worst
     print_holds(console, holds)
     return EXIT_OK if holds["ok"] else EXIT_FAIL
+
+
+def _finished_on_disk(folder: Path, seeds: list[int], done: dict[int, Summary]) -> None:
+    """Seeds among ``seeds`` whose ``seed-<n>/summary.json`` is on disk (written last and
+    whole: the seed finished) into ``done``."""
+    for s in seeds:
+        path = folder / f"seed-{s}" / "summary.json"
+        try:
+            done[s] = cast(Summary, json.loads(path.read_bytes()))
+        except (OSError, ValueError):
+            continue
 
 
 def print_holds(console: Console, holds: Holds) -> None:

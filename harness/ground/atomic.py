@@ -52,3 +52,60 @@ def write_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
     """``path`` holds ``data`` (see :func:`atomic_file`)."""
     with atomic_file(path, durable=durable) as f:
         f.write(data)
+
+
+LOCK_NAME = ".harness.lock"
+
+
+class FolderBusy(Exception):
+    """The results folder is held by another run (a live process)."""
+
+    def __init__(self, folder: Path, pid: int) -> None:
+        self.folder, self.pid = folder, pid
+        super().__init__(
+            f"--out {folder} is being written by another run (pid {pid}, lock file "
+            f"{folder / LOCK_NAME}): wait for it to end, or give another --out"
+        )
+
+
+def _holder(fd: int) -> int:
+    try:
+        return int(os.pread(fd, 32, 0).decode("ascii").split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0  # torn or empty: no holder can be named
+
+
+@contextmanager
+def folder_lock(folder: Path) -> Iterator[Path]:
+    """Hold ``folder`` (created if need be) for one run: ``.harness.lock`` in it, locked
+    (``flock``) and naming this pid. A lock another process holds is :class:`FolderBusy`
+    naming that pid; a lock file left by a run that died (a kill, a crash) holds no lock any
+    more -- the kernel drops it with its process -- and is taken over. The lock file goes
+    when the block ends. Two runs writing one folder would mix their files (a summary of one
+    seed beside the requests of another) or lose one run without a word."""
+    import fcntl
+
+    folder.mkdir(parents=True, exist_ok=True)
+    lock = folder / LOCK_NAME
+    while True:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, FILE_MODE)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pid = _holder(fd)
+            os.close(fd)
+            raise FolderBusy(folder, pid) from None
+        try:
+            same = os.stat(lock).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:  # not a file its last holder unlinked as we opened it
+            break
+        os.close(fd)
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield lock
+    finally:
+        lock.unlink(missing_ok=True)
+        os.close(fd)

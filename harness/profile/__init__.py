@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import os
 import types
 import typing
 from pathlib import Path
@@ -374,14 +375,61 @@ def loads(
     prof: Profile = build(ctx, Profile, raw, "")
     if "slo" not in raw:  # the default SLO was not declared: it informs, it does not gate
         prof = dataclasses.replace(prof, slo=dataclasses.replace(prof.slo, enforce=False))
-    if prof.arrivals.file and base_dir is not None and not Path(prof.arrivals.file).is_absolute():
-        prof = dataclasses.replace(
-            prof,
-            arrivals=dataclasses.replace(prof.arrivals, file=str(base_dir / prof.arrivals.file)),
-        )
+    if prof.arrivals.file:
+        prof = dataclasses.replace(prof, arrivals=_pinned_trace(ctx, prof.arrivals, base_dir))
     check_profile(ctx, prof)
     digest = hashlib.sha256(data).hexdigest()
     return dataclasses.replace(prof, source=file, sha256=digest)
+
+
+_SHA_CACHE: dict[tuple[str, int, int], str] = {}  # (path, size, mtime_ns) -> sha256
+
+
+def trace_sha256(path: str) -> str:
+    """The SHA-256 (hex) of a trace file's bytes; OSError when it cannot be read. Cached per
+    process by path, size and modification time: a sweep loads its profile per task."""
+    st = Path(path).stat()
+    key = (path, st.st_size, st.st_mtime_ns)
+    got = _SHA_CACHE.get(key)
+    if got is None:
+        h = hashlib.sha256()
+        with open(path, "rb") as fh:
+            while chunk := fh.read(1 << 20):
+                h.update(chunk)
+        got = _SHA_CACHE[key] = h.hexdigest()
+    return got
+
+
+def _pinned_trace(ctx: Ctx, a: Arrivals, base_dir: Path | None) -> Arrivals:
+    """``arrivals.file`` as an absolute path (a relative one is read against the profile's
+    folder, so a copy of the profile elsewhere -- a live run's children, a summary's
+    ``effective`` -- names the same file) and ``file_sha256`` filled in. A profile that gives
+    ``file_sha256`` is refused when the file is missing or its bytes differ; otherwise an
+    unreadable trace is left to the trace reader, which names it."""
+    assert a.file is not None
+    file = Path(a.file)
+    if not file.is_absolute() and base_dir is not None:
+        file = base_dir / file
+    name = os.path.abspath(file) if file.is_absolute() or base_dir is not None else a.file
+    pinned = a.file_sha256
+    field = "arrivals.file_sha256"
+    if pinned is not None and not (
+        len(pinned) == 64 and all(c in "0123456789abcdef" for c in pinned)
+    ):
+        raise ctx.err(field, "not a SHA-256 (64 lowercase hex digits)")
+    try:
+        digest: str | None = trace_sha256(name)
+    except OSError as e:
+        if pinned is not None:
+            raise ctx.err("arrivals.file", f"cannot read trace {name}: {e.strerror or e}") from None
+        digest = None
+    if pinned is not None and digest != pinned:
+        raise ctx.err(
+            field,
+            f"the trace {name} is not the file this profile names: its SHA-256 is "
+            f"{digest}, the profile's {pinned}",
+        )
+    return dataclasses.replace(a, file=name, file_sha256=digest)
 
 
 def to_dict(obj: Any) -> Any:

@@ -311,6 +311,7 @@ class Aggregate(TypedDict):
     profile: dict[str, Any] | None  # name, sha256, effective_sha256
     metrics: dict[str, dict[str, Any]]  # {expression: describe() over the seeds}
     seeds_finished: NotRequired[list[int]]  # an interrupted run only
+    seeds_requested: NotRequired[int]  # an interrupted run only: --seeds N
 
 
 # -- --verify-live (search.verify_live) ----------------------------------------------------

@@ -33,7 +33,8 @@ import httpx
 import yaml
 from rich.console import Console
 
-from harness.ground.exit_codes import EXIT_BROKEN, EXIT_OK, for_summary
+from harness.ground.atomic import FolderBusy, folder_lock
+from harness.ground.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN, EXIT_OK, for_summary
 from harness.ground.interrupts import Interrupts
 from harness.ground.text_tokens import prompt_tokens
 from harness.live.load import calls, requests_jsonl
@@ -133,7 +134,12 @@ def run_live(run: LiveSettings, *, console: Console, dry_run: bool = False) -> i
             check_writable(run.out)
         except OSError as e:
             raise RunError(f"cannot write results: {os_error_line(e, run.out)}") from None
-        return _execute(run, times, console)
+        try:
+            with folder_lock(run.out):  # one run per results folder, or their files mix
+                return _execute(run, times, console)
+        except FolderBusy as e:
+            console.print(f"[bold red]error:[/] {e}", soft_wrap=True)
+            return EXIT_BAD_INPUT
     except (RunError, children.StartError) as e:
         console.print(f"[bold red]error:[/] {e}", soft_wrap=True)
         return EXIT_BROKEN

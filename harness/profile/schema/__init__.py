@@ -202,7 +202,22 @@ class Arrivals:
     )
     file: str | None = field(
         default=None,
-        metadata=_c(doc="process trace: the trace file, relative to the profile's folder"),
+        metadata=_c(
+            doc=(
+                "process trace: the trace file, relative to the profile's folder (loaded, it is"
+                " the absolute path)"
+            )
+        ),
+    )
+    file_sha256: str | None = field(
+        default=None,
+        metadata=_c(
+            omit_none=True,
+            doc=(
+                "process trace: the trace file's SHA-256 (hex); loading fills it in, and a"
+                " profile that gives it is refused when the file differs or is missing"
+            ),
+        ),
     )
     format: Literal["csv", "azure", "burstgpt", "mooncake"] = field(
         default="csv",
