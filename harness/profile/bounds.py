@@ -8,17 +8,53 @@ documented in docs/profiles.md's "Limits" table; every message names the limit i
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
-from harness.profile.schema import Profile
-from harness.profile.schema.fields import MAX_ARRIVALS, MAX_PROMPT_CHARS
+from harness.profile.schema import Latency, Profile
+from harness.profile.schema.fields import MAX_ARRIVALS, MAX_PROMPT_CHARS, MAX_TIME_S
 
 MAX_TRACE_BYTES: Final = 256 << 20  # an arrivals.file is read whole: ~10 M rows
 
+# The draws' widest reach: a uniform is a 32-bit fraction (harness.upstream_model.draws), so
+# 1 - u >= 2^-32: an exponential draw is at most 32 ln 2 = 22.2 means, and a Box-Muller normal
+# at most sqrt(2 x 32 ln 2) = 6.66 sigmas from its mean.
+EXP_REACH: Final = 32 * math.log(2)
+NORMAL_REACH: Final = math.sqrt(2 * 32 * math.log(2))
+
 Err = Callable[[str, str], Exception]
+
+
+def largest_draw(lat: Latency) -> tuple[float, str]:
+    """The largest time ``lat`` can draw (a plain latency, not ``tokens``), and the parameter
+    that sets its spread: fixed's value, uniform's high, 22.2 exponential means, a lognormal's
+    median x exp(6.66 sigma)."""
+    if lat.dist == "fixed":
+        return float(lat.value_s or 0.0), "value_s"
+    if lat.dist == "uniform":
+        return float(lat.high_s or 0.0), "high_s"
+    if lat.dist == "exponential":
+        return float(lat.mean_s or 0.0) * EXP_REACH, "mean_s"
+    log = math.log(float(lat.median_s or 1.0)) + NORMAL_REACH * float(lat.sigma or 0.0)
+    return (math.exp(log) if log < 709.0 else math.inf), "sigma"
+
+
+def check_tool_time(lat: Latency, where: str, err: Err) -> None:
+    """An agent job's tool time holds the job, and the simulation runs until the last job
+    ends: its largest draw must be within a week, as every time a profile names (no timeout
+    cuts it short, unlike an upstream latency; a week is 604,800 timeline rows)."""
+    top, param = largest_draw(lat)
+    if top > MAX_TIME_S:
+        raise err(
+            f"{where}.{param}",
+            f"this tool time can draw {top:.3g} s (the widest draw: "
+            + ("22.2 x mean_s" if param == "mean_s" else "median_s x exp(6.66 x sigma)")
+            + f"), past a week ({MAX_TIME_S:,.0f} s): the simulation would run until that "
+            "job ends; narrow it",
+        )
 
 
 def expected_arrivals(p: Profile) -> float:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from harness.profile.bounds import check_bounds
+from harness.profile.bounds import check_bounds, check_tool_time
 from harness.profile.schema import (
     FAULT_REQUIRED,
     Fault,
@@ -331,6 +331,7 @@ def check_job(ctx: Ctx, p: Profile, name: str, job: JobShape) -> None:
                 f"{where}.tool_s.dist", "a tool time is a plain latency, not dist: tokens"
             )
         check_latency(ctx, job.tool_s, f"{where}.tool_s")
+        check_tool_time(job.tool_s, f"{where}.tool_s", ctx.err)
     c = p.classes[name]
     if c.review:
         raise ctx.err(

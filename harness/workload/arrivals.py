@@ -145,11 +145,13 @@ def _trace(profile: Profile) -> Iterator[tuple[float, str | None, str | None]]:
     """(offset_s, class, tenant) rows from a CSV (header: t[,class,tenant]) or JSONL file."""
     path = Path(profile.arrivals.file or "")
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8-sig")  # a leading BOM is not a row
     except OSError as e:
         raise ProfileError(
             str(path), None, "arrivals.file", f"cannot read trace: {e.strerror}"
         ) from None
+    except UnicodeDecodeError:
+        raise ProfileError(str(path), None, "arrivals.file", "not UTF-8 text") from None
     rows: list[tuple[float, str | None, str | None]] = []
     if path.suffix == ".jsonl":
         for n, line in enumerate(text.splitlines(), 1):
@@ -158,7 +160,7 @@ def _trace(profile: Profile) -> Iterator[tuple[float, str | None, str | None]]:
             try:
                 obj = json.loads(line)
                 rows.append((float(obj["t"]), obj.get("class"), obj.get("tenant")))
-            except (ValueError, KeyError, TypeError) as e:
+            except (ValueError, KeyError, TypeError, OverflowError) as e:
                 raise ProfileError(str(path), n, "t", f"bad trace row: {e}") from None
     else:
         reader = csv.DictReader(text.splitlines())
@@ -172,6 +174,8 @@ def _trace(profile: Profile) -> Iterator[tuple[float, str | None, str | None]]:
                 rows.append((float(rec["t"]), rec.get("class") or None, rec.get("tenant") or None))
             except ValueError as e:
                 raise ProfileError(str(path), n, "t", f"bad trace row: {e}") from None
+    if not rows:
+        raise ProfileError(str(path), None, "arrivals.file", "the trace has no records")
     for i in range(1, len(rows)):
         if rows[i][0] < rows[i - 1][0]:
             raise ProfileError(str(path), i + 2, "t", "trace offsets must not decrease")

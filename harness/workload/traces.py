@@ -24,13 +24,16 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import re
 from collections.abc import Callable
 from datetime import date
+from itertools import pairwise
 from pathlib import Path
 from typing import Final
 
 from harness.profile.schema import Profile, TraceClasses, TraceOptions, TraceSessions
+from harness.profile.schema.fields import MAX_TIME_S
 from harness.profile.walk import ProfileError
 
 # offset_s, class, prompt tokens, output tokens
@@ -63,6 +66,11 @@ _AZURE_TS: Final = re.compile(
     r"(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:\.(\d{1,7}))?(Z|[+-]\d\d:?\d\d)?"
 )
 _TICKS: Final = 10_000_000  # 100 ns ticks per second: Azure's seven fractional digits
+# A trace time's magnitude, in seconds (BurstGPT's unit; mooncake's ms: 1e18): ~31.7 million
+# years either side of its origin, so any origin (the epoch, the trace's start) fits, and every
+# offset between two rows (up to 2e15 s) stays an exact-enough float; a larger integer once
+# overflowed the division that rebases it. Azure's dates (years 1..9999) are always inside.
+MAX_TRACE_TIME_S: Final = 10**15
 
 
 def traced(profile: Profile) -> bool:
@@ -110,6 +118,26 @@ def _seconds(text: object) -> float:
     return x
 
 
+def _within(t: int | float, unit: int) -> None:
+    """A trace time (in ``unit``s per second) inside +-MAX_TRACE_TIME_S; else ValueError."""
+    limit = MAX_TRACE_TIME_S * unit
+    if not -limit <= t <= limit:
+        u = {1: "s", 1000: "ms"}.get(unit, "ticks")
+        raise ValueError(
+            f"{_magnitude(t)} {u} is past the limit of +-{limit:.0e} {u} "
+            "(about 31.7 million years from the trace's origin)"
+        )
+
+
+def _magnitude(t: int | float) -> str:
+    """A time too large to print whole: ``1.000e+312`` (an int past a float's range too)."""
+    if isinstance(t, float):
+        return f"{t:.4g}"
+    digits = str(abs(t))
+    sign = "-" if t < 0 else ""
+    return f"{sign}{digits[0]}.{digits[1:4]}e+{len(digits) - 1}" if len(digits) > 16 else str(t)
+
+
 def hint(first: str) -> str:
     """What a first line looks like, for a file given as another format."""
     head = first.strip()
@@ -132,7 +160,7 @@ def _expected(path: str, fmt: str, first: str, column: str) -> ProfileError:
 
 def _read_csv(path: str, text: str, fmt: str, label_col: str | None) -> list[_Raw]:
     lines = text.splitlines()
-    time_col, prompt_col, output_col, _unit = _COLS[fmt]
+    time_col, prompt_col, output_col, unit = _COLS[fmt]
     reader = csv.reader(lines)
     header = next(reader, None)
     names = [h.strip() for h in header or []]
@@ -154,6 +182,7 @@ def _read_csv(path: str, text: str, fmt: str, label_col: str | None) -> list[_Ra
         col = time_col
         try:
             t = parse_time(rec[at[time_col]])
+            _within(t, unit)
             col = prompt_col
             p = _tokens(rec[at[prompt_col]])
             col = output_col
@@ -189,6 +218,7 @@ def _read_jsonl(path: str, text: str, objs: list[dict[str, object]] | None = Non
             t: int | float = (
                 ms if isinstance(ms, int) and not isinstance(ms, bool) else _seconds(ms)
             )
+            _within(t, _COLS["mooncake"][3])
             col = "input_length"
             p = _tokens(obj["input_length"])
             col = "output_length"
@@ -258,6 +288,7 @@ def read_trace(profile: Profile) -> list[TracedRow]:
         raw = _read_jsonl(path, text)
     else:
         raw = _read_csv(path, text, fmt, _label_column(fmt, rule))
+    _some(path, raw)
     time_col, _p, _o, unit = _COLS[fmt]
     for i in range(1, len(raw)):
         if raw[i][0] < raw[i - 1][0]:
@@ -274,9 +305,15 @@ def read_trace(profile: Profile) -> list[TracedRow]:
     return out
 
 
+def _some(path: str, raw: list[_Raw]) -> None:
+    """A trace of no records (a header alone, blank lines) is refused: it would run no load."""
+    if not raw:
+        raise ProfileError(path, None, "arrivals.file", "the trace has no records")
+
+
 def _read_text(path: str, fmt: str) -> str:
     try:
-        return Path(path).read_text(encoding="utf-8")
+        return Path(path).read_text(encoding="utf-8-sig")  # a leading BOM is not a row
     except OSError as e:
         raise ProfileError(
             path, None, "arrivals.file", f"cannot read trace: {e.strerror}"
@@ -304,7 +341,13 @@ def _timeline(path: str, times: list[float], opts: TraceOptions | None) -> list[
                 "arrivals.trace.rate_per_s",
                 "the trace's rows span 0 s: no mean rate to rescale",
             )
-        scale = len(offsets) / (opts.rate_per_s * span)
+        mean_rate = opts.rate_per_s * span
+        scale = len(offsets) / mean_rate if mean_rate > 0 else math.inf
+    if not math.isfinite(scale):  # a speedup or rate too close to 0 for a float
+        field = "speedup" if opts is not None and opts.speedup is not None else "rate_per_s"
+        raise ProfileError(
+            path, None, f"arrivals.trace.{field}", "too small: the rescaled times overflow"
+        )
     return [(i, t * scale if scale != 1.0 else t) for i, t in zip(keep, offsets, strict=True)]
 
 
@@ -333,6 +376,7 @@ def _session_names(
     id of the chain's first record (its parent -1, null or absent)."""
     names: list[str] = []
     root: dict[str, str] = {}  # chains: a record's id -> its session's name
+    child: dict[str, tuple[str, int]] = {}  # chains: a record's id -> its follower's id, line
     for r, obj in zip(raw, objs, strict=True):
         n = r[1]
         if sess.key not in obj:
@@ -360,6 +404,17 @@ def _session_names(
             found = root.get(pk)
             if found is None:
                 raise ProfileError(path, n, sess.parent, f"no earlier record has {sess.key} {pk}")
+            twin = child.get(pk)
+            if twin is not None:
+                raise ProfileError(
+                    path,
+                    n,
+                    sess.parent,
+                    f"{sess.key} {k} and {sess.key} {twin[0]} (line {twin[1]}) both follow "
+                    f"{sess.key} {pk}: a chain cannot fork (each record follows one, and is "
+                    "followed by at most one); give the branch its own first record",
+                )
+            child[pk] = (k, n)
             name = found
         if k in root:
             raise ProfileError(path, n, sess.key, f"{sess.key} {k} is a second record's id")
@@ -380,6 +435,7 @@ def read_sessions(profile: Profile) -> list[TracedSession]:
     text = _read_text(path, a.format)
     objs: list[dict[str, object]] = []
     raw = _read_jsonl(path, text, objs)
+    _some(path, raw)
     names = _session_names(path, raw, objs, opts.sessions)
     latest: dict[str, int] = {}
     for i, r in enumerate(raw):
@@ -402,9 +458,21 @@ def read_sessions(profile: Profile) -> list[TracedSession]:
         grouped.setdefault(names[i], []).append((i, t))
     order = sorted(grouped.values(), key=lambda recs: (recs[0][1], recs[0][0]))
     out: list[TracedSession] = []
+    job = opts.sessions.replay == "job"
     for recs in order:
         if recs[0][1] >= profile.duration_s:
             continue
+        for (i, t), (j, u) in pairwise(recs):
+            if job and u - t > MAX_TIME_S:
+                # a job's tool time: the simulation runs until the job's last turn ends
+                raise ProfileError(
+                    path,
+                    raw[j][1],
+                    "timestamp",
+                    f"{u - t:.4g} s after line {raw[i][1]}'s record (rescaled): a gap past a "
+                    f"week ({MAX_TIME_S:,.0f} s) is a tool time no replayed job can wait "
+                    "(replay: closed_loop cuts at duration_s, or window the trace)",
+                )
         out.append(
             (
                 recs[0][1],

@@ -24,6 +24,10 @@ MAX_ARRIVALS: Final = 20_000_000  # expected scheduled arrivals; the sim holds ~
 MAX_TOKENS: Final = 131_072  # max_tokens, also the stub's own limit (a larger body blocks it)
 MAX_PROMPT_CHARS: Final = 1_000_000  # a class's prompt, after prompt_repeat
 MAX_SEED: Final = 2**63 - 1
+# a lognormal's sigma (latencies, token counts, the tokens model's jitter): its mean is
+# median * exp(sigma^2 / 2), past a float at sigma ~37.7; at 10 a draw's p99 is already
+# exp(23), 10^10 times its median, and the mean and every draw stay far inside a float
+MAX_SIGMA: Final = 10.0
 DEFAULT_MAX_WAIT_S: Final = 600.0  # engine.max_wait_s: the longest a request may stay queued
 
 

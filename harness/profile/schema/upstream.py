@@ -25,7 +25,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal
 
-from harness.profile.schema.fields import MAX_TOKENS, _c, _t
+from harness.profile.schema.fields import MAX_SIGMA, MAX_TOKENS, _c, _t
+
+_SIGMA_WHY = "10 already puts a p99 10^10 times the median; near 38 the mean overflows a float"
 
 LatencyDist = Literal["fixed", "uniform", "exponential", "lognormal", "tokens"]
 
@@ -57,6 +59,8 @@ class Latency:
         default=None,
         metadata=_c(
             ge=0,
+            le=MAX_SIGMA,
+            why=_SIGMA_WHY,
             doc=(
                 "lognormal: the log's spread; tokens: the per-attempt jitter's (median 1; null:"
                 " none)"
@@ -161,7 +165,10 @@ class TokenCount:
     median: float | None = field(
         default=None, metadata=_c(gt=0, le=MAX_TOKENS, doc="lognormal: the median count")
     )
-    sigma: float | None = field(default=None, metadata=_c(ge=0, doc="lognormal: the log's spread"))
+    sigma: float | None = field(
+        default=None,
+        metadata=_c(ge=0, le=MAX_SIGMA, why=_SIGMA_WHY, doc="lognormal: the log's spread"),
+    )
     values: tuple[int, ...] | None = field(
         default=None, metadata=_c(doc="empirical: the counts, one drawn uniformly per request")
     )
