@@ -265,12 +265,16 @@ def check_thresholds(
 @contextlib.contextmanager
 def io_errors(folder: Path) -> Iterator[None]:
     """A disk or I/O error while writing results: one line naming the path and the OS error,
-    exit 3 (the run broke), never a traceback and never exit 1 (a threshold failed)."""
+    exit 3 (the run broke), never a traceback and never exit 1 (a threshold failed). A path
+    in a staging folder is named where it goes (harness.ground.atomic.shown)."""
+    from harness.ground.atomic import shown
     from harness.results.summary import os_error_line
 
     try:
         yield
     except OSError as e:
+        if isinstance(e.filename, str):
+            e.filename = str(shown(Path(e.filename)))
         err.print(
             f"[bold red]error:[/] cannot write results: {os_error_line(e, folder)} (exit 3)",
             soft_wrap=True,
@@ -278,19 +282,41 @@ def io_errors(folder: Path) -> Iterator[None]:
         raise typer.Exit(EXIT_BROKEN) from None
 
 
-@contextlib.contextmanager
-def out_lock(folder: Path) -> Iterator[None]:
-    """Hold the results folder for this run (harness.ground.atomic.folder_lock): a folder
-    another live run holds is exit 2, naming its pid."""
-    from harness.ground.atomic import FolderBusy, folder_lock
+def note(text: str) -> None:
+    """One yellow note line on stderr."""
+    from rich.markup import escape
 
-    with contextlib.ExitStack() as stack:
-        try:
-            with io_errors(folder):
-                stack.enter_context(folder_lock(folder))
-        except FolderBusy as e:
-            raise bad_input(str(e)) from None
-        yield
+    err.print(f"[yellow]note:[/] {escape(text)}", soft_wrap=True)
+
+
+@contextlib.contextmanager
+def out_lock(folder: Path) -> Iterator[Path]:
+    """Hold the results folder for this run and give the staging folder to write into
+    (harness.ground.atomic.staged): renamed into place as ``folder`` when the block ends,
+    however it ends. A folder another live run holds is exit 2, naming its pid; a folder that
+    is not a results folder and not empty is exit 2, naming it."""
+    from harness.ground.atomic import FolderBusy, NotResults, staged
+
+    try:
+        with io_errors(folder), staged(folder, note) as stage:
+            yield stage
+    except (FolderBusy, NotResults) as e:
+        raise bad_input(str(e)) from None
+
+
+@contextlib.contextmanager
+def recover_lock(folder: Path) -> Iterator[Path]:
+    """Hold the results folder for ``report --recover`` and give the folder to recover
+    (harness.ground.atomic.recovering): the staging folder a killed run left, renamed into
+    place as ``folder`` at the end, else ``folder``. A folder another live run holds is exit
+    2, naming its pid."""
+    from harness.ground.atomic import FolderBusy, recovering
+
+    try:
+        with io_errors(folder), recovering(folder, note) as found:
+            yield found
+    except FolderBusy as e:
+        raise bad_input(str(e)) from None
 
 
 def writable(folder: Path) -> None:

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from harness.cli.options import bad_input, err, io_errors, out_lock
+from harness.cli.options import bad_input, err, io_errors, recover_lock
 from harness.ground.exit_codes import EXIT_BROKEN
 
 
@@ -33,8 +33,8 @@ def report(
     if recover:
         from harness.commands.recover import recover_command
 
-        with out_lock(folder), io_errors(folder):
-            code = recover_command(folder, err)
+        with recover_lock(folder) as found, io_errors(folder):  # found: a killed run's stage
+            code = recover_command(found, err)
         if code != EXIT_BROKEN:
             raise typer.Exit(code)
     if not recover and is_multi_seed(folder):

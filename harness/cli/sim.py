@@ -49,11 +49,11 @@ def sim(
     extra = check_thresholds(threshold, prof)
     folder = out or default_out(prof)
     writable(folder)
-    with out_lock(folder), io_errors(folder):
+    with out_lock(folder) as stage, io_errors(folder):  # written in stage, renamed to folder
         if seeds is not None:
             code = run_many(
-                profile, set_ or [], prof, seed, seeds, folder, extra, jobs, err, log_fmt.value
+                profile, set_ or [], prof, seed, seeds, stage, extra, jobs, err, log_fmt.value
             )
         else:
-            code = run_one(prof, seed, folder, extra, report, err, log_format=log_fmt.value)
+            code = run_one(prof, seed, stage, extra, report, err, log_format=log_fmt.value)
     raise typer.Exit(code)

@@ -59,7 +59,7 @@ def sweep(
     check_search_options(time_scale, cluster)
     folder = out or default_out(prof, "-sweep")
     writable(folder)
-    with out_lock(folder), io_errors(folder):
+    with out_lock(folder) as stage, io_errors(folder):  # written in stage, renamed to folder
         code = sweep_command(
             profile,
             set_ or [],
@@ -68,7 +68,7 @@ def sweep(
             jobs,
             objective,
             constraint or [],
-            folder,
+            stage,
             err,
             time_scale if verify_live else None,
             cluster,

@@ -102,7 +102,7 @@ def tune(
     from rich.markup import escape
 
     from harness.profile import ProfileError
-    from harness.search.tune.command import clear_outputs, foreign_files, tune_command
+    from harness.search.tune.command import foreign_files, tune_command
     from harness.search.tune.plan import plan_tune
 
     prof = load_profile(profile, set_)
@@ -134,12 +134,11 @@ def tune(
             "empty folder, or one an earlier tune wrote (its outputs are replaced)"
         )
     writable(folder)
-    with out_lock(folder), io_errors(folder):
-        clear_outputs(folder)  # an earlier tune's tuned.yaml never outlives its tune.json
+    with out_lock(folder) as stage, io_errors(folder):  # written in stage, renamed to folder
         code = tune_command(
             plan,
             jobs=jobs,
-            folder=folder,
+            folder=stage,
             console=err,
             verify_live=time_scale if verify_live else None,
             cluster=cluster,

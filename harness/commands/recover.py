@@ -7,6 +7,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from harness.ground.atomic import shown
 from harness.ground.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN
 
 
@@ -23,7 +24,7 @@ def recover_command(folder: Path, console: Console) -> int:
         return EXIT_BAD_INPUT
     c = summary["counts"]
     console.print(
-        f"recovered {folder}/summary.json: incomplete, verdict {summary['verdict']}, "
+        f"recovered {shown(folder)}/summary.json: incomplete, verdict {summary['verdict']}, "
         f"{c['arrivals']} arrivals, {c['in_flight_at_end']} in flight at the end, "
         f"conservation {'ok' if summary['conservation']['ok'] else 'VIOLATED'}"
     )

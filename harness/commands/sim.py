@@ -12,7 +12,7 @@ from rich.markup import escape
 
 from harness.commands.pool import run_chunks
 from harness.commands.progress import progress_bar
-from harness.ground.atomic import write_atomic
+from harness.ground.atomic import shown, write_atomic
 from harness.ground.exit_codes import EXIT_BROKEN, EXIT_FAIL, EXIT_OK, for_summary
 from harness.ground.interrupts import Interrupts
 from harness.profile import Profile, load
@@ -68,7 +68,7 @@ def run_one(
         if report:
             _report(folder, console)
     # typed a plain dict in the compiled sim.runner (setup.py HOT_MODULES)
-    print_summary(console, cast(Summary, result.summary), folder)
+    print_summary(console, cast(Summary, result.summary), shown(folder))
     if not result.summary.get("complete", True):
         console.print(
             f"[bold red]interrupted ({intr.last}):[/] partial results were written, "
@@ -140,13 +140,13 @@ def run_many(
     if not complete:
         console.print(
             f"[bold red]interrupted ({intr.last}):[/] {len(done)} of {n} seeds "
-            f"finished; partial {folder / 'aggregate.json'} written (exit 3)"
+            f"finished; partial {shown(folder) / 'aggregate.json'} written (exit 3)"
         )
         return EXIT_BROKEN
     worst = max((for_summary(s) for s in summaries), default=0)
     verdicts = [s["verdict"] for s in summaries]
     console.print(
-        f"{n} seeds -> {folder}: verdicts "
+        f"{n} seeds -> {shown(folder)}: verdicts "
         + ", ".join(f"{v} {verdicts.count(v)}" for v in sorted(set(verdicts)))
     )
     holds = agg.get("holds")

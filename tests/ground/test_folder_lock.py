@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.ground.atomic import LOCK_NAME, FolderBusy, folder_lock
+from harness.ground.atomic import FolderBusy, folder_lock, lock_file
 
 HOLD = (
     "import sys; from pathlib import Path; from harness.ground.atomic import folder_lock\n"
@@ -47,13 +47,13 @@ def test_a_folder_another_process_holds_is_refused_naming_it(held: tuple[Path, i
 
 def test_a_dead_runs_lock_is_taken_over_and_the_lock_goes_at_the_end(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    out.mkdir()
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True)  # fmt: skip
-    (out / LOCK_NAME).write_text(dead.stdout)  # left by a run that was killed
+    lock_file(out).write_text(dead.stdout)  # left by a run that was killed
     with folder_lock(out) as lock:
+        assert lock == lock_file(out)  # beside the folder: it outlives the folder's rename
         assert lock.read_text().split() == [str(__import__("os").getpid())]
-    assert not (out / LOCK_NAME).exists()
+    assert not lock_file(out).exists()
 
 
 def harness(*args: str) -> subprocess.CompletedProcess[str]:
@@ -80,4 +80,5 @@ def test_every_results_command_refuses_a_held_out(held: tuple[Path, int], args: 
     assert res.returncode == 2, res.stdout + res.stderr
     assert "Traceback" not in res.stderr
     assert f"pid {pid}" in res.stderr and "another run" in res.stderr
-    assert [p.name for p in out.iterdir()] == [LOCK_NAME]  # nothing of this run was written
+    assert not out.exists() or not any(out.iterdir())  # nothing of this run was written
+    assert {p.name for p in out.parent.iterdir()} <= {out.name, lock_file(out).name}  # no stage

@@ -92,10 +92,16 @@ def summary(folder: Path) -> dict[str, Any]:
     return dict(orjson.loads((folder / "summary.json").read_bytes()))
 
 
+def live_records(out: Path) -> list[Path]:
+    """The generator's records of a live run on ``out``: in its staging folder
+    (``.<out>.partial-<pid>``, beside ``out``) while it runs or after a kill."""
+    return sorted(out.parent.glob(f".{out.name}.partial-*/.live-*/requests.jsonl"))
+
+
 def records_sent(out: Path) -> int:
     """Requests the generator has sent so far (its ``sent`` markers)."""
     n = 0
-    for p in out.glob(".live-*/requests.jsonl"):
+    for p in live_records(out):
         n += p.read_bytes().count(b'{"sent"')
     return n
 

@@ -23,6 +23,7 @@ from tests.reliability.support import (
     assert_incomplete_and_conserved,
     assert_no_traceback,
     harness,
+    live_records,
     records_sent,
     start,
     summary,
@@ -69,6 +70,7 @@ def _kill_mid_run(tmp_path: Path, also_proxy: bool) -> Path:
         if proc.poll() is None:
             proc.kill()
     assert not (out / "summary.json").exists()
+    assert live_records(out), "the kill leaves the run's staging folder beside --out"
     return out
 
 
@@ -88,7 +90,7 @@ def _kill(proc: subprocess.Popen[bytes], also_proxy: bool = False) -> None:
 @pytest.mark.parametrize("also_proxy", [False, True], ids=["run-killed", "tree-killed"])
 def test_report_recover_rebuilds_an_honest_summary(tmp_path: Path, also_proxy: bool) -> None:
     out = _kill_mid_run(tmp_path, also_proxy)
-    gen = next(out.glob(".live-*/requests.jsonl"))
+    gen = live_records(out)[0]  # in the staging folder the kill left
     with gen.open("ab") as fh:  # the write a kill cut short
         fh.write(b'{"id":"r-9999","outcome":"compl')
     s = _recover(out)

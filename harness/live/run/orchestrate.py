@@ -33,7 +33,7 @@ import httpx
 import yaml
 from rich.console import Console
 
-from harness.ground.atomic import FolderBusy, folder_lock
+from harness.ground.atomic import FolderBusy, NotResults, shown, staged
 from harness.ground.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN, EXIT_OK, for_summary
 from harness.ground.interrupts import Interrupts
 from harness.ground.text_tokens import prompt_tokens
@@ -134,10 +134,10 @@ def run_live(run: LiveSettings, *, console: Console, dry_run: bool = False) -> i
             check_writable(run.out)
         except OSError as e:
             raise RunError(f"cannot write results: {os_error_line(e, run.out)}") from None
-        try:
-            with folder_lock(run.out):  # one run per results folder, or their files mix
-                return _execute(run, times, console)
-        except FolderBusy as e:
+        try:  # one run per results folder, written beside it, renamed into place at the end
+            with staged(run.out, lambda t: console.print(f"[yellow]note:[/] {t}")) as stage:
+                return _execute(dataclasses.replace(run, out=stage), times, console)
+        except (FolderBusy, NotResults) as e:
             console.print(f"[bold red]error:[/] {e}", soft_wrap=True)
             return EXIT_BAD_INPUT
     except (RunError, children.StartError) as e:
@@ -247,9 +247,10 @@ def _execute(run: LiveSettings, times: array[float], console: Console) -> int:
             except OSError as e:
                 keep_work = True
                 console.print(
-                    f"[bold red]error:[/] cannot write results: {os_error_line(e, run.out)}; "
+                    f"[bold red]error:[/] cannot write results: "
+                    f"{os_error_line(e, shown(run.out))}; "
                     "summary.json was not written; the raw records are kept in "
-                    f"{work} (`harness report --recover {run.out}` rebuilds the "
+                    f"{shown(work)} (`harness report --recover {shown(run.out)}` rebuilds the "
                     "summary once there is room) (exit 3)",
                     soft_wrap=True,
                 )
@@ -258,7 +259,7 @@ def _execute(run: LiveSettings, times: array[float], console: Console) -> int:
         kids.stop_all()
         if not keep_work:
             shutil.rmtree(work, ignore_errors=True)
-    return _finish(console, run.out, summary)
+    return _finish(console, shown(run.out), summary)
 
 
 def _merge(

@@ -17,7 +17,6 @@ from rich.markup import escape
 
 from harness.commands.pool import run_chunks
 from harness.commands.progress import progress_bar
-from harness.ground.atomic import LOCK_NAME
 from harness.ground.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN, EXIT_FAIL, EXIT_OK
 from harness.ground.interrupts import Interrupts
 from harness.profile import ProfileError
@@ -117,11 +116,9 @@ def cluster_meta(address: str, pool: ClusterPool) -> dict[str, Any]:
 
 
 def drop_if_empty(folder: Path) -> None:
-    """The results folder a cluster that never served left behind, if nothing is in it but
-    this run's own lock file (the run is ending)."""
+    """The results folder a cluster that never served left behind, if nothing is in it (the
+    run is ending; its staging folder, renamed into place at the end, is dropped)."""
     with contextlib.suppress(OSError):
-        if [p.name for p in folder.iterdir()] == [LOCK_NAME]:
-            (folder / LOCK_NAME).unlink()
         folder.rmdir()
 
 

@@ -46,19 +46,6 @@ def foreign_files(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if p.name not in OUTPUTS and p.name[0] != ".")
 
 
-def clear_outputs(folder: Path) -> None:
-    """Remove what an earlier tune wrote into ``folder``, before this one starts: a tuned.yaml
-    is never left beside a tune.json that does not recommend it."""
-    import shutil
-
-    for name in OUTPUTS:
-        path = folder / name
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path)
-        else:
-            path.unlink(missing_ok=True)
-
-
 def write_outputs(result: TuneResult, plan: TunePlan, out: Path) -> list[Path]:
     """``tune.json`` always; ``pareto.png`` and ``tuned.yaml`` when the study finished.
     tuned.yaml is loaded back and must be the profile the recommended trial ran, else it is
