@@ -295,12 +295,12 @@ def out_lock(folder: Path) -> Iterator[Path]:
     (harness.ground.atomic.staged): renamed into place as ``folder`` when the block ends,
     however it ends. A folder another live run holds is exit 2, naming its pid; a folder that
     is not a results folder and not empty is exit 2, naming it."""
-    from harness.ground.atomic import FolderBusy, NotResults, staged
+    from harness.ground.atomic import FolderBusy, KilledRunLeft, NotResults, staged
 
     try:
         with io_errors(folder), staged(folder, note) as stage:
             yield stage
-    except (FolderBusy, NotResults) as e:
+    except (FolderBusy, KilledRunLeft, NotResults) as e:
         raise bad_input(str(e)) from None
 
 

@@ -147,6 +147,21 @@ class NotResults(Exception):
         )
 
 
+class KilledRunLeft(Exception):
+    """A run on ``--out`` was killed and left its work in a staging folder beside it: a new
+    run would throw that work away, so it is refused until ``report --recover`` takes it (or
+    the user removes it)."""
+
+    def __init__(self, folder: Path, left: list[Path]) -> None:
+        self.folder, self.left = folder, left
+        names = ", ".join(str(p) for p in left)
+        super().__init__(
+            f"a run on --out {folder} was killed and left its work in {names}: "
+            f"`harness report --recover {folder}` recovers it into {folder}; or remove "
+            f"{'it' if len(left) == 1 else 'them'} to start over"
+        )
+
+
 def is_results(folder: Path) -> bool:
     """Whether ``folder`` is a results folder harness wrote (one run's, or --seeds')."""
     return any(
@@ -241,10 +256,15 @@ def tidy(folder: Path, note: Callable[[str], None]) -> None:
         old = old[:-1]
     for p in old:
         shutil.rmtree(p, ignore_errors=True)
+    left = []
     for p in staging_folders(folder):
+        if any(p.iterdir()):  # a killed run's work: report --recover takes it, never a new run
+            left.append(p)
+            continue
         shutil.rmtree(p, ignore_errors=True)
-        note(f"{p}: the staging folder of a run that was killed (no process holds its lock); "
-             "removed")  # fmt: skip
+        note(f"{p}: the empty staging folder of a run that was killed; removed")
+    if left:
+        raise KilledRunLeft(folder, left)
 
 
 _SHOWN: dict[Path, Path] = {}

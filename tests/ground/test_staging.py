@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 from harness.cli import app
 from harness.commands import sim as sim_command
 from harness.ground.atomic import (
+    KilledRunLeft,
     NotResults,
     lock_file,
     recovering,
@@ -118,18 +119,36 @@ def test_the_lock_is_beside_the_folder_and_the_stage_is_named_as_out(tmp_path: P
     assert not lock_file(out).exists() and not out.exists()  # nothing written: no folder
 
 
-def test_a_killed_runs_staging_folder_is_removed_by_the_next_run_saying_so(
-    tmp_path: Path,
-) -> None:
+def test_a_killed_runs_work_is_never_removed_by_the_next_run(tmp_path: Path) -> None:
+    """No lost work: a staging folder holding a killed run's files refuses the next run on
+    that --out (report --recover takes it); an empty one is removed, saying so."""
     out = tmp_path / "out"
     dead = out.parent / f".{out.name}.partial-999999"  # a SIGKILL left it (no lock held)
     dead.mkdir()
-    (dead / "requests.jsonl").write_text("")
+    (dead / "requests.jsonl").write_text("killed")
+    with pytest.raises(KilledRunLeft, match="report --recover"), staged(out) as stage:
+        (stage / "summary.json").write_text("{}")
+    assert (dead / "requests.jsonl").read_text() == "killed" and not out.exists()
+    (dead / "requests.jsonl").unlink()
     notes: list[str] = []
     with staged(out, notes.append) as stage:
         (stage / "summary.json").write_text("{}")
     assert not dead.exists() and len(notes) == 1 and str(dead) in notes[0]
     assert [p.name for p in out.iterdir()] == ["summary.json"]
+
+
+def test_the_cli_refuses_an_out_a_killed_run_left_work_beside(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    dead = out.parent / f".{out.name}.partial-999999"
+    dead.mkdir()
+    (dead / "requests.jsonl").write_text("killed")
+    res = subprocess.run(
+        [sys.executable, "-m", "harness", "sim", "smoke", "--no-report", "--out", str(out)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert res.returncode == 2, res.stderr
+    assert "report --recover" in res.stderr and "Traceback" not in res.stderr
+    assert (dead / "requests.jsonl").read_text() == "killed"
 
 
 def test_recover_takes_the_staging_folder_a_killed_run_left_and_puts_it_in_place(

@@ -33,7 +33,7 @@ import httpx
 import yaml
 from rich.console import Console
 
-from harness.ground.atomic import FolderBusy, NotResults, shown, staged
+from harness.ground.atomic import FolderBusy, KilledRunLeft, NotResults, shown, staged
 from harness.ground.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN, EXIT_OK, for_summary
 from harness.ground.interrupts import Interrupts
 from harness.ground.text_tokens import prompt_tokens
@@ -137,7 +137,7 @@ def run_live(run: LiveSettings, *, console: Console, dry_run: bool = False) -> i
         try:  # one run per results folder, written beside it, renamed into place at the end
             with staged(run.out, lambda t: console.print(f"[yellow]note:[/] {t}")) as stage:
                 return _execute(dataclasses.replace(run, out=stage), times, console)
-        except (FolderBusy, NotResults) as e:
+        except (FolderBusy, KilledRunLeft, NotResults) as e:
             console.print(f"[bold red]error:[/] {e}", soft_wrap=True)
             return EXIT_BAD_INPUT
     except (RunError, children.StartError) as e:
