@@ -319,6 +319,8 @@ class Aggregate(TypedDict):
 class VerifyLive(TypedDict):
     """``verify_live`` of sweep.json and tune.json: the recommendation re-run live."""
 
+    ok: bool  # verified: the live run is valid, agrees with the band and its verdict holds
+    invalid: str | None  # why the live run is invalid (then nothing is verified); None: valid
     time_scale: float
     folder: str
     agrees: bool
