@@ -63,7 +63,9 @@ from harness.search.grammar import (
     slack,
 )
 from harness.search.ties import (
+    REASON_METRICS,
     Prefer,
+    acts,
     default_prefer,
     indistinguishable,
     parse_prefer,
@@ -175,6 +177,7 @@ def plan_sweep(
     pref = parse_prefer(prefer, names) if prefer else default_prefer(names)
     profiles.check_names(base, [obj.metric, *(c.expr for c in cons)])  # classes, tenants exist
     every = [*STANDARD_METRICS, *(f.expr for f in FIGURES), obj.metric, *(c.metric for c in cons)]
+    every += REASON_METRICS  # what acts at a point: its rejections by rule
     grid = _grid(parsed)
     seed_list = [base.seed + i for i in range(seeds)]
     tasks: list[Task] = [
@@ -330,6 +333,7 @@ def recommend(
             pref,
             [slack(cons, f[2]) for f in tied],
             [sign * f[1]["metrics"][obj.metric]["median"] for f in tied],
+            [acts(pref.path, f[1]["metrics"]) for f in tied] if pref.path else None,
         )
         _, p, checks = tied[k]
         margins = {ch["expr"]: ch["margin"] for ch in checks}

@@ -107,6 +107,7 @@ def tuned_profile_text(result: TuneResult, plan: TunePlan) -> str:
     header saying what changed."""
     from harness import __version__
     from harness import profile as profiles
+    from harness.search.ties import ACTS_BY, idle_keys
     from harness.search.tune.tuned_yaml import at_path, profile_changes, tuned_yaml
 
     rec = result["recommendation"]
@@ -123,10 +124,29 @@ def tuned_profile_text(result: TuneResult, plan: TunePlan) -> str:
         f"{rec['rule']}.",
         96,
     )
-    header.append("Changed (was -> now):")
+    metrics = next((t["metrics"] for t in result["trials"] if t["number"] == rec["trial"]), {})
+    idle = set(idle_keys(values, metrics))
+    changed, kept, dormant = [], [], []
     for key, new in changes.items():
         old = at_path(written if key == "arrivals.file" else effective, key)  # a trace as written
-        header.append(f"  {key}: {_show(old)} -> {_show(new)}{notes.get(key, '')}")
+        line = f"  {key}: {_show(old)} -> {_show(new)}{notes.get(key, '')}"
+        if _show(old) == _show(new):
+            kept.append(f"  {key}: {_show(new)}{notes.get(key, '')}")
+        elif key in idle:
+            dormant.append(f"{line} (its rule, {ACTS_BY[key]}, rejects nothing here)")
+        else:
+            changed.append(line)
+    header.append("Changed (was -> now):" if changed else "Changed: nothing that acts.")
+    header += changed
+    if dormant:
+        header.append(
+            "Written but without effect at this recommendation (another rule rejects first;"
+            " not a change to roll out):"
+        )
+        header += dormant
+    if kept:
+        header.append("Unchanged (searched or set, the value it had):")
+        header += kept
     return tuned_yaml(source, changes, header)
 
 

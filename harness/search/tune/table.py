@@ -14,6 +14,7 @@ from rich.markup import escape
 from harness.results.fmt import fmt_num
 from harness.results.shapes import Trial, TuneResult
 from harness.search.sweep.table import judged_text
+from harness.search.ties import ACTS_BY, idle_keys, rejections_text
 
 _NUMBER = re.compile(r"-?\d+(\.\d+)?")
 SHOWN = 12  # rows: the best feasible trials first, then the rest by objective
@@ -101,10 +102,18 @@ def recommendation_lines(tune: TuneResult) -> list[str]:
         )
     else:
         vals = ", ".join(f"{k}={v}" for k, v in values.items())
+        metrics = next((t["metrics"] for t in tune["trials"] if t["number"] == rec["trial"]), {})
+        idle = idle_keys(values, metrics)
         lines.append(
             f"[bold]recommended:[/] trial {rec['trial']}: {vals} "
             f"({tune['objective']['metric']} median {fmt_num(rec['objective'])}; binding "
-            f"{rec['binding_constraint']}, margin {fmt_num(rec['margin'])})"
+            f"{rec['binding_constraint']}, margin {fmt_num(rec['margin'])}); "
+            f"{rejections_text(metrics)}"
+            + "".join(
+                f"; [yellow]{k.rsplit('.', 1)[-1]} does not act here[/] (its rule,"
+                f" {ACTS_BY[k]}, rejects nothing)"
+                for k in idle
+            )
         )
     tied = rec.get("tied") or []
     if len(tied) > 1:
