@@ -362,6 +362,7 @@ class SweepRecommendation(TypedDict):
     worst_seed: NotRequired[int | None]
     feasible_points: NotRequired[int]
     at_grid_edge: NotRequired[bool]
+    refine: NotRequired[list[dict[str, Any]]]  # edges whose inward neighbour is infeasible
     best: NotRequired[dict[str, float]]
     tied: NotRequired[list[dict[str, float]]]
     prefer: NotRequired[str]

@@ -344,10 +344,18 @@ def recommend(
         )
         # At the grid's edge *because the objective points there*: only when the choice is
         # the best point itself (not a preference among ties) and no other point ties with it.
-        edge = len(tied) == 1 and any(
-            len(set(vals := [q["values"][key] for q in points])) > 1 and v in (min(vals), max(vals))
-            for key, v in p["values"].items()
-        )
+        # An edge whose neighbour inside the grid is infeasible is no edge of the search: the
+        # feasible boundary lies between them, so a finer step there can help, a wider range
+        # cannot.
+        edge, refine = False, []
+        for key, v in p["values"].items():
+            side = _inside_neighbour(points, p, key)
+            if side is None or len(tied) != 1:
+                continue
+            if side["feasible"]:
+                edge = True
+            else:
+                refine.append({"path": key, "between": sorted([v, side["values"][key]])})
         return {
             "values": p["values"],
             "objective": {"metric": obj.metric, "median": p["metrics"][obj.metric]["median"]},
@@ -357,6 +365,7 @@ def recommend(
             "worst_seed": binding[1]["worst_seed"] if binding else None,
             "feasible_points": feasible,
             "at_grid_edge": edge,
+            "refine": refine,
             "best": top[1]["values"],
             "tied": [f[1]["values"] for f in tied],
             "prefer": pref.text(),
@@ -378,6 +387,18 @@ def recommend(
         "prefer": pref.text(),
         "rule": rule_text,
     }
+
+
+def _inside_neighbour(points: Sequence[SweepPoint], p: SweepPoint, key: str) -> SweepPoint | None:
+    """When ``p`` lies on the grid's edge along ``key``: the next point inward (the other keys
+    as at ``p``); else None."""
+    vals = sorted({q["values"][key] for q in points})
+    v = p["values"][key]
+    if len(vals) < 2 or v not in (vals[0], vals[-1]):
+        return None
+    w = vals[1] if v == vals[0] else vals[-2]
+    want = {**p["values"], key: w}
+    return next((q for q in points if q["values"] == want), None)
 
 
 def _r6(x: float | None) -> float | None:
