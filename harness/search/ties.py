@@ -96,13 +96,14 @@ def acts(path: str, metrics: Mapping[str, Any]) -> bool | None:
     return reason in rejections(metrics)
 
 
-def rejections_text(metrics: Mapping[str, Any]) -> str:
-    """``rejects by queue_depth (median 812 a seed), queue_age (12)``, or that none does."""
+def rejections_text(metrics: Mapping[str, Any], seeds: int) -> str:
+    """``rejected by queue_depth 168.5, queue_age 85.5 (requests, median over 10 seeds)``, or
+    that no rule rejects."""
     rej = rejections(metrics)
     if not rej:
-        return "no admission rule rejects (median over the seeds)"
-    parts = [f"{r} ({v:g})" for r, v in rej.items()]
-    return "rejected by " + ", ".join(parts) + " (median requests a seed)"
+        return f"no admission rule rejects (median over {seeds} seeds)"
+    parts = [f"{r} {v:g}" for r, v in rej.items()]
+    return "rejected by " + ", ".join(parts) + f" (requests, median over {seeds} seeds)"
 
 
 def idle_keys(values: Mapping[str, Any], metrics: Mapping[str, Any]) -> list[str]:

@@ -95,7 +95,8 @@ def check_tuned_yaml(path: Path, plan: TunePlan, values: dict[str, tn.Choice]) -
     from harness.search.tune.tuned_yaml import TunedMismatch, check_effective
 
     try:
-        trial = profiles.load(plan.profile, trial_sets(plan.overrides, values))
+        sets = [*trial_sets(plan.overrides, values), f"name={tuned_name(plan.name)}"]
+        trial = profiles.load(plan.profile, sets)
         check_effective(profiles.load(str(path)), trial)
     except (profiles.ProfileError, TunedMismatch) as e:
         path.unlink(missing_ok=True)
@@ -113,6 +114,8 @@ def tuned_profile_text(result: TuneResult, plan: TunePlan) -> str:
     rec = result["recommendation"]
     values = cast("dict[str, tn.Choice]", rec["values"])  # written only with a recommendation
     source, changes, notes = profile_changes(plan.profile, plan.overrides, values)
+    # its own name: a tuned run's results folder and summary are told from the baseline's
+    changes["name"] = tuned_name(plan.name)
     try:
         effective = profiles.to_dict(profiles.load(plan.profile))
     except profiles.ProfileError:  # a profile that needs its --set to load: show the text's
@@ -128,6 +131,8 @@ def tuned_profile_text(result: TuneResult, plan: TunePlan) -> str:
     idle = set(idle_keys(values, metrics))
     changed, kept, dormant = [], [], []
     for key, new in changes.items():
+        if key == "name":
+            continue  # no policy: said last
         old = at_path(written if key == "arrivals.file" else effective, key)  # a trace as written
         line = f"  {key}: {_show(old)} -> {_show(new)}{notes.get(key, '')}"
         if _show(old) == _show(new):
@@ -147,7 +152,15 @@ def tuned_profile_text(result: TuneResult, plan: TunePlan) -> str:
     if kept:
         header.append("Unchanged (searched or set, the value it had):")
         header += kept
+    header.append(
+        f"name: {changes['name']} (its own, so a run of it is told from one of {plan.name})"
+    )
     return tuned_yaml(source, changes, header)
+
+
+def tuned_name(name: str) -> str:
+    """tuned.yaml's ``name``: the profile's with ``-tuned`` (once)."""
+    return name if name.endswith("-tuned") else f"{name}-tuned"
 
 
 def _show(v: Any) -> str:

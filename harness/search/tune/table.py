@@ -106,9 +106,10 @@ def recommendation_lines(tune: TuneResult) -> list[str]:
         idle = idle_keys(values, metrics)
         lines.append(
             f"[bold]recommended:[/] trial {rec['trial']}: {vals} "
-            f"({tune['objective']['metric']} median {fmt_num(rec['objective'])}; binding "
+            f"({tune['objective']['metric']} median over {len(tune.get('seeds') or [])} seeds"
+            f" {fmt_num(rec['objective'])}; binding "
             f"{rec['binding_constraint']}, margin {fmt_num(rec['margin'])}); "
-            f"{rejections_text(metrics)}"
+            f"{rejections_text(metrics, len(tune.get('seeds') or []))}"
             + "".join(
                 f"; [yellow]{k.rsplit('.', 1)[-1]} does not act here[/] (its rule,"
                 f" {ACTS_BY[k]}, rejects nothing)"
