@@ -14,8 +14,20 @@ from harness.results.fmt import fmt_spread
 def test_sim_seeds_prints_median_and_spread(tmp_path: Path) -> None:
     out = tmp_path / "s"
     proc = subprocess.run(
-        [sys.executable, "-m", "harness", "sim", "smoke", "--seeds", "3", "--no-report"]
-        + ["--jobs", "1", "--out", str(out)],
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "sim",
+            "smoke",
+            "--seeds",
+            "3",
+            "--no-report",
+            "--jobs",
+            "1",
+            "--out",
+            str(out),
+        ],
         capture_output=True,
         text=True,
         timeout=300,

@@ -29,8 +29,15 @@ def test_an_age_reject_no_request_can_reach_can_never_fire() -> None:
 
 def test_validate_prints_it_and_exits_0() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "harness", "validate", "seed-burst"]
-        + ["--set", "engine.admission.age_reject_s=25000"],
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "validate",
+            "seed-burst",
+            "--set",
+            "engine.admission.age_reject_s=25000",
+        ],
         capture_output=True,
         text=True,
         timeout=60,
