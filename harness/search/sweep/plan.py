@@ -168,10 +168,18 @@ def plan_sweep(
     if seeds < 1 or jobs < 1:
         raise ValueError("--seeds and --jobs must be >= 1")
     base = profiles.load(profile, list(overrides))
-    for path, values in parsed:  # fail fast on a bad path or value, before the pool starts
+    for (path, values), text in zip(parsed, params, strict=True):
+        # fail fast on a bad path or value, before the pool starts; the error names --param
         others = [f"{p}={_yaml_number(v[0])}" for p, v in parsed if p != path]
         for v in {values[0], values[-1]}:
-            profiles.load(profile, [*overrides, *others, f"{path}={_yaml_number(v)}"])
+            try:
+                profiles.load(profile, [*overrides, *others, f"{path}={_yaml_number(v)}"])
+            except profiles.ProfileError as e:
+                if e.line != 0 or not _on_path(e.field_path, path):
+                    raise
+                raise profiles.ProfileError(
+                    f"{e.file} (--param {text.strip()})", None, e.field_path, e.message
+                ) from None
     obj = parse_objective(objective or DEFAULT_OBJECTIVE)
     cons = profile_constraints(base, constraints)
     pref = parse_prefer(prefer, names) if prefer else default_prefer(names)
@@ -387,6 +395,11 @@ def recommend(
         "prefer": pref.text(),
         "rule": rule_text,
     }
+
+
+def _on_path(field: str, path: str) -> bool:
+    """Whether an error at ``field`` is about the swept ``path`` (it, or a key on its way)."""
+    return field == path or path.startswith(field + ".") or field.startswith(path + ".")
 
 
 def _inside_neighbour(points: Sequence[SweepPoint], p: SweepPoint, key: str) -> SweepPoint | None:
