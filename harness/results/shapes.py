@@ -454,7 +454,7 @@ class TuneResult(TypedDict):
     constraints: list[str]
     constraint_sources: list[str]
     over_seeds: OverSeeds
-    prefer: dict[str, Any]  # path, side, text
+    prefer: dict[str, Any]  # path, side, text, stated
     seeds: list[int]
     budget: dict[str, int]  # trials, seeds_per_trial
     sampler: dict[str, Any]  # name, seed, batch, order

@@ -8,6 +8,7 @@ import io
 from pathlib import Path
 from typing import Any
 
+import pytest
 from rich.console import Console
 
 from harness.results.shapes import TuneResult
@@ -119,3 +120,30 @@ def test_the_first_line_says_when_a_searched_key_does_not_act() -> None:
     Console(file=buf, width=400).print(first)
     assert "rejected by queue_depth" in buf.getvalue()
     assert "age_reject_s does not act here (its rule, queue_age, rejects nothing)" in buf.getvalue()
+
+
+def _trial(n: int, age: float, queue_age: float) -> dict[str, Any]:
+    obj = {"median": 0.77, "values": [0.77, 0.77, 0.77]}
+    return {
+        "number": n,
+        "values": {AGE: age},
+        "state": "complete",
+        "feasible": True,
+        "objective": 0.77,
+        "also": None,
+        "constraints": [],
+        "metrics": {"counts.rejected / counts.arrivals": obj, **_metrics(queue_age=queue_age)},
+    }
+
+
+@pytest.mark.parametrize(("stated", "first"), [(False, 1), (True, 0)])
+def test_the_table_ranks_as_the_recommendation_did(stated: bool, first: int) -> None:
+    from harness.search.tune.table import _ordered
+
+    tune = {
+        "objective": {"direction": "min", "metric": "counts.rejected / counts.arrivals"},
+        "constraints": [],
+        "prefer": {"path": AGE, "side": "high", "stated": stated},
+        "trials": [_trial(0, 39.3, 0), _trial(1, 21.1, 85)],
+    }
+    assert _ordered(tune)[0]["number"] == first  # type: ignore[arg-type]

@@ -31,7 +31,9 @@ def _ordered(tune: TuneResult) -> list[Trial]:
     obj = tune["objective"]
     cons = [parse_constraint(c) for c in tune["constraints"]]
     p = tune.get("prefer") or {}
-    pref = Prefer(p.get("path"), "low" if p.get("side") == "low" else "high")
+    pref = Prefer(
+        p.get("path"), "low" if p.get("side") == "low" else "high", bool(p.get("stated"))
+    )
     objective = parse_objective(f"{obj['direction']}:{obj['metric']}")
     feasible = ranked(tune["trials"], objective, cons, pref)
 
@@ -58,7 +60,8 @@ def tune_table(tune: TuneResult) -> Any:
             f"{c['feasible']} feasible, {c['stopped']} stopped early, {c['invalid']} invalid, "
             f"{c['simulations']} simulations"
         ),
-        caption="; ".join(f"{i} = {x}" for i, x in enumerate(cons, 1)),
+        caption=f"objective: median over {len(tune.get('seeds') or [])} seeds; "
+        + "; ".join(f"{i} = {x}" for i, x in enumerate(cons, 1)),
     )
     table.add_column("#", justify="right")
     for p in tune["params"]:
