@@ -31,9 +31,7 @@ def _ordered(tune: TuneResult) -> list[Trial]:
     obj = tune["objective"]
     cons = [parse_constraint(c) for c in tune["constraints"]]
     p = tune.get("prefer") or {}
-    pref = Prefer(
-        p.get("path"), "low" if p.get("side") == "low" else "high", bool(p.get("stated"))
-    )
+    pref = Prefer(p.get("path"), "low" if p.get("side") == "low" else "high", bool(p.get("stated")))
     objective = parse_objective(f"{obj['direction']}:{obj['metric']}")
     feasible = ranked(tune["trials"], objective, cons, pref)
 
