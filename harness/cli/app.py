@@ -21,6 +21,7 @@ import typer
 from harness.cli.calibrate import calibrate, fit
 from harness.cli.compare import compare
 from harness.cli.export import export_
+from harness.cli.help_render import apply as _help_render
 from harness.cli.profiles import profiles
 from harness.cli.proxy import proxy
 from harness.cli.report import report
@@ -32,6 +33,8 @@ from harness.cli.tune import tune
 from harness.cli.validate import validate
 from harness.cli.worker import worker
 from harness.ground.exit_codes import EXIT_OK
+
+_help_render()  # flags without a <bool> type; examples folded, never cut with an ellipsis
 
 app = typer.Typer(
     name="harness",

@@ -91,10 +91,24 @@ SetOpt = Annotated[
         metavar="PATH=VALUE",
     ),
 ]
-OutOpt = Annotated[
-    Path | None,
-    typer.Option("--out", help="Results folder (default: results/<profile>-<UTC timestamp>/)."),
-]
+
+
+def _out(suffix: str = "") -> Any:
+    """``--out``, its help naming the folder :func:`default_out` makes with ``suffix``."""
+    return typer.Option(
+        "--out",
+        help=(
+            f"Results folder (default: results/<profile name>{suffix}-<UTC time, e.g."
+            " 20250301T120000Z>/)."
+        ),
+    )
+
+
+OutOpt = Annotated[Path | None, _out()]  # harness sim
+SweepOutOpt = Annotated[Path | None, _out("-sweep")]
+TuneOutOpt = Annotated[Path | None, _out("-tune")]
+RunOutOpt = Annotated[Path | None, _out("-live")]
+ProxyOutOpt = Annotated[Path | None, _out("-proxy")]
 ClusterOpt = Annotated[
     str | None,
     typer.Option(

@@ -12,7 +12,7 @@ from harness.cli.options import (
     BindPortOpt,
     CaBundleOpt,
     InsecureOpt,
-    OutOpt,
+    ProxyOutOpt,
     ReadyFileOpt,
     SetOpt,
     ThresholdOpt,
@@ -34,7 +34,7 @@ def proxy(
     host: BindHostOpt = "127.0.0.1",
     port: BindPortOpt = 8080,
     set_: SetOpt = None,
-    out: OutOpt = None,
+    out: ProxyOutOpt = None,
     time_scale: Annotated[
         float,
         typer.Option(

@@ -13,8 +13,8 @@ from harness.cli.options import (
     CaBundleOpt,
     InsecureOpt,
     ModelOpt,
-    OutOpt,
     ProfileArg,
+    RunOutOpt,
     SeedOpt,
     SetOpt,
     ThresholdOpt,
@@ -55,7 +55,7 @@ def run(
     ] = 1.0,
     seed: SeedOpt = None,
     set_: SetOpt = None,
-    out: OutOpt = None,
+    out: RunOutOpt = None,
     workers: Annotated[
         int,
         typer.Option(

@@ -11,10 +11,10 @@ from harness.cli.options import (
     ClusterOpt,
     ConstraintOpt,
     JobsOpt,
-    OutOpt,
     PreferOpt,
     ProfileArg,
     SetOpt,
+    SweepOutOpt,
     VerifyTimeScaleOpt,
     check_search_options,
     default_out,
@@ -41,7 +41,7 @@ def sweep(
     constraint: ConstraintOpt = None,
     prefer: PreferOpt = None,
     set_: SetOpt = None,
-    out: OutOpt = None,
+    out: SweepOutOpt = None,
     verify_live: Annotated[
         bool,
         verify_live_option(

@@ -12,10 +12,10 @@ from harness.cli.options import (
     ClusterOpt,
     ConstraintOpt,
     JobsOpt,
-    OutOpt,
     PreferOpt,
     ProfileArg,
     SetOpt,
+    TuneOutOpt,
     VerifyTimeScaleOpt,
     bad_input,
     check_search_options,
@@ -81,7 +81,7 @@ def tune(
     ] = None,
     jobs: JobsOpt = 0,
     set_: SetOpt = None,
-    out: OutOpt = None,
+    out: TuneOutOpt = None,
     verify_live: Annotated[
         bool,
         verify_live_option(

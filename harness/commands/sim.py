@@ -16,7 +16,7 @@ from harness.ground.atomic import shown, write_atomic
 from harness.ground.exit_codes import EXIT_BROKEN, EXIT_FAIL, EXIT_OK, for_summary
 from harness.ground.interrupts import Interrupts
 from harness.profile import Profile, load
-from harness.render.console import print_summary
+from harness.render.console import print_seed_figures, print_summary
 from harness.results import summary as summ
 from harness.results.seed_rule import Judged, describe_judged
 from harness.results.shapes import Holds, HoldsRow, Summary
@@ -149,6 +149,7 @@ def run_many(
         f"{n} seeds -> {shown(folder)}: verdicts "
         + ", ".join(f"{v} {verdicts.count(v)}" for v in sorted(set(verdicts)))
     )
+    print_seed_figures(console, agg.get("metrics") or {}, len(summaries))
     holds = agg.get("holds")
     if worst == EXIT_BROKEN or not holds:
         return worst

@@ -16,8 +16,15 @@ What is found:
   ``max_queue_depth: 0``, which rejects every arrival, so no later rule fires;
 - ``deadline_slack: true`` with no class that has a ``deadline_s``: the rule has no deadline
   to compare;
+- ``age_reject_s`` at or above the longest any request may wait (``engine.max_wait_s`` and any
+  class's own ``max_wait_s``): a waiting request expires before it is that old, so
+  ``queue_age`` never sees an older one;
 - autoscaling whose range holds one size (``min_replicas`` equal to ``max_replicas`` or a fixed
   ceiling) or whose both directions are ``select_policy: Disabled``: no scale event can happen.
+
+Not found, because it is not provable: an SLO or a tool time longer than the run. Work waits
+and runs on after the last arrival (scenarios/batch-flood's SLO, 600 s over a 300 s run, is
+met or breached by batch jobs that finish after it), so neither can be said never to act.
 """
 
 from __future__ import annotations
@@ -101,6 +108,17 @@ def _admission(p: Profile) -> list[Finding]:
                         f" that depth first, so {rule} can never fire",
                     )
                 )
+    longest = max([p.engine.max_wait_s, *p.max_wait_by_class().values()])
+    if a.age_reject_s is not None and a.age_reject_s >= longest:
+        out.append(
+            Finding(
+                f"{where}.age_reject_s",
+                f"{a.age_reject_s:g} s is at or above the longest any request may wait"
+                f" ({longest:g} s: engine.max_wait_s and the classes' max_wait_s; the run"
+                f" schedules arrivals for {p.duration_s:g} s): a waiting request expires before"
+                " it is that old, so queue_age can never fire",
+            )
+        )
     if a.deadline_slack and not any(c.deadline_s is not None for c in p.classes.values()):
         out.append(
             Finding(

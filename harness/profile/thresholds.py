@@ -163,6 +163,27 @@ def known_path(path: str) -> bool:
     return node is None
 
 
+def nearest_path(path: str) -> str | None:
+    """The known path nearest to a misspelt one, each unknown step replaced by the nearest key
+    at that depth (``turnaround_s.p96`` -> ``turnaround_s.p95``), or None."""
+    from harness.profile.walk import nearest
+
+    node: Any = _SHAPE
+    fixed = []
+    for part in path.split("."):
+        if not isinstance(node, dict):
+            return None
+        if part not in node and "*" not in node:
+            near = nearest(part, [k for k in node if k != "*"])
+            if near is None:
+                return None
+            part = near
+        fixed.append(part)
+        node = node[part] if part in node else node["*"]
+    out = ".".join(fixed)
+    return out if out != path and known_path(out) else None
+
+
 @dataclass(frozen=True, slots=True)
 class Threshold:
     """A parsed threshold: ``num`` (``/ den``) ``op`` ``limit``, and the text it came from."""
@@ -184,7 +205,9 @@ def parse_threshold(expr: str) -> Threshold:
     num, den = m.group("num"), m.group("den")
     for p in (num, den):
         if p is not None and not known_path(p):
-            raise ThresholdError(f"unknown path {p!r} in threshold {expr!r}")
+            near = nearest_path(p)
+            hint = f" (did you mean {near!r}?)" if near else ""
+            raise ThresholdError(f"unknown path {p!r} in threshold {expr!r}{hint}")
     return Threshold(expr.strip(), num, den, m.group("op"), float(m.group("value")))
 
 

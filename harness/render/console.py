@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
@@ -124,4 +125,45 @@ def print_summary(console: Console, s: Summary, folder: Path | None = None) -> N
             "[yellow]hot path running as plain Python (HARNESS_PURE, or the "
             "install could not compile it): same results, about 3x slower[/]",
         )
+    console.print(t)
+
+
+# The figures `harness sim --seeds N` prints over its seeds (aggregate.json's metrics), with a
+# percentage when the figure is a fraction.
+SEED_FIGURES = (
+    ("rejected", "counts.rejected / counts.arrivals", True),
+    ("turnaround p95 s", "turnaround_s.p95", False),
+    ("queue wait p95 s", "queue_wait_s.p95", False),
+    ("SLO breach", "counts.slo_breach / counts.completed", True),
+    ("expired", "counts.expired / counts.arrivals", True),
+    ("failed", "counts.failed / counts.arrivals", True),
+    ("goodput /s", "goodput_per_s", False),
+)
+
+
+def print_seed_figures(console: Console, metrics: Mapping[str, Any], seeds: int) -> None:
+    """The key figures over a run's seeds: median over N seeds, [p05, p95] and min-max."""
+    from rich.markup import escape
+
+    from harness.results.fmt import fmt_num, fmt_spread
+
+    t = Table(
+        title=escape(f"key figures, median over {seeds} seeds [p05, p95]"),
+        caption="each seed's figures: aggregate.json",
+        box=None,
+        title_justify="left",
+        caption_justify="left",
+    )
+    t.add_column("figure", style="bold")
+    t.add_column(escape("median [p05, p95]"), justify="right")
+    t.add_column("min - max", justify="right")
+    for name, expr, pct in SEED_FIGURES:
+        m = metrics.get(expr)
+        if not isinstance(m, Mapping) or m.get("median") is None:
+            continue
+
+        def f(x: Any, pct: bool = pct) -> str:
+            return f"{x * 100:.1f}%" if pct and isinstance(x, int | float) else fmt_num(x)
+
+        t.add_row(name, escape(fmt_spread(m, pct)), f"{f(m.get('min'))} - {f(m.get('max'))}")
     console.print(t)

@@ -320,6 +320,8 @@ class Aggregate(TypedDict):
 class VerifyLive(TypedDict):
     """``verify_live`` of sweep.json and tune.json: the recommendation re-run live."""
 
+    ok: bool  # verified: the live run is valid, agrees with the band and its verdict holds
+    invalid: str | None  # why the live run is invalid (then nothing is verified); None: valid
     time_scale: float
     folder: str
     agrees: bool
@@ -361,6 +363,7 @@ class SweepRecommendation(TypedDict):
     worst_seed: NotRequired[int | None]
     feasible_points: NotRequired[int]
     at_grid_edge: NotRequired[bool]
+    refine: NotRequired[list[dict[str, Any]]]  # edges whose inward neighbour is infeasible
     best: NotRequired[dict[str, float]]
     tied: NotRequired[list[dict[str, float]]]
     prefer: NotRequired[str]
@@ -452,7 +455,7 @@ class TuneResult(TypedDict):
     constraints: list[str]
     constraint_sources: list[str]
     over_seeds: OverSeeds
-    prefer: dict[str, Any]  # path, side, text
+    prefer: dict[str, Any]  # path, side, text, stated
     seeds: list[int]
     budget: dict[str, int]  # trials, seeds_per_trial
     sampler: dict[str, Any]  # name, seed, batch, order

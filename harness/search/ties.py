@@ -42,6 +42,75 @@ LENIENT: dict[str, Literal["high", "low"]] = {
 }
 
 
+# The admission rule each lenient key sets, by the reason its rejections are counted under
+# (summary counts.rejected_by_reason): a key "acts" at a point only where that rule rejects.
+ACTS_BY: dict[str, str] = {
+    "engine.admission.age_reject_s": "queue_age",
+    "engine.admission.max_queue_depth": "queue_full",
+    "engine.admission.depth_mult": "queue_depth",
+    "engine.admission.shed_fill": "shed_batch",
+    "engine.admission.shed_fill_standard": "shed_standard",
+    "engine.admission.tenant_rate.rate_per_s": "tenant_rate",
+    "engine.admission.tenant_rate.burst": "tenant_rate",
+}
+
+# Every reason an admission rule rejects under, in the rules' order.
+REJECT_REASONS = (
+    "tenant_rate",
+    "cost_budget",
+    "queue_full",
+    "shed_batch",
+    "shed_standard",
+    "queue_age",
+    "queue_depth",
+    "deadline_slack",
+)
+
+
+def reason_metric(reason: str) -> str:
+    """The summary path counting one rule's rejections."""
+    return f"counts.rejected_by_reason.{reason}"
+
+
+REASON_METRICS = tuple(reason_metric(r) for r in REJECT_REASONS)
+
+
+def rejections(metrics: Mapping[str, Any]) -> dict[str, float]:
+    """The median rejections over the seeds by each rule that rejects at all (median > 0),
+    most first, from a point's or a trial's metrics (``describe()`` per metric)."""
+    out: dict[str, float] = {}
+    for reason in REJECT_REASONS:
+        m = metrics.get(reason_metric(reason))
+        med = m.get("median") if isinstance(m, Mapping) else None
+        if isinstance(med, int | float) and med > 0:
+            out[reason] = float(med)
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
+def acts(path: str, metrics: Mapping[str, Any]) -> bool | None:
+    """Whether the key at ``path`` acts at a point: its admission rule rejects there (at the
+    median seed). None: not known (a key with no rule of its own, or no counts recorded)."""
+    reason = ACTS_BY.get(path)
+    if reason is None or reason_metric(reason) not in metrics:
+        return None
+    return reason in rejections(metrics)
+
+
+def rejections_text(metrics: Mapping[str, Any], seeds: int) -> str:
+    """``rejected by queue_depth 168.5, queue_age 85.5 (requests, median over 10 seeds)``, or
+    that no rule rejects."""
+    rej = rejections(metrics)
+    if not rej:
+        return f"no admission rule rejects (median over {seeds} seeds)"
+    parts = [f"{r} {v:g}" for r, v in rej.items()]
+    return "rejected by " + ", ".join(parts) + f" (requests, median over {seeds} seeds)"
+
+
+def idle_keys(values: Mapping[str, Any], metrics: Mapping[str, Any]) -> list[str]:
+    """The keys in ``values`` whose admission rule rejects nothing at this point (median)."""
+    return [k for k in values if acts(k, metrics) is False]
+
+
 @dataclass(frozen=True, slots=True)
 class Prefer:
     """A stated preference among tied points: a key's ``high`` or ``low`` side, or ``margin``
@@ -57,7 +126,13 @@ class Prefer:
         name = self.path.rsplit(".", 1)[-1]
         lenient = LENIENT.get(self.path) == self.side and not self.stated
         word = "highest" if self.side == "high" else "lowest"
-        return f"the {word} {name}" + (" (the most lenient that holds)" if lenient else "")
+        if not lenient:
+            return f"the {word} {name}"
+        return (
+            f"the {word} {name} (the most lenient that holds) among the points where its rule"
+            f" ({ACTS_BY[self.path]}) rejects; where it rejects at none, the largest relative"
+            " margin"
+        )
 
 
 def parse_prefer(text: str, params: Sequence[str]) -> Prefer:
@@ -111,18 +186,26 @@ def pick_among_ties(
     prefer: Prefer,
     slack: Sequence[float],
     score: Sequence[float],
+    acting: Sequence[bool | None] | None = None,
 ) -> int:
     """The index (into ``cands``) the preference chooses: a key's high or low side, or the
-    largest relative margin; then the better objective, then the earlier."""
+    largest relative margin; then the better objective, then the earlier. ``acting``: whether
+    the preferred key's rule rejects at each candidate; the default (lenient) preference takes
+    only the candidates where it does (a lenient value of a key that no longer acts is no
+    choice at all: another rule does its work), and, when it acts at none, the largest margin."""
+    by_key = prefer.path is not None and not (
+        not prefer.stated and acting is not None and all(a is False for a in acting)
+    )
 
-    def key(k: int) -> tuple[float, float, float, int]:
+    def key(k: int) -> tuple[bool, float, float, float, int]:
         _, vals = cands[k]
-        if prefer.path is None:
+        idle = bool(not prefer.stated and acting is not None and acting[k] is False)
+        if not by_key or prefer.path is None:
             first = -slack[k]
         else:
             v = vals.get(prefer.path)
             x = float(v) if isinstance(v, int | float) else 0.0
             first = -x if prefer.side == "high" else x
-        return (first, -slack[k] if prefer.path is not None else 0.0, score[k], cands[k][0])
+        return (idle, first, -slack[k] if by_key else 0.0, score[k], cands[k][0])
 
     return min(range(len(cands)), key=key)

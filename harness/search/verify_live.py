@@ -19,7 +19,7 @@ from harness.profile import load
 from harness.results import summary as summ
 from harness.results.expr import expr_value
 from harness.results.seed_rule import holds_over_seeds
-from harness.results.shapes import Summary, SweepResult, VerifyLive
+from harness.results.shapes import Holds, Summary, SweepResult, VerifyLive
 
 # Live vs sim agreement: the live figure must fall inside the sweep point's min-max band over
 # seeds, widened by this margin (relative to the band's width, and at least an absolute floor),
@@ -78,6 +78,31 @@ def verify_values(
         console.print("[bold red]verify-live:[/] the live run broke; no verdict")
         return EXIT_BROKEN, None
     live = cast(Summary, json.loads(summary_path.read_text()))  # the live run's summary.json
+    invalid = why_invalid(live)
+    if invalid:
+        # An invalid run's figures measure the machine, not the policy: nothing is verified.
+        reason = "; ".join(invalid)
+        console.print(
+            f"[bold red]verify-live: not verified:[/] the live run is invalid ({reason}), so its"
+            f" figures say nothing about the recommendation. {invalid_hint(live, time_scale)}",
+            soft_wrap=True,
+        )
+        unjudged: Holds = {
+            "ok": False,
+            "over_seeds": "every",
+            "rule": "not judged: the live run is invalid",
+            "seeds": 1,
+            "rows": [],
+        }
+        return EXIT_FAIL, {
+            "ok": False,
+            "invalid": reason,
+            "time_scale": time_scale,
+            "folder": str(live_dir),
+            "agrees": False,
+            "holds": unjudged,
+            "rows": [],
+        }
     rows = []
     agree = True
     for expr, floor in VERIFY_METRICS.items():
@@ -112,6 +137,8 @@ def verify_values(
         if not row["ok"]:
             console.print(f"    {row['expr']}: live {row['worst']}")
     block: VerifyLive = {
+        "ok": agree and holds["ok"],
+        "invalid": None,
         "time_scale": time_scale,
         "folder": str(live_dir),
         "agrees": agree,
@@ -119,3 +146,32 @@ def verify_values(
         "rows": rows,
     }
     return (EXIT_OK if agree and holds["ok"] else EXIT_FAIL), block
+
+
+def why_invalid(live: Summary) -> list[str]:
+    """Why a live run's verdict is ``invalid`` (empty: it is not), each reason in words."""
+    run: Mapping[str, Any] = live
+    why = []
+    if run.get("complete") is False:
+        stop = (run.get("live") or {}).get("stopped_by")
+        why.append("it was cut short" + (f" (stopped by {stop})" if stop else ""))
+    cons = run.get("conservation") or {}
+    if cons.get("ok") is False:
+        why.append("conservation violated: " + "; ".join(map(str, cons.get("violations") or [])))
+    if run.get("generator_saturated"):
+        why.append("the load generator saturated: it could not offer the schedule on time")
+    if not why and run.get("verdict") == "invalid":
+        why.append("its summary.json says invalid")
+    return why
+
+
+def invalid_hint(live: Summary, time_scale: float) -> str:
+    """What to do about an invalid live run."""
+    if live.get("generator_saturated"):
+        return (
+            f"Re-run with a larger --time-scale (this run: {time_scale:g}; try"
+            f" {time_scale * 2:g}) or on a quieter machine (nothing else on its cores)."
+        )
+    if live.get("complete") is False:
+        return "Re-run it and let it finish."
+    return "Its summary.json and report.md are in the folder above."

@@ -47,9 +47,12 @@ def _tune(tmp: Path, profile: str, params: list[str], **kw: Any) -> dict[str, An
 
 
 def _same_profile(tuned: Path, profile: str, sets: list[str]) -> None:
-    """tuned.yaml prints what `harness validate --print` prints of the trial's profile."""
-    a = print_yaml(effective(profiles.load(str(tuned))))
-    b = print_yaml(effective(profiles.load(profile, sets)))
+    """tuned.yaml prints what `harness validate --print` prints of the trial's profile, but for
+    its own name (the profile's, with -tuned)."""
+    mine = profiles.load(str(tuned))
+    assert mine.name == profiles.load(profile, sets).name + "-tuned"
+    a = print_yaml(effective(mine))
+    b = print_yaml(effective(profiles.load(profile, [*sets, f"name={mine.name}"])))
     assert a == b
 
 
@@ -84,7 +87,10 @@ def test_a_boolean_or_null_set_is_written_and_the_command_ends_well(tmp_path: Pa
     assert out.returncode == 0, out.stderr
     assert "Traceback" not in out.stderr and "recommended: trial" in out.stderr
     text = (tmp_path / "t" / "tuned.yaml").read_text()
-    assert "#   engine.scaling.enabled: false -> false (from --set)" in text
+    # a --set equal to what the profile had is not a change: listed as unchanged
+    head, unchanged = text.split("\n\n", 1)[0].split("# Unchanged", 1)
+    assert "#   engine.scaling.enabled: false (from --set)" in unchanged
+    assert "engine.scaling.enabled: false -> false" not in head
     data = yaml.safe_load(text)
     assert data["engine"]["scaling"] == {"enabled": False, "drain_timeout_s": None}
     rec = json.loads((tmp_path / "t" / "tune.json").read_text())["recommendation"]
@@ -174,10 +180,13 @@ def test_an_anchor_does_not_carry_a_tuned_value_to_its_aliases(tmp_path: Path) -
     )
 
 
+TUNED_NAME = ("name: smoke\n", "name: smoke-tuned\n")
+
+
 def test_a_tuned_yaml_that_is_not_the_trials_profile_is_removed_and_named(tmp_path: Path) -> None:
     plan = plan_tune("smoke", [f"{AGE}=1..10"], trials=2, seeds=1)
     bad = tmp_path / "tuned.yaml"
-    bad.write_text(SMOKE.replace("age_reject_s: 3", "age_reject_s: 9"))
+    bad.write_text(SMOKE.replace("age_reject_s: 3", "age_reject_s: 9").replace(*TUNED_NAME))
     with pytest.raises(
         TunedMismatch,
         match=r"tuned\.yaml not written: .*age_reject_s is 9\.0 there, 4\.0 in the trial",
@@ -190,7 +199,8 @@ def test_a_mismatch_is_exit_3_after_the_table(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     plan = plan_tune("smoke", [f"{AGE}=1..10"], trials=2, seeds=1, holdout=0)
-    monkeypatch.setattr(tune_cmd, "tuned_profile_text", lambda result, plan: SMOKE)
+    tuned = SMOKE.replace(*TUNED_NAME)  # its own name, as tune writes it, and a wrong value
+    monkeypatch.setattr(tune_cmd, "tuned_profile_text", lambda result, plan: tuned)
     err = io.StringIO()
     code = tune_command(plan, jobs=1, folder=tmp_path, console=Console(file=err, width=300))
     assert code == 3

@@ -198,6 +198,8 @@ def sweep_command(
         )
         return EXIT_BROKEN
     print_table(console, result)
+    wrote = [folder / n for n in ("sweep.json", "sweep.png") if (folder / n).exists()]
+    console.print("wrote " + ", ".join(escape(str(p)) for p in wrote), soft_wrap=True)
     rec = result.get("recommendation", {})
     if rec.get("values") is None:
         return EXIT_FAIL

@@ -63,7 +63,9 @@ from harness.search.grammar import (
     slack,
 )
 from harness.search.ties import (
+    REASON_METRICS,
     Prefer,
+    acts,
     default_prefer,
     indistinguishable,
     parse_prefer,
@@ -166,15 +168,24 @@ def plan_sweep(
     if seeds < 1 or jobs < 1:
         raise ValueError("--seeds and --jobs must be >= 1")
     base = profiles.load(profile, list(overrides))
-    for path, values in parsed:  # fail fast on a bad path or value, before the pool starts
+    for (path, values), text in zip(parsed, params, strict=True):
+        # fail fast on a bad path or value, before the pool starts; the error names --param
         others = [f"{p}={_yaml_number(v[0])}" for p, v in parsed if p != path]
         for v in {values[0], values[-1]}:
-            profiles.load(profile, [*overrides, *others, f"{path}={_yaml_number(v)}"])
+            try:
+                profiles.load(profile, [*overrides, *others, f"{path}={_yaml_number(v)}"])
+            except profiles.ProfileError as e:
+                if e.line != 0 or not _on_path(e.field_path, path):
+                    raise
+                raise profiles.ProfileError(
+                    f"{e.file} (--param {text.strip()})", None, e.field_path, e.message
+                ) from None
     obj = parse_objective(objective or DEFAULT_OBJECTIVE)
     cons = profile_constraints(base, constraints)
     pref = parse_prefer(prefer, names) if prefer else default_prefer(names)
     profiles.check_names(base, [obj.metric, *(c.expr for c in cons)])  # classes, tenants exist
     every = [*STANDARD_METRICS, *(f.expr for f in FIGURES), obj.metric, *(c.metric for c in cons)]
+    every += REASON_METRICS  # what acts at a point: its rejections by rule
     grid = _grid(parsed)
     seed_list = [base.seed + i for i in range(seeds)]
     tasks: list[Task] = [
@@ -330,6 +341,7 @@ def recommend(
             pref,
             [slack(cons, f[2]) for f in tied],
             [sign * f[1]["metrics"][obj.metric]["median"] for f in tied],
+            [acts(pref.path, f[1]["metrics"]) for f in tied] if pref.path else None,
         )
         _, p, checks = tied[k]
         margins = {ch["expr"]: ch["margin"] for ch in checks}
@@ -340,10 +352,18 @@ def recommend(
         )
         # At the grid's edge *because the objective points there*: only when the choice is
         # the best point itself (not a preference among ties) and no other point ties with it.
-        edge = len(tied) == 1 and any(
-            len(set(vals := [q["values"][key] for q in points])) > 1 and v in (min(vals), max(vals))
-            for key, v in p["values"].items()
-        )
+        # An edge whose neighbour inside the grid is infeasible is no edge of the search: the
+        # feasible boundary lies between them, so a finer step there can help, a wider range
+        # cannot.
+        edge, refine = False, []
+        for key, v in p["values"].items():
+            side = _inside_neighbour(points, p, key)
+            if side is None or len(tied) != 1:
+                continue
+            if side["feasible"]:
+                edge = True
+            else:
+                refine.append({"path": key, "between": sorted([v, side["values"][key]])})
         return {
             "values": p["values"],
             "objective": {"metric": obj.metric, "median": p["metrics"][obj.metric]["median"]},
@@ -353,6 +373,7 @@ def recommend(
             "worst_seed": binding[1]["worst_seed"] if binding else None,
             "feasible_points": feasible,
             "at_grid_edge": edge,
+            "refine": refine,
             "best": top[1]["values"],
             "tied": [f[1]["values"] for f in tied],
             "prefer": pref.text(),
@@ -374,6 +395,23 @@ def recommend(
         "prefer": pref.text(),
         "rule": rule_text,
     }
+
+
+def _on_path(field: str, path: str) -> bool:
+    """Whether an error at ``field`` is about the swept ``path`` (it, or a key on its way)."""
+    return field == path or path.startswith(field + ".") or field.startswith(path + ".")
+
+
+def _inside_neighbour(points: Sequence[SweepPoint], p: SweepPoint, key: str) -> SweepPoint | None:
+    """When ``p`` lies on the grid's edge along ``key``: the next point inward (the other keys
+    as at ``p``); else None."""
+    vals = sorted({q["values"][key] for q in points})
+    v = p["values"][key]
+    if len(vals) < 2 or v not in (vals[0], vals[-1]):
+        return None
+    w = vals[1] if v == vals[0] else vals[-2]
+    want = {**p["values"], key: w}
+    return next((q for q in points if q["values"] == want), None)
 
 
 def _r6(x: float | None) -> float | None:

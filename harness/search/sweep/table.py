@@ -27,7 +27,9 @@ def sweep_table(sweep: SweepResult) -> Any:
     rule = _map(sweep.get("over_seeds")).get("rule") or "each constraint met at every seed"
     table = Table(
         title=f"sweep over {', '.join(sweep['params'])} ({seeds} seeds per point)",
-        caption=f"feasible = {rule}; " + "; ".join(f"{i} = {c}" for i, c in enumerate(cons, 1)),
+        caption=f"cells: median over {seeds} seeds \\[p05, p95]; worst seed: the binding"
+        " constraint's worst value @seed (n: which constraint), which decides feasibility;"
+        f" feasible = {rule}; " + "; ".join(f"{i} = {c}" for i, c in enumerate(cons, 1)),
     )
     for p in sweep["params"]:
         table.add_column(p.rsplit(".", 1)[-1], justify="right")
@@ -43,6 +45,7 @@ def sweep_table(sweep: SweepResult) -> Any:
     ]
     for title, _, _ in cols:
         table.add_column(title, justify="right")
+    table.add_column("worst seed", justify="right")
     table.add_column("feasible", no_wrap=True)
     table.add_column("")
     for point in sweep["points"]:
@@ -54,6 +57,7 @@ def sweep_table(sweep: SweepResult) -> Any:
             for c in point.get("constraints") or []
             if not c.get("ok") and c.get("expr") in cons
         ]
+        cells.append(worst_cell(point, cons))
         cells.append(
             "[green]yes[/]" if point.get("feasible") else f"[red]no[/] ({','.join(failed)})"
         )
@@ -61,6 +65,25 @@ def sweep_table(sweep: SweepResult) -> Any:
         cells.append("[bold green]<- chosen[/]" if mark else ("[dim]tied[/]" if tie else ""))
         table.add_row(*cells, style="bold" if mark else None)
     return table
+
+
+def worst_cell(point: Mapping[str, Any], cons: list[str]) -> str:
+    """The binding constraint's worst seed at a point: the first failing constraint, else the
+    one with the least relative margin: ``58.44 @3 (2)`` (value, seed, constraint)."""
+    rows = [c for c in point.get("constraints") or [] if c.get("expr") in cons]
+    if not rows:
+        return "-"
+    failing = [c for c in rows if not c.get("ok")]
+
+    def slack(c: Mapping[str, Any]) -> float:
+        m, limit = c.get("margin"), parse_constraint(str(c["expr"])).limit
+        return float("inf") if m is None else float(m) / (abs(limit) or 1.0)
+
+    row = failing[0] if failing else min(rows, key=slack)
+    if row.get("worst_seed") is None:
+        return "-"
+    n = cons.index(row["expr"]) + 1
+    return f"{fmt_num(row.get('worst'))} @{row['worst_seed']} ({n})"
 
 
 def _vals(v: Mapping[str, Any]) -> str:
@@ -86,7 +109,8 @@ def recommendation_text(sweep: SweepResult) -> str:
         {},
     )
     text = (
-        f"recommended {_vals(values)}: {obj['metric']} median {fmt_num(obj['median'])}; "
+        f"recommended {_vals(values)}: {obj['metric']} median over "
+        f"{len(sweep.get('seeds') or [])} seeds {fmt_num(obj['median'])}; "
         f"binding constraint {rec['binding_constraint']}, margin {fmt_num(rec['margin'])} "
         f"({judged_text(binding)}; {_points(rec['feasible_points'])})"
     )
@@ -99,6 +123,12 @@ def recommendation_text(sweep: SweepResult) -> str:
         )
     if rec.get("at_grid_edge"):
         text += "; at the edge of the grid: widen the range to see beyond it"
+    for r in rec.get("refine") or []:
+        a, b = r["between"]
+        text += (
+            f"; the feasible boundary lies inside the grid, between {r['path']}={a} and {b}:"
+            " a finer step there may find a better point (a wider range cannot)"
+        )
     return text
 
 

@@ -82,7 +82,8 @@ def check_tuned_yaml(path: Path, plan: TunePlan, values: dict[str, tn.Choice]) -
     from harness.search.tune.tuned_yaml import TunedMismatch, check_effective
 
     try:
-        trial = profiles.load(plan.profile, trial_sets(plan.overrides, values))
+        sets = [*trial_sets(plan.overrides, values), f"name={tuned_name(plan.name)}"]
+        trial = profiles.load(plan.profile, sets)
         check_effective(profiles.load(str(path)), trial)
     except (profiles.ProfileError, TunedMismatch) as e:
         path.unlink(missing_ok=True)
@@ -94,11 +95,14 @@ def tuned_profile_text(result: TuneResult, plan: TunePlan) -> str:
     header saying what changed."""
     from harness import __version__
     from harness import profile as profiles
+    from harness.search.ties import ACTS_BY, idle_keys
     from harness.search.tune.tuned_yaml import at_path, profile_changes, tuned_yaml
 
     rec = result["recommendation"]
     values = cast("dict[str, tn.Choice]", rec["values"])  # written only with a recommendation
     source, changes, notes = profile_changes(plan.profile, plan.overrides, values)
+    # its own name: a tuned run's results folder and summary are told from the baseline's
+    changes["name"] = tuned_name(plan.name)
     try:
         effective = profiles.to_dict(profiles.load(plan.profile))
     except profiles.ProfileError:  # a profile that needs its --set to load: show the text's
@@ -110,11 +114,40 @@ def tuned_profile_text(result: TuneResult, plan: TunePlan) -> str:
         f"{rec['rule']}.",
         96,
     )
-    header.append("Changed (was -> now):")
+    metrics = next((t["metrics"] for t in result["trials"] if t["number"] == rec["trial"]), {})
+    idle = set(idle_keys(values, metrics))
+    changed, kept, dormant = [], [], []
     for key, new in changes.items():
+        if key == "name":
+            continue  # no policy: said last
         old = at_path(written if key == "arrivals.file" else effective, key)  # a trace as written
-        header.append(f"  {key}: {_show(old)} -> {_show(new)}{notes.get(key, '')}")
+        line = f"  {key}: {_show(old)} -> {_show(new)}{notes.get(key, '')}"
+        if _show(old) == _show(new):
+            kept.append(f"  {key}: {_show(new)}{notes.get(key, '')}")
+        elif key in idle:
+            dormant.append(f"{line} (its rule, {ACTS_BY[key]}, rejects nothing here)")
+        else:
+            changed.append(line)
+    header.append("Changed (was -> now):" if changed else "Changed: nothing that acts.")
+    header += changed
+    if dormant:
+        header.append(
+            "Written but without effect at this recommendation (another rule rejects first;"
+            " not a change to roll out):"
+        )
+        header += dormant
+    if kept:
+        header.append("Unchanged (searched or set, the value it had):")
+        header += kept
+    header.append(
+        f"name: {changes['name']} (its own, so a run of it is told from one of {plan.name})"
+    )
     return tuned_yaml(source, changes, header)
+
+
+def tuned_name(name: str) -> str:
+    """tuned.yaml's ``name``: the profile's with ``-tuned`` (once)."""
+    return name if name.endswith("-tuned") else f"{name}-tuned"
 
 
 def _show(v: Any) -> str:

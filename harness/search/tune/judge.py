@@ -31,7 +31,7 @@ from harness.recording.quantiles import describe
 from harness.results.seed_rule import SeedRule, meets
 from harness.results.shapes import Holdout, HoldoutCheck, Trial, TuneRecommendation
 from harness.search.grammar import Constraint, Objective, judge_point
-from harness.search.ties import Prefer, indistinguishable, pick_among_ties
+from harness.search.ties import Prefer, acts, indistinguishable, pick_among_ties
 
 Kind = Literal["float", "int", "choices"]
 Choice = int | float | str
@@ -418,6 +418,7 @@ def ranked(
             pref,
             [_slack(t, cons) for t in left],
             [_key(t["objective"], obj.direction) for t in left],
+            [acts(pref.path, t["metrics"]) for t in left] if pref.path else None,
         )
         order.append(left.pop(k))
     return order + [t for t in by_objective if not any(t is u for u in tied)]

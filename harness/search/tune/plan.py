@@ -18,7 +18,7 @@ from harness.search.grammar import (
     parse_objective,
     profile_constraints,
 )
-from harness.search.ties import Prefer, default_prefer, parse_prefer
+from harness.search.ties import REASON_METRICS, Prefer, default_prefer, parse_prefer
 from harness.search.tune import judge as tn
 
 if TYPE_CHECKING:
@@ -114,6 +114,7 @@ def plan_tune(
     profiles.check_names(base, [o.metric for o in (obj, second) if o] + [c.expr for c in cons])
     every = [*STANDARD_METRICS, obj.metric, *([second.metric] if second else [])]
     every += [c.metric for c in cons]
+    every += REASON_METRICS  # what acts at a trial: its rejections by rule
     n_hold = seeds if holdout is None else holdout
     return TunePlan(
         profile=profile,

@@ -295,6 +295,7 @@ def assemble(
             "path": plan.prefer.path,
             "side": plan.prefer.side,
             "text": plan.prefer.text(),
+            "stated": plan.prefer.stated,
         },
         "seeds": list(plan.seeds),
         "budget": {"trials": plan.trials, "seeds_per_trial": len(plan.seeds)},

@@ -14,6 +14,7 @@ from rich.markup import escape
 from harness.results.fmt import fmt_num
 from harness.results.shapes import Trial, TuneResult
 from harness.search.sweep.table import judged_text
+from harness.search.ties import ACTS_BY, idle_keys, rejections_text
 
 _NUMBER = re.compile(r"-?\d+(\.\d+)?")
 SHOWN = 12  # rows: the best feasible trials first, then the rest by objective
@@ -30,7 +31,7 @@ def _ordered(tune: TuneResult) -> list[Trial]:
     obj = tune["objective"]
     cons = [parse_constraint(c) for c in tune["constraints"]]
     p = tune.get("prefer") or {}
-    pref = Prefer(p.get("path"), "low" if p.get("side") == "low" else "high")
+    pref = Prefer(p.get("path"), "low" if p.get("side") == "low" else "high", bool(p.get("stated")))
     objective = parse_objective(f"{obj['direction']}:{obj['metric']}")
     feasible = ranked(tune["trials"], objective, cons, pref)
 
@@ -57,7 +58,8 @@ def tune_table(tune: TuneResult) -> Any:
             f"{c['feasible']} feasible, {c['stopped']} stopped early, {c['invalid']} invalid, "
             f"{c['simulations']} simulations"
         ),
-        caption="; ".join(f"{i} = {x}" for i, x in enumerate(cons, 1)),
+        caption=f"objective: median over {len(tune.get('seeds') or [])} seeds; "
+        + "; ".join(f"{i} = {x}" for i, x in enumerate(cons, 1)),
     )
     table.add_column("#", justify="right")
     for p in tune["params"]:
@@ -101,10 +103,19 @@ def recommendation_lines(tune: TuneResult) -> list[str]:
         )
     else:
         vals = ", ".join(f"{k}={v}" for k, v in values.items())
+        metrics = next((t["metrics"] for t in tune["trials"] if t["number"] == rec["trial"]), {})
+        idle = idle_keys(values, metrics)
         lines.append(
             f"[bold]recommended:[/] trial {rec['trial']}: {vals} "
-            f"({tune['objective']['metric']} median {fmt_num(rec['objective'])}; binding "
-            f"{rec['binding_constraint']}, margin {fmt_num(rec['margin'])})"
+            f"({tune['objective']['metric']} median over {len(tune.get('seeds') or [])} seeds"
+            f" {fmt_num(rec['objective'])}; binding "
+            f"{rec['binding_constraint']}, margin {fmt_num(rec['margin'])}); "
+            f"{rejections_text(metrics, len(tune.get('seeds') or []))}"
+            + "".join(
+                f"; [yellow]{k.rsplit('.', 1)[-1]} does not act here[/] (its rule,"
+                f" {ACTS_BY[k]}, rejects nothing)"
+                for k in idle
+            )
         )
     tied = rec.get("tied") or []
     if len(tied) > 1:
