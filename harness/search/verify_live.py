@@ -13,7 +13,7 @@ from typing import Any, cast
 
 from rich.console import Console
 
-from harness.ground.atomic import write_atomic
+from harness.ground.atomic import shown, write_atomic
 from harness.ground.exit_codes import EXIT_BROKEN, EXIT_FAIL, EXIT_OK
 from harness.profile import load
 from harness.results import summary as summ
@@ -98,7 +98,7 @@ def verify_values(
             "ok": False,
             "invalid": reason,
             "time_scale": time_scale,
-            "folder": str(live_dir),
+            "folder": str(shown(live_dir)),
             "agrees": False,
             "holds": unjudged,
             "rows": [],
@@ -140,7 +140,7 @@ def verify_values(
         "ok": agree and holds["ok"],
         "invalid": None,
         "time_scale": time_scale,
-        "folder": str(live_dir),
+        "folder": str(shown(live_dir)),
         "agrees": agree,
         "holds": holds,
         "rows": rows,

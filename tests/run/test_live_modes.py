@@ -37,9 +37,13 @@ def test_two_workers_hold_the_rate_and_their_records_merge(tmp_path: Path) -> No
     rate, dur = 4.0, prof.duration_s
     noise = 3 * math.sqrt(rate * dur) / dur
     assert abs(s["generator"]["achieved_rate_per_s"] - rate) <= noise
-    seen = [d["t"] for d in res.jsonl("decisions.jsonl") if d["kind"] == "admission"]
-    planned = per_window([a.t for a in schedule(prof, prof.seed)], 5.0, dur)
-    assert all(abs(a - b) <= 1 for a, b in zip(per_window(seen, 5.0, dur), planned, strict=True))
+    if not s["generator_saturated"]:  # on time, so the proxy saw the schedule's windows
+        # (a busy machine's late sends cross window borders; the run then says saturated)
+        seen = [d["t"] for d in res.jsonl("decisions.jsonl") if d["kind"] == "admission"]
+        planned = per_window([a.t for a in schedule(prof, prof.seed)], 5.0, dur)
+        assert all(
+            abs(a - b) <= 1 for a, b in zip(per_window(seen, 5.0, dur), planned, strict=True)
+        )
     assert s["ttft_s"]["p50"] is not None  # the streaming class measured its first token
     assert s["by_priority"]["critical"]["counts"]["completed"] > 0
     assert (res.out / "locust.html").is_file()

@@ -259,7 +259,7 @@ def _execute(run: LiveSettings, times: array[float], console: Console) -> int:
         kids.stop_all()
         if not keep_work:
             shutil.rmtree(work, ignore_errors=True)
-    return _finish(console, shown(run.out), summary)
+    return _finish(console, run.out, summary)
 
 
 def _merge(

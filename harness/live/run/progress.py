@@ -291,7 +291,8 @@ def print_dry_run(
 
 
 def show_results(console: Console, out: Path, summary: Summary) -> None:
-    """Write the report (if the results layer has one), print the summary and any warning."""
+    """Write the report (if the results layer has one) into ``out`` (the folder being written:
+    a staging folder until the run ends), print the summary and any warning."""
     try:
         from harness.render.report import write_report
 
@@ -300,9 +301,10 @@ def show_results(console: Console, out: Path, summary: Summary) -> None:
         pass
     except Exception as e:  # a broken plot must not lose the run's results
         console.print(f"[yellow]warning:[/] report not written: {e}")
+    from harness.ground.atomic import shown
     from harness.render.console import print_summary
 
-    print_summary(console, summary, out)
+    print_summary(console, summary, shown(out))  # the folder as it will be named
     if summary.get("generator_saturated"):
         # a harness run's block: its lag and its wall limit are never null
         gen: Mapping[str, Any] = summary["generator"]

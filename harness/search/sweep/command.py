@@ -17,6 +17,7 @@ from rich.markup import escape
 
 from harness.commands.pool import run_chunks
 from harness.commands.progress import progress_bar
+from harness.ground.atomic import shown
 from harness.ground.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN, EXIT_FAIL, EXIT_OK
 from harness.ground.interrupts import Interrupts
 from harness.profile import ProfileError
@@ -193,7 +194,7 @@ def sweep_command(
         console.print(
             f"{f'[bold red]error:[/] {escape(failed)};' if failed else head}"
             f" {done} of {len(result['points'])} points finished; partial "
-            f"{escape(str(folder / 'sweep.json'))} written (exit 3)",
+            f"{escape(str(shown(folder / 'sweep.json')))} written (exit 3)",
             soft_wrap=True,
         )
         return EXIT_BROKEN

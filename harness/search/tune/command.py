@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from harness.commands.progress import progress_bar
+from harness.ground.atomic import shown
 from harness.ground.exit_codes import EXIT_BROKEN, EXIT_FAIL, EXIT_OK
 from harness.ground.interrupts import Interrupts
 from harness.results.shapes import TuneResult
@@ -221,7 +222,7 @@ def tune_command(
         head = f"[bold red]interrupted ({intr.last}):[/]"
         console.print(
             f"{f'[bold red]error:[/] {escape(failed)};' if failed else head}"
-            f" {what}; partial {escape(str(written[0]))} written (exit 3)",
+            f" {what}; partial {escape(str(shown(written[0])))} written (exit 3)",
             soft_wrap=True,
         )
         return EXIT_BROKEN
