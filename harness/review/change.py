@@ -2,10 +2,11 @@
 
 Method (docs/verdict-and-review.md, "Change review"):
 
-1. **Four primary figures**, each with a direction and an equivalence margin (the
+1. **Six primary figures**, each with a direction and an equivalence margin (the
    ``--tolerance``): SLO-breach fraction (completed requests slower than the SLO), p95
-   turnaround, goodput (completions within the SLO per second) and rejection fraction. The
-   completed fraction is not one: it is the rejection, failure and expiry fractions again.
+   turnaround, goodput (completions within the SLO per second), and the rejection, failed and
+   expired fractions (of arrivals). The completed fraction is not one: it is those three
+   fractions again.
 2. **Evidence**, best first: *paired* -- both profiles re-simulated over the same seeds, draws
    belonging to requests (common random numbers), a paired t-test on the per-seed differences;
    *unpaired* -- stored per-seed results (another code version), Welch's t-test; *records* --
@@ -16,10 +17,10 @@ Method (docs/verdict-and-review.md, "Change review"):
    test of ``worse-by > margin``), ``improvement`` when significantly better by more than the
    margin, ``no detectable change`` when the (1 - 2 alpha) interval of the difference lies
    inside +-margin, else ``inconclusive``. The regression tests and the improvement tests are
-   each Holm-adjusted over the four figures: family-wise error <= alpha (default 0.01).
-4. **Overall**: regression if any figure regresses (a ``trade-off`` if another improved: still
-   exit 1); else improvement if any improved; no detectable change if all are; else
-   inconclusive, with the command that would settle it.
+   each Holm-adjusted over the six figures: family-wise error <= alpha (default 0.01).
+4. **Overall**: regression if any gated figure regresses or a constraint BASE held breaks
+   (exit 1, whatever improved); else trade-off, improvement, no detectable change or
+   inconclusive (with the command that would settle it); NEW's own SLO apart (exit 4).
 """
 
 from __future__ import annotations

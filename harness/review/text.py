@@ -159,7 +159,7 @@ def to_markdown(rv: Review, sides: str) -> str:
         f"- method: {METHODS[rv.method]}",
         f"- gate: {GATE_RULE}; gated figures: {', '.join(rv.gate) or 'none'}",
         f"- a figure regresses when it is worse by more than its margin, one-sided at "
-        f"family-wise alpha {rv.alpha:g} (Holm over the four primary figures, and over the cost "
+        f"family-wise alpha {rv.alpha:g} (Holm over the six primary figures, and over the lost turns and the cost "
         "figures apart); no detectable "
         f"change when the {cl} interval lies inside +-margin",
         "- Holm-adjusted p (worse / better): "
