@@ -13,6 +13,7 @@ from harness.profile.schema import (
     Profile,
     TurnRange,
 )
+from harness.profile.schema.arrival_kinds import PROCESSES, TRACE_FORMATS, spoken
 from harness.profile.schema.fields import MAX_TOKENS
 from harness.profile.schema.upstream import (
     LATENCY_FIELDS,
@@ -137,14 +138,17 @@ def check_wire(ctx: Ctx, w: Wire) -> None:
 def check_trace_options(ctx: Ctx, p: Profile) -> None:
     """arrivals.format and arrivals.trace: a public trace's reader and its options."""
     a, t = p.arrivals, p.arrivals.trace
-    if a.format != "csv" and a.process != "trace":
-        raise ctx.err("arrivals.format", "only used with process: trace")
+    fmt = TRACE_FORMATS[a.format]
+    if fmt.public and not PROCESSES[a.process].reads_file:
+        readers = [n for n, pr in PROCESSES.items() if pr.reads_file]
+        raise ctx.err("arrivals.format", f"only used with process: {spoken(readers)}")
     if t is None:
         return
-    if a.format == "csv":
+    if not fmt.public:
+        public = [n for n, f in TRACE_FORMATS.items() if f.public]
         raise ctx.err(
             "arrivals.trace",
-            "options for format: azure, burstgpt or mooncake (the csv reader takes none)",
+            f"options for format: {spoken(public)} (the {a.format} reader takes none)",
         )
     w = t.window_s
     if w is not None and (len(w) != 2 or not 0 <= w[0] < w[1]):
@@ -158,7 +162,7 @@ def check_trace_options(ctx: Ctx, p: Profile) -> None:
     if rule is None:
         return
     by_name = rule.by != "prompt_tokens"
-    if by_name and a.format != "burstgpt":
+    if by_name and rule.by not in fmt.labels:
         raise ctx.err(
             f"{where}.by",
             f"a {a.format} trace has no {rule.by} column "
@@ -205,8 +209,9 @@ def check_trace_sessions(ctx: Ctx, p: Profile) -> None:
     if s is None:
         return
     where = "arrivals.trace.sessions"
-    if p.arrivals.format != "mooncake":
-        raise ctx.err(where, f"a {p.arrivals.format} trace has no session key (format: mooncake)")
+    if not TRACE_FORMATS[p.arrivals.format].sessions:
+        keyed = spoken([n for n, f in TRACE_FORMATS.items() if f.sessions])
+        raise ctx.err(where, f"a {p.arrivals.format} trace has no session key (format: {keyed})")
     if not s.key or s.key == s.parent:
         raise ctx.err(f"{where}.key", "name the record key of the session (or record) id")
     if s.think_s is not None:
@@ -348,9 +353,10 @@ def check_job(ctx: Ctx, p: Profile, name: str, job: JobShape) -> None:
 def check_profile(ctx: Ctx, p: Profile) -> None:
     a = p.arrivals
     check_trace_options(ctx, p)
-    if a.process == "trace":
+    process = PROCESSES[a.process]
+    if process.reads_file:
         if not a.file:
-            raise ctx.err("arrivals.file", "required for process: trace")
+            raise ctx.err("arrivals.file", f"required for process: {a.process}")
     else:
         if not a.phases:
             raise ctx.err("arrivals.phases", "at least one phase is required")
@@ -362,10 +368,11 @@ def check_profile(ctx: Ctx, p: Profile) -> None:
                     f"phases out of order: {ph.until_s} is not after {last}",
                 )
             last = ph.until_s
-    if a.process == "gamma" and a.burstiness is None:
-        raise ctx.err("arrivals.burstiness", "required for process: gamma (shape k)")
-    if a.process != "gamma" and a.burstiness is not None:
-        raise ctx.err("arrivals.burstiness", "only used with process: gamma")
+    if process.shaped and a.burstiness is None:
+        raise ctx.err("arrivals.burstiness", f"required for process: {a.process} (shape k)")
+    if not process.shaped and a.burstiness is not None:
+        shaped = spoken([n for n, pr in PROCESSES.items() if pr.shaped])
+        raise ctx.err("arrivals.burstiness", f"only used with process: {shaped}")
     if not p.classes:
         raise ctx.err("classes", "at least one class is required")
     if sum(c.weight for c in p.classes.values()) <= 0:

@@ -13,20 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from harness.results.shapes import Aggregate, Summary, SweepResult
+from harness.upstream_model.fault_kinds import COLORS
 
 TIERS = (("critical", "#d62728"), ("standard", "#1f77b4"), ("batch", "#9aa0a6"))
-# Faults in muted hues; red and orange are kept for alerts (page, warn).
-FAULT_COLORS = {
-    "latency": "#17becf",
-    "status": "#8c564b",
-    "rate_limit": "#e377c2",
-    "hang": "#7f7f7f",
-    "reset": "#bcbd22",
-    "stream_error": "#1f77b4",
-    "truncate": "#2ca02c",
-    "metrics_outage": "#9467bd",
-    "ack_loss": "#c49c94",
-}
+# Faults in muted hues, each kind's own (its module in harness/upstream_model/fault_kinds/);
+# red and orange are kept for alerts (page, warn).
+FAULT_COLORS: dict[str, str] = COLORS
 # Agent jobs' slots by what holds them (timeline fields, present only with a job class):
 # (field, legend label, colour), stacked in this order.
 SLOT_STATES = (

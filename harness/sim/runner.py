@@ -42,12 +42,15 @@ from harness.run_core import Retried, RunCore
 from harness.sim.agenda import Agenda
 from harness.sim.token_timing import TokenFigures
 from harness.sim.upstream import MID_STREAM, SimUpstream
+from harness.upstream_model.fault_kinds import ANSWER_LOSING, BLINDING
+from harness.upstream_model.fault_kinds.spec import BLINDS, LOSES_ANSWER, Play
 from harness.workload import outcomes
 from harness.workload.arrivals import Arrival, schedule_chunks, session_replay, stream
 from harness.workload.callers import retry_delay
 from harness.workload.job_shape import ShapeDraws
 from harness.workload.outcomes import Answer
 from harness.workload.sessions import ClosedLoop
+from harness.workload.traces import traced
 
 _FINISH: Final = 0
 _FAIL: Final = 1
@@ -55,6 +58,11 @@ _TICK: Final = 2
 _METRICS: Final = 3
 _CLIENT: Final = 4
 _NEXT: Final = 5  # a closed-loop session's next record (workload.sessions)
+
+PLAYS: Final[frozenset[Play]] = frozenset((BLINDS, LOSES_ANSWER))
+"""What the simulation plays of the harness's fault kinds (upstream_model.fault_kinds.spec):
+a blinding fault's start and end as ``_METRICS`` events; a lost answer's effect counted (its
+sim handler ends the attempt)."""
 
 
 class ClientRetries:
@@ -247,7 +255,7 @@ def _simulate(
     # Effects are counted per request (a set of ids) only where one can happen twice: an
     # answer lost (ack_loss), or an attempt abandoned by a drain timeout.
     sc = profile.engine.scaling
-    effects = any(f.kind == "ack_loss" for f in profile.faults) or (
+    effects = any(f.kind in ANSWER_LOSING for f in profile.faults) or (
         sc.enabled and sc.drain_timeout_s is not None
     )
     checkpoints = bool(engine.checkpoint_by_class)
@@ -257,7 +265,7 @@ def _simulate(
     agenda = Agenda()
     seq = 0
     for f in profile.faults:
-        if f.kind == "metrics_outage" and f.at_s is not None and f.for_s is not None:
+        if f.kind in BLINDING and f.at_s is not None and f.for_s is not None:
             agenda.push(f.at_s, seq, _METRICS, False)
             agenda.push(f.at_s + f.for_s, seq + 1, _METRICS, True)
             seq += 2
@@ -273,7 +281,7 @@ def _simulate(
     bi = 0
     nxt: Arrival | None = batch[0] if batch else None
     # A public trace's arrivals carry token counts: the summary reports their totals.
-    tokens = profile.arrivals.process == "trace" and profile.arrivals.format != "csv"
+    tokens = traced(profile)
     prompt_tokens = 0
     output_tokens = 0
     tick_at = math.inf

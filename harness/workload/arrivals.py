@@ -26,6 +26,7 @@ from mypy_extensions import i64
 from harness.engine.events import PRIORITY_OF, Arrived
 from harness.ground.digits import put_int, put_pad3
 from harness.profile import NamePool, Profile, ProfileError, RequestClass
+from harness.profile.schema.arrival_kinds import EVEN, EXPONENTIAL, PROCESSES
 from harness.workload.traces import TracedSession, hint, read_sessions, read_trace, traced
 
 
@@ -104,8 +105,9 @@ def stream(seed: int, name: str) -> random.Random:
 def _times(profile: Profile, rng: random.Random) -> Iterator[list[float]]:
     """The arrival times, in chunks of up to ``_CHUNK`` (one tight loop per chunk)."""
     a = profile.arrivals
-    poisson = a.process == "poisson"
-    constant = a.process == "constant"
+    gaps = PROCESSES[a.process].gaps  # how this process draws them (the table's entry)
+    poisson = gaps == EXPONENTIAL
+    constant = gaps == EVEN
     k = float(a.burstiness or 1.0)  # gamma: shape k, mean 1/rate; k < 1 is burstier
     draw = rng.random
     gamma = rng.gammavariate
@@ -229,7 +231,8 @@ def schedule_chunks(profile: Profile, seed: int | None = None) -> Iterator[list[
     index_of = {n: i for i, n in enumerate(names)}
     plain = all(c.tenant == "default" and c.key is None for c in classes)
     out: list[Arrival] = []
-    if profile.arrivals.process != "trace" and plain:
+    reads_file = PROCESSES[profile.arrivals.process].reads_file
+    if not reads_file and plain:
         # The common case, kept lean: the simulation draws hundreds of thousands of these.
         cls_info = [(names[j], prio[j], classes[j].deadline_s) for j in range(len(classes))]
         i = 0
@@ -265,7 +268,7 @@ def schedule_chunks(profile: Profile, seed: int | None = None) -> Iterator[list[
         if out:
             yield out
         return
-    if profile.arrivals.process == "trace":
+    if reads_file:
         source: Iterator[tuple[float, str | None, str | None]] = _trace(profile)
     else:
         source = ((t, None, None) for chunk in _times(profile, stream(s, "times")) for t in chunk)
@@ -288,7 +291,7 @@ def schedule_chunks(profile: Profile, seed: int | None = None) -> Iterator[list[
 def session_replay(profile: Profile) -> str | None:
     """``job`` or ``closed_loop`` for a session trace (``arrivals.trace.sessions``), else None."""
     t = profile.arrivals.trace
-    if profile.arrivals.process != "trace" or t is None or t.sessions is None:
+    if not PROCESSES[profile.arrivals.process].reads_file or t is None or t.sessions is None:
         return None
     return t.sessions.replay
 
@@ -324,6 +327,6 @@ def check_rows(profile: Profile) -> None:
         read_sessions(profile)
     elif traced(profile):
         read_trace(profile)
-    elif profile.arrivals.process == "trace":
+    elif PROCESSES[profile.arrivals.process].reads_file:
         for _ in schedule(profile):
             pass

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Final
 
 from harness.profile.schema import Profile, TraceClasses, TraceOptions, TraceSessions
+from harness.profile.schema.arrival_kinds import JSONL, TICKS, TRACE_FORMATS, public_trace
 from harness.profile.schema.fields import MAX_TIME_S
 from harness.profile.walk import ProfileError
 
@@ -41,27 +42,15 @@ TracedRow = tuple[float, str, int, int]
 # raw time (ticks, seconds or ms), file line, label (model / log type, "" when none), prompt, output
 _Raw = tuple[int | float, int, str, int, int]
 
-AZURE: Final = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
-BURSTGPT: Final = (
-    "Timestamp",
-    "Model",
-    "Request tokens",
-    "Response tokens",
-    "Total tokens",
-    "Log Type",
-)
-MOONCAKE: Final = ("timestamp", "input_length", "output_length")
+# Each format's columns, units and layout: its entry in the one table of trace formats.
+AZURE: Final = TRACE_FORMATS["azure"].header
+BURSTGPT: Final = TRACE_FORMATS["burstgpt"].header
+MOONCAKE: Final = TRACE_FORMATS["mooncake"].header
 # time column, prompt column, output column; raw time units per second
 _COLS: Final = {
-    "azure": (AZURE[0], AZURE[1], AZURE[2], 10_000_000),
-    "burstgpt": (BURSTGPT[0], BURSTGPT[2], BURSTGPT[3], 1),
-    "mooncake": (MOONCAKE[0], MOONCAKE[1], MOONCAKE[2], 1000),
+    n: (f.time, f.prompt, f.output, f.unit) for n, f in TRACE_FORMATS.items() if f.public
 }
-_SPELLED: Final = {
-    "azure": "an Azure LLM inference trace CSV (header " + ",".join(AZURE) + ")",
-    "burstgpt": "a BurstGPT CSV (header " + ",".join(BURSTGPT) + ")",
-    "mooncake": "mooncake-style JSONL (one object a line with " + ", ".join(MOONCAKE) + ")",
-}
+_SPELLED: Final = {n: f.spelled for n, f in TRACE_FORMATS.items() if f.public}
 _AZURE_TS: Final = re.compile(
     r"(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:\.(\d{1,7}))?(Z|[+-]\d\d:?\d\d)?"
 )
@@ -76,7 +65,7 @@ MAX_TRACE_TIME_S: Final = 10**15
 def traced(profile: Profile) -> bool:
     """True when the arrivals come from a public trace format (with per-request tokens)."""
     a = profile.arrivals
-    return a.process == "trace" and a.format != "csv"
+    return public_trace(a.process, a.format)
 
 
 def azure_ticks(text: str) -> int:
@@ -141,13 +130,14 @@ def _magnitude(t: int | float) -> str:
 def hint(first: str) -> str:
     """What a first line looks like, for a file given as another format."""
     head = first.strip()
+    formats = [f for f in TRACE_FORMATS.values() if f.public]
     if head.startswith("{"):
-        return "; line 1 looks like JSONL (format: mooncake?)"
+        f = next(f for f in formats if f.layout == JSONL)
+        return f"; line 1 looks like JSONL (format: {f.name}?)"
     names = {c.strip() for c in head.split(",")}
-    if set(AZURE) <= names:
-        return "; line 1 looks like an Azure header (format: azure?)"
-    if set(BURSTGPT) <= names:
-        return "; line 1 looks like a BurstGPT header (format: burstgpt?)"
+    for f in formats:
+        if f.layout != JSONL and set(f.header) <= names:
+            return f"; line 1 looks like {f.called} header (format: {f.name}?)"
     if "t" in names:
         return "; line 1 looks like the plain trace header (format: csv?)"
     return ""
@@ -164,13 +154,14 @@ def _read_csv(path: str, text: str, fmt: str, label_col: str | None) -> list[_Ra
     reader = csv.reader(lines)
     header = next(reader, None)
     names = [h.strip() for h in header or []]
-    wanted = AZURE if fmt == "azure" else BURSTGPT
+    wanted = TRACE_FORMATS[fmt].header
     missing = [c for c in wanted if c not in names]
     if missing:
         raise _expected(path, fmt, lines[0] if lines else "", missing[0])
     at = {c: names.index(c) for c in wanted}
     need = max(at.values()) + 1
-    parse_time: Callable[[str], int | float] = azure_ticks if fmt == "azure" else _seconds
+    ticks = TRACE_FORMATS[fmt].clock == TICKS
+    parse_time: Callable[[str], int | float] = azure_ticks if ticks else _seconds
     rows: list[_Raw] = []
     for rec in reader:
         n = reader.line_num
@@ -234,11 +225,12 @@ def _read_jsonl(path: str, text: str, objs: list[dict[str, object]] | None = Non
 def _label_column(fmt: str, rule: TraceClasses | None) -> str | None:
     if rule is None or rule.by == "prompt_tokens":
         return None
-    if fmt != "burstgpt":  # profile_checks refuses it first; kept for direct callers
+    column = TRACE_FORMATS[fmt].labels.get(rule.by)
+    if column is None:  # profile_checks refuses it first; kept for direct callers
         raise ProfileError(
             "<profile>", None, "arrivals.trace.classes.by", f"{fmt} traces have no {rule.by} column"
         )
-    return "Model" if rule.by == "model" else "Log Type"
+    return column
 
 
 def _classify(
@@ -261,7 +253,7 @@ def _classify(
                 )
             out.append(cls)
         return out
-    column = "Model" if rule.by == "model" else "Log Type"
+    column = TRACE_FORMATS[fmt].labels[rule.by]
     for _t, n, label, _p, _o in raw:
         cls = rule.map.get(label)
         if cls is None:
@@ -284,7 +276,7 @@ def read_trace(profile: Profile) -> list[TracedRow]:
     text = _read_text(path, fmt)
     opts = a.trace
     rule = opts.classes if opts is not None else None
-    if fmt == "mooncake":
+    if TRACE_FORMATS[fmt].layout == JSONL:
         raw = _read_jsonl(path, text)
     else:
         raw = _read_csv(path, text, fmt, _label_column(fmt, rule))

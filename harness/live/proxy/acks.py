@@ -18,11 +18,12 @@ from typing import Any
 
 from harness.profile import Fault, Profile
 from harness.upstream_model.draws import KeyedRandom
+from harness.upstream_model.fault_kinds import ANSWER_LOSING
 
 
 class AckLoss:
     def __init__(self, profile: Profile, seed: int) -> None:
-        self.faults: tuple[Fault, ...] = tuple(f for f in profile.faults if f.kind == "ack_loss")
+        self.faults: tuple[Fault, ...] = tuple(f for f in profile.faults if f.kind in ANSWER_LOSING)
         self.timeout_s = profile.engine.ack_timeout_s
         self.seed = seed
         self._work: set[asyncio.Task[None]] = set()
@@ -36,7 +37,7 @@ class AckLoss:
         for f in self.faults:
             if f.active(t):
                 p = f.probability
-                return p >= 1.0 or KeyedRandom(self.seed, f"ack_loss:{rid}:{attempt}").random() < p
+                return p >= 1.0 or KeyedRandom(self.seed, f"{f.kind}:{rid}:{attempt}").random() < p
         return False
 
     def finish_unseen(self, work: Coroutine[Any, Any, None]) -> None:

@@ -164,7 +164,8 @@ class ProxyApp(Answers):
         """The exposition; 503 during a metrics_outage (the scrape fails, as it would)."""
         agent = http.header(scope["headers"], b"user-agent") or b""
         if not self.driver.scraped(agent.startswith(b"Prometheus/")):
-            await http.send_json(send, 503, b'{"error": "metrics_outage"}')
+            down = self.driver.blinded_by.encode()
+            await http.send_json(send, 503, b'{"error": "%s"}' % down)
             return
         body = self.driver.metrics.render()
         await send(

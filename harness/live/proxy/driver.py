@@ -54,6 +54,8 @@ from harness.recording.quantiles import percentiles
 from harness.results.shapes import Scaling, Summary
 from harness.results.summary import write_jsonl
 from harness.run_core import RunCore
+from harness.upstream_model.fault_kinds import BLINDING
+from harness.upstream_model.fault_kinds.spec import BLINDS, LOSES_ANSWER, Play
 from harness.workload.arrivals import stream
 
 OWN_ID_PREFIX = "p-"
@@ -62,6 +64,9 @@ order, apart from the schedule's ``r-`` ids."""
 _SCHEDULE_ID = re.compile(rb"r-[0-9]{6,}(?:\.[0-9]+)?\Z")
 _TIMER_SLACK_S = 0.0005  # fire just after a deadline, never just before it
 _MIN_REARM_S = 0.005  # a deadline already past after a Tick is retried at this pace, not spun
+PLAYS: frozenset[Play] = frozenset((BLINDS, LOSES_ANSWER))
+"""What the live proxy plays of the harness's fault kinds (upstream_model.fault_kinds.spec):
+blinding ones here (:meth:`LiveDriver.tick_second`), lost answers in ``acks.py``."""
 
 
 class Ticket:
@@ -165,6 +170,7 @@ class LiveDriver:
         self.engine = self.core.engine
         self.collector = self.core.collector
         self.tickets: dict[str, Ticket] = {}
+        self._on = self._handlers()  # action type -> what the driver does with it
         self.last_scale: Scale | None = None  # the autoscaler's last evaluation, for /metrics
         # Waiting (admitted, not yet started) ids per tier, in admission order: the oldest age
         # per tier for the gauges, which the engine does not keep.
@@ -174,7 +180,8 @@ class LiveDriver:
         self._timer_at = math.inf
         self._housekeeper: asyncio.Task[None] | None = None
         self.metrics_up = True  # False during a metrics_outage: /metrics answers 503
-        self._outages = tuple(f for f in profile.faults if f.kind == "metrics_outage")
+        self.blinded_by = ""  # the kind of the blinding fault in effect (/metrics' 503 names it)
+        self._outages = tuple(f for f in profile.faults if f.kind in BLINDING)
         # engine.scaling.source: prometheus: each evaluation reads the exported query from a
         # real Prometheus that scrapes this proxy (harness/live/proxy/prometheus.py).
         self.signal = ProxySignal.attach(self.engine, profile, prometheus_url)
@@ -255,53 +262,85 @@ class LiveDriver:
     # -- actions out -------------------------------------------------------------------------
 
     def _apply(self, now: float, actions: list[Action]) -> None:
+        """Keep the actions in the run's books, then carry out each by its type's handler
+        (:attr:`_on`, one table; an action no handler names only goes into the books)."""
         self.core.record(now, actions)
         if actions:
-            m = self.metrics
-            tickets = self.tickets
-            waiting = self._waiting
+            on = self._on
             for a in actions:
-                tp = type(a)
-                if tp is Dispatch:
-                    t = tickets.get(a.id)  # type: ignore[attr-defined]
-                    if t is not None:
-                        waiting[t.priority].pop(t.id, None)
-                        t.wake(a)
-                elif tp is Admit:
-                    assert isinstance(a, Admit)
-                    m.admitted(a.reason)
-                    waiting[a.priority][a.id] = now
-                elif tp is Reject:
-                    m.rejected(a.reason)  # type: ignore[attr-defined]
-                elif tp is Scale:
-                    self.last_scale = a  # type: ignore[assignment]
-                elif tp is ReadSignal and self.signal is not None:
-                    self.signal.ask(self.report)
-                elif tp is Reexecute:
-                    # Its executor was killed at the drain timeout (or its answer was lost):
-                    # the attempt under way is abandoned; the engine dispatches the next one.
-                    t = tickets.get(a.id)  # type: ignore[attr-defined]
-                    if t is not None:
-                        t.kill_attempt()
-                elif tp is Complete or tp is Fail or tp is Expire:
-                    t = tickets.pop(a.id, None)  # type: ignore[attr-defined]
-                    if tp is Complete:
-                        m.outcome("completed")
-                        if t is not None:
-                            m.observe_turnaround(now - t.t0)
-                    elif tp is Fail:
-                        m.outcome("failed", a.reason)  # type: ignore[attr-defined]
-                    else:
-                        m.outcome("expired")
-                    if t is not None:
-                        waiting[t.priority].pop(t.id, None)
-                        t.final = a
-                        if tp is Fail and a.reason == "drain_killed":  # type: ignore[attr-defined]
-                            t.kill_attempt()  # a stream under way: ended where it stands
-                        t.wake(a)
+                handle = on.get(type(a))
+                if handle is not None:
+                    handle(a, now)
             if self.stopping and not self.engine.jobs:
                 self.drained.set()
         self._arm()
+
+    def _handlers(self) -> dict[type[Action], Callable[[Any, float], None]]:
+        return {
+            Dispatch: self._on_dispatch,
+            Admit: self._on_admit,
+            Reject: self._on_reject,
+            Scale: self._on_scale,
+            ReadSignal: self._on_read_signal,
+            Reexecute: self._on_reexecute,
+            Complete: self._on_complete,
+            Fail: self._on_fail,
+            Expire: self._on_expire,
+        }
+
+    def _on_dispatch(self, a: Dispatch, now: float) -> None:
+        t = self.tickets.get(a.id)
+        if t is not None:
+            self._waiting[t.priority].pop(t.id, None)
+            t.wake(a)
+
+    def _on_admit(self, a: Admit, now: float) -> None:
+        self.metrics.admitted(a.reason)
+        self._waiting[a.priority][a.id] = now
+
+    def _on_reject(self, a: Reject, now: float) -> None:
+        self.metrics.rejected(a.reason)
+
+    def _on_scale(self, a: Scale, now: float) -> None:
+        self.last_scale = a
+
+    def _on_read_signal(self, a: ReadSignal, now: float) -> None:
+        if self.signal is not None:
+            self.signal.ask(self.report)
+
+    def _on_reexecute(self, a: Reexecute, now: float) -> None:
+        # Its executor was killed at the drain timeout (or its answer was lost): the attempt
+        # under way is abandoned; the engine dispatches the next one.
+        t = self.tickets.get(a.id)
+        if t is not None:
+            t.kill_attempt()
+
+    def _on_complete(self, a: Complete, now: float) -> None:
+        t = self.tickets.pop(a.id, None)
+        self.metrics.outcome("completed")
+        if t is not None:
+            self.metrics.observe_turnaround(now - t.t0)
+        self._ended(t, a)
+
+    def _on_fail(self, a: Fail, now: float) -> None:
+        t = self.tickets.pop(a.id, None)
+        self.metrics.outcome("failed", a.reason)
+        # A drain kill: a stream under way is ended where it stands.
+        self._ended(t, a, kill=a.reason == "drain_killed")
+
+    def _on_expire(self, a: Expire, now: float) -> None:
+        t = self.tickets.pop(a.id, None)
+        self.metrics.outcome("expired")
+        self._ended(t, a)
+
+    def _ended(self, t: Ticket | None, a: Action, kill: bool = False) -> None:
+        """The engine's final word on ``t``'s request: it is woken with it."""
+        if t is not None:
+            self._waiting[t.priority].pop(t.id, None)
+            t.final = a
+            if kill:
+                t.kill_attempt()
+            t.wake(a)
 
     def _arm(self) -> None:
         nd = self.engine.next_deadline()
@@ -392,7 +431,9 @@ class LiveDriver:
     def tick_second(self) -> None:
         """Close finished seconds of the timeline, apply metric outages, flush decisions."""
         now = self.clock.now()
-        up = not any(f.active(now - self.epoch) for f in self._outages)
+        down = next((f.kind for f in self._outages if f.active(now - self.epoch)), None)
+        up = down is None
+        self.blinded_by = down or ""
         if up != self.metrics_up:
             self.metrics_up = up
             self.report(MetricsSample(up))

@@ -50,11 +50,12 @@ from harness.live.transport.tls import INSECURE_WARNING
 from harness.profile import FromEnv, Profile, to_dict
 from harness.results.shapes import Summary
 from harness.results.summary import check_writable, os_error_line
+from harness.upstream_model.fault_kinds import ANSWER_LOSING, UPSTREAM_PLAYED
 from harness.workload.arrivals import Arrival, schedule, session_replay
 from harness.workload.sessions import every_record
 from harness.workload.traces import traced
 
-UPSTREAM_FAULTS = ("latency", "status", "rate_limit", "hang", "reset", "stream_error", "truncate")
+UPSTREAM_FAULTS = UPSTREAM_PLAYED  # the kinds an upstream plays: skipped on a real target
 PROXY_GRACE_S = 5.0
 
 
@@ -146,9 +147,10 @@ def run_live(run: LiveSettings, *, console: Console, dry_run: bool = False) -> i
 
 
 def _notes(run: LiveSettings, console: Console) -> None:
-    if not run.proxied and any(f.kind == "ack_loss" for f in run.profile.faults):
+    lost = sorted({f.kind for f in run.profile.faults if f.kind in ANSWER_LOSING})
+    if not run.proxied and lost:
         console.print(
-            "[yellow]note:[/] ack_loss faults are the queue's (the proxy applies "
+            f"[yellow]note:[/] {', '.join(lost)} faults are the queue's (the proxy applies "
             "them): --no-proxy skips them"
         )
     if run.stub:

@@ -4,7 +4,7 @@ each in its own module here (its role in the walk, its sim and stub handlers: ``
 To add a kind: its name in ``harness.profile.schema.FaultKind`` (and its required fields in
 ``FAULT_REQUIRED``), its module here, and its entry below. The table's order is
 ``FaultKind``'s (tests/upstream_model/test_fault_kinds.py checks they agree). The views below
-are what the walk, the simulated upstream and the stub read.
+are what the walk, the simulated upstream, the stub, the drivers (the plays) and the plots read.
 """
 
 from __future__ import annotations
@@ -25,8 +25,10 @@ from harness.upstream_model.fault_kinds import (
 )
 from harness.upstream_model.fault_kinds.spec import (
     ADDS,
+    BLINDS,
     CUTS,
     HARNESS,
+    LOSES_ANSWER,
     FaultKindSpec,
     Role,
     SimEnd,
@@ -60,6 +62,14 @@ SIM_SKIPS: Final = frozenset(n for n, k in KINDS.items() if k.role == HARNESS)
 STUB_SKIPS: Final = frozenset(
     n for n, k in KINDS.items() if k.role == HARNESS or (k.role != ADDS and k.stub is None)
 )
+
+# Kinds an upstream plays (the stub, or a real target under ``harness run``).
+UPSTREAM_PLAYED: Final = tuple(n for n in KINDS if n not in STUB_SKIPS)
+# Kinds the harness's drivers play, by what they play (spec.Play).
+BLINDING: Final = frozenset(n for n, k in KINDS.items() if k.plays == BLINDS)
+ANSWER_LOSING: Final = frozenset(n for n, k in KINDS.items() if k.plays == LOSES_ANSWER)
+# Each kind's colour in the plots.
+COLORS: Final[dict[str, str]] = {n: k.color for n, k in KINDS.items()}
 
 
 def stub_answer(f: Fault) -> StubAnswer:

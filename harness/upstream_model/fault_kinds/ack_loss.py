@@ -7,7 +7,13 @@ from __future__ import annotations
 from typing import Final
 
 from harness.profile.schema import Fault
-from harness.upstream_model.fault_kinds.spec import ENDS, Ending, FaultKindSpec, SimLimits
+from harness.upstream_model.fault_kinds.spec import (
+    ENDS,
+    LOSES_ANSWER,
+    Ending,
+    FaultKindSpec,
+    SimLimits,
+)
 
 # The engine's ACK_LOST (harness.engine.events, a floor above this one): the failure a lost
 # answer reports. tests/upstream_model/test_fault_kinds.py checks that they agree.
@@ -18,4 +24,4 @@ def sim(f: Fault, latency: float, limit: float | None, up: SimLimits) -> Ending:
     return (up.ack_timeout_s, ANSWER_LOST, None)
 
 
-KIND = FaultKindSpec(name="ack_loss", role=ENDS, sim=sim)
+KIND = FaultKindSpec(name="ack_loss", role=ENDS, sim=sim, color="#c49c94", plays=LOSES_ANSWER)

@@ -21,4 +21,4 @@ def stub(f: Fault) -> StubAnswer:
     return HANG
 
 
-KIND = FaultKindSpec(name="hang", role=ENDS, sim=sim, stub=stub)
+KIND = FaultKindSpec(name="hang", role=ENDS, sim=sim, stub=stub, color="#7f7f7f")

@@ -4,4 +4,4 @@ from __future__ import annotations
 
 from harness.upstream_model.fault_kinds.spec import ADDS, FaultKindSpec
 
-KIND = FaultKindSpec(name="latency", role=ADDS)
+KIND = FaultKindSpec(name="latency", role=ADDS, color="#17becf")

@@ -3,6 +3,6 @@ upstream: the simulation's runner (``harness.sim.runner``) and the live proxy's 
 
 from __future__ import annotations
 
-from harness.upstream_model.fault_kinds.spec import HARNESS, FaultKindSpec
+from harness.upstream_model.fault_kinds.spec import BLINDS, HARNESS, FaultKindSpec
 
-KIND = FaultKindSpec(name="metrics_outage", role=HARNESS)
+KIND = FaultKindSpec(name="metrics_outage", role=HARNESS, color="#9467bd", plays=BLINDS)

@@ -24,4 +24,4 @@ def stub(f: Fault) -> StubAnswer:
     return ErrorStatus(429)
 
 
-KIND = FaultKindSpec(name="rate_limit", role=LIMITS, sim=sim, stub=stub)
+KIND = FaultKindSpec(name="rate_limit", role=LIMITS, sim=sim, stub=stub, color="#e377c2")

@@ -22,4 +22,4 @@ def stub(f: Fault) -> StubAnswer:
     return RESET
 
 
-KIND = FaultKindSpec(name="reset", role=ENDS, sim=sim, stub=stub)
+KIND = FaultKindSpec(name="reset", role=ENDS, sim=sim, stub=stub, color="#bcbd22")

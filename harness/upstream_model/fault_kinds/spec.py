@@ -31,6 +31,15 @@ ENDS: Final = 2  # decides the attempt: it ends without an answer's body
 CUTS: Final = 3  # a stream fault: decides a streaming attempt only, after its first bytes
 HARNESS: Final = 4  # no upstream's fault: the walk never sees it
 
+# What the harness's own drivers play of a kind (the simulation's runner, the live proxy):
+# each driver carries out every play (``PLAYS`` in harness.sim.runner and
+# harness.live.proxy.driver; tests/upstream_model/test_fault_kinds.py checks both cover every
+# kind's), so a new kind with one of these plays is its module and its entry in the table.
+Play = int
+UPSTREAM: Final = 0  # an upstream's fault: the simulated upstream and the stub play it
+BLINDS: Final = 1  # the autoscaler's metrics are missing while active (live: /metrics is 503)
+LOSES_ANSWER: Final = 2  # live, the proxy drops the answer (the stub passes it by); effects count
+
 # How long an upstream takes to answer with an error status: the stub answers at once, a
 # loopback round trip. It matters with a short Retry-After (a rate limit's "next token in
 # 0.2 s"): at 50 ms, simulated retries lost the race for the token that live ones won, and
@@ -104,14 +113,17 @@ StubEnd = Callable[[Fault], StubAnswer]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FaultKindSpec:
-    """One fault kind: its name (as ``FaultKind`` spells it), its role in the walk and its
-    handlers. LIMITS, ENDS and CUTS kinds have a sim handler; ADDS and HARNESS kinds have
-    none. ``stub`` None on a deciding kind: the stub passes the fault by."""
+    """One fault kind: its name (as ``FaultKind`` spells it), its role in the walk, its
+    handlers, its colour in the plots and what the harness's drivers play of it. LIMITS, ENDS
+    and CUTS kinds have a sim handler; ADDS and HARNESS kinds have none. ``stub`` None on a
+    deciding kind: the stub passes the fault by, and the harness plays it (``plays``)."""
 
     name: str
     role: Role
+    color: str
     sim: SimEnd | None = None
     stub: StubEnd | None = None
+    plays: Play = UPSTREAM
 
     def __post_init__(self) -> None:
         deciding = self.role in (LIMITS, ENDS, CUTS)
@@ -119,3 +131,6 @@ class FaultKindSpec:
             raise ValueError(f"fault kind {self.name}: a deciding kind needs a sim handler")
         if not deciding and (self.sim is not None or self.stub is not None):
             raise ValueError(f"fault kind {self.name}: its role takes no handlers")
+        unplayed = self.role == HARNESS or (deciding and self.stub is None)
+        if unplayed and self.plays == UPSTREAM:
+            raise ValueError(f"fault kind {self.name}: no upstream plays it, so the harness must")

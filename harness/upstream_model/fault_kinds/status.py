@@ -22,4 +22,4 @@ def stub(f: Fault) -> StubAnswer:
     return ErrorStatus(f.status if f.status is not None else 429)
 
 
-KIND = FaultKindSpec(name="status", role=ENDS, sim=sim, stub=stub)
+KIND = FaultKindSpec(name="status", role=ENDS, sim=sim, stub=stub, color="#8c564b")

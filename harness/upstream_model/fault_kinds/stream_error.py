@@ -29,4 +29,4 @@ def stub(f: Fault) -> StubAnswer:
     )
 
 
-KIND = FaultKindSpec(name="stream_error", role=CUTS, sim=sim, stub=stub)
+KIND = FaultKindSpec(name="stream_error", role=CUTS, sim=sim, stub=stub, color="#1f77b4")

@@ -25,4 +25,4 @@ def stub(f: Fault) -> StubAnswer:
     return Cut(b"")
 
 
-KIND = FaultKindSpec(name="truncate", role=CUTS, sim=sim, stub=stub)
+KIND = FaultKindSpec(name="truncate", role=CUTS, sim=sim, stub=stub, color="#2ca02c")
