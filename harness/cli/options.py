@@ -19,7 +19,7 @@ import typer
 from rich.console import Console
 
 from harness.ground.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN
-from harness.profile import Profile, ProfileError, load
+from harness.profile import LoadedProfile, Profile, ProfileError
 from harness.profile.schema.fields import MAX_SEED
 
 err = Console(stderr=True, highlight=False)
@@ -247,12 +247,19 @@ def bad_input(message: str) -> typer.Exit:
 
 
 def load_profile(spec: str, overrides: list[str] | None) -> Profile:
+    return load_profile_once(spec, overrides).profile
+
+
+def load_profile_once(spec: str, overrides: list[str] | None) -> LoadedProfile:
+    """The profile read once with its ``--set`` (the plan of a sweep or a tune builds each
+    point from it); a bad profile or trace row is exit 2."""
+    from harness.profile import load_once
     from harness.workload.arrivals import check_rows
 
     try:
-        prof = load(spec, overrides or [])
-        check_rows(prof)  # a trace's rows, before anything runs: a bad row is exit 2
-        return prof
+        loaded = load_once(spec, overrides or [])
+        check_rows(loaded.profile)  # a trace's rows, before anything runs: a bad row is exit 2
+        return loaded
     except ProfileError as e:
         raise bad_input(str(e)) from None
 

@@ -118,34 +118,37 @@ def run(
 ) -> None:
     """Run a profile live: open-loop Locust load -> admission proxy -> the stub or a real
     endpoint."""
+    from functools import partial
+
     from harness.commands.live_run import run_command
+    from harness.live.run.settings import LiveSettings
 
     prof = load_profile(profile, set_)
     extra = check_thresholds(threshold, prof)
     folder = out or default_out(prof, "-live")
+    settings = partial(
+        LiveSettings.from_options,
+        profile_spec=profile,
+        overrides=set_ or [],
+        profile=prof,
+        target=target,
+        no_proxy=no_proxy,
+        time_scale=time_scale,
+        seed=seed,
+        out=folder,
+        workers=workers,
+        api_key_env=api_key_env,
+        model=model,
+        max_requests=max_requests,
+        extra_thresholds=extra,
+        remote_workers=remote_workers,
+        master_port=master_port,
+        public_host=public_host,
+        ca_bundle=ca_bundle,
+        insecure=insecure,
+        prometheus=prometheus,
+        proxy_port=proxy_port,
+    )
     with io_errors(folder):
-        code = run_command(
-            console=err,
-            dry_run=dry_run,
-            profile_spec=profile,
-            overrides=set_ or [],
-            profile=prof,
-            target=target,
-            no_proxy=no_proxy,
-            time_scale=time_scale,
-            seed=seed,
-            out=folder,
-            workers=workers,
-            api_key_env=api_key_env,
-            model=model,
-            max_requests=max_requests,
-            extra_thresholds=extra,
-            remote_workers=remote_workers,
-            master_port=master_port,
-            public_host=public_host,
-            ca_bundle=ca_bundle,
-            insecure=insecure,
-            prometheus=prometheus,
-            proxy_port=proxy_port,
-        )
+        code = run_command(settings, console=err, dry_run=dry_run)
     raise typer.Exit(code)

@@ -20,7 +20,7 @@ from harness.cli.options import (
     default_out,
     err,
     io_errors,
-    load_profile,
+    load_profile_once,
     out_lock,
     verify_live_option,
     writable,
@@ -55,13 +55,14 @@ def sweep(
     """Grid-sweep parameters in virtual time and recommend a value robust across seeds."""
     from harness.search.sweep.command import sweep_command
 
-    prof = load_profile(profile, set_)
+    loaded = load_profile_once(profile, set_)
+    prof = loaded.profile
     check_search_options(time_scale, cluster)
     folder = out or default_out(prof, "-sweep")
     writable(folder)
     with out_lock(folder) as stage, io_errors(folder):  # written in stage, renamed to folder
         code = sweep_command(
-            profile,
+            loaded,
             set_ or [],
             param,
             seeds,

@@ -22,7 +22,7 @@ from harness.cli.options import (
     default_out,
     err,
     io_errors,
-    load_profile,
+    load_profile_once,
     out_lock,
     verify_live_option,
     writable,
@@ -105,13 +105,13 @@ def tune(
     from harness.search.tune.command import foreign_files, tune_command
     from harness.search.tune.plan import plan_tune
 
-    prof = load_profile(profile, set_)
+    loaded = load_profile_once(profile, set_)
+    prof = loaded.profile
     check_search_options(time_scale, cluster)
     try:  # every input checked before the results folder is made
         plan = plan_tune(
-            profile,
+            loaded,
             param,
-            overrides=set_ or [],
             objective=objective,
             also=also,
             constraints=constraint or [],

@@ -3,24 +3,29 @@ the run (Locust load -> admission proxy -> the stub or a real endpoint) or one r
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
 from harness.ground.exit_codes import EXIT_BAD_INPUT
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
-def run_command(*, console: Console, dry_run: bool, **options: Any) -> int:
-    """Validate the options into ``LiveSettings`` (bad ones: one line, exit 2) and run."""
-    from harness.live.run.orchestrate import run_live
     from harness.live.run.settings import LiveSettings
 
+
+def run_command(settings: Callable[[], LiveSettings], *, console: Console, dry_run: bool) -> int:
+    """Validate the options into ``LiveSettings`` (``settings`` builds them from the
+    command's typed options; bad ones: one line, exit 2) and run."""
+    from harness.live.run.orchestrate import run_live
+
     try:
-        settings = LiveSettings.from_options(**options)
+        checked = settings()
     except ValueError as e:  # SettingsError, BadTarget, TlsError
         console.print(f"[bold red]error:[/] {e}", soft_wrap=True)
         return EXIT_BAD_INPUT
-    return run_live(settings, console=console, dry_run=dry_run)
+    return run_live(checked, console=console, dry_run=dry_run)
 
 
 def worker_command(master: str, master_port: int) -> int:

@@ -10,11 +10,13 @@ into exit code 2 and nowhere else.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import hashlib
 import os
 import types
 import typing
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -146,17 +148,23 @@ def _implied(raw: dict[str, Any], where: str) -> tuple[str, ...]:
     return ()
 
 
-def apply_override(
-    raw: dict[str, Any], assignment: str, file: str, added: set[str] | None = None
-) -> str:
-    """Apply one ``dotted.path=value`` (value parsed as YAML) to the raw tree; return the path
-    as the profile spells it (without ``+`` markers).
+@dataclass(frozen=True, slots=True)
+class Override:
+    """One ``--set dotted.path=value``, read: the path, the value (YAML, a scalar) and the
+    assignment as it was given (what messages and results show). Typed, so a plan carries
+    overrides as data and applies them to a loaded profile without reading text again."""
 
-    Each step of the path is checked against the schema: a key a section does not have, or
-    an entry a map (``classes``, ``alerts``, ``wire.headers`` ...) does not hold, is refused
-    with the nearest name; a new map entry is written ``+name`` (``classes.+batch.weight=0.2``).
-    ``added`` collects the entries this load's overrides added, so later overrides may name
-    them with or without the ``+``."""
+    path: str
+    value: Any  # a scalar as YAML reads it: str, int, float, bool, None, a date ...
+    given: str  # ``path=value`` as written
+
+    def __str__(self) -> str:
+        return self.given
+
+
+def parse_override(assignment: str, file: str) -> Override:
+    """``dotted.path=value`` read into an :class:`Override` (the value parsed as YAML); a
+    ProfileError naming ``file`` and the path when it is not one."""
     path, sep, text = assignment.partition("=")
     path = path.strip()
     if not sep or not path:
@@ -170,6 +178,23 @@ def apply_override(
         raise ProfileError(file, 0, path, f"--set value is not valid YAML: {msg}") from None
     if isinstance(value, dict | list):
         raise ProfileError(file, 0, path, "--set overrides scalars only")
+    return Override(path, value, assignment)
+
+
+def apply_override(
+    raw: dict[str, Any], assignment: str | Override, file: str, added: set[str] | None = None
+) -> str:
+    """Apply one ``dotted.path=value`` (value parsed as YAML; or an :class:`Override`
+    already read) to the raw tree; return the path as the profile spells it (without ``+``
+    markers).
+
+    Each step of the path is checked against the schema: a key a section does not have, or
+    an entry a map (``classes``, ``alerts``, ``wire.headers`` ...) does not hold, is refused
+    with the nearest name; a new map entry is written ``+name`` (``classes.+batch.weight=0.2``).
+    ``added`` collects the entries this load's overrides added, so later overrides may name
+    them with or without the ``+``."""
+    o = parse_override(assignment, file) if isinstance(assignment, str) else assignment
+    path, value, assignment = o.path, o.value, o.given
     added = set() if added is None else added
     parts = path.split(".")
     clean: list[str] = []  # the path so far, without + markers
@@ -316,8 +341,23 @@ def missing_hint(spec: str) -> str:
     return "; nor a bundled profile (harness profiles lists them)"
 
 
-def load(spec: str, overrides: typing.Sequence[str] = ()) -> Profile:
-    """Read, override and validate a profile; raises ProfileError on any problem."""
+@dataclass(frozen=True, slots=True)
+class ProfileSource:
+    """A profile's YAML read and composed once: the tree (each value with its line), the
+    bytes' SHA-256, and the folder a relative ``arrivals.file`` is read against. A profile
+    with overrides is built from it (:func:`apply_overrides`) without reading text again; it
+    pickles, so a worker process gets it as data."""
+
+    file: str  # the name the profile was given by (messages, ``source``)
+    data: bytes  # the file's bytes (a cluster's workers get them)
+    sha256: str
+    raw: dict[str, Any]
+    lines: dict[str, int]
+    base_dir: Path | None = None
+
+
+def read_source(spec: str) -> ProfileSource:
+    """Read and compose a profile (a path or a bundled name); raises ProfileError."""
     path = resolve(spec)
     file = str(spec)
     try:
@@ -328,16 +368,13 @@ def load(spec: str, overrides: typing.Sequence[str] = ()) -> Profile:
         raise ProfileError(
             file, None, "", f"cannot read profile: {e.strerror or e}{hint}"
         ) from None
-    return loads(text, file=file, overrides=overrides, base_dir=path.parent)
+    return parse_source(text, file=file, base_dir=path.parent)
 
 
-def loads(
-    text: bytes | str,
-    *,
-    file: str = "<profile>",
-    overrides: typing.Sequence[str] = (),
-    base_dir: Path | None = None,
-) -> Profile:
+def parse_source(
+    text: bytes | str, *, file: str = "<profile>", base_dir: Path | None = None
+) -> ProfileSource:
+    """Compose a profile's text into a :class:`ProfileSource`; raises ProfileError."""
     data = text.encode() if isinstance(text, str) else text
     if len(data) > yaml_guard.MAX_BYTES:
         raise ProfileError(
@@ -368,6 +405,19 @@ def loads(
         raise ProfileError(file, None, "", f"YAML: {e}") from None
     if not isinstance(raw, dict):
         raise ProfileError(file, 1, "", "a profile is a mapping")
+    digest = hashlib.sha256(data).hexdigest()
+    return ProfileSource(file, data, digest, raw, lines, base_dir)
+
+
+def apply_overrides(
+    source: ProfileSource, overrides: typing.Sequence[str | Override] = ()
+) -> Profile:
+    """The profile ``source`` holds with ``overrides`` applied in order (each ``--set`` text
+    or :class:`Override`), walked into dataclasses and checked; raises ProfileError. The one
+    place a profile is built from its tree: ``load``, ``loads`` and every plan's trial."""
+    file = source.file
+    raw: dict[str, Any] = copy.deepcopy(source.raw)
+    lines: Lines = dict(source.lines)
     added: set[str] = set()
     for assignment in overrides:
         lines[apply_override(raw, assignment, file, added)] = 0
@@ -376,28 +426,91 @@ def loads(
     if "slo" not in raw:  # the default SLO was not declared: it informs, it does not gate
         prof = dataclasses.replace(prof, slo=dataclasses.replace(prof.slo, enforce=False))
     if prof.arrivals.file:
-        prof = dataclasses.replace(prof, arrivals=_pinned_trace(ctx, prof.arrivals, base_dir))
+        prof = dataclasses.replace(
+            prof, arrivals=_pinned_trace(ctx, prof.arrivals, source.base_dir)
+        )
     check_profile(ctx, prof)
-    digest = hashlib.sha256(data).hexdigest()
-    return dataclasses.replace(prof, source=file, sha256=digest)
+    return dataclasses.replace(prof, source=file, sha256=source.sha256)
 
 
-_SHA_CACHE: dict[tuple[str, int, int], str] = {}  # (path, size, mtime_ns) -> sha256
+def load(spec: str, overrides: typing.Sequence[str | Override] = ()) -> Profile:
+    """Read, override and validate a profile; raises ProfileError on any problem."""
+    return apply_overrides(read_source(spec), overrides)
+
+
+def loads(
+    text: bytes | str,
+    *,
+    file: str = "<profile>",
+    overrides: typing.Sequence[str | Override] = (),
+    base_dir: Path | None = None,
+) -> Profile:
+    return apply_overrides(parse_source(text, file=file, base_dir=base_dir), overrides)
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedProfile:
+    """A profile loaded once: its source, the command's overrides (typed) and the Profile
+    they make. A plan carries it and builds each trial's profile from it with
+    :meth:`with_overrides`, never reading the file again."""
+
+    spec: str  # the profile as named on the command line
+    source: ProfileSource
+    overrides: tuple[Override, ...]
+    profile: Profile
+
+    def with_overrides(self, more: typing.Sequence[Override] = ()) -> Profile:
+        """The profile with the command's overrides and then ``more``; raises ProfileError."""
+        if not more:
+            return self.profile
+        return apply_overrides(self.source, [*self.overrides, *more])
+
+    def bare(self) -> Profile:
+        """The profile as its file has it, without the command's overrides."""
+        return apply_overrides(self.source) if self.overrides else self.profile
+
+
+def load_once(spec: str, overrides: typing.Sequence[str] = ()) -> LoadedProfile:
+    """Read ``spec`` once and apply ``overrides`` (``--set`` texts): the
+    :class:`LoadedProfile` a plan carries; raises ProfileError as :func:`load` does."""
+    source = read_source(spec)
+    prof = apply_overrides(source, overrides)  # an error names the first bad override
+    typed = tuple(parse_override(o, source.file) for o in overrides)
+    return LoadedProfile(spec, source, typed, prof)
+
+
+_TRACE_CACHE: dict[tuple[str, int, int], tuple[str, bytes]] = {}  # (path, size, mtime_ns)
+_TRACES_KEPT = 4  # the traces a process keeps (a sweep over arrivals.file: one per value)
+
+
+def _trace(path: str) -> tuple[str, bytes]:
+    """A trace file's SHA-256 and bytes, read once per process while its size and
+    modification time stay the same; OSError when it cannot be read."""
+    p = Path(path)
+    st = p.stat()
+    key = (path, st.st_size, st.st_mtime_ns)
+    got = _TRACE_CACHE.get(key)
+    if got is None:
+        with p.open("rb") as fh:
+            data = fh.read()
+        got = (hashlib.sha256(data).hexdigest(), data)
+        while len(_TRACE_CACHE) >= _TRACES_KEPT:
+            del _TRACE_CACHE[next(iter(_TRACE_CACHE))]
+        _TRACE_CACHE[key] = got
+    return got
 
 
 def trace_sha256(path: str) -> str:
-    """The SHA-256 (hex) of a trace file's bytes; OSError when it cannot be read. Cached per
-    process by path, size and modification time: a sweep loads its profile per task."""
-    st = Path(path).stat()
-    key = (path, st.st_size, st.st_mtime_ns)
-    got = _SHA_CACHE.get(key)
-    if got is None:
-        h = hashlib.sha256()
-        with open(path, "rb") as fh:
-            while chunk := fh.read(1 << 20):
-                h.update(chunk)
-        got = _SHA_CACHE[key] = h.hexdigest()
-    return got
+    """The SHA-256 (hex) of a trace file's bytes; OSError when it cannot be read. The bytes
+    are kept per process by path, size and modification time (:func:`trace_bytes`): the
+    profile's load pins the trace, and the schedule reads the same bytes, not the file."""
+    return _trace(path)[0]
+
+
+def trace_bytes(path: str) -> bytes:
+    """A trace file's bytes, read once per process (while its size and modification time
+    stay the same) for the load's pin and the schedule alike; OSError when unreadable."""
+    return _trace(path)[1]
 
 
 def _pinned_trace(ctx: Ctx, a: Arrivals, base_dir: Path | None) -> Arrivals:
@@ -481,11 +594,14 @@ __all__ = [
     "Generator",
     "JobShape",
     "Latency",
+    "LoadedProfile",
     "NamePool",
+    "Override",
     "Phase",
     "Priority",
     "Profile",
     "ProfileError",
+    "ProfileSource",
     "PromptRepeat",
     "RequestClass",
     "Scaling",
@@ -501,13 +617,20 @@ __all__ = [
     "Verdict",
     "Wire",
     "apply_override",
+    "apply_overrides",
     "bundled_dir",
     "check_fault",
     "check_latency",
     "check_names",
     "load",
+    "load_once",
     "loads",
     "parse_fault_list",
+    "parse_override",
+    "parse_source",
+    "read_source",
     "resolve",
     "to_dict",
+    "trace_bytes",
+    "trace_sha256",
 ]

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from harness.profile import Profile
+from harness.profile import LoadedProfile, Profile
 from harness.profile.thresholds import parse_threshold
 from harness.results.seed_rule import Judged, SeedRule
 from harness.results.shapes import ConstraintCheck
@@ -123,3 +123,14 @@ def slack(cons: Sequence[Constraint], checks: Sequence[Mapping[str, Any]]) -> fl
         ),
         default=math.inf,
     )
+
+
+def loaded_profile(profile: str | LoadedProfile, overrides: Sequence[str] = ()) -> LoadedProfile:
+    """The profile a sweep or a tune plans with, loaded once (the command line's edge loads it
+    and passes it in; a name is read here): each point or trial is built from it with typed
+    overrides (:meth:`LoadedProfile.with_overrides`), never by reading the file again."""
+    from harness import profile as profiles
+
+    if isinstance(profile, LoadedProfile):
+        return profile
+    return profiles.load_once(profile, overrides)

@@ -15,7 +15,7 @@ from rich.console import Console
 
 from harness.ground.atomic import shown, write_atomic
 from harness.ground.exit_codes import EXIT_BROKEN, EXIT_FAIL, EXIT_OK
-from harness.profile import load
+from harness.profile import LoadedProfile, parse_override
 from harness.results import summary as summ
 from harness.results.expr import expr_value
 from harness.results.seed_rule import holds_over_seeds
@@ -28,7 +28,7 @@ VERIFY_METRICS = {"counts.rejected / counts.arrivals": 0.05, "turnaround_s.p95":
 
 
 def verify_recommendation(
-    spec: str,
+    spec: str | LoadedProfile,
     overrides: list[str],
     result: SweepResult,
     folder: Path,
@@ -40,9 +40,10 @@ def verify_recommendation(
     # not None: sweep_command verifies only a recommendation
     values = cast("dict[str, float]", result["recommendation"]["values"])
     point = next(p for p in result["points"] if p["values"] == values)
-    code, block = verify_values(
-        spec, overrides, values, point["metrics"], folder, time_scale, console
-    )
+    from harness.search.grammar import loaded_profile
+
+    loaded = loaded_profile(spec, overrides)
+    code, block = verify_values(loaded, values, point["metrics"], folder, time_scale, console)
     if block is not None:
         result["verify_live"] = block
         write_atomic(folder / "sweep.json", summ.dumps(result))
@@ -50,8 +51,7 @@ def verify_recommendation(
 
 
 def verify_values(
-    spec: str,
-    overrides: list[str],
+    loaded: LoadedProfile,
     values: Mapping[str, Any],
     metrics: Mapping[str, dict[str, Any]],
     folder: Path,
@@ -65,12 +65,13 @@ def verify_values(
     from harness.live.run.orchestrate import run_live
     from harness.live.run.settings import LiveSettings
 
-    sets = [*overrides, *(f"{k}={v}" for k, v in values.items())]
-    prof = load(spec, sets)
+    more = [parse_override(f"{k}={v}", loaded.spec) for k, v in values.items()]
+    sets = [*(o.given for o in loaded.overrides), *(o.given for o in more)]
+    prof = loaded.with_overrides(more)
     live_dir = folder / "verify-live"
     console.print(f"verifying {values} live at --time-scale {time_scale} -> {live_dir}")
     settings = LiveSettings.from_options(
-        profile_spec=spec, overrides=sets, profile=prof, time_scale=time_scale, out=live_dir
+        profile_spec=loaded.spec, overrides=sets, profile=prof, time_scale=time_scale, out=live_dir
     )
     code = run_live(settings, console=console)
     summary_path = live_dir / "summary.json"

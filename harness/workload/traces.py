@@ -29,9 +29,9 @@ import re
 from collections.abc import Callable
 from datetime import date
 from itertools import pairwise
-from pathlib import Path
 from typing import Final
 
+from harness.profile import trace_bytes
 from harness.profile.schema import Profile, TraceClasses, TraceOptions, TraceSessions
 from harness.profile.schema.arrival_kinds import JSONL, TICKS, TRACE_FORMATS, public_trace
 from harness.profile.schema.fields import MAX_TIME_S
@@ -304,8 +304,12 @@ def _some(path: str, raw: list[_Raw]) -> None:
 
 
 def _read_text(path: str, fmt: str) -> str:
+    """The trace's text: the bytes the profile's load read to pin the trace (read once per
+    run, :func:`harness.profile.trace_bytes`), decoded as ``read_text`` would (a leading BOM
+    is not a row; universal newlines)."""
     try:
-        return Path(path).read_text(encoding="utf-8-sig")  # a leading BOM is not a row
+        text = trace_bytes(path).decode("utf-8-sig")
+        return text.replace("\r\n", "\n").replace("\r", "\n")
     except OSError as e:
         raise ProfileError(
             path, None, "arrivals.file", f"cannot read trace: {e.strerror}"

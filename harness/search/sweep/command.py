@@ -20,7 +20,7 @@ from harness.commands.progress import progress_bar
 from harness.ground.atomic import shown
 from harness.ground.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN, EXIT_FAIL, EXIT_OK
 from harness.ground.interrupts import Interrupts
-from harness.profile import ProfileError
+from harness.profile import LoadedProfile, ProfileError
 from harness.results.shapes import SweepResult
 from harness.search.batches import Runner, pool_context, run_bundle_chunk, run_chunk
 from harness.search.cluster import (
@@ -46,7 +46,7 @@ Progress = Callable[[int, int], None]
 
 
 def run_sweep(
-    profile: str,
+    profile: str | LoadedProfile,
     params: list[str],
     seeds: int,
     jobs: int,
@@ -85,14 +85,14 @@ def run_sweep(
     where: dict[str, Any] | None = None
     if cluster:
         # A sweep's values are numbers: none names a trace, so only the profile's ships.
-        with ClusterPool(cluster, bundle_for(profile, overrides, ()), stop=stop) as pool:
+        with ClusterPool(cluster, bundle_for(plan.profile, plan.overrides, ()), stop=stop) as pool:
             if on_cluster:
                 on_cluster(pool)
             shipped = functools.partial(run_bundle_chunk, metrics=plan.metrics)
             complete = pool.run(shipped, chunked(pool.slots), take, stop)
             where = cluster_meta(cluster, pool)
     else:
-        work = functools.partial(run_chunk, runner, profile, metrics=plan.metrics)
+        work = functools.partial(run_chunk, runner, plan.profile, metrics=plan.metrics)
         complete = run_chunks(work, chunked(jobs), jobs, pool_context(), take, stop)
     result = assemble(plan, tally, complete, round(time.perf_counter() - started, 3), jobs)
     if where is not None:
@@ -132,7 +132,7 @@ def print_table(console: Console, sweep: SweepResult) -> None:
 
 
 def sweep_command(
-    spec: str,
+    spec: str | LoadedProfile,
     overrides: list[str],
     params: list[str],
     seeds: int,

@@ -40,6 +40,7 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 from harness.ground.atomic import write_atomic
+from harness.profile import LoadedProfile
 from harness.recording.quantiles import describe
 from harness.results.expr import expr_value
 from harness.results.provenance import SWEEP_SCHEMA, stamp
@@ -58,6 +59,7 @@ from harness.search.grammar import (
     Constraint,
     Objective,
     judge_point,
+    loaded_profile,
     parse_objective,
     profile_constraints,
     slack,
@@ -146,7 +148,7 @@ class Plan:
 
 
 def plan_sweep(
-    profile: str,
+    profile: str | LoadedProfile,
     params: list[str],
     seeds: int,
     jobs: int,
@@ -156,9 +158,12 @@ def plan_sweep(
     prefer: str | None = None,
 ) -> Plan:
     """Check every input before any simulation: ValueError (--param/--objective/--constraint)
-    or ProfileError (the profile, a parameter's path or value)."""
+    or ProfileError (the profile, a parameter's path or value). ``profile``: loaded once by
+    the caller (its ``--set`` in it; ``overrides`` is then not read), or a name to load here."""
     from harness import profile as profiles
 
+    if isinstance(profile, LoadedProfile):
+        overrides = [o.given for o in profile.overrides]
     if not params:
         raise ValueError("give at least one --param PATH=START:STOP:STEP")
     parsed = [parse_param(p) for p in params]
@@ -167,13 +172,15 @@ def plan_sweep(
         raise ValueError("sweep one or two distinct parameters")
     if seeds < 1 or jobs < 1:
         raise ValueError("--seeds and --jobs must be >= 1")
-    base = profiles.load(profile, list(overrides))
+    loaded = loaded_profile(profile, overrides)
+    base = loaded.profile
     for (path, values), text in zip(parsed, params, strict=True):
         # fail fast on a bad path or value, before the pool starts; the error names --param
         others = [f"{p}={_yaml_number(v[0])}" for p, v in parsed if p != path]
         for v in {values[0], values[-1]}:
             try:
-                profiles.load(profile, [*overrides, *others, f"{path}={_yaml_number(v)}"])
+                sets = [*others, f"{path}={_yaml_number(v)}"]
+                loaded.with_overrides([profiles.parse_override(o, loaded.spec) for o in sets])
             except profiles.ProfileError as e:
                 if e.line != 0 or not _on_path(e.field_path, path):
                     raise
@@ -194,7 +201,7 @@ def plan_sweep(
         for s in seed_list
     ]
     return Plan(
-        profile,
+        loaded.spec,
         list(overrides),
         base.name,
         base.sha256,

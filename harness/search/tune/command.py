@@ -79,13 +79,13 @@ def check_tuned_yaml(path: Path, plan: TunePlan, values: dict[str, tn.Choice]) -
     (``harness validate --print``) as the trial it recommends ran with: TunedMismatch (and no
     file) otherwise -- a bug, never a silent file."""
     from harness import profile as profiles
-    from harness.search.tune.plan import trial_sets
-    from harness.search.tune.tuned_yaml import TunedMismatch, check_effective
+    from harness.search.tune.plan import trial_overrides
+    from harness.search.tune.tuned_yaml import TunedMismatch, check_effective, read_tuned
 
     try:
-        sets = [*trial_sets(plan.overrides, values), f"name={tuned_name(plan.name)}"]
-        trial = profiles.load(plan.profile, sets)
-        check_effective(profiles.load(str(path)), trial)
+        name = profiles.parse_override(f"name={tuned_name(plan.name)}", plan.profile)
+        trial = plan.loaded.with_overrides([*trial_overrides(values), name])
+        check_effective(read_tuned(path=path), trial)
     except (profiles.ProfileError, TunedMismatch) as e:
         path.unlink(missing_ok=True)
         raise TunedMismatch(f"{path} not written: {e}") from None
@@ -101,11 +101,11 @@ def tuned_profile_text(result: TuneResult, plan: TunePlan) -> str:
 
     rec = result["recommendation"]
     values = cast("dict[str, tn.Choice]", rec["values"])  # written only with a recommendation
-    source, changes, notes = profile_changes(plan.profile, plan.overrides, values)
+    source, changes, notes = profile_changes(plan.loaded, plan.sets, values)
     # its own name: a tuned run's results folder and summary are told from the baseline's
     changes["name"] = tuned_name(plan.name)
     try:
-        effective = profiles.to_dict(profiles.load(plan.profile))
+        effective = profiles.to_dict(plan.loaded.bare())
     except profiles.ProfileError:  # a profile that needs its --set to load: show the text's
         effective = yaml.safe_load(source)
     written = yaml.safe_load(source)
@@ -246,8 +246,7 @@ def tune_command(
 
         best = next(t for t in result["trials"] if t["number"] == rec["trial"])
         live_code, block = verify_values(
-            plan.profile,
-            plan.overrides,
+            plan.loaded,
             cast("dict[str, tn.Choice]", rec["values"]),  # not None: checked above
             best["metrics"],
             folder,
@@ -266,12 +265,11 @@ _GAP_KEYS = {"tolerance": "engine.scaling.hpa.tolerance"}  # gaps named by featu
 def export_warnings(plan: TunePlan, values: dict[str, tn.Choice]) -> list[str]:
     """One line per tuned key that ``harness export`` cannot express as it stands at the
     recommended value (:mod:`harness.export.gaps`): the cluster will not do what was judged."""
-    from harness import profile as profiles
     from harness.export.gaps import scaling_gaps
     from harness.export.targets import TARGETS
-    from harness.search.tune.plan import trial_sets
+    from harness.search.tune.plan import trial_overrides
 
-    prof = profiles.load(plan.profile, trial_sets(plan.overrides, values))
+    prof = plan.loaded.with_overrides(trial_overrides(values))
     if not prof.engine.scaling.enabled:
         return []  # nothing to export
     found: dict[str, tuple[list[str], str]] = {}

@@ -6,33 +6,32 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from harness.profile import ProfileError
+from harness.profile import LoadedProfile, Override, ProfileError
 from harness.results.seed_rule import SeedRule
 from harness.search.grammar import (
     DEFAULT_OBJECTIVE,
     STANDARD_METRICS,
     Constraint,
     Objective,
+    loaded_profile,
     parse_objective,
     profile_constraints,
 )
 from harness.search.ties import REASON_METRICS, Prefer, default_prefer, parse_prefer
 from harness.search.tune import judge as tn
 
-if TYPE_CHECKING:
-    pass
-
 MAX_TRIALS = 10_000
 
 
 @dataclass(frozen=True, slots=True)
 class TunePlan:
-    """Validated inputs: what to search, how to judge, which seeds."""
+    """Validated inputs: what to search, how to judge, which seeds. ``loaded``: the profile
+    loaded once, with the command's ``--set`` (``overrides``, typed); every trial's profile is
+    built from it."""
 
-    profile: str
-    overrides: list[str]
+    loaded: LoadedProfile
+    overrides: tuple[Override, ...]
     name: str
     sha256: str
     params: list[tn.TuneParam]
@@ -49,9 +48,19 @@ class TunePlan:
     rule: SeedRule = SeedRule()  # noqa: RUF009 (frozen: one shared value is fine)
     prefer: Prefer = Prefer(None)  # noqa: RUF009
 
+    @property
+    def profile(self) -> str:
+        """The profile as named on the command line."""
+        return self.loaded.spec
+
+    @property
+    def sets(self) -> list[str]:
+        """The command's ``--set`` as given (what tune.json and a worker's task hold)."""
+        return [o.given for o in self.overrides]
+
 
 def plan_tune(
-    profile: str,
+    profile: str | LoadedProfile,
     params: Sequence[str],
     *,
     overrides: Sequence[str] = (),
@@ -65,9 +74,13 @@ def plan_tune(
     sampler_seed: int | None = None,
     prefer: str | None = None,
 ) -> TunePlan:
-    """Check every input before any simulation: ValueError (options) or ProfileError."""
+    """Check every input before any simulation: ValueError (options) or ProfileError.
+    ``profile``: loaded once by the caller (its ``--set`` in it; ``overrides`` is then not
+    read), or a name to load here with ``overrides``."""
     from harness import profile as profiles
 
+    if isinstance(profile, LoadedProfile):
+        overrides = [o.given for o in profile.overrides]
     if not params:
         raise ValueError(f"give at least one --param ({tn.TUNE_FORM})")
     parsed = [tn.parse_tune_param(p) for p in params]
@@ -85,16 +98,17 @@ def plan_tune(
         raise ValueError(f"--trials must be in 1..{MAX_TRIALS}")
     if seeds < 1 or batch < 1:
         raise ValueError("--seeds and --batch must be >= 1")
-    base = profiles.load(profile, list(overrides))
+    loaded = loaded_profile(profile, overrides)
+    base = loaded.profile
     for p in parsed:  # a bad path or a value the schema refuses on its own: fail now
         others = [q for q in parsed if q is not p]
         contexts = [[_end_set(q, 0) for q in others], [_end_set(q, -1) for q in others]]
         for end in (0, -1):
-            _check_value(profile, overrides, p, _end_set(p, end), contexts)
+            _check_value(loaded, p, _end_set(p, end), contexts)
         inside = _fraction_inside(p)
         if inside is not None:  # ends that are whole numbers pass an integer key; 4.37 not
             try:
-                _check_value(profile, overrides, p, f"{p.path}={inside}", contexts)
+                _check_value(loaded, p, f"{p.path}={inside}", contexts)
             except ProfileError as e:
                 hint = (
                     f"; write {p.path}={p.low:g}..{p.high:g}:int" if "integer" in e.message else ""
@@ -108,7 +122,7 @@ def plan_tune(
         second = parse_objective(also) if also else None
     except ValueError as e:  # parse_objective names --objective
         raise ValueError(str(e).replace("--objective", "--also", 1)) from None
-    _check_tuned_yaml(profile, overrides, parsed, params)
+    _check_tuned_yaml(loaded, parsed, params)
     cons = profile_constraints(base, constraints)
     pref = parse_prefer(prefer, paths) if prefer else default_prefer(paths)
     profiles.check_names(base, [o.metric for o in (obj, second) if o] + [c.expr for c in cons])
@@ -117,8 +131,8 @@ def plan_tune(
     every += REASON_METRICS  # what acts at a trial: its rejections by rule
     n_hold = seeds if holdout is None else holdout
     return TunePlan(
-        profile=profile,
-        overrides=list(overrides),
+        loaded=loaded,
+        overrides=loaded.overrides,
         name=base.name,
         sha256=base.sha256,
         params=parsed,
@@ -157,8 +171,7 @@ def _own(e: ProfileError, p: tn.TuneParam) -> bool:
 
 
 def _check_value(
-    profile: str,
-    overrides: Sequence[str],
+    loaded: LoadedProfile,
     p: tn.TuneParam,
     assignment: str,
     contexts: list[list[str]],
@@ -171,9 +184,11 @@ def _check_value(
     from harness import profile as profiles
 
     first: ProfileError | None = None
+    file = loaded.source.file
     for others in contexts:
         try:
-            profiles.load(profile, [*overrides, *others, assignment])
+            more = [profiles.parse_override(a, file) for a in [*others, assignment]]
+            loaded.with_overrides(more)
             return
         except ProfileError as e:
             if not _own(e, p):
@@ -194,29 +209,37 @@ def invalid_reason(e: ProfileError, params: Sequence[tn.TuneParam]) -> str:
     return str(ProfileError(f"{e.file} ({origin})", None, e.field_path, e.message))
 
 
-def trial_sets(overrides: Sequence[str], values: Mapping[str, tn.Choice]) -> list[str]:
-    """The ``--set`` list one trial runs with: the command's own, then its values."""
-    return [*overrides, *(f"{k}={tn.yaml_value(v)}" for k, v in values.items())]
+def trial_overrides(values: Mapping[str, tn.Choice]) -> list[Override]:
+    """A trial's values as typed overrides (each also as the ``--set`` text that reads back
+    as it: what a worker's task and tune.json show)."""
+    return [Override(k, v, f"{k}={tn.yaml_value(v)}") for k, v in values.items()]
+
+
+def trial_sets(overrides: Sequence[Override | str], values: Mapping[str, tn.Choice]) -> list[str]:
+    """The ``--set`` list one trial runs with: the command's own, then its values (the text a
+    worker process's task carries)."""
+    return [*(str(o) for o in overrides), *(o.given for o in trial_overrides(values))]
 
 
 def _check_tuned_yaml(
-    profile: str, overrides: Sequence[str], parsed: Sequence[tn.TuneParam], params: Sequence[str]
+    loaded: LoadedProfile, parsed: Sequence[tn.TuneParam], params: Sequence[str]
 ) -> None:
     """Bad input, before any trial, when tuned.yaml could not hold a ``--set`` or a tuned key:
     the profile written with every ``--set`` and each range's low end must load as exactly the
     profile a trial with those values runs (when that combination is a valid profile at all)."""
-    from harness import profile as profiles
     from harness.search.tune.tuned_yaml import (
         TunedMismatch,
         TunedProfileError,
         check_effective,
         profile_changes,
+        read_tuned,
         tuned_yaml,
     )
 
+    overrides = [o.given for o in loaded.overrides]
     values = {q.path: _end_value(q, 0) for q in parsed}
     try:
-        source, changes, _ = profile_changes(profile, overrides, values)
+        source, changes, _ = profile_changes(loaded, overrides, values)
         text = tuned_yaml(source, changes, [])
     except TunedProfileError as e:
         by_path = {q.path: f"--param {t}" for q, t in zip(parsed, params, strict=True)}
@@ -225,11 +248,11 @@ def _check_tuned_yaml(
     except (OSError, UnicodeDecodeError):
         return  # the profile loaded a moment ago; the write after the study says more
     try:
-        trial = profiles.load(profile, trial_sets(overrides, values))
+        trial = loaded.with_overrides(trial_overrides(values))
     except ProfileError:
         return  # the low ends together are not a valid profile: each trial is judged alone
     try:
-        check_effective(profiles.loads(text, file="tuned.yaml"), trial)
+        check_effective(read_tuned(text=text), trial)
     except (ProfileError, TunedMismatch) as e:
         raise ValueError(f"tuned.yaml would not be this run's profile: {e}") from None
 

@@ -32,7 +32,7 @@ from harness.search.tune import judge as tn
 if TYPE_CHECKING:
     import optuna
 
-from harness.search.tune.plan import TunePlan, invalid_reason, trial_sets
+from harness.search.tune.plan import TunePlan, invalid_reason, trial_overrides, trial_sets
 
 Progress = Callable[[int, int, str], None]
 
@@ -110,8 +110,6 @@ def run_tune(
     ``meta``; ClusterError before any simulation if it cannot serve the run)."""
     import optuna
 
-    from harness import profile as profiles
-
     started = time.perf_counter()
     study = _study(plan)
     trials: list[Trial] = []
@@ -136,7 +134,7 @@ def run_tune(
         # a trace per value a parameter gives arrivals.file ships with the profile
         ClusterPool(
             cluster,
-            bundle_for(plan.profile, plan.overrides, [(p.path, p.choices) for p in plan.params]),
+            bundle_for(plan.profile, plan.sets, [(p.path, p.choices) for p in plan.params]),
             stop=stop,
         )
         if cluster
@@ -152,7 +150,7 @@ def run_tune(
             for t in asked:
                 batch.values[t.number] = {p.path: _suggest(t, p) for p in plan.params}
                 try:
-                    profiles.load(plan.profile, batch.overrides(t.number))
+                    plan.loaded.with_overrides(trial_overrides(batch.values[t.number]))
                 except ProfileError as e:
                     batch.invalid[t.number] = invalid_reason(e, plan.params)
             valid = [t.number for t in asked if t.number not in batch.invalid]
@@ -282,7 +280,7 @@ def assemble(
         front = [chosen] if chosen is not None else []
     return {
         "profile": {"spec": plan.profile, "name": plan.name, "sha256": plan.sha256},
-        "overrides": list(plan.overrides),
+        "overrides": plan.sets,
         "params": [p.to_json() for p in plan.params],
         "objective": {"direction": plan.objective.direction, "metric": plan.objective.metric},
         "also": None
@@ -354,7 +352,7 @@ def _holdout(
     missed: list[HoldoutMiss] = []
     first: tuple[Trial, Holdout] | None = None
     for cand in order:
-        sets = [*plan.overrides, *(f"{k}={tn.yaml_value(v)}" for k, v in cand["values"].items())]
+        sets = trial_sets(plan.overrides, cand["values"])
         per: dict[str, list[float | None]] = {m: [None] * len(plan.holdout) for m in plan.metrics}
         tasks: list[Task] = [(cand["number"], sets, s) for s in plan.holdout]
         chunks = [tasks[j : j + 4] for j in range(0, len(tasks), 4)]

@@ -27,7 +27,7 @@ from typing import Any
 
 import yaml
 
-from harness.profile import yaml_guard
+from harness.profile import LoadedProfile, yaml_guard
 
 Value = int | float | str | bool | None
 
@@ -451,21 +451,38 @@ class TunedMismatch(Exception):
     """tuned.yaml does not load as the profile its trial ran (a bug, never a silent file)."""
 
 
+def read_tuned(*, path: Path | None = None, text: str | None = None) -> Any:
+    """tuned.yaml (the file at ``path``, or its ``text``) loaded as ``harness sim`` loads it:
+    the one place ``harness tune`` reads a profile's text (its own output, to check it)."""
+    from harness import profile as profiles
+
+    if path is not None:
+        source = profiles.read_source(str(path))
+    else:
+        source = profiles.parse_source(text or "", file="tuned.yaml")
+    return profiles.apply_overrides(source)
+
+
 def set_value(text: str) -> Any:
     """A ``--set`` right-hand side, read as :func:`harness.profile.apply_override` reads it."""
     return yaml_guard.load_value(text) if text.strip() else None
 
 
 def profile_changes(
-    spec: str, overrides: Sequence[str], values: Mapping[str, Value]
+    spec: str | LoadedProfile, overrides: Sequence[str], values: Mapping[str, Value]
 ) -> tuple[str, dict[str, Value], dict[str, str]]:
     """The profile's text, and what tuned.yaml changes in it, in order: every ``--set``, then
     every tuned value, then a trace path made absolute (the file lives in the results folder;
     a path relative to the profile would break); with a note per change that is not tuned."""
     from harness import profile as profiles
 
-    path = profiles.resolve(spec)
-    source = path.read_text(encoding="utf-8")
+    if isinstance(spec, LoadedProfile):  # the bytes it was loaded from, not the file
+        path = profiles.resolve(spec.spec)
+        text = spec.source.data.decode("utf-8")
+        source = text.replace("\r\n", "\n").replace("\r", "\n")  # as read_text reads it
+    else:
+        path = profiles.resolve(spec)
+        source = path.read_text(encoding="utf-8")
     changes: dict[str, Value] = {}
     notes: dict[str, str] = {}
     for s in overrides:
