@@ -9,7 +9,7 @@ flagged in >= 80 % of pairs. Three kinds of evidence, as ``harness compare`` pic
 - unpaired: ``--seeds`` results of another code version (Welch);
 - records: live-like request records, K runs laid end to end per side (block bootstrap).
 
-    python tests/bench/bench_review.py [--pairs 100] [--seeds 20] [--runs 10]
+    python tests/bench/bench_review.py [--pairs 100] [--seeds 20] [--runs 10] [--to 30,35,...]
 """
 
 from __future__ import annotations
@@ -30,6 +30,11 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--kinds", default="paired,unpaired,records")
+    ap.add_argument(
+        "--to",
+        default="30,35,36,37,38,39,40,45,50",
+        help="the age_reject_s values (from 25) of the smallest-change table, comma-separated",
+    )
     a = ap.parse_args()
     print(
         f"{a.pairs} pairs; {a.seeds} seeds a side (paired, unpaired); "
@@ -46,7 +51,7 @@ def main() -> None:
             f"40->10 flagged {dr}/{a.pairs}  {t:.2f} s per compare (in process, one core)"
         )
         if kind == "paired":
-            for to in (30, 35, 40, 45, 50):
+            for to in (int(v) for v in a.to.split(",")):
                 hit, _ = rate(
                     kind, profile(25), profile(to), a.pairs, a.seeds, a.runs, "regression"
                 )
