@@ -38,7 +38,7 @@ from harness.recording.alerts import evaluate_alerts
 from harness.recording.quantiles import percentiles
 from harness.recording.stats import TIMELINE_P95_WINDOW_S, Collector
 from harness.results import summary as summ
-from harness.results.shapes import Summary, TokenFields
+from harness.results.shapes import Review, ScalingClass, Summary, TokenFields, Trace
 
 
 class DecisionSink(Protocol):
@@ -131,7 +131,7 @@ class RunCore:
         extra_thresholds: Sequence[str] = (),
         extra: Mapping[str, Any] | None = None,
         meta: Mapping[str, Any] | None = None,
-        trace: Mapping[str, int] | None = None,
+        trace: Trace | None = None,
         effects: tuple[int, int] = (0, 0),
         token_figures: TokenFields | None = None,
     ) -> tuple[Summary, list[dict[str, Any]]]:
@@ -189,7 +189,7 @@ class RunCore:
             client_retries=None if retried is None else retried.total,
         )
         if trace is not None:
-            summary["trace"] = dict(trace)
+            summary["trace"] = trace.copy()
         if extra:  # top-level keys of the driver's own (Summary's, e.g. proxy_turnaround_s)
             cast("dict[str, Any]", summary).update(extra)
         self.wall_s = time.perf_counter() - self._wall0
@@ -228,7 +228,7 @@ class RunCore:
             ),
         }
 
-    def _class_figures(self) -> dict[str, dict[str, Any]]:
+    def _class_figures(self) -> dict[str, ScalingClass]:
         """Per class (seed 004's policy metrics): the eligible backlog the evaluations saw
         (mean and max over the evaluations that measured), and the share of the class's
         admitted work that started before its deadline or max wait (null: none admitted)."""
@@ -242,7 +242,7 @@ class RunCore:
         for g in self.collector.groups.values():
             admitted[g.cls] = admitted.get(g.cls, 0) + g.admitted
             expired[g.cls] = expired.get(g.cls, 0) + g.expired
-        out: dict[str, dict[str, Any]] = {}
+        out: dict[str, ScalingClass] = {}
         for cls in sorted(self.profile.classes):
             seen = sc.class_backlog.get(cls, [0, 0])
             n = admitted.get(cls, 0)
@@ -253,7 +253,7 @@ class RunCore:
             }
         return out
 
-    def _review_figures(self) -> dict[str, Any] | None:
+    def _review_figures(self) -> Review | None:
         """``summary.review``: the review stage's counts, each reviewed unit's wait for a
         reviewer, and its turnaround before the stage (the model call's own part)."""
         rv, col = self.engine.review, self.collector

@@ -30,6 +30,7 @@ from harness.engine.events import (
     Reviewed,
     TurnDone,
 )
+from harness.ground.summary_shape import Jobs
 from harness.recording.quantiles import percentiles
 
 if TYPE_CHECKING:
@@ -263,7 +264,7 @@ class JobTally:
                 self.growth += ps[-1] - ps[0]
                 self.growth_turns += len(ps) - 1
 
-    def fields(self, end: float, tokens: bool) -> dict[str, Any]:
+    def fields(self, end: float, tokens: bool) -> Jobs:
         """The summary's ``jobs`` block for a run that ended at ``end``; ``tokens``: whether
         the driver counted prompt tokens (null figures otherwise)."""
         span = max(end, 1e-9)

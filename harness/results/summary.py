@@ -31,6 +31,8 @@ from harness.results.shapes import (
     Counts,
     GroupFigures,
     Header,
+    Jobs,
+    Review,
     Scaling,
     Summary,
     TokenFields,
@@ -132,7 +134,7 @@ def header(profile: Profile, mode: str, seed: int, complete: bool) -> Header:
 class _Reads(TypedDict, total=False):
     """``scaling.prometheus`` when the signal was read from Prometheus (it opens the block)."""
 
-    prometheus: dict[str, Any]
+    prometheus: dict[str, int | str]
 
 
 def scaling_figures(profile: Profile, col: Collector, engine: Mapping[str, Any] | None) -> Scaling:
@@ -248,7 +250,7 @@ def build(
     in_flight_at_end: int,
     engine_counts: Mapping[str, int] | None,
     in_flight_by_state: Mapping[str, int] | None = None,
-    review: Mapping[str, Any] | None = None,
+    review: Review | None = None,
     alerts: list[dict[str, Any]],
     engine_scaling: Mapping[str, Any] | None = None,
     extra_thresholds: Sequence[str] = (),
@@ -257,7 +259,7 @@ def build(
     token_figures: TokenFields | None = None,
     client_retries: int | None = None,
     upstream_retries: int = 0,
-    jobs: Mapping[str, Any] | None = None,
+    jobs: Jobs | None = None,
 ) -> Summary:
     """summary.json for the run core (sim and proxy). ``token_figures``: the simulated
     upstream's ``ttft_s``, ``itl_s`` and ``output_tokens_per_s`` (:func:`token_fields`) when it
@@ -322,10 +324,10 @@ def build(
         "generator_saturated": False,
         "duration_s": round(duration_s, 3),
         "unavailable": {},
-        "review": None if review is None else dict(review),
+        "review": None if review is None else review.copy(),
     }
     if jobs is not None:
-        summary["jobs"] = dict(jobs)
+        summary["jobs"] = jobs.copy()
     if token_figures is not None:  # the keys above, in place
         summary["ttft_s"] = token_figures["ttft_s"]
         summary["itl_s"] = token_figures["itl_s"]

@@ -32,7 +32,7 @@ from harness.profile import AlertRule, Profile, ProfileError
 from harness.recording.alerts import evaluate_alerts, signal_series
 from harness.results import summary as summ
 from harness.results.client_figures import live_summary, offered_span, trace_figures
-from harness.results.shapes import Summary
+from harness.results.shapes import Jobs, Summary
 from harness.workload.arrivals import schedule, session_replay
 from harness.workload.sessions import every_record, offered, record_end
 from harness.workload.traces import traced
@@ -74,11 +74,11 @@ def attempt_counts(recs: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def jobs_in_flight(
-    jobs: Mapping[str, Any],
+    jobs: Jobs,
     decisions: Sequence[Mapping[str, Any]],
     recs: Sequence[Mapping[str, Any]],
     job_classes: Iterable[str],
-) -> dict[str, Any]:
+) -> Jobs:
     """The proxy's ``jobs`` block with the agent jobs the run counts in flight at its end not
     counted as ended. A run cut short (an interrupt, a kill) counts a request whose answer its
     client never read in flight (``counts.in_flight_at_end``); the proxy, seeing the client
@@ -88,7 +88,7 @@ def jobs_in_flight(
     classes' ended requests, as the counts' conservation has them. A job the proxy completed
     has no decision line of its own (but for one ended early, which is taken back too)."""
     classes = frozenset(job_classes)
-    out = dict(jobs)
+    out = jobs.copy()
     flying = {
         r["id"] if r["attempts"] <= 1 else f"{r['id']}.{r['attempts']}"
         for r in recs
