@@ -38,7 +38,7 @@ from harness.recording.alerts import evaluate_alerts
 from harness.recording.quantiles import percentiles
 from harness.recording.stats import TIMELINE_P95_WINDOW_S, Collector
 from harness.results import summary as summ
-from harness.results.shapes import Review, ScalingClass, Summary, TokenFields, Trace
+from harness.results.shapes import Alert, Review, ScalingClass, Summary, TokenFields, Trace
 
 
 class DecisionSink(Protocol):
@@ -153,7 +153,7 @@ class RunCore:
         if eng.cost is not None:
             eng.cost.accrue(end, len(eng.pool.execs))  # the executors up to the run's end
         timeline: list[dict[str, Any]] = []
-        alerts: list[dict[str, Any]] = []
+        alerts: list[Alert] = []
         if with_timeline:
             timeline, alerts = self._timeline_and_alerts()
         ec = eng.counts
@@ -269,7 +269,7 @@ class RunCore:
             "before_review_s": percentiles(col.before_review),
         }
 
-    def _timeline_and_alerts(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    def _timeline_and_alerts(self) -> tuple[list[dict[str, Any]], list[Alert]]:
         col = self.collector
         p95 = col.p95_series(TIMELINE_P95_WINDOW_S)  # once, for the timeline and the alerts
         timeline = col.timeline(p95)

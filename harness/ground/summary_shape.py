@@ -212,6 +212,19 @@ class Trace(TypedDict):
     achieved: NotRequired[TraceAchieved]
 
 
+class Alert(TypedDict):
+    """One alert episode of ``alerts`` (recording.alerts.evaluate_alerts): when the rule's
+    signal stayed above its threshold for ``for_s``, until it fell back (null: still firing)."""
+
+    name: str
+    severity: str
+    signal: str
+    threshold: float
+    fired_at_s: float
+    resolved_at_s: float | None
+    peak: float
+
+
 class Tokens(TypedDict):
     """``tokens``: the completed requests' tokens (null where no answer's usage was read)."""
 
@@ -288,7 +301,7 @@ class Summary(TypedDict):
     by_priority: dict[str, GroupFigures] | None
     by_tenant: dict[str, GroupFigures] | None
     scaling: Scaling | None
-    alerts: list[dict[str, Any]] | None
+    alerts: list[Alert] | None
     generator: Generator
     generator_saturated: bool | None
     duration_s: Annotated[float, NOT_GATED]

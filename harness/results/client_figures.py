@@ -17,6 +17,7 @@ from harness.recording.quantiles import percentiles
 from harness.results import contract
 from harness.results import summary as summ
 from harness.results.shapes import (
+    Alert,
     Counts,
     Generator,
     GroupFigures,
@@ -274,7 +275,7 @@ def live_summary(
     window: float,
     end: float,
     violations: Sequence[str],
-    alerts: list[dict[str, Any]],
+    alerts: list[Alert],
     live: Mapping[str, Any],
     proxy: Mapping[str, Any] | None,
     extra_thresholds: Sequence[str] = (),

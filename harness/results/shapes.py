@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any, NotRequired, TypedDict
 
 from harness.ground.summary_shape import (
+    Alert,
     Conservation,
     Counts,
     Generator,
@@ -45,6 +46,7 @@ from harness.ground.summary_shape import (
 # summary.json's shapes are defined on the ground floor, where the threshold grammar reads
 # its paths from them; re-exported here beside the other documents' shapes.
 __all__ = [
+    "Alert",
     "Conservation",
     "Counts",
     "Generator",

@@ -27,6 +27,7 @@ from harness.recording.quantiles import percentiles, quantile_runs
 from harness.recording.stats import Collector, Tally
 from harness.results import contract
 from harness.results.shapes import (
+    Alert,
     Conservation,
     Counts,
     GroupFigures,
@@ -251,7 +252,7 @@ def build(
     engine_counts: Mapping[str, int] | None,
     in_flight_by_state: Mapping[str, int] | None = None,
     review: Review | None = None,
-    alerts: list[dict[str, Any]],
+    alerts: list[Alert],
     engine_scaling: Mapping[str, Any] | None = None,
     extra_thresholds: Sequence[str] = (),
     complete: bool = True,
