@@ -133,6 +133,15 @@ class OverSeeds(TypedDict):
     rule: str
 
 
+class ProfileProvenance(TypedDict):
+    """The profile a summary ran (provenance.profile_of): ``name`` and ``sha256`` of its bytes,
+    and ``effective_sha256`` of the profile as it ran (null: the summary has no ``effective``)."""
+
+    name: str | None
+    sha256: str | None
+    effective_sha256: str | None
+
+
 class ObjectiveRef(TypedDict):
     """An objective as the files write it: ``direction`` (min | max) and ``metric``."""
 
@@ -154,7 +163,7 @@ class Aggregate(TypedDict):
     complete: bool
     verdicts: dict[str, int]
     holds: Holds | None
-    profile: dict[str, Any] | None  # name, sha256, effective_sha256
+    profile: ProfileProvenance | None
     metrics: dict[str, dict[str, Any]]  # {expression: describe() over the seeds}
     seeds_finished: NotRequired[list[int]]  # an interrupted run only
     seeds_requested: NotRequired[int]  # an interrupted run only: --seeds N

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from itertools import islice
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypedDict, cast
 
 import orjson
 
@@ -42,7 +42,21 @@ _UNREACHED = ("failed:connection_refused", "failed:connection_error")
 _P95 = AlertRule(signal="turnaround_p95_s", threshold=0.0, window_s=60.0)
 
 
-def attempt_counts(recs: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+class AttemptCounts(TypedDict):
+    """What the proxy should have counted (attempt_counts): ``unknown``, the attempts whose
+    outcome the client never read, are among ``failed``."""
+
+    arrivals: int
+    rejected: int
+    admitted: int
+    rejected_by_reason: dict[str, int]
+    completed: int
+    failed: int
+    expired: int
+    unknown: int
+
+
+def attempt_counts(recs: Iterable[Mapping[str, Any]]) -> AttemptCounts:
     """What the proxy should have counted, one arrival per attempt that reached it.
 
     A history entry is ``outcome`` or ``outcome:reason`` (``ClientRequest.settle``), so each
