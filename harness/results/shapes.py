@@ -226,6 +226,15 @@ class SweepRecommendation(TypedDict):
     rule: str
 
 
+class SweepMeta(TypedDict):
+    """sweep.json's ``meta``: the wall time, the local jobs, and with --cluster its figures
+    (search.sweep.command.cluster_meta: address, simulations by worker, ...)."""
+
+    wall_s: float
+    jobs: int
+    cluster: NotRequired[dict[str, Any]]
+
+
 class SweepResult(TypedDict):
     """sweep.json (docs/reference/sweep.md)."""
 
@@ -242,7 +251,7 @@ class SweepResult(TypedDict):
     points: list[SweepPoint]
     recommendation: SweepRecommendation
     complete: bool
-    meta: dict[str, Any]  # wall_s, jobs, cluster
+    meta: SweepMeta
     verify_live: NotRequired[VerifyLive]
 
 
@@ -299,6 +308,41 @@ class TuneRecommendation(TypedDict):
     holdout_missed: NotRequired[list[HoldoutMiss]]
 
 
+class TunePrefer(TypedDict):
+    """tune.json's ``prefer``: the parameter path and side that break ties, in words, and
+    whether --prefer stated it."""
+
+    path: str | None
+    side: str
+    text: str
+    stated: bool
+
+
+class TuneSampler(TypedDict):
+    """tune.json's ``sampler``: the sampler in words, its seed, the batch size, the order."""
+
+    name: str
+    seed: int
+    batch: int
+    order: str
+
+
+class EarlyStop(TypedDict):
+    """tune.json's ``early_stop``: after how many seeds a trial may stop, the checkpoints, the
+    rule in words."""
+
+    after_seeds: int
+    checkpoints: list[int]
+    rule: str
+
+
+class TuneMeta(SweepMeta):
+    """tune.json's ``meta``: a sweep's, and the versions of harness and Optuna."""
+
+    harness: str
+    optuna: str
+
+
 class TuneResult(TypedDict):
     """tune.json (docs/reference/tune.md)."""
 
@@ -310,15 +354,15 @@ class TuneResult(TypedDict):
     constraints: list[str]
     constraint_sources: list[str]
     over_seeds: OverSeeds
-    prefer: dict[str, Any]  # path, side, text, stated
+    prefer: TunePrefer
     seeds: list[int]
     budget: dict[str, int]  # trials, seeds_per_trial
-    sampler: dict[str, Any]  # name, seed, batch, order
-    early_stop: dict[str, Any]  # after_seeds, checkpoints, rule
+    sampler: TuneSampler
+    early_stop: EarlyStop
     trials: list[Trial]
     counts: dict[str, int]  # trials by state, feasible, simulations
     front: list[int]
     recommendation: TuneRecommendation
     complete: bool
-    meta: dict[str, Any]  # wall_s, jobs, harness, optuna, cluster
+    meta: TuneMeta
     verify_live: NotRequired[VerifyLive | None]  # --verify-live only (None: the live run broke)
