@@ -225,6 +225,27 @@ class Alert(TypedDict):
     peak: float
 
 
+class EngineScaling(TypedDict):
+    """The engine's own counts that ``scaling`` takes (run_core: results.summary.scaling_figures
+    adds the samples' figures to them)."""
+
+    scale_events: int
+    evaluations: int
+    scale_up_suppressed: int
+    reexecuted: int
+    executors_killed: int
+    redelivered: int
+    duplicate_effects: int
+    duplicates_suppressed: int
+    busy_while_draining_s: float
+    cost_spent: float | None
+    held_for_review: int
+    resumed: int
+    work_lost_s: float
+    by_class: dict[str, ScalingClass]
+    prometheus: NotRequired[dict[str, int | str]]
+
+
 class Tokens(TypedDict):
     """``tokens``: the completed requests' tokens (null where no answer's usage was read)."""
 

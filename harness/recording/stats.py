@@ -537,12 +537,12 @@ class Collector:
         times = [float(i) for i, _ in self.closed_seconds()]
         return rolling_p95_columns(times, self.completed_at, self.turnarounds, window_s)
 
-    def timeline(self, p95: list[float | None] | None = None) -> list[dict[str, Any]]:
+    def timeline(self, p95: list[float | None] | None = None) -> list[dict[str, object]]:
         """One dict per closed second; ``turnaround_p95_s`` over the trailing 60 s."""
         rows = list(self.closed_seconds())
         if p95 is None:
             p95 = self.p95_series(TIMELINE_P95_WINDOW_S)
-        out: list[dict[str, Any]] = []
+        out: list[dict[str, object]] = []
         for (i, s), q in zip(rows, p95, strict=True):
             out.append(
                 {
