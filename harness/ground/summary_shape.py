@@ -337,13 +337,13 @@ class Summary(TypedDict):
     verdict: NotRequired[str]  # pass | fail | invalid
     # the keys only some modes write (results.contract.MODE_ONLY)
     live: NotRequired[Annotated[dict[str, Any], NOT_GATED]]
-    proxy: NotRequired[Annotated[dict[str, Any], NOT_GATED]]
+    proxy: NotRequired[Annotated[dict[str, object], NOT_GATED]]
     proxy_turnaround_s: NotRequired[Annotated[dict[str, float | None], SPREAD] | None]
-    meta: NotRequired[Annotated[dict[str, Any], NOT_GATED]]
+    meta: NotRequired[Annotated[dict[str, object], NOT_GATED]]
     trace: NotRequired[Trace]
-    recovered: NotRequired[Annotated[dict[str, Any], NOT_GATED]]
-    lost: NotRequired[Annotated[dict[str, Any], NOT_GATED]]
-    io_error: NotRequired[Annotated[dict[str, Any], NOT_GATED]]
+    recovered: NotRequired[Annotated[dict[str, object], NOT_GATED]]
+    lost: NotRequired[Annotated[dict[str, object], NOT_GATED]]
+    io_error: NotRequired[Annotated[dict[str, object], NOT_GATED]]
 
 
 # -- the paths a threshold may name ------------------------------------------------------

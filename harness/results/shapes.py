@@ -183,7 +183,7 @@ class VerifyLive(TypedDict):
     folder: str
     agrees: bool
     holds: Holds
-    rows: list[dict[str, Any]]
+    rows: list[dict[str, str | float | None]]
 
 
 # -- sweep.json (search.sweep.plan) --------------------------------------------------------
@@ -234,7 +234,7 @@ class SweepMeta(TypedDict):
 
     wall_s: float
     jobs: int
-    cluster: NotRequired[dict[str, Any]]
+    cluster: NotRequired[dict[str, object]]
 
 
 class SweepResult(TypedDict):

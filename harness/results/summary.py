@@ -109,7 +109,7 @@ def git_sha() -> str | None:
         return None
 
 
-def meta(started_at: datetime, wall_s: float) -> dict[str, Any]:
+def meta(started_at: datetime, wall_s: float) -> dict[str, object]:
     return {
         "harness_version": harness.__version__,
         "git_sha": git_sha(),
