@@ -248,7 +248,7 @@ def closed_loop_offered(
 # -- the proxy's side ----------------------------------------------------------------------------
 
 
-def _jsonl(path: Path) -> list[dict[str, Any]]:
+def _jsonl(path: Path) -> list[dict[str, object]]:
     if not path.is_file():
         return []
     return [orjson.loads(x) for x in path.read_bytes().splitlines() if x.strip()]
@@ -379,7 +379,7 @@ def merge(
     window = offered_span(recs, profile, cap is not None and scheduled >= cap, complete)
     end = max([window, *ends])
     proxy: Summary | None = None
-    decisions: list[dict[str, Any]] = []
+    decisions: list[dict[str, object]] = []
     offset = 0.0
     if proxy_dir is not None and (proxy_dir / "summary.json").is_file():
         # the proxy's own summary.json, as results.summary wrote it
