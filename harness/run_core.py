@@ -38,7 +38,15 @@ from harness.recording.alerts import evaluate_alerts
 from harness.recording.quantiles import percentiles
 from harness.recording.stats import TIMELINE_P95_WINDOW_S, Collector
 from harness.results import summary as summ
-from harness.results.shapes import Summary, TokenFields
+from harness.results.shapes import (
+    Alert,
+    EngineScaling,
+    Review,
+    ScalingClass,
+    Summary,
+    TokenFields,
+    Trace,
+)
 
 
 class DecisionSink(Protocol):
@@ -131,10 +139,10 @@ class RunCore:
         extra_thresholds: Sequence[str] = (),
         extra: Mapping[str, Any] | None = None,
         meta: Mapping[str, Any] | None = None,
-        trace: Mapping[str, int] | None = None,
+        trace: Trace | None = None,
         effects: tuple[int, int] = (0, 0),
         token_figures: TokenFields | None = None,
-    ) -> tuple[Summary, list[dict[str, Any]]]:
+    ) -> tuple[Summary, list[dict[str, object]]]:
         """summary.json and the timeline, for a run that ended at ``end`` (run seconds).
 
         ``scheduled``: the logical requests offered. ``retried``: the simulated callers'
@@ -152,8 +160,8 @@ class RunCore:
         col.advance(math.ceil(end) if end > 0 else 1.0, eng)
         if eng.cost is not None:
             eng.cost.accrue(end, len(eng.pool.execs))  # the executors up to the run's end
-        timeline: list[dict[str, Any]] = []
-        alerts: list[dict[str, Any]] = []
+        timeline: list[dict[str, object]] = []
+        alerts: list[Alert] = []
         if with_timeline:
             timeline, alerts = self._timeline_and_alerts()
         ec = eng.counts
@@ -189,7 +197,7 @@ class RunCore:
             client_retries=None if retried is None else retried.total,
         )
         if trace is not None:
-            summary["trace"] = dict(trace)
+            summary["trace"] = trace.copy()
         if extra:  # top-level keys of the driver's own (Summary's, e.g. proxy_turnaround_s)
             cast("dict[str, Any]", summary).update(extra)
         self.wall_s = time.perf_counter() - self._wall0
@@ -197,10 +205,10 @@ class RunCore:
         summary["meta"].update(meta or {})
         return summary, timeline
 
-    def _engine_scaling(self, effects: tuple[int, int]) -> dict[str, Any]:
+    def _engine_scaling(self, effects: tuple[int, int]) -> EngineScaling:
         eng = self.engine
         sc = eng.scaler
-        return {
+        out: EngineScaling = {
             "scale_events": sc.scale_events if sc else 0,
             "evaluations": sc.evaluations if sc else 0,
             "scale_up_suppressed": sc.scale_up_suppressed if sc else 0,
@@ -215,20 +223,16 @@ class RunCore:
             "resumed": eng.counts.resumed,
             "work_lost_s": eng.counts.work_lost_s,
             "by_class": self._class_figures(),
-            **(
-                {
-                    "prometheus": {
-                        "reads": sc.reads,
-                        "empty": sc.empty_reads,
-                        "errors": sc.read_errors,
-                    }
-                }
-                if sc is not None and sc.prometheus
-                else {}
-            ),
         }
+        if sc is not None and sc.prometheus:
+            out["prometheus"] = {
+                "reads": sc.reads,
+                "empty": sc.empty_reads,
+                "errors": sc.read_errors,
+            }
+        return out
 
-    def _class_figures(self) -> dict[str, dict[str, Any]]:
+    def _class_figures(self) -> dict[str, ScalingClass]:
         """Per class (seed 004's policy metrics): the eligible backlog the evaluations saw
         (mean and max over the evaluations that measured), and the share of the class's
         admitted work that started before its deadline or max wait (null: none admitted)."""
@@ -242,7 +246,7 @@ class RunCore:
         for g in self.collector.groups.values():
             admitted[g.cls] = admitted.get(g.cls, 0) + g.admitted
             expired[g.cls] = expired.get(g.cls, 0) + g.expired
-        out: dict[str, dict[str, Any]] = {}
+        out: dict[str, ScalingClass] = {}
         for cls in sorted(self.profile.classes):
             seen = sc.class_backlog.get(cls, [0, 0])
             n = admitted.get(cls, 0)
@@ -253,7 +257,7 @@ class RunCore:
             }
         return out
 
-    def _review_figures(self) -> dict[str, Any] | None:
+    def _review_figures(self) -> Review | None:
         """``summary.review``: the review stage's counts, each reviewed unit's wait for a
         reviewer, and its turnaround before the stage (the model call's own part)."""
         rv, col = self.engine.review, self.collector
@@ -269,7 +273,7 @@ class RunCore:
             "before_review_s": percentiles(col.before_review),
         }
 
-    def _timeline_and_alerts(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    def _timeline_and_alerts(self) -> tuple[list[dict[str, object]], list[Alert]]:
         col = self.collector
         p95 = col.p95_series(TIMELINE_P95_WINDOW_S)  # once, for the timeline and the alerts
         timeline = col.timeline(p95)

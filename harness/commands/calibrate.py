@@ -26,7 +26,7 @@ from harness.fit import FitError
 from harness.fit.counts import per_class
 from harness.fit.model import PARAMS, fit
 from harness.fit.observations import observations, read_requests
-from harness.fit.output import calibrated, figures, write
+from harness.fit.output import Calibrated, calibrated, figures, write
 from harness.ground.exit_codes import EXIT_BROKEN, EXIT_FAIL, EXIT_OK
 from harness.profile import Profile, apply_override, resolve, to_dict
 from harness.render.fit_plot import plot_fit
@@ -88,7 +88,7 @@ def fit_records(
     return EXIT_OK
 
 
-def _show(console: Console, fig: dict[str, Any], notes: list[str]) -> None:
+def _show(console: Console, fig: Calibrated, notes: list[str]) -> None:
     src = fig["source"]
     console.print(
         f"fitted {src['requests_fitted']} requests ({src['where']}); "

@@ -14,8 +14,6 @@ shape: ``expr`` returns a sample only while breaching (an empty result is no bre
 
 from __future__ import annotations
 
-from typing import Any
-
 from harness.export.promql import duration, num
 from harness.export.scaling import Notes, Target, metadata
 from harness.export.targets import Part
@@ -48,9 +46,9 @@ def alert_expr(rule: AlertRule) -> str:
     return f"{value} > {num(rule.threshold)}"
 
 
-def _rule(name: str, rule: AlertRule, prof_name: str) -> dict[str, Any]:
+def _rule(name: str, rule: AlertRule, prof_name: str) -> dict[str, object]:
     held = f", held {duration(rule.for_s)}" if rule.for_s > 0 else ""
-    out: dict[str, Any] = {"alert": name, "expr": alert_expr(rule)}
+    out: dict[str, object] = {"alert": name, "expr": alert_expr(rule)}
     if rule.for_s > 0:
         out["for"] = duration(rule.for_s)
     out["labels"] = {"severity": SEVERITY[rule.severity]}
@@ -100,7 +98,7 @@ def _approximations(rules: dict[str, AlertRule]) -> Notes:
     return notes
 
 
-def prometheus_rule(prof: Profile, target: Target, notes: Notes) -> dict[str, Any]:
+def prometheus_rule(prof: Profile, target: Target, notes: Notes) -> dict[str, object]:
     """The PrometheusRule with every enabled alert at the profile's thresholds."""
     rules = prof.alert_rules()
     for name, o in sorted(prof.alerts.items()):

@@ -7,10 +7,8 @@ apply -f -`` refuses a stream holding one): it follows the HPA as a comment bloc
 
 from __future__ import annotations
 
-from typing import Any
-
 from harness.export.render import comment, commented, dump, origin
-from harness.export.scaling import Notes, Target, adapter_rule, hpa
+from harness.export.scaling import AdapterRules, Notes, Target, adapter_rule, hpa
 from harness.export.targets import Part
 from harness.profile.schema import Profile
 
@@ -25,7 +23,7 @@ def manifest(prof: Profile, target: Target, notes: Notes, adapter_rules_file: st
 
 
 def _adapter_rule_texts(
-    prof: Profile, rule: dict[str, Any], rules_file: str | None
+    prof: Profile, rule: AdapterRules, rules_file: str | None
 ) -> tuple[str, str]:
     """The comment after the HPA (the rule itself, or where it was written) and the rules file."""
     metric = rule["externalRules"][0]["name"]["as"]

@@ -5,8 +5,7 @@ policy change shows as a diff in review."""
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 import yaml
 
@@ -19,7 +18,7 @@ class _Dumper(yaml.SafeDumper):
     """Block style, keys in the order written, no line folding inside PromQL."""
 
 
-def dump(doc: dict[str, Any]) -> str:
+def dump(doc: Mapping[str, object]) -> str:
     return yaml.dump(
         doc,
         Dumper=_Dumper,
@@ -58,12 +57,12 @@ def header(kind: str, profile: str, sha256: str, notes: Notes, what: str) -> str
     return comment(lines)
 
 
-def commented(doc: dict[str, Any]) -> str:
+def commented(doc: Mapping[str, object]) -> str:
     """``doc`` as YAML with every line behind ``# `` (never wrapped): not a document of the
     stream, and ``sed 's/^# //'`` on the block gives the YAML back."""
     return "".join(f"# {line}" for line in dump(doc).splitlines(keepends=True))
 
 
-def render(head: str, doc: dict[str, Any], tail: str = "") -> str:
+def render(head: str, doc: Mapping[str, object], tail: str = "") -> str:
     """``head``, the one document, then ``tail`` (comment lines after it)."""
     return head + dump(doc) + tail

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 from harness.engine.cost import CostLedger
 from harness.engine.hpa_rules import (
@@ -64,7 +64,7 @@ def quantity(x: float) -> str:
     return f"{x:.9f}".rstrip("0")
 
 
-def _rules(r: ResolvedRules, field: str, notes: Notes) -> dict[str, Any]:
+def _rules(r: ResolvedRules, field: str, notes: Notes) -> dict[str, object]:
     policies = r.policies
     select: str = r.select_policy
     if not policies:  # the engine then allows no change this way; Kubernetes wants a policy
@@ -90,7 +90,7 @@ def _rules(r: ResolvedRules, field: str, notes: Notes) -> dict[str, Any]:
     }
 
 
-def behavior(prof: Profile, notes: Notes) -> dict[str, Any]:
+def behavior(prof: Profile, notes: Notes) -> dict[str, object]:
     """The HPA behavior that reproduces the engine's stabilization and rate policies."""
     s = prof.engine.scaling
     up, down = effective_rules(policy_config(s, prof.engine.executors.jobs_per_executor))
@@ -111,7 +111,7 @@ def behavior(prof: Profile, notes: Notes) -> dict[str, Any]:
     }
 
 
-def metadata(prof: Profile, target: Target, name: str) -> dict[str, Any]:
+def metadata(prof: Profile, target: Target, name: str) -> dict[str, object]:
     return {
         "name": name,
         "namespace": target.namespace,
@@ -152,7 +152,7 @@ def _fallback(prof: Profile) -> dict[str, int] | None:
     return {"failureThreshold": m.failure_threshold, "replicas": replicas}
 
 
-def scaled_object(prof: Profile, target: Target, notes: Notes) -> dict[str, Any]:
+def scaled_object(prof: Profile, target: Target, notes: Notes) -> dict[str, object]:
     """A keda.sh/v1alpha1 ScaledObject with one ``prometheus`` trigger."""
     s = prof.engine.scaling
     q = scaling_query(prof)
@@ -164,7 +164,7 @@ def scaled_object(prof: Profile, target: Target, notes: Notes) -> dict[str, Any]
     }
     if s.min_replicas == 0:
         trigger_meta["activationThreshold"] = "0"
-    spec: dict[str, Any] = {
+    spec: dict[str, object] = {
         "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target.name},
         "pollingInterval": seconds(s.interval_s, "engine.scaling.interval_s", notes, lo=1),
         "cooldownPeriod": seconds(s.idle_s, "engine.scaling.idle_s", notes),
@@ -196,7 +196,7 @@ def external_metric_name(target: Target, q: ScalingQuery) -> str:
     return re.sub(r"[^a-z0-9_]", "_", f"harness_{target.name}_{q.signal}".lower())
 
 
-def hpa(prof: Profile, target: Target, notes: Notes) -> dict[str, Any]:
+def hpa(prof: Profile, target: Target, notes: Notes) -> dict[str, object]:
     """An autoscaling/v2 HorizontalPodAutoscaler on one External metric (AverageValue)."""
     s = prof.engine.scaling
     q = scaling_query(prof)
@@ -222,7 +222,27 @@ def hpa(prof: Profile, target: Target, notes: Notes) -> dict[str, Any]:
     }
 
 
-def adapter_rule(prof: Profile, target: Target) -> dict[str, Any]:
+# An external rule's ``name``: the series it matches and the metric it serves ``as`` (a
+# keyword: the functional form names it).
+ExternalMetricName = TypedDict("ExternalMetricName", {"matches": str, "as": str})
+
+
+class ExternalRule(TypedDict):
+    """One of prometheus-adapter's ``externalRules``."""
+
+    seriesQuery: str
+    resources: dict[str, bool]
+    name: ExternalMetricName
+    metricsQuery: str
+
+
+class AdapterRules(TypedDict):
+    """prometheus-adapter's rules file (the part harness writes)."""
+
+    externalRules: list[ExternalRule]
+
+
+def adapter_rule(prof: Profile, target: Target) -> AdapterRules:
     """prometheus-adapter's ``externalRules`` entry that serves the HPA's metric from the same
     PromQL. The query is literal (no ``<<.LabelMatchers>>``): ``namespaced: false`` keeps the
     adapter from adding the HPA's namespace as a label matcher."""

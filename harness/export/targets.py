@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
     from harness.export.scaling import Notes, Target
@@ -27,7 +27,7 @@ class Part:
     line), the comment lines after it and, for a target with ``adapter_rules``, that file's
     text (None for the others)."""
 
-    doc: dict[str, Any]
+    doc: dict[str, object]
     what: str
     tail: str = ""
     adapter_rules: str | None = None

@@ -11,7 +11,6 @@ A probe's counts are its own design, not traffic: ``harness calibrate`` does not
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 
@@ -21,7 +20,12 @@ from harness.fit.observations import Floats, Observations
 MAX_VALUES = 200
 
 
-def count_dist(x: Floats) -> dict[str, Any]:
+# A TokenCount mapping as the profile writes it (dist and its fields), with its figures under
+# ``fit``: values of several types, built to be written.
+CountDist = dict[str, object]
+
+
+def count_dist(x: Floats) -> CountDist:
     """A TokenCount mapping (the profile's form) for the observed counts ``x`` (all > 0 for
     lognormal), with its figures under ``fit`` (dropped before it goes in the profile)."""
     values = np.sort(x)
@@ -44,10 +48,10 @@ def count_dist(x: Floats) -> dict[str, Any]:
     return {"dist": "empirical", "values": [int(v) for v in picks], "fit": {"n": n}}
 
 
-def per_class(obs: Observations) -> dict[str, dict[str, dict[str, Any]]]:
+def per_class(obs: Observations) -> dict[str, dict[str, CountDist]]:
     """{class: {prompt_tokens: ..., completion_tokens: ...}} over the observed requests."""
     names = np.array(obs.cls)
-    out: dict[str, dict[str, dict[str, Any]]] = {}
+    out: dict[str, dict[str, CountDist]] = {}
     for name in sorted(set(obs.cls)):
         sel = names == name
         out[name] = {

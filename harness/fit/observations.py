@@ -24,7 +24,6 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -33,7 +32,7 @@ import orjson
 from harness.fit import FitError
 
 Floats = npt.NDArray[np.float64]
-Record = tuple[int, dict[str, Any]]  # (line number, record)
+Record = tuple[int, dict[str, object]]  # (line number, record)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +73,7 @@ def read_requests(path: Path) -> list[Record]:
     return out
 
 
-def _num(where: str, rec: dict[str, Any], key: str) -> float | None:
+def _num(where: str, rec: dict[str, object], key: str) -> float | None:
     v = rec.get(key)
     if v is None:
         return None
@@ -83,7 +82,7 @@ def _num(where: str, rec: dict[str, Any], key: str) -> float | None:
     return float(v)
 
 
-def _interval(where: str, rec: dict[str, Any]) -> tuple[float, float] | None:
+def _interval(where: str, rec: dict[str, object]) -> tuple[float, float] | None:
     """The upstream service interval of a record, if it reached the upstream."""
     if rec.get("outcome") not in ("completed", "failed"):
         return None
@@ -93,7 +92,7 @@ def _interval(where: str, rec: dict[str, Any]) -> tuple[float, float] | None:
     return sent + (_num(where, rec, "queue_wait_s") or 0.0), end
 
 
-def _row(where: str, rec: dict[str, Any]) -> tuple[float, float, float, float] | str:
+def _row(where: str, rec: dict[str, object]) -> tuple[float, float, float, float] | str:
     """(prompt, output, ttft, tpot), or why the record is left out."""
     if rec.get("outcome") != "completed":
         return f"outcome {rec.get('outcome')}"

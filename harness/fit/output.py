@@ -12,12 +12,13 @@ from __future__ import annotations
 import copy
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import orjson
 import yaml
 
 from harness.fit import FitError
+from harness.fit.counts import CountDist
 from harness.fit.model import METHOD, PARAMS, Fit, Goodness
 from harness.fit.observations import Observations
 from harness.ground.atomic import write_atomic
@@ -30,7 +31,60 @@ def _sig(v: float) -> float:
     return float(f"{v:.4g}")
 
 
-def _goodness(g: Goodness) -> dict[str, Any]:
+class GoodnessFigures(TypedDict):
+    """One component's goodness of fit (ttft or tpot) in calibrated.json."""
+
+    n: int
+    sigma: float
+    r2: float
+    ks: float
+    ks_limit: float
+    bias: float
+    bias_limit: float
+    ok: bool
+
+
+class GoodnessBlock(TypedDict):
+    """calibrated.json's ``goodness``."""
+
+    ttft: GoodnessFigures
+    tpot: GoodnessFigures
+    residual_correlation: float
+
+
+class Method(TypedDict):
+    """calibrated.json's ``method``: the fit, its intervals and what a bad fit is, in words."""
+
+    fit: str
+    ci: str
+    bad_fit: str
+
+
+class Parameter(TypedDict):
+    """One fitted parameter: its value, its 95 % interval, whether it was held fixed."""
+
+    value: float
+    ci: list[float]
+    fixed: bool
+
+
+# {class: {prompt_tokens | completion_tokens: a TokenCount mapping with its ``fit`` figures}}
+TokenCounts = dict[str, dict[str, CountDist]]
+
+
+class Calibrated(TypedDict):
+    """calibrated.json (the YAML's comment block shows the same figures)."""
+
+    schema_version: int
+    source: dict[str, object]  # the command, where it read, what it fitted and left out
+    method: Method
+    parameters: dict[str, Parameter]
+    goodness: GoodnessBlock
+    tokens: TokenCounts | None
+    bad_fit: list[str]  # the components whose fit is bad (none: the fit holds)
+
+
+def _goodness(g: Goodness) -> GoodnessFigures:
     return {
         "n": g.n,
         "sigma": round(g.sigma, 4),
@@ -46,9 +100,9 @@ def _goodness(g: Goodness) -> dict[str, Any]:
 def figures(
     fit: Fit,
     obs: Observations,
-    source: dict[str, Any],
-    counts: dict[str, dict[str, dict[str, Any]]] | None,
-) -> dict[str, Any]:
+    source: dict[str, object],
+    counts: TokenCounts | None,
+) -> Calibrated:
     """What calibrated.json holds (and the YAML's comment block shows)."""
     return {
         "schema_version": SCHEMA_VERSION,
@@ -82,7 +136,7 @@ def figures(
     }
 
 
-def _comments(fig: dict[str, Any], notes: list[str]) -> str:
+def _comments(fig: Calibrated, notes: list[str]) -> str:
     src = fig["source"]
     lines = [
         f"Calibrated by `harness {src['command']}` from {src['requests_fitted']} requests "
@@ -129,9 +183,7 @@ def _list(d: yaml.SafeDumper, v: list[Any]) -> yaml.Node:
 _Dumper.add_representer(list, _list)
 
 
-def calibrated(
-    base: dict[str, Any], fit: Fit, fig: dict[str, Any], file: str
-) -> tuple[str, list[str]]:
+def calibrated(base: dict[str, Any], fit: Fit, fig: Calibrated, file: str) -> tuple[str, list[str]]:
     """(profile YAML text, notes): ``base`` (the input profile as plain data) with the fit."""
     raw = copy.deepcopy(base)
     notes: list[str] = []
@@ -159,7 +211,7 @@ def calibrated(
     return text, notes
 
 
-def write(out_yaml: Path, text: str, fig: dict[str, Any]) -> Path:
+def write(out_yaml: Path, text: str, fig: Calibrated) -> Path:
     """Both files, atomically; returns the JSON's path."""
     out_json = out_yaml.with_suffix(".json")
     write_atomic(out_yaml, text.encode())

@@ -2,7 +2,9 @@
 
 Grammar: ``PATH OP NUMBER`` or ``PATH / PATH OP NUMBER``; OP is one of < <= > >= == !=;
 PATH is a dotted path into summary.json. Paths are checked against the summary's shape at
-validation time so a typo fails fast (exit 2) rather than silently never firing.
+validation time so a typo fails fast (exit 2) rather than silently never firing; the shape is
+read from summary.json's TypedDicts (``harness.ground.summary_shape``), the one place it is
+written.
 
 The profile checks its ``thresholds`` here; the results layer evaluates a parsed
 :class:`Threshold` over a summary (``harness.results.thresholds``). :func:`check_names` is the
@@ -15,8 +17,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from harness.ground.summary_shape import ShapeNode, threshold_shape
 from harness.profile.walk import did_you_mean
 
 if TYPE_CHECKING:
@@ -34,125 +37,15 @@ _RE = re.compile(
     rf"(?P<op><=|>=|==|!=|<|>)\s*(?P<value>{_NUM})\s*$"
 )
 
-_STATS = {"mean", "p50", "p90", "p95", "p99", "max", "min", "count"}
-_COUNTS = {
-    "arrivals",
-    "admitted",
-    "rejected",
-    "completed",
-    "failed",
-    "expired",
-    "in_flight_at_end",
-    "slo_breach",
-    "scheduled",
-    "dropped_by_generator",
-    "attempts",
-    "cancelled",
-    "client_retries",
-    "upstream_retries",
-}
-# The shape of summary.json, for path checks: "*" is any key; a set lists the leaf names.
-_SHAPE: dict[str, Any] = {
-    "counts": {
-        **{k: None for k in _COUNTS},
-        "rejected_by_reason": {"*": None},
-        "failed_by_reason": {"*": None},
-        "expired_by_reason": {"*": None},
-        "in_flight_at_end_by_state": {"*": None},
-    },
-    "turnaround_s": {k: None for k in _STATS},
-    "proxy_turnaround_s": {k: None for k in _STATS},
-    "queue_wait_s": {k: None for k in _STATS},
-    "ttft_s": {k: None for k in _STATS},
-    "itl_s": {k: None for k in _STATS},
-    "output_tokens_per_s": None,
-    "tokens": {"prompt": None, "completion": None, "estimated_requests": None},
-    "goodput_per_s": None,
-    "seed": None,
-    "review": {
-        "reviewed": None,
-        "held_for_review": None,
-        "sla_breaches": None,
-        "reviewers": None,
-        "max_pending": None,
-        "review_wait_s": {k: None for k in _STATS},
-        "before_review_s": {k: None for k in _STATS},
-    },
-    "scaling": {
-        "replicas": {"min": None, "max": None, "mean": None},
-        "scale_events": None,
-        "evaluations": None,
-        "scale_up_suppressed": None,
-        "seconds_at_ceiling": None,
-        "seconds_at_floor": None,
-        "seconds_blind": None,
-        "replica_seconds": None,
-        "reexecuted": None,
-        "redelivered": None,
-        "duplicate_effects": None,
-        "duplicates_suppressed": None,
-        "executors_killed": None,
-        "busy_while_draining_s": None,
-        "cost_spent": None,
-        "held_for_review": None,
-        "resumed": None,
-        "work_lost_s": None,
-        "by_class": {
-            "*": {"eligible_backlog_mean": None, "eligible_backlog_max": None, "deadline_met": None}
-        },
-        "cost_per_completed": None,
-    },
-    "generator": {
-        "offered_rate_per_s": None,
-        "achieved_rate_per_s": None,
-        "span_s": None,
-        "schedule_lag_s": {k: None for k in _STATS},
-        "dropped": None,
-        "unsent": None,
-        "lateness_p99_limit_s": None,
-        "lateness_p99_limit_wall_s": None,
-        "max_in_flight": None,
-        "workers": None,
-        "max_requests": None,
-    },
-    "jobs": {
-        "jobs": None,
-        "turns": {k: None for k in ("mean", "p50", "p95", "max")},
-        "turns_completed": None,
-        "turns_lost": None,
-        "model_calls": None,
-        "ended_early": None,
-        "turn_latency_s": {"p50": None, "p95": None},
-        "turn_ttft_s": {"p50": None, "p95": None},
-        "tool_time_share": None,
-        "executor_occupancy_mean": None,
-        "model_call_concurrency_mean": None,
-        "prompt_tokens_per_job": {"mean": None, "p95": None},
-        "prompt_growth_per_turn_mean": None,
-    },
-    "rates": {"*": None},
-    "trace": {
-        "arrivals": None,
-        "prompt_tokens": None,
-        "output_tokens": None,
-        "completed": {"requests": None, "prompt_tokens": None, "output_tokens": None},
-        "achieved": {"prompt_tokens": None, "output_tokens": None},
-    },
-}
-_SHAPE["by_class"] = {
-    "*": {
-        "counts": _SHAPE["counts"],
-        "turnaround_s": _SHAPE["turnaround_s"],
-        "queue_wait_s": _SHAPE["queue_wait_s"],
-    }
-}
-_SHAPE["by_priority"] = _SHAPE["by_tenant"] = _SHAPE["by_class"]
+# The shape of summary.json, for path checks, read from its TypedDicts (ground.summary_shape):
+# "*" is any key; None is a number a threshold may name.
+_SHAPE: ShapeNode = threshold_shape()
 
 
 def known_path(path: str) -> bool:
-    node: Any = _SHAPE
+    node: ShapeNode | None = _SHAPE
     for part in path.split("."):
-        if not isinstance(node, dict):
+        if node is None:
             return False
         if part in node:
             node = node[part]
@@ -168,10 +61,10 @@ def nearest_path(path: str) -> str | None:
     at that depth (``turnaround_s.p96`` -> ``turnaround_s.p95``), or None."""
     from harness.profile.walk import nearest
 
-    node: Any = _SHAPE
+    node: ShapeNode | None = _SHAPE
     fixed = []
     for part in path.split("."):
-        if not isinstance(node, dict):
+        if node is None:
             return None
         if part not in node and "*" not in node:
             near = nearest(part, [k for k in node if k != "*"])

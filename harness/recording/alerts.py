@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from operator import itemgetter
 from typing import Any
 
+from harness.ground.summary_shape import Alert
 from harness.profile import AlertRule
 from harness.recording import quantiles
 
@@ -41,13 +42,13 @@ def evaluate_alerts(
     timeline: Sequence[Mapping[str, Any]],
     completions: Sequence[tuple[float, float]],
     cache: dict[tuple[str, float], list[float | None]] | None = None,
-) -> list[dict[str, Any]]:
+) -> list[Alert]:
     """Alert episodes ``{"name", "severity", "signal", "threshold", "fired_at_s",
     "resolved_at_s", "peak"}``, sorted by ``fired_at_s`` (then name). ``cache`` may carry
     series already computed, keyed by (signal, window_s) -- the timeline's rolling p95, say."""
     times = [float(line.get("t", i)) for i, line in enumerate(timeline)]
     cache = {} if cache is None else dict(cache)
-    out: list[dict[str, Any]] = []
+    out: list[Alert] = []
     for name, rule in rules.items():
         key = (rule.signal, 0.0 if rule.signal == "oldest_age_s" else rule.window_s)
         series = cache.get(key)
@@ -163,11 +164,11 @@ def _partition_p95(vals_a: Any, starts: list[int], ends: list[int]) -> list[floa
 
 def _episodes(
     name: str, rule: AlertRule, times: Sequence[float], series: Sequence[float | None]
-) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
+) -> list[Alert]:
+    out: list[Alert] = []
     since: float | None = None  # start of the current breach
     peak = -math.inf
-    firing: dict[str, Any] | None = None
+    firing: Alert | None = None
     for t, v in zip(times, series, strict=True):
         if v is not None and v > rule.threshold:
             if since is None:
@@ -181,6 +182,7 @@ def _episodes(
                     "threshold": rule.threshold,
                     "fired_at_s": t,
                     "resolved_at_s": None,
+                    "peak": round(peak, 6),
                 }
                 out.append(firing)
             if firing is not None:

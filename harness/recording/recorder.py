@@ -54,20 +54,20 @@ def _ms(x: float) -> float:
     return int(x * 1000.0 + 0.5) / 1000.0
 
 
-def _admit(t: float, a: Admit) -> dict[str, Any]:
+def _admit(t: float, a: Admit) -> dict[str, object]:
     return _admission(t, "admit", a, a.reason, None)
 
 
-def _reject(t: float, a: Reject) -> dict[str, Any]:
+def _reject(t: float, a: Reject) -> dict[str, object]:
     return _admission(t, "reject", a, a.reason, a.retry_after_s)
 
 
 def _admission(
     t: float, decision: str, a: Admit | Reject, reason: str | None, retry_after_s: float | None
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """The record, keys in sorted order: the limits in force sit beside the figures they bound
     (age_reject_s by age_s, ...)."""
-    d: dict[str, Any] = {
+    d: dict[str, object] = {
         "age_s": _ms(a.age_s),
         "class": a.cls,
         "concurrency": a.concurrency,
@@ -93,8 +93,8 @@ def _admission(
     return d
 
 
-def _dispatch(t: float, a: Dispatch) -> dict[str, Any]:
-    d: dict[str, Any] = {
+def _dispatch(t: float, a: Dispatch) -> dict[str, object]:
+    d: dict[str, object] = {
         "attempt": a.attempt,
         "id": a.id,
         "kind": "dispatch",
@@ -106,7 +106,7 @@ def _dispatch(t: float, a: Dispatch) -> dict[str, Any]:
     return d
 
 
-def _turn(t: float, a: TurnDone) -> dict[str, Any]:
+def _turn(t: float, a: TurnDone) -> dict[str, object]:
     return {
         "id": a.id,
         "kind": "turn",
@@ -117,7 +117,7 @@ def _turn(t: float, a: TurnDone) -> dict[str, Any]:
     }
 
 
-def _complete(t: float, a: Complete) -> dict[str, Any] | None:
+def _complete(t: float, a: Complete) -> dict[str, object] | None:
     """An outcome, not a decision (it lands in the counts): recorded only when an agent job
     ended early, which is the engine's decision."""
     if a.reason is None:
@@ -131,7 +131,7 @@ def _complete(t: float, a: Complete) -> dict[str, Any] | None:
     }
 
 
-def _retry(t: float, a: Backoff) -> dict[str, Any]:
+def _retry(t: float, a: Backoff) -> dict[str, object]:
     return {
         "attempt": a.attempt,
         "delay_s": _ms(a.delay_s),
@@ -143,11 +143,11 @@ def _retry(t: float, a: Backoff) -> dict[str, Any]:
     }
 
 
-def _fail(t: float, a: Fail) -> dict[str, Any]:
+def _fail(t: float, a: Fail) -> dict[str, object]:
     return {"attempts": a.attempts, "id": a.id, "kind": "fail", "reason": a.reason, "t": t}
 
 
-def _expire(t: float, a: Expire) -> dict[str, Any]:
+def _expire(t: float, a: Expire) -> dict[str, object]:
     return {
         "age_s": _ms(a.age_s),
         "id": a.id,
@@ -158,7 +158,7 @@ def _expire(t: float, a: Expire) -> dict[str, Any]:
     }
 
 
-def _breaker(t: float, a: BreakerChange) -> dict[str, Any]:
+def _breaker(t: float, a: BreakerChange) -> dict[str, object]:
     return {
         "failure_ratio": _ms(a.failure_ratio),
         "failure_ratio_limit": _ms(a.limit),
@@ -169,7 +169,7 @@ def _breaker(t: float, a: BreakerChange) -> dict[str, Any]:
     }
 
 
-def _scale(t: float, a: Scale) -> dict[str, Any]:
+def _scale(t: float, a: Scale) -> dict[str, object]:
     return {
         "bound_by": a.bound_by,
         "from": a.from_replicas,
@@ -184,7 +184,7 @@ def _scale(t: float, a: Scale) -> dict[str, Any]:
     }
 
 
-def _reexecute(t: float, a: Reexecute) -> dict[str, Any]:
+def _reexecute(t: float, a: Reexecute) -> dict[str, object]:
     return {
         "attempt": a.attempt,
         "id": a.id,
@@ -196,7 +196,7 @@ def _reexecute(t: float, a: Reexecute) -> dict[str, Any]:
     }
 
 
-def _hold(t: float, a: Held) -> dict[str, Any]:
+def _hold(t: float, a: Held) -> dict[str, object]:
     return {
         "class": a.cls,
         "id": a.id,
@@ -208,7 +208,7 @@ def _hold(t: float, a: Held) -> dict[str, Any]:
     }
 
 
-def _review(t: float, a: Reviewed) -> dict[str, Any]:
+def _review(t: float, a: Reviewed) -> dict[str, object]:
     return {
         "id": a.id,
         "kind": "review",
@@ -220,7 +220,9 @@ def _review(t: float, a: Reviewed) -> dict[str, Any]:
     }
 
 
-RECORDS: dict[type, Callable[[float, Any], dict[str, Any] | None]] = {
+# A record is built to be written (orjson), never read back here: its values are plain
+# objects, typed as such.
+RECORDS: dict[type, Callable[[float, Any], dict[str, object] | None]] = {
     Admit: _admit,
     Reject: _reject,
     Dispatch: _dispatch,
@@ -238,7 +240,7 @@ RECORDS: dict[type, Callable[[float, Any], dict[str, Any] | None]] = {
 }
 
 
-def record(t: float, action: Action) -> dict[str, Any] | None:
+def record(t: float, action: Action) -> dict[str, object] | None:
     return RECORDS[type(action)](t, action)
 
 

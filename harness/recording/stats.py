@@ -30,6 +30,7 @@ from harness.engine.events import (
     Reviewed,
     TurnDone,
 )
+from harness.ground.summary_shape import Jobs
 from harness.recording.quantiles import percentiles
 
 if TYPE_CHECKING:
@@ -263,7 +264,7 @@ class JobTally:
                 self.growth += ps[-1] - ps[0]
                 self.growth_turns += len(ps) - 1
 
-    def fields(self, end: float, tokens: bool) -> dict[str, Any]:
+    def fields(self, end: float, tokens: bool) -> Jobs:
         """The summary's ``jobs`` block for a run that ended at ``end``; ``tokens``: whether
         the driver counted prompt tokens (null figures otherwise)."""
         span = max(end, 1e-9)
@@ -536,12 +537,12 @@ class Collector:
         times = [float(i) for i, _ in self.closed_seconds()]
         return rolling_p95_columns(times, self.completed_at, self.turnarounds, window_s)
 
-    def timeline(self, p95: list[float | None] | None = None) -> list[dict[str, Any]]:
+    def timeline(self, p95: list[float | None] | None = None) -> list[dict[str, object]]:
         """One dict per closed second; ``turnaround_p95_s`` over the trailing 60 s."""
         rows = list(self.closed_seconds())
         if p95 is None:
             p95 = self.p95_series(TIMELINE_P95_WINDOW_S)
-        out: list[dict[str, Any]] = []
+        out: list[dict[str, object]] = []
         for (i, s), q in zip(rows, p95, strict=True):
             out.append(
                 {

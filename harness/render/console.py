@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from harness.results.fmt import fmt_short
-from harness.results.shapes import Summary
+from harness.results.shapes import Alert, Summary
 
 
 def log_off(s: Summary) -> bool:
@@ -99,7 +99,7 @@ def print_summary(console: Console, s: Summary, folder: Path | None = None) -> N
         "[green]ok[/]" if cons["ok"] else "[red]" + "; ".join(cons["violations"]) + "[/]",
     )
     # the runs this table is printed for (sim, run) write a list; only a recovered proxy's is null
-    for a in cast("list[dict[str, Any]]", s.get("alerts", [])):
+    for a in cast("list[Alert]", s.get("alerts", [])):
         end = a.get("resolved_at_s")
         t.add_row(
             "alert",

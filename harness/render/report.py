@@ -508,7 +508,7 @@ def render_html(blocks: Sequence[Block], png: bytes | None) -> str:
     return "\n".join(parts) + "\n"
 
 
-def read_timeline(path: Path) -> list[dict[str, Any]]:
+def read_timeline(path: Path) -> list[dict[str, object]]:
     """The timeline's lines; a missing file or a torn last line (an interrupted run) is skipped."""
     if not path.is_file():
         return []

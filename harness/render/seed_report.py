@@ -51,7 +51,7 @@ def is_multi_seed(folder: Path) -> bool:
     return (folder / "aggregate.json").is_file() or bool(seed_folders(folder))
 
 
-def _read(path: Path) -> dict[str, Any]:
+def _read(path: Path) -> dict[str, object]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:

@@ -16,7 +16,16 @@ from harness.profile import Profile
 from harness.recording.quantiles import percentiles
 from harness.results import contract
 from harness.results import summary as summ
-from harness.results.shapes import Counts, Generator, GroupFigures, Summary, Tokens
+from harness.results.shapes import (
+    Alert,
+    Counts,
+    Generator,
+    GroupFigures,
+    Summary,
+    Tokens,
+    Trace,
+    TraceAchieved,
+)
 
 WALL_FLOOR_S = 0.005  # the capacity benchmark's criterion: p99 lateness under 5 ms
 
@@ -115,7 +124,7 @@ def token_totals(done: Sequence[Mapping[str, Any]]) -> Tokens:
 
 def trace_figures(
     recs: Sequence[Mapping[str, Any]], rows: Sequence[tuple[int, int]] | None
-) -> dict[str, Any]:
+) -> Trace:
     """summary.json's ``trace`` block of a live run. ``rows``: each arrival's traced (prompt,
     output) tokens, in schedule order (``r-000001`` first), or None when the trace could not
     be read again. The keys the simulation writes (``arrivals``, ``prompt_tokens``,
@@ -125,7 +134,7 @@ def trace_figures(
     usage, or the ~4 characters a token estimate, as ``source`` says)."""
     done = [r for r in recs if r["outcome"] == "completed"]
     got = token_totals(done)
-    achieved = {
+    achieved: TraceAchieved = {
         "prompt_tokens": got["prompt"],
         "output_tokens": got["completion"],
         "source": got["source"],
@@ -266,11 +275,11 @@ def live_summary(
     window: float,
     end: float,
     violations: Sequence[str],
-    alerts: list[dict[str, Any]],
+    alerts: list[Alert],
     live: Mapping[str, Any],
     proxy: Mapping[str, Any] | None,
     extra_thresholds: Sequence[str] = (),
-    trace: Mapping[str, Any] | None = None,
+    trace: Trace | None = None,
 ) -> Summary:
     """A live run's summary.json (without ``meta``) from the generator's records (sorted by
     id), the proxy's summary if there is one, and the cross-checks' ``violations``.
@@ -326,7 +335,7 @@ def live_summary(
         if jobs is not None:  # agent jobs: the proxy's engine ran their sessions
             summary["jobs"] = jobs
     if trace is not None:
-        summary["trace"] = dict(trace)
+        summary["trace"] = trace.copy()
     live_contract(summary, proxy)
     summ.finish(summary, profile, extra_thresholds)
     return summary

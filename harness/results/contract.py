@@ -10,7 +10,7 @@ under ``unavailable`` (``{path: reason}``); a threshold on it fails with that re
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import cast
 
 from harness.profile import Profile
 from harness.results.shapes import Generator, Summary
@@ -32,8 +32,8 @@ MODE_ONLY: dict[str, str] = {
 def unavailable(summary: Summary, path: str, reason: str) -> None:
     """Write the figure at dotted ``path`` as null and name why under ``unavailable``: what a
     threshold on it says when it fails (``harness.results.expr``)."""
-    tree = cast("dict[str, Any]", summary)  # walked by a dotted path: the plain tree it is
-    node = tree
+    # walked by a dotted path: the plain tree it is, each block narrowed as it is reached
+    node = cast("dict[str, object]", summary)
     parts = path.split(".")
     for part in parts[:-1]:
         nxt = node.get(part)
@@ -41,10 +41,10 @@ def unavailable(summary: Summary, path: str, reason: str) -> None:
             nxt = node[part] = {}
         node = nxt
     node[parts[-1]] = _nulls(node.get(parts[-1]))
-    tree.setdefault("unavailable", {})[path] = reason
+    summary.setdefault("unavailable", {})[path] = reason
 
 
-def _nulls(value: Any) -> Any:
+def _nulls(value: object) -> object:
     """A block keeps its keys (the contract's paths), each figure null; a figure is null."""
     if isinstance(value, dict):
         return {k: _nulls(v) for k, v in value.items()}

@@ -21,7 +21,7 @@ from typing import Any
 
 import harness
 from harness.results.seed_rule import SeedRule
-from harness.results.shapes import OverSeeds, Stamp, Summary
+from harness.results.shapes import OverSeeds, ProfileProvenance, Stamp, Summary
 
 AGGREGATE_SCHEMA = 1
 SWEEP_SCHEMA = 1
@@ -59,7 +59,7 @@ def effective_sha256(summary: Summary) -> str | None:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def profile_of(summary: Summary) -> dict[str, Any]:
+def profile_of(summary: Summary) -> ProfileProvenance:
     """``name`` and ``sha256`` of the profile a summary ran, and its ``effective_sha256``."""
     p = summary.get("profile") or {}
     return {
@@ -73,7 +73,7 @@ def compare_provenance(
     base: Mapping[str, Any],
     new: Mapping[str, Any],
     seeds: tuple[Sequence[int | None], Sequence[int | None]],
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """The provenance keys of compare's JSON. ``base`` and ``new``: each side's ``name``,
     ``sha256``, ``effective_sha256`` (None for a sweep) and ``over_seeds`` setting; ``seeds``:
     the seeds each side's figures come from. The rule shown is the candidate's (NEW's): the

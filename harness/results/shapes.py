@@ -1,5 +1,7 @@
 """The JSON documents that cross rooms, as TypedDicts: summary.json, sweep.json, tune.json and
 aggregate.json (their keys: docs/reference/summary.md, sweep.md, tune.md, aggregate.md).
+summary.json's own are defined in ``harness.ground.summary_shape`` (the threshold grammar,
+on floor 1, reads its paths from them) and re-exported here.
 
 Types only: a TypedDict is a plain dict at run time, so these add no behaviour. They live here,
 in results/, because every builder (results/, review/, search/) and every reader (render/,
@@ -17,211 +19,57 @@ from __future__ import annotations
 
 from typing import Any, NotRequired, TypedDict
 
-# -- summary.json ---------------------------------------------------------------------------
+from harness.ground.summary_shape import (
+    Alert,
+    Conservation,
+    Counts,
+    EngineScaling,
+    Generator,
+    GroupCounts,
+    GroupFigures,
+    Header,
+    Jobs,
+    ProfileRef,
+    Replicas,
+    Review,
+    Scaling,
+    ScalingClass,
+    Summary,
+    ThresholdCheck,
+    ThresholdRow,
+    TokenFields,
+    Tokens,
+    Trace,
+    TraceAchieved,
+    TraceCompleted,
+)
 
-
-class ProfileRef(TypedDict):
-    """``profile``: the profile's name and the sha256 of its bytes."""
-
-    name: str
-    sha256: str
-
-
-class Header(TypedDict):
-    """The keys every summary.json opens with (results.summary.header)."""
-
-    schema_version: int
-    complete: bool
-    mode: str  # sim | live
-    profile: ProfileRef
-    seed: int
-    effective: dict[str, Any]  # the profile as it ran (profile.to_dict)
-
-
-class Counts(TypedDict):
-    """``counts``: the logical requests and what became of each."""
-
-    scheduled: int
-    arrivals: int
-    admitted: int
-    rejected: int
-    rejected_by_reason: dict[str, int]
-    completed: int
-    failed: int
-    failed_by_reason: dict[str, int]
-    expired: int
-    expired_by_reason: dict[str, int]
-    in_flight_at_end: int
-    # every written summary has the three below; a live run's counts get them after they are
-    # counted (client_figures.live_contract): null where the mode cannot know them
-    in_flight_at_end_by_state: NotRequired[dict[str, int] | None]
-    slo_breach: int | None
-    dropped_by_generator: int
-    attempts: int
-    cancelled: int
-    client_retries: NotRequired[int | None]
-    upstream_retries: NotRequired[int | None]
-
-
-class Conservation(TypedDict):
-    """``conservation``: whether the counts add up, one line per check that does not."""
-
-    ok: bool
-    violations: list[str]
-
-
-class GroupCounts(TypedDict):
-    """The counts of one class, priority or tenant."""
-
-    arrivals: int
-    admitted: int
-    rejected: int
-    completed: int
-    failed: int
-    expired: int
-
-
-class GroupFigures(TypedDict):
-    """One entry of ``by_class``, ``by_priority`` or ``by_tenant``."""
-
-    counts: GroupCounts
-    turnaround_s: dict[str, float | None]
-    queue_wait_s: dict[str, float | None]
-    tokens_source: NotRequired[str | None]  # by_class only
-
-
-class Replicas(TypedDict):
-    """``scaling.replicas``: ready replicas at the seconds' ends (null: nobody sampled them)."""
-
-    min: int | None
-    max: int | None
-    mean: float | None
-
-
-class Scaling(TypedDict):
-    """``scaling``: the executors, the autoscaler, what the engine re-ran or lost."""
-
-    prometheus: NotRequired[dict[str, Any]]  # engine.scaling.source: prometheus only
-    replicas: Replicas
-    scale_events: int
-    evaluations: int
-    scale_up_suppressed: int
-    seconds_at_ceiling: int
-    seconds_at_floor: int
-    seconds_blind: float
-    replica_seconds: int | None
-    reexecuted: int
-    redelivered: int
-    duplicate_effects: int
-    duplicates_suppressed: int
-    executors_killed: int
-    busy_while_draining_s: float
-    held_for_review: int
-    resumed: int
-    by_class: dict[str, dict[str, Any]]
-    work_lost_s: float
-    cost_spent: float | None
-    cost_per_completed: float | None
-
-
-class Tokens(TypedDict):
-    """``tokens``: the completed requests' tokens (null where no answer's usage was read)."""
-
-    prompt: int | None
-    completion: int | None
-    source: str | None
-    estimated_requests: int | None
-
-
-class TokenFields(TypedDict):
-    """``ttft_s``, ``itl_s`` and ``output_tokens_per_s`` of a run that timed tokens."""
-
-    ttft_s: dict[str, float | None]
-    itl_s: dict[str, float | None]
-    output_tokens_per_s: float | None
-
-
-class Generator(TypedDict):
-    """``generator``: whether the load generator kept its schedule."""
-
-    offered_rate_per_s: float
-    achieved_rate_per_s: float
-    span_s: float
-    max_requests: int | None
-    schedule_lag_s: dict[str, float | None] | None
-    lateness_p99_limit_s: float
-    lateness_p99_limit_wall_s: float | None
-    dropped: int | None
-    unsent: int | None
-    max_in_flight: int
-    workers: int | None
-
-
-class ThresholdCheck(TypedDict):
-    """A threshold's value and whether it holds (results.thresholds), before its source."""
-
-    expr: str
-    value: float | None
-    ok: bool
-    why: NotRequired[str]
-
-
-class ThresholdRow(TypedDict):
-    """One row of ``thresholds``: a reason for the verdict."""
-
-    expr: str
-    value: float | None
-    ok: bool
-    source: str  # threshold | slo | verdict
-    enforced: NotRequired[bool]  # present (false) only when the row does not gate the verdict
-    why: NotRequired[str]
-
-
-class Summary(TypedDict):
-    """summary.json, every mode (docs/reference/summary.md)."""
-
-    schema_version: int
-    complete: bool
-    mode: str  # sim | live
-    profile: ProfileRef
-    seed: int
-    effective: dict[str, Any]  # the profile as it ran (profile.to_dict)
-    counts: Counts
-    conservation: Conservation
-    turnaround_s: dict[str, float | None]
-    queue_wait_s: dict[str, float | None]
-    ttft_s: dict[str, float | None]
-    itl_s: dict[str, float | None]
-    output_tokens_per_s: float | None
-    tokens: Tokens | None
-    tokens_source: str | None
-    goodput_per_s: float | None
-    by_class: dict[str, GroupFigures] | None
-    by_priority: dict[str, GroupFigures] | None
-    by_tenant: dict[str, GroupFigures] | None
-    scaling: Scaling | None
-    alerts: list[dict[str, Any]] | None
-    generator: Generator
-    generator_saturated: bool | None
-    duration_s: float
-    # {dotted path: why it is null}; every written summary has it (a live run's comes last,
-    # from client_figures.live_contract)
-    unavailable: NotRequired[dict[str, str]]
-    review: dict[str, Any] | None
-    # agent jobs (recording.stats.JobTally.fields): only when some class has a job shape
-    jobs: NotRequired[dict[str, Any]]
-    # set by results.summary.finish, last: every written summary has them
-    thresholds: NotRequired[list[ThresholdRow]]
-    verdict: NotRequired[str]  # pass | fail | invalid
-    # the keys only some modes write (results.contract.MODE_ONLY)
-    live: NotRequired[dict[str, Any]]
-    proxy: NotRequired[dict[str, Any]]
-    proxy_turnaround_s: NotRequired[dict[str, float | None] | None]
-    meta: NotRequired[dict[str, Any]]
-    trace: NotRequired[dict[str, Any]]
-    recovered: NotRequired[dict[str, Any]]
-    lost: NotRequired[dict[str, Any]]
-    io_error: NotRequired[dict[str, Any]]
+# summary.json's shapes are defined on the ground floor, where the threshold grammar reads
+# its paths from them; re-exported here beside the other documents' shapes.
+__all__ = [
+    "Alert",
+    "Conservation",
+    "Counts",
+    "EngineScaling",
+    "Generator",
+    "GroupCounts",
+    "GroupFigures",
+    "Header",
+    "Jobs",
+    "ProfileRef",
+    "Replicas",
+    "Review",
+    "Scaling",
+    "ScalingClass",
+    "Summary",
+    "ThresholdCheck",
+    "ThresholdRow",
+    "TokenFields",
+    "Tokens",
+    "Trace",
+    "TraceAchieved",
+    "TraceCompleted",
+]
 
 
 # -- holds over seeds (results.seed_rule) ---------------------------------------------------
@@ -287,6 +135,15 @@ class OverSeeds(TypedDict):
     rule: str
 
 
+class ProfileProvenance(TypedDict):
+    """The profile a summary ran (provenance.profile_of): ``name`` and ``sha256`` of its bytes,
+    and ``effective_sha256`` of the profile as it ran (null: the summary has no ``effective``)."""
+
+    name: str | None
+    sha256: str | None
+    effective_sha256: str | None
+
+
 class ObjectiveRef(TypedDict):
     """An objective as the files write it: ``direction`` (min | max) and ``metric``."""
 
@@ -308,7 +165,7 @@ class Aggregate(TypedDict):
     complete: bool
     verdicts: dict[str, int]
     holds: Holds | None
-    profile: dict[str, Any] | None  # name, sha256, effective_sha256
+    profile: ProfileProvenance | None
     metrics: dict[str, dict[str, Any]]  # {expression: describe() over the seeds}
     seeds_finished: NotRequired[list[int]]  # an interrupted run only
     seeds_requested: NotRequired[int]  # an interrupted run only: --seeds N
@@ -326,7 +183,7 @@ class VerifyLive(TypedDict):
     folder: str
     agrees: bool
     holds: Holds
-    rows: list[dict[str, Any]]
+    rows: list[dict[str, str | float | None]]
 
 
 # -- sweep.json (search.sweep.plan) --------------------------------------------------------
@@ -371,6 +228,15 @@ class SweepRecommendation(TypedDict):
     rule: str
 
 
+class SweepMeta(TypedDict):
+    """sweep.json's ``meta``: the wall time, the local jobs, and with --cluster its figures
+    (search.sweep.command.cluster_meta: address, simulations by worker, ...)."""
+
+    wall_s: float
+    jobs: int
+    cluster: NotRequired[dict[str, object]]
+
+
 class SweepResult(TypedDict):
     """sweep.json (docs/reference/sweep.md)."""
 
@@ -387,7 +253,7 @@ class SweepResult(TypedDict):
     points: list[SweepPoint]
     recommendation: SweepRecommendation
     complete: bool
-    meta: dict[str, Any]  # wall_s, jobs, cluster
+    meta: SweepMeta
     verify_live: NotRequired[VerifyLive]
 
 
@@ -444,6 +310,41 @@ class TuneRecommendation(TypedDict):
     holdout_missed: NotRequired[list[HoldoutMiss]]
 
 
+class TunePrefer(TypedDict):
+    """tune.json's ``prefer``: the parameter path and side that break ties, in words, and
+    whether --prefer stated it."""
+
+    path: str | None
+    side: str
+    text: str
+    stated: bool
+
+
+class TuneSampler(TypedDict):
+    """tune.json's ``sampler``: the sampler in words, its seed, the batch size, the order."""
+
+    name: str
+    seed: int
+    batch: int
+    order: str
+
+
+class EarlyStop(TypedDict):
+    """tune.json's ``early_stop``: after how many seeds a trial may stop, the checkpoints, the
+    rule in words."""
+
+    after_seeds: int
+    checkpoints: list[int]
+    rule: str
+
+
+class TuneMeta(SweepMeta):
+    """tune.json's ``meta``: a sweep's, and the versions of harness and Optuna."""
+
+    harness: str
+    optuna: str
+
+
 class TuneResult(TypedDict):
     """tune.json (docs/reference/tune.md)."""
 
@@ -455,15 +356,15 @@ class TuneResult(TypedDict):
     constraints: list[str]
     constraint_sources: list[str]
     over_seeds: OverSeeds
-    prefer: dict[str, Any]  # path, side, text, stated
+    prefer: TunePrefer
     seeds: list[int]
     budget: dict[str, int]  # trials, seeds_per_trial
-    sampler: dict[str, Any]  # name, seed, batch, order
-    early_stop: dict[str, Any]  # after_seeds, checkpoints, rule
+    sampler: TuneSampler
+    early_stop: EarlyStop
     trials: list[Trial]
     counts: dict[str, int]  # trials by state, feasible, simulations
     front: list[int]
     recommendation: TuneRecommendation
     complete: bool
-    meta: dict[str, Any]  # wall_s, jobs, harness, optuna, cluster
+    meta: TuneMeta
     verify_live: NotRequired[VerifyLive | None]  # --verify-live only (None: the live run broke)

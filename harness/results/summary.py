@@ -27,10 +27,13 @@ from harness.recording.quantiles import percentiles, quantile_runs
 from harness.recording.stats import Collector, Tally
 from harness.results import contract
 from harness.results.shapes import (
+    Alert,
     Conservation,
     Counts,
     GroupFigures,
     Header,
+    Jobs,
+    Review,
     Scaling,
     Summary,
     TokenFields,
@@ -106,7 +109,7 @@ def git_sha() -> str | None:
         return None
 
 
-def meta(started_at: datetime, wall_s: float) -> dict[str, Any]:
+def meta(started_at: datetime, wall_s: float) -> dict[str, object]:
     return {
         "harness_version": harness.__version__,
         "git_sha": git_sha(),
@@ -132,7 +135,7 @@ def header(profile: Profile, mode: str, seed: int, complete: bool) -> Header:
 class _Reads(TypedDict, total=False):
     """``scaling.prometheus`` when the signal was read from Prometheus (it opens the block)."""
 
-    prometheus: dict[str, Any]
+    prometheus: dict[str, int | str]
 
 
 def scaling_figures(profile: Profile, col: Collector, engine: Mapping[str, Any] | None) -> Scaling:
@@ -248,8 +251,8 @@ def build(
     in_flight_at_end: int,
     engine_counts: Mapping[str, int] | None,
     in_flight_by_state: Mapping[str, int] | None = None,
-    review: Mapping[str, Any] | None = None,
-    alerts: list[dict[str, Any]],
+    review: Review | None = None,
+    alerts: list[Alert],
     engine_scaling: Mapping[str, Any] | None = None,
     extra_thresholds: Sequence[str] = (),
     complete: bool = True,
@@ -257,7 +260,7 @@ def build(
     token_figures: TokenFields | None = None,
     client_retries: int | None = None,
     upstream_retries: int = 0,
-    jobs: Mapping[str, Any] | None = None,
+    jobs: Jobs | None = None,
 ) -> Summary:
     """summary.json for the run core (sim and proxy). ``token_figures``: the simulated
     upstream's ``ttft_s``, ``itl_s`` and ``output_tokens_per_s`` (:func:`token_fields`) when it
@@ -322,10 +325,10 @@ def build(
         "generator_saturated": False,
         "duration_s": round(duration_s, 3),
         "unavailable": {},
-        "review": None if review is None else dict(review),
+        "review": None if review is None else review.copy(),
     }
     if jobs is not None:
-        summary["jobs"] = dict(jobs)
+        summary["jobs"] = jobs.copy()
     if token_figures is not None:  # the keys above, in place
         summary["ttft_s"] = token_figures["ttft_s"]
         summary["itl_s"] = token_figures["itl_s"]

@@ -219,7 +219,7 @@ class Row:
     note: str = ""
     gated: bool = False  # a regression of this figure fails the change
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {
             k: getattr(self, k)
             for k in (
@@ -305,8 +305,9 @@ class Review:
     settle: str = ""  # the command that would settle an inconclusive review
     notes: list[str] = field(default_factory=list)
     gate: tuple[str, ...] = ()
-    holds: dict[str, Any] = field(default_factory=dict)  # "base"/"new": holds_over_seeds()
-    slo: dict[str, Any] = field(default_factory=dict)  # slo_answer(): NEW holds? BASE?
+    # "base"/"new": holds_over_seeds(), or {} where a side has none
+    holds: dict[str, Mapping[str, object]] = field(default_factory=dict)
+    slo: dict[str, object] = field(default_factory=dict)  # slo_answer(): NEW holds? BASE?
     broken: list[str] = field(default_factory=list)  # constraints BASE held, NEW does not
     invalid: dict[str, list[str]] = field(default_factory=dict)  # side -> why (--allow-invalid)
 
@@ -325,7 +326,7 @@ class Review:
         """1: worse than BASE; else 4: NEW does not hold its SLO and thresholds; else 0."""
         return EXIT_FAIL if self.regression else (EXIT_OK if self.new_holds else EXIT_NOT_HELD)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {
             "verdict": self.verdict,
             "method": self.method,
@@ -399,7 +400,7 @@ def parse_gate(names: Sequence[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
-def slo_answer(base_holds: Holds | None, new_holds: Holds | None) -> dict[str, Any]:
+def slo_answer(base_holds: Holds | None, new_holds: Holds | None) -> dict[str, object]:
     """Does NEW hold its SLO and thresholds over its seeds (the one rule), and did BASE?"""
 
     def ok(h: Holds | None) -> bool | None:

@@ -213,7 +213,7 @@ class Result:
         return f"sweep over {', '.join(d.get('params', []))}, {len(d.get('seeds', []))} seeds"
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def _read_json(path: Path) -> dict[str, object]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -353,15 +353,15 @@ def aggregate(summaries: Sequence[Summary]) -> Aggregate:
 @dataclass(slots=True)
 class Row:
     figure: str
-    base: dict[str, Any] | None  # describe() of BASE's samples; None if absent
-    new: dict[str, Any] | None
+    base: dict[str, object] | None  # describe() of BASE's samples; None if absent
+    new: dict[str, object] | None
     delta: float | None  # NEW median - BASE median
     verdict: str  # ok | better | noise | regression | n/a | changed
     tolerance: str
     note: str = ""
     text: tuple[str, str] | None = None  # cells shown instead of numbers (recommendation)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         b, n = self.text if self.text else (self.base, self.new)
         return {
             "figure": self.figure,
@@ -425,8 +425,8 @@ class Comparison:
             ]
         return []
 
-    def as_dict(self) -> dict[str, Any]:
-        def side(r: Result) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
+        def side(r: Result) -> dict[str, object]:
             return {"path": r.label, "kind": r.kind, "size": r.describe_size()}
 
         return {

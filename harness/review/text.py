@@ -171,7 +171,7 @@ def to_markdown(rv: Review, sides: str) -> str:
 
 
 def to_json(rv: Review, sides: str) -> str:
-    d: dict[str, Any] = rv.as_dict()
+    d: dict[str, object] = rv.as_dict()
     d["sides"] = sides
     d["method_text"] = METHODS[rv.method]
     return json.dumps(d, indent=2, sort_keys=True) + "\n"

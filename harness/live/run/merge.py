@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from itertools import islice
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypedDict, cast
 
 import orjson
 
@@ -32,7 +32,7 @@ from harness.profile import AlertRule, Profile, ProfileError
 from harness.recording.alerts import evaluate_alerts, signal_series
 from harness.results import summary as summ
 from harness.results.client_figures import live_summary, offered_span, trace_figures
-from harness.results.shapes import Summary
+from harness.results.shapes import Jobs, Summary
 from harness.workload.arrivals import schedule, session_replay
 from harness.workload.sessions import every_record, offered, record_end
 from harness.workload.traces import traced
@@ -42,7 +42,21 @@ _UNREACHED = ("failed:connection_refused", "failed:connection_error")
 _P95 = AlertRule(signal="turnaround_p95_s", threshold=0.0, window_s=60.0)
 
 
-def attempt_counts(recs: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+class AttemptCounts(TypedDict):
+    """What the proxy should have counted (attempt_counts): ``unknown``, the attempts whose
+    outcome the client never read, are among ``failed``."""
+
+    arrivals: int
+    rejected: int
+    admitted: int
+    rejected_by_reason: dict[str, int]
+    completed: int
+    failed: int
+    expired: int
+    unknown: int
+
+
+def attempt_counts(recs: Iterable[Mapping[str, Any]]) -> AttemptCounts:
     """What the proxy should have counted, one arrival per attempt that reached it.
 
     A history entry is ``outcome`` or ``outcome:reason`` (``ClientRequest.settle``), so each
@@ -74,11 +88,11 @@ def attempt_counts(recs: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def jobs_in_flight(
-    jobs: Mapping[str, Any],
+    jobs: Jobs,
     decisions: Sequence[Mapping[str, Any]],
     recs: Sequence[Mapping[str, Any]],
     job_classes: Iterable[str],
-) -> dict[str, Any]:
+) -> Jobs:
     """The proxy's ``jobs`` block with the agent jobs the run counts in flight at its end not
     counted as ended. A run cut short (an interrupt, a kill) counts a request whose answer its
     client never read in flight (``counts.in_flight_at_end``); the proxy, seeing the client
@@ -88,7 +102,7 @@ def jobs_in_flight(
     classes' ended requests, as the counts' conservation has them. A job the proxy completed
     has no decision line of its own (but for one ended early, which is taken back too)."""
     classes = frozenset(job_classes)
-    out = dict(jobs)
+    out = jobs.copy()
     flying = {
         r["id"] if r["attempts"] <= 1 else f"{r['id']}.{r['attempts']}"
         for r in recs
@@ -234,7 +248,7 @@ def closed_loop_offered(
 # -- the proxy's side ----------------------------------------------------------------------------
 
 
-def _jsonl(path: Path) -> list[dict[str, Any]]:
+def _jsonl(path: Path) -> list[dict[str, object]]:
     if not path.is_file():
         return []
     return [orjson.loads(x) for x in path.read_bytes().splitlines() if x.strip()]
@@ -365,7 +379,7 @@ def merge(
     window = offered_span(recs, profile, cap is not None and scheduled >= cap, complete)
     end = max([window, *ends])
     proxy: Summary | None = None
-    decisions: list[dict[str, Any]] = []
+    decisions: list[dict[str, object]] = []
     offset = 0.0
     if proxy_dir is not None and (proxy_dir / "summary.json").is_file():
         # the proxy's own summary.json, as results.summary wrote it

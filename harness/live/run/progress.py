@@ -15,7 +15,7 @@ from array import array
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, NotRequired, TypedDict
 
 import httpx
 import orjson
@@ -30,18 +30,33 @@ from harness.results.shapes import Summary
 LOG_EVERY_S = 10.0
 P95_WINDOW = 100_000  # the p95 "so far" is over at most this many recent completions
 PRIORITIES = ("critical", "standard", "batch")
-_REPLICAS = {
+_REPLICAS: dict[str, Literal["desired", "ready", "draining"]] = {
     "agent_scaling_desired_replicas": "desired",
     "agent_scaling_ready_replicas": "ready",
     "agent_scaling_draining_replicas": "draining",
 }
 
 
-def parse_metrics(text: str) -> dict[str, Any]:
+class ProxyGauges(TypedDict):
+    """What the live view reads from the proxy's /metrics: queue depth and oldest age by
+    priority, jobs in flight, admission decisions by (decision, reason), and with scaling on
+    the replicas and whether the signal is blind."""
+
+    depth: dict[str, int]
+    oldest: dict[str, float]
+    decisions: Counter[tuple[str, str]]
+    in_flight: int | None
+    desired: NotRequired[int]
+    ready: NotRequired[int]
+    draining: NotRequired[int]
+    blind: NotRequired[bool]
+
+
+def parse_metrics(text: str) -> ProxyGauges:
     """The proxy's gauges and admission counters, from Prometheus text."""
     from prometheus_client.parser import text_string_to_metric_families
 
-    out: dict[str, Any] = {"depth": {}, "oldest": {}, "decisions": Counter(), "in_flight": None}
+    out: ProxyGauges = {"depth": {}, "oldest": {}, "decisions": Counter(), "in_flight": None}
     for fam in text_string_to_metric_families(text):
         for s in fam.samples:
             name, labels, v = s.name, s.labels, s.value
@@ -106,7 +121,7 @@ class LiveView:
         self.rejected: Counter[str] = Counter()
         self.latencies: list[float] = []
         self.lags: list[float] = []
-        self.metrics: dict[str, Any] | None = None
+        self.metrics: ProxyGauges | None = None
         self.metrics_down = False
         self.status = "starting"
         self._live: Live | None = None
