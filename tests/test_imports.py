@@ -59,7 +59,7 @@ def test_only_the_commands_layer_imports_both_sim_and_live() -> None:
     # the simulation is reached only through the commands floor: commands/ and search/ (sweep
     # and tune) beside it (the CLI calls them)
     assert {p for p in sim if not p.startswith("sim/")} <= {
-        p for p in mods if p.startswith(("commands/", "search/"))
+        p for p in mods if p.startswith(("commands/", "search/", "batch/"))
     }
     assert any(p.startswith("commands/") for p in sim) and any(
         p.startswith("commands/") for p in live
@@ -241,6 +241,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("harness.review", "harness.render"),  # comparing results; drawing them for people
     ("harness.run_core",),  # engine + collector + log -> the summary, for both drivers
     ("harness.sim", "harness.live"),
+    ("harness.batch",),  # running many simulations: the pool, chunks, the Dask cluster
     ("harness.commands", "harness.search"),  # search: sweep and tune, beside the commands
     ("harness.cli", "harness.__main__"),
 )

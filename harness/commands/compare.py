@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from harness.commands.pool import run_chunks
+from harness.batch.pool import run_chunks
 from harness.results.expr import expr_value
 from harness.results.provenance import compare_provenance, over_seeds_of, profile_of
 from harness.results.seed_rule import holds_over_seeds

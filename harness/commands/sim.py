@@ -10,8 +10,8 @@ from typing import cast
 from rich.console import Console
 from rich.markup import escape
 
-from harness.commands.pool import run_chunks
-from harness.commands.progress import progress_bar
+from harness.batch.pool import run_chunks
+from harness.batch.progress import progress_bar
 from harness.ground.atomic import shown, write_atomic
 from harness.ground.exit_codes import EXIT_BROKEN, EXIT_FAIL, EXIT_OK, for_summary
 from harness.ground.interrupts import Interrupts

@@ -15,28 +15,34 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from harness.commands.pool import run_chunks
-from harness.commands.progress import progress_bar
+from harness.batch.batches import (
+    Outcome,
+    Runner,
+    Task,
+    pool_context,
+    run_bundle_chunk,
+    run_chunk,
+)
+from harness.batch.cluster import (
+    ClusterError,
+    ClusterPool,
+    Stopped,
+    bundle_for,
+    cluster_meta,
+    cluster_text,
+    failure_text,
+    where_text,
+)
+from harness.batch.pool import run_chunks
+from harness.batch.progress import progress_bar
 from harness.ground.atomic import shown
 from harness.ground.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN, EXIT_FAIL, EXIT_OK
 from harness.ground.interrupts import Interrupts
 from harness.profile import LoadedProfile, ProfileError
 from harness.results.shapes import SweepResult
-from harness.search.batches import Runner, pool_context, run_bundle_chunk, run_chunk
-from harness.search.cluster import (
-    ClusterError,
-    ClusterPool,
-    Stopped,
-    bundle_for,
-    cluster_text,
-    failure_text,
-    where_text,
-)
 from harness.search.sweep.plan import (
-    Outcome,
     Plan,
     Tally,
-    Task,
     assemble,
     plan_sweep,
     write_outputs,
@@ -99,21 +105,6 @@ def run_sweep(
         result["meta"]["cluster"] = where
     write_outputs(result, out)
     return result
-
-
-def cluster_meta(address: str, pool: ClusterPool) -> dict[str, Any]:
-    """``meta.cluster``: the address, simulations by worker, and, when there were any, the
-    workers left out and why the run ended early."""
-    meta: dict[str, Any] = {
-        "address": address,
-        "simulations_by_worker": dict(sorted(pool.ran.items())),
-    }
-    if pool.left_out:
-        meta["left_out"] = dict(sorted(pool.left_out.items()))
-    failed = failure_text(pool)
-    if failed is not None:
-        meta["failed"] = failed
-    return meta
 
 
 def drop_if_empty(folder: Path) -> None:

@@ -13,12 +13,7 @@ import yaml
 from rich.console import Console
 from rich.markup import escape
 
-from harness.commands.progress import progress_bar
-from harness.ground.atomic import shown
-from harness.ground.exit_codes import EXIT_BROKEN, EXIT_FAIL, EXIT_OK
-from harness.ground.interrupts import Interrupts
-from harness.results.shapes import TuneResult
-from harness.search.cluster import (
+from harness.batch.cluster import (
     ClusterError,
     ClusterPool,
     Stopped,
@@ -26,6 +21,11 @@ from harness.search.cluster import (
     failure_text,
     where_text,
 )
+from harness.batch.progress import progress_bar
+from harness.ground.atomic import shown
+from harness.ground.exit_codes import EXIT_BROKEN, EXIT_FAIL, EXIT_OK
+from harness.ground.interrupts import Interrupts
+from harness.results.shapes import TuneResult
 from harness.search.sweep.command import drop_if_empty
 from harness.search.tune import judge as tn
 from harness.search.tune.tuned_yaml import TunedMismatch

@@ -1,21 +1,28 @@
 """The simulations a sweep or a tune runs, in batches: what one chunk of (point, overrides, seed)
 tasks returns, on a local worker process (the profile by path) or on a cluster's worker (the
-profile as data), and the start method of the local pool. Shared by ``search.sweep`` and
-``search.tune``."""
+profile as data), and the start method of the local pool. Shared by ``harness sweep`` and
+``harness tune``."""
 
 from __future__ import annotations
 
 import multiprocessing as mp
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 from harness.profile.bundle import ProfileBundle
+from harness.results.expr import expr_value
 from harness.results.shapes import Summary
-from harness.search.sweep.plan import Outcome, Task, outcome
 
 Runner = Callable[[str, list[str], int], Summary]
+Task = tuple[int, list[str], int]  # (point index, overrides, seed)
+Outcome = tuple[int, int, dict[str, float | None], str]  # (point index, seed, metrics, verdict)
+
+
+def outcome(idx: int, seed: int, summary: Summary, metrics: Sequence[str]) -> Outcome:
+    """What a worker sends back for one simulation: only the figures the sweep needs."""
+    return (idx, seed, {m: expr_value(summary, m) for m in metrics}, str(summary.get("verdict")))
 
 
 def default_runner() -> Runner:

@@ -165,7 +165,7 @@ def bundle_for(
 
 class ClusterPool:
     """A Dask client to ``address`` with one profile bundle on it; :meth:`run` has
-    :class:`~harness.commands.pool.WorkerPool`'s contract, with ``fn(bundle, chunk)``.
+    :class:`~harness.batch.pool.WorkerPool`'s contract, with ``fn(bundle, chunk)``.
     ``stop`` is polled while connecting: a stop signal there raises :class:`Stopped`."""
 
     def __init__(
@@ -614,3 +614,18 @@ def where_text(pool: ClusterPool) -> str:
     """Simulations finished so far, by worker (a worker that joined later shows up here)."""
     ran = ", ".join(f"{w.split('://', 1)[-1]} {n}" for w, n in sorted(pool.ran.items()))
     return f"{len(pool.ran)} workers ({ran})" if ran else pool.address
+
+
+def cluster_meta(address: str, pool: ClusterPool) -> dict[str, Any]:
+    """``meta.cluster``: the address, simulations by worker, and, when there were any, the
+    workers left out and why the run ended early."""
+    meta: dict[str, Any] = {
+        "address": address,
+        "simulations_by_worker": dict(sorted(pool.ran.items())),
+    }
+    if pool.left_out:
+        meta["left_out"] = dict(sorted(pool.left_out.items()))
+    failed = failure_text(pool)
+    if failed is not None:
+        meta["failed"] = failed
+    return meta
