@@ -3,7 +3,7 @@ aggregate.json (their keys: docs/reference/summary.md, sweep.md, tune.md, aggreg
 
 Types only: a TypedDict is a plain dict at run time, so these add no behaviour. They live here,
 in results/, because every builder (results/, review/, search/) and every reader (render/,
-review/, search/, commands/, live/) sits on this floor or above it; sweep.json and tune.json
+review/, search/, cli/, live/) sits on this floor or above it; sweep.json and tune.json
 are built in search/ but drawn in render/, which may not import search/.
 
 A key a builder adds after the dict is made (the verdict, ``meta``) or that only some modes

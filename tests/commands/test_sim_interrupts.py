@@ -15,7 +15,7 @@ import orjson
 import pytest
 from rich.console import Console
 
-from harness.commands import sim as driver
+from harness.cli.sim import body as driver
 from harness.profile import load
 from harness.results import summary as summ
 

@@ -20,10 +20,10 @@ import pytest
 pytest.importorskip("distributed")
 
 from harness.batch.cluster import ClusterError, ClusterPool
+from harness.cli.sweep.body import run_sweep
 from harness.ground.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN
 from harness.profile import bundled_dir, load
 from harness.profile.bundle import load_bundle, make_bundle
-from harness.search.sweep.command import run_sweep
 from harness.search.tune.plan import plan_tune
 from harness.search.tune.study import run_tune
 from harness.sim.runner import run_summary

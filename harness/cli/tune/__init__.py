@@ -1,5 +1,5 @@
 """The `tune` command (registered on the app by :mod:`harness.cli.app`): parse, call
-:mod:`harness.search.tune.command`, map errors to exit codes."""
+:mod:`harness.cli.tune.body`, map errors to exit codes."""
 
 from __future__ import annotations
 
@@ -101,8 +101,8 @@ def tune(
     interrupted (a partial tune.json is written)."""
     from rich.markup import escape
 
+    from harness.cli.tune.body import foreign_files, tune_command
     from harness.profile import ProfileError
-    from harness.search.tune.command import foreign_files, tune_command
     from harness.search.tune.plan import plan_tune
 
     loaded = load_profile_once(profile, set_)

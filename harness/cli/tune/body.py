@@ -22,11 +22,11 @@ from harness.batch.cluster import (
     where_text,
 )
 from harness.batch.progress import progress_bar
+from harness.cli.sweep.body import drop_if_empty
 from harness.ground.atomic import shown
 from harness.ground.exit_codes import EXIT_BROKEN, EXIT_FAIL, EXIT_OK
 from harness.ground.interrupts import Interrupts
 from harness.results.shapes import TuneResult
-from harness.search.sweep.command import drop_if_empty
 from harness.search.tune import judge as tn
 from harness.search.tune.tuned_yaml import TunedMismatch
 

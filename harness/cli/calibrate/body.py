@@ -4,7 +4,7 @@
 with the profile's own upstream, as ``harness run`` does: ``python -m harness stub`` with its
 real flags), writes the probe's ``requests.jsonl``, and then does what ``fit`` does with it:
 read the records (one reader), fit (``harness.fit``), write ``calibrated.yaml``,
-``calibrated.json`` and ``fit.png`` (the picture: ``harness.render.fit_plot``). Exit codes
+``calibrated.json`` and ``fit.png`` (the picture: ``harness.cli.calibrate.plot``). Exit codes
 (``harness.ground.exit_codes``): 0 every component fits; 1 a component fits badly (the files are
 still written, the bad fit flagged); 2 bad input or a parameter the data cannot identify; 3
 the probe broke (target unreachable, nothing completed).
@@ -22,6 +22,7 @@ import orjson
 import yaml
 from rich.console import Console
 
+from harness.cli.calibrate.plot import plot_fit
 from harness.fit import FitError
 from harness.fit.counts import per_class
 from harness.fit.model import PARAMS, fit
@@ -29,7 +30,6 @@ from harness.fit.observations import observations, read_requests
 from harness.fit.output import calibrated, figures, write
 from harness.ground.exit_codes import EXIT_BROKEN, EXIT_FAIL, EXIT_OK
 from harness.profile import Profile, apply_override, resolve, to_dict
-from harness.render.fit_plot import plot_fit
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,5 +1,5 @@
 """The `sim` command (registered on the app by :mod:`harness.cli.app`): parse, call
-:mod:`harness.commands.sim`, map errors to exit codes."""
+:mod:`harness.cli.sim.body`, map errors to exit codes."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def sim(
     log: LogOpt = "plain",
 ) -> None:
     """Run a profile in virtual time: a 300 s burst takes well under a second."""
-    from harness.commands.sim import run_many, run_one
+    from harness.cli.sim.body import run_many, run_one
 
     log_fmt = log_format(log)
     prof = load_profile(profile, set_)

@@ -1,5 +1,5 @@
 """The `compare` command (registered on the app by :mod:`harness.cli.app`): parse, call
-:mod:`harness.commands.compare`, map errors to exit codes."""
+:mod:`harness.cli.compare.body`, map errors to exit codes."""
 
 from __future__ import annotations
 
@@ -83,7 +83,7 @@ def compare(
     profile's verdict.over_seeds rule) exits 4; else 0. An invalid side is refused (exit 2)
     unless --allow-invalid. Figures are medians over seeds, robust to seed noise. Exit codes:
     docs/reference/exit-codes-and-admission.md; the method: docs/verdict-and-review.md."""
-    from harness.commands.compare import (
+    from harness.cli.compare.body import (
         CompareRequest,
         compare_sweeps,
         is_sweep,

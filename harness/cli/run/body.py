@@ -1,5 +1,5 @@
-"""`harness run` and `harness worker`: a live run's settings from the command's options, then
-the run (Locust load -> admission proxy -> the stub or a real endpoint) or one remote worker."""
+"""`harness run`'s body: a live run's settings from the command's options, then the run
+(Locust load -> admission proxy -> the stub or a real endpoint)."""
 
 from __future__ import annotations
 
@@ -26,10 +26,3 @@ def run_command(settings: Callable[[], LiveSettings], *, console: Console, dry_r
         console.print(f"[bold red]error:[/] {e}", soft_wrap=True)
         return EXIT_BAD_INPUT
     return run_live(checked, console=console, dry_run=dry_run)
-
-
-def worker_command(master: str, master_port: int) -> int:
-    """Join a `harness run --remote-workers M` on ``master`` as one Locust worker."""
-    from harness.live.run.orchestrate import run_worker
-
-    return run_worker(master, master_port)

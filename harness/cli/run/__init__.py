@@ -1,5 +1,5 @@
 """The `run` command (registered on the app by :mod:`harness.cli.app`): parse, call
-:mod:`harness.commands.live_run`, map errors to exit codes."""
+:mod:`harness.cli.run.body`, map errors to exit codes."""
 
 from __future__ import annotations
 
@@ -120,7 +120,7 @@ def run(
     endpoint."""
     from functools import partial
 
-    from harness.commands.live_run import run_command
+    from harness.cli.run.body import run_command
     from harness.live.run.settings import LiveSettings
 
     prof = load_profile(profile, set_)

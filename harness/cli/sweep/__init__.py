@@ -1,5 +1,5 @@
 """The `sweep` command (registered on the app by :mod:`harness.cli.app`): parse, call
-:mod:`harness.search.sweep.command`, map errors to exit codes."""
+:mod:`harness.cli.sweep.body`, map errors to exit codes."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def sweep(
     cluster: ClusterOpt = None,
 ) -> None:
     """Grid-sweep parameters in virtual time and recommend a value robust across seeds."""
-    from harness.search.sweep.command import sweep_command
+    from harness.cli.sweep.body import sweep_command
 
     loaded = load_profile_once(profile, set_)
     prof = loaded.profile

@@ -1,5 +1,5 @@
 """The `calibrate` and `fit` commands (registered on the app by :mod:`harness.cli.app`): parse,
-call :mod:`harness.commands.calibrate`, map errors to exit codes."""
+call :mod:`harness.cli.calibrate.body`, map errors to exit codes."""
 
 from __future__ import annotations
 
@@ -179,7 +179,7 @@ def calibrate(
     per component."""
     import dataclasses
 
-    from harness.commands.calibrate import CalibrateRequest, FitOptions, calibrate_command
+    from harness.cli.calibrate.body import CalibrateRequest, FitOptions, calibrate_command
     from harness.fit import FitError
     from harness.live.probe import ProbePlan
     from harness.live.run.settings import STUB_MODEL
@@ -281,7 +281,7 @@ def fit(
 
     The model (dist: tokens) is fitted to the run's streamed requests and the token counts per
     class to its traffic; the calibrated profile and its JSON are written beside them."""
-    from harness.commands.calibrate import FitOptions, fit_command
+    from harness.cli.calibrate.body import FitOptions, fit_command
     from harness.fit import FitError
 
     prof = load_profile(profile, set_) if profile is not None else None
