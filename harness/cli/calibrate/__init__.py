@@ -3,8 +3,9 @@ call :mod:`harness.cli.calibrate.body`, map errors to exit codes."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -21,6 +22,11 @@ from harness.cli.options import (
     load_profile,
     writable,
 )
+
+if TYPE_CHECKING:
+    from harness.live.probe import ProbePlan
+    from harness.live.transport.tls import Tls
+    from harness.profile import Profile
 
 FixOpt = Annotated[
     list[str] | None,
@@ -70,102 +76,147 @@ def _ints(opt: str, text: str) -> tuple[int, ...]:
         raise bad_input(f"{opt} {text}: expected whole numbers separated by commas") from None
 
 
+def _checked_tls(target: str, ca_bundle: str | None, insecure: bool) -> Tls:
+    """The TLS settings, checked, and a target that is not the stub checked as a URL (bad
+    ones: exit 2)."""
+    from harness.live.transport.target import BadTarget, endpoint
+    from harness.live.transport.tls import Tls, TlsError
+
+    try:
+        tls = Tls(ca_bundle=ca_bundle, insecure=insecure).validated()
+        if target != "stub":
+            endpoint(target)
+    except (ValueError, BadTarget, TlsError) as e:
+        raise bad_input(str(e)) from None
+    return tls
+
+
+def _print_plan(plan: ProbePlan, concurrency: str, prompt_tokens: str) -> None:
+    """The probe's plan and its cost in tokens, before anything is sent."""
+    n, pt, ct = plan.cost()
+    err.print(
+        f"probe plan: {n} streamed requests at concurrency {concurrency}, prompts of "
+        f"{prompt_tokens} tokens: about {pt:,} prompt tokens and at most {ct:,} completion "
+        "tokens in all",
+        soft_wrap=True,
+    )
+
+
+def _with_key_env(prof: Profile, api_key_env: str | None) -> Profile:
+    """The profile with --api-key-env as its wire.auth.env, when given."""
+    if api_key_env is None:
+        return prof
+    auth = dataclasses.replace(prof.wire.auth, env=api_key_env)
+    return dataclasses.replace(prof, wire=dataclasses.replace(prof.wire, auth=auth))
+
+
+ProfileOpt = Annotated[
+    str,
+    typer.Argument(
+        help=(
+            "The profile to calibrate (file or bundled name): the output is this profile with"
+            " its upstream.latency replaced by the fit. With --target stub, the stub serves"
+            " this profile's upstream."
+        )
+    ),
+]
+TargetOpt = Annotated[
+    str,
+    typer.Option(
+        help=(
+            "'stub' (the bundled stub, started with PROFILE's upstream: a known-parameter"
+            " check) or the base URL of an OpenAI-compatible endpoint."
+        )
+    ),
+]
+OutOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--out",
+        help=(
+            "Folder for requests.jsonl, calibrated.yaml and calibrated.json (default:"
+            " results/<profile>-calibrate-<UTC timestamp>/)."
+        ),
+    ),
+]
+MaxRequestsOpt = Annotated[
+    int,
+    typer.Option(
+        help=(
+            "Send at most N requests in all (the cost cap), split evenly over the concurrency"
+            " steps."
+        ),
+        min=2,
+    ),
+]
+ConcurrencyOpt = Annotated[
+    str, typer.Option(help="Concurrency steps: each runs that many closed-loop workers.")
+]
+PromptTokensOpt = Annotated[
+    str,
+    typer.Option(
+        help=(
+            "Prompt lengths in tokens (about 4 characters each), cycled within every step: at"
+            " least two, so the prompt slope is identifiable."
+        )
+    ),
+]
+MaxTokensOpt = Annotated[
+    int, typer.Option(help="Completion tokens asked of every request (max_tokens).", min=2)
+]
+MaxWallSOpt = Annotated[
+    float,
+    typer.Option(
+        help="Send no new request after S seconds (profile seconds with --target stub).", min=1
+    ),
+]
+TimeoutSOpt = Annotated[float, typer.Option(help="Cut one request after S seconds.", min=0.1)]
+DryRunOpt = Annotated[
+    bool,
+    typer.Option(
+        "--dry-run",
+        help=(
+            "Print the probe's plan and cost (requests, prompt and completion tokens) and send"
+            " nothing."
+        ),
+    ),
+]
+TimeScaleOpt = Annotated[
+    float,
+    typer.Option(
+        help=("--target stub only: run the stub F times faster; the fit stays in profile seconds.")
+    ),
+]
+SeedOpt = Annotated[
+    int, typer.Option(help="Seed for the prompts, the stub and the bootstrap.", **SEED)
+]
+ApiKeyEnvOpt = Annotated[
+    str | None,
+    typer.Option(
+        help=(
+            "Environment variable holding the API key (never written anywhere) [default: the"
+            " profile's wire.auth.env]."
+        ),
+        show_default=False,
+    ),
+]
+
+
 def calibrate(
-    profile: Annotated[
-        str,
-        typer.Argument(
-            help=(
-                "The profile to calibrate (file or bundled name): the output is this profile with"
-                " its upstream.latency replaced by the fit. With --target stub, the stub serves"
-                " this profile's upstream."
-            )
-        ),
-    ] = "token-model",
-    target: Annotated[
-        str,
-        typer.Option(
-            help=(
-                "'stub' (the bundled stub, started with PROFILE's upstream: a known-parameter"
-                " check) or the base URL of an OpenAI-compatible endpoint."
-            )
-        ),
-    ] = "stub",
-    out: Annotated[
-        Path | None,
-        typer.Option(
-            "--out",
-            help=(
-                "Folder for requests.jsonl, calibrated.yaml and calibrated.json (default:"
-                " results/<profile>-calibrate-<UTC timestamp>/)."
-            ),
-        ),
-    ] = None,
-    max_requests: Annotated[
-        int,
-        typer.Option(
-            help=(
-                "Send at most N requests in all (the cost cap), split evenly over the concurrency"
-                " steps."
-            ),
-            min=2,
-        ),
-    ] = 200,
-    concurrency: Annotated[
-        str, typer.Option(help="Concurrency steps: each runs that many closed-loop workers.")
-    ] = "1,2,4,8,16",
-    prompt_tokens: Annotated[
-        str,
-        typer.Option(
-            help=(
-                "Prompt lengths in tokens (about 4 characters each), cycled within every step: at"
-                " least two, so the prompt slope is identifiable."
-            )
-        ),
-    ] = "128,512,1024,2048",
-    max_tokens: Annotated[
-        int, typer.Option(help="Completion tokens asked of every request (max_tokens).", min=2)
-    ] = 64,
-    max_wall_s: Annotated[
-        float,
-        typer.Option(
-            help="Send no new request after S seconds (profile seconds with --target stub).", min=1
-        ),
-    ] = 600.0,
-    timeout_s: Annotated[
-        float, typer.Option(help="Cut one request after S seconds.", min=0.1)
-    ] = 120.0,
-    dry_run: Annotated[
-        bool,
-        typer.Option(
-            "--dry-run",
-            help=(
-                "Print the probe's plan and cost (requests, prompt and completion tokens) and send"
-                " nothing."
-            ),
-        ),
-    ] = False,
-    time_scale: Annotated[
-        float,
-        typer.Option(
-            help=(
-                "--target stub only: run the stub F times faster; the fit stays in profile seconds."
-            )
-        ),
-    ] = 1.0,
-    seed: Annotated[
-        int, typer.Option(help="Seed for the prompts, the stub and the bootstrap.", **SEED)
-    ] = 1,
+    profile: ProfileOpt = "token-model",
+    target: TargetOpt = "stub",
+    out: OutOpt = None,
+    max_requests: MaxRequestsOpt = 200,
+    concurrency: ConcurrencyOpt = "1,2,4,8,16",
+    prompt_tokens: PromptTokensOpt = "128,512,1024,2048",
+    max_tokens: MaxTokensOpt = 64,
+    max_wall_s: MaxWallSOpt = 600.0,
+    timeout_s: TimeoutSOpt = 120.0,
+    dry_run: DryRunOpt = False,
+    time_scale: TimeScaleOpt = 1.0,
+    seed: SeedOpt = 1,
     model: ModelOpt = None,
-    api_key_env: Annotated[
-        str | None,
-        typer.Option(
-            help=(
-                "Environment variable holding the API key (never written anywhere) [default: the"
-                " profile's wire.auth.env]."
-            ),
-            show_default=False,
-        ),
-    ] = None,
+    api_key_env: ApiKeyEnvOpt = None,
     fix: FixOpt = None,
     resamples: ResamplesOpt = 200,
     set_: SetOpt = None,
@@ -177,14 +228,10 @@ def calibrate(
     Streamed requests at concurrency steps and several prompt lengths; the fit of the model
     (dist: tokens) with each parameter's 95 % confidence interval and a goodness-of-fit figure
     per component."""
-    import dataclasses
-
     from harness.cli.calibrate.body import CalibrateRequest, FitOptions, calibrate_command
     from harness.fit import FitError
     from harness.live.probe import ProbePlan
     from harness.live.run.settings import STUB_MODEL
-    from harness.live.transport.target import BadTarget, endpoint
-    from harness.live.transport.tls import Tls, TlsError
 
     prof = load_profile(profile, set_)
     fixed = _fixed(fix)
@@ -200,24 +247,14 @@ def calibrate(
             timeout_s=timeout_s,
             seed=seed,
         )
-        tls = Tls(ca_bundle=ca_bundle, insecure=insecure).validated()
-        if target != "stub":
-            endpoint(target)
-    except (ValueError, BadTarget, TlsError) as e:
+    except ValueError as e:
         raise bad_input(str(e)) from None
-    n, pt, ct = plan.cost()
-    err.print(
-        f"probe plan: {n} streamed requests at concurrency {concurrency}, prompts of "
-        f"{prompt_tokens} tokens: about {pt:,} prompt tokens and at most {ct:,} completion "
-        "tokens in all",
-        soft_wrap=True,
-    )
+    tls = _checked_tls(target, ca_bundle, insecure)
+    _print_plan(plan, concurrency, prompt_tokens)
     if dry_run:
         err.print("dry run: nothing sent")
         return
-    if api_key_env is not None:
-        auth = dataclasses.replace(prof.wire.auth, env=api_key_env)
-        prof = dataclasses.replace(prof, wire=dataclasses.replace(prof.wire, auth=auth))
+    prof = _with_key_env(prof, api_key_env)
     folder = out or default_out(prof, "-calibrate")
     writable(folder)
     req = CalibrateRequest(
