@@ -354,7 +354,7 @@ def test_no_import_cycles_in_the_package() -> None:
 def test_live_rooms_keep_to_their_process() -> None:
     """Inside live/: the proxy and the load generator never import each other, and the
     transport imports no other part of live/ (Locust and gevent stay in load/:
-    tests/run/test_imports.py)."""
+    tests/live/load/test_imports.py)."""
     graph = _graph()
 
     def room(m: str) -> str | None:

@@ -37,7 +37,7 @@ import pytest
 
 from harness.profile import load
 from harness.sim.runner import simulate
-from tests.run.support import LiveResult, live, write_profile
+from tests.live.run.support import LiveResult, live, write_profile
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
 

@@ -17,7 +17,7 @@ from harness.profile import load
 from harness.stub import create_app
 from harness.stub.server import StubThread
 from harness.workload.arrivals import schedule
-from tests.run.support import RETRYING, STREAMY, live, per_window, write_profile
+from tests.live.run.support import RETRYING, STREAMY, live, per_window, write_profile
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
 

@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 import pytest
 
-from tests.run.support import live, per_window, write_profile
+from tests.live.run.support import live, per_window, write_profile
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
 

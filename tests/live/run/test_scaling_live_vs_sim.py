@@ -4,7 +4,7 @@ again with the autoscaler reading its signal through a real Prometheus scraping 
 15 s (``engine.scaling.source: prometheus``; skipped, saying why, without the ``prometheus``
 binary) -- run live against the bundled stub at ``--time-scale 0.1``, side by side (about
 110 s of wall time, the long one's, on 2 cores), each compared with its simulation's 20-seed
-band (tests/run/scaling_agreement.py says how): desired replicas at every second and the
+band (tests/live/run/scaling_agreement.py says how): desired replicas at every second and the
 scaling counts inside the band widened by one replica or 10 %; conservation with
 re-executions; no drain kill before ``drain_timeout_s``, from the proxy's own decision
 records."""
@@ -15,8 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tests.run.scaling_agreement import SCENARIOS, Scenario, compare, run_live
-from tests.run.support import LiveResult
+from tests.live.run.scaling_agreement import SCENARIOS, Scenario, compare, run_live
+from tests.live.run.support import LiveResult
 
 
 def diagnosis(problems: list[str], res: LiveResult) -> str:

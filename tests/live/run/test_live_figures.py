@@ -18,7 +18,7 @@ import pytest
 from harness.profile import loads
 from harness.stub import create_app
 from harness.stub.server import StubThread
-from tests.run.support import live, passed_or_saturated, write_profile
+from tests.live.run.support import live, passed_or_saturated, write_profile
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
 

@@ -12,7 +12,7 @@ import pytest
 
 from harness.profile import load
 from harness.sim.runner import simulate
-from tests.run.support import live, passed_or_saturated, write_profile
+from tests.live.run.support import live, passed_or_saturated, write_profile
 
 pytestmark = [pytest.mark.live]
 

@@ -12,7 +12,7 @@ the sample before it). The scaling counts
 (scale events, re-executions, executors killed, drain-killed streams) must lie inside the
 simulated min-max, widened the same way. Drain kills are checked against the proxy's own
 decision records: every kill comes ``drain_timeout_s`` after a scale-down began draining --
-never before. Used by tests/run/test_scaling_live_vs_sim.py and
+never before. Used by tests/live/run/test_scaling_live_vs_sim.py and
 tests/bench/bench_scaling_agreement.py (which also draws docs/autoscaling.md's picture).
 """
 
@@ -26,7 +26,7 @@ from typing import Any
 
 from harness.profile import load
 from harness.sim.runner import simulate
-from tests.run.support import LiveResult, live
+from tests.live.run.support import LiveResult, live
 
 SCALE = 0.1
 SEED = 1

@@ -15,7 +15,7 @@ from rich.console import Console
 
 from harness.live.run.progress import show_results
 
-SNAPSHOT = Path(__file__).parent.parent / "snapshots" / "run" / "summary.json"
+SNAPSHOT = Path(__file__).parent.parent.parent / "snapshots" / "run" / "summary.json"
 
 
 def _unmask(x: Any) -> Any:

@@ -18,7 +18,7 @@ import yaml
 
 from harness.export import export, target_for
 from harness.profile import load
-from tests.run.support import live, passed_or_saturated, write_profile
+from tests.live.run.support import live, passed_or_saturated, write_profile
 
 pytestmark = [
     pytest.mark.live,

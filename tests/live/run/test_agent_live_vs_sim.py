@@ -19,7 +19,7 @@ import pytest
 
 from harness.profile import load
 from harness.sim.runner import simulate
-from tests.run.support import live
+from tests.live.run.support import live
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
 

@@ -426,7 +426,7 @@ def test_max_requests_rates_are_over_the_span_offered(tmp_path: Path) -> None:
 
 # -- a closed-loop session replay: the records offered are what is scheduled -----------------
 
-KEYED = Path(__file__).resolve().parents[1] / "data" / "sessions-keyed.jsonl"
+KEYED = Path(__file__).resolve().parents[2] / "data" / "sessions-keyed.jsonl"
 CLOSED = loads(f"""
 name: closed-loop-merge
 duration_s: 8

@@ -217,8 +217,8 @@ def test_a_workers_copy_of_the_trace_is_removed_when_it_exits(tmp_path: Path) ->
 
     code = f"""
 import pathlib, sys
-sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
-from tests.run.test_traced_bodies import spec_of, traced_profile
+sys.path.insert(0, {str(Path(__file__).resolve().parents[3])!r})
+from tests.live.load.test_traced_bodies import spec_of, traced_profile
 folder = pathlib.Path({str(tmp_path)!r})
 plan, _spec = spec_of(traced_profile(folder), folder)
 copy = pathlib.Path(plan.profile.arrivals.file)

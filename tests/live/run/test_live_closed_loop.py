@@ -26,11 +26,11 @@ import pytest
 
 from harness.profile import load
 from harness.sim.runner import run_to_folder
-from tests.run.support import LiveResult, live, passed_or_saturated, write_profile
+from tests.live.run.support import LiveResult, live, passed_or_saturated, write_profile
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+DATA = Path(__file__).resolve().parents[2] / "data"
 KEYED = DATA / "sessions-keyed.jsonl"
 CHAINS = DATA / "sessions-bailian-format.jsonl"
 SCALE = 0.2

@@ -21,7 +21,7 @@ from harness.profile.thresholds import known_path
 from harness.results import contract
 from harness.results.thresholds import evaluate_all
 from harness.sim.runner import simulate
-from tests.run.support import LiveResult, live, passed_or_saturated, write_profile
+from tests.live.run.support import LiveResult, live, passed_or_saturated, write_profile
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
 

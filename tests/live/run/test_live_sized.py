@@ -13,7 +13,7 @@ import pytest
 from harness.live.load.trace_bodies import ClassSizes
 from harness.profile import load
 from harness.workload.arrivals import Arrival
-from tests.run.support import live
+from tests.live.run.support import live
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
 

@@ -20,7 +20,7 @@ import pytest
 from harness.profile import load
 from harness.sim.runner import simulate
 from harness.workload.arrivals import schedule
-from tests.run.support import LiveResult, live, per_window
+from tests.live.run.support import LiveResult, live, per_window
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
 

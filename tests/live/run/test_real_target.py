@@ -24,7 +24,7 @@ import pytest
 import uvicorn
 
 from harness.live.proxy.server import bind
-from tests.run.support import live, passed_or_saturated, write_profile
+from tests.live.run.support import live, passed_or_saturated, write_profile
 
 stub = pytest.importorskip("harness.stub")
 trustme = pytest.importorskip("trustme")

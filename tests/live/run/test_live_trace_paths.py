@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.run.support import live
+from tests.live.run.support import live
 
 pytestmark = [pytest.mark.live]
 

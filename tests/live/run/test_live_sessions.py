@@ -13,11 +13,11 @@ import pytest
 
 from harness.profile import load
 from harness.sim.runner import simulate
-from tests.run.support import live, write_profile
+from tests.live.run.support import live, write_profile
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
 
-TRACE = Path(__file__).parent.parent / "data" / "sessions-bailian-format.jsonl"
+TRACE = Path(__file__).parent.parent.parent / "data" / "sessions-bailian-format.jsonl"
 # session (its first record's id in the schedule) -> its last record's (prompt, output) tokens
 LAST = {"r-000001": (220, 10), "r-000002": (380, 50), "r-000003": (50, 5)}
 

@@ -29,7 +29,7 @@ from harness.profile import bundled_dir
 from harness.profile.bundle import load_bundle, make_bundle
 from harness.search.tune.plan import plan_tune
 from harness.search.tune.study import run_tune
-from tests.search.test_cluster import AGE, START_TIMEOUT_S, Cluster
+from tests.batch.test_cluster import AGE, START_TIMEOUT_S, Cluster
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
 

@@ -13,8 +13,8 @@ from harness.live.proxy.clock import MonotonicClock
 from harness.live.run.merge import merge
 from harness.live.transport.upstream import ScriptedResponse, UpstreamRequest
 from tests.live.proxy_support import FAST_RETRIES, make_app, profile, start, until
+from tests.live.run.test_merge import rec
 from tests.live.test_proxy_sessions import agent, answer
-from tests.run.test_merge import rec
 
 PROF = profile(FAST_RETRIES, classes=agent(3))
 
