@@ -3,7 +3,7 @@
 This module is the sweep as data: the grid's grammar (the objective and constraint grammar
 sweep and tune share is :mod:`harness.search.grammar`), the validated :class:`Plan` of (point, seed)
 simulations, the :class:`Tally` of their outcomes, the recommendation and ``sweep.json``. The
-command (``harness.cli.sweep``) runs the plan's simulations in a process pool
+command (``harness sweep``) runs the plan's simulations in a process pool
 (:mod:`harness.batch`); a worker sends back only the figures the sweep needs
 (:func:`harness.batch.batches.outcome`), not the summary. Seeds are ``profile.seed,
 profile.seed + 1, ...``; every point uses the same seeds (common random numbers), so
