@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from setuptools import setup
+from setuptools import find_packages, setup
 from setuptools.command.build_ext import build_ext
 
 HOT_MODULES = [
@@ -93,4 +93,12 @@ def _extensions() -> list[Any]:
         return _stay_pure()
 
 
-setup(ext_modules=_extensions(), cmdclass={"build_ext": OptionalBuildExt})
+# Every package under harness/ is found (a new folder needs no list); the stub and the bundled
+# profiles install from stubs/ and profiles/ (pyproject.toml's package-dir).
+PACKAGES = [
+    *find_packages(include=["harness", "harness.*"]),
+    "harness.stub",
+    "harness.bundled_profiles",
+]
+
+setup(packages=PACKAGES, ext_modules=_extensions(), cmdclass={"build_ext": OptionalBuildExt})

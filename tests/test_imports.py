@@ -38,7 +38,7 @@ def test_results_imports_neither_driver_nor_the_commands() -> None:
             for m in _imports(tree)
             if any(
                 _under(m, p)
-                for p in ("harness.sim", "harness.live", "harness.commands", "harness.search")
+                for p in ("harness.sim", "harness.live", "harness.cli", "harness.search")
             )
         )
         for path, tree in _modules().items()
@@ -56,14 +56,12 @@ def test_only_the_commands_layer_imports_both_sim_and_live() -> None:
         }
 
     sim, live = importers("harness.sim"), importers("harness.live")
-    # the simulation is reached only through the commands floor: commands/ and search/ (sweep
-    # and tune) beside it (the CLI calls them)
+    # the simulation is reached only from the floors above the drivers: batch/ (running many
+    # simulations), search/ (tune's study, --verify-live) and the commands in cli/
     assert {p for p in sim if not p.startswith("sim/")} <= {
-        p for p in mods if p.startswith(("commands/", "search/"))
+        p for p in mods if p.startswith(("cli/", "search/", "batch/"))
     }
-    assert any(p.startswith("commands/") for p in sim) and any(
-        p.startswith("commands/") for p in live
-    )
+    assert any(p.startswith("cli/") for p in sim) and any(p.startswith("cli/") for p in live)
     assert not {p for p in sim if p.startswith("live/")}, "live imports sim"
     assert not {p for p in live if p.startswith("sim/")}, "sim imports live"
 
@@ -73,7 +71,7 @@ def test_fit_imports_neither_driver_nor_the_commands() -> None:
         path: sorted(
             m
             for m in _imports(tree)
-            if any(_under(m, p) for p in ("harness.sim", "harness.live", "harness.commands"))
+            if any(_under(m, p) for p in ("harness.sim", "harness.live", "harness.cli"))
         )
         for path, tree in _modules().items()
         if path.startswith("fit/")
@@ -171,7 +169,7 @@ def test_export_reads_the_profile_and_imports_neither_driver() -> None:
         path: sorted(
             m
             for m in _imports(tree)
-            if any(_under(m, p) for p in ("harness.sim", "harness.live", "harness.commands"))
+            if any(_under(m, p) for p in ("harness.sim", "harness.live", "harness.cli"))
         )
         for path, tree in _modules().items()
         if path.startswith("export/")
@@ -241,7 +239,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("harness.review", "harness.render"),  # comparing results; drawing them for people
     ("harness.run_core",),  # engine + collector + log -> the summary, for both drivers
     ("harness.sim", "harness.live"),
-    ("harness.commands", "harness.search"),  # search: sweep and tune, beside the commands
+    ("harness.batch",),  # running many simulations: the pool, chunks, the Dask cluster
+    ("harness.search",),  # sweep's and tune's plans and judgement, a library for the commands
     ("harness.cli", "harness.__main__"),
 )
 # The imports allowed to run up a layer, each with its reason.
@@ -355,7 +354,7 @@ def test_no_import_cycles_in_the_package() -> None:
 def test_live_rooms_keep_to_their_process() -> None:
     """Inside live/: the proxy and the load generator never import each other, and the
     transport imports no other part of live/ (Locust and gevent stay in load/:
-    tests/run/test_imports.py)."""
+    tests/live/load/test_imports.py)."""
     graph = _graph()
 
     def room(m: str) -> str | None:
@@ -371,3 +370,20 @@ def test_live_rooms_keep_to_their_process() -> None:
     assert not crossings & {("proxy", "load"), ("load", "proxy")}
     assert not {c for c in crossings if c[0] == "transport"}
     assert {"proxy", "transport", "load", "run"} <= {room(m) for m in graph if room(m)}
+
+
+def test_search_is_a_library_below_the_commands_and_batch_below_search() -> None:
+    """search/ (plans and judgement) imports nothing of the command layer; batch/ (running many
+    simulations) imports neither search/ nor the commands; every command lives in cli/."""
+    bad = {
+        path: sorted(m for m in _imports(tree) if any(_under(m, p) for p in banned))
+        for path, tree in _modules().items()
+        for room, banned in (
+            ("search/", ("harness.cli", "harness.commands")),
+            ("batch/", ("harness.cli", "harness.search")),
+        )
+        if path.startswith(room)
+    }
+    assert {k: v for k, v in bad.items() if v} == {}
+    assert not (ROOT / "commands").exists()
+    assert not [p for p in _modules() if p.endswith("/command.py")]

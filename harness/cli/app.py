@@ -1,11 +1,12 @@
 """The `harness` command line: the typer app, its ``--version`` callback, and the registration
-of every command, each in a module of its own in :mod:`harness.cli` named for it (``sim`` in
-:mod:`harness.cli.sim`, ``calibrate`` and ``fit`` in :mod:`harness.cli.calibrate`). Each
-command parses, calls one command function, maps errors to exit codes.
+of every command. Each command's options and body live in one home named for it: a module
+(``stub`` in :mod:`harness.cli.stub`) or, for the big ones, a folder whose ``__init__`` holds
+the options and whose ``body`` the work (``sim``, ``compare``, ``sweep``, ``tune``, ``run``;
+``calibrate`` and ``fit`` in :mod:`harness.cli.calibrate`). This module only registers them.
 
 Exit codes come from the one map, :mod:`harness.ground.exit_codes` (0 ok, 1 a threshold or a
-comparison failed, 2 bad input, 3 the run broke); what `sim` and `sweep` do lives in
-:mod:`harness.commands`, the only layer that imports both the simulation and the live run.
+comparison failed, 2 bad input, 3 the run broke); the command layer is the only one that imports
+both the simulation and the live run.
 Human output goes to stderr through one rich Console; files (and stdout, where a command prints
 data) carry the machine-readable output. The options the commands share and the helpers that
 turn bad input and failed writes into exit codes are in :mod:`harness.cli.options`. Every

@@ -162,7 +162,7 @@ PreferOpt = Annotated[
 def cluster_ready(address: str | None) -> None:
     """--cluster without the extra installed, or an address Dask cannot dial (``tpc://``, no
     port): exit 2 with one line, before the results folder is made."""
-    from harness.search.cluster import INSTALL_HINT, address_problem, available
+    from harness.batch.cluster import INSTALL_HINT, address_problem, available
 
     if address is None:
         return

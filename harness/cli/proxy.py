@@ -1,11 +1,14 @@
 """The `proxy` command (registered on the app by :mod:`harness.cli.app`): parse, call
-:mod:`harness.commands.proxy`, map errors to exit codes."""
+:func:`proxy_command` (serve until a stop signal), map errors to exit codes."""
 
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
 
 from harness.cli.options import (
     BindHostOpt,
@@ -23,7 +26,8 @@ from harness.cli.options import (
     io_errors,
     load_profile,
 )
-from harness.profile import ProfileError
+from harness.ground.exit_codes import EXIT_BAD_INPUT
+from harness.profile import Profile, ProfileError
 
 
 def proxy(
@@ -87,8 +91,6 @@ def proxy(
     ] = None,
 ) -> None:
     """Serve the admission proxy alone in front of any endpoint; results written on stop."""
-    from harness.commands.proxy import proxy_command, proxy_profile
-
     try:
         given = load_profile(profile, set_) if profile else None
         base = proxy_profile(given, set_ or [], ())
@@ -114,3 +116,57 @@ def proxy(
             console=err,
         )
     raise typer.Exit(code)
+
+
+def proxy_profile(profile: Profile | None, overrides: list[str], extra: tuple[str, ...]) -> Profile:
+    """The profile the proxy runs: the given one, or the proxy's defaults with ``overrides``
+    (raises ProfileError), with the command's extra thresholds."""
+    from harness.live.proxy.server import default_profile
+
+    prof = profile if profile is not None else default_profile(overrides)
+    if extra:
+        prof = dataclasses.replace(prof, thresholds=(*prof.thresholds, *extra))
+    return prof
+
+
+def proxy_command(
+    *,
+    upstream: str,
+    profile: Profile,
+    host: str,
+    port: int,
+    out: Path,
+    grace_s: float,
+    time_scale: float,
+    ready_file: Path | None,
+    ca_bundle: str | None,
+    insecure: bool,
+    from_epoch: bool,
+    forward_class: bool,
+    prometheus_url: str | None,
+    console: Console,
+) -> int:
+    """Serve until SIGTERM/SIGINT, write the results folder, return the exit code (2: bad
+    TLS settings, one line)."""
+    from harness.live.proxy.server import serve_proxy
+    from harness.live.transport.tls import Tls, TlsError
+
+    try:
+        tls = Tls(ca_bundle=ca_bundle, insecure=insecure)
+    except TlsError as e:
+        console.print(f"[bold red]error:[/] {e}", soft_wrap=True)
+        return EXIT_BAD_INPUT
+    return serve_proxy(
+        upstream=upstream,
+        profile=profile,
+        host=host,
+        port=port,
+        out=out,
+        grace_s=grace_s,
+        time_scale=time_scale,
+        ready_file=ready_file,
+        tls=tls,
+        from_epoch=from_epoch,
+        forward_class=forward_class,
+        prometheus_url=prometheus_url,
+    )

@@ -1,6 +1,6 @@
 """The `report` command (registered on the app by :mod:`harness.cli.app`): write a results folder's
 report (:mod:`harness.render`), or recover a killed run's summary
-(:mod:`harness.commands.recover`)."""
+(:func:`recover_command`, here)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
 
 from harness.cli.options import bad_input, err, io_errors, recover_lock
-from harness.ground.exit_codes import EXIT_BROKEN
+from harness.ground.atomic import shown
+from harness.ground.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN
 
 
 def report(
@@ -31,14 +33,12 @@ def report(
     from harness.render.seed_report import is_multi_seed, load_aggregate
 
     if recover:
-        from harness.commands.recover import recover_command
-
         with recover_lock(folder) as found, io_errors(folder):  # found: a killed run's stage
             code = recover_command(found, err)
         if code != EXIT_BROKEN:
             raise typer.Exit(code)
     if not recover and is_multi_seed(folder):
-        from harness.commands.sim import print_holds
+        from harness.cli.sim.body import print_holds
         from harness.render.seed_report import write_seed_report
 
         try:
@@ -60,3 +60,23 @@ def report(
             err.print(f"wrote {p}")
     if recover:
         raise typer.Exit(EXIT_BROKEN)
+
+
+def recover_command(folder: Path, console: Console) -> int:
+    """Rebuild ``folder``'s summary.json and say what it holds. Returns EXIT_BROKEN, the exit
+    code of a recovered run (the report is drawn after), or EXIT_BAD_INPUT when nothing here
+    can be recovered (one line). Raises OSError when the summary cannot be written."""
+    from harness.live.run.recover import RecoverError, recover_folder
+
+    try:
+        summary = recover_folder(folder)
+    except RecoverError as e:
+        console.print(f"[bold red]error:[/] {e}", soft_wrap=True)
+        return EXIT_BAD_INPUT
+    c = summary["counts"]
+    console.print(
+        f"recovered {shown(folder)}/summary.json: incomplete, verdict {summary['verdict']}, "
+        f"{c['arrivals']} arrivals, {c['in_flight_at_end']} in flight at the end, "
+        f"conservation {'ok' if summary['conservation']['ok'] else 'VIOLATED'}"
+    )
+    return EXIT_BROKEN

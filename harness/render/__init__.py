@@ -1,2 +1,3 @@
 """Results drawn and written for people: report.md/report.html (report, seed_report for a
---seeds folder), the pictures (plots, fit_plot) and the console table (console)."""
+--seeds folder), the pictures (plots) and the console table (console); calibrate's fit.png is
+drawn beside its command, in harness.cli.calibrate.plot."""

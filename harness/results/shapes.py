@@ -5,7 +5,7 @@ on floor 1, reads its paths from them) and re-exported here.
 
 Types only: a TypedDict is a plain dict at run time, so these add no behaviour. They live here,
 in results/, because every builder (results/, review/, search/) and every reader (render/,
-review/, search/, commands/, live/) sits on this floor or above it; sweep.json and tune.json
+review/, search/, cli/, live/) sits on this floor or above it; sweep.json and tune.json
 are built in search/ but drawn in render/, which may not import search/.
 
 A key a builder adds after the dict is made (the verdict, ``meta``) or that only some modes
@@ -230,7 +230,7 @@ class SweepRecommendation(TypedDict):
 
 class SweepMeta(TypedDict):
     """sweep.json's ``meta``: the wall time, the local jobs, and with --cluster its figures
-    (search.sweep.command.cluster_meta: address, simulations by worker, ...)."""
+    (batch.cluster.cluster_meta: address, simulations by worker, ...)."""
 
     wall_s: float
     jobs: int

@@ -31,10 +31,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from harness.search.sweep.command import run_sweep  # noqa: E402
+from harness.cli.sweep.body import run_sweep  # noqa: E402
 from harness.search.tune.plan import plan_tune  # noqa: E402
 from harness.search.tune.study import run_tune  # noqa: E402
-from tests.search.test_cluster import Cluster  # noqa: E402
+from tests.batch.test_cluster import Cluster  # noqa: E402
 
 TASK_S = 0.05
 

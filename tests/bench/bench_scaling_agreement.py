@@ -1,8 +1,9 @@
 """Autoscaling, sim vs live: replicas over time and the scaling counts of the scenarios in
-tests/run/scaling_agreement.py (a short spike, a metric outage, a long-task scale-down, the metric
-outage read through a real Prometheus) run live at ``--time-scale 0.1`` against the bundled stub,
-each inside its simulation's 20-seed band, widened by one replica or 10 % (issue 15). A scenario
-whose binary is missing (``prometheus``) is skipped, saying why. Prints one row per scenario, and
+tests/live/run/scaling_agreement.py (a short spike, a metric outage, a long-task scale-down, the
+metric outage read through a real Prometheus) run live at ``--time-scale 0.1`` against the
+bundled stub, each inside its simulation's 20-seed band, widened by one replica or 10 % (issue
+15). A scenario whose binary is missing (``prometheus``) is skipped, saying why. Prints one row
+per scenario, and
 draws the picture docs/autoscaling.md shows (``--plot PATH``): replicas over time, the sim's band
 and the live run.
 
@@ -20,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.run.scaling_agreement import SCENARIOS, compare, plot, run_live  # noqa: E402
+from tests.live.run.scaling_agreement import SCENARIOS, compare, plot, run_live  # noqa: E402
 
 
 def main() -> int:

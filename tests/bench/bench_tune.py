@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.cli.sweep.body import run_sweep
 from harness.results.expr import expr_value
-from harness.search.sweep.command import run_sweep
 from harness.search.tune.judge import judge_holdout, yaml_value
 from harness.search.tune.plan import plan_tune
 from harness.search.tune.study import run_tune

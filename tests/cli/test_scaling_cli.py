@@ -31,7 +31,7 @@ def test_a_live_dry_run_takes_a_scaling_profile(tmp_path: Path) -> None:
 
 
 def test_live_commands_take_a_review_stage(tmp_path: Path) -> None:
-    """The review stage runs live (tests/run/test_review_live.py runs it): a dry run plans
+    """The review stage runs live (tests/live/run/test_review_live.py runs it): a dry run plans
     it, and the proxy gets past the profile to its upstream check (port 9: unreachable)."""
     r = CliRunner().invoke(
         app, ["run", "scenarios/review-backlog", "--dry-run", "--out", str(tmp_path / "r")]

@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from harness.cli import app
-from harness.commands import sim as sim_command
+from harness.cli.sim import body as sim_command
 from harness.ground.atomic import (
     KilledRunLeft,
     NotResults,

@@ -15,10 +15,10 @@ import orjson
 import pytest
 from rich.console import Console
 
-from harness.commands.sim import run_one
+from harness.cli.sim.body import run_one
+from harness.cli.sweep import body as sweep
 from harness.ground.interrupts import Interrupts
 from harness.profile import load
-from harness.search.sweep import command as sweep
 from tests.reliability.support import assert_incomplete_and_conserved
 
 
@@ -119,7 +119,7 @@ def test_a_stopped_sweep_reaps_its_pool(tmp_path: Path) -> None:
 def test_a_signal_mid_seeds_writes_a_partial_aggregate(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from harness.commands import sim as driver
+    from harness.cli.sim import body as driver
 
     real = driver._seed_job
     calls: list[int] = []

@@ -10,9 +10,9 @@ from typing import Any
 
 from rich.console import Console
 
+from harness.cli.sweep.body import sweep_command
 from harness.recording.quantiles import describe
 from harness.search.grammar import Constraint, Objective
-from harness.search.sweep.command import sweep_command
 from harness.search.sweep.plan import recommend
 from harness.search.sweep.table import recommendation_text, sweep_table
 

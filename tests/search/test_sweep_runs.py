@@ -1,4 +1,4 @@
-"""harness.search.sweep.command: a grid run in one process or a pool, with a stand-in runner.
+"""harness.cli.sweep.body: a grid run in one process or a pool, with a stand-in runner.
 
 The simulations are replaced by ``fake_runner`` (defined here, module level so worker
 processes can unpickle it): a smooth function of the parameter plus per-seed noise.
@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from harness.search.sweep.command import run_sweep
+from harness.cli.sweep.body import run_sweep
 from harness.search.sweep.table import recommendation_text, sweep_table
 
 # -- run_sweep with a stand-in runner --------------------------------------------------------

@@ -16,10 +16,10 @@ import pytest
 import yaml
 
 from harness import profile as profiles
+from harness.cli.tune.body import write_outputs
 from harness.results.seed_rule import SeedRule
 from harness.search.grammar import Constraint
 from harness.search.tune import judge as tn
-from harness.search.tune.command import write_outputs
 from harness.search.tune.judge import parse_tune_param
 from harness.search.tune.plan import plan_tune
 from harness.search.tune.study import run_tune

@@ -20,14 +20,14 @@ import yaml
 from rich.console import Console
 
 from harness import profile as profiles
-from harness.profile.explain import print_yaml
-from harness.search.tune import command as tune_cmd
-from harness.search.tune.command import (
+from harness.cli.tune import body as tune_cmd
+from harness.cli.tune.body import (
     check_tuned_yaml,
     export_warnings,
     tune_command,
     write_outputs,
 )
+from harness.profile.explain import print_yaml
 from harness.search.tune.plan import plan_tune, trial_sets
 from harness.search.tune.study import run_tune
 from harness.search.tune.table import reason_lines

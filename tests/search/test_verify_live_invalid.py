@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from rich.console import Console
 
+from harness.cli.sweep.body import sweep_command
 from harness.ground.exit_codes import EXIT_FAIL
-from harness.search.sweep.command import sweep_command
 from harness.sim.runner import run_summary
 
 AGE = "engine.admission.age_reject_s"

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
+from harness.cli.tune.body import tuned_profile_text, write_outputs
 from harness.results.shapes import TuneResult
 from harness.search.ties import (
     Prefer,
@@ -20,7 +21,6 @@ from harness.search.ties import (
     reason_metric,
     rejections,
 )
-from harness.search.tune.command import tuned_profile_text, write_outputs
 from harness.search.tune.plan import plan_tune
 from harness.search.tune.study import run_tune
 from harness.search.tune.table import recommendation_lines

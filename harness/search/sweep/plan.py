@@ -3,10 +3,11 @@
 This module is the sweep as data: the grid's grammar (the objective and constraint grammar
 sweep and tune share is :mod:`harness.search.grammar`), the validated :class:`Plan` of (point, seed)
 simulations, the :class:`Tally` of their outcomes, the recommendation and ``sweep.json``. The
-commands layer (``harness.search.sweep.command``) runs the plan's simulations in a process pool; a
-worker sends back only the figures the sweep needs (:func:`outcome`), not the summary. Seeds
-are ``profile.seed, profile.seed + 1, ...``; every point uses the same seeds (common random
-numbers), so differences between points are not seed luck.
+command (``harness sweep``) runs the plan's simulations in a process pool
+(:mod:`harness.batch`); a worker sends back only the figures the sweep needs
+(:func:`harness.batch.batches.outcome`), not the summary. Seeds are ``profile.seed,
+profile.seed + 1, ...``; every point uses the same seeds (common random numbers), so
+differences between points are not seed luck.
 
 Per point, every metric gets ``describe()`` over the seeds (median, p05, p95, min, max,
 values). Metric keys are expressions of the threshold grammar: the standard figures
@@ -39,15 +40,14 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
+from harness.batch.batches import Outcome, Task
 from harness.ground.atomic import write_atomic
 from harness.profile import LoadedProfile
 from harness.recording.quantiles import describe
-from harness.results.expr import expr_value
 from harness.results.provenance import SWEEP_SCHEMA, stamp
 from harness.results.seed_rule import SeedRule
 from harness.results.shapes import (
     ConstraintCheck,
-    Summary,
     SweepPoint,
     SweepRecommendation,
     SweepResult,
@@ -115,10 +115,6 @@ def _yaml_number(v: float) -> str:
     if isinstance(v, int):
         return str(v)
     return format(Decimal(repr(v)).normalize(), "f") if "e" in repr(v) else repr(v)
-
-
-Task = tuple[int, list[str], int]  # (point index, overrides, seed)
-Outcome = tuple[int, int, dict[str, float | None], str]  # (point index, seed, metrics, verdict)
 
 
 def _grid(parsed: list[tuple[str, list[float]]]) -> list[dict[str, float]]:
@@ -215,11 +211,6 @@ def plan_sweep(
         SeedRule.of(base.verdict.over_seeds),
         pref,
     )
-
-
-def outcome(idx: int, seed: int, summary: Summary, metrics: Sequence[str]) -> Outcome:
-    """What a worker sends back for one simulation: only the figures the sweep needs."""
-    return (idx, seed, {m: expr_value(summary, m) for m in metrics}, str(summary.get("verdict")))
 
 
 class Tally:

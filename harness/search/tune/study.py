@@ -17,16 +17,18 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from harness.commands.pool import WorkerPool
+from harness.batch.batches import (
+    Outcome,
+    Runner,
+    Task,
+    pool_context,
+    run_bundle_chunk,
+    run_chunk,
+)
+from harness.batch.cluster import ClusterPool, bundle_for, cluster_meta
+from harness.batch.pool import WorkerPool
 from harness.profile import ProfileError
 from harness.results.shapes import Holdout, HoldoutMiss, Trial, TuneRecommendation, TuneResult
-from harness.search.batches import Runner, pool_context, run_bundle_chunk, run_chunk
-from harness.search.cluster import ClusterPool, bundle_for
-from harness.search.sweep.command import cluster_meta
-from harness.search.sweep.plan import (
-    Outcome,
-    Task,
-)
 from harness.search.tune import judge as tn
 
 if TYPE_CHECKING:
