@@ -5,7 +5,7 @@ The profile is far under capacity (11 requests at a constant 3/s, 3 of them stre
 upstream, 8 executors, no faults) and the generator's lateness limit is wide, so counts,
 outcomes, the verdict and the thresholds do not depend on how loaded the machine is; arrivals
 stop at 4 s of the 6 s profile so the last answer lands well inside the offered span. It runs
-through ``tests.run.support.live`` (the driver ``harness run`` calls: stub, proxy and Locust
+through ``tests.live.run.support.live`` (the driver ``harness run`` calls: stub, proxy and Locust
 processes on free loopback ports) at time scale 0.5: 3 s of load, about 7 s in all.
 
 Masked (each masked value becomes the string ``"<masked>"``; a null stays null, so whether a
@@ -94,7 +94,7 @@ def mask(summary: dict[str, Any]) -> dict[str, Any]:
 
 def run_once(tmp: Path) -> dict[str, Any]:
     """One run; its summary.json as written (unmasked)."""
-    from tests.run.support import live
+    from tests.live.run.support import live
 
     spec = tmp / "snapshot-run.yaml"
     spec.write_text(PROFILE)
