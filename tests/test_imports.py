@@ -385,5 +385,5 @@ def test_search_is_a_library_below_the_commands_and_batch_below_search() -> None
         if path.startswith(room)
     }
     assert {k: v for k, v in bad.items() if v} == {}
-    assert not (ROOT / "commands").exists()
+    assert not list((ROOT / "commands").glob("*.py"))  # (a checkout may keep __pycache__/)
     assert not [p for p in _modules() if p.endswith("/command.py")]
