@@ -7,7 +7,7 @@ from pathlib import Path
 
 import harness.sim.runner as runner
 
-SOURCE = Path(runner.__file__).with_suffix(".py")
+SOURCE = Path(runner.__file__).parent / "runner.py"  # compiled, __file__ is the .so
 LONGEST = 120
 
 
