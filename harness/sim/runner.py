@@ -16,7 +16,9 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, cast
+from typing import Any, Final, cast, final
+
+from mypy_extensions import i64
 
 from harness.engine.core import Engine
 from harness.engine.events import (
@@ -230,275 +232,362 @@ def _simulate(
     schedule_seed: int | None,
     keep_requests: bool,
 ) -> SimResult:
-    """The hot loop (compiled; longer than the house's functions on purpose): per event only
-    the engine call, ``collector.apply`` and ``log.write`` (called as methods of their typed
-    objects: compiled, a direct C call; a bound method kept in a local would go through
-    Python's call protocol and parse its arguments on every call); the books'
-    once-a-second and end-of-run work is :class:`~harness.run_core.RunCore`'s."""
-    seed = profile.seed if seed is None else seed
-    core = RunCore(profile, seed, mode="sim", engine_rng=stream(seed, "engine"), log=log)
-    engine = core.engine
-    col = core.collector
-    if keep_requests:
-        col.records = []
-    upstream = SimUpstream(profile, seed)
-    # Agent jobs (classes with a job shape): each arrival's turns and tool times, drawn per
-    # request (workload.job_shape); their figures (summary.jobs) and prompt tokens.
-    shapes = ShapeDraws.of(profile, seed) if profile.job_classes() else None
-    jobs = col.jobs
-    # dist: tokens times each attempt's tokens: TTFT, ITL and output tokens are reported.
-    figs = (
-        TokenFigures(upstream.streaming, frozenset(profile.job_classes()))
-        if upstream.timed
-        else None
-    )
-    # Effects are counted per request (a set of ids) only where one can happen twice: an
-    # answer lost (ack_loss), or an attempt abandoned by a drain timeout.
-    sc = profile.engine.scaling
-    effects = any(f.kind in ANSWER_LOSING for f in profile.faults) or (
-        sc.enabled and sc.drain_timeout_s is not None
-    )
-    checkpoints = bool(engine.checkpoint_by_class)
-    # A drain kill ends a stream whose first bytes reached the caller (the proxy cannot run it
-    # again unseen): the engine is told when each streamed attempt starts answering.
-    answers = upstream.streaming if sc.enabled and sc.drain_timeout_s is not None else frozenset()
-    agenda = Agenda()
-    seq = 0
-    for f in profile.faults:
-        if f.kind in BLINDING and f.at_s is not None and f.for_s is not None:
-            agenda.push(f.at_s, seq, _METRICS, False)
-            agenda.push(f.at_s + f.for_s, seq + 1, _METRICS, True)
-            seq += 2
-    cr = profile.clients.retry
-    clients = ClientRetries(cr, stream(seed, "clients")) if cr is not None else None
-    # Arrivals in lists, taken by index; the next list once per _CHUNK arrivals.
-    sched_seed = seed if schedule_seed is None else schedule_seed
-    chunks = schedule_chunks(profile, sched_seed)
-    # A session trace replayed closed-loop: a record's end offers its session's next record.
-    loop = ClosedLoop(profile, sched_seed) if session_replay(profile) == "closed_loop" else None
-    traced_turns = upstream.traced_turns
-    batch: list[Arrival] = next(chunks, [])
-    bi = 0
-    nxt: Arrival | None = batch[0] if batch else None
-    # A public trace's arrivals carry token counts: the summary reports their totals.
-    tokens = traced(profile)
-    prompt_tokens = 0
-    output_tokens = 0
-    tick_at = math.inf
-    tick = Tick()
-    sec_end = 1.0
-    scheduled = 0
-    now = 0.0
-    halted = False
-    blind = 0  # metrics outages in progress
-    while True:
-        if nxt is not None and (len(agenda) == 0 or nxt.t <= agenda.first_time()):
-            now = nxt.t
-            if now >= sec_end:
-                core.advance(now)
-                sec_end = core.sec_end
-                # Once per simulated second, so the check costs nothing measurable.
-                if stop is not None and stop(now):
-                    halted = True
-                    break
-            scheduled += 1
-            if progress is not None and not scheduled & 0x3FFF:
-                progress(now)
-            if clients is not None:
-                clients.track(nxt)
-            if shapes is not None and nxt.cls in shapes:
-                if nxt.session is None:
-                    nxt.turns, nxt.tool_s = shapes.draw(nxt.cls, nxt.id)
-                else:
-                    traced_turns[nxt.id] = nxt.session
-            if tokens:
-                if nxt.session is None:
-                    prompt_tokens += nxt.prompt_tokens or 0
-                    output_tokens += nxt.output_tokens or 0
-                else:
-                    for ptok, otok in nxt.session:
-                        prompt_tokens += ptok
-                        output_tokens += otok
-                if figs is not None:
-                    figs.trace[nxt.id] = (nxt.prompt_tokens, nxt.output_tokens)
-            actions = engine.handle(nxt, now)
-            bi += 1
-            if bi == len(batch):
-                batch = next(chunks, [])
-                bi = 0
-            nxt = batch[bi] if batch else None
-        elif len(agenda) > 0:
-            t_top, _s, kind, payload = agenda.pop()
-            if kind == _TICK:
-                if t_top >= tick_at:
-                    tick_at = math.inf
-                nd = engine.next_deadline()
-                if nd is None or nd > t_top:
-                    # Stale: what it was set for ended early (a job with a deadline or a max
-                    # wait started). Handling it would decide nothing, but would move the
-                    # clock, and the run's end with it; skip it and re-arm for what is due.
-                    if nd is not None and nd < tick_at:
-                        tick_at = nd
-                        seq += 1
-                        agenda.push(tick_at, seq, _TICK, None)
-                    continue
-            now = t_top
-            if now >= sec_end:
-                core.advance(now)
-                sec_end = core.sec_end
-                if stop is not None and stop(now):
-                    agenda.push(now, _s, kind, payload)  # not handled: left as it was
-                    halted = True
-                    break
-            if kind == _FINISH:
-                if effects:
-                    upstream.effect(_work_key(engine, payload[0]), payload[2])
-                actions = engine.handle(Finished(payload[0], payload[1]), now)
-            elif kind == _FAIL:
-                rid, failure, ra, attempt, fcls = payload
-                if effects and failure == ACK_LOST:
-                    upstream.effect(_work_key(engine, rid), fcls)
-                if clients is not None:
-                    clients.cause[rid] = (failure, ra)
-                # A stream that broke after its first byte is final (the proxy's rule).
-                actions = engine.handle(
-                    Failed(
-                        id=rid,
-                        reason=failure,
-                        retry_after_s=ra,
-                        retryable=failure not in MID_STREAM,
-                        attempt=attempt,
-                    ),
-                    now,
-                )
-            elif kind == _CLIENT:
-                if tokens and figs is not None:
-                    figs.trace[payload.id] = (payload.prompt_tokens, payload.output_tokens)
-                if shapes is not None and payload.cls in shapes:
-                    if payload.session is None:
-                        payload.turns, payload.tool_s = shapes.draw(payload.cls, payload.id)
-                    else:
-                        traced_turns[payload.id] = payload.session
-                actions = engine.handle(payload, now)
-            elif kind == _NEXT:
-                # A closed-loop session's next record: an arrival like the schedule's.
-                scheduled += 1
-                if clients is not None:
-                    clients.track(payload)
-                if tokens:
-                    prompt_tokens += payload.prompt_tokens or 0
-                    output_tokens += payload.output_tokens or 0
-                    if figs is not None:
-                        figs.trace[payload.id] = (payload.prompt_tokens, payload.output_tokens)
-                actions = engine.handle(payload, now)
-            elif kind == _TICK:
-                actions = engine.handle(tick, now)
-            else:
-                # Outages may overlap: the signals are known again when the last one ends.
-                blind += -1 if payload else 1
-                actions = engine.handle(MetricsSample(blind == 0), now)
-        else:
-            break
-        if actions:
-            if log is not None:
-                log.write(now, actions)  # every engine decision, retried attempts included
-            if jobs is not None:
-                for a in actions:  # an agent job that ended: its prompt is forgotten
-                    tp = type(a)
-                    if tp is Complete or tp is Fail or tp is Expire or tp is Reject:
-                        upstream.end_session(a.id)  # type: ignore[attr-defined]
-            if clients is not None:
-                actions, again = clients.screen(now, actions, col)
-                for t_again, attempt in again:
-                    seq += 1
-                    agenda.push(t_again, seq, _CLIENT, attempt)
-            if loop is not None:
-                for a in actions:  # a final outcome offers the session's next record
-                    tp = type(a)
-                    if tp is Complete or tp is Fail or tp is Expire or tp is Reject:
-                        follow = loop.ended(a.id, now)  # type: ignore[attr-defined]
-                        if follow is not None:
-                            seq += 1
-                            agenda.push(follow.t, seq, _NEXT, follow)
-            col.apply(now, actions)
-            if figs is not None:
-                figs.apply(actions)
-            for a in actions:
-                if type(a) is Dispatch:
-                    if figs is not None:
-                        trace = figs.trace
-                        dur, failure, ra, timing = upstream.call_timed(
-                            now, a.cls, a.id, a.attempt, trace.get(a.id) if trace else None, a.turn
-                        )
-                        sent = col.requests[a.id][0] if a.id in col.requests else now
-                        figs.dispatched(a.id, a.cls, now, sent, timing, a.turn)
-                        if answers and a.cls in answers and timing is not None:
-                            engine.handle(
-                                AnswerStarts(id=a.id, attempt=a.attempt, at_s=now + timing[0]), now
-                            )
-                    elif answers and a.cls in answers:
-                        dur, failure, ra, first = upstream.call_streamed(
-                            now, a.cls, a.id, a.attempt, a.turn
-                        )
-                        if first is not None:
-                            engine.handle(
-                                AnswerStarts(id=a.id, attempt=a.attempt, at_s=now + first), now
-                            )
-                    else:
-                        dur, failure, ra = upstream.call(now, a.cls, a.id, a.attempt, a.turn)
-                    if jobs is not None and a.cls in jobs.classes:
-                        jobs.prompt(a.id, a.turn, upstream.last_prompt)
-                    seq += 1
-                    if checkpoints and a.attempt > 1 and failure is None:
-                        # A re-run of checkpointed work starts from its last checkpoint.
-                        dur = max(0.0, dur - engine.jobs[a.id].progress_s)
-                    if failure is None:
-                        agenda.push(now + dur, seq, _FINISH, (a.id, a.attempt, a.cls))
-                    else:
-                        agenda.push(now + dur, seq, _FAIL, (a.id, failure, ra, a.attempt, a.cls))
-        if jobs is not None:
-            jobs.occupancy(now, engine.busy, engine.calls_in_flight)
-        nd = engine.next_deadline()
-        if nd is not None and nd < tick_at:
-            tick_at = nd if nd > now else now
-            seq += 1
-            agenda.push(tick_at, seq, _TICK, None)
-    end = now if halted else max(now, profile.duration_s)
-    if log is not None:
-        log.flush()
-    if figs is not None and jobs is not None:
-        jobs.turn_ttfts.extend(figs.turn_ttfts)  # each streamed turn's, as timed
-    retried = Retried()
-    if clients is not None:
-        retried = Retried(clients.retried_rejects, clients.retried_fails, clients.retried_expires)
-    summary, timeline = core.finish(
-        end,
-        scheduled=scheduled,
-        complete=not halted,
-        with_timeline=with_timeline,
-        retried=retried,
-        extra_thresholds=extra_thresholds,
-        effects=(upstream.duplicate_effects, upstream.duplicates_suppressed),
-        token_figures=figs.fields(end) if figs is not None else None,
-        trace=(
-            {
-                "arrivals": scheduled,
-                "prompt_tokens": prompt_tokens,
-                "output_tokens": output_tokens,
-            }
-            if tokens
+    run = _Run(profile, seed, log, progress, stop, schedule_seed, keep_requests)
+    run.loop()
+    return run.result(extra_thresholds, with_timeline)
+
+
+@final
+class _Run:
+    """One simulation in named steps: set up (``__init__``), the loop (:meth:`loop`: which
+    event is next), an arrival (:meth:`arrive`), an agenda event by its kind (:meth:`event`),
+    what the driver does with the engine's actions (:meth:`carry_out`, :meth:`dispatch`), and
+    the books closed (:meth:`result`).
+
+    A native class (this module is compiled: setup.py HOT_MODULES): its attributes are typed
+    fields and its methods direct C calls. Per event only the engine call, ``collector.apply``
+    and ``log.write`` (called as methods of their typed objects: compiled, a direct C call; a
+    bound method kept in a dict or a local would go through Python's call protocol and parse
+    its arguments on every call, which is why the event kinds and the Dispatch action are
+    told apart by ``if`` and not by a table of handlers); the books' once-a-second and
+    end-of-run work is :class:`~harness.run_core.RunCore`'s."""
+
+    def __init__(
+        self,
+        profile: Profile,
+        seed: int | None,
+        log: DecisionLog | None,
+        progress: Callable[[float], None] | None,
+        stop: Callable[[float], bool] | None,
+        schedule_seed: int | None,
+        keep_requests: bool,
+    ) -> None:
+        seed = profile.seed if seed is None else seed
+        self.profile = profile
+        self.log = log
+        self.progress = progress
+        self.stop = stop
+        self.core = core = RunCore(
+            profile, seed, mode="sim", engine_rng=stream(seed, "engine"), log=log
+        )
+        self.engine = engine = core.engine
+        self.col = col = core.collector
+        if keep_requests:
+            col.records = []
+        self.upstream = upstream = SimUpstream(profile, seed)
+        # Agent jobs (classes with a job shape): each arrival's turns and tool times, drawn per
+        # request (workload.job_shape); their figures (summary.jobs) and prompt tokens.
+        self.shapes = ShapeDraws.of(profile, seed) if profile.job_classes() else None
+        self.jobs = col.jobs
+        # dist: tokens times each attempt's tokens: TTFT, ITL and output tokens are reported.
+        self.figs = (
+            TokenFigures(upstream.streaming, frozenset(profile.job_classes()))
+            if upstream.timed
             else None
-        ),
-    )
-    wall = core.wall_s
-    # a plain dict here: this module is compiled (setup.py HOT_MODULES), so it keeps its types
-    return SimResult(
-        cast("dict[str, Any]", summary),
-        timeline,
-        log.written if log else 0,
-        scheduled / wall if wall > 0 else 0.0,
-        col,
-    )
+        )
+        # Effects are counted per request (a set of ids) only where one can happen twice: an
+        # answer lost (ack_loss), or an attempt abandoned by a drain timeout.
+        sc = profile.engine.scaling
+        drains = sc.enabled and sc.drain_timeout_s is not None
+        self.effects = any(f.kind in ANSWER_LOSING for f in profile.faults) or drains
+        self.checkpoints = bool(engine.checkpoint_by_class)
+        # A drain kill ends a stream whose first bytes reached the caller (the proxy cannot run
+        # it again unseen): the engine is told when each streamed attempt starts answering.
+        self.answers: frozenset[str] = upstream.streaming if drains else frozenset()
+        self.agenda = agenda = Agenda()
+        seq = 0
+        for f in profile.faults:
+            if f.kind in BLINDING and f.at_s is not None and f.for_s is not None:
+                agenda.push(f.at_s, seq, _METRICS, False)
+                agenda.push(f.at_s + f.for_s, seq + 1, _METRICS, True)
+                seq += 2
+        self.seq = seq
+        cr = profile.clients.retry
+        self.clients = ClientRetries(cr, stream(seed, "clients")) if cr is not None else None
+        # Arrivals in lists, taken by index; the next list once per _CHUNK arrivals.
+        sched_seed = seed if schedule_seed is None else schedule_seed
+        self.chunks = schedule_chunks(profile, sched_seed)
+        # A session trace replayed closed-loop: a record's end offers its session's next record.
+        closed = session_replay(profile) == "closed_loop"
+        self.sessions = ClosedLoop(profile, sched_seed) if closed else None
+        self.traced_turns = upstream.traced_turns
+        self.batch: list[Arrival] = next(self.chunks, [])
+        self.bi = 0
+        self.nxt: Arrival | None = self.batch[0] if self.batch else None
+        # A public trace's arrivals carry token counts: the summary reports their totals.
+        self.tokens = traced(profile)
+        self.prompt_tokens = 0
+        self.output_tokens = 0
+        self.tick_at = math.inf
+        self.tick = Tick()
+        self.sec_end = 1.0
+        self.scheduled = 0
+        self.now = 0.0
+        self.halted = False
+        self.blind = 0  # metrics outages in progress
+
+    def loop(self) -> None:
+        """Until the schedule and the agenda are both empty, or ``stop`` says so: the next
+        event (ties go to the arrival), the engine's actions carried out, its timer re-armed."""
+        engine = self.engine
+        agenda = self.agenda
+        jobs = self.jobs
+        actions: list[Action]
+        while True:
+            nxt = self.nxt
+            if nxt is not None and (len(agenda) == 0 or nxt.t <= agenda.first_time()):
+                now = self.now = nxt.t
+                if now >= self.sec_end and self.second(now):
+                    break
+                actions = self.arrive(nxt, now)
+            elif len(agenda) > 0:
+                t_top, s, kind, payload = agenda.pop()
+                if kind == _TICK and self.stale(t_top):
+                    continue
+                now = self.now = t_top
+                if now >= self.sec_end and self.second(now):
+                    agenda.push(now, s, kind, payload)  # not handled: left as it was
+                    break
+                actions = self.event(kind, payload, now)
+            else:
+                break
+            if actions:
+                self.carry_out(now, actions)
+            if jobs is not None:
+                jobs.occupancy(now, engine.busy, engine.calls_in_flight)
+            nd = engine.next_deadline()
+            if nd is not None and nd < self.tick_at:
+                self.tick_at = nd if nd > now else now
+                self.seq += 1
+                agenda.push(self.tick_at, self.seq, _TICK, None)
+
+    def second(self, now: float) -> bool:
+        """A simulated second ended: the books' once-a-second work, and ``stop`` asked (once
+        per second, so the check costs nothing measurable). True: the run halts here."""
+        self.core.advance(now)
+        self.sec_end = self.core.sec_end
+        if self.stop is not None and self.stop(now):
+            self.halted = True
+            return True
+        return False
+
+    def stale(self, t_top: float) -> bool:
+        """A ``_TICK`` popped: True if it is stale, what it was set for having ended early (a
+        job with a deadline or a max wait started). Handling it would decide nothing, but would
+        move the clock, and the run's end with it; it is skipped, re-armed for what is due."""
+        if t_top >= self.tick_at:
+            self.tick_at = math.inf
+        nd = self.engine.next_deadline()
+        if nd is None or nd > t_top:
+            if nd is not None and nd < self.tick_at:
+                self.tick_at = nd
+                self.seq += 1
+                self.agenda.push(nd, self.seq, _TICK, None)
+            return True
+        return False
+
+    def arrive(self, nxt: Arrival, now: float) -> list[Action]:
+        """The schedule's next arrival: counted, tracked for its callers' retries, its job
+        shape and token counts taken, handed to the engine; the schedule moves on."""
+        self.scheduled += 1
+        if self.progress is not None and not self.scheduled & 0x3FFF:
+            self.progress(now)
+        if self.clients is not None:
+            self.clients.track(nxt)
+        shapes = self.shapes
+        if shapes is not None and nxt.cls in shapes:
+            if nxt.session is None:
+                nxt.turns, nxt.tool_s = shapes.draw(nxt.cls, nxt.id)
+            else:
+                self.traced_turns[nxt.id] = nxt.session
+        if self.tokens:
+            if nxt.session is None:
+                self.prompt_tokens += nxt.prompt_tokens or 0
+                self.output_tokens += nxt.output_tokens or 0
+            else:
+                for ptok, otok in nxt.session:
+                    self.prompt_tokens += ptok
+                    self.output_tokens += otok
+            if self.figs is not None:
+                self.figs.trace[nxt.id] = (nxt.prompt_tokens, nxt.output_tokens)
+        actions = self.engine.handle(nxt, now)
+        self.bi += 1
+        if self.bi == len(self.batch):
+            self.batch = next(self.chunks, [])
+            self.bi = 0
+        self.nxt = self.batch[self.bi] if self.batch else None
+        return actions
+
+    def event(self, kind: i64, payload: Any, now: float) -> list[Action]:
+        """An agenda event, by its kind: an attempt's end (finished or failed), a caller's
+        retry, a closed-loop session's next record, the engine's timer, a metrics outage's
+        start or end."""
+        engine = self.engine
+        if kind == _FINISH:
+            if self.effects:
+                self.upstream.effect(_work_key(engine, payload[0]), payload[2])
+            return engine.handle(Finished(payload[0], payload[1]), now)
+        if kind == _FAIL:
+            return self.failed(payload, now)
+        if kind == _CLIENT:
+            if self.tokens and self.figs is not None:
+                self.figs.trace[payload.id] = (payload.prompt_tokens, payload.output_tokens)
+            shapes = self.shapes
+            if shapes is not None and payload.cls in shapes:
+                if payload.session is None:
+                    payload.turns, payload.tool_s = shapes.draw(payload.cls, payload.id)
+                else:
+                    self.traced_turns[payload.id] = payload.session
+            return engine.handle(payload, now)
+        if kind == _NEXT:
+            # A closed-loop session's next record: an arrival like the schedule's.
+            self.scheduled += 1
+            if self.clients is not None:
+                self.clients.track(payload)
+            if self.tokens:
+                self.prompt_tokens += payload.prompt_tokens or 0
+                self.output_tokens += payload.output_tokens or 0
+                if self.figs is not None:
+                    self.figs.trace[payload.id] = (payload.prompt_tokens, payload.output_tokens)
+            return engine.handle(payload, now)
+        if kind == _TICK:
+            return engine.handle(self.tick, now)
+        # Outages may overlap: the signals are known again when the last one ends.
+        self.blind += -1 if payload else 1
+        return engine.handle(MetricsSample(self.blind == 0), now)
+
+    def failed(self, payload: Any, now: float) -> list[Action]:
+        """An attempt failed upstream: its effect counted if its answer was lost, its cause
+        kept for its caller; a stream that broke after its first byte is final (the proxy's
+        rule)."""
+        rid, failure, ra, attempt, fcls = payload
+        if self.effects and failure == ACK_LOST:
+            self.upstream.effect(_work_key(self.engine, rid), fcls)
+        if self.clients is not None:
+            self.clients.cause[rid] = (failure, ra)
+        return self.engine.handle(
+            Failed(
+                id=rid,
+                reason=failure,
+                retry_after_s=ra,
+                retryable=failure not in MID_STREAM,
+                attempt=attempt,
+            ),
+            now,
+        )
+
+    def carry_out(self, now: float, actions: list[Action]) -> None:
+        """The engine's actions: logged; an ended agent job's prompt forgotten; callers'
+        retries screened out and put on the agenda; a closed-loop session's next record
+        offered; kept in the books; each Dispatch sent upstream."""
+        if self.log is not None:
+            self.log.write(now, actions)  # every engine decision, retried attempts included
+        if self.jobs is not None:
+            for a in actions:  # an agent job that ended: its prompt is forgotten
+                tp = type(a)
+                if tp is Complete or tp is Fail or tp is Expire or tp is Reject:
+                    self.upstream.end_session(a.id)  # type: ignore[attr-defined]
+        if self.clients is not None:
+            actions, again = self.clients.screen(now, actions, self.col)
+            for t_again, attempt in again:
+                self.seq += 1
+                self.agenda.push(t_again, self.seq, _CLIENT, attempt)
+        if self.sessions is not None:
+            for a in actions:  # a final outcome offers the session's next record
+                tp = type(a)
+                if tp is Complete or tp is Fail or tp is Expire or tp is Reject:
+                    follow = self.sessions.ended(a.id, now)  # type: ignore[attr-defined]
+                    if follow is not None:
+                        self.seq += 1
+                        self.agenda.push(follow.t, self.seq, _NEXT, follow)
+        self.col.apply(now, actions)
+        if self.figs is not None:
+            self.figs.apply(actions)
+        for a in actions:
+            if type(a) is Dispatch:
+                self.dispatch(a, now)
+
+    def dispatch(self, a: Dispatch, now: float) -> None:
+        """An attempt sent upstream: its duration and failure drawn (timed per token, streamed,
+        or whole), the engine told when a drained stream starts answering, its end put on the
+        agenda (a re-run of checkpointed work starts from its last checkpoint)."""
+        upstream = self.upstream
+        figs = self.figs
+        answers = self.answers
+        if figs is not None:
+            trace = figs.trace
+            dur, failure, ra, timing = upstream.call_timed(
+                now, a.cls, a.id, a.attempt, trace.get(a.id) if trace else None, a.turn
+            )
+            col = self.col
+            sent = col.requests[a.id][0] if a.id in col.requests else now
+            figs.dispatched(a.id, a.cls, now, sent, timing, a.turn)
+            if answers and a.cls in answers and timing is not None:
+                self.engine.handle(
+                    AnswerStarts(id=a.id, attempt=a.attempt, at_s=now + timing[0]), now
+                )
+        elif answers and a.cls in answers:
+            dur, failure, ra, first = upstream.call_streamed(now, a.cls, a.id, a.attempt, a.turn)
+            if first is not None:
+                self.engine.handle(AnswerStarts(id=a.id, attempt=a.attempt, at_s=now + first), now)
+        else:
+            dur, failure, ra = upstream.call(now, a.cls, a.id, a.attempt, a.turn)
+        jobs = self.jobs
+        if jobs is not None and a.cls in jobs.classes:
+            jobs.prompt(a.id, a.turn, upstream.last_prompt)
+        self.seq += 1
+        if self.checkpoints and a.attempt > 1 and failure is None:
+            dur = max(0.0, dur - self.engine.jobs[a.id].progress_s)
+        if failure is None:
+            self.agenda.push(now + dur, self.seq, _FINISH, (a.id, a.attempt, a.cls))
+        else:
+            self.agenda.push(now + dur, self.seq, _FAIL, (a.id, failure, ra, a.attempt, a.cls))
+
+    def result(self, extra_thresholds: tuple[str, ...], with_timeline: bool) -> SimResult:
+        """The books closed at the run's end (the profile's duration, or where it halted)."""
+        now = self.now
+        end = now if self.halted else max(now, self.profile.duration_s)
+        log = self.log
+        if log is not None:
+            log.flush()
+        figs = self.figs
+        if figs is not None and self.jobs is not None:
+            self.jobs.turn_ttfts.extend(figs.turn_ttfts)  # each streamed turn's, as timed
+        retried = Retried()
+        clients = self.clients
+        if clients is not None:
+            retried = Retried(
+                clients.retried_rejects, clients.retried_fails, clients.retried_expires
+            )
+        upstream = self.upstream
+        summary, timeline = self.core.finish(
+            end,
+            scheduled=self.scheduled,
+            complete=not self.halted,
+            with_timeline=with_timeline,
+            retried=retried,
+            extra_thresholds=extra_thresholds,
+            effects=(upstream.duplicate_effects, upstream.duplicates_suppressed),
+            token_figures=figs.fields(end) if figs is not None else None,
+            trace=(
+                {
+                    "arrivals": self.scheduled,
+                    "prompt_tokens": self.prompt_tokens,
+                    "output_tokens": self.output_tokens,
+                }
+                if self.tokens
+                else None
+            ),
+        )
+        wall = self.core.wall_s
+        # a plain dict here: this module is compiled (setup.py HOT_MODULES), so it keeps its types
+        return SimResult(
+            cast("dict[str, Any]", summary),
+            timeline,
+            log.written if log else 0,
+            self.scheduled / wall if wall > 0 else 0.0,
+            self.col,
+        )
 
 
 def request_lines(
