@@ -22,8 +22,9 @@ simulation puts seed 1's ttft_s p95 at 0.908 where live measures about 0.955.
 On a busy machine (two CPU hogs beside the suite) the probe's share grew to 0.14 profile s
 (fitted ttft_s 0.638) while the live run's did not (ttft_s p95 0.946 against a band from
 1.003): so a figure that holds a TTFT is also allowed OVERHEAD_S, 20 wall ms of that overhead,
-either way. In three runs on a quiet machine the live figures lay inside the unwidened band (turnaround p95 2.14-2.15 s in
-[2.06, 2.35]; ttft_s p95 0.95-0.96 s in [0.92, 1.06]; 152 output tokens/s in [131, 171]).
+either way. In three runs on a quiet machine the live figures lay inside the unwidened band
+(turnaround p95 2.14-2.15 s in [2.06, 2.35]; ttft_s p95 0.95-0.96 s in [0.92, 1.06]; 152
+output tokens/s in [131, 171]).
 Wall time: 17-19 s on 2 cores (both runs start their own processes on loopback ports). No
 timed assertion: every figure is in profile seconds.
 """
