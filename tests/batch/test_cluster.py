@@ -84,11 +84,14 @@ class Cluster:
             "scheduler",
         )
         deadline = time.monotonic() + START_TIMEOUT_S
-        while not info.exists():
-            assert time.monotonic() < deadline, "the scheduler did not start"
-            assert self.scheduler.poll() is None, "the scheduler exited"
-            time.sleep(0.05)
-        self.address = json.loads(info.read_text())["address"]
+        while True:  # the file may exist before the scheduler has written it whole
+            try:
+                self.address = json.loads(info.read_text())["address"]
+                break
+            except (FileNotFoundError, ValueError, KeyError):
+                assert time.monotonic() < deadline, "the scheduler did not start"
+                assert self.scheduler.poll() is None, "the scheduler exited"
+                time.sleep(0.05)
 
     def _spawn(
         self, args: list[str], name: str, code: str | None = None

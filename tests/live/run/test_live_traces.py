@@ -77,11 +77,16 @@ def check_replay(res: Any, expected: list[Row]) -> None:
     assert s["counts"]["scheduled"] == len(expected) == len(recs)
     assert s["counts"]["completed"] == len(expected), s["counts"]
     want_t = [t for t, _p, _o in expected]
-    sent = sorted(r["t_sent"] for r in recs)
-    want_w = per_window(want_t, WINDOW_S, DURATION_S)
-    got_w = per_window(sent, WINDOW_S, DURATION_S)
-    assert all(abs(a - b) <= 1 for a, b in zip(got_w, want_w, strict=True)), (got_w, want_w)
-    assert abs(cv(sent) - cv(want_t)) <= 0.1 * cv(want_t), (cv(sent), cv(want_t))
+    # the schedule is the file's, whatever the machine (intended times, to the millisecond)
+    intended = sorted(round(r["t_intended"] * 1000) / 1000 for r in recs)
+    assert all(abs(a - b) <= 0.0011 for a, b in zip(intended, want_t, strict=True))
+    if not s["generator_saturated"]:  # sent on time: the windows and burstiness as the file's
+        # (a busy machine's late sends cross window borders; the run then says saturated)
+        sent = sorted(r["t_sent"] for r in recs)
+        want_w = per_window(want_t, WINDOW_S, DURATION_S)
+        got_w = per_window(sent, WINDOW_S, DURATION_S)
+        assert all(abs(a - b) <= 1 for a, b in zip(got_w, want_w, strict=True)), (got_w, want_w)
+        assert abs(cv(sent) - cv(want_t)) <= 0.1 * cv(want_t), (cv(sent), cv(want_t))
     prompt, output = sum(p for _t, p, _o in expected), sum(o for _t, _p, o in expected)
     tr = s["trace"]
     assert (tr["arrivals"], tr["prompt_tokens"], tr["output_tokens"]) == (
