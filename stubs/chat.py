@@ -120,7 +120,7 @@ def _positive_int(req: dict[str, Any], name: str) -> int | None:
             "integer_below_min_value",
         )
     if v > MAX_TOKENS:
-        # A body this size is built in one go and would block the event loop (issue 10).
+        # A body this size is built in one go and would block the event loop.
         raise BadRequest(
             f"{name} is too large: {v}. This stub supports at most {MAX_TOKENS} completion "
             f"tokens, whereas you provided {v}.",

@@ -161,7 +161,7 @@ class JobQueue:
         autoscaler's evaluation: per priority tier, per class ``[its first job's priority,
         count]`` in first-seen order, the key-less ones, and all. Counted here, compiled: the
         evaluation's own loop over every waiting job, interpreted, cost ~1.4 M instructions
-        with 800 waiting (docs/figures.md, issue 30)."""
+        with 800 waiting (docs/figures.md)."""
         backlog = [0, 0, 0]
         per_class: dict[str, list[int]] = {}
         plain = total = 0

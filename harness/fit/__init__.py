@@ -1,4 +1,4 @@
-"""Fitting the token-aware latency model (``dist: tokens``) to measured requests (issue 17).
+"""Fitting the token-aware latency model (``dist: tokens``) to measured requests.
 
 Pure computation over ``requests.jsonl`` records -- no clock, no sockets, neither driver:
 ``observations`` turns records into per-request figures (prompt and output tokens, TTFT,

@@ -1,7 +1,7 @@
 """Cross-field bounds on what a profile asks for: the limits a run could not honour.
 
 Each check here stops a profile that would validate and then hang, exhaust memory or crash at
-run time (issue 10): too many expected arrivals, phases the run never reaches, a pool that can
+run time: too many expected arrivals, phases the run never reaches, a pool that can
 never serve, a prompt or trace too large to hold. The limits are in ``harness.profile.schema`` and
 documented in docs/profiles.md's "Limits" table; every message names the limit it enforces.
 """

@@ -4,7 +4,7 @@ Each action has a record: a plain dict with sorted keys (``record``), whose
 ``orjson.dumps`` is the line's bytes, so a golden file compares byte for byte. The common
 lines (admissions and dispatches, all but a handful of a run's) are not made that way: the
 encoder below formats the same bytes straight from the action, about 3x fewer instructions
-than the dict and orjson (docs/figures.md, issue 30). Lines are buffered and written in blocks;
+than the dict and orjson (docs/figures.md). Lines are buffered and written in blocks;
 the live proxy also calls ``flush()`` every second so a crash loses at most a second of
 decisions.
 """
@@ -470,7 +470,7 @@ class DecisionLog:
     it holds ``block_bytes`` and then emptied without giving its memory back. Formatting each
     line into a ``bytes`` first and appending it to a ``bytearray`` cost more: a new object
     per line, and a ``bytearray`` that, emptied, frees its buffer and page-faults it back in
-    (docs/figures.md, issue 30)."""
+    (docs/figures.md)."""
 
     def __init__(self, sink: Sink | IO[bytes], block_bytes: int = 1 << 20) -> None:
         self._sink = sink

@@ -245,7 +245,7 @@ def _latency(s: Mapping[str, Any]) -> list[Block]:
         )
     if s.get("goodput_per_s") is not None:
         facts.append(f"goodput (completed within the SLO): {fmt_num(s['goodput_per_s'])} /s")
-    if s.get("output_tokens_per_s") is not None:  # estimated figures must say so (issue 11)
+    if s.get("output_tokens_per_s") is not None:  # estimated figures must say so
         facts.append(
             f"output tokens: {fmt_num(s['output_tokens_per_s'])} /s (from "
             f"{s.get('tokens_source') or 'no completed request'})"

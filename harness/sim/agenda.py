@@ -4,7 +4,7 @@ A binary heap over parallel native arrays (``librt.vecs.vec`` of doubles and 64-
 integers, and a list of payloads). It replaces ``heapq`` over ``(time, seq, kind, payload)``
 tuples: there each comparison went through ``PyObject_RichCompare`` twice (the tuples, then
 their floats) and each event made a tuple; compiled by mypyc, a comparison here is two machine
-compares (docs/figures.md, issue 30).
+compares (docs/figures.md).
 
 The order is heapq's: sequence numbers are unique, so two entries never tie, the payload is
 never compared, and which event comes next is fixed by the keys alone, whatever the heap's

@@ -4,7 +4,7 @@ numbers, whatever else happened in the run.
 Why: ``harness compare`` re-simulates two profiles over the same seeds and tests the paired
 differences. Pairing removes noise only if a request keeps its own latency and faults when an
 admission change reorders or drops others; with one sequential stream per run, rejecting one
-request would hand the next request's latency to another (issue 16). So the simulated upstream
+request would hand the next request's latency to another. So the simulated upstream
 and the stub reseed a small counter-based generator per attempt from (seed, stream name,
 request id, attempt).
 

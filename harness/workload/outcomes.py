@@ -3,7 +3,7 @@
 The proxy answers with it (status, Retry-After, error body), and the simulation's caller model
 retries by it, so the two cannot drift: before this module the proxy passed a 429 on for a
 request the engine gave up on (``retry_budget``) while the simulation's callers saw no
-retryable status at all, and only the live callers retried (issue 12).
+retryable status at all, and only the live callers retried.
 
 Rules, in order (``reason`` is the engine's: a ``Reject`` reason, a ``Fail`` reason, or
 ``expired``; ``cause`` is the last upstream attempt's failure when the engine's reason hides

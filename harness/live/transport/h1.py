@@ -357,7 +357,7 @@ class H1Upstream:
                 # -- only if the request may be sent twice (Go's net/http rule, RFC 9110
                 # 9.2.2). A POST without an idempotency key may have been processed, and its
                 # reset is the engine's to judge: retried unseen, a reset fault at p = 0.5
-                # reached the engine at about p = 0.25, and the simulation disagreed (issue 12).
+                # reached the engine at about p = 0.25, and the simulation disagreed.
                 if (
                     reused
                     and e.reason == "upstream_reset"

@@ -4,7 +4,7 @@ Split from ``harness.profile.schema`` (which re-exports every name here). ``Late
 ``TokenCount.mean`` give the expected values that ``Profile.service_time_prior`` (the
 engine's starting service time, see docs/profiles.md) is built from.
 
-``dist: tokens`` is the token-aware model (issue 17): for one request attempt, evaluated once
+``dist: tokens`` is the token-aware model: for one request attempt, evaluated once
 when it starts (a stated simplification: a request's TPOT does not change when others start or
 finish while it runs), with ``f = exp(N(0, sigma))`` drawn once per attempt (no draw when
 sigma is 0 or absent)::
