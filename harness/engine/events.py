@@ -30,9 +30,24 @@ class Arrived(Event):
     """A logical request reached admission. ``deadline_s`` is the class's useful life.
     ``turns``: the model calls the job makes in one session (an agent job: more than one),
     ``tool_s`` the tool time after each turn but the last (``turns - 1`` of them; missing
-    ones are 0)."""
+    ones are 0). ``prompt_tokens``: the prompt's tokens as the driver counted them before the
+    call (the live proxy from the body, the simulation from its draw; None: not counted);
+    ``output_tokens``: a completion length the driver already knows (a public trace's record;
+    None otherwise) -- never an estimate admission may use, which is the class's expected
+    completion."""
 
-    __slots__ = ("cls", "deadline_s", "id", "key", "priority", "tenant", "tool_s", "turns")
+    __slots__ = (
+        "cls",
+        "deadline_s",
+        "id",
+        "key",
+        "output_tokens",
+        "priority",
+        "prompt_tokens",
+        "tenant",
+        "tool_s",
+        "turns",
+    )
 
     def __init__(
         self,
@@ -45,6 +60,8 @@ class Arrived(Event):
         deadline_s: float | None = None,
         turns: int = 1,
         tool_s: tuple[float, ...] = (),
+        prompt_tokens: int | None = None,
+        output_tokens: int | None = None,
     ) -> None:
         self.id = id
         self.cls = cls
@@ -54,17 +71,25 @@ class Arrived(Event):
         self.deadline_s = deadline_s
         self.turns = turns
         self.tool_s = tool_s
+        self.prompt_tokens = prompt_tokens
+        self.output_tokens = output_tokens
+
+
+Usage = tuple[int, int, int]
+"""An answer's token usage: (input tokens, cached input tokens, output tokens)."""
 
 
 class Finished(Event):
     """The upstream call for a dispatched request succeeded. ``attempt`` names the dispatch it
-    answers (0: the driver does not say); an answer to an abandoned attempt is ignored."""
+    answers (0: the driver does not say); an answer to an abandoned attempt is ignored.
+    ``usage``: the answer's token usage, when the upstream reported it."""
 
-    __slots__ = ("attempt", "id")
+    __slots__ = ("attempt", "id", "usage")
 
-    def __init__(self, id: str, attempt: int = 0) -> None:
+    def __init__(self, id: str, attempt: int = 0, usage: Usage | None = None) -> None:
         self.id = id
         self.attempt = attempt
+        self.usage = usage
 
 
 # A Failed reason that is not a failure of the work: the upstream did it, the answer was lost

@@ -26,6 +26,7 @@ from harness.profile.schema.upstream import (
 from harness.profile.schema.verdict import DEFAULT_ALERTS
 from harness.profile.schema.wire import FromEnv, Wire
 from harness.profile.thresholds import ThresholdError, check_names, parse_threshold
+from harness.profile.token_cost import CostError, parse_cost
 from harness.profile.walk import Ctx, join
 
 
@@ -315,6 +316,32 @@ def check_cost(ctx: Ctx, p: Profile) -> None:
         )
 
 
+def check_tokens(ctx: Ctx, p: Profile) -> None:
+    """The cost expression parses to a weighted sum; budgets charge real classes; a budget
+    that queues has somewhere to wait (its classes' deadline bounds the wait)."""
+    t = p.tokens
+    if t is None:
+        return
+    try:
+        parse_cost(t.cost)
+    except CostError as e:
+        raise ctx.err("tokens.cost", str(e)) from None
+    for name, b in t.budgets.items():
+        where = f"tokens.budgets.{name}"
+        for i, cls in enumerate(b.classes):
+            if cls not in p.classes:
+                known = ", ".join(p.classes)
+                raise ctx.err(f"{where}.classes.{i}", f"{cls!r} is not a class (known: {known})")
+        if b.charge == "after" and b.estimate != "prompt_and_expected":
+            raise ctx.err(
+                f"{where}.estimate",
+                "charge: after counts nothing before the call (estimate is for charge: estimate)",
+            )
+    for tenant, w in t.weights.items():
+        if not w > 0:
+            raise ctx.err(f"tokens.weights.{tenant}", f"must be > 0, got {w}")
+
+
 def check_review(ctx: Ctx, p: Profile) -> None:
     """A class that needs review needs reviewers."""
     if p.engine.review is None:
@@ -403,6 +430,7 @@ def check_profile(ctx: Ctx, p: Profile) -> None:
     check_scaling(ctx, p)
     check_cost(ctx, p)
     check_review(ctx, p)
+    check_tokens(ctx, p)
     check_wire(ctx, p.wire)
     dep = p.engine.dependency
     if dep.backoff_max_s < dep.backoff_base_s:

@@ -33,7 +33,7 @@ from harness.workload.traces import TracedSession, hint, read_sessions, read_tra
 class Arrival(Arrived):
     """One scheduled request; it is also the engine's ``Arrived`` event (no copy per arrival)."""
 
-    __slots__ = ("index", "output_tokens", "prompt_tokens", "session", "t")
+    __slots__ = ("index", "session", "t")
 
     def __init__(
         self,

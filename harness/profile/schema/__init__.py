@@ -22,12 +22,16 @@ from harness.profile.schema.fields import (
     _t,
 )
 from harness.profile.schema.scaling import Scaling
+from harness.profile.schema.tokens import TokenBudget as TokenBudget
+from harness.profile.schema.tokens import TokenPrices as TokenPrices
+from harness.profile.schema.tokens import Tokens as Tokens
 from harness.profile.schema.upstream import LATENCY_PARAMS as LATENCY_PARAMS
 from harness.profile.schema.upstream import Latency as Latency
 from harness.profile.schema.upstream import TokenCount as TokenCount
 from harness.profile.schema.upstream import Upstream as Upstream
 from harness.profile.schema.verdict import DEFAULT_ALERTS, AlertOverride, AlertRule, Slo, Verdict
 from harness.profile.schema.wire import Generator, Wire
+from harness.profile.token_cost import DEFAULT_COST, TokenCost, parse_cost
 
 Priority = Literal["critical", "standard", "batch"]
 PRIORITIES: tuple[Priority, ...] = ("critical", "standard", "batch")
@@ -896,6 +900,16 @@ class Profile:
         default=Generator(),
         metadata=_c(doc="the live load generator's limits (the simulation ignores them)"),
     )
+    tokens: Tokens | None = field(
+        default=None,
+        metadata=_c(
+            omit_none=True,
+            doc=(
+                "what a request costs in tokens, the token budgets and the queue order; null:"
+                " requests are counted, not tokens"
+            ),
+        ),
+    )
     wire: Wire = field(
         default=Wire(),
         metadata=_c(
@@ -953,6 +967,10 @@ class Profile:
         prompt = ptc.mean() if ptc is not None else float(prompt_tokens(len(c.prompt_text())))
         output = otc.mean(c.max_tokens) if otc is not None else float(c.max_tokens)
         return prompt, output
+
+    def token_cost(self) -> TokenCost:
+        """What a request costs in tokens (``tokens.cost``; checked at load, so it parses)."""
+        return parse_cost(self.tokens.cost if self.tokens is not None else DEFAULT_COST)
 
     def max_wait_by_class(self) -> dict[str, float]:
         """The classes that override engine.max_wait_s, and their max wait."""
