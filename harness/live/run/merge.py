@@ -30,6 +30,7 @@ import orjson
 
 from harness.profile import AlertRule, Profile, ProfileError
 from harness.recording.alerts import evaluate_alerts, signal_series
+from harness.results import benchmark_report
 from harness.results import summary as summ
 from harness.results.client_figures import live_summary, offered_span, trace_figures
 from harness.results.shapes import Jobs, Summary
@@ -433,6 +434,7 @@ def merge(
     summary["meta"]["wall_per_profile_s"] = float(live["time_scale"])
     summary["meta"].update(meta or {})  # the TLS settings the run used, say
     write(out, summary, recs, timeline, proxy_dir, offset)
+    benchmark_report.write(out, profile)
     return summary
 
 
