@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import statistics
 import uuid
+from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -70,6 +71,7 @@ def stats(values: Sequence[float], units: str) -> Json | None:
     every quantile, by the one interpolation rule the summary uses (recording.quantiles)."""
     if not values:
         return None
+    values = sorted(values)  # once: each quantile's own sort of sorted values is then linear
     n = len(values)
     mean = sum(values) / n
     out: Json = {"units": units, "mean": _r(mean), "stddev": _r(statistics.pstdev(values))}
@@ -268,9 +270,48 @@ def _load(summary: Summary, profile: Profile) -> Json:
 # -- results ------------------------------------------------------------------------------
 
 
-def _request_performance(summary: Summary, requests: Sequence[Mapping[str, Any]]) -> Json:
+class _Figures:
+    """The completed requests' per-request figures, read from requests.jsonl one line at a
+    time into float arrays (never the records themselves: a long run has millions)."""
+
+    def __init__(self, path: Path) -> None:
+        self.prompt = array("d")
+        self.completion = array("d")
+        self.latency = array("d")
+        self.ttft = array("d")
+        self.itl = array("d")
+        self.tpot = array("d")
+        if not path.is_file():
+            return
+        with path.open("rb") as f:
+            for line in f:
+                if b'"completed"' not in line:
+                    continue
+                r = orjson.loads(line)
+                if r.get("outcome") == "completed":
+                    self.add(r)
+
+    def add(self, r: Mapping[str, Any]) -> None:
+        tokens = r.get("tokens")
+        completion = None
+        if isinstance(tokens, dict):
+            if tokens.get("prompt") is not None:
+                self.prompt.append(float(tokens["prompt"]))
+            if tokens.get("completion") is not None:
+                completion = int(tokens["completion"])
+                self.completion.append(float(completion))
+        lat, ttft = r.get("latency_s"), r.get("ttft_s")
+        if lat is not None:
+            self.latency.append(float(lat))
+        if ttft is not None:
+            self.ttft.append(float(ttft))
+        self.itl.extend(float(g) for g in (r.get("itl_s") or ()))
+        if ttft is not None and lat is not None and completion is not None and completion > 1:
+            self.tpot.append((float(lat) - float(ttft)) / (completion - 1))
+
+
+def _request_performance(summary: Summary, done: _Figures) -> Json:
     counts = summary["counts"]
-    done = [r for r in requests if r.get("outcome") == "completed"]
     agg: Json = {
         "requests": {
             "total": counts["arrivals"],
@@ -278,29 +319,19 @@ def _request_performance(summary: Summary, requests: Sequence[Mapping[str, Any]]
             "incomplete": counts["in_flight_at_end"],
         }
     }
-    tokens = [r["tokens"] for r in done if isinstance(r.get("tokens"), dict)]
-    for key, name in (("prompt", "input_length"), ("completion", "output_length")):
-        block = stats([float(t[key]) for t in tokens if t.get(key) is not None], "count")
+    for values, name in ((done.prompt, "input_length"), (done.completion, "output_length")):
+        block = stats(values, "count")
         if block is not None:
             agg["requests"][name] = block
     latency: Json = {}
-    lat = [float(r["latency_s"]) for r in done if r.get("latency_s") is not None]
-    latency["request_latency"] = stats(lat, "s") or from_spread(summary["turnaround_s"], "s")
-    ttft = [float(r["ttft_s"]) for r in done if r.get("ttft_s") is not None]
-    latency["time_to_first_token"] = stats(ttft, "s") or from_spread(summary["ttft_s"], "s")
-    gaps = [float(g) for r in done for g in (r.get("itl_s") or ())]
-    latency["inter_token_latency"] = stats(gaps, "s/token") or from_spread(
+    latency["request_latency"] = stats(done.latency, "s") or from_spread(
+        summary["turnaround_s"], "s"
+    )
+    latency["time_to_first_token"] = stats(done.ttft, "s") or from_spread(summary["ttft_s"], "s")
+    latency["inter_token_latency"] = stats(done.itl, "s/token") or from_spread(
         summary["itl_s"], "s/token"
     )
-    tpot = [
-        (float(r["latency_s"]) - float(r["ttft_s"])) / (int(r["tokens"]["completion"]) - 1)
-        for r in done
-        if r.get("ttft_s") is not None
-        and r.get("latency_s") is not None
-        and isinstance(r.get("tokens"), dict)
-        and int(r["tokens"].get("completion") or 0) > 1
-    ]
-    latency["time_per_output_token"] = stats(tpot, "s/token")
+    latency["time_per_output_token"] = stats(done.tpot, "s/token")
     agg["latency"] = {k: v for k, v in latency.items() if v is not None}
     duration = float(summary["duration_s"])
     tok: Mapping[str, Any] = summary.get("tokens") or {}
@@ -396,10 +427,20 @@ def _decision_figures(folder: Path) -> tuple[Json | None, Json | None]:
     path = folder / "decisions.jsonl"
     if not path.is_file():
         return None, None
-    waits: list[float] = []
+    waits = array("d")
     by_reason: dict[str, int] = {}
     by_bound: dict[str, int] = {}
-    for line in path.read_bytes().splitlines():
+    with path.open("rb") as f:
+        _read_decisions(f, waits, by_reason, by_bound)
+    retry: Json = {"rejections": len(waits), "seconds": stats(waits, "s")}
+    return retry, {"by_reason": by_reason, "by_bound": by_bound}
+
+
+def _read_decisions(
+    f: Iterable[bytes], waits: array[float], by_reason: dict[str, int], by_bound: dict[str, int]
+) -> None:
+    """Rejections' Retry-After and scale decisions, one decision line at a time."""
+    for line in f:
         if b'"kind":"admission"' in line and b'"decision":"reject"' in line:
             d = orjson.loads(line)
             if d.get("retry_after_s") is not None:
@@ -411,8 +452,6 @@ def _decision_figures(folder: Path) -> tuple[Json | None, Json | None]:
             if d.get("bound_by") is not None:
                 b = str(d["bound_by"])
                 by_bound[b] = by_bound.get(b, 0) + 1
-    retry: Json = {"rejections": len(waits), "seconds": stats(waits, "s")}
-    return retry, {"by_reason": by_reason, "by_bound": by_bound}
 
 
 def _groups(block: Mapping[str, Any] | None) -> dict[str, Json] | None:
@@ -477,7 +516,7 @@ def build(folder: Path, profile: Profile) -> Json:
     timeline.jsonl, requests.jsonl and decisions.jsonl), for the profile it ran."""
     summary: Summary = orjson.loads((folder / "summary.json").read_bytes())
     timeline = _jsonl(folder / "timeline.jsonl")
-    requests = _jsonl(folder / "requests.jsonl")
+    requests = _Figures(folder / "requests.jsonl")
     eid = _eid(summary)
     meta = summary.get("meta") or {}
     observability: Json = {}
