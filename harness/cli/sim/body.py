@@ -32,6 +32,15 @@ def _report(folder: Path, console: Console) -> None:
         console.print(f"[yellow]warning:[/] report not written: {e}")
 
 
+def _benchmark_report(folder: Path, profile: Profile, console: Console) -> None:
+    try:
+        from harness.results.benchmark_report import write
+
+        write(folder, profile)
+    except Exception as e:  # a broken report must not lose the run's results
+        console.print(f"[yellow]warning:[/] benchmark_report.json not written: {e}")
+
+
 def run_one(
     profile: Profile,
     seed: int | None,
@@ -65,6 +74,7 @@ def run_one(
                 stop=stop,
                 log_format=log_format,
             )
+        _benchmark_report(folder, profile, console)
         if report:
             _report(folder, console)
     # typed a plain dict in the compiled sim.runner (setup.py HOT_MODULES)
@@ -93,6 +103,9 @@ def _seed_job(args: SeedJob) -> Summary:
     spec, overrides, seed, folder, extra, log_format = args
     prof = load(spec, overrides)
     result = run_to_folder(prof, seed, Path(folder), extra_thresholds=extra, log_format=log_format)
+    from harness.results.benchmark_report import write
+
+    write(Path(folder), prof)
     return cast(Summary, result.summary)  # typed a plain dict in the compiled sim.runner
 
 
@@ -131,6 +144,9 @@ def run_many(
             agg["complete"], agg["seeds_finished"] = False, sorted(done)
             agg["seeds_requested"] = n
         write_atomic(folder / "aggregate.json", summ.dumps(agg))  # whole, whatever arrives
+        holds = agg.get("holds")
+        seed_report(folder, [folder / f"seed-{s}" for s in sorted(done)],
+                    holds["ok"] if holds else None, console)  # fmt: skip
     if intr and complete:
         console.print(
             f"[bold red]interrupted ({intr.last}) while the results were written:[/] "
@@ -155,6 +171,18 @@ def run_many(
         return worst
     print_holds(console, holds)
     return EXIT_OK if holds["ok"] else EXIT_FAIL
+
+
+def seed_report(
+    folder: Path, seed_folders: list[Path], holds: bool | None, console: Console
+) -> None:
+    """The --seeds folder's benchmark_report.json, from its seeds' (results.benchmark_report)."""
+    try:
+        from harness.results.benchmark_report import write_seeds
+
+        write_seeds(folder, seed_folders, holds)
+    except Exception as e:  # a broken report must not lose the seeds' results
+        console.print(f"[yellow]warning:[/] benchmark_report.json not written: {e}")
 
 
 def _finished_on_disk(folder: Path, seeds: list[int], done: dict[int, Summary]) -> None:

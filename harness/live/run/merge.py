@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import shutil
+import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
@@ -30,6 +31,7 @@ import orjson
 
 from harness.profile import AlertRule, Profile, ProfileError
 from harness.recording.alerts import evaluate_alerts, signal_series
+from harness.results import benchmark_report
 from harness.results import summary as summ
 from harness.results.client_figures import live_summary, offered_span, trace_figures
 from harness.results.shapes import Jobs, Summary
@@ -433,6 +435,10 @@ def merge(
     summary["meta"]["wall_per_profile_s"] = float(live["time_scale"])
     summary["meta"].update(meta or {})  # the TLS settings the run used, say
     write(out, summary, recs, timeline, proxy_dir, offset)
+    try:
+        benchmark_report.write(out, profile)
+    except Exception as e:  # a broken report must not lose the run's results
+        print(f"warning: benchmark_report.json not written: {e}", file=sys.stderr)
     return summary
 
 

@@ -168,3 +168,26 @@ def test_a_threshold_on_a_null_figure_fails_and_says_why(runs: dict[str, Any]) -
     assert "counts.client_retries is null" in row["why"] and "attempts" in row["why"], row
     (row,) = evaluate_all(["turnaround_s.p95 < 10"], runs["recovered"])
     assert row["ok"] is False and "rebuilt from decisions" in row["why"], row
+
+
+def test_the_live_folder_holds_a_benchmark_report_the_br_validator_accepts(
+    runs: dict[str, Any],
+) -> None:
+    """The live folder's benchmark_report.json (docs/reference/benchmark-report.md): accepted
+    by the BR package's validator, its counts the summary's, the stub and the proxy its stack."""
+    br = pytest.importorskip("llmd_benchmark_report")
+    res: LiveResult = runs["result"]
+    report = orjson.loads((res.out / "benchmark_report.json").read_bytes())
+    loaded = br.load_benchmark_report(report)
+    assert loaded.version == "0.2.1"
+    counts = runs["run"]["counts"]
+    agg = report["results"]["request_performance"]["aggregate"]
+    assert agg["requests"]["total"] == counts["arrivals"]
+    assert (
+        report["results"]["observability"]["harness"]["admission"]["rejected"] == counts["rejected"]
+    )
+    assert [c["metadata"]["label"] for c in report["scenario"]["stack"]] == [
+        "admission-proxy",
+        "stub",
+    ]
+    assert report["results"]["observability"]["replica_status"]["time_series"]
