@@ -1,5 +1,6 @@
 """The `export` command (registered on the app by :mod:`harness.cli.app`): a profile's tuned
-autoscaling policy and alerts as Kubernetes manifests (:mod:`harness.export`)."""
+autoscaling policy and alerts as Kubernetes manifests, its token budgets as Envoy AI Gateway
+or LiteLLM configuration (:mod:`harness.export`)."""
 
 from __future__ import annotations
 
@@ -63,6 +64,47 @@ def export_(
             show_default=False,
         ),
     ] = None,
+    tenant_header: Annotated[
+        str,
+        typer.Option(
+            help="envoy: the request header that names the tenant (one budget per value)."
+        ),
+    ] = "x-tenant-id",
+    class_header: Annotated[
+        str | None,
+        typer.Option(
+            help=(
+                "envoy: the request header that names the class, for per: class budgets and"
+                " budgets limited to some classes (the harness proxy reads x-class)."
+            ),
+            show_default=False,
+        ),
+    ] = None,
+    gateway: Annotated[
+        str, typer.Option(help="envoy: the Gateway the route and the policy attach to.")
+    ] = "envoy-ai-gateway",
+    api_base: Annotated[
+        str, typer.Option(help="litellm: the OpenAI-compatible upstream the deployment calls.")
+    ] = "http://127.0.0.1:8000/v1",
+    model: Annotated[
+        str | None,
+        typer.Option(
+            help="litellm: the model name, for callers and upstream (default: --deployment).",
+            show_default=False,
+        ),
+    ] = None,
+    keys: Annotated[
+        Path | None,
+        typer.Option(
+            "--keys",
+            help=(
+                "litellm: write the tenants' POST /key/generate bodies (JSON Lines) to FILE"
+                " (atomically) instead of a comment block after the config."
+            ),
+            metavar="FILE",
+            show_default=False,
+        ),
+    ] = None,
     set_: SetOpt = None,
 ) -> None:
     """Kubernetes manifests for the profile's tuned autoscaling policy and its alerts.
@@ -78,8 +120,15 @@ def export_(
     serves the HPA's metric; it is configuration, not an object, so it follows the HPA as a
     comment block, or goes to the file --adapter-rules names: merge it into the adapter's config
     (Helm chart values: rules.external). Add the labels your Prometheus's ruleSelector needs to
-    the PrometheusRule. Exit 2 when the profile is invalid or, for keda and hpa, has
-    engine.scaling.enabled false.
+    the PrometheusRule.
+
+    `envoy` and `litellm` write the profile's token budgets (tokens.budgets) as a gateway
+    enforces them: Envoy AI Gateway's route and Envoy Gateway's rate limit policy (`kubectl
+    apply -f -`), or a LiteLLM proxy's config.yaml (`litellm --config FILE`) with the tenants'
+    keys for its /key/generate API. What the gateway does differently (it charges after the
+    response, counts in fixed windows, has no queue, sends no honest Retry-After) is printed
+    the same way. Exit 2 when the profile is invalid or, for keda and hpa, has
+    engine.scaling.enabled false, or, for envoy and litellm, has no tokens.budgets.
     """
     from rich.markup import escape
 
@@ -97,13 +146,30 @@ def export_(
             f"--adapter-rules {adapter_rules}: name a file of its own "
             "(not stdout, not --out): the manifest holds only Kubernetes objects"
         )
+    if keys is not None and not TARGETS[kind.value].keys:
+        raise bad_input(f"--keys: only litellm writes keys, not {kind.value}")
+    if keys is not None and (
+        str(keys) == "-" or (out is not None and out.resolve() == keys.resolve())
+    ):
+        raise bad_input(f"--keys {keys}: name a file of its own (not stdout, not --out)")
     prof = load_profile(profile, set_)
     try:
         result = export(
             kind.value,
             prof,
-            target_for(prof, namespace, deployment, prometheus_url),
+            target_for(
+                prof,
+                namespace,
+                deployment,
+                prometheus_url,
+                tenant_header=tenant_header,
+                class_header=class_header,
+                gateway=gateway,
+                api_base=api_base,
+                model=model,
+            ),
             adapter_rules_file=None if adapter_rules is None else str(adapter_rules),
+            keys_file=None if keys is None else str(keys),
         )
     except ExportError as e:
         raise bad_input(str(e)) from None
@@ -122,6 +188,18 @@ def export_(
         err.print(
             f"wrote {escape(str(adapter_rules))} (the prometheus-adapter rule serving the "
             "HPA's External metric: merge it into the adapter's config)",
+            soft_wrap=True,
+        )
+    if result.keys is not None and keys is not None:
+        with io_errors(keys.parent):
+            write_atomic(keys, result.keys.encode())
+        err.print(
+            f"wrote {escape(str(keys))} (the tenants' POST /key/generate bodies)", soft_wrap=True
+        )
+    elif result.keys is not None:
+        err.print(
+            "[yellow]keys[/] commented out after the config (they live in LiteLLM's database):"
+            " POST each to /key/generate, or write them to a file with --keys FILE",
             soft_wrap=True,
         )
     if out is None:

@@ -63,6 +63,9 @@ def commented(doc: Mapping[str, object]) -> str:
     return "".join(f"# {line}" for line in dump(doc).splitlines(keepends=True))
 
 
-def render(head: str, doc: Mapping[str, object], tail: str = "") -> str:
-    """``head``, the one document, then ``tail`` (comment lines after it)."""
-    return head + dump(doc) + tail
+def render(
+    head: str, doc: Mapping[str, object], tail: str = "", more: Sequence[Mapping[str, object]] = ()
+) -> str:
+    """``head``, the first document, the ``more`` documents after it (each behind ``---``),
+    then ``tail`` (comment lines after them)."""
+    return head + dump(doc) + "".join("---\n" + dump(d) for d in more) + tail

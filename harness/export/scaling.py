@@ -35,11 +35,18 @@ PERIOD_MAX_S = 1800
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Target:
-    """Where the manifests point: the workload, its namespace, the Prometheus to query."""
+    """Where the manifests point: the workload, its namespace, the Prometheus to query; for
+    the gateways (envoy, litellm), the headers that carry the tenant and the class, the
+    Gateway the route attaches to, and the upstream LiteLLM calls with its model name."""
 
     name: str
     namespace: str
     prometheus_url: str
+    tenant_header: str = "x-tenant-id"
+    class_header: str | None = None
+    gateway: str = "envoy-ai-gateway"
+    api_base: str = "http://127.0.0.1:8000/v1"
+    model: str | None = None
 
 
 def seconds(value: float, field: str, notes: Notes, *, lo: int = 0, hi: int | None = None) -> int:

@@ -1,5 +1,5 @@
 """The export targets: one table, :data:`TARGETS`, of one :class:`ExportTarget` per
-``harness export`` kind (keda, hpa, alerts).
+``harness export`` kind (keda, hpa, alerts, envoy, litellm).
 
 To add a target: its module here, with a ``manifest`` function (:data:`Manifest`: the one
 Kubernetes object, what it is, any comment after it), and its entry below (its name, its
@@ -23,17 +23,21 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class Part:
-    """What a target's ``manifest`` writes: the one document, what it is (the header's first
-    line), the comment lines after it and, for a target with ``adapter_rules``, that file's
-    text (None for the others)."""
+    """What a target's ``manifest`` writes: the first document, what it is (the header's first
+    line), the comment lines after it, for a target with ``adapter_rules`` that file's text,
+    the documents after the first (``more``: envoy's BackendTrafficPolicy) and, for a target
+    with ``keys``, the key API's request bodies as JSON Lines (None for the others)."""
 
     doc: dict[str, object]
     what: str
     tail: str = ""
     adapter_rules: str | None = None
+    more: tuple[dict[str, object], ...] = ()
+    keys: str | None = None
 
 
-# (profile, where the manifest points, notes to add to, the --adapter-rules file or None)
+# (profile, where the manifest points, notes to add to, the --adapter-rules or --keys file or
+# None)
 Manifest = Callable[["Profile", "Target", "Notes", "str | None"], Part]
 
 
@@ -44,6 +48,8 @@ class ExportTarget:
     help: str  # the CLI's words for it, after "NAME: "
     needs_scaling: bool  # refused (exit 2) when engine.scaling.enabled is false
     adapter_rules: bool = False  # takes --adapter-rules FILE
+    needs_budgets: bool = False  # refused (exit 2) without tokens.budgets
+    keys: bool = False  # takes --keys FILE
 
     def manifest(self) -> Manifest:
         found: Manifest = importlib.import_module(self.module).manifest
@@ -75,6 +81,29 @@ TARGETS: Final[dict[str, ExportTarget]] = {
             module="harness.export.alerts",
             help="a PrometheusRule (prometheus-operator).",
             needs_scaling=False,
+        ),
+        ExportTarget(
+            name="envoy",
+            module="harness.export.envoy",
+            help=(
+                "Envoy AI Gateway: an AIGatewayRoute whose llmRequestCosts carry tokens.cost,"
+                " and an Envoy Gateway BackendTrafficPolicy with a global rate limit per token"
+                " budget, charged from the response."
+            ),
+            needs_scaling=False,
+            needs_budgets=True,
+        ),
+        ExportTarget(
+            name="litellm",
+            module="harness.export.litellm",
+            help=(
+                "a LiteLLM proxy config.yaml (the deployment's tpm, usage-based-routing-v2),"
+                " and the per-tenant keys as POST /key/generate bodies (a comment block after"
+                " it, or --keys FILE)."
+            ),
+            needs_scaling=False,
+            needs_budgets=True,
+            keys=True,
         ),
     )
 }

@@ -1,6 +1,7 @@
 """The ``export`` group: ``harness export KIND SCENARIO`` for every kind the command accepts (read
 from its ``kind`` argument's choices, so a new kind gets snapshots or fails the test) over two
-scenarios of the library, plus ``hpa --adapter-rules FILE``.
+scenarios of the library, plus ``hpa --adapter-rules FILE``; the kinds that need token budgets
+(envoy, litellm) over the bundled ``token-budgets`` profile instead.
 
 Per run, three files: ``KIND.yaml`` (stdout), ``KIND.stderr`` (the exit code, then stderr: the
 "not expressible" notes) and, for ``hpa--adapter-rules``, ``.rules.yaml`` (the file written).
@@ -25,6 +26,7 @@ from typer.testing import CliRunner
 from tests.snapshots.cli_help import ENV
 
 SCENARIOS = ("scenarios/metric-outage", "scenarios/sustained-increase")
+TOKEN_PROFILE = "token-budgets"  # envoy and litellm need tokens.budgets
 RULES = "adapter-rules.yaml"
 _ANSI = re.compile(rb"\x1b\[[0-9;]*[A-Za-z]")
 
@@ -75,11 +77,26 @@ def _invoke(args: list[str]) -> tuple[bytes, bytes]:
     return _mask(r.stdout_bytes), _mask(stderr)
 
 
+def _needs_budgets(kind: str) -> bool:
+    from harness.export.targets import TARGETS
+
+    return TARGETS[kind].needs_budgets
+
+
 def produce() -> dict[str, bytes]:
     files: dict[str, bytes] = {}
+    for kind in kinds():  # the gateways' kinds over the bundled profile with token budgets
+        if _needs_budgets(kind):
+            out, err = _invoke(["export", kind, TOKEN_PROFILE])
+            files[f"{TOKEN_PROFILE}/{kind}.yaml"], files[f"{TOKEN_PROFILE}/{kind}.stderr"] = (
+                out,
+                err,
+            )
     for spec in SCENARIOS:
         name = spec.rsplit("/", 1)[-1]
         for kind in kinds():
+            if _needs_budgets(kind):  # the scenarios have no token budgets
+                continue
             out, err = _invoke(["export", kind, spec])
             files[f"{name}/{kind}.yaml"], files[f"{name}/{kind}.stderr"] = out, err
         with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
