@@ -33,6 +33,7 @@ from typing import Any, Protocol, cast
 
 from harness.engine.core import Engine
 from harness.engine.events import Action
+from harness.ground.summary_shape import RetryAfterRule
 from harness.profile import Profile
 from harness.recording.alerts import evaluate_alerts
 from harness.recording.quantiles import percentiles
@@ -142,6 +143,7 @@ class RunCore:
         trace: Trace | None = None,
         effects: tuple[int, int] = (0, 0),
         token_figures: TokenFields | None = None,
+        retry_after: Mapping[str, RetryAfterRule] | None = None,
     ) -> tuple[Summary, list[dict[str, object]]]:
         """summary.json and the timeline, for a run that ended at ``end`` (run seconds).
 
@@ -155,7 +157,8 @@ class RunCore:
         ``output_tokens``), only when the arrivals came from one (harness.workload.traces).
         ``effects``: (duplicate effects, duplicates suppressed) as the simulated upstream
         counted them. ``token_figures``: TTFT, ITL and output tokens per second when the
-        simulated upstream timed tokens (``results.summary.token_fields``)."""
+        simulated upstream timed tokens (``results.summary.token_fields``). ``retry_after``: the
+        callers' Retry-After honesty per rule (``workload.honesty``), with upstream.limits."""
         eng, col = self.engine, self.collector
         col.advance(math.ceil(end) if end > 0 else 1.0, eng)
         if eng.cost is not None:
@@ -195,6 +198,7 @@ class RunCore:
             jobs=None if col.jobs is None else col.jobs.fields(end, tokens=self.mode == "sim"),
             upstream_retries=ec.retries,
             client_retries=None if retried is None else retried.total,
+            retry_after=retry_after,
         )
         if trace is not None:
             summary["trace"] = trace.copy()

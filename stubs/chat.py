@@ -205,6 +205,11 @@ def _headers(rid: bytes, content_type: bytes, processing_s: float) -> list[tuple
     ]
 
 
+def _limit_headers(state: StubState) -> list[tuple[bytes, bytes]]:
+    """upstream.limits' x-ratelimit-* headers, as the buckets stand when the answer goes."""
+    return state.limits.headers() if state.limits is not None else []
+
+
 Timing = tuple[float, float, float]  # (first token, gap between tokens, end), wall seconds
 
 
@@ -253,6 +258,13 @@ async def handle(
     )
     plan = state.timeline.plan(state.draws.faults, in_flight=state.in_flight, stream=req.stream)
     state.counters.requests += 1
+    if state.limits is not None:  # upstream.limits: a 429 at once when the charge does not fit
+        refusal = state.limits.admit(prompt, cap)
+        if refusal is not None:
+            state.counters.faulted += 1
+            headers = _headers(rid, wire.JSON, 0.0) + refusal.headers
+            await respond(send, 429, refusal.body, headers)
+            return
     state.in_flight += 1
     try:
         if plan is not None and plan.terminal is not None:
@@ -306,7 +318,7 @@ async def _complete(
         prompt=prompt,
         finish_reason=finish,
     )
-    await respond(send, 200, body, _headers(rid, wire.JSON, wait))
+    await respond(send, 200, body, _headers(rid, wire.JSON, wait) + _limit_headers(state))
     return True
 
 
@@ -352,7 +364,11 @@ async def _stream(
         include_usage=req.include_usage,
     )
     await send(
-        {"type": "http.response.start", "status": 200, "headers": _headers(rid, wire.SSE, ttft)}
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": _headers(rid, wire.SSE, ttft) + _limit_headers(state),
+        }
     )
     limit: int | None = None
     if fault is not None:

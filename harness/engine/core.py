@@ -145,6 +145,7 @@ class Engine(Scheduler):
                     service_time_s=st,
                     deadline_s=ev.deadline_s,
                     limits=adm.limits,
+                    raw_wait_s=raw,
                 )
             )
             return

@@ -246,7 +246,8 @@ class Admit(Action):
 
 
 class Reject(Action):
-    """Rejected by the rule named in ``reason``; it would admit again in ``retry_after_s``."""
+    """Rejected by the rule named in ``reason``; it would admit again in ``retry_after_s``
+    (whole seconds, at least 1; ``raw_wait_s``: the rule's own figure before rounding)."""
 
     __slots__ = (
         "age_s",
@@ -259,6 +260,7 @@ class Reject(Action):
         "in_flight",
         "limits",
         "priority",
+        "raw_wait_s",
         "reason",
         "retry_after_s",
         "service_time_s",
@@ -282,6 +284,7 @@ class Reject(Action):
         service_time_s: float,
         deadline_s: float | None,
         limits: Limits,
+        raw_wait_s: float = 0.0,
     ) -> None:
         self.id = id
         self.cls = cls
@@ -289,6 +292,8 @@ class Reject(Action):
         self.tenant = tenant
         self.reason = reason
         self.retry_after_s = retry_after_s
+        # the rule's own seconds until it would admit, before retry_after_s's rounding up
+        self.raw_wait_s = raw_wait_s
         self.estimated_wait_s = estimated_wait_s
         self.depth = depth
         self.age_s = age_s

@@ -299,6 +299,15 @@ class ThresholdRow(TypedDict):
     why: NotRequired[str]
 
 
+class RetryAfterRule(TypedDict):
+    """``retry_after.<rule>``: how honest one rule's Retry-After was (workload/honesty.py)."""
+
+    told: int
+    admitted: int
+    honesty: float | None
+    wasted_wait_s: float
+
+
 class Summary(TypedDict):
     """summary.json, every mode (docs/reference/summary.md)."""
 
@@ -332,6 +341,8 @@ class Summary(TypedDict):
     review: Review | None
     # agent jobs (recording.stats.JobTally.fields): only when some class has a job shape
     jobs: NotRequired[Jobs]
+    # the callers' Retry-After honesty per rule (workload.honesty): only with upstream.limits
+    retry_after: NotRequired[dict[str, RetryAfterRule]]
     # set by results.summary.finish, last: every written summary has them
     thresholds: NotRequired[list[ThresholdRow]]
     verdict: NotRequired[str]  # pass | fail | invalid

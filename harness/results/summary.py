@@ -22,6 +22,7 @@ import orjson
 
 import harness
 from harness.ground.atomic import write_atomic
+from harness.ground.summary_shape import RetryAfterRule
 from harness.profile import Profile, to_dict
 from harness.recording.quantiles import percentiles, quantile_runs
 from harness.recording.stats import Collector, Tally
@@ -261,13 +262,15 @@ def build(
     client_retries: int | None = None,
     upstream_retries: int = 0,
     jobs: Jobs | None = None,
+    retry_after: Mapping[str, RetryAfterRule] | None = None,
 ) -> Summary:
     """summary.json for the run core (sim and proxy). ``token_figures``: the simulated
     upstream's ``ttft_s``, ``itl_s`` and ``output_tokens_per_s`` (:func:`token_fields`) when it
     timed tokens; null figures otherwise. ``client_retries``: the simulated callers' retries
     (None for the proxy, which cannot tell a retry from a new request). ``jobs``: the agent
     jobs' figures (``recording.stats.JobTally.fields``), only when some class has a ``job``
-    shape: the key is absent otherwise."""
+    shape: the key is absent otherwise. ``retry_after``: the callers' Retry-After honesty per
+    rule (``workload.honesty``), only with upstream.limits: the key is absent otherwise."""
     counts: Counts = {
         "scheduled": scheduled,
         "arrivals": col.arrivals,
@@ -329,6 +332,8 @@ def build(
     }
     if jobs is not None:
         summary["jobs"] = jobs.copy()
+    if retry_after is not None:
+        summary["retry_after"] = {k: v.copy() for k, v in retry_after.items()}
     if token_figures is not None:  # the keys above, in place
         summary["ttft_s"] = token_figures["ttft_s"]
         summary["itl_s"] = token_figures["itl_s"]

@@ -49,6 +49,7 @@ from harness.upstream_model.fault_kinds.spec import BLINDS, LOSES_ANSWER, Play
 from harness.workload import outcomes
 from harness.workload.arrivals import Arrival, schedule_chunks, session_replay, stream
 from harness.workload.callers import retry_delay
+from harness.workload.honesty import Honesty
 from harness.workload.job_shape import ShapeDraws
 from harness.workload.outcomes import Answer
 from harness.workload.sessions import ClosedLoop
@@ -81,6 +82,10 @@ class ClientRetries:
         # attempt id -> its last upstream failure and Retry-After: a Fail's reason may hide it
         # (retry_budget), and the proxy answers with the upstream's own status then.
         self.cause: dict[str, tuple[str, float | None]] = {}
+        # attempt id -> the upstream limiter's own wait behind its 429 (upstream.limits)
+        self.needed: dict[str, float] = {}
+        # Retry-After honesty (summary.json's retry_after): kept with upstream.limits only
+        self.honesty: Honesty | None = None
         self.retried_rejects = 0
         self.retried_fails = 0
         self.retried_expires = 0
@@ -107,6 +112,18 @@ class ClientRetries:
             tp = type(a)
             if tp is Reject or tp is Fail or tp is Expire:
                 rid: str = a.id  # type: ignore[attr-defined]
+                honesty = self.honesty
+                rule: str | None = None
+                needed = 0.0
+                if honesty is not None:
+                    if tp is Reject:
+                        assert isinstance(a, Reject)
+                        rule, needed = a.reason, a.raw_wait_s
+                    elif tp is Fail:
+                        c = self.cause.get(rid)
+                        rule = c[0] if c is not None else None
+                        needed = self.needed.pop(rid, -1.0)
+                    honesty.outcome(rid, rule)
                 ans = self.answer(a)
                 entry = self.attempt.pop(rid, None)
                 d = None
@@ -140,6 +157,15 @@ class ClientRetries:
                             first.session,
                         )
                     self.attempt[nxt.id] = (first, n + 1)
+                    if (
+                        honesty is not None
+                        and rule is not None
+                        and d[1]
+                        and ans is not None
+                        and ans.retry_after_s is not None
+                    ):
+                        told = ans.retry_after_s
+                        honesty.told(nxt.id, rule, told, told if needed < 0 else needed)
                     col.arrived(nxt.id, first.t)  # turnaround still counts from the first send
                     if tp is Reject:
                         self.retried_rejects += 1
@@ -153,6 +179,8 @@ class ClientRetries:
                     continue
             elif tp is Complete:
                 self.attempt.pop(a.id, None)  # type: ignore[attr-defined]
+                if self.honesty is not None:
+                    self.honesty.outcome(a.id, None)  # type: ignore[attr-defined]
                 if self.cause:
                     self.cause.pop(a.id, None)  # type: ignore[attr-defined]
             keep.append(a)
@@ -304,6 +332,9 @@ class _Run:
         self.seq = seq
         cr = profile.clients.retry
         self.clients = ClientRetries(cr, stream(seed, "clients")) if cr is not None else None
+        limits = profile.upstream.limits
+        if self.clients is not None and limits is not None and limits.on:
+            self.clients.honesty = Honesty()
         # Arrivals in lists, taken by index; the next list once per _CHUNK arrivals.
         sched_seed = seed if schedule_seed is None else schedule_seed
         self.chunks = schedule_chunks(profile, sched_seed)
@@ -465,6 +496,10 @@ class _Run:
             self.upstream.effect(_work_key(self.engine, rid), fcls)
         if self.clients is not None:
             self.clients.cause[rid] = (failure, ra)
+            if self.upstream.needed:
+                needed = self.upstream.needed.pop(rid, None)
+                if needed is not None:
+                    self.clients.needed[rid] = needed
         return self.engine.handle(
             Failed(
                 id=rid,
@@ -569,6 +604,11 @@ class _Run:
             extra_thresholds=extra_thresholds,
             effects=(upstream.duplicate_effects, upstream.duplicates_suppressed),
             token_figures=figs.fields(end) if figs is not None else None,
+            retry_after=(
+                clients.honesty.block()
+                if clients is not None and clients.honesty is not None
+                else None
+            ),
             trace=(
                 {
                     "arrivals": self.scheduled,

@@ -26,8 +26,8 @@ from harness.profile import Fault, Profile
 from harness.upstream_model.bucket import TokenBucket
 from harness.upstream_model.draws import RequestDraws
 from harness.upstream_model.fault_kinds import SIM_ENDS, SIM_SKIPS
+from harness.upstream_model.fault_kinds.spec import FAST_FAIL_S, SimEnd
 from harness.upstream_model.fault_kinds.spec import TRUNCATED as TRUNCATED
-from harness.upstream_model.fault_kinds.spec import SimEnd
 from harness.upstream_model.faults import walk
 from harness.upstream_model.latency import (
     Sampler,
@@ -36,8 +36,10 @@ from harness.upstream_model.latency import (
     even_spread,
     sampler,
     service_s,
+    token_count,
     token_counts,
 )
+from harness.upstream_model.token_limits import TokenLimits, charge
 
 # Failures after a stream's first byte went out: final, never retried (the proxy's rule).
 MID_STREAM: Final = frozenset({TRUNCATED})
@@ -172,6 +174,18 @@ class SimUpstream:
         self._effects: set[str] = set()
         self.duplicate_effects = 0
         self.duplicates_suppressed = 0
+        # upstream.limits (TPM, RPM): every attempt is charged its prompt tokens plus its
+        # max_tokens when it starts; one that does not fit is a fast upstream_429 whose
+        # Retry-After is the limiter's (``needed``: the limiter's own wait, by request id,
+        # for the callers' honesty figures). Untimed calls draw only the prompt's count
+        # (from the tokens stream: no latency draw moves), as the stub does.
+        lim = profile.upstream.limits
+        self.limiter = TokenLimits(lim, 0.0) if lim is not None and lim.on else None
+        self.needed: dict[str, float] = {}
+        self.charges = {
+            name: (profile.token_counts(c)[0], prompt_tokens(len(c.prompt_text())), c.max_tokens)
+            for name, c in classes.items()
+        }
 
     def effect(self, rid: str, cls: str) -> None:
         """An attempt of ``rid`` did its work upstream (answered, or its answer was lost)."""
@@ -235,9 +249,16 @@ class SimUpstream:
         """(duration_s, failure reason or None, retry_after_s) for attempt ``attempt`` of
         request ``rid`` (an agent job's turn ``turn``), starting now."""
         self.draws.begin(rid, attempt, turn)
+        prompt = -1
         if self.job_tokens and cls in self.job_tokens:
-            self.job_turn(cls, rid, turn, None)  # the tokens stream: no latency draw moves
-        return self._outcome(now, cls, self.samplers[cls]())
+            # the tokens stream: no latency draw moves
+            prompt = self.job_turn(cls, rid, turn, None)[0]
+        latency = self.samplers[cls]()
+        if self.limiter is not None:
+            refused = self._limit(now, cls, rid, prompt)
+            if refused is not None:
+                return refused
+        return self._outcome(now, cls, latency)
 
     def call_streamed(
         self, now: float, cls: str, rid: str, attempt: int, turn: int = 0
@@ -247,9 +268,14 @@ class SimUpstream:
         of the latency plus any latency fault's delay; a stream that breaks later did send its
         first bytes. Same draws as :meth:`call`."""
         self.draws.begin(rid, attempt, turn)
+        prompt = -1
         if self.job_tokens and cls in self.job_tokens:
-            self.job_turn(cls, rid, turn, None)
+            prompt = self.job_turn(cls, rid, turn, None)[0]
         latency = self.samplers[cls]()
+        if self.limiter is not None:
+            refused = self._limit(now, cls, rid, prompt)
+            if refused is not None:
+                return (*refused, None)
         dur, failure, ra = self._outcome(now, cls, latency)
         first = even_spread(self.ttft_fraction, latency, 1)[0]
         if failure is None:
@@ -297,12 +323,38 @@ class SimUpstream:
             assert tc.sample is not None
             latency = tc.sample()
             ttft, tpot = even_spread(self.ttft_fraction, latency, n)
+        if self.limiter is not None:
+            refused = self._limit(now, cls, rid, prompt)
+            if refused is not None:
+                heapq.heappush(self._ends, now + refused[0])
+                return (*refused, None)
         dur, failure, ra = self._outcome(now, cls, latency)
         # The attempt holds the upstream until it ends; a lost answer's work ended earlier.
         heapq.heappush(self._ends, now + (min(latency, dur) if failure == ACK_LOST else dur))
         if failure is not None:
             return dur, failure, ra, None
         return dur, None, None, (ttft + (dur - latency), tpot, n)  # latency faults delay it all
+
+    def _limit(
+        self, now: float, cls: str, rid: str, prompt: int
+    ) -> tuple[float, str | None, float | None] | None:
+        """upstream.limits' verdict on an attempt of ``prompt`` tokens (-1: not drawn yet, an
+        untimed one-call class: its prompt's draw, or its prompt text's count): None when it
+        fits (charged), else a fast upstream_429 with the limiter's Retry-After."""
+        limiter = self.limiter
+        assert limiter is not None
+        prompt_tc, prompt_default, cap = self.charges[cls]
+        if prompt < 0:
+            prompt = (
+                token_count(prompt_tc, self.draws.tokens)
+                if prompt_tc is not None
+                else prompt_default
+            )
+        wait = limiter.check(now, charge(prompt, cap))
+        if wait is None:
+            return None
+        self.needed[rid] = wait
+        return (FAST_FAIL_S, "upstream_429", limiter.told(wait))
 
     def _outcome(
         self, now: float, cls: str, latency: float

@@ -125,6 +125,19 @@ def seed_burst() -> dict[str, Any]:
     return dict(json.loads((out / "aggregate.json").read_text()))
 
 
+@functools.cache
+def tpm_storm(naive: bool) -> dict[str, Any]:
+    out = _tmp() / ("tpm-storm-naive" if naive else "tpm-storm")
+    args = ["--set", "upstream.limits.retry_after=60"] if naive else []
+    harness("sim", "scenarios/tpm-storm", "--seeds", "20", "--no-report", "--out", str(out), *args)
+    return dict(json.loads((out / "aggregate.json").read_text()))
+
+
+def _tpm(naive: bool, figure: str, fmt: Callable[[float], str]) -> str:
+    m = _metric(tpm_storm(naive), f"retry_after.upstream_429.{figure}")
+    return f"{fmt(m['min'])}-{fmt(m['max'])}"
+
+
 def _sweep_json(name: str, *args: str) -> dict[str, Any]:
     out = _tmp() / name
     harness("sweep", *args, "--out", str(out))
@@ -255,6 +268,10 @@ FIGURES: dict[str, Callable[[], str]] = {
     "short_spike_window": lambda: str(
         next(iter(short_spike()["recommendation"]["values"].values()))
     ),
+    "tpm_honesty": lambda: _tpm(False, "honesty", lambda x: f"{x:.2f}"),
+    "tpm_wasted": lambda: _tpm(False, "wasted_wait_s", lambda x: f"{x:.2f}"),
+    "tpm_naive_honesty": lambda: _tpm(True, "honesty", lambda x: f"{x:.2f}"),
+    "tpm_naive_wasted": lambda: _tpm(True, "wasted_wait_s", lambda x: f"{x:,.0f}"),
     "install_sweep_rec": lambda: str(sweep_2_40()["recommendation"]["values"][AGE]),
 }
 

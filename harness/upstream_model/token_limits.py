@@ -1,0 +1,156 @@
+"""An upstream's tokens-per-minute (TPM) and requests-per-minute (RPM) quotas, as OpenAI and
+Azure OpenAI enforce them: the one limiter of the simulation's upstream and of the stub.
+
+Each quota is a :class:`~harness.upstream_model.bucket.TokenBucket` holding one minute's limit
+and refilling continuously. A request is charged when it arrives: its prompt tokens plus its
+``max_tokens`` (the completion cap) against TPM, 1 against RPM. :meth:`TokenLimits.check`
+spends both when both fit and answers None, else spends nothing and answers the wait until
+both would fit. A charge larger than a whole minute's tokens is charged as the whole minute
+(it waits for a full bucket rather than never fitting).
+
+The wait is honest: a refused request is promised its charge at the time it is told, and
+later requests are told the time that counts the charges already promised (a limiter that
+told every refused caller the refill time of its own charge alone would send them all back at
+once, into the same empty bucket). Until it is due a promised charge is nobody else's; when
+it is due its tokens are the bucket's again, for whoever comes (the told caller, arriving
+then, or anyone, if it gave up).
+
+Sans-I/O: time is passed in, in the caller's own unit (``minute`` says how long a minute is
+in it: 60 for the simulation's profile seconds, ``60 * time_scale`` for the stub's wall
+seconds). :meth:`TokenLimits.told` is what a 429 says as its Retry-After: ``honest``, the wait
+rounded up to the millisecond (``retry-after-ms`` carries it exactly), or the profile's
+constant.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from typing import TYPE_CHECKING
+
+from harness.upstream_model.bucket import TokenBucket
+
+if TYPE_CHECKING:
+    from harness.profile.schema.upstream import Limits
+
+
+# Tokens a charge may be short by and still fit: float noise, not a quota's worth.
+_SLACK = 1e-6
+
+
+def charge(prompt_tokens: int, max_tokens: int) -> int:
+    """What one request costs against TPM: its prompt plus its completion cap."""
+    return prompt_tokens + max_tokens
+
+
+class _Quota:
+    """One quota: its bucket and the charges promised to refused requests, (due, amount) in
+    due order. A promised charge is kept out of everyone else's reach until it is due; from
+    then on its tokens are anyone's (the one it was promised to comes back then, or not)."""
+
+    __slots__ = ("bucket", "owed", "promised")
+
+    def __init__(self, per_min: float, minute: float, now: float) -> None:
+        self.bucket = TokenBucket(per_min / minute, per_min, now)
+        self.promised: deque[tuple[float, float]] = deque()
+        self.owed = 0.0  # the promised amounts not yet due
+
+    def free(self, now: float) -> float:
+        """The tokens that can be spent at ``now`` without breaking a promise (may be
+        negative): the bucket less, at worst over the promises not yet due, what the refill
+        until each one's due time leaves short of the promises up to it."""
+        promised = self.promised
+        while promised and promised[0][0] <= now:
+            self.owed -= promised.popleft()[1]
+        b = self.bucket
+        have = b.refill(now)
+        if not promised:
+            self.owed = 0.0
+            return have
+        short = 0.0
+        owed = 0.0
+        rate = b.rate
+        for due, amount in promised:
+            owed += amount
+            s = owed - rate * (due - now)
+            if s > short:
+                short = s
+        return have - short
+
+    def wait(self, free: float, need: float) -> float:
+        """0 when ``need`` fits in ``free``, else the wait until the bucket holds every
+        promise not yet due and ``need`` besides."""
+        if free >= need - _SLACK:
+            return 0.0
+        b = self.bucket
+        return max(0.0, (need + self.owed - b.tokens) / b.rate)
+
+
+class TokenLimits:
+    """The TPM and RPM quotas of one upstream (either may be absent)."""
+
+    __slots__ = ("constant", "minute", "requests", "tokens")
+
+    def __init__(self, limits: Limits, now: float, *, minute: float = 60.0) -> None:
+        self.minute = minute
+        self.tokens: _Quota | None = None
+        self.requests: _Quota | None = None
+        if limits.tokens_per_min is not None:
+            self.tokens = _Quota(float(limits.tokens_per_min), minute, now)
+        if limits.requests_per_min is not None:
+            self.requests = _Quota(float(limits.requests_per_min), minute, now)
+        ra = limits.retry_after
+        # a constant Retry-After in profile seconds, in this limiter's unit
+        self.constant: float | None = None if ra == "honest" else float(ra) * minute / 60.0
+
+    def check(self, now: float, tokens: int) -> float | None:
+        """Charge a request of ``tokens`` (prompt + max_tokens) and 1 request: None when both
+        fit in what nobody was promised (both spent), else the wait until both would, counting
+        the charges promised before it, and the charge is promised to it then."""
+        tq, rq = self.tokens, self.requests
+        need = 0.0
+        wait = 0.0
+        if tq is not None:
+            need = min(float(tokens), tq.bucket.capacity)
+            wait = tq.wait(tq.free(now), need)
+        if rq is not None:
+            wait = max(wait, rq.wait(rq.free(now), 1.0))
+        if wait > 0.0:
+            due = now + wait
+            if tq is not None:
+                tq.promised.append((due, need))
+                tq.owed += need
+            if rq is not None:
+                rq.promised.append((due, 1.0))
+                rq.owed += 1.0
+            return wait
+        if tq is not None:
+            tq.bucket.tokens -= need
+        if rq is not None:
+            rq.bucket.tokens -= 1.0
+        return None
+
+    def told(self, wait: float) -> float:
+        """A 429's Retry-After for a request that needed ``wait``: honest (rounded up to the
+        millisecond, so the retry fits when nothing else spent meanwhile), or the constant."""
+        if self.constant is not None:
+            return self.constant
+        return math.ceil(wait * 1000.0 - 1e-6) / 1000.0
+
+    # -- the x-ratelimit-* figures --------------------------------------------------------
+
+    @staticmethod
+    def _figures(q: _Quota | None, now: float) -> tuple[int, int, float] | None:
+        if q is None:
+            return None
+        free = q.free(now)
+        b = q.bucket
+        return round(b.capacity), max(0, math.floor(free)), (b.capacity - free) / b.rate
+
+    def token_figures(self, now: float) -> tuple[int, int, float] | None:
+        """(limit, remaining, seconds until full) of TPM; None without a TPM limit."""
+        return self._figures(self.tokens, now)
+
+    def request_figures(self, now: float) -> tuple[int, int, float] | None:
+        """(limit, remaining, seconds until full) of RPM; None without an RPM limit."""
+        return self._figures(self.requests, now)
