@@ -23,9 +23,11 @@ levels, each request's TTFT and TPOT at the same level (the model's one jitter m
 together, so their quantiles pair), its token counts at levels shuffled with a fixed seed (a
 distribution does not say how they go with latency). A distribution says nothing of what
 TTFT depends on, so the prompt slope and the in-flight slope are held at 0 (``--fix`` holds
-another value; a prompt slope needs ``requests.input_length``). ``ttft_s`` and ``tpot_s``
-are then the geometric means of the two distributions (the fit is in log space), which are
-their medians when they are lognormal, and ``sigma`` the spread of both pooled.
+another value; a prompt slope needs ``requests.input_length``). Each figure's
+pseudo-requests are scaled so that their geometric mean is its reported ``p50`` (for a
+lognormal they already are; for a skewed mixture they are not): the fit is in log space, so
+``ttft_s`` and ``tpot_s`` land on the two medians; ``sigma`` is the spread of both pooled,
+and the goodness of fit judges the shape the percentiles draw against a lognormal.
 """
 
 from __future__ import annotations
@@ -102,6 +104,14 @@ def _at(knots: Floats, z: Floats) -> Floats:
     return np.exp(out)
 
 
+def _on_median(x: Floats, knots: Floats) -> Floats:
+    """``x`` scaled so its geometric mean is the reported median (the knot at z = 0): the fit
+    is in log space, so that is where its line (the median model) lands; the shape (what the
+    goodness of fit judges) is untouched."""
+    p50 = float(knots[np.argmin(np.abs(knots[:, 0])), 1])
+    return x * math.exp(p50 - float(np.mean(np.log(x))))
+
+
 def read(path: Path, data: object, fixed: dict[str, float]) -> Source:
     w = str(path)
     top = mapping(w, "(top level)", data)
@@ -146,7 +156,7 @@ def read(path: Path, data: object, fixed: dict[str, float]) -> Source:
             f"{w}: {AGG}.requests.input_length: missing (a held prompt slope needs the prompt"
             " lengths)"
         )
-    ttft, tpot = _at(ttft_k, z), _at(tpot_k, z)
+    ttft, tpot = _on_median(_at(ttft_k, z), ttft_k), _on_median(_at(tpot_k, z), tpot_k)
     prompt = lengths["input_length"] if lengths["input_length"] is not None else np.zeros(n)
     output = lengths["output_length"] if lengths["output_length"] is not None else np.full(n, 2.0)
     rows: list[Row] = [
