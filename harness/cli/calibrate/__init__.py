@@ -391,7 +391,8 @@ def _calibrate_from(
     from harness.fit import FitError
 
     if not source.is_file():
-        raise bad_input(f"--from {source}: no such file")
+        what = "a folder: give the result file in it" if source.is_dir() else "no such file"
+        raise bad_input(f"--from {source}: {what}")
     folder = out or default_out(prof, "-calibrate")
     writable(folder)
     try:

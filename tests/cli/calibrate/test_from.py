@@ -113,6 +113,8 @@ def test_probe_options_and_format_alone_are_exit_2(reqs: list[tf.Req], tmp_path:
     assert r.exit_code == 2 and "--format applies to --from FILE only" in r.output, r.output
     r = runner.invoke(app, ["calibrate", "--from", str(tmp_path / "nope.json")])
     assert r.exit_code == 2 and "nope.json: no such file" in r.output, r.output
+    r = runner.invoke(app, ["calibrate", "--from", str(tmp_path)])
+    assert r.exit_code == 2 and "a folder: give the result file in it" in r.output, r.output
 
 
 def test_a_profile_of_several_classes_keeps_its_token_counts(
