@@ -133,3 +133,16 @@ def test_a_held_prompt_slope_needs_the_reports_prompt_lengths(
     (tmp_path / "b.json").write_bytes(orjson.dumps(br))
     with pytest.raises(FitError, match=r"requests\.input_length: missing"):
         read_source(tmp_path / "b.json", "auto", {"ttft_per_prompt_token_s": 0.0002})
+
+
+def test_aiperf_takes_the_servers_prompt_count_when_it_reported_usage(
+    reqs: list[tf.Req], tmp_path: Path
+) -> None:
+    a = tf.write_aiperf(tmp_path / "p.jsonl", reqs)
+    lines = [orjson.loads(x) for x in a.read_bytes().splitlines()]
+    for rec in lines:  # the server counted 1.5 times AIPerf's tokenizer's count
+        isl = rec["metrics"]["input_sequence_length"]["value"]
+        rec["metrics"]["usage_prompt_tokens"] = {"value": int(isl * 1.5), "unit": "tokens"}
+    a.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines))
+    src = read_source(a)
+    assert sorted(src.obs.prompt.tolist()) == sorted(float(int(r.prompt * 1.5)) for r in reqs)

@@ -5,7 +5,9 @@ Per record, only the profiling phase (``metadata.benchmark_phase`` ``profiling``
 records are left out), and among those the ones without ``error`` and not
 ``metadata.was_cancelled``:
 
-- ``metrics.input_sequence_length``, ``metrics.output_sequence_length``: token counts;
+- ``metrics.input_sequence_length``, ``metrics.output_sequence_length``: token counts (the
+  prompt's from ``metrics.usage_prompt_tokens`` when the server reported usage: the server's
+  own count, which its latency follows; AIPerf's tokenizer may count otherwise);
 - ``metrics.time_to_first_token``: TTFT, in the record's own ``unit`` (AIPerf writes ``ms``;
   ``ns``, ``us`` and ``s`` are read too);
 - ``metrics.inter_token_latency``: (request latency - TTFT) / (output tokens - 1), the
@@ -104,6 +106,11 @@ def _row(where: str, metrics: dict[str, object], start: float) -> Row | str:
             )
             raise FitError(f"{where}: metrics.{n}: missing{hint}")
     ttft, prompt, output = (float(got[n] or 0.0) for n in NEEDED)
+    # the server's own count of the prompt, when it reported usage: what its latency follows
+    # (input_sequence_length is AIPerf's tokenizer's count, which may differ from the server's)
+    usage = _metric(where, metrics, "usage_prompt_tokens", False)
+    if usage is not None and usage > 0:
+        prompt = usage
     if output < 2:
         return "under two output tokens"
     tpot = _metric(where, metrics, "inter_token_latency", True)
