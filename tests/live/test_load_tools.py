@@ -1,7 +1,8 @@
 """Load tools nobody here wrote, against the bundled stub and through the proxy, offline on
 loopback: GuideLLM (its default readiness check, ``GET /health``, left on; prompts from a
 ``json_file`` with ``output_tokens_count``, so it needs no tokenizer) and AIPerf (with a
-tokenizer folder this test trains with ``tokenizers``: AIPerf's own default downloads one).
+tokenizer folder this test trains with ``tokenizers``: AIPerf's own default downloads one) and
+inference-perf (the legacy Completions API, its default, with the same tokenizer folder).
 
 Each tool sends a fixed, small number of requests; the counts it reports must equal what the
 stub counted (``/healthz``) or what the proxy wrote (summary.json and decisions.jsonl): its
@@ -203,3 +204,66 @@ def test_aiperf_through_the_proxy_counts_as_the_proxy(tmp_path: Path) -> None:
     assert (arrivals, completed, rejected, failed) == (REQUESTS, BURST, REQUESTS - BURST, 0)
     assert (ok, errored) == (completed, rejected)
     assert [(e["error_details"]["code"], e["count"]) for e in errors] == [(429, rejected)]
+
+
+# -- inference-perf ----------------------------------------------------------------------------
+
+INFERENCE_PERF = (
+    "inference-perf is not installed: it needs Python 3.12 or later (this environment may be "
+    "older), so it is no extra here; pip install inference-perf==0.7.0 into such an "
+    "environment and put its bin/ on PATH (docs/tools.md)"
+)
+
+
+def inference_perf(url: str, tmp: Path) -> tuple[int, int, int]:
+    """One inference-perf run of the legacy Completions API, streamed, at 2 requests/s for 3 s
+    (REQUESTS requests): (scheduled, succeeded, failed), from its summary report."""
+    exe = shutil.which("inference-perf")
+    if exe is None:
+        pytest.skip(INFERENCE_PERF)
+    tok = train_tokenizer(tmp / "tokenizer")
+    config = {
+        "api": {"type": "completion", "streaming": True},
+        "data": {
+            "type": "random",
+            "input_distribution": {"min": 10, "max": 20, "mean": 15, "std_dev": 2},
+            "output_distribution": {"min": 8, "max": 8, "mean": 8, "std_dev": 0},
+        },
+        "load": {"type": "constant", "num_workers": 1, "stages": [{"rate": 2, "duration": 3}]},
+        "server": {"type": "vllm", "model_name": "m", "base_url": url, "ignore_eos": True},
+        "tokenizer": {"pretrained_model_name_or_path": str(tok)},
+        "storage": {"local_storage": {"path": str(tmp / "reports")}},
+    }
+    (tmp / "config.json").write_text(json.dumps(config))  # YAML's subset: JSON will do
+    run_tool([exe, "--config_file", "config.json"], tmp, dict(os.environ))
+    report = json.loads((tmp / "reports" / "summary_lifecycle_metrics.json").read_text())
+    return (
+        report["load_summary"]["count"],
+        report["successes"]["count"],
+        report["failures"]["count"],
+    )
+
+
+def test_inference_perf_against_the_stub(tmp_path: Path) -> None:
+    with StubThread(stub.create_app(latency_s=0.05)) as s:
+        sent, ok, failed = inference_perf(s.url, tmp_path)
+        requests, completed = stub_counts(s)
+    assert (sent, ok, failed) == (REQUESTS, REQUESTS, 0)
+    assert (requests, completed) == (REQUESTS, REQUESTS)
+
+
+def test_inference_perf_through_the_proxy_counts_as_the_proxy(tmp_path: Path) -> None:
+    out = tmp_path / "proxy"
+    with (
+        StubThread(stub.create_app(latency_s=0.05)) as s,
+        ProxyThread(proxy_profile(), s.url, out=out) as proxy,
+    ):
+        sent, ok, failed = inference_perf(proxy.url, tmp_path)
+    arrivals, completed, rejected, failed_upstream = proxy_counts(out)
+    assert (arrivals, completed, rejected, failed_upstream) == (
+        REQUESTS,
+        BURST,
+        REQUESTS - BURST,
+        0,
+    )
+    assert (sent, ok, failed) == (arrivals, completed, rejected)
