@@ -1,4 +1,9 @@
-"""``POST /v1/chat/completions``: validate, draw, meet the faults, answer slowly.
+"""``POST /v1/chat/completions`` and ``POST /v1/completions``: validate, draw, meet the
+faults, answer slowly.
+
+The legacy Completions API takes the same path as chat: only its body (a ``prompt`` instead of
+``messages``) and its answer's shapes (``stubs/wire.py``) differ; the draws, the latency model,
+the fault timeline and the counters are the same.
 
 All random draws happen synchronously when the body has been read (latency, token counts,
 then faults, each from its own stream), so the outcome depends only on the seed and the order
@@ -21,7 +26,7 @@ from typing import Any
 
 import orjson
 
-from harness.ground.text_tokens import content_chars, prompt_tokens
+from harness.ground.text_tokens import CHARS_PER_TOKEN, content_chars, prompt_tokens
 from harness.profile import Fault
 from harness.profile.schema.fields import MAX_TOKENS
 from harness.serve.asgi import Receive, Scope, Send
@@ -106,6 +111,42 @@ def _prompt_chars(messages: list[Any]) -> int:
     return chars
 
 
+def _is_tokens(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(t, int) and not isinstance(t, bool) for t in v)
+
+
+def _prompt_text_chars(prompt: Any) -> int:
+    """The characters of a legacy completion's ``prompt``, as chat's content is counted: a
+    string's; a prompt of token ids counts four characters a token. One prompt a request: a
+    list of several (a batch) is refused, since the stub answers with one choice."""
+    if prompt is None:
+        raise BadRequest(
+            "Missing required parameter: 'prompt'.", "prompt", "missing_required_parameter"
+        )
+    if isinstance(prompt, str):
+        return len(prompt)
+    if isinstance(prompt, list):
+        if prompt and _is_tokens(prompt):
+            return len(prompt) * CHARS_PER_TOKEN
+        if len(prompt) == 1 and isinstance(prompt[0], str):
+            return len(prompt[0])
+        if len(prompt) == 1 and _is_tokens(prompt[0]) and prompt[0]:
+            return len(prompt[0]) * CHARS_PER_TOKEN
+        if len(prompt) > 1 and all(isinstance(p, str) or _is_tokens(p) for p in prompt):
+            raise BadRequest(
+                f"Invalid 'prompt': a batch of {len(prompt)} prompts. This stub answers one "
+                "prompt per request: send each prompt on its own.",
+                "prompt",
+                "invalid_value",
+            )
+    raise BadRequest(
+        "Invalid type for 'prompt': expected a string, an array of token ids, or an array "
+        "of one string.",
+        "prompt",
+        "invalid_type",
+    )
+
+
 def _positive_int(req: dict[str, Any], name: str) -> int | None:
     v = req.get(name)
     if v is None:
@@ -140,6 +181,7 @@ class ChatRequest:
         "prompt",
         "request_id",
         "stream",
+        "text",
         "turn",
     )
 
@@ -149,7 +191,12 @@ class ChatRequest:
         class_header: str | None,
         default_model: str,
         request_id: str | None = None,
+        *,
+        text: bool = False,
     ) -> None:
+        """``text``: a legacy completion (``POST /v1/completions``): a ``prompt``, not
+        ``messages``, and the answer in that API's shapes."""
+        self.text = text
         self.request_id = request_id  # the client's x-request-id: it keys this request's draws
         # An agent job's turn (x-harness-turn, from the proxy): its calls' draws are keyed by
         # (request id, attempt, turn), as the simulation's; 0 for any other call.
@@ -161,24 +208,12 @@ class ChatRequest:
             raise BadRequest(_BAD_JSON) from None
         if not isinstance(req, dict):
             raise BadRequest("Invalid type for request body: expected an object.")
-        messages = req.get("messages")
-        if messages is None:
-            raise BadRequest(
-                "Missing required parameter: 'messages'.", "messages", "missing_required_parameter"
-            )
-        if not isinstance(messages, list):
-            raise BadRequest(
-                "Invalid type for 'messages': expected an array of objects.",
-                "messages",
-                "invalid_type",
-            )
-        if not messages:
-            raise BadRequest(
-                "Invalid 'messages': empty array. Expected an array with minimum length 1.",
-                "messages",
-                "empty_array",
-            )
-        self.prompt = _prompt_chars(messages)
+        self.prompt = _prompt_text_chars(req.get("prompt")) if text else _chat_prompt(req)
+        self._options(req, default_model)
+        self.class_header = class_header
+
+    def _options(self, req: dict[str, Any], default_model: str) -> None:
+        """What both APIs take alike: stream, its usage chunk, the token cap, the model."""
         stream = req.get("stream", False)
         if stream is not None and not isinstance(stream, bool):
             raise BadRequest(
@@ -189,11 +224,33 @@ class ChatRequest:
         self.include_usage = (
             self.stream and isinstance(opts, dict) and opts.get("include_usage") is True
         )
-        mct = _positive_int(req, "max_completion_tokens")
+        # max_completion_tokens is chat's; the legacy API knows max_tokens only.
+        mct = None if self.text else _positive_int(req, "max_completion_tokens")
         self.max_tokens = mct if mct is not None else _positive_int(req, "max_tokens")
         model = req.get("model")
         self.model = model if isinstance(model, str) and model else default_model
-        self.class_header = class_header
+
+
+def _chat_prompt(req: dict[str, Any]) -> int:
+    """The characters of a chat request's messages, each message checked."""
+    messages = req.get("messages")
+    if messages is None:
+        raise BadRequest(
+            "Missing required parameter: 'messages'.", "messages", "missing_required_parameter"
+        )
+    if not isinstance(messages, list):
+        raise BadRequest(
+            "Invalid type for 'messages': expected an array of objects.",
+            "messages",
+            "invalid_type",
+        )
+    if not messages:
+        raise BadRequest(
+            "Invalid 'messages': empty array. Expected an array with minimum length 1.",
+            "messages",
+            "empty_array",
+        )
+    return _prompt_chars(messages)
 
 
 def _headers(rid: bytes, content_type: bytes, processing_s: float) -> list[tuple[bytes, bytes]]:
@@ -208,6 +265,11 @@ def _headers(rid: bytes, content_type: bytes, processing_s: float) -> list[tuple
 def _limit_headers(state: StubState) -> list[tuple[bytes, bytes]]:
     """upstream.limits' x-ratelimit-* headers, as the buckets stand when the answer goes."""
     return state.limits.headers() if state.limits is not None else []
+
+
+def _answer_id(req: ChatRequest, rid: bytes) -> str:
+    """The answer's id, prefixed as each API prefixes it."""
+    return ("cmpl-" if req.text else "chatcmpl-") + rid[4:].decode()
 
 
 Timing = tuple[float, float, float]  # (first token, gap between tokens, end), wall seconds
@@ -310,8 +372,8 @@ async def _complete(
 ) -> bool:
     if await sleep_or_disconnect(receive, wait):
         return False
-    body = wire.completion(
-        id_=f"chatcmpl-{rid[4:].decode()}",
+    body = (wire.text_completion if req.text else wire.completion)(
+        id_=_answer_id(req, rid),
         created=int(time.time()),
         model=req.model,
         tokens=n,
@@ -323,7 +385,7 @@ async def _complete(
 
 
 def _events(
-    frames: wire.ChunkFrames,
+    frames: wire.ChunkFrames | wire.TextChunkFrames,
     n: int,
     ttft: float,
     step: float,
@@ -357,8 +419,8 @@ async def _stream(
     ttft, step, end = times
     if await sleep_or_disconnect(receive, start + ttft - loop.time()):
         return CANCELLED
-    frames = wire.ChunkFrames(
-        id_=f"chatcmpl-{rid[4:].decode()}",
+    frames = (wire.TextChunkFrames if req.text else wire.ChunkFrames)(
+        id_=_answer_id(req, rid),
         created=int(time.time()),
         model=req.model,
         include_usage=req.include_usage,

@@ -8,8 +8,10 @@ as ``Finished`` or ``Failed``. The client hears only the engine's final word, an
 stays invisible -- except in a stream: once its first byte went out, a failure is final.
 
 The request path is a raw ASGI callable (no routing framework: it measured faster, see
-docs/proxy.md). ``GET /metrics`` and ``GET /healthz`` are the proxy's own; any other non-POST
-request is forwarded as is, outside admission (``GET /v1/models``, say: ``passthrough.py``).
+docs/proxy.md). Every POST is admitted alike, whatever its path: chat completions, the legacy
+completions API, embeddings. ``GET /metrics``, ``GET /healthz`` and ``GET /health`` (the
+readiness check of vLLM, SGLang and TGI) are the proxy's own; any other non-POST request is
+forwarded as is, outside admission (``GET /v1/models``, say: ``passthrough.py``).
 The control headers are read by ``request_class.py``.
 
 Client disconnects: a watcher task waits on ``receive()`` for ``http.disconnect``; it tells the
@@ -45,7 +47,7 @@ from harness.live.proxy.session import TURN_HEADER, Session
 from harness.live.transport import http
 from harness.live.transport.upstream import Upstream, UpstreamError, UpstreamResponse
 from harness.serve.asgi import Receive, Scope, Send
-from harness.wire import done_rest, retry_after_s, sse_done
+from harness.wire import done_rest, error_body, retry_after_s, sse_done
 from harness.workload.arrivals import session_plan, session_replay
 from harness.workload.job_shape import ShapeDraws
 
@@ -119,12 +121,20 @@ class ProxyApp(Answers):
                 epoch = self.driver.set_epoch(epoch_at(scope.get("query_string", b"")))
                 await http.send_json(send, 200, orjson.dumps({"epoch_s": epoch}))
             elif scope["path"] == "/healthz":
-                up = not (self.driver.stopping or self.closed)
+                up = self.serving
                 await http.send_json(
                     send,
                     200 if up else 503,
                     orjson.dumps({"status": "ok" if up else "shutting_down", "admitting": up}),
                 )
+            elif scope["path"] == "/health":
+                # The readiness check of vLLM, SGLang and TGI, which load tools call before
+                # they start: the proxy's own (forwarded, it would ask the upstream instead).
+                if self.serving:
+                    await http.send_json(send, 200, b"{}")
+                else:
+                    why = "The proxy is shutting down: it admits no new requests."
+                    await http.send_json(send, 503, error_body(why, "server_error"))
             else:
                 await passthrough(
                     self.upstream,
@@ -144,6 +154,11 @@ class ProxyApp(Answers):
                     await self.aclose()
                     await send({"type": "lifespan.shutdown.complete"})
                     return
+
+    @property
+    def serving(self) -> bool:
+        """Admitting requests: not stopping, results not yet written."""
+        return not (self.driver.stopping or self.closed)
 
     async def aclose(self) -> None:
         self.acks.close()
