@@ -6,11 +6,12 @@ own definition (``harness.workload.honesty``)."""
 from __future__ import annotations
 
 import random
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from harness.live.load.calls import ClientRequest, Retry
+from harness.live.load.calls import ClientRequest, Plan, RequestSpec, Retry, make_config
 from harness.profile import ClientRetry, loads
 from harness.workload.arrivals import schedule
 from harness.workload.honesty import Honesty, from_records
@@ -144,3 +145,34 @@ def test_the_live_block_is_the_simulations_tally_of_the_same_retries() -> None:
 @pytest.mark.parametrize("records", [[], [{"retries": []}]])
 def test_no_told_retry_is_an_empty_block(records: list[dict[str, Any]]) -> None:
     assert from_records(records) == {}
+
+
+def test_the_record_keeps_the_retries_and_the_last_remaining_tokens_heard(tmp_path: Path) -> None:
+    cfg = make_config(
+        loads(PROFILE),
+        seed=1,
+        time_scale=SCALE,
+        base_url="http://127.0.0.1:1",
+        path="/v1/chat/completions",
+        model="m",
+        api_key_env=None,
+        proxied=True,
+        max_requests=None,
+        workdir=tmp_path,
+    )
+    spec = RequestSpec(Plan.from_message({**cfg, "start_epoch": 0.0, "index": 0, "n": 1}))
+    r = Retry(ClientRetry(), SCALE, random.Random(1))
+    c = _call()
+    c.heard({"x-ratelimit-remaining-tokens": "1200"})
+    _answer(c, 429, {**UPSTREAM_429, "retry-after-ms": "500"})
+    _retry(c, r)
+    c.heard({"x-ratelimit-remaining-tokens": "nonsense"})  # not a figure: the last one stays
+    c.heard({})
+    c.settle("completed")
+    rec = spec.record(c, 0.0, SCALE, 0)
+    assert rec["remaining_tokens"] == 1200
+    assert rec["retries"] == [
+        {"after": "upstream_429", "from_server": True, "told_s": 1.0, "needed_s": None,
+         "accepted": True}
+    ]  # fmt: skip
+    assert spec.dropped(c.a, 0.0, 0)["retries"] == []
