@@ -5,10 +5,12 @@ Each request is charged when its body has been read: its prompt tokens (as its u
 them: the class's distribution, else ~4 characters a token of its messages) plus its
 ``max_tokens`` (the body's, else the class's) against TPM, 1 against RPM. One that does not
 fit is answered 429 at once, with ``retry-after`` / ``retry-after-ms`` from the limiter
-(honest, or the profile's constant) and OpenAI's words. Every answer, 200 or 429, carries
-the ``x-ratelimit-*`` headers of the live buckets: ``remaining`` falls with use and
-``reset`` is the time until the bucket is full again. Wall clock: a profile minute is
-``60 * time_scale`` wall seconds, as the fault timeline converts (``stubs/faults.py``).
+(honest, or the profile's constant), OpenAI's words, and ``x-harness-wait-ms``: the
+limiter's own wait, which a caller's told wait is measured against (summary.json's
+``retry_after``). Every answer, 200 or 429, carries the ``x-ratelimit-*`` headers of the
+live buckets: ``remaining`` falls with use and ``reset`` is the time until the bucket is full
+again. Wall clock: a profile minute is ``60 * time_scale`` wall seconds, as the fault
+timeline converts (``stubs/faults.py``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from harness.serve.asgi import Headers
 from harness.stub.faults import Clock
 from harness.stub.wire import NOMINAL_LIMIT_REQUESTS, NOMINAL_LIMIT_TOKENS, format_duration
 from harness.upstream_model.token_limits import TokenLimits, charge
-from harness.wire import error_body, retry_after_headers
+from harness.wire import error_body, retry_after_headers, wait_header
 
 
 class Refusal:
@@ -80,4 +82,5 @@ class StubLimits:
             f"Please try again in {format_duration(told)}."
         )
         body = error_body(msg, unit, code="rate_limit_exceeded")
-        return Refusal(wait, told, retry_after_headers(told) + self.headers(now), body)
+        headers = [*retry_after_headers(told), wait_header(wait), *self.headers(now)]
+        return Refusal(wait, told, headers, body)

@@ -11,11 +11,29 @@ reject it, and, for an upstream cause, also did not end by that cause again (its
 that was needed (the engine's raw seconds until it would admit, or the upstream limiter's
 own wait; 0 when the told wait was shorter). A told retry counts once its outcome is known:
 one still in flight at the run's end is not counted.
+
+The simulation tallies as it goes (:class:`Honesty`'s :meth:`~Honesty.told` and
+:meth:`~Honesty.outcome`); a live run from the load generator's records, each retry's entry
+(``live.load.calls``: the rule it followed, its told and needed waits, whether it was accepted
+by :func:`refused`), in :func:`from_records`. Both only with ``upstream.limits`` and callers
+that retry (:func:`kept`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
 from harness.ground.summary_shape import RetryAfterRule as RuleHonesty
+
+if TYPE_CHECKING:
+    from harness.profile import Profile
+
+
+def kept(profile: Profile) -> bool:
+    """Whether a run of ``profile`` keeps the figures: upstream.limits on, callers retrying."""
+    limits = profile.upstream.limits
+    return profile.clients.retry is not None and limits is not None and limits.on
 
 
 def rule_figures(told: int, admitted: int, wasted_s: float) -> RuleHonesty:
@@ -49,12 +67,19 @@ class Honesty:
         if entry is None:
             return
         rule, wasted = entry
+        self._count(rule, wasted, not refused(rule, rejected_by))
+
+    def retried(self, rule: str, told_s: float, needed_s: float, admitted: bool) -> None:
+        """A told retry whose outcome is known: ``admitted`` (not :func:`refused`)."""
+        self._count(rule, max(0.0, told_s - needed_s), admitted)
+
+    def _count(self, rule: str, wasted: float, admitted: bool) -> None:
         r = self.rules.get(rule)
         if r is None:
             r = self.rules[rule] = [0.0, 0.0, 0.0]
         r[0] += 1
         r[2] += wasted
-        if not _refused(rule, rejected_by):
+        if admitted:
             r[1] += 1
 
     def block(self) -> dict[str, RuleHonesty]:
@@ -63,9 +88,25 @@ class Honesty:
         }
 
 
-def _refused(rule: str, rejected_by: str | None) -> bool:
-    """Whether the retry was refused again: by any engine rule (``rejected_by`` not an upstream
-    cause), or, for an upstream cause, by that cause again."""
+def refused(rule: str | None, rejected_by: str | None) -> bool:
+    """Whether a retry after ``rule`` was refused again: by any engine rule (``rejected_by``
+    not an upstream cause), or, for an upstream cause, by that cause again."""
     if rejected_by is None:
         return False
     return not rejected_by.startswith("upstream_") or rejected_by == rule
+
+
+def from_records(records: Iterable[Mapping[str, Any]]) -> dict[str, RuleHonesty]:
+    """The block from the load generator's records: each retry entry that waited exactly its
+    answer's Retry-After, after a rule, whose outcome is known. Without the answerer's own
+    wait (``needed_s`` null: a server that does not say it) the told wait counts as needed,
+    as the simulation counts an upstream failure without a limiter's wait."""
+    h = Honesty()
+    for rec in records:
+        for e in rec.get("retries") or ():
+            rule, told, accepted = e.get("after"), e.get("told_s"), e.get("accepted")
+            if not e.get("from_server") or rule is None or told is None or accepted is None:
+                continue
+            needed = e.get("needed_s")
+            h.retried(str(rule), float(told), float(told if needed is None else needed), accepted)
+    return h.block()

@@ -74,3 +74,20 @@ def test_without_limits_the_answers_carry_no_bucket_headers(
     c = openai.OpenAI(base_url=stub.url + "/v1", api_key="sk-test", max_retries=0)
     raw = c.chat.completions.with_raw_response.create(model="m", messages=MESSAGES)
     assert "x-ratelimit-remaining-tokens" not in raw.headers
+
+
+def test_a_429_carries_the_limiters_own_wait_beside_a_constant_retry_after(
+    serve_app: Callable[..., StubThread],
+) -> None:
+    """A constant Retry-After (a gateway's whole window) tells more than the limiter needed:
+    ``x-harness-wait-ms`` says what it needed, so a caller can count the wait it wasted."""
+    clock = FakeClock()
+    stub = serve_app(limited("limits: {tokens_per_min: 300, retry_after: 60}", clock))
+    c = openai.OpenAI(base_url=stub.url + "/v1", api_key="sk-test", max_retries=0)
+    for _ in range(3):
+        c.chat.completions.create(model="m", messages=MESSAGES)
+    with pytest.raises(openai.RateLimitError) as info:
+        c.chat.completions.create(model="m", messages=MESSAGES)
+    h = info.value.response.headers
+    assert h["retry-after-ms"] == "60000"  # the constant
+    assert float(h["x-harness-wait-ms"]) == pytest.approx(20000.0)  # 100 tokens at 5 a second

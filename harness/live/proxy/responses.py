@@ -15,7 +15,7 @@ from harness.live.proxy.driver import Ticket
 from harness.live.proxy.passthrough import pass_on
 from harness.live.transport import http
 from harness.serve.asgi import Headers, Send
-from harness.wire import error_body, error_event, retry_after_headers
+from harness.wire import error_body, error_event, retry_after_headers, wait_header
 from harness.workload import outcomes
 from harness.workload.outcomes import Answer
 
@@ -130,6 +130,8 @@ class Answers:
         headers = [
             (b"x-admission-reason", r.reason.encode()),
             (b"x-estimated-wait", http.seconds(r.estimated_wait_s * self.scale)),
+            # the rule's own wait, unrounded: what its caller's told wait was needed
+            wait_header(r.raw_wait_s * self.scale),
         ]
         await self._answer(send, outcomes.rejected(r.reason, r.retry_after_s), msg, headers)
 
