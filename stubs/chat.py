@@ -321,7 +321,7 @@ async def handle(
     plan = state.timeline.plan(state.draws.faults, in_flight=state.in_flight, stream=req.stream)
     state.counters.requests += 1
     if state.limits is not None:  # upstream.limits: a 429 at once when the charge does not fit
-        refusal = state.limits.admit(prompt, cap)
+        refusal = state.limits.admit(prompt, cap, req.request_id)
         if refusal is not None:
             state.counters.faulted += 1
             headers = _headers(rid, wire.JSON, 0.0) + refusal.headers

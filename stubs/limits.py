@@ -43,7 +43,11 @@ class StubLimits:
     def __init__(self, limits: Limits, *, clock: Clock, time_scale: float) -> None:
         self.clock = clock
         self.limits = limits
-        self.limiter = TokenLimits(limits, clock(), minute=60.0 * time_scale)
+        # a named promise is kept for its caller a profile second past its due time, and at
+        # least a quarter of a wall second: a retry over loopback lands milliseconds late
+        self.limiter = TokenLimits(
+            limits, clock(), minute=60.0 * time_scale, grace=max(time_scale, 0.25)
+        )
 
     def headers(self, now: float | None = None) -> Headers:
         """The six ``x-ratelimit-*`` headers, from the buckets at ``now``; a limit the profile
@@ -61,11 +65,14 @@ class StubLimits:
             (b"x-ratelimit-reset-tokens", format_duration(tok[2]).encode()),
         ]
 
-    def admit(self, prompt_tokens: int, max_tokens: int) -> Refusal | None:
-        """Charge one request; None when it fits, else its 429."""
+    def admit(
+        self, prompt_tokens: int, max_tokens: int, request_id: str | None = None
+    ) -> Refusal | None:
+        """Charge one request; None when it fits, else its 429. ``request_id``: the client's
+        x-request-id, whose logical request a refused charge is promised to."""
         now = self.clock()
         cost = charge(prompt_tokens, max_tokens)
-        wait = self.limiter.check(now, cost)
+        wait = self.limiter.check(now, cost, request_id)
         if wait is None:
             return None
         told = self.limiter.told(wait)

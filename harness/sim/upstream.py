@@ -350,7 +350,7 @@ class SimUpstream:
                 if prompt_tc is not None
                 else prompt_default
             )
-        wait = limiter.check(now, charge(prompt, cap))
+        wait = limiter.check(now, charge(prompt, cap), rid)
         if wait is None:
             return None
         self.needed[rid] = wait

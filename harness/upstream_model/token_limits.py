@@ -11,9 +11,12 @@ both would fit. A charge larger than a whole minute's tokens is charged as the w
 The wait is honest: a refused request is promised its charge at the time it is told, and
 later requests are told the time that counts the charges already promised (a limiter that
 told every refused caller the refill time of its own charge alone would send them all back at
-once, into the same empty bucket). Until it is due a promised charge is nobody else's; when
-it is due its tokens are the bucket's again, for whoever comes (the told caller, arriving
-then, or anyone, if it gave up).
+once, into the same empty bucket). Until it is due a promised charge is nobody else's. A
+promise made to a named caller (``who``: the logical request, the same for each of its
+retries) is kept for it a ``grace`` longer than its due time, since a retry over a network
+lands a little after it was told to (a fresh request in that gap would otherwise take the
+tokens and turn the told caller away again); the caller's retry claims it. An unnamed promise,
+or a named one past its grace (the caller gave up), is the bucket's again for whoever comes.
 
 Sans-I/O: time is passed in, in the caller's own unit (``minute`` says how long a minute is
 in it: 60 for the simulation's profile seconds, ``60 * time_scale`` for the stub's wall
@@ -38,30 +41,50 @@ if TYPE_CHECKING:
 _SLACK = 1e-6
 
 
+def caller(request_id: str | None) -> str | None:
+    """The logical request an attempt belongs to: ``r-000123`` of ``r-000123.2`` (a caller's
+    retry), the name a promise is kept under."""
+    return None if not request_id else request_id.split(".", 1)[0]
+
+
 def charge(prompt_tokens: int, max_tokens: int) -> int:
     """What one request costs against TPM: its prompt plus its completion cap."""
     return prompt_tokens + max_tokens
 
 
 class _Quota:
-    """One quota: its bucket and the charges promised to refused requests, (due, amount) in
-    due order. A promised charge is kept out of everyone else's reach until it is due; from
-    then on its tokens are anyone's (the one it was promised to comes back then, or not)."""
+    """One quota: its bucket and the charges promised to refused requests, [due, amount, who,
+    kept until] in due order. A promised charge is kept out of everyone else's reach until it
+    is due (a named one until its grace ends too, or its caller claims it); from then on its
+    tokens are anyone's."""
 
     __slots__ = ("bucket", "owed", "promised")
 
     def __init__(self, per_min: float, minute: float, now: float) -> None:
         self.bucket = TokenBucket(per_min / minute, per_min, now)
-        self.promised: deque[tuple[float, float]] = deque()
-        self.owed = 0.0  # the promised amounts not yet due
+        self.promised: deque[tuple[float, float, str | None, float]] = deque()
+        self.owed = 0.0  # the promised amounts still kept
+
+    def claim(self, who: str) -> float:
+        """The amount promised to ``who``, now its own to spend (0.0: none was)."""
+        for i, p in enumerate(self.promised):
+            if p[2] == who:
+                del self.promised[i]
+                self.owed -= p[1]
+                return p[1]
+        return 0.0
 
     def free(self, now: float) -> float:
         """The tokens that can be spent at ``now`` without breaking a promise (may be
-        negative): the bucket less, at worst over the promises not yet due, what the refill
+        negative): the bucket less, at worst over the promises still kept, what the refill
         until each one's due time leaves short of the promises up to it."""
         promised = self.promised
-        while promised and promised[0][0] <= now:
-            self.owed -= promised.popleft()[1]
+        if promised:
+            kept = [p for p in promised if p[3] > now]
+            if len(kept) != len(promised):
+                promised.clear()
+                promised.extend(kept)
+                self.owed = sum(p[1] for p in kept)
         b = self.bucket
         have = b.refill(now)
         if not promised:
@@ -70,29 +93,38 @@ class _Quota:
         short = 0.0
         owed = 0.0
         rate = b.rate
-        for due, amount in promised:
+        for due, amount, _who, _until in promised:
             owed += amount
-            s = owed - rate * (due - now)
+            s = owed - rate * max(0.0, due - now)
             if s > short:
                 short = s
         return have - short
 
     def wait(self, free: float, need: float) -> float:
         """0 when ``need`` fits in ``free``, else the wait until the bucket holds every
-        promise not yet due and ``need`` besides."""
+        promise still kept and ``need`` besides."""
         if free >= need - _SLACK:
             return 0.0
         b = self.bucket
         return max(0.0, (need + self.owed - b.tokens) / b.rate)
 
+    def promise(self, due: float, amount: float, who: str | None, grace: float) -> None:
+        self.promised.append((due, amount, who, due + grace if who is not None else due))
+        self.owed += amount
+
 
 class TokenLimits:
     """The TPM and RPM quotas of one upstream (either may be absent)."""
 
-    __slots__ = ("constant", "minute", "requests", "tokens")
+    __slots__ = ("constant", "grace", "minute", "requests", "tokens")
 
-    def __init__(self, limits: Limits, now: float, *, minute: float = 60.0) -> None:
+    def __init__(
+        self, limits: Limits, now: float, *, minute: float = 60.0, grace: float | None = None
+    ) -> None:
         self.minute = minute
+        # how long past its due time a named promise is kept for its caller (default: one
+        # profile second, in this limiter's unit)
+        self.grace = minute / 60.0 if grace is None else grace
         self.tokens: _Quota | None = None
         self.requests: _Quota | None = None
         if limits.tokens_per_min is not None:
@@ -103,11 +135,19 @@ class TokenLimits:
         # a constant Retry-After in profile seconds, in this limiter's unit
         self.constant: float | None = None if ra == "honest" else float(ra) * minute / 60.0
 
-    def check(self, now: float, tokens: int) -> float | None:
+    def check(self, now: float, tokens: int, who: str | None = None) -> float | None:
         """Charge a request of ``tokens`` (prompt + max_tokens) and 1 request: None when both
-        fit in what nobody was promised (both spent), else the wait until both would, counting
-        the charges promised before it, and the charge is promised to it then."""
+        fit in what nobody else was promised (both spent), else the wait until both would,
+        counting the charges promised before it, and the charge is promised to it then.
+        ``who``: the attempt's request id; what was promised to its logical request
+        (:func:`caller`) is its own again."""
         tq, rq = self.tokens, self.requests
+        who = caller(who)
+        if who is not None:
+            if tq is not None:
+                tq.claim(who)
+            if rq is not None:
+                rq.claim(who)
         need = 0.0
         wait = 0.0
         if tq is not None:
@@ -118,11 +158,9 @@ class TokenLimits:
         if wait > 0.0:
             due = now + wait
             if tq is not None:
-                tq.promised.append((due, need))
-                tq.owed += need
+                tq.promise(due, need, who, self.grace)
             if rq is not None:
-                rq.promised.append((due, 1.0))
-                rq.owed += 1.0
+                rq.promise(due, 1.0, who, self.grace)
             return wait
         if tq is not None:
             tq.bucket.tokens -= need

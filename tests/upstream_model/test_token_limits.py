@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harness.profile.schema.upstream import Limits
-from harness.upstream_model.token_limits import TokenLimits, charge
+from harness.upstream_model.token_limits import TokenLimits, caller, charge
 
 
 def test_a_charge_is_the_prompt_plus_the_completion_cap() -> None:
@@ -62,3 +62,31 @@ def test_honest_rounds_up_to_the_millisecond_and_a_constant_is_scaled_to_the_clo
     assert honest.told(2.0) == pytest.approx(2.0)
     wall = TokenLimits(Limits(tokens_per_min=60, retry_after=60.0), 0.0, minute=6.0)
     assert wall.told(0.5) == pytest.approx(6.0)  # 60 profile seconds at time scale 0.1
+
+
+def test_a_named_promise_is_kept_for_its_caller_a_grace_past_its_due_time() -> None:
+    """A retry lands a little after it was told to; a fresh request in that gap does not take
+    the tokens promised to it (an unnamed promise it would: nobody can claim it)."""
+    lim = TokenLimits(Limits(tokens_per_min=6000), 0.0, grace=1.0)  # 100 tokens a second
+    assert lim.check(0.0, 6000) is None
+    wait = lim.check(0.0, 1000, "r-000001")
+    assert wait == pytest.approx(10.0)
+    assert lim.check(10.05, 1000, "r-000002") is not None  # fresh, in the gap: refused
+    assert lim.check(10.1, 1000, "r-000001.2") is None  # the told caller's retry fits
+
+    unnamed = TokenLimits(Limits(tokens_per_min=6000), 0.0, grace=1.0)
+    assert unnamed.check(0.0, 6000) is None
+    assert unnamed.check(0.0, 1000) == pytest.approx(10.0)
+    assert unnamed.check(10.05, 1000) is None  # anyone's, once due
+
+
+def test_a_named_promise_whose_caller_gave_up_frees_after_its_grace() -> None:
+    lim = TokenLimits(Limits(tokens_per_min=6000), 0.0, grace=1.0)
+    assert lim.check(0.0, 6000) is None
+    assert lim.check(0.0, 1000, "r-000001") == pytest.approx(10.0)
+    assert lim.check(11.5, 1000, "r-000002") is None  # grace over: the tokens are anyone's
+
+
+def test_the_caller_is_the_logical_request_of_an_attempt() -> None:
+    assert caller("r-000123.2") == "r-000123" == caller("r-000123")
+    assert caller(None) is None and caller("") is None

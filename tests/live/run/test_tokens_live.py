@@ -9,9 +9,9 @@ last one each request heard); conservation holds; and the two figures of summary
 arrival (each an upstream 429 its caller waited out as told) and its honesty -- lie inside
 the band tests/live/run/test_live_vs_sim.py uses: the simulation's min-max over 20 seeds,
 plus 0.02 on a fraction. A live retry lands a few wall milliseconds after its Retry-After
-(the answer's way back and the request's way out), which the simulation's does not: a fresh
-arrival in between may take the tokens that came free, so live honesty sits at the band's
-lower end.
+(the answer's way back and the request's way out), which the simulation's does not; the
+stub's limiter keeps the tokens promised to it for its retry a while past their due time
+(claimed by its request id), so a fresh arrival in that gap cannot take them.
 """
 
 from __future__ import annotations
