@@ -116,7 +116,7 @@ class _Quota:
 class TokenLimits:
     """The TPM and RPM quotas of one upstream (either may be absent)."""
 
-    __slots__ = ("constant", "grace", "minute", "requests", "tokens")
+    __slots__ = ("constant", "grace", "minute", "promises", "requests", "tokens")
 
     def __init__(
         self, limits: Limits, now: float, *, minute: float = 60.0, grace: float | None = None
@@ -133,7 +133,12 @@ class TokenLimits:
             self.requests = _Quota(float(limits.requests_per_min), minute, now)
         ra = limits.retry_after
         # a constant Retry-After in profile seconds, in this limiter's unit
-        self.constant: float | None = None if ra == "honest" else float(ra) * minute / 60.0
+        self.constant: float | None = (
+            None if ra in ("honest", "refill") else float(ra) * minute / 60.0
+        )
+        # refill: each refused request is told its own charge's refill time, nothing is
+        # promised to it (OpenAI's answer: a storm's callers all come back at once)
+        self.promises = ra != "refill"
 
     def check(self, now: float, tokens: int, who: str | None = None) -> float | None:
         """Charge a request of ``tokens`` (prompt + max_tokens) and 1 request: None when both
@@ -156,6 +161,8 @@ class TokenLimits:
         if rq is not None:
             wait = max(wait, rq.wait(rq.free(now), 1.0))
         if wait > 0.0:
+            if not self.promises:
+                return wait
             due = now + wait
             if tq is not None:
                 tq.promise(due, need, who, self.grace)

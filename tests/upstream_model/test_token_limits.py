@@ -90,3 +90,16 @@ def test_a_named_promise_whose_caller_gave_up_frees_after_its_grace() -> None:
 def test_the_caller_is_the_logical_request_of_an_attempt() -> None:
     assert caller("r-000123.2") == "r-000123" == caller("r-000123")
     assert caller(None) is None and caller("") is None
+
+
+def test_refill_tells_each_refused_request_its_own_refill_time_as_openai_does() -> None:
+    """Nothing is promised: two callers refused at once are told the same time, and come back
+    into a bucket that holds only one of them (the storm honest avoids)."""
+    lim = TokenLimits(Limits(tokens_per_min=6000, retry_after="refill"), 0.0)
+    assert lim.check(0.0, 6000) is None
+    first = lim.check(0.0, 1000, "r-000001")
+    second = lim.check(0.0, 1000, "r-000002")
+    assert first == pytest.approx(10.0) and second == pytest.approx(10.0)
+    assert lim.told(first) == pytest.approx(10.0)
+    assert lim.check(10.0, 1000, "r-000001.2") is None
+    assert lim.check(10.0, 1000, "r-000002.2") is not None

@@ -225,13 +225,14 @@ class Limits:
     requests_per_min: int | None = field(
         default=None, metadata=_c(gt=0, doc="requests per minute (RPM); null: none")
     )
-    retry_after: Literal["honest"] | float = field(
+    retry_after: Literal["honest", "refill"] | float = field(
         default="honest",
         metadata=_t(
             gt=0,
             doc=(
-                "a 429's Retry-After: honest (the refill time until this request's charge"
-                " fits, rounded up as the wire rounds it) or a constant in seconds (such as"
+                "a 429's Retry-After: honest (when this request's charge fits, counting the"
+                " charges promised to earlier refused requests), refill (the refill time of"
+                " its own charge alone, as OpenAI answers) or a constant in seconds (such as"
                 " 60, a gateway's whole window)"
             ),
         ),
