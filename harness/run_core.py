@@ -213,6 +213,7 @@ class RunCore:
             jobs=None if col.jobs is None else col.jobs.fields(end, tokens=self.mode == "sim"),
             upstream_retries=ec.retries,
             client_retries=None if retried is None else retried.total,
+            fairness=eng.queue.fair,
         )
         if trace is not None:
             summary["trace"] = trace.copy()
