@@ -53,3 +53,16 @@ def test_a_simulation_with_tokens_writes_the_block_and_one_without_does_not() ->
 def test_thresholds_may_name_the_fairness_figures() -> None:
     assert known_path("fairness.index")
     assert known_path("fairness.tenants.t1.wait_p95_s")
+
+
+def test_a_threshold_on_a_misspelt_tenants_fairness_is_refused_at_load() -> None:
+    import pytest
+
+    from harness.profile import ProfileError
+
+    text = (
+        TENANTS
+        + 'tokens: {order: token_fair}\nthresholds: ["fairness.tenants.tenant-9.wait_p95_s < 1"]\n'
+    )
+    with pytest.raises(ProfileError, match=r"unknown tenant 'tenant-9'.*tenant-0, tenant-1"):
+        loads(text, file="t.yaml")
