@@ -70,6 +70,9 @@ class StubState:
     # Streams keep their body open this long (wall seconds) after ``data: [DONE]``, as some
     # servers do: a client or proxy must count the stream done at [DONE], not at the close.
     linger_s: float = 0.0
+    # The share of a prompt served from the prefix cache (the profile's tokens.cached_share):
+    # usage.prompt_tokens_details.cached_tokens reports it.
+    cached_share: float = 0.0
     in_flight: int = 0
     counters: Counters = field(default_factory=Counters)
     effects: Effects = field(default_factory=Effects)
@@ -108,6 +111,11 @@ class StubState:
             max_body_bytes=max_body_bytes,
             model=model,
             linger_s=linger_s * time_scale,
+            cached_share=(
+                profile.tokens.cached_share
+                if profile is not None and profile.tokens is not None
+                else 0.0
+            ),
         )
 
     def next_id(self) -> int:

@@ -24,12 +24,13 @@ from harness.wire.sse import (
     is_done,
     sse_done,
 )
-from harness.wire.usage import usage_object, usage_tokens
+from harness.wire.usage import body_usage, usage_counts, usage_object, usage_tokens
 
 __all__ = [
     "DONE",
     "BadEvent",
     "EventSplitter",
+    "body_usage",
     "chunk_object",
     "delta_content",
     "done_rest",
@@ -41,6 +42,7 @@ __all__ = [
     "retry_after_headers",
     "retry_after_s",
     "sse_done",
+    "usage_counts",
     "usage_object",
     "usage_tokens",
 ]
