@@ -66,3 +66,17 @@ def test_a_threshold_on_a_misspelt_tenants_fairness_is_refused_at_load() -> None
     )
     with pytest.raises(ProfileError, match=r"unknown tenant 'tenant-9'.*tenant-0, tenant-1"):
         loads(text, file="t.yaml")
+
+
+def test_the_service_is_the_cost_of_what_the_answers_used_cached_tokens_included() -> None:
+    from harness.profile import load
+
+    cost = "tokens.cost=input_tokens + 2 * output_tokens - cached_input_tokens"
+    p = load("scenarios/noisy-neighbour", [cost, "tokens.cached_share=0.5"])
+    s = simulate(p, 1, with_timeline=False).summary
+    assert s["counts"]["in_flight_at_end"] == 0
+    # fixed prompts (4,000 and 400), 50-token answers, half of each prompt cached
+    per = {"heavy": 4000 + 2 * 50 - 2000, "quiet1": 400 + 2 * 50 - 200}
+    for t, each in per.items():
+        done = s["by_tenant"][t]["counts"]["completed"]
+        assert s["fairness"]["tenants"][t]["service"] == done * each
