@@ -33,6 +33,7 @@ from typing import Any, Protocol, cast
 
 from harness.engine.core import Engine
 from harness.engine.events import Action
+from harness.engine.fairness import TokenLedger
 from harness.ground.summary_shape import RetryAfterRule
 from harness.profile import Profile
 from harness.recording.alerts import evaluate_alerts
@@ -70,6 +71,22 @@ class Retried:
         return self.rejects + self.fails + self.expires
 
 
+def token_ledger(profile: Profile) -> TokenLedger | None:
+    """The engine's token ledger for a profile with ``tokens:`` (its queue order, weights and
+    cost; each class's expected prompt and completion); None without."""
+    t = profile.tokens
+    if t is None:
+        return None
+    c = profile.token_cost()
+    return TokenLedger(
+        t.order,
+        cost=(c.input, c.cached, c.output, c.constant),
+        weights=t.weights,
+        cached_share=t.cached_share,
+        expected={n: profile.expected_tokens(cls) for n, cls in profile.classes.items()},
+    )
+
+
 class RunCore:
     """A run's books: engine, collector, decision log, and the summary they make."""
 
@@ -95,6 +112,7 @@ class RunCore:
             review_classes=profile.review_classes(),
             checkpoint_by_class=profile.checkpoint_by_class(),
             turn_failure_by_class=profile.turn_failure_by_class(),
+            tokens=token_ledger(profile),
         )
         self.collector = Collector(
             profile.faults,
@@ -199,6 +217,7 @@ class RunCore:
             upstream_retries=ec.retries,
             client_retries=None if retried is None else retried.total,
             retry_after=retry_after,
+            fairness=eng.queue.fair,
         )
         if trace is not None:
             summary["trace"] = trace.copy()

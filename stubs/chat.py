@@ -379,6 +379,7 @@ async def _complete(
         tokens=n,
         prompt=prompt,
         finish_reason=finish,
+        cached=round(state.cached_share * prompt),
     )
     await respond(send, 200, body, _headers(rid, wire.JSON, wait) + _limit_headers(state))
     return True
@@ -391,7 +392,7 @@ def _events(
     step: float,
     end: float,
     finish: str,
-    usage: tuple[int, int] | None,
+    usage: tuple[int, int, int] | None,
 ) -> Iterator[tuple[float, bytes]]:
     """(due, frame) pairs, lazily: 10,000 held streams must not each hold their frames."""
     yield ttft, frames.role()
@@ -436,7 +437,7 @@ async def _stream(
     if fault is not None:
         # after_chunks counts data events, the role chunk included; default: half the tokens.
         limit = fault.after_chunks if fault.after_chunks is not None else 1 + n // 2
-    usage = (prompt, n) if req.include_usage else None
+    usage = (prompt, n, round(state.cached_share * prompt)) if req.include_usage else None
     buf: list[bytes] = []
     for sent, (due, frame) in enumerate(_events(frames, n, ttft, step, end, finish, usage)):
         if limit is not None and sent >= limit:

@@ -73,6 +73,9 @@ class StubState:
     linger_s: float = 0.0
     # upstream.limits (TPM, RPM) on the wire: None when the profile sets none
     limits: StubLimits | None = None
+    # The share of a prompt served from the prefix cache (the profile's tokens.cached_share):
+    # usage.prompt_tokens_details.cached_tokens reports it.
+    cached_share: float = 0.0
     in_flight: int = 0
     counters: Counters = field(default_factory=Counters)
     effects: Effects = field(default_factory=Effects)
@@ -118,6 +121,11 @@ class StubState:
             model=model,
             linger_s=linger_s * time_scale,
             limits=limits,
+            cached_share=(
+                profile.tokens.cached_share
+                if profile is not None and profile.tokens is not None
+                else 0.0
+            ),
         )
 
     def next_id(self) -> int:

@@ -104,6 +104,7 @@ def completion(
     tokens: int,
     prompt: int,
     finish_reason: str,
+    cached: int = 0,
 ) -> bytes:
     return orjson.dumps(
         {
@@ -124,7 +125,7 @@ def completion(
                     "finish_reason": finish_reason,
                 }
             ],
-            "usage": usage_object(prompt, tokens),
+            "usage": usage_object(prompt, tokens, cached),
             "service_tier": "default",
             "system_fingerprint": None,
         }
@@ -192,9 +193,14 @@ class ChunkFrames:
     def finish(self, reason: str) -> bytes:
         return b"".join((self._open, b"{}", _FINISH, orjson.dumps(reason), b"}]", self._tail))
 
-    def usage(self, prompt: int, completion: int) -> bytes:
+    def usage(self, prompt: int, completion: int, cached: int = 0) -> bytes:
         return b"".join(
-            (self._head, b'[],"usage":', orjson.dumps(usage_object(prompt, completion)), b"}\n\n")
+            (
+                self._head,
+                b'[],"usage":',
+                orjson.dumps(usage_object(prompt, completion, cached)),
+                b"}\n\n",
+            )
         )
 
 

@@ -166,6 +166,9 @@ class Engine(Scheduler):
             ev.turns,
             ev.tool_s,
         )
+        fair = q.fair
+        if fair is not None:
+            job.tok_est = fair.estimate(ev.cls, ev.prompt_tokens)
         self.jobs[ev.id] = job
         out.append(
             Admit(
@@ -198,6 +201,8 @@ class Engine(Scheduler):
         job = self.jobs.get(ev.id)
         if job is None or job.state != RUNNING or (ev.attempt and ev.attempt != job.attempt):
             return  # late news of a request that ended (cancelled, say) or of a killed attempt
+        if ev.usage is not None and self.queue.fair is not None:
+            self.queue.settle(job, ev.usage)
         if job.turn + 1 < job.turns:
             self._turn_done(job, now, out)
             return

@@ -47,6 +47,8 @@ class Job:
         "started_at",
         "state",
         "tenant",
+        "tok_all",
+        "tok_est",
         "tool_s",
         "turn",
         "turn_base",
@@ -95,6 +97,10 @@ class Job:
         # Attempts made before the current turn's first: the turn's own tries are
         # ``attempt - turn_base``, what the engine's max_retries bounds.
         self.turn_base = 0
+        # With ``tokens:`` (harness/engine/fairness.py): the cost estimate not yet trued up
+        # by an answer's usage, and whether it left the queue with every tenant backlogged.
+        self.tok_est = 0.0
+        self.tok_all = False
 
 
 class Executor:

@@ -34,6 +34,7 @@ from harness.engine.events import (
     Reviewed,
     SignalRead,
 )
+from harness.engine.fairness import TokenLedger
 from harness.engine.jobs import (
     DONE,
     HELD,
@@ -102,6 +103,7 @@ class Scheduler:
         review_classes: frozenset[str] = frozenset(),
         checkpoint_by_class: Mapping[str, float] | None = None,
         turn_failure_by_class: Mapping[str, str] | None = None,
+        tokens: TokenLedger | None = None,
     ) -> None:
         """``horizon_s``: the run's planned end; the autoscaler's evaluations stop after it
         once no work remains (a timer that would otherwise keep a simulation alive).
@@ -109,10 +111,12 @@ class Scheduler:
         ``review_classes``: what goes through the review stage (``engine.review``);
         ``checkpoint_by_class``: the classes whose work checkpoints, and how often (s);
         ``turn_failure_by_class``: the agent classes whose failed turn is not retried
-        (``fail``: the job fails; ``end``: it completes with the turns it did)."""
+        (``fail``: the job fails; ``end``: it completes with the turns it did).
+        ``tokens``: the token ledger of a profile with ``tokens:`` (the queue's order within
+        a tier and the fairness figures; harness/engine/fairness.py)."""
         self.cfg = cfg
         self.rng = rng
-        self.queue = JobQueue()
+        self.queue = JobQueue(tokens)
         sc = cfg.scaling
         self.pool = ExecutorPool(
             cfg.executors, drain_timeout_s=sc.drain_timeout_s if sc.enabled else None

@@ -308,6 +308,23 @@ class RetryAfterRule(TypedDict):
     wasted_wait_s: float
 
 
+class FairnessTenant(TypedDict):
+    """``fairness.tenants.<tenant>``: what one tenant was served (harness/engine/fairness.py)."""
+
+    service: float  # tokens served by tokens.cost, the whole run (usage where answers said)
+    service_backlogged: float  # of which while every tenant with demand had a request waiting
+    weight: float  # tokens.weights (1 when unlisted)
+    wait_p95_s: float | None  # the p95 queue wait of the tenant's requests
+
+
+class Fairness(TypedDict):
+    """``fairness``: only with ``tokens:``; Jain's index over the tenants that queued."""
+
+    order: str  # tokens.order
+    index: float | None  # Jain's index of service_backlogged / weight (null: no tenant)
+    tenants: dict[str, FairnessTenant]
+
+
 class Summary(TypedDict):
     """summary.json, every mode (docs/reference/summary.md)."""
 
@@ -343,6 +360,8 @@ class Summary(TypedDict):
     jobs: NotRequired[Jobs]
     # the callers' Retry-After honesty per rule (workload.honesty): only with upstream.limits
     retry_after: NotRequired[dict[str, RetryAfterRule]]
+    # token fairness between tenants (results.summary.fairness_fields): only with tokens:
+    fairness: NotRequired[Fairness]
     # set by results.summary.finish, last: every written summary has them
     thresholds: NotRequired[list[ThresholdRow]]
     verdict: NotRequired[str]  # pass | fail | invalid

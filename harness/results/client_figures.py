@@ -338,6 +338,9 @@ def live_summary(
         jobs = proxy.get("jobs")
         if jobs is not None:  # agent jobs: the proxy's engine ran their sessions
             summary["jobs"] = jobs
+        fairness = proxy.get("fairness")
+        if fairness is not None:  # tokens: the proxy's engine ordered its queue
+            summary["fairness"] = fairness
     if trace is not None:
         summary["trace"] = trace.copy()
     if retry_after is not None:

@@ -347,6 +347,9 @@ class _Run:
         self.nxt: Arrival | None = self.batch[0] if self.batch else None
         # A public trace's arrivals carry token counts: the summary reports their totals.
         self.tokens = traced(profile)
+        # ``tokens:`` in the profile: each arrival's prompt tokens counted before admission, the
+        # same counts used by its calls, and each answer's usage sent with Finished.
+        self.counting = upstream.counting
         self.prompt_tokens = 0
         self.output_tokens = 0
         self.tick_at = math.inf
@@ -441,6 +444,8 @@ class _Run:
                     self.output_tokens += otok
             if self.figs is not None:
                 self.figs.trace[nxt.id] = (nxt.prompt_tokens, nxt.output_tokens)
+        if self.counting:
+            self.count(nxt, False)
         actions = self.engine.handle(nxt, now)
         self.bi += 1
         if self.bi == len(self.batch):
@@ -448,6 +453,23 @@ class _Run:
             self.bi = 0
         self.nxt = self.batch[self.bi] if self.batch else None
         return actions
+
+    def count(self, a: Arrival, retry: bool) -> None:
+        """Counting: the arrival's prompt tokens before admission -- a trace's, else drawn once
+        for the request (an agent job's first call adds its shared prefix; a traced session's
+        first record is its whole prompt) -- and the counts its calls will use. A caller's
+        retry carries its first attempt's count."""
+        up = self.upstream
+        if a.session is not None:
+            return  # a traced session: its records are its turns' counts
+        if a.prompt_tokens is None:
+            base = up.draw_prompt(a.cls, a.id)
+        elif retry:
+            base = up.base_prompt(a.cls, a.prompt_tokens)
+        else:
+            base = a.prompt_tokens
+        a.prompt_tokens = up.admission_prompt(a.cls, base)
+        up.known[a.id] = (base, a.output_tokens)
 
     def event(self, kind: i64, payload: Any, now: float) -> list[Action]:
         """An agenda event, by its kind: an attempt's end (finished or failed), a caller's
@@ -457,7 +479,7 @@ class _Run:
         if kind == _FINISH:
             if self.effects:
                 self.upstream.effect(_work_key(engine, payload[0]), payload[2])
-            return engine.handle(Finished(payload[0], payload[1]), now)
+            return engine.handle(Finished(payload[0], payload[1], payload[3]), now)
         if kind == _FAIL:
             return self.failed(payload, now)
         if kind == _CLIENT:
@@ -469,6 +491,8 @@ class _Run:
                     payload.turns, payload.tool_s = shapes.draw(payload.cls, payload.id)
                 else:
                     self.traced_turns[payload.id] = payload.session
+            if self.counting:
+                self.count(payload, True)
             return engine.handle(payload, now)
         if kind == _NEXT:
             # A closed-loop session's next record: an arrival like the schedule's.
@@ -480,6 +504,8 @@ class _Run:
                 self.output_tokens += payload.output_tokens or 0
                 if self.figs is not None:
                     self.figs.trace[payload.id] = (payload.prompt_tokens, payload.output_tokens)
+            if self.counting:
+                self.count(payload, False)
             return engine.handle(payload, now)
         if kind == _TICK:
             return engine.handle(self.tick, now)
@@ -522,6 +548,11 @@ class _Run:
                 tp = type(a)
                 if tp is Complete or tp is Fail or tp is Expire or tp is Reject:
                     self.upstream.end_session(a.id)  # type: ignore[attr-defined]
+        if self.counting:
+            for a in actions:  # a request that ended: its counts are dropped
+                tp = type(a)
+                if tp is Complete or tp is Fail or tp is Expire or tp is Reject:
+                    self.upstream.forget(a.id)  # type: ignore[attr-defined]
         if self.clients is not None:
             actions, again = self.clients.screen(now, actions, self.col)
             for t_again, attempt in again:
@@ -550,7 +581,7 @@ class _Run:
         figs = self.figs
         answers = self.answers
         if figs is not None:
-            trace = figs.trace
+            trace = upstream.known if self.counting else figs.trace
             dur, failure, ra, timing = upstream.call_timed(
                 now, a.cls, a.id, a.attempt, trace.get(a.id) if trace else None, a.turn
             )
@@ -574,7 +605,8 @@ class _Run:
         if self.checkpoints and a.attempt > 1 and failure is None:
             dur = max(0.0, dur - self.engine.jobs[a.id].progress_s)
         if failure is None:
-            self.agenda.push(now + dur, self.seq, _FINISH, (a.id, a.attempt, a.cls))
+            usage = upstream.usage if self.counting else None
+            self.agenda.push(now + dur, self.seq, _FINISH, (a.id, a.attempt, a.cls, usage))
         else:
             self.agenda.push(now + dur, self.seq, _FAIL, (a.id, failure, ra, a.attempt, a.cls))
 

@@ -31,13 +31,14 @@ from harness.wire.sse import (
     is_done,
     sse_done,
 )
-from harness.wire.usage import usage_object, usage_tokens
+from harness.wire.usage import body_usage, usage_counts, usage_object, usage_tokens
 
 __all__ = [
     "DONE",
     "WAIT_HEADER",
     "BadEvent",
     "EventSplitter",
+    "body_usage",
     "chunk_object",
     "delta_content",
     "done_rest",
@@ -50,6 +51,7 @@ __all__ = [
     "retry_after_headers",
     "retry_after_s",
     "sse_done",
+    "usage_counts",
     "usage_object",
     "usage_tokens",
     "wait_header",

@@ -142,6 +142,29 @@ def _tpm(retry_after: str, figure: str, fmt: Callable[[float], str]) -> str:
     return f"{fmt(m['min'])}-{fmt(m['max'])}"
 
 
+def noisy(order: str) -> list[float]:
+    """noisy-neighbour's fairness index at seeds 1..20 under ``order`` (token_fair is the
+    profile's own; fifo its naive variant)."""
+    out = _tmp() / f"noisy-{order}"
+    harness(
+        "sim", "scenarios/noisy-neighbour", "--seeds", "20", "--no-report",
+        "--set", f"tokens.order={order}", "--out", str(out),
+    )  # fmt: skip
+    agg = json.loads((out / "aggregate.json").read_text())
+    return [float(x) for x in agg["metrics"]["fairness.index"]["values"]]
+
+
+def _noisy(order: str) -> str:
+    xs = sorted(noisy(order))
+    mid = (xs[9] + xs[10]) / 2
+    return f"{mid:.3f} ({xs[0]:.3f}-{xs[-1]:.3f})"
+
+
+def _noisy_gap() -> str:
+    """The smallest per-seed difference, token_fair minus fifo (the same seeds: paired)."""
+    return f"{min(a - b for a, b in zip(noisy('token_fair'), noisy('fifo'), strict=True)):.3f}"
+
+
 def _sweep_json(name: str, *args: str) -> dict[str, Any]:
     out = _tmp() / name
     harness("sweep", *args, "--out", str(out))
@@ -231,6 +254,9 @@ def _rejected(age: int) -> str:
 
 
 FIGURES: dict[str, Callable[[], str]] = {
+    "noisy_fair_index": lambda: _noisy("token_fair"),
+    "noisy_fifo_index": lambda: _noisy("fifo"),
+    "noisy_min_gap": _noisy_gap,
     # README, "Tune the whole policy"
     "tune_stopped": lambda: str(tune()["counts"]["stopped"]),
     "tune_simulations": lambda: str(tune()["counts"]["simulations"]),

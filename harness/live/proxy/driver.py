@@ -82,6 +82,7 @@ class Ticket:
         "key",
         "pending",
         "priority",
+        "prompt_tokens",
         "running",
         "sent_at",
         "session",
@@ -102,6 +103,9 @@ class Ticket:
         self.tenant = tenant
         self.key = key
         self.deadline_s = deadline_s
+        # The prompt's tokens as counted from the body before admission (None: not counted,
+        # the profile has no tokens section).
+        self.prompt_tokens: int | None = None
         # An agent job's session (harness/live/proxy/session.py): its model calls and the
         # tool time after each but the last, drawn at arrival; one call otherwise.
         self.turns = 1
@@ -227,6 +231,7 @@ class LiveDriver:
                 deadline_s=t.deadline_s,
                 turns=t.turns,
                 tool_s=t.tool_s,
+                prompt_tokens=t.prompt_tokens,
             ),
             now,
         )

@@ -533,3 +533,27 @@ def test_the_merge_writes_the_callers_retry_after_honesty_as_the_simulation_does
     written = orjson.loads((tmp_path / "tokens" / "summary.json").read_bytes())
     assert written["retry_after"] == s["retry_after"]
     assert "retry_after" not in merged(PROFILE, "plain")  # no upstream.limits: not kept
+
+
+def test_the_proxys_fairness_block_is_the_live_runs(tmp_path: Path) -> None:
+    recs = [rec(1), rec(2)]
+    proxy = tmp_path / "proxy"
+    proxy.mkdir()
+    (proxy / "decisions.jsonl").write_bytes(b"")
+    (proxy / "timeline.jsonl").write_bytes(b"")
+    counts = {
+        "arrivals": 2,
+        "admitted": 2,
+        "rejected": 0,
+        "completed": 2,
+        "failed": 0,
+        "expired": 0,
+        "rejected_by_reason": {},
+    }
+    tenant = {"service": 10.0, "service_backlogged": 5.0, "weight": 1.0, "wait_p95_s": 0.1}
+    fairness = {"order": "token_fair", "index": 1.0, "tenants": {"default": tenant}}
+    summary = {"complete": True, "counts": counts, "fairness": fairness}
+    (proxy / "summary.json").write_bytes(orjson.dumps(summary))
+    s = run_merge(tmp_path, recs, proxy_dir=proxy)
+    assert s["fairness"] == fairness  # the proxy's engine ordered the queue: its figures
+    assert "fairness" not in run_merge(tmp_path, recs)  # no proxy, no queue of ours
