@@ -140,6 +140,7 @@ def text_completion(
     tokens: int,
     prompt: int,
     finish_reason: str,
+    cached: int = 0,
 ) -> bytes:
     """A legacy Completions API answer (``POST /v1/completions``)."""
     return orjson.dumps(
@@ -156,7 +157,7 @@ def text_completion(
                     "finish_reason": finish_reason,
                 }
             ],
-            "usage": usage_object(prompt, tokens),
+            "usage": usage_object(prompt, tokens, cached),
             "system_fingerprint": None,
         }
     )
@@ -243,9 +244,14 @@ class TextChunkFrames:
     def finish(self, reason: str) -> bytes:
         return b"".join((self._open, b'""', _TEXT_REST, orjson.dumps(reason), b"}]", self._tail))
 
-    def usage(self, prompt: int, completion: int) -> bytes:
+    def usage(self, prompt: int, completion: int, cached: int = 0) -> bytes:
         return b"".join(
-            (self._head, b'[],"usage":', orjson.dumps(usage_object(prompt, completion)), b"}\n\n")
+            (
+                self._head,
+                b'[],"usage":',
+                orjson.dumps(usage_object(prompt, completion, cached)),
+                b"}\n\n",
+            )
         )
 
 
