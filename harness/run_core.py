@@ -33,6 +33,7 @@ from typing import Any, Protocol, cast
 
 from harness.engine.core import Engine
 from harness.engine.events import Action
+from harness.engine.token_budget import book_for
 from harness.profile import Profile
 from harness.recording.alerts import evaluate_alerts
 from harness.recording.quantiles import percentiles
@@ -94,6 +95,7 @@ class RunCore:
             review_classes=profile.review_classes(),
             checkpoint_by_class=profile.checkpoint_by_class(),
             turn_failure_by_class=profile.turn_failure_by_class(),
+            tokens=book_for(profile),
         )
         self.collector = Collector(
             profile.faults,

@@ -263,6 +263,7 @@ class Reject(Action):
         "retry_after_s",
         "service_time_s",
         "tenant",
+        "tokens",
     )
 
     def __init__(
@@ -282,6 +283,7 @@ class Reject(Action):
         service_time_s: float,
         deadline_s: float | None,
         limits: Limits,
+        tokens: TokenDecision | None = None,
     ) -> None:
         self.id = id
         self.cls = cls
@@ -289,6 +291,8 @@ class Reject(Action):
         self.tenant = tenant
         self.reason = reason
         self.retry_after_s = retry_after_s
+        # A token budget's rejection: its budget, level and limit (the proxy's x-ratelimit-*)
+        self.tokens = tokens
         self.estimated_wait_s = estimated_wait_s
         self.depth = depth
         self.age_s = age_s
@@ -297,6 +301,38 @@ class Reject(Action):
         self.service_time_s = service_time_s
         self.deadline_s = deadline_s
         self.limits = limits
+
+
+class TokenDecision(Action):
+    """A token budget's word on a request (``tokens.budgets``): ``decision`` is ``reject``
+    (over the limit), ``hold`` (admitted and held until the budget holds its charge: over:
+    queue) or ``release`` (a held request may start); with the budget's name, its window's key
+    (the tenant, the class, or "" for one budget for all), the window's level and limit, the
+    request's charge before the call (``estimate``) and the seconds until the window is
+    empty again (``reset_s``: x-ratelimit-reset-tokens)."""
+
+    __slots__ = ("budget", "decision", "estimate", "id", "key", "level", "limit", "reset_s")
+
+    def __init__(
+        self,
+        *,
+        id: str,
+        decision: str,
+        budget: str,
+        key: str,
+        level: float,
+        limit: float,
+        estimate: float,
+        reset_s: float,
+    ) -> None:
+        self.id = id
+        self.decision = decision
+        self.budget = budget
+        self.key = key
+        self.level = level
+        self.limit = limit
+        self.estimate = estimate
+        self.reset_s = reset_s
 
 
 class Dispatch(Action):
