@@ -97,3 +97,35 @@ def test_without_a_tokens_section_the_proxy_counts_nothing(monkeypatch: pytest.M
     asyncio.run(go())
     assert [e.prompt_tokens for e in seen if isinstance(e, Arrived)] == [None]
     assert [e.usage for e in seen if type(e) is Finished] == [None]
+
+
+def test_a_token_budget_rejects_with_429_and_the_ratelimit_token_headers() -> None:
+    """A bucket of 30 tokens a minute: the first request (11 prompt + the class's 8 expected)
+    fits, the
+    second does not; its 429 says the limit, what remains and when the window is whole again,
+    and an honest Retry-After."""
+    budget = "tokens:\n  budgets:\n    tpm: {limit: 30, window_s: 60}\n"
+
+    async def go() -> list[Any]:
+        classes = "  chat: {priority: standard, max_tokens: 8}\n"
+        prof = profile(classes=classes, extra=budget)
+        app, _up = make_app(prof, json_answer, clock=MonotonicClock())
+        app.driver.start()
+        doc = {**body(False), "max_tokens": 8}
+        first = await request(app, json=doc)
+        second = await request(app, json=doc)
+        await app.aclose()
+        return [first, second]
+
+    first, second = asyncio.run(go())
+    assert first.status == 200
+    assert second.status == 429
+    h = second.headers
+    assert h["x-admission-reason"] == "token_budget:tpm"
+    assert h["x-ratelimit-limit-tokens"] == "30"
+    # the first answer's usage (11 + 7) trued up its 19 charged: 18 are left in the bucket
+    remaining = int(h["x-ratelimit-remaining-tokens"])
+    assert 12 <= remaining <= 13
+    assert h["x-ratelimit-reset-tokens"].endswith("s")
+    assert h["retry-after"] == "14"  # 18 + 19 - 30 = 7 tokens must drain: 14 s at 0.5/s
+    assert second.json()["error"]["code"] == "token_budget:tpm"
