@@ -33,7 +33,7 @@ from typing import Any, Protocol, cast
 
 from harness.engine.core import Engine
 from harness.engine.events import Action
-from harness.engine.token_budget import book_for
+from harness.engine.token_budget import TokenBook, book_for
 from harness.profile import Profile
 from harness.recording.alerts import evaluate_alerts
 from harness.recording.quantiles import percentiles
@@ -46,6 +46,8 @@ from harness.results.shapes import (
     ScalingClass,
     Summary,
     TokenFields,
+    TokenLedger,
+    TokensCharged,
     Trace,
 )
 
@@ -200,6 +202,8 @@ class RunCore:
         )
         if trace is not None:
             summary["trace"] = trace.copy()
+        if eng.tokens is not None:
+            summary["token_ledger"] = token_ledger(eng.tokens, self.profile)
         if extra:  # top-level keys of the driver's own (Summary's, e.g. proxy_turnaround_s)
             cast("dict[str, Any]", summary).update(extra)
         self.wall_s = time.perf_counter() - self._wall0
@@ -288,3 +292,46 @@ class RunCore:
         )
         alerts = evaluate_alerts(rules, timeline, col.completions if other else [], cache)
         return timeline, alerts
+
+
+def _charged(t: list[float]) -> TokensCharged:
+    return {
+        "input": int(t[0]),
+        "cached": int(t[1]),
+        "output": int(t[2]),
+        "cost": round(t[3], 3),
+    }
+
+
+def token_ledger(book: TokenBook, profile: Profile) -> TokenLedger:
+    """``summary.token_ledger``: the usage charged, each budget's figures, each tenant's usage
+    and, with ``tokens.prices``, what the tokens cost."""
+    t = book.totals
+    prices = profile.tokens.prices if profile.tokens is not None else None
+    spend = None
+    if prices is not None:
+        uncached = t[0] - t[1]
+        spend = round(
+            (
+                uncached * prices.per_1k_input
+                + t[1] * prices.per_1k_cached_input
+                + t[2] * prices.per_1k_output
+            )
+            / 1000.0,
+            6,
+        )
+    return {
+        "charged": _charged(t),
+        "budgets": {
+            b.name: {
+                "limit": b.limit,
+                "rejected": b.rejected,
+                "queued": b.queued,
+                "overshoot_tokens": round(b.overshoot, 3),
+                "peak_level": round(b.peak(), 3),
+            }
+            for b in book.budgets
+        },
+        "by_tenant": {k: _charged(v) for k, v in sorted(book.by_tenant.items())},
+        "spend": spend,
+    }

@@ -52,7 +52,8 @@ SLIDING: Final = 1
 FIXED: Final = 2
 KINDS: Final = {"bucket": BUCKET, "sliding": SLIDING, "fixed": FIXED}
 NEVER: Final = 86400.0 * 365.0  # "never" as a number of seconds (a charge that cannot fit)
-REASON: Final = "token_budget:"  # the reject reason is this and the budget's name
+REASON: Final = "token_budget:"
+FIT_EPS: Final = 1e-9  # a held request's timer fires this long after its charge fits  # the reject reason is this and the budget's name
 
 
 class Window:
@@ -532,23 +533,32 @@ class TokenBook:
         c.held_until = -1.0
 
     def next_due(self, now: float) -> float | None:
-        """When a held request may start or must expire (None: none held)."""
+        """When a held request may start (the first held one of each window: every budget it
+        is held for holds its charge) or must expire (None: none held). A hair after the
+        moment it fits, so the window has surely rolled past it."""
         best: float | None = None
+        blocked: set[int] = set()
         for c in self.held:
             t = c.held_until
-            for i, b in enumerate(c.budgets):
-                if b.queue:
-                    w = c.windows[i]
-                    need = 0.0 if b.after and not b.prompt_only else c.estimates[i]
-                    wait = self._head_wait(w, now, need, b.after)
-                    if now + wait < t:
-                        t = now + wait
             if best is None or t < best:
                 best = t
-            break  # the first held request is the next to start (arrival order)
-        for c in self.held:
-            if best is None or c.held_until < best:
-                best = c.held_until
+            fit = now
+            first = True
+            for i, b in enumerate(c.budgets):
+                if not b.queue:
+                    continue
+                w = c.windows[i]
+                if id(w) in blocked:
+                    first = False
+                need = 0.0 if b.after and not b.prompt_only else c.estimates[i]
+                wait = now + self._head_wait(w, now, need, b.after) + FIT_EPS
+                if wait > fit:
+                    fit = wait
+            for i, b in enumerate(c.budgets):
+                if b.queue:
+                    blocked.add(id(c.windows[i]))
+            if first and fit < best:
+                best = fit
         return best
 
     # -- the answer --------------------------------------------------------------------------

@@ -255,6 +255,37 @@ class Tokens(TypedDict):
     estimated_requests: int | None
 
 
+class TokensCharged(TypedDict):
+    """Tokens the answers' usage reported (``input`` includes ``cached``) and their cost by
+    ``tokens.cost``."""
+
+    input: int
+    cached: int
+    output: int
+    cost: float
+
+
+class TokenBudgetFigures(TypedDict):
+    """One token budget over the run: requests it rejected and held (queue), the tokens charged
+    past its limit (``after``: an answer's usage is never cut), and the highest level any of
+    its windows reached."""
+
+    limit: float
+    rejected: int
+    queued: int
+    overshoot_tokens: float
+    peak_level: float
+
+
+class TokenLedger(TypedDict):
+    """``token_ledger``: only when the profile has ``tokens:``."""
+
+    charged: TokensCharged
+    budgets: dict[str, TokenBudgetFigures]
+    by_tenant: dict[str, TokensCharged]
+    spend: float | None  # with tokens.prices: the tokens' price (beside engine.cost's)
+
+
 class TokenFields(TypedDict):
     """``ttft_s``, ``itl_s`` and ``output_tokens_per_s`` of a run that timed tokens."""
 
@@ -332,6 +363,8 @@ class Summary(TypedDict):
     review: Review | None
     # agent jobs (recording.stats.JobTally.fields): only when some class has a job shape
     jobs: NotRequired[Jobs]
+    # token budgets and usage (engine.token_budget.TokenBook): only with a tokens section
+    token_ledger: NotRequired[TokenLedger]
     # set by results.summary.finish, last: every written summary has them
     thresholds: NotRequired[list[ThresholdRow]]
     verdict: NotRequired[str]  # pass | fail | invalid
