@@ -52,8 +52,8 @@ SLIDING: Final = 1
 FIXED: Final = 2
 KINDS: Final = {"bucket": BUCKET, "sliding": SLIDING, "fixed": FIXED}
 NEVER: Final = 86400.0 * 365.0  # "never" as a number of seconds (a charge that cannot fit)
-REASON: Final = "token_budget:"
-FIT_EPS: Final = 1e-9  # a held request's timer fires this long after its charge fits  # the reject reason is this and the budget's name
+REASON: Final = "token_budget:"  # the reject reason is this and the budget's name
+FIT_EPS: Final = 1e-9  # a held request's timer fires this long after its charge fits
 
 
 class Window:
