@@ -333,5 +333,6 @@ def token_ledger(book: TokenBook, profile: Profile) -> TokenLedger:
             for b in book.budgets
         },
         "by_tenant": {k: _charged(v) for k, v in sorted(book.by_tenant.items())},
+        "answers_without_usage": book.without_usage,
         "spend": spend,
     }

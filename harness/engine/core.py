@@ -109,7 +109,7 @@ class Engine(Scheduler):
             for a in out:  # a request that ended: its token charges trued up
                 tp = type(a)
                 if tp is Complete or tp is Fail or tp is Expire:
-                    tk.settle(a.id, now)  # type: ignore[attr-defined]
+                    tk.settle(a.id, now, tp is Complete)  # type: ignore[attr-defined]
         return out
 
     # -- handlers ----------------------------------------------------------------------------

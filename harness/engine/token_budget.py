@@ -308,6 +308,7 @@ class TokenBook:
         "last_limit",
         "last_reset_s",
         "totals",
+        "without_usage",
     )
 
     def __init__(
@@ -334,6 +335,7 @@ class TokenBook:
         # Tokens charged by usage: (input, cached, output, cost), and per tenant.
         self.totals = [0.0, 0.0, 0.0, 0.0]
         self.by_tenant: dict[str, list[float]] = {}
+        self.without_usage = 0  # requests that completed with no usage reported
 
     def set_start(self, start_s: float) -> None:
         """The run's start on the clock fixed windows align to (the live driver, when the load
@@ -571,7 +573,7 @@ class TokenBook:
         u = c.usage
         c.usage = usage if u is None else (u[0] + usage[0], u[1] + usage[1], u[2] + usage[2])
 
-    def settle(self, rid: str, now: float) -> None:
+    def settle(self, rid: str, now: float, answered: bool = False) -> None:
         """The request ended: each budget's charge trued up to ``cost(usage)`` (estimate), or
         charged it (after); no usage: the estimate refunded. The totals count the usage."""
         c = self.charges.pop(rid, None)
@@ -582,6 +584,11 @@ class TokenBook:
             self.held = [h for h in self.held if h is not c]
             return
         u = c.usage
+        if u is None and answered:
+            # completed without usage (a stream without its usage chunk): the estimate stands,
+            # and under after nothing is charged -- counted, since the budget then under-counts
+            self.without_usage += 1
+        keep = u is None and answered
         actual = self.cost.of(u[0], u[1], u[2]) if u is not None else 0.0
         for i, b in enumerate(c.budgets):
             w = c.windows[i]
@@ -592,7 +599,7 @@ class TokenBook:
                     past = before + actual - (b.limit if before < b.limit else before)
                     if past > 0.0:
                         b.overshoot += past
-            else:
+            elif not keep:
                 delta = actual - c.charged[i]
                 if delta != 0.0:
                     w.true_up(now, c.entries[i], c.at, delta)

@@ -283,6 +283,9 @@ class TokenLedger(TypedDict):
     charged: TokensCharged
     budgets: dict[str, TokenBudgetFigures]
     by_tenant: dict[str, TokensCharged]
+    # completed requests whose answer reported no usage: their charge stayed the estimate
+    # (after: nothing); a budget is then honest only if this is 0
+    answers_without_usage: int
     spend: float | None  # with tokens.prices: the tokens' price (beside engine.cost's)
 
 

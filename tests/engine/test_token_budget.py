@@ -239,3 +239,13 @@ def test_a_cancelled_held_request_leaves_the_queue_of_held_ones() -> None:
     (fail,) = e.handle(Cancelled("r2"), 1.0)
     assert isinstance(fail, Fail) and not fail.was_running
     assert not book.held and book.budgets[0].window("default").reserved == 0.0
+
+
+def test_an_answer_without_usage_keeps_its_estimate_and_is_counted() -> None:
+    """A completed request whose answer said no usage (a stream read without its usage
+    chunk): its estimate stands (it did run), and the ledger counts it."""
+    e, book = engine("{limit: 1000, window: fixed}")
+    e.handle(Arrived("r1", "a", prompt_tokens=300), 0.0)
+    e.handle(Finished("r1", 1), 1.0)
+    assert level(book, 1.0) == 400.0
+    assert book.without_usage == 1

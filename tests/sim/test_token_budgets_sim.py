@@ -35,6 +35,7 @@ def test_a_reject_budget_is_counted_by_its_reason_and_conserves() -> None:
     assert ledger["budgets"]["tpm"]["rejected"] == rejected
     assert ledger["budgets"]["tpm"]["peak_level"] <= 20000 + 1000  # estimate's error only
     assert set(ledger["by_tenant"]) == {"tenant-0", "tenant-1", "tenant-2"}
+    assert ledger["answers_without_usage"] == 0  # every simulated call says its usage
     ch = ledger["charged"]
     assert ch["input"] == sum(t["input"] for t in ledger["by_tenant"].values())
     assert 0 < ch["cached"] < ch["input"]
