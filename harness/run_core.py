@@ -204,6 +204,16 @@ class RunCore:
             summary["trace"] = trace.copy()
         if eng.tokens is not None:
             summary["token_ledger"] = token_ledger(eng.tokens, self.profile)
+            jobs = summary.get("jobs")
+            if jobs is not None:  # each session's tokens (its turns' usage) and cached share
+                ss = eng.tokens.sessions
+                jobs["session_tokens"] = percentiles(
+                    [float(u[0] + u[2]) for u in ss], ("mean", "p95")
+                )
+                prompt = sum(u[0] for u in ss)
+                jobs["session_cached_share"] = (
+                    round(sum(u[1] for u in ss) / prompt, 4) if prompt else None
+                )
         if extra:  # top-level keys of the driver's own (Summary's, e.g. proxy_turnaround_s)
             cast("dict[str, Any]", summary).update(extra)
         self.wall_s = time.perf_counter() - self._wall0

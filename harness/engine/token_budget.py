@@ -260,6 +260,7 @@ class Charge:
     __slots__ = (
         "at",
         "budgets",
+        "calls",
         "charged",
         "entries",
         "estimates",
@@ -282,6 +283,7 @@ class Charge:
         self.entries: list[Entry | None] = []
         self.at = 0.0
         self.usage: Usage | None = None
+        self.calls = 0  # answers with usage (an agent job: one a turn)
         self.held_until = -1.0  # < 0: not held
 
 
@@ -307,6 +309,7 @@ class TokenBook:
         "last_level",
         "last_limit",
         "last_reset_s",
+        "sessions",
         "totals",
         "without_usage",
     )
@@ -336,6 +339,9 @@ class TokenBook:
         self.totals = [0.0, 0.0, 0.0, 0.0]
         self.by_tenant: dict[str, list[float]] = {}
         self.without_usage = 0  # requests that completed with no usage reported
+        # (input, cached, output) of each request whose usage came from several calls (an
+        # agent job's session: summary.jobs)
+        self.sessions: list[Usage] = []
 
     def set_start(self, start_s: float) -> None:
         """The run's start on the clock fixed windows align to (the live driver, when the load
@@ -572,6 +578,7 @@ class TokenBook:
             return
         u = c.usage
         c.usage = usage if u is None else (u[0] + usage[0], u[1] + usage[1], u[2] + usage[2])
+        c.calls += 1
 
     def settle(self, rid: str, now: float, answered: bool = False) -> None:
         """The request ended: each budget's charge trued up to ``cost(usage)`` (estimate), or
@@ -604,6 +611,8 @@ class TokenBook:
                 if delta != 0.0:
                     w.true_up(now, c.entries[i], c.at, delta)
         if u is not None:
+            if c.calls > 1:
+                self.sessions.append(u)
             t = self.totals
             t[0] += u[0]
             t[1] += u[1]

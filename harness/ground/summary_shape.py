@@ -183,6 +183,9 @@ class Jobs(TypedDict):
     model_call_concurrency_mean: float
     prompt_tokens_per_job: Annotated[dict[str, float | None], Quantiles(("mean", "p95"))]
     prompt_growth_per_turn_mean: float | None
+    # with a tokens section: the sessions' usage (engine.token_budget.TokenBook.sessions)
+    session_tokens: NotRequired[Annotated[dict[str, float | None], Quantiles(("mean", "p95"))]]
+    session_cached_share: NotRequired[float | None]
 
 
 class TraceCompleted(TypedDict):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from harness.profile import loads
 from harness.sim.runner import simulate
+from tests.sim.test_token_counts import AGENT
 
 PROFILE = """
 name: budgets
@@ -66,3 +67,18 @@ def test_after_counts_the_overshoot() -> None:
 def test_profiles_without_tokens_have_no_ledger() -> None:
     cut = PROFILE.split("\ntokens:")[0]
     assert "token_ledger" not in simulate(loads(cut, file="t.yaml"), 2).summary
+
+
+def test_summary_jobs_reports_each_sessions_tokens_and_cached_share() -> None:
+    s = simulate(loads(AGENT, file="t.yaml"), 5).summary
+    jobs = s["jobs"]
+    mean = jobs["session_tokens"]["mean"]
+    # a session of 2 to 4 turns, each turn's prompt at least 1,300 tokens
+    assert mean is not None and 2 * 1300 < mean < 4 * 3000
+    # turn 0 caches half its prompt, each later turn all but its new input: well over half
+    share = jobs["session_cached_share"]
+    assert share is not None and 0.5 < share < 1.0
+    assert (
+        "session_tokens"
+        not in simulate(loads(AGENT.split("\ntokens:")[0], file="t.yaml"), 5).summary["jobs"]
+    )
