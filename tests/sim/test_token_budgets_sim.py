@@ -82,3 +82,13 @@ def test_summary_jobs_reports_each_sessions_tokens_and_cached_share() -> None:
         "session_tokens"
         not in simulate(loads(AGENT.split("\ntokens:")[0], file="t.yaml"), 5).summary["jobs"]
     )
+
+
+def test_the_aggregate_over_seeds_holds_the_token_ledger() -> None:
+    from harness.review.compare import aggregate
+
+    prof = loads(PROFILE, file="t.yaml")
+    agg = aggregate([simulate(prof, seed).summary for seed in (1, 2, 3)])  # type: ignore[misc, arg-type]
+    m = agg["metrics"]
+    assert len(m["token_ledger.budgets.tpm.rejected"]["values"]) == 3
+    assert m["token_ledger.charged.cost"]["min"] > 0
