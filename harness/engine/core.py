@@ -352,8 +352,10 @@ class Engine(Scheduler):
             del self.jobs[job.id]
             was_running = False
         elif job.state == TOKEN_HELD:
-            del self.jobs[job.id]  # its charge is dropped when the Fail settles it
+            del self.jobs[job.id]
             job.state = DONE
+            if self.tokens is not None:
+                self.tokens.settle(job.id, now)  # no longer held: nothing was charged
             was_running = False
         elif job.state == HELD or job.state == IN_REVIEW:
             was_running = job.state == IN_REVIEW

@@ -249,3 +249,14 @@ def test_an_answer_without_usage_keeps_its_estimate_and_is_counted() -> None:
     e.handle(Finished("r1", 1), 1.0)
     assert level(book, 1.0) == 400.0
     assert book.without_usage == 1
+
+
+def test_a_held_request_cancelled_when_it_would_fit_is_not_started() -> None:
+    from harness.engine.events import Cancelled
+
+    e, book = engine("{limit: 1000, window_s: 10, over: queue}")
+    e.handle(Arrived("r1", "a", prompt_tokens=700), 0.0)
+    e.handle(Arrived("r2", "a", prompt_tokens=700), 0.0)  # held until 6 s
+    out = e.handle(Cancelled("r2"), 7.0)  # no tick came between: it fits by now
+    assert [type(a) for a in out] == [Fail]
+    assert not book.held and "r2" not in e.jobs
