@@ -186,7 +186,8 @@ class Action:
 Limits = tuple[tuple[str, int | float], ...]
 """The admission limits in force, as (name, value) pairs in name order: ``age_reject_s``,
 ``depth_mult``, ``max_queue_depth``, ``shed_batch_at``, ``shed_standard_at`` (depths),
-``tenant_burst``, ``tenant_rate_per_s``; a rule that is off gives none."""
+``tenant_burst``, ``tenant_rate_per_s``, ``tokens_<name>`` (each token budget that rejects:
+its limit); a rule that is off gives none."""
 
 
 # Admit and Reject carry what the rules read (depth, in flight, concurrency, the service-time
