@@ -204,16 +204,6 @@ class RunCore:
             summary["trace"] = trace.copy()
         if eng.tokens is not None:
             summary["token_ledger"] = token_ledger(eng.tokens, self.profile)
-            jobs = summary.get("jobs")
-            if jobs is not None:  # each session's tokens (its turns' usage) and cached share
-                ss = eng.tokens.sessions
-                jobs["session_tokens"] = percentiles(
-                    [float(u[0] + u[2]) for u in ss], ("mean", "p95")
-                )
-                prompt = sum(u[0] for u in ss)
-                jobs["session_cached_share"] = (
-                    round(sum(u[1] for u in ss) / prompt, 4) if prompt else None
-                )
         if extra:  # top-level keys of the driver's own (Summary's, e.g. proxy_turnaround_s)
             cast("dict[str, Any]", summary).update(extra)
         self.wall_s = time.perf_counter() - self._wall0
@@ -317,6 +307,8 @@ def token_ledger(book: TokenBook, profile: Profile) -> TokenLedger:
     """``summary.token_ledger``: the usage charged, each budget's figures, each tenant's usage
     and, with ``tokens.prices``, what the tokens cost."""
     t = book.totals
+    ss = book.sessions  # an agent job's session: its turns' usage summed
+    prompt = sum(u[0] for u in ss)
     prices = profile.tokens.prices if profile.tokens is not None else None
     spend = None
     if prices is not None:
@@ -344,5 +336,10 @@ def token_ledger(book: TokenBook, profile: Profile) -> TokenLedger:
         },
         "by_tenant": {k: _charged(v) for k, v in sorted(book.by_tenant.items())},
         "answers_without_usage": book.without_usage,
+        "sessions": {
+            "count": len(ss),
+            "tokens": percentiles([float(u[0] + u[2]) for u in ss], ("mean", "p95")),
+            "cached_share": round(sum(u[1] for u in ss) / prompt, 4) if prompt else None,
+        },
         "spend": spend,
     }

@@ -183,9 +183,6 @@ class Jobs(TypedDict):
     model_call_concurrency_mean: float
     prompt_tokens_per_job: Annotated[dict[str, float | None], Quantiles(("mean", "p95"))]
     prompt_growth_per_turn_mean: float | None
-    # with a tokens section: the sessions' usage (engine.token_budget.TokenBook.sessions)
-    session_tokens: NotRequired[Annotated[dict[str, float | None], Quantiles(("mean", "p95"))]]
-    session_cached_share: NotRequired[float | None]
 
 
 class TraceCompleted(TypedDict):
@@ -280,6 +277,15 @@ class TokenBudgetFigures(TypedDict):
     peak_level: float
 
 
+class TokenSessions(TypedDict):
+    """``token_ledger.sessions``: the requests whose usage came from two calls or more (an
+    agent job's turns): how many, their tokens (input and output) and their cached share."""
+
+    count: int
+    tokens: Annotated[dict[str, float | None], Quantiles(("mean", "p95"))]
+    cached_share: float | None
+
+
 class TokenLedger(TypedDict):
     """``token_ledger``: only when the profile has ``tokens:``."""
 
@@ -289,6 +295,7 @@ class TokenLedger(TypedDict):
     # completed requests whose answer reported no usage: their charge stayed the estimate
     # (after: nothing); a budget is then honest only if this is 0
     answers_without_usage: int
+    sessions: TokenSessions
     spend: float | None  # with tokens.prices: the tokens' price (beside engine.cost's)
 
 

@@ -69,19 +69,16 @@ def test_profiles_without_tokens_have_no_ledger() -> None:
     assert "token_ledger" not in simulate(loads(cut, file="t.yaml"), 2).summary
 
 
-def test_summary_jobs_reports_each_sessions_tokens_and_cached_share() -> None:
+def test_the_ledger_reports_each_agent_sessions_tokens_and_cached_share() -> None:
     s = simulate(loads(AGENT, file="t.yaml"), 5).summary
-    jobs = s["jobs"]
-    mean = jobs["session_tokens"]["mean"]
+    sessions = s["token_ledger"]["sessions"]
+    assert sessions["count"] > 10
+    mean = sessions["tokens"]["mean"]
     # a session of 2 to 4 turns, each turn's prompt at least 1,300 tokens
     assert mean is not None and 2 * 1300 < mean < 4 * 3000
     # turn 0 caches half its prompt, each later turn all but its new input: well over half
-    share = jobs["session_cached_share"]
+    share = sessions["cached_share"]
     assert share is not None and 0.5 < share < 1.0
-    assert (
-        "session_tokens"
-        not in simulate(loads(AGENT.split("\ntokens:")[0], file="t.yaml"), 5).summary["jobs"]
-    )
 
 
 def test_the_aggregate_over_seeds_holds_the_token_ledger() -> None:
