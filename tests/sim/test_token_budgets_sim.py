@@ -89,3 +89,17 @@ def test_the_aggregate_over_seeds_holds_the_token_ledger() -> None:
     m = agg["metrics"]
     assert len(m["token_ledger.budgets.tpm.rejected"]["values"]) == 3
     assert m["token_ledger.charged.cost"]["min"] > 0
+
+
+def test_a_fixed_window_run_started_at_another_second_of_the_minute_differs() -> None:
+    """The same schedule under a per-minute fixed window: started on the minute, or 50 s into
+    it (its first window rolls over 10 s in), the budget rejects different requests."""
+    text = PROFILE.replace(
+        "per: tenant, window_s: 60, window: sliding}", "per: global, window: fixed}"
+    )
+    prof = loads(text, file="t.yaml")
+    on_the_minute = simulate(prof, 2, token_start_s=0.0).summary["counts"]
+    late = simulate(prof, 2, token_start_s=50.0).summary["counts"]
+    assert on_the_minute["arrivals"] == late["arrivals"]
+    assert on_the_minute["rejected"] > 0 and late["rejected"] > 0
+    assert on_the_minute["rejected"] != late["rejected"]
