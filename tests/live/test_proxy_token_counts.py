@@ -5,6 +5,7 @@ arriving request's prompt from its body as the stub does, and sends each answer'
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -18,7 +19,7 @@ from harness.live.proxy.clock import MonotonicClock
 from harness.live.transport.upstream import ScriptedResponse, UpstreamRequest
 from harness.wire import event, usage_object
 from tests.live.proxy_support import make_app, profile, request
-from tests.live.test_proxy_upstream import SSE
+from tests.live.test_proxy_upstream import SSE, decisions
 
 pytestmark = pytest.mark.skipif(
     harness.compiled(), reason="watches Engine.handle, a native method when compiled"
@@ -129,3 +130,34 @@ def test_a_token_budget_rejects_with_429_and_the_ratelimit_token_headers() -> No
     assert h["x-ratelimit-reset-tokens"].endswith("s")
     assert h["retry-after"] == "14"  # 18 + 19 - 30 = 7 tokens must drain: 14 s at 0.5/s
     assert second.json()["error"]["code"] == "token_budget:tpm"
+
+
+def test_a_queue_budget_holds_the_request_then_serves_it(tmp_path: Path) -> None:
+    """over: queue: the second request does not fit, is held (admitted), and is served once
+    the bucket has room; the decision log says hold, then release."""
+    budget = "tokens:\n  budgets:\n    tpm: {limit: 30, window_s: 0.5, over: queue}\n"
+    classes = "  chat: {priority: standard, max_tokens: 8}\n"
+
+    async def go() -> list[Any]:
+        app, _up = make_app(
+            profile(classes=classes, extra=budget),
+            json_answer,
+            out=tmp_path,
+            clock=MonotonicClock(),
+        )
+        app.driver.start()
+        doc = {**body(False), "max_tokens": 8}
+        first = await request(app, json=doc)
+        second = await request(app, json=doc)
+        await app.aclose()
+        app.driver.stop_admitting()
+        app.driver.finish(complete=True)
+        return [first, second]
+
+    first, second = asyncio.run(go())
+    assert (first.status, second.status) == (200, 200)
+    tokens = [x for x in decisions(tmp_path) if x["kind"] == "token"]
+    assert [(x["decision"], x["budget"]) for x in tokens] == [("hold", "tpm"), ("release", "tpm")]
+    summary = orjson.loads((tmp_path / "summary.json").read_bytes())
+    assert summary["conservation"]["ok"]
+    assert summary["token_ledger"]["budgets"]["tpm"]["queued"] == 1
