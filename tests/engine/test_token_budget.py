@@ -260,3 +260,11 @@ def test_a_held_request_cancelled_when_it_would_fit_is_not_started() -> None:
     out = e.handle(Cancelled("r2"), 7.0)  # no tick came between: it fits by now
     assert [type(a) for a in out] == [Fail]
     assert not book.held and "r2" not in e.jobs
+
+
+@pytest.mark.parametrize(("per", "shared"), [("class", False), ("global", True)])
+def test_a_class_budget_keeps_classes_apart_a_global_one_does_not(per: str, shared: bool) -> None:
+    e, _ = engine(f"{{limit: 1000, window: fixed, per: {per}}}")
+    e.handle(Arrived("r1", "a", tenant="t1", prompt_tokens=900), 0.0)
+    out = e.handle(Arrived("r2", "b", tenant="t2", prompt_tokens=800), 0.0)
+    assert (type(out[0]) is Reject) == shared
