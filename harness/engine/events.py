@@ -186,7 +186,8 @@ class Action:
 Limits = tuple[tuple[str, int | float], ...]
 """The admission limits in force, as (name, value) pairs in name order: ``age_reject_s``,
 ``depth_mult``, ``max_queue_depth``, ``shed_batch_at``, ``shed_standard_at`` (depths),
-``tenant_burst``, ``tenant_rate_per_s``; a rule that is off gives none."""
+``tenant_burst``, ``tenant_rate_per_s``, ``tokens_<name>`` (each token budget that rejects:
+its limit); a rule that is off gives none."""
 
 
 # Admit and Reject carry what the rules read (depth, in flight, concurrency, the service-time
@@ -265,6 +266,7 @@ class Reject(Action):
         "retry_after_s",
         "service_time_s",
         "tenant",
+        "tokens",
     )
 
     def __init__(
@@ -285,6 +287,7 @@ class Reject(Action):
         deadline_s: float | None,
         limits: Limits,
         raw_wait_s: float = 0.0,
+        tokens: TokenDecision | None = None,
     ) -> None:
         self.id = id
         self.cls = cls
@@ -294,6 +297,8 @@ class Reject(Action):
         self.retry_after_s = retry_after_s
         # the rule's own seconds until it would admit, before retry_after_s's rounding up
         self.raw_wait_s = raw_wait_s
+        # A token budget's rejection: its budget, level and limit (the proxy's x-ratelimit-*)
+        self.tokens = tokens
         self.estimated_wait_s = estimated_wait_s
         self.depth = depth
         self.age_s = age_s
@@ -302,6 +307,38 @@ class Reject(Action):
         self.service_time_s = service_time_s
         self.deadline_s = deadline_s
         self.limits = limits
+
+
+class TokenDecision(Action):
+    """A token budget's word on a request (``tokens.budgets``): ``decision`` is ``reject``
+    (over the limit), ``hold`` (admitted and held until the budget holds its charge: over:
+    queue) or ``release`` (a held request may start); with the budget's name, its window's key
+    (the tenant, the class, or "" for one budget for all), the window's level and limit, the
+    request's charge before the call (``estimate``) and the seconds until the window is
+    empty again (``reset_s``: x-ratelimit-reset-tokens)."""
+
+    __slots__ = ("budget", "decision", "estimate", "id", "key", "level", "limit", "reset_s")
+
+    def __init__(
+        self,
+        *,
+        id: str,
+        decision: str,
+        budget: str,
+        key: str,
+        level: float,
+        limit: float,
+        estimate: float,
+        reset_s: float,
+    ) -> None:
+        self.id = id
+        self.decision = decision
+        self.budget = budget
+        self.key = key
+        self.level = level
+        self.limit = limit
+        self.estimate = estimate
+        self.reset_s = reset_s
 
 
 class Dispatch(Action):

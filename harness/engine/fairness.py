@@ -34,7 +34,7 @@ TOKEN_FAIR: Final = 2
 ORDERS: Final[dict[str, int]] = {"fifo": FIFO, "round_robin": ROUND_ROBIN, "token_fair": TOKEN_FAIR}
 
 
-class TokenLedger:
+class FairLedger:
     """Per tenant: the VTC counter, the weighted tokens served, the requests waiting."""
 
     __slots__ = (

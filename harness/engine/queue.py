@@ -25,7 +25,7 @@ import heapq
 from bisect import bisect_left
 from collections import deque
 
-from harness.engine.fairness import FIFO, ROUND_ROBIN, TOKEN_FAIR, TokenLedger
+from harness.engine.fairness import FIFO, ROUND_ROBIN, TOKEN_FAIR, FairLedger
 from harness.engine.jobs import DONE, WAITING, Job
 
 
@@ -61,7 +61,7 @@ class Lane:
 
 
 class JobQueue:
-    def __init__(self, fair: TokenLedger | None = None) -> None:
+    def __init__(self, fair: FairLedger | None = None) -> None:
         """``fair``: the token ledger (a profile with ``tokens:``), whose order is the order
         within a tier; None: FIFO, and no token figures."""
         self._plain: tuple[deque[Job], ...] = (deque(), deque(), deque())

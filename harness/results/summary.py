@@ -21,7 +21,7 @@ from typing import Any, TypedDict
 import orjson
 
 import harness
-from harness.engine.fairness import TokenLedger, jain
+from harness.engine.fairness import FairLedger, jain
 from harness.ground.atomic import write_atomic
 from harness.ground.summary_shape import RetryAfterRule
 from harness.profile import Profile, to_dict
@@ -266,7 +266,7 @@ def build(
     upstream_retries: int = 0,
     jobs: Jobs | None = None,
     retry_after: Mapping[str, RetryAfterRule] | None = None,
-    fairness: TokenLedger | None = None,
+    fairness: FairLedger | None = None,
 ) -> Summary:
     """summary.json for the run core (sim and proxy). ``token_figures``: the simulated
     upstream's ``ttft_s``, ``itl_s`` and ``output_tokens_per_s`` (:func:`token_fields`) when it
@@ -353,7 +353,7 @@ def build(
     return summary
 
 
-def fairness_fields(order: str, ledger: TokenLedger, by_tenant: Mapping[str, Tally]) -> Fairness:
+def fairness_fields(order: str, ledger: FairLedger, by_tenant: Mapping[str, Tally]) -> Fairness:
     """``fairness``: per tenant that queued, the tokens it was served (by ``tokens.cost``: the
     estimate when a request left the queue, trued up by its answer's usage), those served
     while every tenant with demand so far had a request waiting, its weight and its p95

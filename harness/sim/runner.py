@@ -210,9 +210,13 @@ def simulate(
     stop: Callable[[float], bool] | None = None,
     schedule_seed: int | None = None,
     keep_requests: bool = False,
+    token_start_s: float = 0.0,
 ) -> SimResult:
-    """Run ``profile`` in virtual time. ``keep_requests`` keeps one record per ended request
-    (``SimResult.collector.records``; written as requests.jsonl by :func:`run_to_folder`).
+    """Run ``profile`` in virtual time. ``token_start_s``: where the run starts on the clock
+    fixed token windows align to (seconds; 0: on a window's edge; a live run starts at its
+    UTC second of the minute, so 17.0 simulates one started 17 s into a minute).
+    ``keep_requests`` keeps one record per ended request (``SimResult.collector.records``;
+    written as requests.jsonl by :func:`run_to_folder`).
     ``progress(t)`` is called with the simulated time every 16,384 arrivals (long runs show a
     progress bar). ``stop(t)`` is asked once per simulated second (a signal arrived: the CLI's hook;
     a test's hook delivers one at a chosen time); when it answers True the run ends there, marked
@@ -236,6 +240,7 @@ def simulate(
             stop,
             schedule_seed,
             keep_requests,
+            token_start_s,
         )
     finally:
         if gc_was_on:
@@ -259,8 +264,11 @@ def _simulate(
     stop: Callable[[float], bool] | None,
     schedule_seed: int | None,
     keep_requests: bool,
+    token_start_s: float,
 ) -> SimResult:
     run = _Run(profile, seed, log, progress, stop, schedule_seed, keep_requests)
+    if token_start_s and run.engine.tokens is not None:
+        run.engine.tokens.set_start(token_start_s)
     run.loop()
     return run.result(extra_thresholds, with_timeline)
 

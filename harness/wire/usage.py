@@ -59,8 +59,8 @@ def body_usage(data: bytes) -> tuple[int, int, int] | None:
     at = data.rfind(_USAGE_KEY)
     if at < 0:
         return None
-    start = data.rfind(b"data:", 0, at)
-    if start < 0:  # a JSON body
+    start = -1 if data.lstrip()[:1] == b"{" else data.rfind(b"data:", 0, at)
+    if start < 0:  # a JSON body (its text may say "data:" anywhere)
         try:
             obj = orjson.loads(data)
         except orjson.JSONDecodeError:

@@ -8,8 +8,8 @@ import random
 
 from harness.engine.core import Engine
 from harness.engine.events import Action, Arrived, Dispatch, Finished
-from harness.engine.fairness import TokenLedger, jain
-from harness.run_core import token_ledger
+from harness.engine.fairness import FairLedger, jain
+from harness.run_core import fair_ledger
 from tests.conftest import make_profile
 
 CRITICAL, STANDARD = 0, 1
@@ -22,7 +22,7 @@ def engine(order: str | None, *, initial: int = 1, tokens: str = "") -> Engine:
         p.engine,
         service_time_prior_s=1.0,
         rng=random.Random(1),
-        tokens=token_ledger(p),
+        ledger=fair_ledger(p),
     )
 
 
@@ -214,7 +214,7 @@ def test_the_ledger_counts_only_what_was_served_with_every_tenant_backlogged() -
 
 
 def test_the_estimate_is_the_prompt_its_cached_share_and_the_expected_completion() -> None:
-    led = TokenLedger(
+    led = FairLedger(
         "token_fair", cost=(1.0, -0.5, 2.0, 0.0), cached_share=0.5, expected={"a": (30.0, 20.0)}
     )
     assert led.estimate("a", 40) == 40 - 0.5 * 20 + 2 * 20  # the driver's count of the prompt

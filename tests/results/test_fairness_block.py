@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from harness.engine.fairness import TokenLedger
+from harness.engine.fairness import FairLedger
 from harness.profile import loads
 from harness.profile.thresholds import known_path
 from harness.recording.stats import Tally
@@ -18,7 +18,7 @@ TENANTS = BASE.replace(
 
 
 def test_the_index_is_jain_over_backlogged_service_per_weight() -> None:
-    led = TokenLedger("token_fair", weights={"b": 2.0})
+    led = FairLedger("token_fair", weights={"b": 2.0})
     led.served = {"a": 150.0, "b": 500.0}
     led.served_backlogged = {"a": 100.0, "b": 400.0}
     waits = Tally()

@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import math
 import re
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
@@ -422,6 +423,9 @@ class LiveDriver:
         run`` calls both at the instant its load starts, so a metrics outage at ``at_s`` lands
         at the same profile second as the stub's faults."""
         clock = self.clock
+        tokens = self.engine.tokens
+        if tokens is not None:  # fixed token windows align to the load's start in UTC
+            tokens.set_start((at if at is not None else time.time()) / clock.scale)
         if isinstance(clock, MonotonicClock) and clock.held:
             # The run begins at the load's start (``at``, a Unix time; else now): profile time
             # 0 is then the schedule's 0, as in the simulation; the engine's first evaluation
