@@ -156,6 +156,45 @@ def _alerts() -> list[str]:
     return [*out, ""]
 
 
+# What a section's rows cannot say alone: how its keys work together, and where the long form is.
+SECTION_NOTES: dict[str, list[str]] = {
+    "upstream": [
+        "`upstream.limits` gives the upstream the quotas OpenAI and Azure OpenAI enforce:",
+        "`tokens_per_min` and `requests_per_min`, each a bucket holding one minute's limit and",
+        "refilling continuously; a request is charged its prompt tokens plus its `max_tokens`",
+        "when it arrives, and one that does not fit is a 429 whose Retry-After is `honest`",
+        "(when its charge fits, counting the charges promised to earlier refused requests),",
+        "`refill` (its own charge's refill time alone, as OpenAI answers) or a constant. The",
+        "simulation's upstream and the stub enforce the same limiter; the stub's answers carry",
+        "the real `x-ratelimit-*` figures. Long form:",
+        "[docs/profiles.md](../profiles.md#upstream-quotas-upstreamlimits).",
+    ],
+    "tokens": [
+        "`tokens.cost` is a request's cost in tokens, one expression over the gateways' names",
+        "(`input_tokens`, cached part included; `cached_input_tokens`; `output_tokens`;",
+        "`total_tokens`), `+ - * /`, numbers and parentheses, reduced to a weighted sum at load",
+        "(a product of two counts is refused). It drives every budget, `token_fair`, the",
+        "prices and the exports. A budget (`tokens.budgets.<name>`) is per tenant, class or",
+        "global, over a `bucket` (continuous refill), `sliding` or `fixed` window of",
+        "`window_s`; `charge: estimate` (the default) charges the prompt and the class's",
+        "expected completion at admission and trues up to the answer's usage (it never",
+        "overshoots by more than the estimate's error, and can say when a request will fit),",
+        "`estimate: prompt_only` counts the prompt alone before the call, and `charge: after`",
+        "admits while the charged tokens are under the limit and charges usage at the end",
+        "(Envoy AI Gateway; with `prompt_only`, LiteLLM's usage-based routing), overshoot",
+        "counted. Over the limit a request is rejected (`token_budget:<name>`, 429 with",
+        "`x-ratelimit-*-tokens` and an honest or constant Retry-After) or, with `over: queue`,",
+        "held until the budget holds its estimate, within its class's deadline. `tokens.order`",
+        "orders a priority tier: `fifo`, `round_robin` (a request per tenant in turn) or",
+        "`token_fair` (least weighted tokens served first, `tokens.weights`). Long form:",
+        "[docs/profiles.md](../profiles.md#token-budgets-tokens) and",
+        "[docs/autoscaling.md](../autoscaling.md#the-order-within-a-tier-tokensorder); the",
+        "figures a run reports: [summary.md](summary.md) (`token_ledger`, `fairness`,",
+        "`retry_after`).",
+    ],
+}
+
+
 def produce(root: Any = schema.Profile) -> str:
     """The whole of docs/reference/profile.md for ``root`` (default: the Profile schema)."""
     all_rows = rows(root)
@@ -192,9 +231,10 @@ def produce(root: Any = schema.Profile) -> str:
         top = _top(r.path)
         sections.setdefault(top if top in nested else "top level", []).append(r)
     for top, group in sections.items():
+        lines += [f"## {top}", ""]
+        if top in SECTION_NOTES:
+            lines += [*SECTION_NOTES[top], ""]
         lines += [
-            f"## {top}",
-            "",
             "| key | type | default | bounds | meaning |",
             "| --- | --- | --- | --- | --- |",
         ]
