@@ -163,25 +163,47 @@ def text_completion(
     )
 
 
+def _frame_head(id_: str, obj: bytes, created: int, model: str, extra: bytes) -> bytes:
+    """The start every SSE frame of one answer shares, up to its ``choices``."""
+    return b"".join(
+        (
+            b'data: {"id":',
+            orjson.dumps(id_),
+            b',"object":"',
+            obj,
+            b'","created":',
+            str(created).encode(),
+            b',"model":',
+            orjson.dumps(model),
+            b",",
+            extra,
+            b'"system_fingerprint":null,"choices":',
+        )
+    )
+
+
+def _frame_tail(include_usage: bool) -> bytes:
+    """With include_usage every chunk but the last carries "usage": null, as the API does."""
+    return b',"usage":null}\n\n' if include_usage else b"}\n\n"
+
+
+def _usage_frame(head: bytes, prompt: int, completion: int, cached: int) -> bytes:
+    """The last frame of an answer that asked for usage: no choices, the usage."""
+    return b"".join(
+        (head, b'[],"usage":', orjson.dumps(usage_object(prompt, completion, cached)), b"}\n\n")
+    )
+
+
 class ChunkFrames:
     """SSE frames of one streamed completion, from pre-encoded pieces (a token is 3 parts)."""
 
     __slots__ = ("_head", "_open", "_tail", "_unfinished")
 
     def __init__(self, *, id_: str, created: int, model: str, include_usage: bool) -> None:
-        self._head = b"".join(
-            (
-                b'data: {"id":',
-                orjson.dumps(id_),
-                b',"object":"chat.completion.chunk","created":',
-                str(created).encode(),
-                b',"model":',
-                orjson.dumps(model),
-                b',"service_tier":"default","system_fingerprint":null,"choices":',
-            )
+        self._head = _frame_head(
+            id_, b"chat.completion.chunk", created, model, b'"service_tier":"default",'
         )
-        # With include_usage every chunk but the last carries "usage": null, as the API does.
-        self._tail = b',"usage":null}\n\n' if include_usage else b"}\n\n"
+        self._tail = _frame_tail(include_usage)
         self._open = self._head + b'[{"index":0,"delta":'
         self._unfinished = _FINISH + b"null}]" + self._tail
 
@@ -195,14 +217,7 @@ class ChunkFrames:
         return b"".join((self._open, b"{}", _FINISH, orjson.dumps(reason), b"}]", self._tail))
 
     def usage(self, prompt: int, completion: int, cached: int = 0) -> bytes:
-        return b"".join(
-            (
-                self._head,
-                b'[],"usage":',
-                orjson.dumps(usage_object(prompt, completion, cached)),
-                b"}\n\n",
-            )
-        )
+        return _usage_frame(self._head, prompt, completion, cached)
 
 
 # A legacy completion's token: its text and the choice's unchanging rest.
@@ -219,18 +234,8 @@ class TextChunkFrames:
     __slots__ = ("_head", "_open", "_tail", "_unfinished")
 
     def __init__(self, *, id_: str, created: int, model: str, include_usage: bool) -> None:
-        self._head = b"".join(
-            (
-                b'data: {"id":',
-                orjson.dumps(id_),
-                b',"object":"text_completion","created":',
-                str(created).encode(),
-                b',"model":',
-                orjson.dumps(model),
-                b',"system_fingerprint":null,"choices":',
-            )
-        )
-        self._tail = b',"usage":null}\n\n' if include_usage else b"}\n\n"
+        self._head = _frame_head(id_, b"text_completion", created, model, b"")
+        self._tail = _frame_tail(include_usage)
         self._open = self._head + b'[{"text":'
         self._unfinished = _TEXT_REST + b"null}]" + self._tail
 
@@ -245,14 +250,7 @@ class TextChunkFrames:
         return b"".join((self._open, b'""', _TEXT_REST, orjson.dumps(reason), b"}]", self._tail))
 
     def usage(self, prompt: int, completion: int, cached: int = 0) -> bytes:
-        return b"".join(
-            (
-                self._head,
-                b'[],"usage":',
-                orjson.dumps(usage_object(prompt, completion, cached)),
-                b"}\n\n",
-            )
-        )
+        return _usage_frame(self._head, prompt, completion, cached)
 
 
 def format_duration(seconds: float) -> str:
