@@ -20,6 +20,7 @@ HOT_MODULES = [
     "harness/ground/digits.py",
     "harness/engine/events.py",
     "harness/engine/jobs.py",
+    "harness/engine/fairness.py",
     "harness/engine/queue.py",
     "harness/engine/admission.py",
     "harness/engine/dependency.py",

@@ -33,6 +33,9 @@ from typing import Any, Protocol, cast
 
 from harness.engine.core import Engine
 from harness.engine.events import Action
+from harness.engine.fairness import FairLedger
+from harness.engine.token_budget import TokenBook, book_for
+from harness.ground.summary_shape import RetryAfterRule
 from harness.profile import Profile
 from harness.recording.alerts import evaluate_alerts
 from harness.recording.quantiles import percentiles
@@ -45,6 +48,8 @@ from harness.results.shapes import (
     ScalingClass,
     Summary,
     TokenFields,
+    TokenLedger,
+    TokensCharged,
     Trace,
 )
 
@@ -67,6 +72,22 @@ class Retried:
     @property
     def total(self) -> int:
         return self.rejects + self.fails + self.expires
+
+
+def fair_ledger(profile: Profile) -> FairLedger | None:
+    """The engine's token ledger for a profile with ``tokens:`` (its queue order, weights and
+    cost; each class's expected prompt and completion); None without."""
+    t = profile.tokens
+    if t is None:
+        return None
+    c = profile.token_cost()
+    return FairLedger(
+        t.order,
+        cost=(c.input, c.cached, c.output, c.constant),
+        weights=t.weights,
+        cached_share=t.cached_share,
+        expected={n: profile.expected_tokens(cls) for n, cls in profile.classes.items()},
+    )
 
 
 class RunCore:
@@ -94,6 +115,8 @@ class RunCore:
             review_classes=profile.review_classes(),
             checkpoint_by_class=profile.checkpoint_by_class(),
             turn_failure_by_class=profile.turn_failure_by_class(),
+            ledger=fair_ledger(profile),
+            tokens=book_for(profile),
         )
         self.collector = Collector(
             profile.faults,
@@ -142,6 +165,7 @@ class RunCore:
         trace: Trace | None = None,
         effects: tuple[int, int] = (0, 0),
         token_figures: TokenFields | None = None,
+        retry_after: Mapping[str, RetryAfterRule] | None = None,
     ) -> tuple[Summary, list[dict[str, object]]]:
         """summary.json and the timeline, for a run that ended at ``end`` (run seconds).
 
@@ -155,7 +179,8 @@ class RunCore:
         ``output_tokens``), only when the arrivals came from one (harness.workload.traces).
         ``effects``: (duplicate effects, duplicates suppressed) as the simulated upstream
         counted them. ``token_figures``: TTFT, ITL and output tokens per second when the
-        simulated upstream timed tokens (``results.summary.token_fields``)."""
+        simulated upstream timed tokens (``results.summary.token_fields``). ``retry_after``: the
+        callers' Retry-After honesty per rule (``workload.honesty``), with upstream.limits."""
         eng, col = self.engine, self.collector
         col.advance(math.ceil(end) if end > 0 else 1.0, eng)
         if eng.cost is not None:
@@ -195,9 +220,13 @@ class RunCore:
             jobs=None if col.jobs is None else col.jobs.fields(end, tokens=self.mode == "sim"),
             upstream_retries=ec.retries,
             client_retries=None if retried is None else retried.total,
+            retry_after=retry_after,
+            fairness=eng.queue.fair,
         )
         if trace is not None:
             summary["trace"] = trace.copy()
+        if eng.tokens is not None:
+            summary["token_ledger"] = token_ledger(eng.tokens, self.profile)
         if extra:  # top-level keys of the driver's own (Summary's, e.g. proxy_turnaround_s)
             cast("dict[str, Any]", summary).update(extra)
         self.wall_s = time.perf_counter() - self._wall0
@@ -286,3 +315,54 @@ class RunCore:
         )
         alerts = evaluate_alerts(rules, timeline, col.completions if other else [], cache)
         return timeline, alerts
+
+
+def _charged(t: list[float]) -> TokensCharged:
+    return {
+        "input": int(t[0]),
+        "cached": int(t[1]),
+        "output": int(t[2]),
+        "cost": round(t[3], 3),
+    }
+
+
+def token_ledger(book: TokenBook, profile: Profile) -> TokenLedger:
+    """``summary.token_ledger``: the usage charged, each budget's figures, each tenant's usage
+    and, with ``tokens.prices``, what the tokens cost."""
+    t = book.totals
+    ss = book.sessions  # an agent job's session: its turns' usage summed
+    prompt = sum(u[0] for u in ss)
+    prices = profile.tokens.prices if profile.tokens is not None else None
+    spend = None
+    if prices is not None:
+        uncached = t[0] - t[1]
+        spend = round(
+            (
+                uncached * prices.per_1k_input
+                + t[1] * prices.per_1k_cached_input
+                + t[2] * prices.per_1k_output
+            )
+            / 1000.0,
+            6,
+        )
+    return {
+        "charged": _charged(t),
+        "budgets": {
+            b.name: {
+                "limit": b.limit,
+                "rejected": b.rejected,
+                "queued": b.queued,
+                "overshoot_tokens": round(b.overshoot, 3),
+                "peak_level": round(b.peak(), 3),
+            }
+            for b in book.budgets
+        },
+        "by_tenant": {k: _charged(v) for k, v in sorted(book.by_tenant.items())},
+        "answers_without_usage": book.without_usage,
+        "sessions": {
+            "count": len(ss),
+            "tokens": percentiles([float(u[0] + u[2]) for u in ss], ("mean", "p95")),
+            "cached_share": round(sum(u[1] for u in ss) / prompt, 4) if prompt else None,
+        },
+        "spend": spend,
+    }

@@ -2,7 +2,8 @@
 
 No framework on the hot path: a dict lookup routes, ``orjson`` encodes, and every response
 carries ``x-request-id``. The admin API (``/_stub/...``) changes the fault timeline at run
-time; ``/healthz`` also reports the requests in flight, which the benchmark polls.
+time; ``/healthz`` also reports the requests in flight, which the benchmark polls; ``/health``
+is the bare readiness check of vLLM, SGLang and TGI (200, empty body) that load tools call.
 """
 
 from __future__ import annotations
@@ -40,8 +41,10 @@ class StubApp:
         self.started = int(time.time())
         self._routes: dict[tuple[str, str], Handler] = {
             ("POST", "/v1/chat/completions"): StubApp._chat,
+            ("POST", "/v1/completions"): StubApp._completions,
             ("GET", "/v1/models"): StubApp._models,
             ("GET", "/healthz"): StubApp._healthz,
+            ("GET", "/health"): StubApp._health,
             ("GET", "/_stub/faults"): StubApp._get_faults,
             ("PUT", "/_stub/faults"): StubApp._put_faults,
             ("DELETE", "/_stub/faults"): StubApp._delete_faults,
@@ -119,6 +122,15 @@ class StubApp:
     # -- routes ---------------------------------------------------------------------------
 
     async def _chat(self, scope: Scope, receive: Receive, send: Send, rid: bytes) -> None:
+        await self._model_call(scope, receive, send, rid, text=False)
+
+    async def _completions(self, scope: Scope, receive: Receive, send: Send, rid: bytes) -> None:
+        """The legacy Completions API: chat's path, a ``prompt`` in, ``text`` out."""
+        await self._model_call(scope, receive, send, rid, text=True)
+
+    async def _model_call(
+        self, scope: Scope, receive: Receive, send: Send, rid: bytes, *, text: bool
+    ) -> None:
         body = await self._body(scope, receive, send, rid)
         if body is None:
             return
@@ -136,7 +148,7 @@ class StubApp:
             elif name in (b"idempotency-key", b"x-idempotency-key") and value:
                 keyed = True
         try:
-            req = chat.ChatRequest(body, class_header, self.state.model, request_id)
+            req = chat.ChatRequest(body, class_header, self.state.model, request_id, text=text)
             req.idempotency_key = keyed
             req.turn = turn
         except chat.BadRequest as e:
@@ -170,6 +182,10 @@ class StubApp:
             }
         )
         await respond(send, 200, body, _json_headers(rid))
+
+    async def _health(self, scope: Scope, receive: Receive, send: Send, rid: bytes) -> None:
+        """What vLLM, SGLang and TGI serve for readiness checks: 200 with an empty body."""
+        await respond(send, 200, b"", [(b"x-request-id", rid)])
 
     async def _get_faults(self, scope: Scope, receive: Receive, send: Send, rid: bytes) -> None:
         body = orjson.dumps(self.state.timeline.snapshot())

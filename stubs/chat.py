@@ -1,4 +1,9 @@
-"""``POST /v1/chat/completions``: validate, draw, meet the faults, answer slowly.
+"""``POST /v1/chat/completions`` and ``POST /v1/completions``: validate, draw, meet the
+faults, answer slowly.
+
+The legacy Completions API takes the same path as chat: only its body (a ``prompt`` instead of
+``messages``) and its answer's shapes (``stubs/wire.py``) differ; the draws, the latency model,
+the fault timeline and the counters are the same.
 
 All random draws happen synchronously when the body has been read (latency, token counts,
 then faults, each from its own stream), so the outcome depends only on the seed and the order
@@ -21,7 +26,7 @@ from typing import Any
 
 import orjson
 
-from harness.ground.text_tokens import content_chars, prompt_tokens
+from harness.ground.text_tokens import CHARS_PER_TOKEN, content_chars, prompt_tokens
 from harness.profile import Fault
 from harness.profile.schema.fields import MAX_TOKENS
 from harness.serve.asgi import Receive, Scope, Send
@@ -106,6 +111,42 @@ def _prompt_chars(messages: list[Any]) -> int:
     return chars
 
 
+def _is_tokens(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(t, int) and not isinstance(t, bool) for t in v)
+
+
+def _prompt_text_chars(prompt: Any) -> int:
+    """The characters of a legacy completion's ``prompt``, as chat's content is counted: a
+    string's; a prompt of token ids counts four characters a token. One prompt a request: a
+    list of several (a batch) is refused, since the stub answers with one choice."""
+    if prompt is None:
+        raise BadRequest(
+            "Missing required parameter: 'prompt'.", "prompt", "missing_required_parameter"
+        )
+    if isinstance(prompt, str):
+        return len(prompt)
+    if isinstance(prompt, list):
+        if prompt and _is_tokens(prompt):
+            return len(prompt) * CHARS_PER_TOKEN
+        if len(prompt) == 1 and isinstance(prompt[0], str):
+            return len(prompt[0])
+        if len(prompt) == 1 and _is_tokens(prompt[0]) and prompt[0]:
+            return len(prompt[0]) * CHARS_PER_TOKEN
+        if len(prompt) > 1 and all(isinstance(p, str) or _is_tokens(p) for p in prompt):
+            raise BadRequest(
+                f"Invalid 'prompt': a batch of {len(prompt)} prompts. This stub answers one "
+                "prompt per request: send each prompt on its own.",
+                "prompt",
+                "invalid_value",
+            )
+    raise BadRequest(
+        "Invalid type for 'prompt': expected a string, an array of token ids, or an array "
+        "of one string.",
+        "prompt",
+        "invalid_type",
+    )
+
+
 def _positive_int(req: dict[str, Any], name: str) -> int | None:
     v = req.get(name)
     if v is None:
@@ -140,6 +181,7 @@ class ChatRequest:
         "prompt",
         "request_id",
         "stream",
+        "text",
         "turn",
     )
 
@@ -149,7 +191,12 @@ class ChatRequest:
         class_header: str | None,
         default_model: str,
         request_id: str | None = None,
+        *,
+        text: bool = False,
     ) -> None:
+        """``text``: a legacy completion (``POST /v1/completions``): a ``prompt``, not
+        ``messages``, and the answer in that API's shapes."""
+        self.text = text
         self.request_id = request_id  # the client's x-request-id: it keys this request's draws
         # An agent job's turn (x-harness-turn, from the proxy): its calls' draws are keyed by
         # (request id, attempt, turn), as the simulation's; 0 for any other call.
@@ -161,24 +208,12 @@ class ChatRequest:
             raise BadRequest(_BAD_JSON) from None
         if not isinstance(req, dict):
             raise BadRequest("Invalid type for request body: expected an object.")
-        messages = req.get("messages")
-        if messages is None:
-            raise BadRequest(
-                "Missing required parameter: 'messages'.", "messages", "missing_required_parameter"
-            )
-        if not isinstance(messages, list):
-            raise BadRequest(
-                "Invalid type for 'messages': expected an array of objects.",
-                "messages",
-                "invalid_type",
-            )
-        if not messages:
-            raise BadRequest(
-                "Invalid 'messages': empty array. Expected an array with minimum length 1.",
-                "messages",
-                "empty_array",
-            )
-        self.prompt = _prompt_chars(messages)
+        self.prompt = _prompt_text_chars(req.get("prompt")) if text else _chat_prompt(req)
+        self._options(req, default_model)
+        self.class_header = class_header
+
+    def _options(self, req: dict[str, Any], default_model: str) -> None:
+        """What both APIs take alike: stream, its usage chunk, the token cap, the model."""
         stream = req.get("stream", False)
         if stream is not None and not isinstance(stream, bool):
             raise BadRequest(
@@ -189,11 +224,33 @@ class ChatRequest:
         self.include_usage = (
             self.stream and isinstance(opts, dict) and opts.get("include_usage") is True
         )
-        mct = _positive_int(req, "max_completion_tokens")
+        # max_completion_tokens is chat's; the legacy API knows max_tokens only.
+        mct = None if self.text else _positive_int(req, "max_completion_tokens")
         self.max_tokens = mct if mct is not None else _positive_int(req, "max_tokens")
         model = req.get("model")
         self.model = model if isinstance(model, str) and model else default_model
-        self.class_header = class_header
+
+
+def _chat_prompt(req: dict[str, Any]) -> int:
+    """The characters of a chat request's messages, each message checked."""
+    messages = req.get("messages")
+    if messages is None:
+        raise BadRequest(
+            "Missing required parameter: 'messages'.", "messages", "missing_required_parameter"
+        )
+    if not isinstance(messages, list):
+        raise BadRequest(
+            "Invalid type for 'messages': expected an array of objects.",
+            "messages",
+            "invalid_type",
+        )
+    if not messages:
+        raise BadRequest(
+            "Invalid 'messages': empty array. Expected an array with minimum length 1.",
+            "messages",
+            "empty_array",
+        )
+    return _prompt_chars(messages)
 
 
 def _headers(rid: bytes, content_type: bytes, processing_s: float) -> list[tuple[bytes, bytes]]:
@@ -203,6 +260,16 @@ def _headers(rid: bytes, content_type: bytes, processing_s: float) -> list[tuple
         (b"openai-processing-ms", str(round(processing_s * 1000)).encode()),
         (b"openai-version", b"2020-10-01"),
     ]
+
+
+def _limit_headers(state: StubState) -> list[tuple[bytes, bytes]]:
+    """upstream.limits' x-ratelimit-* headers, as the buckets stand when the answer goes."""
+    return state.limits.headers() if state.limits is not None else []
+
+
+def _answer_id(req: ChatRequest, rid: bytes) -> str:
+    """The answer's id, prefixed as each API prefixes it."""
+    return ("cmpl-" if req.text else "chatcmpl-") + rid[4:].decode()
 
 
 Timing = tuple[float, float, float]  # (first token, gap between tokens, end), wall seconds
@@ -253,6 +320,13 @@ async def handle(
     )
     plan = state.timeline.plan(state.draws.faults, in_flight=state.in_flight, stream=req.stream)
     state.counters.requests += 1
+    if state.limits is not None:  # upstream.limits: a 429 at once when the charge does not fit
+        refusal = state.limits.admit(prompt, cap, req.request_id)
+        if refusal is not None:
+            state.counters.faulted += 1
+            headers = _headers(rid, wire.JSON, 0.0) + refusal.headers
+            await respond(send, 429, refusal.body, headers)
+            return
     state.in_flight += 1
     try:
         if plan is not None and plan.terminal is not None:
@@ -298,26 +372,27 @@ async def _complete(
 ) -> bool:
     if await sleep_or_disconnect(receive, wait):
         return False
-    body = wire.completion(
-        id_=f"chatcmpl-{rid[4:].decode()}",
+    body = (wire.text_completion if req.text else wire.completion)(
+        id_=_answer_id(req, rid),
         created=int(time.time()),
         model=req.model,
         tokens=n,
         prompt=prompt,
         finish_reason=finish,
+        cached=round(state.cached_share * prompt),
     )
-    await respond(send, 200, body, _headers(rid, wire.JSON, wait))
+    await respond(send, 200, body, _headers(rid, wire.JSON, wait) + _limit_headers(state))
     return True
 
 
 def _events(
-    frames: wire.ChunkFrames,
+    frames: wire.ChunkFrames | wire.TextChunkFrames,
     n: int,
     ttft: float,
     step: float,
     end: float,
     finish: str,
-    usage: tuple[int, int] | None,
+    usage: tuple[int, int, int] | None,
 ) -> Iterator[tuple[float, bytes]]:
     """(due, frame) pairs, lazily: 10,000 held streams must not each hold their frames."""
     yield ttft, frames.role()
@@ -345,20 +420,24 @@ async def _stream(
     ttft, step, end = times
     if await sleep_or_disconnect(receive, start + ttft - loop.time()):
         return CANCELLED
-    frames = wire.ChunkFrames(
-        id_=f"chatcmpl-{rid[4:].decode()}",
+    frames = (wire.TextChunkFrames if req.text else wire.ChunkFrames)(
+        id_=_answer_id(req, rid),
         created=int(time.time()),
         model=req.model,
         include_usage=req.include_usage,
     )
     await send(
-        {"type": "http.response.start", "status": 200, "headers": _headers(rid, wire.SSE, ttft)}
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": _headers(rid, wire.SSE, ttft) + _limit_headers(state),
+        }
     )
     limit: int | None = None
     if fault is not None:
         # after_chunks counts data events, the role chunk included; default: half the tokens.
         limit = fault.after_chunks if fault.after_chunks is not None else 1 + n // 2
-    usage = (prompt, n) if req.include_usage else None
+    usage = (prompt, n, round(state.cached_share * prompt)) if req.include_usage else None
     buf: list[bytes] = []
     for sent, (due, frame) in enumerate(_events(frames, n, ttft, step, end, finish, usage)):
         if limit is not None and sent >= limit:

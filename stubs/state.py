@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from harness.profile import Profile, Upstream
 from harness.stub.faults import Clock, FaultTimeline
 from harness.stub.latency import DEFAULT_UPSTREAM, ClassTable
+from harness.stub.limits import StubLimits
 from harness.upstream_model.draws import RequestDraws
 
 DEFAULT_MODEL = "harness-stub"
@@ -70,6 +71,11 @@ class StubState:
     # Streams keep their body open this long (wall seconds) after ``data: [DONE]``, as some
     # servers do: a client or proxy must count the stream done at [DONE], not at the close.
     linger_s: float = 0.0
+    # upstream.limits (TPM, RPM) on the wire: None when the profile sets none
+    limits: StubLimits | None = None
+    # The share of a prompt served from the prefix cache (the profile's tokens.cached_share):
+    # usage.prompt_tokens_details.cached_tokens reports it.
+    cached_share: float = 0.0
     in_flight: int = 0
     counters: Counters = field(default_factory=Counters)
     effects: Effects = field(default_factory=Effects)
@@ -99,6 +105,12 @@ class StubState:
             raise ValueError("linger_s must be >= 0")
         faults = profile.faults if profile is not None else ()
         draws = RequestDraws(seed)
+        up = profile.upstream if profile is not None else None
+        limits = (
+            StubLimits(up.limits, clock=clock, time_scale=time_scale)
+            if up is not None and up.limits is not None and up.limits.on
+            else None
+        )
         return cls(
             upstream=profile.upstream if profile is not None else DEFAULT_UPSTREAM,
             classes=ClassTable.build(profile, latency_s, draws.latency),
@@ -108,6 +120,12 @@ class StubState:
             max_body_bytes=max_body_bytes,
             model=model,
             linger_s=linger_s * time_scale,
+            limits=limits,
+            cached_share=(
+                profile.tokens.cached_share
+                if profile is not None and profile.tokens is not None
+                else 0.0
+            ),
         )
 
     def next_id(self) -> int:

@@ -3,7 +3,11 @@
 Shapes follow the Chat Completions API as the official clients parse it: a ``chat.completion``
 object; ``chat.completion.chunk`` events in the order role, content deltas, an empty delta
 with ``finish_reason``, a ``choices: []`` chunk with ``usage`` (only when
-``stream_options.include_usage``), then ``data: [DONE]``. The format's shared pieces (the
+``stream_options.include_usage``), then ``data: [DONE]``. The legacy Completions API
+(``POST /v1/completions``) has its own shapes: a ``text_completion`` object whose choice holds
+``text``, and ``text_completion`` events carrying each token's ``text`` (the first with empty
+text, at the place of chat's role chunk), the finish, the usage chunk, then ``data: [DONE]``.
+The format's shared pieces (the
 error body and event, ``[DONE]``, ``usage``, Retry-After) are ``harness.wire``'s; this module
 adds the stub's own content. Stream frames are assembled from pre-encoded pieces: the hot path
 of a 10,000-request hold is building these bytes.
@@ -100,6 +104,7 @@ def completion(
     tokens: int,
     prompt: int,
     finish_reason: str,
+    cached: int = 0,
 ) -> bytes:
     return orjson.dumps(
         {
@@ -120,8 +125,39 @@ def completion(
                     "finish_reason": finish_reason,
                 }
             ],
-            "usage": usage_object(prompt, tokens),
+            "usage": usage_object(prompt, tokens, cached),
             "service_tier": "default",
+            "system_fingerprint": None,
+        }
+    )
+
+
+def text_completion(
+    *,
+    id_: str,
+    created: int,
+    model: str,
+    tokens: int,
+    prompt: int,
+    finish_reason: str,
+    cached: int = 0,
+) -> bytes:
+    """A legacy Completions API answer (``POST /v1/completions``)."""
+    return orjson.dumps(
+        {
+            "id": id_,
+            "object": "text_completion",
+            "created": created,
+            "model": model,
+            "choices": [
+                {
+                    "text": content_text(tokens),
+                    "index": 0,
+                    "logprobs": None,
+                    "finish_reason": finish_reason,
+                }
+            ],
+            "usage": usage_object(prompt, tokens, cached),
             "system_fingerprint": None,
         }
     )
@@ -158,9 +194,64 @@ class ChunkFrames:
     def finish(self, reason: str) -> bytes:
         return b"".join((self._open, b"{}", _FINISH, orjson.dumps(reason), b"}]", self._tail))
 
-    def usage(self, prompt: int, completion: int) -> bytes:
+    def usage(self, prompt: int, completion: int, cached: int = 0) -> bytes:
         return b"".join(
-            (self._head, b'[],"usage":', orjson.dumps(usage_object(prompt, completion)), b"}\n\n")
+            (
+                self._head,
+                b'[],"usage":',
+                orjson.dumps(usage_object(prompt, completion, cached)),
+                b"}\n\n",
+            )
+        )
+
+
+# A legacy completion's token: its text and the choice's unchanging rest.
+_TEXTS = tuple(orjson.dumps(t) for t in _TOKENS_LATER)
+_FIRST_TEXT = orjson.dumps(_TOKENS[0])
+_TEXT_REST = b',"index":0,"logprobs":null,"finish_reason":'
+
+
+class TextChunkFrames:
+    """SSE frames of one streamed legacy completion (``text_completion`` events); the same
+    methods as :class:`ChunkFrames`, so one stream loop writes either API. ``role()`` is an
+    event with empty text: a stream fault's ``after_chunks`` counts the same events in both."""
+
+    __slots__ = ("_head", "_open", "_tail", "_unfinished")
+
+    def __init__(self, *, id_: str, created: int, model: str, include_usage: bool) -> None:
+        self._head = b"".join(
+            (
+                b'data: {"id":',
+                orjson.dumps(id_),
+                b',"object":"text_completion","created":',
+                str(created).encode(),
+                b',"model":',
+                orjson.dumps(model),
+                b',"system_fingerprint":null,"choices":',
+            )
+        )
+        self._tail = b',"usage":null}\n\n' if include_usage else b"}\n\n"
+        self._open = self._head + b'[{"text":'
+        self._unfinished = _TEXT_REST + b"null}]" + self._tail
+
+    def role(self) -> bytes:
+        return self._open + b'""' + self._unfinished
+
+    def token(self, i: int) -> bytes:
+        text = _FIRST_TEXT if i == 0 else _TEXTS[i % len(_WORDS)]
+        return self._open + text + self._unfinished
+
+    def finish(self, reason: str) -> bytes:
+        return b"".join((self._open, b'""', _TEXT_REST, orjson.dumps(reason), b"}]", self._tail))
+
+    def usage(self, prompt: int, completion: int, cached: int = 0) -> bytes:
+        return b"".join(
+            (
+                self._head,
+                b'[],"usage":',
+                orjson.dumps(usage_object(prompt, completion, cached)),
+                b"}\n\n",
+            )
         )
 
 

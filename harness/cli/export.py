@@ -7,7 +7,7 @@ from __future__ import annotations
 import enum
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -15,11 +15,61 @@ from harness.cli.options import ProfileArg, SetOpt, bad_input, err, io_errors, l
 from harness.export.targets import TARGETS
 from harness.ground.atomic import write_atomic
 
+if TYPE_CHECKING:
+    from harness.export import Exported
+
 # The targets' names, as typer's choices, and their words, from the one table of targets.
 # mypy checks a functional enum only with literal members: the names come from the table.
 ExportKind = enum.StrEnum("ExportKind", [(name, name) for name in TARGETS])  # type: ignore[misc]
 _KIND_HELP = " ".join(f"{t.name}: {t.help}" for t in TARGETS.values())
 _WITH_ADAPTER_RULES = ", ".join(f"`{t.name}`" for t in TARGETS.values() if t.adapter_rules)
+
+
+# The gateway targets' options (envoy, litellm).
+TenantHeaderOpt = Annotated[
+    str,
+    typer.Option(help="envoy: the request header that names the tenant (one budget per value)."),
+]
+
+ClassHeaderOpt = Annotated[
+    str | None,
+    typer.Option(
+        help=(
+            "envoy: the request header that names the class, for per: class budgets and"
+            " budgets limited to some classes (the harness proxy reads x-class)."
+        ),
+        show_default=False,
+    ),
+]
+
+GatewayOpt = Annotated[
+    str, typer.Option(help="envoy: the Gateway the route and the policy attach to.")
+]
+
+ApiBaseOpt = Annotated[
+    str, typer.Option(help="litellm: the OpenAI-compatible upstream the deployment calls.")
+]
+
+ModelOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="litellm: the model name, for callers and upstream (default: --deployment).",
+        show_default=False,
+    ),
+]
+
+KeysOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--keys",
+        help=(
+            "litellm: write the tenants' POST /key/generate bodies (JSON Lines) to FILE"
+            " (atomically) instead of a comment block after the config."
+        ),
+        metavar="FILE",
+        show_default=False,
+    ),
+]
 
 
 def export_(
@@ -64,47 +114,12 @@ def export_(
             show_default=False,
         ),
     ] = None,
-    tenant_header: Annotated[
-        str,
-        typer.Option(
-            help="envoy: the request header that names the tenant (one budget per value)."
-        ),
-    ] = "x-tenant-id",
-    class_header: Annotated[
-        str | None,
-        typer.Option(
-            help=(
-                "envoy: the request header that names the class, for per: class budgets and"
-                " budgets limited to some classes (the harness proxy reads x-class)."
-            ),
-            show_default=False,
-        ),
-    ] = None,
-    gateway: Annotated[
-        str, typer.Option(help="envoy: the Gateway the route and the policy attach to.")
-    ] = "envoy-ai-gateway",
-    api_base: Annotated[
-        str, typer.Option(help="litellm: the OpenAI-compatible upstream the deployment calls.")
-    ] = "http://127.0.0.1:8000/v1",
-    model: Annotated[
-        str | None,
-        typer.Option(
-            help="litellm: the model name, for callers and upstream (default: --deployment).",
-            show_default=False,
-        ),
-    ] = None,
-    keys: Annotated[
-        Path | None,
-        typer.Option(
-            "--keys",
-            help=(
-                "litellm: write the tenants' POST /key/generate bodies (JSON Lines) to FILE"
-                " (atomically) instead of a comment block after the config."
-            ),
-            metavar="FILE",
-            show_default=False,
-        ),
-    ] = None,
+    tenant_header: TenantHeaderOpt = "x-tenant-id",
+    class_header: ClassHeaderOpt = None,
+    gateway: GatewayOpt = "envoy-ai-gateway",
+    api_base: ApiBaseOpt = "http://127.0.0.1:8000/v1",
+    model: ModelOpt = None,
+    keys: KeysOpt = None,
     set_: SetOpt = None,
 ) -> None:
     """Kubernetes manifests for the profile's tuned autoscaling policy and its alerts.
@@ -134,24 +149,7 @@ def export_(
 
     from harness.export import ExportError, export, target_for
 
-    if adapter_rules is not None and not TARGETS[kind.value].adapter_rules:
-        raise bad_input(
-            f"--adapter-rules: only {_WITH_ADAPTER_RULES} has a prometheus-adapter rule, "
-            f"not {kind.value}"
-        )
-    if adapter_rules is not None and (
-        str(adapter_rules) == "-" or (out is not None and out.resolve() == adapter_rules.resolve())
-    ):
-        raise bad_input(
-            f"--adapter-rules {adapter_rules}: name a file of its own "
-            "(not stdout, not --out): the manifest holds only Kubernetes objects"
-        )
-    if keys is not None and not TARGETS[kind.value].keys:
-        raise bad_input(f"--keys: only litellm writes keys, not {kind.value}")
-    if keys is not None and (
-        str(keys) == "-" or (out is not None and out.resolve() == keys.resolve())
-    ):
-        raise bad_input(f"--keys {keys}: name a file of its own (not stdout, not --out)")
+    _check_side_files(kind.value, out, adapter_rules, keys)
     prof = load_profile(profile, set_)
     try:
         result = export(
@@ -175,6 +173,43 @@ def export_(
         raise bad_input(str(e)) from None
     for field, note in result.notes:
         err.print(f"[yellow]not expressible[/] {escape(f'{field}: {note}')}", soft_wrap=True)
+    _write_side_files(result, adapter_rules, keys)
+    if out is None:
+        sys.stdout.write(result.text)
+        return
+    with io_errors(out.parent):
+        write_atomic(out, result.text.encode())
+    err.print(f"wrote {escape(str(out))}", soft_wrap=True)
+
+
+def _check_side_files(
+    kind: str, out: Path | None, adapter_rules: Path | None, keys: Path | None
+) -> None:
+    """--adapter-rules and --keys: only for the targets that write them, each a file of its own."""
+    if adapter_rules is not None and not TARGETS[kind].adapter_rules:
+        raise bad_input(
+            f"--adapter-rules: only {_WITH_ADAPTER_RULES} has a prometheus-adapter rule, not {kind}"
+        )
+    if adapter_rules is not None and (
+        str(adapter_rules) == "-" or (out is not None and out.resolve() == adapter_rules.resolve())
+    ):
+        raise bad_input(
+            f"--adapter-rules {adapter_rules}: name a file of its own "
+            "(not stdout, not --out): the manifest holds only Kubernetes objects"
+        )
+    if keys is not None and not TARGETS[kind].keys:
+        raise bad_input(f"--keys: only litellm writes keys, not {kind}")
+    if keys is not None and (
+        str(keys) == "-" or (out is not None and out.resolve() == keys.resolve())
+    ):
+        raise bad_input(f"--keys {keys}: name a file of its own (not stdout, not --out)")
+
+
+def _write_side_files(result: Exported, adapter_rules: Path | None, keys: Path | None) -> None:
+    """The prometheus-adapter rule and the LiteLLM keys: to their files, or said where they
+    went (commented out after the document)."""
+    from rich.markup import escape
+
     if result.adapter_rules is not None and adapter_rules is None:
         err.print(
             "[yellow]prometheus-adapter rule[/] commented out after the HPA (kubectl does "
@@ -202,9 +237,3 @@ def export_(
             " POST each to /key/generate, or write them to a file with --keys FILE",
             soft_wrap=True,
         )
-    if out is None:
-        sys.stdout.write(result.text)
-        return
-    with io_errors(out.parent):
-        write_atomic(out, result.text.encode())
-    err.print(f"wrote {escape(str(out))}", soft_wrap=True)

@@ -1,7 +1,8 @@
 """Admission: an ordered table of named rules; the first rule that objects wins.
 
 Order (docs/reference/exit-codes-and-admission.md): admit_always bypass (the engine's, before any
-rule); per-tenant token bucket (``tenant_rate``); the cost budget's degraded mode for optional
+rule); per-tenant token bucket (``tenant_rate``); the token budgets (``token_budget:<name>``,
+harness/engine/token_budget.py); the cost budget's degraded mode for optional
 classes (``cost_budget``); ``max_queue_depth`` (``queue_full``); priority shedding (``shed_batch``,
 ``shed_standard``); oldest age (``queue_age``); depth vs concurrency (``queue_depth``); per-class
 slack (``deadline_slack``). A rule is off unless the profile switches it on, and a rule that is off
@@ -30,6 +31,7 @@ from harness.upstream_model.bucket import TokenBucket
 if TYPE_CHECKING:
     from harness.engine.cost import CostLedger
     from harness.engine.queue import JobQueue
+    from harness.engine.token_budget import TokenBook
     from harness.profile import Admission as AdmissionConfig
 
 
@@ -127,6 +129,26 @@ class TenantRate(Rule):
         return -1.0 if tokens >= 1.0 else (1.0 - tokens) / self.buckets.rate
 
 
+class TokenBudgetRule(Rule):
+    """The token budgets that reject (``tokens.budgets``, over: reject): the first budget, in
+    name order, that cannot take the request's charge objects, and names itself in the
+    reason (``token_budget:<name>``). Queue-mode budgets never object: the engine holds the
+    request once every rule admitted it."""
+
+    name = "token_budget"
+
+    def __init__(self, book: TokenBook) -> None:
+        self.book = book
+        self.limits = tuple(("tokens_" + b.name, b.limit) for b in book.budgets)
+
+    def check(self, v: AdmissionView, ev: Arrived) -> float:
+        book = self.book
+        raw = book.check(v.now, ev.cls, ev.tenant, ev.prompt_tokens)
+        if raw >= 0.0:
+            self.name = "token_budget:" + book.last_budget
+        return raw
+
+
 class CostBudget(Rule):
     """Degraded mode: while the rolling hour's spend is at the budget, the optional classes are
     rejected until enough spend has left the window."""
@@ -211,12 +233,16 @@ class DeadlineSlack(Rule):
         return -1.0
 
 
-def rules_for(cfg: AdmissionConfig, cost: CostLedger | None = None) -> list[Rule]:
+def rules_for(
+    cfg: AdmissionConfig, cost: CostLedger | None = None, tokens: TokenBook | None = None
+) -> list[Rule]:
     """The rules the profile switches on, in the documented order."""
     rules: list[Rule] = []
     tr = cfg.tenant_rate
     if tr is not None:
         rules.append(TenantRate(tr.rate_per_s, tr.burst))
+    if tokens is not None and any(not b.queue for b in tokens.budgets):
+        rules.append(TokenBudgetRule(tokens))
     if cost is not None and cost.optional:
         rules.append(CostBudget(cost))
     ceiling = cfg.max_queue_depth
@@ -240,8 +266,10 @@ class Admission:
 
     __slots__ = ("limits", "on", "rules", "tenants")
 
-    def __init__(self, cfg: AdmissionConfig, cost: CostLedger | None = None) -> None:
-        self.rules = rules_for(cfg, cost)
+    def __init__(
+        self, cfg: AdmissionConfig, cost: CostLedger | None = None, tokens: TokenBook | None = None
+    ) -> None:
+        self.rules = rules_for(cfg, cost, tokens)
         self.on = bool(self.rules)
         # Every decision carries these (one shared tuple), even one the rules did not check
         # (admit_always, shutting_down): the limits configured are the ones in force.
@@ -264,4 +292,12 @@ class Admission:
             self.tenants.bucket(tenant, now).spend(now)
 
 
-__all__ = ["CRITICAL", "Admission", "AdmissionView", "Rule", "TenantBuckets", "rules_for"]
+__all__ = [
+    "CRITICAL",
+    "Admission",
+    "AdmissionView",
+    "Rule",
+    "TenantBuckets",
+    "TokenBudgetRule",
+    "rules_for",
+]

@@ -41,6 +41,7 @@ from harness.engine.events import (
     Cancelled,
     Complete,
     Event,
+    Expire,
     Fail,
     Failed,
     Finished,
@@ -58,6 +59,7 @@ from harness.engine.jobs import (
     RERUN,
     RETRY_WAIT,
     RUNNING,
+    TOKEN_HELD,
     TOOL,
     WAITING,
     Job,
@@ -102,6 +104,12 @@ class Engine(Scheduler):
             self.admitting = False
         else:
             raise TypeError(f"not an engine event: {event!r}")
+        tk = self.tokens
+        if tk is not None and tk.charges:
+            for a in out:  # a request that ended: its token charges trued up
+                tp = type(a)
+                if tp is Complete or tp is Fail or tp is Expire:
+                    tk.settle(a.id, now, tp is Complete)  # type: ignore[attr-defined]
         return out
 
     # -- handlers ----------------------------------------------------------------------------
@@ -129,6 +137,12 @@ class Engine(Scheduler):
         if raw >= 0.0:
             counts.rejected += 1
             ra = math.ceil(raw) if raw < 86400.0 else 86400
+            tk = self.tokens
+            note = (
+                tk.decision(ev.id, "reject", now)
+                if tk is not None and reason.startswith("token_budget:")
+                else None
+            )
             out.append(
                 Reject(
                     id=ev.id,
@@ -145,8 +159,12 @@ class Engine(Scheduler):
                     service_time_s=st,
                     deadline_s=ev.deadline_s,
                     limits=adm.limits,
+                    raw_wait_s=raw,
+                    tokens=note,
                 )
             )
+            if note is not None:  # after the Reject: a driver reads an arrival's answer first
+                out.append(note)
             return
         if not bypass:
             adm.spend(ev.tenant, now)
@@ -165,6 +183,9 @@ class Engine(Scheduler):
             ev.turns,
             ev.tool_s,
         )
+        fair = q.fair
+        if fair is not None:
+            job.tok_est = fair.estimate(ev.cls, ev.prompt_tokens)
         self.jobs[ev.id] = job
         out.append(
             Admit(
@@ -183,6 +204,13 @@ class Engine(Scheduler):
                 reason="admit_always" if bypass else None,
             )
         )
+        tk = self.tokens
+        if tk is not None and tk.admit(
+            ev.id, now, ev.cls, ev.tenant, ev.prompt_tokens, self._hold_s(ev)
+        ):
+            job.state = TOKEN_HELD  # admitted, held until its token budgets hold its charge
+            out.append(tk.decision(ev.id, "hold", now))
+            return
         q.push(job)
         waits = self.waits
         if waits.lanes:
@@ -193,10 +221,23 @@ class Engine(Scheduler):
         if self.busy < c:
             self._dispatch(now, out)
 
+    def _hold_s(self, ev: Arrived) -> float:
+        """How long a request may be held for its token budgets: its class's deadline, else
+        its max wait (the class's, else the engine's); -1.0: without end."""
+        if ev.deadline_s is not None:
+            return ev.deadline_s
+        lane = self.hold_by_class.get(ev.cls) if self.hold_by_class else None
+        mw = lane if lane is not None else self.waits.limit_s
+        return mw if mw < math.inf else -1.0
+
     def _finished(self, ev: Finished, now: float, out: list[Action]) -> None:
         job = self.jobs.get(ev.id)
         if job is None or job.state != RUNNING or (ev.attempt and ev.attempt != job.attempt):
             return  # late news of a request that ended (cancelled, say) or of a killed attempt
+        if ev.usage is not None and self.queue.fair is not None:
+            self.queue.settle(job, ev.usage)
+        if ev.usage is not None and self.tokens is not None:
+            self.tokens.used(ev.id, ev.usage)
         if job.turn + 1 < job.turns:
             self._turn_done(job, now, out)
             return
@@ -315,6 +356,12 @@ class Engine(Scheduler):
         if job.state == WAITING:
             self.queue.remove(job)
             del self.jobs[job.id]
+            was_running = False
+        elif job.state == TOKEN_HELD:
+            del self.jobs[job.id]
+            job.state = DONE
+            if self.tokens is not None:
+                self.tokens.settle(job.id, now)  # no longer held: nothing was charged
             was_running = False
         elif job.state == HELD or job.state == IN_REVIEW:
             was_running = job.state == IN_REVIEW

@@ -186,7 +186,8 @@ class Action:
 Limits = tuple[tuple[str, int | float], ...]
 """The admission limits in force, as (name, value) pairs in name order: ``age_reject_s``,
 ``depth_mult``, ``max_queue_depth``, ``shed_batch_at``, ``shed_standard_at`` (depths),
-``tenant_burst``, ``tenant_rate_per_s``; a rule that is off gives none."""
+``tenant_burst``, ``tenant_rate_per_s``, ``tokens_<name>`` (each token budget that rejects:
+its limit); a rule that is off gives none."""
 
 
 # Admit and Reject carry what the rules read (depth, in flight, concurrency, the service-time
@@ -246,7 +247,8 @@ class Admit(Action):
 
 
 class Reject(Action):
-    """Rejected by the rule named in ``reason``; it would admit again in ``retry_after_s``."""
+    """Rejected by the rule named in ``reason``; it would admit again in ``retry_after_s``
+    (whole seconds, at least 1; ``raw_wait_s``: the rule's own figure before rounding)."""
 
     __slots__ = (
         "age_s",
@@ -259,10 +261,12 @@ class Reject(Action):
         "in_flight",
         "limits",
         "priority",
+        "raw_wait_s",
         "reason",
         "retry_after_s",
         "service_time_s",
         "tenant",
+        "tokens",
     )
 
     def __init__(
@@ -282,6 +286,8 @@ class Reject(Action):
         service_time_s: float,
         deadline_s: float | None,
         limits: Limits,
+        raw_wait_s: float = 0.0,
+        tokens: TokenDecision | None = None,
     ) -> None:
         self.id = id
         self.cls = cls
@@ -289,6 +295,10 @@ class Reject(Action):
         self.tenant = tenant
         self.reason = reason
         self.retry_after_s = retry_after_s
+        # the rule's own seconds until it would admit, before retry_after_s's rounding up
+        self.raw_wait_s = raw_wait_s
+        # A token budget's rejection: its budget, level and limit (the proxy's x-ratelimit-*)
+        self.tokens = tokens
         self.estimated_wait_s = estimated_wait_s
         self.depth = depth
         self.age_s = age_s
@@ -297,6 +307,38 @@ class Reject(Action):
         self.service_time_s = service_time_s
         self.deadline_s = deadline_s
         self.limits = limits
+
+
+class TokenDecision(Action):
+    """A token budget's word on a request (``tokens.budgets``): ``decision`` is ``reject``
+    (over the limit), ``hold`` (admitted and held until the budget holds its charge: over:
+    queue) or ``release`` (a held request may start); with the budget's name, its window's key
+    (the tenant, the class, or "" for one budget for all), the window's level and limit, the
+    request's charge before the call (``estimate``) and the seconds until the window is
+    empty again (``reset_s``: x-ratelimit-reset-tokens)."""
+
+    __slots__ = ("budget", "decision", "estimate", "id", "key", "level", "limit", "reset_s")
+
+    def __init__(
+        self,
+        *,
+        id: str,
+        decision: str,
+        budget: str,
+        key: str,
+        level: float,
+        limit: float,
+        estimate: float,
+        reset_s: float,
+    ) -> None:
+        self.id = id
+        self.decision = decision
+        self.budget = budget
+        self.key = key
+        self.level = level
+        self.limit = limit
+        self.estimate = estimate
+        self.reset_s = reset_s
 
 
 class Dispatch(Action):

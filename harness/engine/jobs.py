@@ -5,9 +5,11 @@ and none from another).
 A job is WAITING in the queue, RUNNING, RETRY_WAIT (between attempts, keeping its slot), TOOL
 (an agent job between two turns: it keeps its slot and makes no model call), RERUN (its
 executor was killed while draining: it waits for a slot to run again), HELD (it left the
-queue to start but the review stage is full), IN_REVIEW (its model call is done; it waits for,
-or is with, a reviewer) or DONE. An executor is STARTING (ready after ``startup_s``), READY
-(takes work) or DRAINING (takes no new work, leaves when its last job ends).
+queue to start but the review stage is full), TOKEN_HELD (admitted, held before the queue
+until its token budgets hold its charge: ``tokens.budgets.*.over: queue``), IN_REVIEW (its
+model call is done; it waits for, or is with, a reviewer) or DONE. An executor is STARTING
+(ready after ``startup_s``), READY (takes work) or DRAINING (takes no new work, leaves when its
+last job ends).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ RERUN: Final = 4  # its executor was killed while draining: waits for a slot to 
 HELD: Final = 5  # left the queue to start, held because the review stage is full
 IN_REVIEW: Final = 6  # its model call is done; it waits for, or is with, a reviewer
 TOOL: Final = 7  # an agent job between turns: holds its slot, no model call
+TOKEN_HELD: Final = 8  # admitted, held until its token budgets hold its charge (over: queue)
 
 STARTING: Final = 0
 READY: Final = 1
@@ -47,6 +50,8 @@ class Job:
         "started_at",
         "state",
         "tenant",
+        "tok_all",
+        "tok_est",
         "tool_s",
         "turn",
         "turn_base",
@@ -95,6 +100,10 @@ class Job:
         # Attempts made before the current turn's first: the turn's own tries are
         # ``attempt - turn_base``, what the engine's max_retries bounds.
         self.turn_base = 0
+        # With ``tokens:`` (harness/engine/fairness.py): the cost estimate not yet trued up
+        # by an answer's usage, and whether it left the queue with every tenant backlogged.
+        self.tok_est = 0.0
+        self.tok_all = False
 
 
 class Executor:

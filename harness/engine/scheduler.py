@@ -34,6 +34,7 @@ from harness.engine.events import (
     Reviewed,
     SignalRead,
 )
+from harness.engine.fairness import FairLedger
 from harness.engine.jobs import (
     DONE,
     HELD,
@@ -41,6 +42,7 @@ from harness.engine.jobs import (
     RERUN,
     RETRY_WAIT,
     RUNNING,
+    TOKEN_HELD,
     TOOL,
     WAITING,
     Job,
@@ -49,6 +51,7 @@ from harness.engine.pool import ExecutorPool
 from harness.engine.queue import JobQueue
 from harness.engine.review import ReviewStage
 from harness.engine.scaler import Scaler
+from harness.engine.token_budget import TokenBook
 from harness.engine.waits import MaxWait
 
 if TYPE_CHECKING:
@@ -102,6 +105,8 @@ class Scheduler:
         review_classes: frozenset[str] = frozenset(),
         checkpoint_by_class: Mapping[str, float] | None = None,
         turn_failure_by_class: Mapping[str, str] | None = None,
+        ledger: FairLedger | None = None,
+        tokens: TokenBook | None = None,
     ) -> None:
         """``horizon_s``: the run's planned end; the autoscaler's evaluations stop after it
         once no work remains (a timer that would otherwise keep a simulation alive).
@@ -109,10 +114,13 @@ class Scheduler:
         ``review_classes``: what goes through the review stage (``engine.review``);
         ``checkpoint_by_class``: the classes whose work checkpoints, and how often (s);
         ``turn_failure_by_class``: the agent classes whose failed turn is not retried
-        (``fail``: the job fails; ``end``: it completes with the turns it did)."""
+        (``fail``: the job fails; ``end``: it completes with the turns it did).
+        ``ledger``: the token ledger of a profile with ``tokens:`` (the queue's order within
+        a tier and the fairness figures; harness/engine/fairness.py); ``tokens``: its token
+        budgets and the requests' charges (harness/engine/token_budget.py)."""
         self.cfg = cfg
         self.rng = rng
-        self.queue = JobQueue()
+        self.queue = JobQueue(ledger)
         sc = cfg.scaling
         self.pool = ExecutorPool(
             cfg.executors, drain_timeout_s=sc.drain_timeout_s if sc.enabled else None
@@ -141,7 +149,9 @@ class Scheduler:
             if cfg.cost is not None
             else None
         )
-        self.admission = Admission(cfg.admission, self.cost)
+        # The token budgets (``tokens.budgets``) and the requests' charges; None: no tokens.
+        self.tokens = tokens
+        self.admission = Admission(cfg.admission, self.cost, tokens)
         self.admission_view = AdmissionView(self.queue)  # refreshed by each arrival's check
         self.checkpoint_by_class = dict(checkpoint_by_class or {})
         self.review = (
@@ -168,6 +178,8 @@ class Scheduler:
         self._seq = 0
         self.now = 0.0
         self.waits = MaxWait(cfg.max_wait_s, max_wait_by_class)
+        # A request held for its token budgets waits at most its class's max wait.
+        self.hold_by_class: dict[str, float] = dict(max_wait_by_class or {})
         scaler = self.scaler
         if scaler is not None and scaler.prometheus:  # the first scrape, at 0: an empty engine
             scaler.scrape(self, 0.0)
@@ -198,6 +210,7 @@ class Scheduler:
             or pool.starting
             or pool.draining
             or rv is not None
+            or (self.tokens is not None and self.tokens.held)
         ):
             # The common case, on the hot path of every event: at most a max wait and the
             # autoscaler's next evaluation are pending.
@@ -224,6 +237,7 @@ class Scheduler:
                 else None
             ),
             rv.next_deadline() if rv is not None else None,
+            self.tokens.next_due(self.now) if self.tokens is not None else None,
         ):
             if t is not None and (best is None or t < best):
                 best = t
@@ -264,6 +278,7 @@ class Scheduler:
             HELD: "held",
             IN_REVIEW: "in_review",
             TOOL: "tool",
+            TOKEN_HELD: "token_held",
         }
         out: dict[str, int] = {}
         for job in self.jobs.values():
@@ -447,8 +462,35 @@ class Scheduler:
             job, limit = waits.next_passed(q, now)
         waits.rearm(q)
 
+    def _release_held(self, tk: TokenBook, now: float, out: list[Action]) -> None:
+        """Held requests (token budgets, over: queue) whose charge every budget now holds join
+        the queue; those whose wait ended expire (reason ``token_budget``)."""
+        go, gone = tk.release(now)
+        for rid in gone:
+            job = self.jobs.pop(rid)
+            job.state = DONE
+            self.counts.expired += 1
+            limit = (job.deadline_at if job.deadline_at is not None else now) - job.admitted_at
+            out.append(
+                Expire(id=rid, age_s=now - job.admitted_at, reason="token_budget", limit_s=limit)
+            )
+        for rid in go:
+            job = self.jobs[rid]
+            job.state = WAITING
+            out.append(tk.decision(rid, "release", now))
+            self.queue.push(job)
+            waits = self.waits
+            if waits.lanes:
+                waits.add(job)
+            due = now + waits.min_s
+            if due < waits.check_at:
+                waits.check_at = due
+
     def _dispatch(self, now: float, out: list[Action]) -> None:
         """Expire what is due, resume due retries, then fill free slots by priority."""
+        tk = self.tokens
+        if tk is not None and tk.held:
+            self._release_held(tk, now, out)
         q = self.queue
         if q.has_deadlines():
             for job in q.pop_expired(now):

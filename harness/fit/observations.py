@@ -21,7 +21,7 @@ only streams with at least two content chunks (one gap) and two output tokens.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +33,7 @@ from harness.fit import FitError
 
 Floats = npt.NDArray[np.float64]
 Record = tuple[int, dict[str, object]]  # (line number, record)
+Row = tuple[float, float, float, float, float]  # (prompt, output, ttft, tpot, start)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,29 +122,21 @@ def _row(where: str, rec: dict[str, object]) -> tuple[float, float, float, float
     return prompt, output, ttft, span / per
 
 
-def observations(records: Iterable[Record], file: str = "requests.jsonl") -> Observations:
-    rows: list[tuple[float, float, float, float, float]] = []
-    classes: list[str] = []
-    skipped: Counter[str] = Counter()
-    starts: list[float] = []
-    ends: list[float] = []
-    estimated = 0
-    for line, rec in records:
-        where = f"{file}:{line}"
-        span = _interval(where, rec)
-        if span is not None:
-            starts.append(span[0])
-            ends.append(span[1])
-        got = _row(where, rec)
-        if isinstance(got, str):
-            skipped[got] += 1
-            continue
-        assert span is not None  # a completed record with TTFT has both times
-        rows.append((*got, span[0]))
-        classes.append(str(rec.get("class")))
-        estimated += rec.get("tokens_source") != "usage"
+def from_rows(
+    rows: Sequence[Row],
+    intervals: Sequence[tuple[float, float]],
+    *,
+    classes: Sequence[str] | None = None,
+    estimated: int = 0,
+    skipped: dict[str, int] | None = None,
+) -> Observations:
+    """Observations from per-request rows ``(prompt, output, ttft, tpot, start)`` and the
+    service intervals ``[start, end)`` of every request that held the server (completed and
+    failed alike): a row's ``in_flight`` is the intervals that cover its start, its own
+    included. Every reader ends here (``requests.jsonl`` and other tools' files alike)."""
     arr = np.array(rows, dtype=np.float64).reshape(-1, 5)
-    s, e = np.sort(np.array(starts)), np.sort(np.array(ends))
+    s = np.sort(np.array([a for a, _ in intervals], dtype=np.float64))
+    e = np.sort(np.array([b for _, b in intervals], dtype=np.float64))
     # in service at t: started at or before t, not yet ended (an end at t has left)
     in_flight = (
         np.searchsorted(s, arr[:, 4], side="right") - np.searchsorted(e, arr[:, 4], side="right")
@@ -154,7 +147,29 @@ def observations(records: Iterable[Record], file: str = "requests.jsonl") -> Obs
         ttft=arr[:, 2],
         tpot=arr[:, 3],
         in_flight=np.maximum(in_flight, 1.0),
-        cls=tuple(classes),
+        cls=tuple(classes) if classes is not None else ("",) * len(arr),
         estimated=estimated,
-        skipped=dict(skipped),
+        skipped=dict(skipped or {}),
     )
+
+
+def observations(records: Iterable[Record], file: str = "requests.jsonl") -> Observations:
+    rows: list[Row] = []
+    classes: list[str] = []
+    skipped: Counter[str] = Counter()
+    intervals: list[tuple[float, float]] = []
+    estimated = 0
+    for line, rec in records:
+        where = f"{file}:{line}"
+        span = _interval(where, rec)
+        if span is not None:
+            intervals.append(span)
+        got = _row(where, rec)
+        if isinstance(got, str):
+            skipped[got] += 1
+            continue
+        assert span is not None  # a completed record with TTFT has both times
+        rows.append((*got, span[0]))
+        classes.append(str(rec.get("class")))
+        estimated += rec.get("tokens_source") != "usage"
+    return from_rows(rows, intervals, classes=classes, estimated=estimated, skipped=dict(skipped))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import textwrap
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -183,10 +184,13 @@ def _list(d: yaml.SafeDumper, v: list[Any]) -> yaml.Node:
 _Dumper.add_representer(list, _list)
 
 
-def calibrated(base: dict[str, Any], fit: Fit, fig: Calibrated, file: str) -> tuple[str, list[str]]:
-    """(profile YAML text, notes): ``base`` (the input profile as plain data) with the fit."""
+def calibrated(
+    base: dict[str, Any], fit: Fit, fig: Calibrated, file: str, notes: Sequence[str] = ()
+) -> tuple[str, list[str]]:
+    """(profile YAML text, notes): ``base`` (the input profile as plain data) with the fit;
+    ``notes`` (about the source) come first among the notes."""
     raw = copy.deepcopy(base)
-    notes: list[str] = []
+    notes = list(notes)
     lat = {"dist": "tokens", **{p: fig["parameters"][p]["value"] for p in PARAMS}}
     up = raw.setdefault("upstream", {})
     if not isinstance(up, dict):

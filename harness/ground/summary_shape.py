@@ -255,6 +255,50 @@ class Tokens(TypedDict):
     estimated_requests: int | None
 
 
+class TokensCharged(TypedDict):
+    """Tokens the answers' usage reported (``input`` includes ``cached``) and their cost by
+    ``tokens.cost``."""
+
+    input: int
+    cached: int
+    output: int
+    cost: float
+
+
+class TokenBudgetFigures(TypedDict):
+    """One token budget over the run: requests it rejected and held (queue), the tokens charged
+    past its limit (``after``: an answer's usage is never cut), and the highest level any of
+    its windows reached."""
+
+    limit: float
+    rejected: int
+    queued: int
+    overshoot_tokens: float
+    peak_level: float
+
+
+class TokenSessions(TypedDict):
+    """``token_ledger.sessions``: the requests whose usage came from two calls or more (an
+    agent job's turns): how many, their tokens (input and output) and their cached share."""
+
+    count: int
+    tokens: Annotated[dict[str, float | None], Quantiles(("mean", "p95"))]
+    cached_share: float | None
+
+
+class TokenLedger(TypedDict):
+    """``token_ledger``: only when the profile has ``tokens:``."""
+
+    charged: TokensCharged
+    budgets: dict[str, TokenBudgetFigures]
+    by_tenant: dict[str, TokensCharged]
+    # completed requests whose answer reported no usage: their charge stayed the estimate
+    # (after: nothing); a budget is then honest only if this is 0
+    answers_without_usage: int
+    sessions: TokenSessions
+    spend: float | None  # with tokens.prices: the tokens' price (beside engine.cost's)
+
+
 class TokenFields(TypedDict):
     """``ttft_s``, ``itl_s`` and ``output_tokens_per_s`` of a run that timed tokens."""
 
@@ -299,6 +343,32 @@ class ThresholdRow(TypedDict):
     why: NotRequired[str]
 
 
+class RetryAfterRule(TypedDict):
+    """``retry_after.<rule>``: how honest one rule's Retry-After was (workload/honesty.py)."""
+
+    told: int
+    admitted: int
+    honesty: float | None
+    wasted_wait_s: float
+
+
+class FairnessTenant(TypedDict):
+    """``fairness.tenants.<tenant>``: what one tenant was served (harness/engine/fairness.py)."""
+
+    service: float  # tokens served by tokens.cost, the whole run (usage where answers said)
+    service_backlogged: float  # of which while every tenant with demand had a request waiting
+    weight: float  # tokens.weights (1 when unlisted)
+    wait_p95_s: float | None  # the p95 queue wait of the tenant's requests
+
+
+class Fairness(TypedDict):
+    """``fairness``: only with ``tokens:``; Jain's index over the tenants that queued."""
+
+    order: str  # tokens.order
+    index: float | None  # Jain's index of service_backlogged / weight (null: no tenant)
+    tenants: dict[str, FairnessTenant]
+
+
 class Summary(TypedDict):
     """summary.json, every mode (docs/reference/summary.md)."""
 
@@ -332,6 +402,12 @@ class Summary(TypedDict):
     review: Review | None
     # agent jobs (recording.stats.JobTally.fields): only when some class has a job shape
     jobs: NotRequired[Jobs]
+    # the callers' Retry-After honesty per rule (workload.honesty): only with upstream.limits
+    retry_after: NotRequired[dict[str, RetryAfterRule]]
+    # token fairness between tenants (results.summary.fairness_fields): only with tokens:
+    fairness: NotRequired[Fairness]
+    # token budgets and usage (engine.token_budget.TokenBook): only with a tokens section
+    token_ledger: NotRequired[TokenLedger]
     # set by results.summary.finish, last: every written summary has them
     thresholds: NotRequired[list[ThresholdRow]]
     verdict: NotRequired[str]  # pass | fail | invalid

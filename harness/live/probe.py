@@ -202,7 +202,7 @@ def _record(
     ttft = round((sse.first - sent) / scale, 6) if done and sse.first is not None else None
     gaps = [round(g / scale, 6) for g in sse.gaps] if done else None
     tokens = sse.usage if done else None
-    values = (
+    values: tuple[Any, ...] = (
         rid,
         "probe",
         "standard",
@@ -223,6 +223,8 @@ def _record(
         tokens,
         None if tokens is None else "usage",
         gaps,
+        [],  # a probe never retries
+        None,
     )
     return dict(zip(RECORD_KEYS, values, strict=True))
 

@@ -332,11 +332,8 @@ def check_tokens(ctx: Ctx, p: Profile) -> None:
             if cls not in p.classes:
                 known = ", ".join(p.classes)
                 raise ctx.err(f"{where}.classes.{i}", f"{cls!r} is not a class (known: {known})")
-        if b.charge == "after" and b.estimate != "prompt_and_expected":
-            raise ctx.err(
-                f"{where}.estimate",
-                "charge: after counts nothing before the call (estimate is for charge: estimate)",
-            )
+        # charge: after + estimate: prompt_only is LiteLLM's usage-based limit (refused when
+        # the window's charged tokens plus the prompt pass the limit, charged at the end).
     for tenant, w in t.weights.items():
         if not w > 0:
             raise ctx.err(f"tokens.weights.{tenant}", f"must be > 0, got {w}")

@@ -37,6 +37,7 @@ from harness.engine.events import (
     Reject,
     Reviewed,
     Scale,
+    TokenDecision,
     TurnDone,
 )
 from harness.ground.digits import put_int, put_pad3
@@ -208,6 +209,23 @@ def _hold(t: float, a: Held) -> dict[str, object]:
     }
 
 
+def _token(t: float, a: TokenDecision) -> dict[str, object]:
+    """A token budget's word on a request (reject, hold, release): the budget, its window's
+    key and level, the limit and the request's charge before the call (``estimate``)."""
+    return {
+        "budget": a.budget,
+        "decision": a.decision,
+        "estimate": a.estimate,
+        "id": a.id,
+        "key": a.key,
+        "kind": "token",
+        "level": a.level,
+        "limit": a.limit,
+        "reset_s": a.reset_s,
+        "t": t,
+    }
+
+
 def _review(t: float, a: Reviewed) -> dict[str, object]:
     return {
         "id": a.id,
@@ -235,6 +253,7 @@ RECORDS: dict[type, Callable[[float, Any], dict[str, object] | None]] = {
     Held: _hold,
     Reviewed: _review,
     TurnDone: _turn,
+    TokenDecision: _token,
     Complete: _complete,  # an outcome, not a decision: it lands in the counts (ended_early aside)
     ReadSignal: lambda t, a: None,  # a request to the driver; the Scale it leads to is recorded
 }

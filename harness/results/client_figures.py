@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypedDict
 
+from harness.ground.summary_shape import RetryAfterRule
 from harness.profile import Profile
 from harness.recording.quantiles import percentiles
 from harness.results import contract
@@ -280,10 +281,13 @@ def live_summary(
     proxy: Mapping[str, Any] | None,
     extra_thresholds: Sequence[str] = (),
     trace: Trace | None = None,
+    retry_after: Mapping[str, RetryAfterRule] | None = None,
 ) -> Summary:
     """A live run's summary.json (without ``meta``) from the generator's records (sorted by
     id), the proxy's summary if there is one, and the cross-checks' ``violations``.
-    ``trace``: the ``trace`` block of a run whose arrivals came from a public trace."""
+    ``trace``: the ``trace`` block of a run whose arrivals came from a public trace.
+    ``retry_after``: the callers' Retry-After honesty per rule (``workload.honesty``), as the
+    simulation writes it (before the thresholds, which may name it)."""
     counts = client_counts(recs, profile.slo.turnaround_p95_s)
     if complete:  # the schedule's own count: a lost record then breaks conservation
         counts["scheduled"] = scheduled
@@ -334,8 +338,13 @@ def live_summary(
         jobs = proxy.get("jobs")
         if jobs is not None:  # agent jobs: the proxy's engine ran their sessions
             summary["jobs"] = jobs
+        fairness = proxy.get("fairness")
+        if fairness is not None:  # tokens: the proxy's engine ordered its queue
+            summary["fairness"] = fairness
     if trace is not None:
         summary["trace"] = trace.copy()
+    if retry_after is not None:
+        summary["retry_after"] = {k: v.copy() for k, v in retry_after.items()}
     live_contract(summary, proxy)
     summ.finish(summary, profile, extra_thresholds)
     return summary

@@ -21,7 +21,9 @@ from typing import Any, TypedDict
 import orjson
 
 import harness
+from harness.engine.fairness import FairLedger, jain
 from harness.ground.atomic import write_atomic
+from harness.ground.summary_shape import RetryAfterRule
 from harness.profile import Profile, to_dict
 from harness.recording.quantiles import percentiles, quantile_runs
 from harness.recording.stats import Collector, Tally
@@ -30,6 +32,8 @@ from harness.results.shapes import (
     Alert,
     Conservation,
     Counts,
+    Fairness,
+    FairnessTenant,
     GroupFigures,
     Header,
     Jobs,
@@ -261,13 +265,18 @@ def build(
     client_retries: int | None = None,
     upstream_retries: int = 0,
     jobs: Jobs | None = None,
+    retry_after: Mapping[str, RetryAfterRule] | None = None,
+    fairness: FairLedger | None = None,
 ) -> Summary:
     """summary.json for the run core (sim and proxy). ``token_figures``: the simulated
     upstream's ``ttft_s``, ``itl_s`` and ``output_tokens_per_s`` (:func:`token_fields`) when it
     timed tokens; null figures otherwise. ``client_retries``: the simulated callers' retries
     (None for the proxy, which cannot tell a retry from a new request). ``jobs``: the agent
     jobs' figures (``recording.stats.JobTally.fields``), only when some class has a ``job``
-    shape: the key is absent otherwise."""
+    shape: the key is absent otherwise. ``retry_after``: the callers' Retry-After honesty per
+    rule (``workload.honesty``), only with upstream.limits: the key is absent otherwise.
+    ``fairness``: the engine's token ledger (a profile with ``tokens:``), made into the
+    ``fairness`` block (:func:`fairness_fields`)."""
     counts: Counts = {
         "scheduled": scheduled,
         "arrivals": col.arrivals,
@@ -329,6 +338,10 @@ def build(
     }
     if jobs is not None:
         summary["jobs"] = jobs.copy()
+    if retry_after is not None:
+        summary["retry_after"] = {k: v.copy() for k, v in retry_after.items()}
+    if fairness is not None and profile.tokens is not None:
+        summary["fairness"] = fairness_fields(profile.tokens.order, fairness, by_tenant)
     if token_figures is not None:  # the keys above, in place
         summary["ttft_s"] = token_figures["ttft_s"]
         summary["itl_s"] = token_figures["itl_s"]
@@ -338,6 +351,32 @@ def build(
     contract.engine_modes(summary, mode)
     finish(summary, profile, extra_thresholds)
     return summary
+
+
+def fairness_fields(order: str, ledger: FairLedger, by_tenant: Mapping[str, Tally]) -> Fairness:
+    """``fairness``: per tenant that queued, the tokens it was served (by ``tokens.cost``: the
+    estimate when a request left the queue, trued up by its answer's usage), those served
+    while every tenant with demand so far had a request waiting, its weight and its p95
+    queue wait; and Jain's index over ``service_backlogged / weight``
+    (harness/engine/fairness.py says why only that share of the run)."""
+    tenants: dict[str, FairnessTenant] = {}
+    xs: list[float] = []
+    for t in sorted(ledger.served):
+        w = ledger.weight(t)
+        tally = by_tenant.get(t)
+        tenants[t] = {
+            "service": round(ledger.served[t], 1),
+            "service_backlogged": round(ledger.served_backlogged[t], 1),
+            "weight": w,
+            "wait_p95_s": percentiles(tally.queue_waits)["p95"] if tally is not None else None,
+        }
+        xs.append(ledger.served_backlogged[t] / w)
+    index = jain(xs)
+    return {
+        "order": order,
+        "index": None if index is None else round(index, 4),
+        "tenants": tenants,
+    }
 
 
 def finish(summary: Summary, profile: Profile, extra_thresholds: Sequence[str] = ()) -> None:

@@ -260,6 +260,7 @@ _SECTIONS = (
     "scaling",
     "goodput_per_s",
     "output_tokens_per_s",
+    "token_ledger",  # only with a tokens section: the usage charged, the budgets, the tenants
 )
 
 

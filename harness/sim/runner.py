@@ -49,6 +49,7 @@ from harness.upstream_model.fault_kinds.spec import BLINDS, LOSES_ANSWER, Play
 from harness.workload import outcomes
 from harness.workload.arrivals import Arrival, schedule_chunks, session_replay, stream
 from harness.workload.callers import retry_delay
+from harness.workload.honesty import Honesty
 from harness.workload.job_shape import ShapeDraws
 from harness.workload.outcomes import Answer
 from harness.workload.sessions import ClosedLoop
@@ -81,6 +82,10 @@ class ClientRetries:
         # attempt id -> its last upstream failure and Retry-After: a Fail's reason may hide it
         # (retry_budget), and the proxy answers with the upstream's own status then.
         self.cause: dict[str, tuple[str, float | None]] = {}
+        # attempt id -> the upstream limiter's own wait behind its 429 (upstream.limits)
+        self.needed: dict[str, float] = {}
+        # Retry-After honesty (summary.json's retry_after): kept with upstream.limits only
+        self.honesty: Honesty | None = None
         self.retried_rejects = 0
         self.retried_fails = 0
         self.retried_expires = 0
@@ -107,6 +112,18 @@ class ClientRetries:
             tp = type(a)
             if tp is Reject or tp is Fail or tp is Expire:
                 rid: str = a.id  # type: ignore[attr-defined]
+                honesty = self.honesty
+                rule: str | None = None
+                needed = 0.0
+                if honesty is not None:
+                    if tp is Reject:
+                        assert isinstance(a, Reject)
+                        rule, needed = a.reason, a.raw_wait_s
+                    elif tp is Fail:
+                        c = self.cause.get(rid)
+                        rule = c[0] if c is not None else None
+                        needed = self.needed.pop(rid, -1.0)
+                    honesty.outcome(rid, rule)
                 ans = self.answer(a)
                 entry = self.attempt.pop(rid, None)
                 d = None
@@ -140,6 +157,15 @@ class ClientRetries:
                             first.session,
                         )
                     self.attempt[nxt.id] = (first, n + 1)
+                    if (
+                        honesty is not None
+                        and rule is not None
+                        and d[1]
+                        and ans is not None
+                        and ans.retry_after_s is not None
+                    ):
+                        told = ans.retry_after_s
+                        honesty.told(nxt.id, rule, told, told if needed < 0 else needed)
                     col.arrived(nxt.id, first.t)  # turnaround still counts from the first send
                     if tp is Reject:
                         self.retried_rejects += 1
@@ -153,6 +179,8 @@ class ClientRetries:
                     continue
             elif tp is Complete:
                 self.attempt.pop(a.id, None)  # type: ignore[attr-defined]
+                if self.honesty is not None:
+                    self.honesty.outcome(a.id, None)  # type: ignore[attr-defined]
                 if self.cause:
                     self.cause.pop(a.id, None)  # type: ignore[attr-defined]
             keep.append(a)
@@ -182,9 +210,13 @@ def simulate(
     stop: Callable[[float], bool] | None = None,
     schedule_seed: int | None = None,
     keep_requests: bool = False,
+    token_start_s: float = 0.0,
 ) -> SimResult:
-    """Run ``profile`` in virtual time. ``keep_requests`` keeps one record per ended request
-    (``SimResult.collector.records``; written as requests.jsonl by :func:`run_to_folder`).
+    """Run ``profile`` in virtual time. ``token_start_s``: where the run starts on the clock
+    fixed token windows align to (seconds; 0: on a window's edge; a live run starts at its
+    UTC second of the minute, so 17.0 simulates one started 17 s into a minute).
+    ``keep_requests`` keeps one record per ended request (``SimResult.collector.records``;
+    written as requests.jsonl by :func:`run_to_folder`).
     ``progress(t)`` is called with the simulated time every 16,384 arrivals (long runs show a
     progress bar). ``stop(t)`` is asked once per simulated second (a signal arrived: the CLI's hook;
     a test's hook delivers one at a chosen time); when it answers True the run ends there, marked
@@ -208,6 +240,7 @@ def simulate(
             stop,
             schedule_seed,
             keep_requests,
+            token_start_s,
         )
     finally:
         if gc_was_on:
@@ -231,8 +264,11 @@ def _simulate(
     stop: Callable[[float], bool] | None,
     schedule_seed: int | None,
     keep_requests: bool,
+    token_start_s: float,
 ) -> SimResult:
     run = _Run(profile, seed, log, progress, stop, schedule_seed, keep_requests)
+    if token_start_s and run.engine.tokens is not None:
+        run.engine.tokens.set_start(token_start_s)
     run.loop()
     return run.result(extra_thresholds, with_timeline)
 
@@ -304,6 +340,9 @@ class _Run:
         self.seq = seq
         cr = profile.clients.retry
         self.clients = ClientRetries(cr, stream(seed, "clients")) if cr is not None else None
+        limits = profile.upstream.limits
+        if self.clients is not None and limits is not None and limits.on:
+            self.clients.honesty = Honesty()
         # Arrivals in lists, taken by index; the next list once per _CHUNK arrivals.
         sched_seed = seed if schedule_seed is None else schedule_seed
         self.chunks = schedule_chunks(profile, sched_seed)
@@ -316,6 +355,9 @@ class _Run:
         self.nxt: Arrival | None = self.batch[0] if self.batch else None
         # A public trace's arrivals carry token counts: the summary reports their totals.
         self.tokens = traced(profile)
+        # ``tokens:`` in the profile: each arrival's prompt tokens counted before admission, the
+        # same counts used by its calls, and each answer's usage sent with Finished.
+        self.counting = upstream.counting
         self.prompt_tokens = 0
         self.output_tokens = 0
         self.tick_at = math.inf
@@ -410,6 +452,8 @@ class _Run:
                     self.output_tokens += otok
             if self.figs is not None:
                 self.figs.trace[nxt.id] = (nxt.prompt_tokens, nxt.output_tokens)
+        if self.counting:
+            self.count(nxt, False)
         actions = self.engine.handle(nxt, now)
         self.bi += 1
         if self.bi == len(self.batch):
@@ -417,6 +461,23 @@ class _Run:
             self.bi = 0
         self.nxt = self.batch[self.bi] if self.batch else None
         return actions
+
+    def count(self, a: Arrival, retry: bool) -> None:
+        """Counting: the arrival's prompt tokens before admission -- a trace's, else drawn once
+        for the request (an agent job's first call adds its shared prefix; a traced session's
+        first record is its whole prompt) -- and the counts its calls will use. A caller's
+        retry carries its first attempt's count."""
+        up = self.upstream
+        if a.session is not None:
+            return  # a traced session: its records are its turns' counts
+        if a.prompt_tokens is None:
+            base = up.draw_prompt(a.cls, a.id)
+        elif retry:
+            base = up.base_prompt(a.cls, a.prompt_tokens)
+        else:
+            base = a.prompt_tokens
+        a.prompt_tokens = up.admission_prompt(a.cls, base)
+        up.known[a.id] = (base, a.output_tokens)
 
     def event(self, kind: i64, payload: Any, now: float) -> list[Action]:
         """An agenda event, by its kind: an attempt's end (finished or failed), a caller's
@@ -426,7 +487,7 @@ class _Run:
         if kind == _FINISH:
             if self.effects:
                 self.upstream.effect(_work_key(engine, payload[0]), payload[2])
-            return engine.handle(Finished(payload[0], payload[1]), now)
+            return engine.handle(Finished(payload[0], payload[1], payload[3]), now)
         if kind == _FAIL:
             return self.failed(payload, now)
         if kind == _CLIENT:
@@ -438,6 +499,8 @@ class _Run:
                     payload.turns, payload.tool_s = shapes.draw(payload.cls, payload.id)
                 else:
                     self.traced_turns[payload.id] = payload.session
+            if self.counting:
+                self.count(payload, True)
             return engine.handle(payload, now)
         if kind == _NEXT:
             # A closed-loop session's next record: an arrival like the schedule's.
@@ -449,6 +512,8 @@ class _Run:
                 self.output_tokens += payload.output_tokens or 0
                 if self.figs is not None:
                     self.figs.trace[payload.id] = (payload.prompt_tokens, payload.output_tokens)
+            if self.counting:
+                self.count(payload, False)
             return engine.handle(payload, now)
         if kind == _TICK:
             return engine.handle(self.tick, now)
@@ -465,6 +530,10 @@ class _Run:
             self.upstream.effect(_work_key(self.engine, rid), fcls)
         if self.clients is not None:
             self.clients.cause[rid] = (failure, ra)
+            if self.upstream.needed:
+                needed = self.upstream.needed.pop(rid, None)
+                if needed is not None:
+                    self.clients.needed[rid] = needed
         return self.engine.handle(
             Failed(
                 id=rid,
@@ -487,6 +556,11 @@ class _Run:
                 tp = type(a)
                 if tp is Complete or tp is Fail or tp is Expire or tp is Reject:
                     self.upstream.end_session(a.id)  # type: ignore[attr-defined]
+        if self.counting:
+            for a in actions:  # a request that ended: its counts are dropped
+                tp = type(a)
+                if tp is Complete or tp is Fail or tp is Expire or tp is Reject:
+                    self.upstream.forget(a.id)  # type: ignore[attr-defined]
         if self.clients is not None:
             actions, again = self.clients.screen(now, actions, self.col)
             for t_again, attempt in again:
@@ -515,7 +589,7 @@ class _Run:
         figs = self.figs
         answers = self.answers
         if figs is not None:
-            trace = figs.trace
+            trace = upstream.known if self.counting else figs.trace
             dur, failure, ra, timing = upstream.call_timed(
                 now, a.cls, a.id, a.attempt, trace.get(a.id) if trace else None, a.turn
             )
@@ -539,7 +613,8 @@ class _Run:
         if self.checkpoints and a.attempt > 1 and failure is None:
             dur = max(0.0, dur - self.engine.jobs[a.id].progress_s)
         if failure is None:
-            self.agenda.push(now + dur, self.seq, _FINISH, (a.id, a.attempt, a.cls))
+            usage = upstream.usage if self.counting else None
+            self.agenda.push(now + dur, self.seq, _FINISH, (a.id, a.attempt, a.cls, usage))
         else:
             self.agenda.push(now + dur, self.seq, _FAIL, (a.id, failure, ra, a.attempt, a.cls))
 
@@ -569,6 +644,11 @@ class _Run:
             extra_thresholds=extra_thresholds,
             effects=(upstream.duplicate_effects, upstream.duplicates_suppressed),
             token_figures=figs.fields(end) if figs is not None else None,
+            retry_after=(
+                clients.honesty.block()
+                if clients is not None and clients.honesty is not None
+                else None
+            ),
             trace=(
                 {
                     "arrivals": self.scheduled,

@@ -13,6 +13,12 @@ calls :meth:`SimUpstream.call_timed` instead, which also draws token counts (the
 or a public trace's counts), counts the attempts in service endpoint-wide (a heap of their end
 times) for the model's ``in_flight``, and answers a successful attempt's token timing for the
 summary's TTFT, ITL and output tokens. Profiles without ``dist: tokens`` never pay for it.
+
+With ``tokens:`` in the profile the upstream *counts* (``counting``): the driver draws each
+request's prompt once, before admission (:meth:`SimUpstream.draw_prompt`, keyed by the request
+id on the tokens stream), and hands the same counts back for every call (``known``, as a trace's
+counts), so admission's count and the call's agree; every call then says its usage
+(``usage``: prompt, cached, completion), which the driver sends with ``Finished``.
 """
 
 from __future__ import annotations
@@ -20,14 +26,14 @@ from __future__ import annotations
 import heapq
 from typing import Final
 
-from harness.engine.events import ACK_LOST
+from harness.engine.events import ACK_LOST, Usage
 from harness.ground.text_tokens import prompt_tokens
 from harness.profile import Fault, Profile
 from harness.upstream_model.bucket import TokenBucket
 from harness.upstream_model.draws import RequestDraws
 from harness.upstream_model.fault_kinds import SIM_ENDS, SIM_SKIPS
+from harness.upstream_model.fault_kinds.spec import FAST_FAIL_S, SimEnd
 from harness.upstream_model.fault_kinds.spec import TRUNCATED as TRUNCATED
-from harness.upstream_model.fault_kinds.spec import SimEnd
 from harness.upstream_model.faults import walk
 from harness.upstream_model.latency import (
     Sampler,
@@ -36,8 +42,10 @@ from harness.upstream_model.latency import (
     even_spread,
     sampler,
     service_s,
+    token_count,
     token_counts,
 )
+from harness.upstream_model.token_limits import TokenLimits, charge
 
 # Failures after a stream's first byte went out: final, never retried (the proxy's rule).
 MID_STREAM: Final = frozenset({TRUNCATED})
@@ -91,6 +99,19 @@ class ClassTokens:
         self.prompt_default = prompt_tokens(len(c.prompt_text()))
         self.cap = c.max_tokens
         self.stream = c.stream
+
+
+class CallTokens:
+    """What counting a one-call class's tokens needs: its prompt and completion distributions,
+    the prompt text's size and its max_tokens."""
+
+    __slots__ = ("cap", "completion", "prompt", "prompt_default")
+
+    def __init__(self, profile: Profile, name: str) -> None:
+        c = profile.classes[name]
+        self.prompt, self.completion = profile.token_counts(c)
+        self.prompt_default = prompt_tokens(len(c.prompt_text()))
+        self.cap = c.max_tokens
 
 
 class JobTokens:
@@ -154,6 +175,20 @@ class SimUpstream:
         # request id (set by the driver when the job arrives, dropped by end_session).
         self.traced_turns: dict[str, tuple[tuple[int, int], ...]] = {}
         self.last_prompt = 0  # the prompt tokens of the last agent call (the collector's)
+        self.last_cached = 0  # and how many of them were cached (the shared prefix, history)
+        # ``tokens:`` in the profile: each request's prompt is drawn once before admission and
+        # every call says its usage (None otherwise: profiles without tokens draw nothing more).
+        tk = profile.tokens
+        self.counting = tk is not None
+        self.cached_share = tk.cached_share if tk is not None else 0.0
+        self.call_tokens: dict[str, CallTokens] = (
+            {name: CallTokens(profile, name) for name in classes} if tk is not None else {}
+        )
+        # request id -> its (prompt, output) tokens as known before the call: the prompt drawn
+        # once (an agent job's: without its shared prefix), a trace's output; set by the driver
+        # when the request arrives, dropped when it ends (forget).
+        self.known: dict[str, tuple[int | None, int | None]] = {}
+        self.usage: Usage | None = None  # the last call's (prompt, cached, completion)
         self._ends: list[float] = []  # when each attempt in service ends (timed only)
         # Stream faults hit streaming requests only, as in the stub.
         self.streaming = frozenset(n for n, c in profile.classes.items() if c.stream)
@@ -172,6 +207,18 @@ class SimUpstream:
         self._effects: set[str] = set()
         self.duplicate_effects = 0
         self.duplicates_suppressed = 0
+        # upstream.limits (TPM, RPM): every attempt is charged its prompt tokens plus its
+        # max_tokens when it starts; one that does not fit is a fast upstream_429 whose
+        # Retry-After is the limiter's (``needed``: the limiter's own wait, by request id,
+        # for the callers' honesty figures). Untimed calls draw only the prompt's count
+        # (from the tokens stream: no latency draw moves), as the stub does.
+        lim = profile.upstream.limits
+        self.limiter = TokenLimits(lim, 0.0) if lim is not None and lim.on else None
+        self.needed: dict[str, float] = {}
+        self.charges = {
+            name: (profile.token_counts(c)[0], prompt_tokens(len(c.prompt_text())), c.max_tokens)
+            for name, c in classes.items()
+        }
 
     def effect(self, rid: str, cls: str) -> None:
         """An attempt of ``rid`` did its work upstream (answered, or its answer was lost)."""
@@ -198,6 +245,10 @@ class SimUpstream:
             if rec is not None:  # a traced session: turn k is its record k, as recorded
                 p, o = rec[turn] if turn < len(rec) else rec[-1]
                 self.last_prompt = p
+                if turn and turn <= len(rec):  # the previous record's prompt and output
+                    self.last_cached = min(p, rec[turn - 1][0] + rec[turn - 1][1])
+                else:
+                    self.last_cached = round(self.cached_share * p)
                 return p, min(o, jt.cap)
         tok = self.draws.tokens
         s = self.sessions.get(rid)
@@ -210,11 +261,17 @@ class SimUpstream:
                 base, n, _capped = token_counts(
                     jt.prompt, jt.completion, jt.prompt_default, jt.cap, tok
                 )
+                if trace is not None and self.counting:  # the prompt drawn once, before admission
+                    base = trace[0] if trace[0] is not None else base
+                    n = min(trace[1], jt.cap) if trace[1] is not None else n
             s = self.sessions[rid] = Session(base + jt.shared)
+            self.last_cached = round(self.cached_share * s.prompt)
         else:
             if turn != s.turn:
                 s.prompt += s.out + jt.new_input
                 s.turn = turn
+            # the shared prefix and the history (the previous turn's prompt and output) cached
+            self.last_cached = max(0, s.prompt - jt.new_input)
             if trace is not None and trace[1] is not None:
                 n = min(trace[1], jt.cap)
             else:
@@ -222,6 +279,49 @@ class SimUpstream:
         s.out = n
         self.last_prompt = s.prompt
         return s.prompt, n
+
+    def draw_prompt(self, cls: str, rid: str) -> int:
+        """A request's prompt tokens, drawn once before admission (counting only): the class's
+        prompt distribution, else its prompt text's size, on the tokens stream keyed by the
+        request id alone (attempt 0, which no call uses). An agent job's is its first turn's
+        drawn part, without the shared prefix (:meth:`admission_prompt` adds it)."""
+        ct = self.call_tokens[cls]
+        if ct.prompt is None:
+            return ct.prompt_default
+        self.draws.begin(rid, 0)
+        return token_count(ct.prompt, self.draws.tokens)
+
+    def admission_prompt(self, cls: str, base: int) -> int:
+        """What admission counts of a request whose drawn prompt is ``base``: an agent job's
+        first call adds its shared prefix."""
+        jt = self.job_tokens.get(cls) if self.job_tokens else None
+        return base + jt.shared if jt is not None else base
+
+    def base_prompt(self, cls: str, prompt: int) -> int:
+        """The inverse of :meth:`admission_prompt` (a caller's retry carries admission's)."""
+        jt = self.job_tokens.get(cls) if self.job_tokens else None
+        return max(0, prompt - jt.shared) if jt is not None else prompt
+
+    def forget(self, rid: str) -> None:
+        """A request ended: its known counts are dropped."""
+        self.known.pop(rid, None)
+
+    def _count_call(self, cls: str, rid: str, turn: int) -> None:
+        """Counting, an untimed call: its (prompt, cached, completion) into ``usage``, from the
+        tokens stream (which no latency or fault draw reads) and the request's known counts."""
+        if self.job_tokens and cls in self.job_tokens:
+            prompt, n = self.job_turn(cls, rid, turn, self.known.get(rid))
+            self.usage = (prompt, self.last_cached, n)
+            return
+        ct = self.call_tokens[cls]
+        prompt, n, _capped = token_counts(
+            ct.prompt, ct.completion, ct.prompt_default, ct.cap, self.draws.tokens
+        )
+        k = self.known.get(rid)
+        if k is not None:
+            prompt = k[0] if k[0] is not None else prompt
+            n = min(k[1], ct.cap) if k[1] is not None else n
+        self.usage = (prompt, round(self.cached_share * prompt), n)
 
     def end_session(self, rid: str) -> None:
         """An agent job ended: its prompt is forgotten."""
@@ -235,9 +335,19 @@ class SimUpstream:
         """(duration_s, failure reason or None, retry_after_s) for attempt ``attempt`` of
         request ``rid`` (an agent job's turn ``turn``), starting now."""
         self.draws.begin(rid, attempt, turn)
-        if self.job_tokens and cls in self.job_tokens:
-            self.job_turn(cls, rid, turn, None)  # the tokens stream: no latency draw moves
-        return self._outcome(now, cls, self.samplers[cls]())
+        prompt = -1
+        if self.counting:
+            self._count_call(cls, rid, turn)  # the tokens stream: no latency draw moves
+            prompt = self.usage[0] if self.usage is not None else -1
+        elif self.job_tokens and cls in self.job_tokens:
+            # the tokens stream: no latency draw moves
+            prompt = self.job_turn(cls, rid, turn, None)[0]
+        latency = self.samplers[cls]()
+        if self.limiter is not None:
+            refused = self._limit(now, cls, rid, prompt)
+            if refused is not None:
+                return refused
+        return self._outcome(now, cls, latency)
 
     def call_streamed(
         self, now: float, cls: str, rid: str, attempt: int, turn: int = 0
@@ -247,9 +357,17 @@ class SimUpstream:
         of the latency plus any latency fault's delay; a stream that breaks later did send its
         first bytes. Same draws as :meth:`call`."""
         self.draws.begin(rid, attempt, turn)
-        if self.job_tokens and cls in self.job_tokens:
-            self.job_turn(cls, rid, turn, None)
+        prompt = -1
+        if self.counting:
+            self._count_call(cls, rid, turn)
+            prompt = self.usage[0] if self.usage is not None else -1
+        elif self.job_tokens and cls in self.job_tokens:
+            prompt = self.job_turn(cls, rid, turn, None)[0]
         latency = self.samplers[cls]()
+        if self.limiter is not None:
+            refused = self._limit(now, cls, rid, prompt)
+            if refused is not None:
+                return (*refused, None)
         dur, failure, ra = self._outcome(now, cls, latency)
         first = even_spread(self.ttft_fraction, latency, 1)[0]
         if failure is None:
@@ -279,8 +397,10 @@ class SimUpstream:
         self.draws.begin(rid, attempt, turn)
         tc = self.tokens[cls]
         in_flight = self.in_flight(now) + 1
+        cached = -1
         if self.job_tokens and cls in self.job_tokens:
             prompt, n = self.job_turn(cls, rid, turn, trace)
+            cached = self.last_cached
         elif trace is not None and trace[0] is not None and trace[1] is not None:
             prompt, n = trace[0], min(trace[1], tc.cap)
         else:
@@ -290,6 +410,8 @@ class SimUpstream:
             if trace is not None:  # one of the two counts is known
                 prompt = trace[0] if trace[0] is not None else prompt
                 n = min(trace[1], tc.cap) if trace[1] is not None else n
+        if self.counting:
+            self.usage = (prompt, round(self.cached_share * prompt) if cached < 0 else cached, n)
         if tc.latency is not None:
             ttft, tpot = tc.latency.draw(prompt, in_flight)
             latency = service_s(ttft, tpot, n)
@@ -297,12 +419,38 @@ class SimUpstream:
             assert tc.sample is not None
             latency = tc.sample()
             ttft, tpot = even_spread(self.ttft_fraction, latency, n)
+        if self.limiter is not None:
+            refused = self._limit(now, cls, rid, prompt)
+            if refused is not None:
+                heapq.heappush(self._ends, now + refused[0])
+                return (*refused, None)
         dur, failure, ra = self._outcome(now, cls, latency)
         # The attempt holds the upstream until it ends; a lost answer's work ended earlier.
         heapq.heappush(self._ends, now + (min(latency, dur) if failure == ACK_LOST else dur))
         if failure is not None:
             return dur, failure, ra, None
         return dur, None, None, (ttft + (dur - latency), tpot, n)  # latency faults delay it all
+
+    def _limit(
+        self, now: float, cls: str, rid: str, prompt: int
+    ) -> tuple[float, str | None, float | None] | None:
+        """upstream.limits' verdict on an attempt of ``prompt`` tokens (-1: not drawn yet, an
+        untimed one-call class: its prompt's draw, or its prompt text's count): None when it
+        fits (charged), else a fast upstream_429 with the limiter's Retry-After."""
+        limiter = self.limiter
+        assert limiter is not None
+        prompt_tc, prompt_default, cap = self.charges[cls]
+        if prompt < 0:
+            prompt = (
+                token_count(prompt_tc, self.draws.tokens)
+                if prompt_tc is not None
+                else prompt_default
+            )
+        wait = limiter.check(now, charge(prompt, cap), rid)
+        if wait is None:
+            return None
+        self.needed[rid] = wait
+        return (FAST_FAIL_S, "upstream_429", limiter.told(wait))
 
     def _outcome(
         self, now: float, cls: str, latency: float

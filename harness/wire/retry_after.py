@@ -1,5 +1,8 @@
 """How long a client should wait before trying again: ``Retry-After`` (HTTP's whole seconds, or
-an HTTP date) and ``retry-after-ms`` (which the OpenAI SDKs read first), written and read."""
+an HTTP date) and ``retry-after-ms`` (which the OpenAI SDKs read first), written and read; and
+``x-harness-wait-ms``, the wait the answerer itself needed, which the Retry-After rounds up (or
+replaces, when it is a constant): harness's own servers send it so that a caller can tell how
+much of a told wait was needed."""
 
 from __future__ import annotations
 
@@ -16,6 +19,26 @@ def retry_after_headers(wall_s: float) -> list[tuple[bytes, bytes]]:
         (b"retry-after", b"%d" % max(1, math.ceil(wall_s - 1e-9))),
         (b"retry-after-ms", b"%d" % round(wall_s * 1000.0)),
     ]
+
+
+WAIT_HEADER = b"x-harness-wait-ms"
+
+
+def wait_header(wall_s: float) -> tuple[bytes, bytes]:
+    """``x-harness-wait-ms``: the answerer's own wait before it would take the request, exact
+    wall milliseconds (never rounded up to what a Retry-After says)."""
+    return WAIT_HEADER, b"%.3f" % (max(0.0, wall_s) * 1000.0)
+
+
+def parse_wait(value: bytes | str | None) -> float | None:
+    """``x-harness-wait-ms`` in seconds; None when absent or not a finite figure >= 0."""
+    if value is None:
+        return None
+    try:
+        v = float(value) / 1000.0
+    except ValueError:
+        return None
+    return v if math.isfinite(v) and v >= 0 else None
 
 
 def retry_after_s(headers: Iterable[tuple[bytes, bytes]]) -> float | None:

@@ -111,14 +111,18 @@ def chunk_object(data: bytes) -> dict[str, Any]:
 
 
 def delta_content(obj: dict[str, Any]) -> str | None:
-    """The first choice's content delta, None when it carries none (a role, a finish, the usage
-    chunk); :class:`BadEvent` when the choices are not shaped as a chunk's."""
+    """The first choice's content delta (a legacy completion's chunk: its ``text``), None when
+    it carries none (a role, a finish, the usage chunk); :class:`BadEvent` when the choices are
+    not shaped as a chunk's."""
     choices = obj.get("choices")
     if not choices:
         return None
     first = choices[0] if isinstance(choices, list) else None
     if not isinstance(first, dict):
         raise BadEvent("a chunk's choice is not an object")
+    if "delta" not in first:
+        text = first.get("text")  # a text_completion chunk
+        return text if isinstance(text, str) and text else None
     delta = first.get("delta") or {}
     if not isinstance(delta, dict):
         raise BadEvent("a chunk's delta is not an object")

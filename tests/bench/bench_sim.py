@@ -10,6 +10,11 @@ Scaling: the same scenario with ``engine.scaling`` on and an evaluation every 15
 executor, but the work done is the same), timed against scaling off (target: within 10 %);
 then a moving policy (hpa, 300-600 executors) for information.
 
+Tokens: the same scenario with its requests spread over 8 tenants (a pool of 8 for both classes),
+without ``tokens:`` and with it (``order: token_fair``, a per-tenant budget too large to bind:
+every request is estimated, charged and ordered by its tenant's counter), timed against each
+other; the profile without ``tokens:`` runs the FIFO queue as before.
+
 Then the long run: one hour at 1,000 arrivals/s (seed-burst's worker-to-rate ratio, 5,000
 workers), with its decision log written in each ``--log`` form (plain, zstd, gzip), each in a
 fresh process, not pinned to a core (a compressed log is compressed on another thread: libzstd's
@@ -106,6 +111,25 @@ def simpy_model(seed: int) -> int:
     env.process(source())
     env.run()
     return stats["arrivals"]
+
+
+TOKENS = """
+tokens:
+  order: token_fair
+  budgets:
+    per_tenant: {limit: 1000000000000, per: tenant, window_s: 60}
+"""
+
+
+def tenant_profiles():  # type: ignore[no-untyped-def]
+    """bench's scenario with 8 tenants, without and with ``tokens:`` (token_fair, a budget)."""
+    from harness.profile import loads
+
+    text = (ROOT / "profiles" / "seed-burst.yaml").read_text()
+    text = text.replace("priority: standard,", "priority: standard, tenant: {pool: 8},")
+    plain = loads(text, file="seed-burst-tenants.yaml", overrides=SCALE_SET)
+    fair = loads(text + TOKENS, file="seed-burst-tokens.yaml", overrides=SCALE_SET)
+    return plain, fair
 
 
 def interleaved_best(fns: list, repeat: int) -> list[tuple[float, int]]:  # type: ignore[type-arg]
@@ -357,6 +381,10 @@ def main() -> None:
         f"scaling on, hpa 300-600    {mov:>10,.0f} arrivals/s   {mov / off:.2f}x  (more work"
         " admitted)"
     )
+    plain, fair = tenant_profiles()
+    (t_off, _), (t_on, _) = interleaved_best([run(plain), run(fair)], args.repeat)
+    print(f"8 tenants, no tokens:      {t_off:>10,.0f} arrivals/s   1.00x")
+    print(f"8 tenants, token_fair      {t_on:>10,.0f} arrivals/s   {t_on / t_off:.2f}x")
     if args.skip_hour:
         return
     hours({"head": ROOT})

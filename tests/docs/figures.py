@@ -125,6 +125,46 @@ def seed_burst() -> dict[str, Any]:
     return dict(json.loads((out / "aggregate.json").read_text()))
 
 
+@functools.cache
+def tpm_storm(retry_after: str) -> dict[str, Any]:
+    """tpm-storm over 20 seeds with upstream.limits.retry_after ``honest`` (its own), ``60``
+    (the naive variant: a gateway's window) or ``refill`` (OpenAI's answer)."""
+    out = _tmp() / f"tpm-storm-{retry_after}"
+    args = (
+        [] if retry_after == "honest" else ["--set", f"upstream.limits.retry_after={retry_after}"]
+    )
+    harness("sim", "scenarios/tpm-storm", "--seeds", "20", "--no-report", "--out", str(out), *args)
+    return dict(json.loads((out / "aggregate.json").read_text()))
+
+
+def _tpm(retry_after: str, figure: str, fmt: Callable[[float], str]) -> str:
+    m = _metric(tpm_storm(retry_after), f"retry_after.upstream_429.{figure}")
+    return f"{fmt(m['min'])}-{fmt(m['max'])}"
+
+
+def noisy(order: str) -> list[float]:
+    """noisy-neighbour's fairness index at seeds 1..20 under ``order`` (token_fair is the
+    profile's own; fifo its naive variant)."""
+    out = _tmp() / f"noisy-{order}"
+    harness(
+        "sim", "scenarios/noisy-neighbour", "--seeds", "20", "--no-report",
+        "--set", f"tokens.order={order}", "--out", str(out),
+    )  # fmt: skip
+    agg = json.loads((out / "aggregate.json").read_text())
+    return [float(x) for x in agg["metrics"]["fairness.index"]["values"]]
+
+
+def _noisy(order: str) -> str:
+    xs = sorted(noisy(order))
+    mid = (xs[9] + xs[10]) / 2
+    return f"{mid:.3f} ({xs[0]:.3f}-{xs[-1]:.3f})"
+
+
+def _noisy_gap() -> str:
+    """The smallest per-seed difference, token_fair minus fifo (the same seeds: paired)."""
+    return f"{min(a - b for a, b in zip(noisy('token_fair'), noisy('fifo'), strict=True)):.3f}"
+
+
 def _sweep_json(name: str, *args: str) -> dict[str, Any]:
     out = _tmp() / name
     harness("sweep", *args, "--out", str(out))
@@ -214,6 +254,9 @@ def _rejected(age: int) -> str:
 
 
 FIGURES: dict[str, Callable[[], str]] = {
+    "noisy_fair_index": lambda: _noisy("token_fair"),
+    "noisy_fifo_index": lambda: _noisy("fifo"),
+    "noisy_min_gap": _noisy_gap,
     # README, "Tune the whole policy"
     "tune_stopped": lambda: str(tune()["counts"]["stopped"]),
     "tune_simulations": lambda: str(tune()["counts"]["simulations"]),
@@ -255,6 +298,11 @@ FIGURES: dict[str, Callable[[], str]] = {
     "short_spike_window": lambda: str(
         next(iter(short_spike()["recommendation"]["values"].values()))
     ),
+    "tpm_honesty": lambda: _tpm("honest", "honesty", lambda x: f"{x:.2f}"),
+    "tpm_wasted": lambda: _tpm("honest", "wasted_wait_s", lambda x: f"{x:.2f}"),
+    "tpm_naive_honesty": lambda: _tpm("60", "honesty", lambda x: f"{x:.2f}"),
+    "tpm_naive_wasted": lambda: _tpm("60", "wasted_wait_s", lambda x: f"{x:,.0f}"),
+    "tpm_refill_honesty": lambda: _tpm("refill", "honesty", lambda x: f"{x:.2f}"),
     "install_sweep_rec": lambda: str(sweep_2_40()["recommendation"]["values"][AGE]),
 }
 

@@ -274,3 +274,20 @@ def test_every_rule_lands_in_the_summary_and_the_decision_log(tmp_path: Any) -> 
         assert rejects == ["queue_full", "shutting_down"]
 
     run(go())
+
+
+def test_a_rejection_carries_the_rules_own_wait_unrounded_in_wall_milliseconds() -> None:
+    """Retry-After rounds the rule's wait up to whole seconds; ``x-harness-wait-ms`` carries
+    the wait itself (time-scaled to wall, as Retry-After is), so a caller can tell how much of
+    its told wait was needed (summary.json's retry_after.<rule>.wasted_wait_s)."""
+
+    async def go() -> None:
+        prof = profile("  admission: {tenant_rate: {rate_per_s: 0.3, burst: 1}}\n")
+        app, _ = make_app(prof, clock=ManualClock(scale=0.5))
+        assert (await request(app)).status == 200
+        ex = await request(app)
+        assert_rejected(ex, "tenant_rate")
+        assert ex.headers["retry-after-ms"] == "2000"  # 4 whole profile seconds x 0.5
+        assert float(ex.headers["x-harness-wait-ms"]) == pytest.approx(1000 / 0.3 * 0.5)
+
+    run(go())

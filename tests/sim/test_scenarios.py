@@ -36,6 +36,8 @@ NAIVE: dict[str, list[str]] = {
     "shed-at-80": ["engine.admission.shed_fill=null", "engine.admission.shed_fill_standard=null"],
     "tool-time-dominates": ["engine.scaling.max_replicas=8"],
     "mid-session-429": ["classes.agent.job.on_turn_failure=fail"],
+    "tpm-storm": ["upstream.limits.retry_after=60"],
+    "noisy-neighbour": ["tokens.order=fifo"],
 }
 SCENARIOS = sorted(p.stem for p in (bundled_dir() / "scenarios").glob("*.yaml"))
 

@@ -5,7 +5,8 @@ uvicorn with its resetting protocol) on 127.0.0.1, with a fixed latency of 0, se
 1 and a frozen fault clock, so a fault put at ``at_s: 0`` is active for the whole case and a
 rate-limit bucket never refills. The fault goes in through the admin API (``PUT /_stub/faults``,
 whose answer is recorded too), then one non-streaming and one streaming chat completion are
-sent as raw HTTP/1.1 over a socket (``Connection: close``; read to EOF).
+sent as raw HTTP/1.1 over a socket (``Connection: close``; read to EOF). Two more cases send
+legacy completions (``POST /v1/completions``) instead, one with ``GET /health`` beside them.
 
 A recorded exchange (``NAME.http``) is the status line, the headers as sent, a blank line and
 the body. Masked: the ``date`` header's value (``<DATE>``) and ``"created":<unix time>`` in bodies
@@ -55,7 +56,16 @@ CASES: dict[str, list[dict[str, Any]]] = {
     "metrics_outage": [{"kind": "metrics_outage"}],
     "ack_loss": [{"kind": "ack_loss"}],
 }
-for _faults in CASES.values():
+# The legacy Completions API (``POST /v1/completions``) takes chat's path with its own shapes:
+# without a fault (and the bare ``GET /health`` beside it), and with a stream cut by an error.
+TEXT = b"/v1/completions"
+TEXT_COMPLETION = {"model": "snapshot-model", "prompt": "Say hello", "max_tokens": 4}
+TEXT_STREAM = {**TEXT_COMPLETION, "stream": True, "stream_options": {"include_usage": True}}
+TEXT_CASES: dict[str, list[dict[str, Any]]] = {
+    "completions": [],
+    "completions-stream_error": [{"kind": "stream_error"}],
+}
+for _faults in [*CASES.values(), *TEXT_CASES.values()]:
     for _f in _faults:
         _f.update(at_s=0, probability=1)
 
@@ -120,7 +130,8 @@ def exchange(port: int, method: bytes, path: bytes, body: bytes, timeout_s: floa
 
 
 def produce_case(name: str) -> dict[str, bytes]:
-    faults = CASES[name]
+    text = name in TEXT_CASES
+    faults = TEXT_CASES[name] if text else CASES[name]
     files: dict[str, bytes] = {}
     app = create_app(latency_s=0, seed=1, time_scale=1.0, clock=lambda: CLOCK_S)
     timeout = HANG_TIMEOUT_S if any(f["kind"] == "hang" for f in faults) else ANSWER_TIMEOUT_S
@@ -130,15 +141,21 @@ def produce_case(name: str) -> dict[str, bytes]:
             stub.port, b"PUT", b"/_stub/faults", put, ANSWER_TIMEOUT_S
         )
         requests = RATE_LIMIT_REQUESTS if name == "rate_limit" else REQUESTS
+        if text:
+            requests = [("completion", TEXT_COMPLETION), ("stream", TEXT_STREAM)]
+            if not faults:
+                files[f"{name}/health.http"] = exchange(
+                    stub.port, b"GET", b"/health", b"", ANSWER_TIMEOUT_S
+                )
         for label, body in requests:
             files[f"{name}/{label}.http"] = exchange(
-                stub.port, b"POST", CHAT, orjson.dumps(body), timeout
+                stub.port, b"POST", TEXT if text else CHAT, orjson.dumps(body), timeout
             )
     return files
 
 
 def produce() -> dict[str, bytes]:
     files: dict[str, bytes] = {}
-    for name in CASES:
+    for name in [*CASES, *TEXT_CASES]:
         files.update(produce_case(name))
     return files

@@ -4,6 +4,7 @@ call :mod:`harness.cli.calibrate.body`, map errors to exit codes."""
 from __future__ import annotations
 
 import dataclasses
+import enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -24,6 +25,7 @@ from harness.cli.options import (
 )
 
 if TYPE_CHECKING:
+    from harness.cli.calibrate.body import FitOptions
     from harness.live.probe import ProbePlan
     from harness.live.transport.tls import Tls
     from harness.profile import Profile
@@ -134,8 +136,8 @@ OutOpt = Annotated[
     typer.Option(
         "--out",
         help=(
-            "Folder for requests.jsonl, calibrated.yaml and calibrated.json (default:"
-            " results/<profile>-calibrate-<UTC timestamp>/)."
+            "Folder for requests.jsonl (a probe's), calibrated.yaml and calibrated.json"
+            " (default: results/<profile>-calibrate-<UTC timestamp>/)."
         ),
     ),
 ]
@@ -202,6 +204,65 @@ ApiKeyEnvOpt = Annotated[
 ]
 
 
+class SourceFormat(enum.StrEnum):
+    """--format: the kind of file --from reads."""
+
+    auto = "auto"
+    br = "br"
+    guidellm = "guidellm"
+    aiperf = "aiperf"
+    vllm = "vllm"
+
+
+FromOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--from",
+        help=(
+            "Fit from results another tool already wrote instead of probing (nothing is sent):"
+            " an llm-d Benchmark Report 0.2.x (benchmark_report.json), a GuideLLM JSON report,"
+            " an AIPerf profile_export.jsonl or a `vllm bench serve --save-result"
+            " --save-detailed` result. The fields read: docs/reference/calibrate-sources.md."
+        ),
+        metavar="FILE",
+        show_default=False,
+    ),
+]
+FormatOpt = Annotated[
+    SourceFormat,
+    typer.Option(
+        "--format",
+        help="--from only: the file's kind, or auto to detect it.",
+        case_sensitive=False,
+    ),
+]
+# the probe's options and their defaults: none of them means anything with --from
+PROBE_DEFAULTS = {
+    "--target": "stub",
+    "--max-requests": 200,
+    "--concurrency": "1,2,4,8,16",
+    "--prompt-tokens": "128,512,1024,2048",
+    "--max-tokens": 64,
+    "--max-wall-s": 600.0,
+    "--timeout-s": 120.0,
+    "--dry-run": False,
+    "--time-scale": 1.0,
+    "--model": None,
+    "--api-key-env": None,
+    "--ca-bundle": None,
+    "--insecure": False,
+}
+
+
+def _no_probe_options(given: dict[str, object]) -> None:
+    """With --from, a probe option set is a mistake worth saying (exit 2), not ignoring."""
+    for name, value in given.items():
+        if value != PROBE_DEFAULTS[name]:
+            raise bad_input(
+                f"{name} is the probe's option; --from FILE reads results and sends nothing"
+            )
+
+
 def calibrate(
     profile: ProfileOpt = "token-model",
     target: TargetOpt = "stub",
@@ -222,12 +283,14 @@ def calibrate(
     set_: SetOpt = None,
     ca_bundle: CaBundleOpt = None,
     insecure: InsecureOpt = False,
+    from_: FromOpt = None,
+    format_: FormatOpt = SourceFormat.auto,
 ) -> None:
     """Probe an endpoint and write a calibrated profile (the token-aware latency model).
 
     Streamed requests at concurrency steps and several prompt lengths; the fit of the model
     (dist: tokens) with each parameter's 95 % confidence interval and a goodness-of-fit figure
-    per component."""
+    per component. With --from FILE, no probe: the same fit from another tool's results."""
     from harness.cli.calibrate.body import CalibrateRequest, FitOptions, calibrate_command
     from harness.fit import FitError
     from harness.live.probe import ProbePlan
@@ -235,6 +298,41 @@ def calibrate(
 
     prof = load_profile(profile, set_)
     fixed = _fixed(fix)
+    if from_ is not None:
+        _no_probe_options(
+            dict(
+                zip(
+                    PROBE_DEFAULTS,
+                    (
+                        target,
+                        max_requests,
+                        concurrency,
+                        prompt_tokens,
+                        max_tokens,
+                        max_wall_s,
+                        timeout_s,
+                        dry_run,
+                        time_scale,
+                        model,
+                        api_key_env,
+                        ca_bundle,
+                        insecure,
+                    ),
+                    strict=True,
+                )
+            )
+        )
+        _calibrate_from(
+            from_,
+            format_.value,
+            profile,
+            set_ or [],
+            prof,
+            out,
+            FitOptions(fixed=fixed, resamples=resamples, seed=seed),
+        )
+    if format_ is not SourceFormat.auto:
+        raise bad_input("--format applies to --from FILE only")
     if not time_scale > 0:
         raise bad_input("--time-scale must be > 0")
     try:
@@ -274,6 +372,32 @@ def calibrate(
             code = calibrate_command(
                 req, FitOptions(fixed=fixed, resamples=resamples, seed=seed), err
             )
+    except FitError as e:
+        raise bad_input(str(e)) from None
+    raise typer.Exit(code)
+
+
+def _calibrate_from(
+    source: Path,
+    kind: str,
+    spec: str,
+    overrides: list[str],
+    prof: Profile,
+    out: Path | None,
+    opts: FitOptions,
+) -> None:
+    """calibrate --from: read, fit, write; always ends in typer.Exit."""
+    from harness.cli.calibrate.body import from_command
+    from harness.fit import FitError
+
+    if not source.is_file():
+        what = "a folder: give the result file in it" if source.is_dir() else "no such file"
+        raise bad_input(f"--from {source}: {what}")
+    folder = out or default_out(prof, "-calibrate")
+    writable(folder)
+    try:
+        with io_errors(folder):
+            code = from_command(source, kind, spec, overrides, prof, folder, opts, err)
     except FitError as e:
         raise bad_input(str(e)) from None
     raise typer.Exit(code)

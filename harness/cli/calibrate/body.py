@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +27,9 @@ from harness.cli.calibrate.plot import plot_fit
 from harness.fit import FitError
 from harness.fit.counts import per_class
 from harness.fit.model import PARAMS, fit
-from harness.fit.observations import observations, read_requests
+from harness.fit.observations import Observations, observations, read_requests
 from harness.fit.output import Calibrated, calibrated, figures, write
+from harness.fit.readers import LABELS, read_source
 from harness.ground.exit_codes import EXIT_BROKEN, EXIT_FAIL, EXIT_OK
 from harness.profile import Profile, apply_override, resolve, to_dict
 
@@ -58,13 +60,17 @@ def fit_records(
     source: dict[str, Any],
     out_yaml: Path,
     console: Console,
+    obs: Observations | None = None,
+    notes: Sequence[str] = (),
 ) -> int:
-    """Fit, write both files, show the figures; the exit code. Raises FitError (exit 2)."""
-    obs = observations(read_requests(records), str(records))
+    """Fit, write both files, show the figures; the exit code. Raises FitError (exit 2).
+    ``obs``: rows already read (another tool's file), else ``records`` is read."""
+    if obs is None:
+        obs = observations(read_requests(records), str(records))
     result = fit(obs, fixed=opts.fixed, resamples=opts.resamples, seed=opts.seed)
     counts = per_class(obs) if opts.fit_tokens else None
     fig = figures(result, obs, source, counts)
-    text, notes = calibrated(base, result, fig, str(out_yaml))
+    text, notes = calibrated(base, result, fig, str(out_yaml), notes)
     out_json = write(out_yaml, text, fig)
     png = plot_fit(
         out_yaml.with_name("fit.png"),
@@ -136,6 +142,53 @@ def fit_command(
     source = {"command": "fit", "where": str(records)}
     return fit_records(
         records, base, dataclasses.replace(opts, fit_tokens=True), source, out_yaml, console
+    )
+
+
+def from_command(
+    source_file: Path,
+    kind: str,
+    profile_spec: str,
+    overrides: list[str],
+    profile: Profile,
+    out: Path,
+    opts: FitOptions,
+    console: Console,
+) -> int:
+    """``harness calibrate --from FILE``: another tool's results, no probe. The slopes the file
+    cannot identify are held (unless --fix holds them); the source's token counts become the
+    class's when the profile has one class (its traffic is what the fit saw)."""
+    src = read_source(source_file, kind, opts.fixed)
+    fixed = {**src.held, **opts.fixed}
+    notes = list(src.notes)
+    raw = base_of(profile_spec, overrides, profile)
+    classes = list(profile.classes)
+    obs = src.obs
+    fit_tokens = src.counts and len(classes) == 1
+    if fit_tokens:
+        obs = dataclasses.replace(obs, cls=(classes[0],) * obs.n)
+        notes.append(f"classes.{classes[0]}: token counts are the source's")
+    elif src.counts:
+        notes.append(
+            f"token counts not fitted: the profile has {len(classes)} classes and the source"
+            " does not say which request was which"
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    source = {
+        "command": "calibrate",
+        "where": f"{LABELS[src.kind]} {source_file}",
+        "from": str(source_file),
+        "format": src.kind,
+    }
+    return fit_records(
+        source_file,
+        raw,
+        dataclasses.replace(opts, fixed=fixed, fit_tokens=fit_tokens),
+        source,
+        out / "calibrated.yaml",
+        console,
+        obs=obs,
+        notes=notes,
     )
 
 

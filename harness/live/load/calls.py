@@ -12,7 +12,7 @@ from the run's start, ``latency_s`` and ``ttft_s`` counted from the *intended* s
     {"id", "class", "priority", "tenant", "worker", "t_intended", "t_sent", "lag_s",
      "attempts", "status", "outcome", "reason", "history", "queue_wait_s", "ttft_s",
      "latency_s", "t_end", "tokens": {"prompt", "completion"} | null, "tokens_source",
-     "itl_s": [gap, ...] | null}
+     "itl_s": [gap, ...] | null, "retries": [retry, ...], "remaining_tokens": n | null}
 
 ``tokens_source`` is ``usage`` when the server reported usage (the request asks for it in
 streams too: ``stream_options.include_usage``), ``estimated`` when it did not and the figures
@@ -20,6 +20,15 @@ are ~4 characters a token of the prompt and of the content received, capped by `
 (a chunk is not a token: gateways split and merge them), null when nothing completed.
 ``itl_s`` lists a completed stream's gaps between successive content chunks, as they arrived
 (vLLM's benchmark_serving definition; the summary pools them across requests).
+
+``retries`` has one entry per retry the caller made, ``{"after", "from_server", "told_s",
+"needed_s", "accepted"}``: the rule of the answer it followed (the proxy's admission reason,
+``upstream_<status>`` for an upstream's error answer, null for none), whether its wait was
+exactly that answer's Retry-After, the Retry-After (null without one), the answerer's own wait
+(its ``x-harness-wait-ms``; null when it sent none), and whether the retry was accepted
+(``harness.workload.honesty.refused``; null while it is out). The merge builds summary.json's
+``retry_after`` block from them. ``remaining_tokens`` is the last
+``x-ratelimit-remaining-tokens`` an answer carried (null when none did).
 
 ``outcome`` is ``completed``, ``rejected`` (``reason`` = the proxy's ``x-admission-reason``),
 ``failed`` (``reason`` e.g. ``upstream_503``, ``client_timeout``), ``expired`` (the proxy's
@@ -50,9 +59,10 @@ from harness.live.load.dialect import request_body, wire_headers, wire_path
 from harness.live.load.trace_bodies import ClassSizes, TracedBodies, traced_lengths
 from harness.profile import ClientRetry, Profile, loads, to_dict
 from harness.profile.schema.arrival_kinds import PROCESSES
-from harness.wire import parse_retry_after
+from harness.wire import WAIT_HEADER, parse_retry_after, parse_wait
 from harness.workload.arrivals import Arrival, schedule
 from harness.workload.callers import retry_delay, should_retry_header
+from harness.workload.honesty import refused
 from harness.workload.traces import traced
 
 
@@ -202,6 +212,9 @@ class ClientRequest:
         "no_answer",
         "outcome",
         "reason",
+        "refused_by",
+        "remaining",
+        "retries",
         "retry_after",
         "sent",
         "should_retry",
@@ -209,6 +222,7 @@ class ClientRequest:
         "tokens",
         "ttft",
         "wait_ms",
+        "wait_needed",
     )
 
     def __init__(self, a: Arrival, due: float, actual: float) -> None:
@@ -230,17 +244,51 @@ class ClientRequest:
         self.tokens: dict[str, int] | None = None
         self.chars = 0  # content characters received: the token estimate without usage
         self.gaps: list[float] | None = None  # a stream's gaps between content chunks
+        # The honesty of Retry-After (summary.json's retry_after): the rule that refused the
+        # attempt (workload.honesty's), the answerer's own wait (wall s), each retry's entry
+        self.refused_by: str | None = None
+        self.wait_needed: float | None = None
+        self.retries: list[dict[str, Any]] = []
+        self.remaining: int | None = None  # the last x-ratelimit-remaining-tokens heard
 
     def begin(self) -> None:
         self.attempts += 1
         self.outcome, self.reason, self.status, self.retry_after = "in_flight", None, None, None
         self.should_retry, self.no_answer = None, False
+        self.refused_by = self.wait_needed = None
         self.end = self.ttft = self.gaps = self.tokens = None
         self.chars = 0
 
     def settle(self, outcome: str, reason: str | None = None) -> None:
         self.outcome, self.reason = outcome, reason
         self.history.append(outcome if reason is None else f"{outcome}:{reason}")
+        if self.retries and outcome != "in_flight":  # the retry's own outcome is known
+            last = self.retries[-1]
+            last["accepted"] = not refused(last["after"], self.refused_by)
+
+    def retrying(self, from_server: bool, time_scale: float) -> None:
+        """The caller will try again after this answer (``from_server``: exactly when its
+        Retry-After said): the retry's entry, its waits in profile seconds."""
+
+        def profile_s(x: float | None) -> float | None:
+            return None if x is None else round(x / time_scale, 6)
+
+        self.retries.append(
+            {
+                "after": self.refused_by,
+                "from_server": from_server,
+                "told_s": profile_s(self.retry_after),
+                "needed_s": profile_s(self.wait_needed),
+                "accepted": None,
+            }
+        )
+
+    def heard(self, headers: Any) -> None:
+        """What any answer says of the upstream's quota: ``x-ratelimit-remaining-tokens``."""
+        v = headers.get("x-ratelimit-remaining-tokens") if headers is not None else None
+        if v is not None:
+            with contextlib.suppress(ValueError):
+                self.remaining = int(v)
 
     def timed_out(self) -> None:
         """The attempt's total deadline passed: that is its outcome, settled or not."""
@@ -254,17 +302,25 @@ class ClientRequest:
         h = headers if headers is not None else {}
         admission = h.get("x-admission-reason")
         said = h.get("x-proxy-outcome")
-        if proxied and admission and status in (429, 503):
+        self.retry_after = parse_retry_after(h.get("retry-after-ms"), h.get("retry-after"))
+        self.wait_needed = parse_wait(h.get(WAIT_HEADER.decode()))
+        self.should_retry = should_retry_header(h.get("x-should-retry"))
+        # What refused it, in workload.honesty's terms: the engine's rule, or the upstream's
+        # status (the proxy passes an upstream's error answer on with its status; its own
+        # failures, 502 and 504, carry no Retry-After and are upstream causes all the same)
+        rejected = proxied and admission and status in (429, 503)
+        expired = proxied and said == "expired"
+        by = None if expired or status < 400 else f"upstream_{status}"
+        self.refused_by = str(admission) if rejected else by
+        if rejected:
             self.settle("rejected", str(admission))
-        elif proxied and said == "expired":
+        elif expired:
             # the engine's reason (deadline or max_wait), as the simulation counts it
             self.settle("expired", str(h.get("x-proxy-reason") or "deadline"))
         elif proxied and said == "failed":
             self.settle("failed", str(h.get("x-proxy-reason") or f"http_{status}"))
         else:
             self.settle("failed", _failure_reason(status, body, proxied))
-        self.retry_after = parse_retry_after(h.get("retry-after-ms"), h.get("retry-after"))
-        self.should_retry = should_retry_header(h.get("x-should-retry"))
 
     def abandon(self) -> None:
         """The run was interrupted: an attempt still out is in flight (its end unknown); one
@@ -303,6 +359,12 @@ class Retry:
 
     def delay(self, call: ClientRequest) -> float | None:
         """Wall seconds to wait before the next attempt, or None to stop."""
+        w = self.wait(call)
+        return None if w is None else w[0]
+
+    def wait(self, call: ClientRequest) -> tuple[float, bool] | None:
+        """``(wall seconds, from_server)`` before the next attempt (``from_server``: the
+        answer's Retry-After, exactly), or None to stop."""
         if call.outcome == "completed" or self.cfg is None:
             return None
         ra = call.retry_after
@@ -314,7 +376,7 @@ class Retry:
             rng=self.rng,
             header=call.should_retry,
         )
-        return None if d is None else d[0] * self.time_scale
+        return None if d is None else (d[0] * self.time_scale, d[1])
 
 
 class RequestSpec:
@@ -389,6 +451,8 @@ class RequestSpec:
             None,
             None,
             None,
+            [],
+            None,
         )
 
     def record(
@@ -423,6 +487,8 @@ class RequestSpec:
             tokens,
             source,
             gaps,
+            call.retries,
+            call.remaining,
         )
 
     def token_figures(self, call: ClientRequest) -> tuple[dict[str, int] | None, str | None]:
@@ -468,6 +534,8 @@ RECORD_KEYS = (
     "tokens",
     "tokens_source",
     "itl_s",
+    "retries",
+    "remaining_tokens",
 )
 
 

@@ -233,11 +233,12 @@ class OpenLoop:
                 if fired:  # whatever the HTTP client made of it (it may wrap the timeout)
                     call.timed_out()
                     call.end = perf()
-                delay = self.retry.delay(call)
-                if delay is None:
+                wait = self.retry.wait(call)
+                if wait is None:
                     ended = True
                     break
-                gevent.sleep(delay)
+                gevent.sleep(wait[0])
+                call.retrying(wait[1], self.scale)  # a retry cut short while waiting is none
         except gevent.GreenletExit:
             call.abandon()
         finally:
@@ -269,6 +270,7 @@ class OpenLoop:
                 return
             call.status = status
             headers = r.headers
+            call.heard(headers)
             wait = headers.get("x-queue-wait-ms") if headers is not None else None
             if wait is not None:
                 with contextlib.suppress(ValueError):

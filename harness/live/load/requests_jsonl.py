@@ -87,6 +87,8 @@ def unrecorded(profile: Profile, seed: int, ids: set[str], cap: int | None) -> l
                     None,
                     None,
                     None,
+                    [],
+                    None,
                 )
             )
             if len(out) == len(ids):

@@ -8,8 +8,10 @@ as ``Finished`` or ``Failed``. The client hears only the engine's final word, an
 stays invisible -- except in a stream: once its first byte went out, a failure is final.
 
 The request path is a raw ASGI callable (no routing framework: it measured faster, see
-docs/proxy.md). ``GET /metrics`` and ``GET /healthz`` are the proxy's own; any other non-POST
-request is forwarded as is, outside admission (``GET /v1/models``, say: ``passthrough.py``).
+docs/proxy.md). Every POST is admitted alike, whatever its path: chat completions, the legacy
+completions API, embeddings. ``GET /metrics``, ``GET /healthz`` and ``GET /health`` (the
+readiness check of vLLM, SGLang and TGI) are the proxy's own; any other non-POST request is
+forwarded as is, outside admission (``GET /v1/models``, say: ``passthrough.py``).
 The control headers are read by ``request_class.py``.
 
 Client disconnects: a watcher task waits on ``receive()`` for ``http.disconnect``; it tells the
@@ -36,6 +38,7 @@ from harness.engine.events import (
     Finished,
     Reject,
 )
+from harness.ground.text_tokens import CHARS_PER_TOKEN, content_chars, prompt_tokens
 from harness.live.proxy.acks import AckLoss
 from harness.live.proxy.driver import LiveDriver
 from harness.live.proxy.passthrough import passthrough
@@ -45,12 +48,13 @@ from harness.live.proxy.session import TURN_HEADER, Session
 from harness.live.transport import http
 from harness.live.transport.upstream import Upstream, UpstreamError, UpstreamResponse
 from harness.serve.asgi import Receive, Scope, Send
-from harness.wire import done_rest, retry_after_s, sse_done
+from harness.wire import body_usage, done_rest, error_body, retry_after_s, sse_done
 from harness.workload.arrivals import session_plan, session_replay
 from harness.workload.job_shape import ShapeDraws
 
 DEFAULT_MAX_BODY = 8 * 1024 * 1024
 RETRYABLE_STATUS = frozenset((408, 409, 429))  # and every 5xx, as the OpenAI SDKs retry
+USAGE_TAIL = 4096  # a stream's usage chunk is in its last bytes (it comes just before [DONE])
 
 
 def epoch_at(query: bytes) -> float | None:
@@ -98,6 +102,9 @@ class ProxyApp(Answers):
         # client's x-request-id as the simulation draws them by request id.
         self.jobs = driver.profile.job_classes()
         self.shapes = ShapeDraws.of(driver.profile, driver.seed) if self.jobs else None
+        # ``tokens:`` in the profile: each request's prompt is counted from its body before
+        # admission (as the stub counts it), and each answer's usage goes back with Finished.
+        self.counting = driver.profile.tokens is not None
         # A session trace replayed as jobs: each session's turns, tool times and records, by
         # the request id the load generator sends (the schedule's).
         self.traced: dict[str, tuple[int, tuple[float, ...], tuple[tuple[int, int], ...]]] = {}
@@ -119,12 +126,20 @@ class ProxyApp(Answers):
                 epoch = self.driver.set_epoch(epoch_at(scope.get("query_string", b"")))
                 await http.send_json(send, 200, orjson.dumps({"epoch_s": epoch}))
             elif scope["path"] == "/healthz":
-                up = not (self.driver.stopping or self.closed)
+                up = self.serving
                 await http.send_json(
                     send,
                     200 if up else 503,
                     orjson.dumps({"status": "ok" if up else "shutting_down", "admitting": up}),
                 )
+            elif scope["path"] == "/health":
+                # The readiness check of vLLM, SGLang and TGI, which load tools call before
+                # they start: the proxy's own (forwarded, it would ask the upstream instead).
+                if self.serving:
+                    await http.send_json(send, 200, b"{}")
+                else:
+                    why = "The proxy is shutting down: it admits no new requests."
+                    await http.send_json(send, 503, error_body(why, "server_error"))
             else:
                 await passthrough(
                     self.upstream,
@@ -144,6 +159,11 @@ class ProxyApp(Answers):
                     await self.aclose()
                     await send({"type": "lifespan.shutdown.complete"})
                     return
+
+    @property
+    def serving(self) -> bool:
+        """Admitting requests: not stopping, results not yet written."""
+        return not (self.driver.stopping or self.closed)
 
     async def aclose(self) -> None:
         self.acks.close()
@@ -214,6 +234,8 @@ class ProxyApp(Answers):
         call.id = self.driver.claim_id(http.header(call.fwd, b"x-request-id"))
         if self.shapes is not None and call.cls in self.shapes:
             self._session(call, doc)
+        if self.counting:
+            call.prompt_tokens = self._prompt_tokens(call, doc)
         decision = self.driver.arrive(call)
         if type(decision) is not Admit:
             return await self._reject(send, cast(Reject, decision))
@@ -230,6 +252,22 @@ class ProxyApp(Answers):
                 await self._send_aborted(call, send)
         finally:
             watcher.cancel()
+
+    def _prompt_tokens(self, call: ProxiedRequest, doc: dict[str, object]) -> int:
+        """The prompt's tokens as the stub counts them (``harness.ground.text_tokens``: its
+        messages' text, ~4 characters a token); an agent job's first call adds its shared
+        prefix (a system message of that many tokens, :class:`Session`)."""
+        messages = doc.get("messages")
+        chars = 0
+        if isinstance(messages, list):
+            for m in messages:
+                if isinstance(m, dict):
+                    chars += content_chars(m.get("content"))
+        if call.session is not None:
+            shared = self.jobs[call.cls].shared_prefix_tokens
+            if shared > 0:
+                chars += shared * CHARS_PER_TOKEN
+        return prompt_tokens(chars)
 
     def _session(self, call: ProxiedRequest, doc: dict[str, object]) -> None:
         """An agent job: its shape, drawn by the client's request id (the proxy's own id when it
@@ -347,7 +385,8 @@ class ProxyApp(Answers):
             if 200 <= status < 300:
                 if session:
                     call.answered = call.last
-                return report(Finished(call.id, call.attempt))
+                usage = body_usage(data) if self.counting else None
+                return report(Finished(call.id, call.attempt, usage))
             ra = retry_after_s(resp.headers)
             retryable = status >= 500 or status in RETRYABLE_STATUS
             report(
@@ -427,17 +466,22 @@ class ProxyApp(Answers):
         await send({"type": "http.response.start", "status": status, "headers": out})
         await send({"type": "http.response.body", "body": first, "more_body": True})
         tail = first[-32:]
+        # Counting: the stream's last few kilobytes, where its usage chunk comes (before [DONE]).
+        seen = first[-USAGE_TAIL:] if self.counting else b""
         if sse and sse_done(tail):
-            return report(Finished(call.id, call.attempt))
+            return report(Finished(call.id, call.attempt, body_usage(seen) if seen else None))
         try:
             async for chunk in it:
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
                 tail = (tail + chunk)[-32:]
+                if self.counting:
+                    seen = (seen + chunk)[-USAGE_TAIL:]
                 # Complete once the terminal event is delivered: what either side then does
                 # with the socket (a client that hangs up at once, as the SDKs do; an upstream
                 # that keeps the body open a while) is no longer this request's outcome.
                 if sse and sse_done(tail):
-                    return report(Finished(call.id, call.attempt))
+                    usage = body_usage(seen) if seen else None
+                    return report(Finished(call.id, call.attempt, usage))
         except UpstreamError as e:
             return report(
                 Failed(id=call.id, reason=e.reason, retryable=False, attempt=call.attempt)
@@ -456,7 +500,7 @@ class ProxyApp(Answers):
             # The upstream ended inside its [DONE] event: end the event for the client, which
             # would otherwise never receive it (and read an error event after it as [DONE]).
             await send({"type": "http.response.body", "body": rest, "more_body": True})
-        report(Finished(call.id, call.attempt))
+        report(Finished(call.id, call.attempt, body_usage(seen) if seen else None))
 
     async def _watch(self, receive: Receive, call: ProxiedRequest) -> None:
         while (await receive())["type"] != "http.disconnect":

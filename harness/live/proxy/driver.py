@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import math
 import re
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
@@ -82,6 +83,7 @@ class Ticket:
         "key",
         "pending",
         "priority",
+        "prompt_tokens",
         "running",
         "sent_at",
         "session",
@@ -102,6 +104,9 @@ class Ticket:
         self.tenant = tenant
         self.key = key
         self.deadline_s = deadline_s
+        # The prompt's tokens as counted from the body before admission (None: not counted,
+        # the profile has no tokens section).
+        self.prompt_tokens: int | None = None
         # An agent job's session (harness/live/proxy/session.py): its model calls and the
         # tool time after each but the last, drawn at arrival; one call otherwise.
         self.turns = 1
@@ -227,6 +232,7 @@ class LiveDriver:
                 deadline_s=t.deadline_s,
                 turns=t.turns,
                 tool_s=t.tool_s,
+                prompt_tokens=t.prompt_tokens,
             ),
             now,
         )
@@ -417,6 +423,9 @@ class LiveDriver:
         run`` calls both at the instant its load starts, so a metrics outage at ``at_s`` lands
         at the same profile second as the stub's faults."""
         clock = self.clock
+        tokens = self.engine.tokens
+        if tokens is not None:  # fixed token windows align to the load's start in UTC
+            tokens.set_start((at if at is not None else time.time()) / clock.scale)
         if isinstance(clock, MonotonicClock) and clock.held:
             # The run begins at the load's start (``at``, a Unix time; else now): profile time
             # 0 is then the schedule's 0, as in the simulation; the engine's first evaluation

@@ -9,13 +9,14 @@ failure, an expiry, a rejection, a refusal after shutdown. Times in answers are 
 from __future__ import annotations
 
 import asyncio
+import math
 
 from harness.engine.events import Complete, Expire, Fail, Reject
 from harness.live.proxy.driver import Ticket
 from harness.live.proxy.passthrough import pass_on
 from harness.live.transport import http
 from harness.serve.asgi import Headers, Send
-from harness.wire import error_body, error_event, retry_after_headers
+from harness.wire import error_body, error_event, retry_after_headers, wait_header
 from harness.workload import outcomes
 from harness.workload.outcomes import Answer
 
@@ -61,6 +62,15 @@ class ProxiedRequest(Ticket):
         self.fwd: Headers = []
 
 
+def reset_duration(seconds: float) -> str:
+    """OpenAI's ``x-ratelimit-reset-*`` form: ``250ms``, ``6s``, ``1m30s``."""
+    if seconds < 1.0:
+        return f"{max(0, round(seconds * 1000))}ms"
+    whole = math.ceil(seconds)
+    m, s = divmod(whole, 60)
+    return f"{m}m{s}s" if m else f"{s}s"
+
+
 class Answers:
     scale: float
 
@@ -101,6 +111,8 @@ class Answers:
             age = final.age_s * self.scale
             if final.reason == "max_wait":
                 msg = f"The request waited {age:.3f} s in the queue, past the longest wait allowed."
+            elif final.reason == "token_budget":
+                msg = f"The request was held {age:.3f} s for its token budget, which had no room."
             else:
                 msg = f"The request waited {age:.3f} s in the queue, past its class's deadline."
             extra.append((b"x-proxy-reason", final.reason.encode()))
@@ -130,7 +142,17 @@ class Answers:
         headers = [
             (b"x-admission-reason", r.reason.encode()),
             (b"x-estimated-wait", http.seconds(r.estimated_wait_s * self.scale)),
+            # the rule's own wait, unrounded: what its caller's told wait was needed
+            wait_header(r.raw_wait_s * self.scale),
         ]
+        tk = r.tokens
+        if tk is not None:  # a token budget's: OpenAI's x-ratelimit-*-tokens, for its window
+            remaining = max(0, math.floor(tk.limit - tk.level))
+            headers += [
+                (b"x-ratelimit-limit-tokens", b"%d" % math.floor(tk.limit)),
+                (b"x-ratelimit-remaining-tokens", b"%d" % remaining),
+                (b"x-ratelimit-reset-tokens", reset_duration(tk.reset_s * self.scale).encode()),
+            ]
         await self._answer(send, outcomes.rejected(r.reason, r.retry_after_s), msg, headers)
 
     async def _bad(self, send: Send, code: str, msg: str) -> None:

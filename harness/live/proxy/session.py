@@ -63,6 +63,8 @@ def answer_text(data: bytes, sse: bool) -> str:
         first = choices[0] if isinstance(choices, list) and choices else None
         msg = first.get("message") if isinstance(first, dict) else None
         content = msg.get("content") if isinstance(msg, dict) else None
+        if content is None and isinstance(first, dict):
+            content = first.get("text")  # a legacy completion's answer
         return content if isinstance(content, str) else ""
     parts: list[str] = []
     for ev in EventSplitter().feed(data + b"\n\n"):
@@ -77,8 +79,21 @@ def answer_text(data: bytes, sse: bool) -> str:
     return "".join(parts)
 
 
+def _text_prompt(doc: dict[str, Any]) -> str | None:
+    """A legacy completion's prompt as text (a string, or a list of one), else None: chat's
+    messages, or a prompt of token ids, which a session sends unchanged."""
+    if "messages" in doc:
+        return None
+    prompt = doc.get("prompt")
+    if isinstance(prompt, list) and len(prompt) == 1:
+        prompt = prompt[0]
+    return prompt if isinstance(prompt, str) else None
+
+
 class Session:
-    """One agent job's messages, turn by turn (:meth:`body`)."""
+    """One agent job's messages, turn by turn (:meth:`body`). A legacy completion's
+    (``/v1/completions``) text prompt grows by the same rule: the answer's text and the new
+    input are appended to it (the shared prefix goes before it)."""
 
     __slots__ = (
         "_body",
@@ -87,6 +102,7 @@ class Session:
         "_messages",
         "_new_input",
         "_original",
+        "_text",
         "_traced",
         "fwd",
         "turn",
@@ -113,6 +129,10 @@ class Session:
         self._original = body if shared_prefix_tokens <= 0 else None
         messages = doc.get("messages")
         first: list[Any] = list(messages) if isinstance(messages, list) else []
+        text = _text_prompt(doc)
+        if text is not None:  # the prompt as one user message; written back as the prompt
+            first = [{"role": "user", "content": text}]
+        self._text = text is not None
         if shared_prefix_tokens > 0:
             first.insert(0, {"role": "system", "content": filler(shared_prefix_tokens)})
         self._first = first
@@ -145,7 +165,10 @@ class Session:
             return self._body
         self.turn = turn
         doc = dict(self._doc)
-        doc["messages"] = self._messages
+        if self._text:
+            doc["prompt"] = "".join(str(m["content"]) for m in self._messages)
+        elif "messages" in doc or "prompt" not in doc:  # a prompt of token ids stays as it is
+            doc["messages"] = self._messages
         rec = self._traced
         if rec is not None and turn < len(rec):
             cap = "max_completion_tokens" if "max_completion_tokens" in doc else "max_tokens"

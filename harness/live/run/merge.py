@@ -35,6 +35,7 @@ from harness.results import benchmark_report
 from harness.results import summary as summ
 from harness.results.client_figures import live_summary, offered_span, trace_figures
 from harness.results.shapes import Jobs, Summary
+from harness.workload import honesty
 from harness.workload.arrivals import schedule, session_replay
 from harness.workload.sessions import every_record, offered, record_end
 from harness.workload.traces import traced
@@ -430,6 +431,9 @@ def merge(
         proxy=proxy,
         extra_thresholds=extra_thresholds,
         trace=trace,
+        # the callers' Retry-After honesty, by the simulation's definition, from each
+        # record's retries
+        retry_after=honesty.from_records(recs) if honesty.kept(profile) else None,
     )
     summary["meta"] = summ.meta(started_at, wall_s)
     summary["meta"]["wall_per_profile_s"] = float(live["time_scale"])

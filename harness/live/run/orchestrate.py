@@ -153,8 +153,22 @@ def _notes(run: LiveSettings, console: Console) -> None:
             f"[yellow]note:[/] {', '.join(lost)} faults are the queue's (the proxy applies "
             "them): --no-proxy skips them"
         )
+    tk = run.profile.tokens
+    budgets = ", ".join(sorted(tk.budgets)) if tk is not None and tk.budgets else ""
+    where = f"{run.profile.source}: tokens.budgets ({budgets})"
+    if budgets and not run.proxied:
+        console.print(
+            f"[yellow]warning:[/] {where}: token budgets are the proxy's admission: --no-proxy "
+            "runs without them"
+        )
     if run.stub:
         return
+    if budgets and run.proxied:
+        console.print(
+            f"[yellow]warning:[/] {where} charge each answer's usage: a target that reports "
+            "none (a stream without its usage chunk) leaves them under-counting; the proxy "
+            "counts such answers in proxy.token_ledger.answers_without_usage"
+        )
     up = sorted({f.kind for f in run.profile.faults if f.kind in UPSTREAM_FAULTS})
     if up:
         console.print(

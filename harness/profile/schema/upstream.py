@@ -208,6 +208,43 @@ TOKEN_FIELDS: tuple[str, ...] = ("value", "low", "high", "median", "sigma", "val
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Limits:
+    """The upstream's own quotas, as OpenAI and Azure OpenAI enforce them: tokens per minute
+    (TPM) and requests per minute (RPM), each a bucket that holds one minute's limit and
+    refills continuously. A request is charged its prompt tokens plus its ``max_tokens`` (the
+    completion cap) against TPM and 1 against RPM when it arrives; one that does not fit is a
+    429 (``harness.upstream_model.token_limits``)."""
+
+    tokens_per_min: int | None = field(
+        default=None,
+        metadata=_c(
+            gt=0,
+            doc="tokens per minute (TPM): prompt tokens plus max_tokens per request; null: none",
+        ),
+    )
+    requests_per_min: int | None = field(
+        default=None, metadata=_c(gt=0, doc="requests per minute (RPM); null: none")
+    )
+    retry_after: Literal["honest", "refill"] | float = field(
+        default="honest",
+        metadata=_t(
+            gt=0,
+            doc=(
+                "a 429's Retry-After: honest (when this request's charge fits, counting the"
+                " charges promised to earlier refused requests), refill (the refill time of"
+                " its own charge alone, as OpenAI answers) or a constant in seconds (such as"
+                " 60, a gateway's whole window)"
+            ),
+        ),
+    )
+
+    @property
+    def on(self) -> bool:
+        """Some limit binds."""
+        return self.tokens_per_min is not None or self.requests_per_min is not None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Upstream:
     latency: Latency = field(
         default=Latency(dist="uniform", low_s=5.0, high_s=30.0),
@@ -241,5 +278,15 @@ class Upstream:
                 "prompt token counts; null: the class's prompt text at about four characters a"
                 " token"
             )
+        ),
+    )
+    limits: Limits | None = field(
+        default=None,
+        metadata=_c(
+            omit_none=True,
+            doc=(
+                "the upstream's tokens-per-minute and requests-per-minute quotas (429 when"
+                " a request's charge does not fit); null: none"
+            ),
         ),
     )

@@ -484,3 +484,76 @@ def test_closed_loop_a_dropped_record_ends_when_it_was_due(tmp_path: Path) -> No
     s = closed_merge(tmp_path, recs)
     assert s["conservation"]["ok"], s["conservation"]
     assert s["counts"]["scheduled"] == 5 and s["counts"]["dropped_by_generator"] == 1
+
+
+def test_the_merge_writes_the_callers_retry_after_honesty_as_the_simulation_does(
+    tmp_path: Path,
+) -> None:
+    """summary.json's retry_after block, live: from each record's retries (the simulation's
+    definition, workload.honesty), before the thresholds, which may name it; only with
+    upstream.limits and retrying callers, as in the simulation."""
+    prof = loads(
+        "name: merge-tokens\nduration_s: 10\narrivals: {phases: [{until_s: 10, rate_per_s: 1}]}\n"
+        "classes: {a: {weight: 1}}\n"
+        "upstream: {latency: {dist: fixed, value_s: 1}, limits: {tokens_per_min: 6000}}\n"
+        "clients: {retry: {max_retries: 3}}\n"
+        "thresholds: ['retry_after.upstream_429.honesty >= 0.9']\n"
+    )
+    told = {"after": "upstream_429", "from_server": True, "told_s": 2.0, "needed_s": 1.5}
+    recs = [
+        {**rec(1), "attempts": 2, "history": ["failed:upstream_429", "completed"],
+         "retries": [{**told, "accepted": True}]},
+        {**rec(2), "attempts": 3, "history": ["failed:upstream_429"] * 2 + ["completed"],
+         "retries": [{**told, "accepted": False}, {**told, "accepted": True}]},
+        rec(3),
+    ]  # fmt: skip
+
+    def merged(p: Any, out: str) -> dict[str, Any]:
+        return dict(
+            merge(
+                out=tmp_path / out,
+                profile=p,
+                seed=1,
+                records=recs,
+                scheduled=3,
+                proxy_dir=None,
+                live=dict(LIVE),
+                started_at=datetime.now(UTC),
+                wall_s=1.0,
+                complete=True,
+            )
+        )
+
+    s = merged(prof, "tokens")
+    assert s["retry_after"] == {
+        "upstream_429": {"told": 3, "admitted": 2, "honesty": 0.6667, "wasted_wait_s": 1.5}
+    }
+    row = next(t for t in s["thresholds"] if t["expr"].startswith("retry_after"))
+    assert row["value"] == 0.6667 and row["ok"] is False and s["verdict"] == "fail"
+    written = orjson.loads((tmp_path / "tokens" / "summary.json").read_bytes())
+    assert written["retry_after"] == s["retry_after"]
+    assert "retry_after" not in merged(PROFILE, "plain")  # no upstream.limits: not kept
+
+
+def test_the_proxys_fairness_block_is_the_live_runs(tmp_path: Path) -> None:
+    recs = [rec(1), rec(2)]
+    proxy = tmp_path / "proxy"
+    proxy.mkdir()
+    (proxy / "decisions.jsonl").write_bytes(b"")
+    (proxy / "timeline.jsonl").write_bytes(b"")
+    counts = {
+        "arrivals": 2,
+        "admitted": 2,
+        "rejected": 0,
+        "completed": 2,
+        "failed": 0,
+        "expired": 0,
+        "rejected_by_reason": {},
+    }
+    tenant = {"service": 10.0, "service_backlogged": 5.0, "weight": 1.0, "wait_p95_s": 0.1}
+    fairness = {"order": "token_fair", "index": 1.0, "tenants": {"default": tenant}}
+    summary = {"complete": True, "counts": counts, "fairness": fairness}
+    (proxy / "summary.json").write_bytes(orjson.dumps(summary))
+    s = run_merge(tmp_path, recs, proxy_dir=proxy)
+    assert s["fairness"] == fairness  # the proxy's engine ordered the queue: its figures
+    assert "fairness" not in run_merge(tmp_path, recs)  # no proxy, no queue of ours
