@@ -14,7 +14,9 @@ keeps one counter per deployment and minute). The first run lies inside one cale
 the second straddles the next one, so the deployment's tpm refuses a different number of its
 calls. Each call's status is checked against LiteLLM's rule (what docs/reference/export.md
 says it does): refused when the minute's charged ``usage.total_tokens`` plus the call's prompt
-tokens exceed tpm.
+tokens exceed tpm. And the simulation of the same profile (``charge: after``, ``estimate:
+prompt_only``, ``window: fixed``), started at the same second of its 60 s window, predicts each
+run's 429 count within 2 %.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ import yaml
 from harness.ground.text_tokens import prompt_tokens
 from harness.live.run.children import Children, spawn
 from harness.profile import Profile, load
+from harness.sim.runner import simulate
 from harness.workload.arrivals import schedule
 
 pytestmark = [pytest.mark.slow, pytest.mark.live]
@@ -200,6 +203,12 @@ def _litellm_rule(calls: list[Call], tpm: int, prompt: int) -> list[int]:
     return out
 
 
+def _simulated(prof: Profile, start_s: float) -> int:
+    """The simulation's 429s for the schedule started ``start_s`` seconds into a minute: its
+    fixed 60 s window rolls over where the live run's UTC minute does."""
+    return int(simulate(prof, prof.seed, token_start_s=start_s).summary["counts"]["rejected"])
+
+
 @pytest.mark.skipif(LITELLM is None, reason=NEEDS)
 def test_a_real_litellm_proxy_refuses_by_the_exported_tpm_where_in_the_minute_it_starts(
     tmp_path: Path,
@@ -223,15 +232,9 @@ def test_a_real_litellm_proxy_refuses_by_the_exported_tpm_where_in_the_minute_it
         url = f"http://127.0.0.1:{port}"
         home = tmp_path / "home"
         home.mkdir()
+        argv = [LITELLM, "--config", str(tmp_path / "config.yaml"), "--host", "127.0.0.1"]
         proc = spawn(
-            [
-                LITELLM,
-                "--config",
-                str(tmp_path / "config.yaml"),
-                *("--host", "127.0.0.1"),
-                "--port",
-                str(port),
-            ],
+            [*argv, "--port", str(port)],
             litellm_log,
             home,
             env=_litellm_env(home, master_key),
@@ -250,12 +253,19 @@ def test_a_real_litellm_proxy_refuses_by_the_exported_tpm_where_in_the_minute_it
     tpm = int(config["model_list"][0]["litellm_params"]["tpm"])
     prompt = prompt_tokens(len(next(iter(prof.classes.values())).prompt_text()))
     refused = {m: sum(c.status == 429 for c in calls) for m, calls in runs.items()}
-    print(f"429s of {sum(1 for _ in schedule(prof))} calls by start second: {refused}")
+    predicted = {m: _simulated(prof, start) for m, start in zip(models, STARTS, strict=True)}
+    n = sum(1 for _ in schedule(prof))
+    print(f"429s of {n} calls by start second: live {refused}, simulated {predicted}")
     for model, calls in runs.items():
-        assert len(calls) == sum(1 for _ in schedule(prof))
+        assert len(calls) == n
         assert {c.status for c in calls} == {200, 429}, (model, Counter(c.status for c in calls))
         assert [c.status for c in calls] == _litellm_rule(calls, tpm, prompt), model
         assert {c.retry_after for c in calls if c.status == 429} == {"60"}
+        # The simulation of the same profile, started at the same second, predicts the count.
+        assert abs(refused[model] - predicted[model]) <= 0.02 * predicted[model], (
+            refused,
+            predicted,
+        )
     # Where in the minute the same load starts changes how many calls the limit refuses.
     assert refused[models[0]] != refused[models[1]], refused
     assert master_key not in litellm_log.read_text(errors="replace")
