@@ -65,7 +65,7 @@ def _charge(p: Profile, gw: Gateway) -> list[tuple[str, str]]:
                     "completion overshoots",
                 )
             )
-        elif gw == "litellm" and b.charge == "after":
+        elif gw == "litellm" and b.charge == "after" and not _litellm_tpm(b):
             out.append(
                 _at(
                     name,
@@ -76,6 +76,12 @@ def _charge(p: Profile, gw: Gateway) -> list[tuple[str, str]]:
                 )
             )
     return out
+
+
+def _litellm_tpm(b: TokenBudget) -> bool:
+    """A global budget charged after the answer and refused on the prompt alone: the
+    deployment's tpm rule itself (the minute's usage plus the call's prompt over the limit)."""
+    return b.per == "global" and b.estimate == "prompt_only"
 
 
 def _over(p: Profile, gw: Gateway) -> list[tuple[str, str]]:

@@ -122,6 +122,16 @@ def test_litellm_without_keys_file_comments_the_bodies_and_names_the_cost_gap(
     assert "not expressible tokens.cost:" in r.stderr
 
 
+def test_litellm_mode_is_the_deployment_tpm_with_nothing_to_note() -> None:
+    """A global budget with charge: after and estimate: prompt_only is LiteLLM's own rule (the
+    minute's usage plus the prompt over tpm, the usage charged at the end): no charge note."""
+    r = ok("litellm", str(Path(__file__).parent / "profiles" / "litellm-mode.yaml"))
+    assert "not expressible" not in r.stderr, r.stderr
+    assert "Everything the profile's policy uses is expressed." in r.header()
+    (doc,) = r.docs()
+    assert doc["model_list"][0]["litellm_params"]["tpm"] == 3000
+
+
 def test_a_profile_without_budgets_is_exit_2_saying_what_the_target_needs(tmp_path: Path) -> None:
     for body in ("", "tokens: {cost: total_tokens}\n"):
         spec = profile(tmp_path, body)
