@@ -55,6 +55,16 @@ def _charge(p: Profile, gw: Gateway) -> list[tuple[str, str]]:
                     "just under the limit overshoots it by its whole cost",
                 )
             )
+        elif gw == "envoy" and b.estimate == "prompt_only":
+            out.append(
+                _at(
+                    name,
+                    "estimate",
+                    "prompt_only refuses a call when the charged tokens plus its prompt are over "
+                    "the limit; Envoy admits while the charged tokens are under it, the prompt "
+                    "not counted: a request admitted just under the limit overshoots it",
+                )
+            )
         elif gw == "litellm" and b.charge == "estimate" and b.estimate == "prompt_and_expected":
             out.append(
                 _at(

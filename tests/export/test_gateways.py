@@ -152,3 +152,11 @@ def test_bad_gateway_options_are_exit_2(tmp_path: Path) -> None:
         r = export(*args)
         assert r.code == 2 and r.stdout == "" and "Traceback" not in r.stderr, r.stderr
     assert yaml.safe_load(ok("litellm", spec).stdout)["model_list"]
+
+
+def test_envoy_notes_the_prompt_it_does_not_count_in_litellm_mode() -> None:
+    """LiteLLM's rule counts the call's prompt on top of the charged tokens; Envoy's rate limit
+    admits while the charged tokens are under the limit: the difference is printed."""
+    r = export("envoy", str(Path(__file__).parent / "profiles" / "litellm-mode.yaml"))
+    assert r.code == 0, r.stderr
+    assert "not expressible tokens.budgets.deployment_tpm.estimate: prompt_only" in r.stderr
