@@ -135,6 +135,18 @@ def _window(p: Profile, gw: Gateway) -> list[tuple[str, str]]:
 def _retry_after(p: Profile, gw: Gateway) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for name, b in _budgets(p).items():
+        if gw == "litellm" and _litellm_tpm(b):
+            # the deployment's refusal: a header the SDKs do not read (seen on a real proxy)
+            out.append(
+                _at(
+                    name,
+                    "retry_after",
+                    f"LiteLLM's deployment refusal carries llm_provider-retry-after: "
+                    f"{num(LITELLM_RETRY_AFTER_S)}, not Retry-After: the OpenAI SDK does not "
+                    "read it and backs off on its own schedule",
+                )
+            )
+            continue
         if gw == "litellm" and b.retry_after == LITELLM_RETRY_AFTER_S:
             continue
         told = (
