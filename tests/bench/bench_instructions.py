@@ -8,8 +8,9 @@ the ratios are comparable to bench_sim.py's (instructions of SimPy / instruction
 
     python tests/bench/bench_instructions.py [--cases log,bare,pinned]
 
-``tenants`` and ``tokens``: bench_sim.py's scenario over 8 tenants, without ``tokens:`` and
-with it (token_fair and a per-tenant budget; bench_sim.tenant_profiles).
+``tenants``, ``tokens`` and ``binding``: bench_sim.py's scenario over 8 tenants, without
+``tokens:``, with it (token_fair and a per-tenant budget too large to bind), and with token_fair
+and a per-tenant budget that binds (29 % of arrivals rejected; bench_sim.tenant_profiles).
 
 Needs valgrind on PATH (Debian: apt-get install valgrind). Each case takes 1-3 minutes.
 """
@@ -26,7 +27,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-CASES = ("noop", "simpy", "log", "bare", "pinned", "tenants", "tokens")
+CASES = ("noop", "simpy", "log", "bare", "pinned", "tenants", "tokens", "binding")
 
 # One case, run in a child under callgrind: argv[1] is the case name.
 CHILD = r"""
@@ -52,9 +53,9 @@ elif case == "bare":
     simulate(prof, 1)
 elif case == "pinned":
     simulate(pinned, 1)
-elif case in ("tenants", "tokens"):
+elif case in ("tenants", "tokens", "binding"):
     from bench_sim import tenant_profiles
-    simulate(tenant_profiles()[case == "tokens"], 1)
+    simulate(tenant_profiles()[("tenants", "tokens", "binding").index(case)], 1)
 """
 
 
@@ -89,7 +90,7 @@ def main() -> None:
     ap.add_argument(
         "--cases",
         default="simpy,log,bare,pinned",
-        help="comma-separated among simpy, log, bare, pinned, tenants, tokens",
+        help="comma-separated among simpy, log, bare, pinned, tenants, tokens, binding",
     )
     args = ap.parse_args()
     if shutil.which("valgrind") is None:
@@ -113,7 +114,7 @@ def main() -> None:
             line += f"   {got['simpy'] / got[c]:.2f}x SimPy"
         if "bare" in got and c == "pinned":
             line += f"   {got['bare'] / got[c]:.2f}x of scaling off"
-        if "tenants" in got and c == "tokens":
+        if "tenants" in got and c in ("tokens", "binding"):
             line += f"   {got['tenants'] / got[c]:.2f}x of no tokens"
         print(line)
 

@@ -12,8 +12,10 @@ then a moving policy (hpa, 300-600 executors) for information.
 
 Tokens: the same scenario with its requests spread over 8 tenants (a pool of 8 for both classes),
 without ``tokens:`` and with it (``order: token_fair``, a per-tenant budget too large to bind:
-every request is estimated, charged and ordered by its tenant's counter), timed against each
-other; the profile without ``tokens:`` runs the FIFO queue as before.
+every request is estimated, charged and ordered by its tenant's counter), and with a per-tenant
+budget that binds (60,000 tokens a minute: it rejects 9,994 of the 33,931 arrivals, 29 %, each
+with its honest Retry-After and token decision), timed against each other; the profile without
+``tokens:`` runs the FIFO queue as before.
 
 Then the long run: one hour at 1,000 arrivals/s (seed-burst's worker-to-rate ratio, 5,000
 workers), with its decision log written in each ``--log`` form (plain, zstd, gzip), each in a
@@ -117,19 +119,23 @@ TOKENS = """
 tokens:
   order: token_fair
   budgets:
-    per_tenant: {limit: 1000000000000, per: tenant, window_s: 60}
+    per_tenant: {limit: %d, per: tenant, window_s: 60}
 """
+UNBOUND = 1_000_000_000_000  # a per-tenant budget too large to bind
+BINDING = 60_000  # each tenant asks ~240,000 a minute at admission: 29 % of arrivals rejected
 
 
 def tenant_profiles():  # type: ignore[no-untyped-def]
-    """bench's scenario with 8 tenants, without and with ``tokens:`` (token_fair, a budget)."""
+    """bench's scenario with 8 tenants: without ``tokens:``, with it (token_fair and a budget
+    too large to bind), and with token_fair and a budget that binds."""
     from harness.profile import loads
 
     text = (ROOT / "profiles" / "seed-burst.yaml").read_text()
     text = text.replace("priority: standard,", "priority: standard, tenant: {pool: 8},")
     plain = loads(text, file="seed-burst-tenants.yaml", overrides=SCALE_SET)
-    fair = loads(text + TOKENS, file="seed-burst-tokens.yaml", overrides=SCALE_SET)
-    return plain, fair
+    fair = loads(text + TOKENS % UNBOUND, file="seed-burst-tokens.yaml", overrides=SCALE_SET)
+    binding = loads(text + TOKENS % BINDING, file="seed-burst-binding.yaml", overrides=SCALE_SET)
+    return plain, fair, binding
 
 
 def interleaved_best(fns: list, repeat: int) -> list[tuple[float, int]]:  # type: ignore[type-arg]
@@ -381,10 +387,13 @@ def main() -> None:
         f"scaling on, hpa 300-600    {mov:>10,.0f} arrivals/s   {mov / off:.2f}x  (more work"
         " admitted)"
     )
-    plain, fair = tenant_profiles()
-    (t_off, _), (t_on, _) = interleaved_best([run(plain), run(fair)], args.repeat)
+    plain, fair, binding = tenant_profiles()
+    (t_off, _), (t_on, _), (t_bind, _) = interleaved_best(
+        [run(plain), run(fair), run(binding)], args.repeat
+    )
     print(f"8 tenants, no tokens:      {t_off:>10,.0f} arrivals/s   1.00x")
     print(f"8 tenants, token_fair      {t_on:>10,.0f} arrivals/s   {t_on / t_off:.2f}x")
+    print(f"  and a budget that binds  {t_bind:>10,.0f} arrivals/s   {t_bind / t_off:.2f}x")
     if args.skip_hour:
         return
     hours({"head": ROOT})

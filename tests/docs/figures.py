@@ -165,6 +165,35 @@ def _noisy_gap() -> str:
     return f"{min(a - b for a, b in zip(noisy('token_fair'), noisy('fifo'), strict=True)):.3f}"
 
 
+@functools.cache
+def agent_tpm(cost: str) -> dict[str, Any]:
+    """agent-context-tpm over 20 seeds with its own cost (``cached``: the cached input at a
+    tenth) or ``total_tokens`` (its naive variant: every token in full)."""
+    out = _tmp() / f"agent-tpm-{cost}"
+    args = [] if cost == "cached" else ["--set", f"tokens.cost={cost}"]
+    harness(
+        "sim", "scenarios/agent-context-tpm", "--seeds", "20", "--no-report",
+        "--out", str(out), *args,
+    )  # fmt: skip
+    return dict(json.loads((out / "aggregate.json").read_text()))
+
+
+def _agent_tpm(cost: str, figure: str, fmt: Callable[[float], str]) -> str:
+    m = _metric(agent_tpm(cost), figure)
+    return f"{fmt(m['min'])}-{fmt(m['max'])}"
+
+
+def _agent_tpm_expired(cost: str) -> str:
+    """The share of admitted sessions that waited out their max wait for the budget, per
+    seed: its range in percent."""
+    m = agent_tpm(cost)["metrics"]
+    xs = [
+        e / a
+        for e, a in zip(m["counts.expired"]["values"], m["counts.admitted"]["values"], strict=True)
+    ]
+    return f"{100 * min(xs):.0f}-{100 * max(xs):.0f}"
+
+
 def _sweep_json(name: str, *args: str) -> dict[str, Any]:
     out = _tmp() / name
     harness("sweep", *args, "--out", str(out))
@@ -303,6 +332,21 @@ FIGURES: dict[str, Callable[[], str]] = {
     "tpm_naive_honesty": lambda: _tpm("60", "honesty", lambda x: f"{x:.2f}"),
     "tpm_naive_wasted": lambda: _tpm("60", "wasted_wait_s", lambda x: f"{x:,.0f}"),
     "tpm_refill_honesty": lambda: _tpm("refill", "honesty", lambda x: f"{x:.2f}"),
+    "agent_tpm_expired": lambda: _agent_tpm_expired("cached"),
+    "agent_tpm_peak": lambda: _agent_tpm(
+        "cached", "token_ledger.budgets.tenant.peak_level", lambda x: f"{x:,.0f}"
+    ),
+    "agent_tpm_p95": lambda: _agent_tpm("cached", "turnaround_s.p95", lambda x: f"{x:.0f}"),
+    "agent_tpm_cached_share": lambda: _agent_tpm(
+        "cached", "token_ledger.sessions.cached_share", lambda x: f"{100 * x:.0f}"
+    ),
+    "agent_tpm_naive_expired": lambda: _agent_tpm_expired("total_tokens"),
+    "agent_tpm_naive_wait": lambda: _agent_tpm(
+        "total_tokens", "queue_wait_s.p95", lambda x: f"{x:.0f}"
+    ),
+    "agent_tpm_naive_peak": lambda: _agent_tpm(
+        "total_tokens", "token_ledger.budgets.tenant.peak_level", lambda x: f"{x:,.0f}"
+    ),
     "install_sweep_rec": lambda: str(sweep_2_40()["recommendation"]["values"][AGE]),
 }
 

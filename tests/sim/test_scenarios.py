@@ -38,6 +38,7 @@ NAIVE: dict[str, list[str]] = {
     "mid-session-429": ["classes.agent.job.on_turn_failure=fail"],
     "tpm-storm": ["upstream.limits.retry_after=60"],
     "noisy-neighbour": ["tokens.order=fifo"],
+    "agent-context-tpm": ["tokens.cost=total_tokens"],
 }
 SCENARIOS = sorted(p.stem for p in (bundled_dir() / "scenarios").glob("*.yaml"))
 
