@@ -222,11 +222,10 @@ class RunCore:
             client_retries=None if retried is None else retried.total,
             retry_after=retry_after,
             fairness=eng.queue.fair,
+            token_ledger=None if eng.tokens is None else token_ledger(eng.tokens, self.profile),
         )
         if trace is not None:
             summary["trace"] = trace.copy()
-        if eng.tokens is not None:
-            summary["token_ledger"] = token_ledger(eng.tokens, self.profile)
         if extra:  # top-level keys of the driver's own (Summary's, e.g. proxy_turnaround_s)
             cast("dict[str, Any]", summary).update(extra)
         self.wall_s = time.perf_counter() - self._wall0

@@ -341,6 +341,9 @@ def live_summary(
         fairness = proxy.get("fairness")
         if fairness is not None:  # tokens: the proxy's engine ordered its queue
             summary["fairness"] = fairness
+        ledger = proxy.get("token_ledger")
+        if ledger is not None:  # tokens: the proxy's engine charged the budgets
+            summary["token_ledger"] = ledger
     if trace is not None:
         summary["trace"] = trace.copy()
     if retry_after is not None:

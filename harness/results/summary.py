@@ -23,7 +23,7 @@ import orjson
 import harness
 from harness.engine.fairness import FairLedger, jain
 from harness.ground.atomic import write_atomic
-from harness.ground.summary_shape import RetryAfterRule
+from harness.ground.summary_shape import RetryAfterRule, TokenLedger
 from harness.profile import Profile, to_dict
 from harness.recording.quantiles import percentiles, quantile_runs
 from harness.recording.stats import Collector, Tally
@@ -267,6 +267,7 @@ def build(
     jobs: Jobs | None = None,
     retry_after: Mapping[str, RetryAfterRule] | None = None,
     fairness: FairLedger | None = None,
+    token_ledger: TokenLedger | None = None,
 ) -> Summary:
     """summary.json for the run core (sim and proxy). ``token_figures``: the simulated
     upstream's ``ttft_s``, ``itl_s`` and ``output_tokens_per_s`` (:func:`token_fields`) when it
@@ -276,7 +277,9 @@ def build(
     shape: the key is absent otherwise. ``retry_after``: the callers' Retry-After honesty per
     rule (``workload.honesty``), only with upstream.limits: the key is absent otherwise.
     ``fairness``: the engine's token ledger (a profile with ``tokens:``), made into the
-    ``fairness`` block (:func:`fairness_fields`)."""
+    ``fairness`` block (:func:`fairness_fields`). ``token_ledger``: the budgets' and usage's
+    block (a profile with ``tokens:``). Both are in place before the thresholds, which may
+    name them."""
     counts: Counts = {
         "scheduled": scheduled,
         "arrivals": col.arrivals,
@@ -342,6 +345,8 @@ def build(
         summary["retry_after"] = {k: v.copy() for k, v in retry_after.items()}
     if fairness is not None and profile.tokens is not None:
         summary["fairness"] = fairness_fields(profile.tokens.order, fairness, by_tenant)
+    if token_ledger is not None:
+        summary["token_ledger"] = token_ledger
     if token_figures is not None:  # the keys above, in place
         summary["ttft_s"] = token_figures["ttft_s"]
         summary["itl_s"] = token_figures["itl_s"]

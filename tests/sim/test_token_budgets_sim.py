@@ -103,3 +103,12 @@ def test_a_fixed_window_run_started_at_another_second_of_the_minute_differs() ->
     assert on_the_minute["arrivals"] == late["arrivals"]
     assert on_the_minute["rejected"] > 0 and late["rejected"] > 0
     assert on_the_minute["rejected"] != late["rejected"]
+
+
+def test_a_threshold_may_name_the_token_ledger() -> None:
+    """token_ledger is in place before the thresholds are judged (it was added after them, so
+    a threshold on it failed as 'not in the results' though validation took it)."""
+    p = loads(PROFILE + "thresholds: ['token_ledger.budgets.tpm.rejected >= 1']\n", file="t.yaml")
+    s = simulate(p, 2).summary
+    (row,) = [t for t in s["thresholds"] if t["expr"].startswith("token_ledger")]
+    assert row["ok"] is True and row["value"] == s["token_ledger"]["budgets"]["tpm"]["rejected"]

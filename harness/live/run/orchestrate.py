@@ -167,7 +167,7 @@ def _notes(run: LiveSettings, console: Console) -> None:
         console.print(
             f"[yellow]warning:[/] {where} charge each answer's usage: a target that reports "
             "none (a stream without its usage chunk) leaves them under-counting; the proxy "
-            "counts such answers in proxy.token_ledger.answers_without_usage"
+            "counts such answers in token_ledger.answers_without_usage"
         )
     up = sorted({f.kind for f in run.profile.faults if f.kind in UPSTREAM_FAULTS})
     if up:

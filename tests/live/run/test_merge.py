@@ -552,8 +552,11 @@ def test_the_proxys_fairness_block_is_the_live_runs(tmp_path: Path) -> None:
     }
     tenant = {"service": 10.0, "service_backlogged": 5.0, "weight": 1.0, "wait_p95_s": 0.1}
     fairness = {"order": "token_fair", "index": 1.0, "tenants": {"default": tenant}}
-    summary = {"complete": True, "counts": counts, "fairness": fairness}
+    ledger = {"charged": {"input": 10, "cached": 0, "output": 5, "cost": 15.0}}
+    summary = {"complete": True, "counts": counts, "fairness": fairness, "token_ledger": ledger}
     (proxy / "summary.json").write_bytes(orjson.dumps(summary))
     s = run_merge(tmp_path, recs, proxy_dir=proxy)
     assert s["fairness"] == fairness  # the proxy's engine ordered the queue: its figures
-    assert "fairness" not in run_merge(tmp_path, recs)  # no proxy, no queue of ours
+    assert s["token_ledger"] == ledger  # and charged the budgets
+    plain = run_merge(tmp_path, recs)
+    assert "fairness" not in plain and "token_ledger" not in plain  # no proxy, no queue of ours
