@@ -307,7 +307,7 @@ def session_plan(profile: Profile, seed: int) -> list[tuple[Arrival, TracedSessi
     job = session_replay(profile) == "job"
     out: list[tuple[Arrival, TracedSession]] = []
     index = 1
-    for sess in read_sessions(profile):
+    for sess in read_sessions(profile, seed):
         t, classes, toks, gaps, _name = sess
         cls = classes[0]
         c = profile.classes[cls]

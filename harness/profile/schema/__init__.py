@@ -164,6 +164,17 @@ class TraceOptions:
             ),
         ),
     )
+    sample: float | None = field(
+        default=None,
+        metadata=_c(
+            gt=0,
+            le=1,
+            doc=(
+                "format copilot_agent: keep this share of the sessions, chosen by a hash of the"
+                " session id and the seed; null: every session"
+            ),
+        ),
+    )
     classes: TraceClasses | None = field(
         default=None,
         metadata=_c(doc="how a trace row picks its class; without it every row is the first class"),
@@ -223,12 +234,12 @@ class Arrivals:
             ),
         ),
     )
-    format: Literal["csv", "azure", "burstgpt", "mooncake"] = field(
+    format: Literal["csv", "azure", "burstgpt", "mooncake", "copilot_agent"] = field(
         default="csv",
         metadata=_c(
             doc=(
                 "process trace: the file's format: csv (plain t[,class,tenant] CSV, or JSONL),"
-                " azure, burstgpt, mooncake"
+                " azure, burstgpt, mooncake, copilot_agent (a file or a folder of shards)"
             )
         ),
     )
