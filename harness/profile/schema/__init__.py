@@ -184,7 +184,8 @@ class TraceOptions:
         metadata=_c(
             doc=(
                 "format mooncake: group records into sessions by a key (or a parent chain) and"
-                " replay each as one agent job or closed-loop; null: every record is a job"
+                " replay each as one agent job or closed-loop; null: every record is a job;"
+                " format copilot_agent (one session a line): required, key: session_id"
             )
         ),
     )
