@@ -31,6 +31,7 @@ import io
 import json
 import math
 import zlib
+from array import array
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -43,7 +44,11 @@ from harness.profile.walk import ProfileError
 from harness.upstream_model.draws import fmix32
 
 # one session: absolute start (s), reading order, classes, (prompt, output), gaps, name
-_Kept = tuple[float, int, tuple[str, ...], tuple[tuple[int, int], ...], tuple[float, ...], str]
+# one kept session, compact (about 24 bytes a call, not ~160 as tuples of Python numbers): its
+# absolute start (s), reading order, classes (None: every call the first class), prompt and
+# output tokens, gaps (s), name
+_Kept = tuple[float, int, tuple[str, ...] | None, "array[int]", "array[int]", "array[float]", str]
+TracedSession = tuple[float, tuple[str, ...], tuple[tuple[int, int], ...], tuple[float, ...], str]
 
 MANIFEST: Final = "manifest.json"
 _MS_FROM: Final = 1e11  # an epoch number at or past this is milliseconds (1e11 s: year 5138)
@@ -294,11 +299,10 @@ def _classes(
     return tuple(out)
 
 
-def read_copilot_sessions(
-    profile: Profile, seed: int | None = None
-) -> list[tuple[float, tuple[str, ...], tuple[tuple[int, int], ...], tuple[float, ...], str]]:
+def read_copilot_sessions(profile: Profile, seed: int | None = None) -> Iterator[TracedSession]:
     """The trace's sessions (kept by ``trace.sample`` for ``seed``: the profile's by default),
-    by start time (then reading order), windowed and rescaled, cut at ``duration_s``."""
+    by start time (then reading order), windowed and rescaled, cut at ``duration_s``. Every
+    shard is read and checked before this returns; the sessions are made as they are taken."""
     a = profile.arrivals
     path = a.file or ""
     opts = a.trace
@@ -309,7 +313,6 @@ def read_copilot_sessions(
     kept_: list[_Kept] = []
     t0 = math.inf
     seen = 0
-    zero = 0.0
     for shard, n, obj in _records(path):
         try:
             sid, calls, tools = parse_session(obj)
@@ -320,9 +323,11 @@ def read_copilot_sessions(
             t0 = min(t0, start)
             if not kept(sid, opts.sample, s):
                 continue
-            classes = _classes(opts.classes, first, calls, "turns.*.llm_calls.")
-            toks = tuple((c[2], c[3]) for c in calls)
-            gaps = tuple(tools.get(c[1], zero) for c in calls[:-1])
+            rule = opts.classes
+            classes = None if rule is None else _classes(rule, first, calls, "turns.*.llm_calls.")
+            prompts = array("q", [c[2] for c in calls])
+            outputs = array("q", [c[3] for c in calls])
+            gaps = array("d", [tools.get(c[1], 0.0) for c in calls[:-1]])
             if job and sum(gaps) > MAX_TIME_S:
                 raise Bad(
                     "tool_batches",
@@ -331,7 +336,7 @@ def read_copilot_sessions(
                 )
         except Bad as e:
             raise ProfileError(shard, n, e.field, f"bad trace row: {e}") from None
-        kept_.append((start, len(kept_), classes, toks, gaps, sid))
+        kept_.append((start, len(kept_), classes, prompts, outputs, gaps, sid))
     if seen == 0:
         raise ProfileError(path, None, "arrivals.file", "the trace has no records")
     lo, hi = 0.0, math.inf
@@ -357,10 +362,24 @@ def read_copilot_sessions(
         raise ProfileError(
             path, None, f"arrivals.trace.{field}", "too small: the rescaled times overflow"
         )
-    out = []
-    for start, _i, classes, toks, gaps, sid in inside:
-        t = (start - t0 - lo) * scale
-        if t >= profile.duration_s:
-            break
-        out.append((t, classes, toks, gaps, sid))
-    return out
+    return _sessions(inside, t0 + lo, scale, profile.duration_s, first)
+
+
+def _sessions(
+    inside: list[_Kept], origin: float, scale: float, duration_s: float, first: str
+) -> Iterator[TracedSession]:
+    """The kept sessions as :data:`TracedSession` tuples, made one at a time as the schedule
+    takes them (a replayed job's are freed when it ends: the whole trace is never held as
+    Python numbers)."""
+    for start, _i, classes, prompts, outputs, gaps, sid in inside:
+        t = (start - origin) * scale
+        if t >= duration_s:
+            return
+        n = len(prompts)
+        yield (
+            t,
+            classes if classes is not None else (first,) * n,
+            tuple(zip(prompts, outputs, strict=True)),
+            tuple(gaps),
+            sid,
+        )

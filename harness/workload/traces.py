@@ -28,7 +28,7 @@ import csv
 import json
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import date
 from itertools import pairwise
 from typing import Final
@@ -428,12 +428,13 @@ def _session_names(
     return names
 
 
-def read_sessions(profile: Profile, seed: int | None = None) -> list[TracedSession]:
+def read_sessions(profile: Profile, seed: int | None = None) -> Iterable[TracedSession]:
     """A session trace's sessions (``arrivals.trace.sessions``), by their first record's time
     (then line): the file may list them one after another, each session's own records in time
     order. Window and rescale act on records (a session keeps those in the window); a session
     whose first record is at or after ``duration_s`` is dropped. A format of one session a
-    line (copilot_agent) is read by its own reader, which samples by ``seed``."""
+    line (copilot_agent) is read by its own reader, which samples by ``seed`` and makes each
+    session as it is taken (the file is read and checked whole before it returns)."""
     a = profile.arrivals
     path = a.file or ""
     opts = a.trace
