@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Final
 
 from harness.profile.schema import Latency, Profile
+from harness.profile.schema.arrival_kinds import SESSION_SHARDS, TRACE_FORMATS
 from harness.profile.schema.fields import MAX_ARRIVALS, MAX_PROMPT_CHARS, MAX_TIME_S
 
 MAX_TRACE_BYTES: Final = 256 << 20  # an arrivals.file is read whole: ~10 M rows
@@ -72,7 +73,9 @@ def expected_arrivals(p: Profile) -> float:
 def check_bounds(p: Profile, err: Err) -> None:
     a = p.arrivals
     if a.process == "trace":
-        _check_trace(a.file or "", err)
+        # a folder of shards (format copilot_agent) is read shard by shard, streaming
+        folder = TRACE_FORMATS[a.format].layout == SESSION_SHARDS and Path(a.file or "").is_dir()
+        _check_trace(a.file or "", err, folder=folder)
     else:
         for i, ph in enumerate(a.phases):
             if ph.until_s > p.duration_s:
@@ -110,12 +113,14 @@ def check_bounds(p: Profile, err: Err) -> None:
             )
 
 
-def _check_trace(file: str, err: Err) -> None:
+def _check_trace(file: str, err: Err, *, folder: bool = False) -> None:
     path = Path(file)
     try:
         st = path.stat()
     except OSError as e:
         raise err("arrivals.file", f"cannot read trace {file}: {e.strerror or e}") from None
+    if folder:
+        return
     if not path.is_file():
         raise err("arrivals.file", f"{file} is not a regular file")
     if not os.access(path, os.R_OK):

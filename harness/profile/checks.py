@@ -13,7 +13,7 @@ from harness.profile.schema import (
     Profile,
     TurnRange,
 )
-from harness.profile.schema.arrival_kinds import PROCESSES, TRACE_FORMATS, spoken
+from harness.profile.schema.arrival_kinds import PROCESSES, SESSION_SHARDS, TRACE_FORMATS, spoken
 from harness.profile.schema.fields import MAX_TOKENS
 from harness.profile.schema.upstream import (
     LATENCY_FIELDS,
@@ -158,6 +158,26 @@ def check_trace_options(ctx: Ctx, p: Profile) -> None:
         )
     if t.speedup is not None and t.rate_per_s is not None:
         raise ctx.err("arrivals.trace.rate_per_s", "give speedup or rate_per_s, not both")
+    one_a_line = fmt.layout == SESSION_SHARDS
+    if t.sample is not None and not one_a_line:
+        shards = spoken([n for n, f in TRACE_FORMATS.items() if f.layout == SESSION_SHARDS])
+        raise ctx.err("arrivals.trace.sample", f"samples sessions of format: {shards} only")
+    if one_a_line and t.sessions is None:
+        raise ctx.err(
+            "arrivals.trace.sessions",
+            f"a {a.format} trace is sessions: give sessions: {{key: {fmt.header[0]}}} "
+            "(replay: job or closed_loop)",
+        )
+    if (
+        one_a_line
+        and t.sessions is not None
+        and (t.sessions.key != fmt.header[0] or t.sessions.parent is not None)
+    ):
+        raise ctx.err(
+            "arrivals.trace.sessions.key",
+            f"a {a.format} trace keys its sessions by {fmt.header[0]} (one session a line, "
+            "no parent)",
+        )
     check_trace_sessions(ctx, p)
     rule, where = t.classes, "arrivals.trace.classes"
     if rule is None:

@@ -247,7 +247,7 @@ def schedule_chunks(profile: Profile, seed: int | None = None) -> Iterator[list[
                 yield out
         return
     if session_replay(profile) is not None:
-        for a, _sess in session_plan(profile, s):
+        for a, _sess in session_arrivals(profile, s):
             out.append(a)
             if len(out) >= _CHUNK:
                 yield out
@@ -297,17 +297,22 @@ def session_replay(profile: Profile) -> str | None:
 
 
 def session_plan(profile: Profile, seed: int) -> list[tuple[Arrival, TracedSession]]:
+    """:func:`session_arrivals`, all of them (closed-loop replay looks sessions up by index)."""
+    return list(session_arrivals(profile, seed))
+
+
+def session_arrivals(profile: Profile, seed: int) -> Iterator[tuple[Arrival, TracedSession]]:
     """A session trace's sessions and the arrival each starts with: replayed as a job, the
     whole session (turns and tool times from its records, ids ``r-000001`` on); closed-loop,
     its first record, each record of a session numbered after the one before (so ids are
     unique: a session of 3 records from ``r-000004`` has ``r-000004`` to ``r-000006``).
-    Tenant and key are drawn once per session."""
+    Tenant and key are drawn once per session. Made one by one as they are taken: the
+    schedule holds only what the run has not consumed."""
     prio = {n: PRIORITY_OF[c.priority] for n, c in profile.classes.items()}
     pool_rng = stream(seed, "pools")
     job = session_replay(profile) == "job"
-    out: list[tuple[Arrival, TracedSession]] = []
     index = 1
-    for sess in read_sessions(profile):
+    for sess in read_sessions(profile, seed):
         t, classes, toks, gaps, _name = sess
         cls = classes[0]
         c = profile.classes[cls]
@@ -316,9 +321,8 @@ def session_plan(profile: Profile, seed: int) -> list[tuple[Arrival, TracedSessi
         a = Arrival(index, t, cls, prio[cls], ten, key, c.deadline_s, toks[0][0], toks[0][1])
         if job:
             a.turns, a.tool_s, a.session = len(toks), gaps, toks
-        out.append((a, sess))
+        yield a, sess
         index += 1 if job else len(toks)
-    return out
 
 
 def check_rows(profile: Profile) -> None:

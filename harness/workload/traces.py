@@ -15,7 +15,9 @@ Each row is one arrival with its prompt and output token counts. The reader:
    R. Nothing is thinned: every row in the window is an arrival;
 4. drops what falls at or after ``duration_s``, as the plain trace reader does.
 
-A JSONL session trace (``trace.sessions``) is read by :func:`read_sessions`: records grouped by
+The GitHub Copilot coding-agent trace (one session a line, gzip shards) is read by
+:mod:`harness.workload.copilot_trace`. A JSONL session trace (``trace.sessions``) is read by
+:func:`read_sessions`: records grouped by
 a key or parent chain, each session's records in time order (the file need not be), windowed
 and rescaled as records, one :data:`TracedSession` per session (docs/profiles.md).
 """
@@ -26,16 +28,23 @@ import csv
 import json
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import date
 from itertools import pairwise
 from typing import Final
 
 from harness.profile import trace_bytes
 from harness.profile.schema import Profile, TraceClasses, TraceOptions, TraceSessions
-from harness.profile.schema.arrival_kinds import JSONL, TICKS, TRACE_FORMATS, public_trace
+from harness.profile.schema.arrival_kinds import (
+    JSONL,
+    SESSION_SHARDS,
+    TICKS,
+    TRACE_FORMATS,
+    public_trace,
+)
 from harness.profile.schema.fields import MAX_TIME_S
 from harness.profile.walk import ProfileError
+from harness.workload.copilot_trace import read_copilot_sessions
 
 # offset_s, class, prompt tokens, output tokens
 TracedRow = tuple[float, str, int, int]
@@ -419,15 +428,19 @@ def _session_names(
     return names
 
 
-def read_sessions(profile: Profile) -> list[TracedSession]:
+def read_sessions(profile: Profile, seed: int | None = None) -> Iterable[TracedSession]:
     """A session trace's sessions (``arrivals.trace.sessions``), by their first record's time
     (then line): the file may list them one after another, each session's own records in time
     order. Window and rescale act on records (a session keeps those in the window); a session
-    whose first record is at or after ``duration_s`` is dropped."""
+    whose first record is at or after ``duration_s`` is dropped. A format of one session a
+    line (copilot_agent) is read by its own reader, which samples by ``seed`` and makes each
+    session as it is taken (the file is read and checked whole before it returns)."""
     a = profile.arrivals
     path = a.file or ""
     opts = a.trace
     assert opts is not None and opts.sessions is not None
+    if TRACE_FORMATS[a.format].layout == SESSION_SHARDS:
+        return read_copilot_sessions(profile, seed)
     text = _read_text(path, a.format)
     objs: list[dict[str, object]] = []
     raw = _read_jsonl(path, text, objs)

@@ -58,7 +58,7 @@ from harness.ground.text_tokens import CHARS_PER_TOKEN, prompt_tokens
 from harness.live.load.dialect import request_body, wire_headers, wire_path
 from harness.live.load.trace_bodies import ClassSizes, TracedBodies, traced_lengths
 from harness.profile import ClientRetry, Profile, loads, to_dict
-from harness.profile.schema.arrival_kinds import PROCESSES
+from harness.profile.schema.arrival_kinds import PROCESSES, SESSION_SHARDS, TRACE_FORMATS
 from harness.wire import WAIT_HEADER, parse_retry_after, parse_wait
 from harness.workload.arrivals import Arrival, schedule
 from harness.workload.callers import retry_delay, should_retry_header
@@ -100,7 +100,9 @@ def make_config(
     """The run config the Locust side reads. Holds the NAMES of the variables that hold the
     key and any secret header or query value (in ``profile.wire``), never a value."""
     trace = None
-    if PROCESSES[profile.arrivals.process].reads_file and profile.arrivals.file:
+    # a sharded session trace (a folder, gzip) is read in place, streaming: not copied as text
+    sharded = TRACE_FORMATS[profile.arrivals.format].layout == SESSION_SHARDS
+    if PROCESSES[profile.arrivals.process].reads_file and profile.arrivals.file and not sharded:
         f = Path(profile.arrivals.file)
         trace = {"text": f.read_text(), "suffix": f.suffix}
     return {

@@ -164,6 +164,17 @@ class TraceOptions:
             ),
         ),
     )
+    sample: float | None = field(
+        default=None,
+        metadata=_c(
+            gt=0,
+            le=1,
+            doc=(
+                "format copilot_agent: keep this share of the sessions, chosen by a hash of the"
+                " session id and the seed; null: every session"
+            ),
+        ),
+    )
     classes: TraceClasses | None = field(
         default=None,
         metadata=_c(doc="how a trace row picks its class; without it every row is the first class"),
@@ -173,7 +184,8 @@ class TraceOptions:
         metadata=_c(
             doc=(
                 "format mooncake: group records into sessions by a key (or a parent chain) and"
-                " replay each as one agent job or closed-loop; null: every record is a job"
+                " replay each as one agent job or closed-loop; null: every record is a job;"
+                " format copilot_agent (one session a line): required, key: session_id"
             )
         ),
     )
@@ -223,12 +235,12 @@ class Arrivals:
             ),
         ),
     )
-    format: Literal["csv", "azure", "burstgpt", "mooncake"] = field(
+    format: Literal["csv", "azure", "burstgpt", "mooncake", "copilot_agent"] = field(
         default="csv",
         metadata=_c(
             doc=(
                 "process trace: the file's format: csv (plain t[,class,tenant] CSV, or JSONL),"
-                " azure, burstgpt, mooncake"
+                " azure, burstgpt, mooncake, copilot_agent (a file or a folder of shards)"
             )
         ),
     )

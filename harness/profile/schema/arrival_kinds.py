@@ -19,6 +19,7 @@ from typing import Final
 PLAIN: Final = "plain"  # t[,class,tenant] CSV with a header, or JSONL by the file's suffix
 TABLE: Final = "table"  # a CSV whose header names the columns
 JSONL: Final = "jsonl"  # one JSON object a line
+SESSION_SHARDS: Final = "session_shards"  # one session a JSON line; gzip shards, a day's folder
 # How a process draws the gaps between arrivals (harness.workload.arrivals._times).
 EXPONENTIAL: Final = "exponential"  # memoryless: a Poisson process
 EVEN: Final = "even"  # one gap, 1/rate, every time
@@ -61,6 +62,17 @@ _BURSTGPT: Final = (
     "Log Type",
 )
 _MOONCAKE: Final = ("timestamp", "input_length", "output_length")
+# a session's keys, then the keys (by their path in a call) each model call has
+_COPILOT: Final = (
+    "session_id",
+    "turns",
+    "llm_calls",
+    "timestamp",
+    "duration_ms",
+    "tokens.prompt",
+    "tokens.completion",
+    "model",
+)
 
 TRACE_FORMATS: Final[dict[str, TraceFormat]] = {
     f.name: f
@@ -98,6 +110,22 @@ TRACE_FORMATS: Final[dict[str, TraceFormat]] = {
             prompt=_MOONCAKE[1],
             output=_MOONCAKE[2],
             unit=1000,
+            sessions=True,
+        ),
+        TraceFormat(
+            name="copilot_agent",
+            layout=SESSION_SHARDS,
+            spelled=(
+                "GitHub Copilot coding-agent sessions (one JSON object a line with "
+                + ", ".join(_COPILOT[:2])
+                + "; .jsonl, .jsonl.gz or a folder of shard-*.jsonl.gz)"
+            ),
+            header=_COPILOT,
+            time="timestamp",
+            prompt="tokens.prompt",
+            output="tokens.completion",
+            unit=1,
+            labels={"model": "model"},
             sessions=True,
         ),
     )
