@@ -37,6 +37,7 @@ from harness.engine.events import (
     Failed,
     Finished,
     Reject,
+    ToolTimes,
 )
 from harness.ground.text_tokens import CHARS_PER_TOKEN, content_chars, prompt_tokens
 from harness.live.proxy.acks import AckLoss
@@ -107,7 +108,7 @@ class ProxyApp(Answers):
         self.counting = driver.profile.tokens is not None
         # A session trace replayed as jobs: each session's turns, tool times and records, by
         # the request id the load generator sends (the schedule's).
-        self.traced: dict[str, tuple[int, tuple[float, ...], tuple[tuple[int, int], ...]]] = {}
+        self.traced: dict[str, tuple[int, ToolTimes, tuple[tuple[int, int], ...]]] = {}
         if session_replay(driver.profile) == "job":
             for a, _ in session_plan(driver.profile, driver.seed):
                 if a.session is not None:
