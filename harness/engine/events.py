@@ -110,6 +110,9 @@ class Finished(Event):
 # A Failed reason that is not a failure of the work: the upstream did it, the answer was lost
 # (an ack_loss fault). The queue redelivers the job when its visibility timeout passes.
 ACK_LOST: Final = "upstream_ack_lost"
+# A Failed reason: an agent job's turn whose prompt would pass its class's context window
+# (classes.<c>.max_context_tokens); it is not sent, and no retry can fix it.
+CONTEXT_EXCEEDED: Final = "context_exceeded"
 
 
 class Failed(Event):

@@ -23,6 +23,7 @@ from mypy_extensions import i64
 from harness.engine.core import Engine
 from harness.engine.events import (
     ACK_LOST,
+    CONTEXT_EXCEEDED,
     Action,
     AnswerStarts,
     Complete,
@@ -550,7 +551,7 @@ class _Run:
                 id=rid,
                 reason=failure,
                 retry_after_s=ra,
-                retryable=failure not in MID_STREAM,
+                retryable=failure not in MID_STREAM and failure != CONTEXT_EXCEEDED,
                 attempt=attempt,
             ),
             now,

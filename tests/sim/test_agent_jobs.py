@@ -359,3 +359,55 @@ def test_every_jobs_figure_may_be_named_by_a_threshold() -> None:
 
     jobs = simulate(loads(AGENT), 4, with_timeline=False).summary["jobs"]
     assert paths(jobs) == paths(_SHAPE["jobs"])
+
+
+WINDOW = """
+name: window
+duration_s: 60
+seed: 2
+arrivals: {phases: [{until_s: 60, rate_per_s: 0.5}]}
+classes:
+  agent:
+    weight: 1
+    max_context_tokens: 2000
+    prompt_tokens: {dist: fixed, value: 400}
+    completion_tokens: {dist: fixed, value: 300}
+    job: {turns: 6, new_input_tokens: 200, shared_prefix_tokens: 100, on_turn_failure: POLICY}
+upstream: {latency: {dist: fixed, value_s: 0.5}, timeout_s: 30}
+engine: {executors: {initial: 20}}
+"""
+
+
+@pytest.mark.parametrize("policy", ["retry", "fail", "end"])
+def test_a_turn_past_the_context_window_fails_and_ends_the_session(
+    tmp_path: Path, policy: str
+) -> None:
+    """Prompts of 500, 1000, 1500, 2000, then 2500 tokens: turn 4 passes the window of 2000.
+    It is not sent and not retried (whatever on_turn_failure says): the job fails
+    context_exceeded after its 4 answered turns, or (end) completes early with them."""
+    from harness.sim.runner import run_to_folder
+
+    res = run_to_folder(loads(WINDOW.replace("POLICY", policy)), 2, tmp_path)
+    lines = [orjson.loads(x) for x in (tmp_path / "decisions.jsonl").read_bytes().splitlines()]
+    arrived = {x["id"] for x in lines if x["kind"] == "admission"}
+    assert arrived and not any(x["kind"] == "backoff" for x in lines)
+    assert all(x.get("turn", 0) <= 4 for x in lines if x["kind"] == "dispatch")
+    counts = res.summary["counts"]
+    if policy == "end":
+        ended = [x for x in lines if x["kind"] == "complete"]
+        assert {x["id"] for x in ended} == arrived and {x["reason"] for x in ended} == {
+            "ended_early"
+        }
+    else:
+        fails = [x for x in lines if x["kind"] == "fail"]
+        assert {x["id"] for x in fails} == arrived and counts["failed"] == len(arrived)
+        assert {(x["reason"], x["attempts"]) for x in fails} == {("context_exceeded", 5)}
+
+
+def test_the_default_context_window_is_the_stubs_body_limit_in_tokens() -> None:
+    from harness.ground.text_tokens import CHARS_PER_TOKEN
+    from harness.stub.state import DEFAULT_MAX_BODY_BYTES
+
+    prof = loads(AGENT)
+    assert prof.classes["agent"].max_context_tokens is None  # unset: left out of the summary
+    assert prof.context_window("agent") == DEFAULT_MAX_BODY_BYTES // CHARS_PER_TOKEN

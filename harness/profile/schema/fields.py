@@ -32,6 +32,10 @@ MAX_TURNS: Final = 10_000
 # lines written), so the calls are bounded as the arrivals are
 MAX_MODEL_CALLS: Final = 20_000_000
 MAX_SEED: Final = 2**63 - 1
+# classes.<c>.max_context_tokens by default: the bundled stub's 1 MiB body limit (it answers
+# 413 past it) at ~4 characters a token, so an agent session the stub would refuse fails its
+# turn in the simulation too (harness.ground.text_tokens)
+DEFAULT_MAX_CONTEXT_TOKENS: Final = (1 << 20) // 4
 # a lognormal's sigma (latencies, token counts, the tokens model's jitter): its mean is
 # median * exp(sigma^2 / 2), past a float at sigma ~37.7; at 10 a draw's p99 is already
 # exp(23), 10^10 times its median, and the mean and every draw stay far inside a float
