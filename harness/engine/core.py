@@ -51,6 +51,7 @@ from harness.engine.events import (
     StopAdmitting,
     Tick,
     TurnDone,
+    tool_time,
 )
 from harness.engine.jobs import (
     DONE,
@@ -287,7 +288,7 @@ class Engine(Scheduler):
             cost.accrue(now, len(self.pool.execs))
         self._breaker_record(now, True, out)
         k = job.turn
-        tool = job.tool_s[k] if k < len(job.tool_s) else 0.0
+        tool = tool_time(job.tool_s, k)  # drawn now, when turn k ends
         out.append(TurnDone(id=job.id, turn=k, service_s=call_s, tool_s=tool))
         job.turn = k + 1
         job.state = TOOL

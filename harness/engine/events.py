@@ -10,6 +10,7 @@ Priorities are small ints on the hot path: 0 critical, 1 standard, 2 batch.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final
 
 CRITICAL: Final = 0
@@ -26,12 +27,26 @@ class Event:
     __slots__ = ()
 
 
+ToolTimes = tuple[float, ...] | Callable[[int], float]
+"""An agent job's tool times: a tuple known up front (a traced session's gaps), or a function
+of the turn ``k`` that draws turn k's tool time when turn k ends (the drawn job shapes:
+``harness.workload.job_shape``), so a job's tool times are never all held at once."""
+
+
+def tool_time(tool_s: ToolTimes, k: int) -> float:
+    """The tool time after turn ``k`` (0-based); a tuple's missing ones are 0."""
+    if isinstance(tool_s, tuple):
+        return tool_s[k] if k < len(tool_s) else 0.0
+    return tool_s(k)
+
+
 class Arrived(Event):
     """A logical request reached admission. ``deadline_s`` is the class's useful life.
     ``turns``: the model calls the job makes in one session (an agent job: more than one),
     ``tool_s`` the tool time after each turn but the last (``turns - 1`` of them; missing
-    ones are 0). ``prompt_tokens``: the prompt's tokens as the driver counted them before the
-    call (the live proxy from the body, the simulation from its draw; None: not counted);
+    ones are 0): a tuple, or a function of the turn drawing it when asked (:data:`ToolTimes`).
+    ``prompt_tokens``: the prompt's tokens as the driver counted them before the call (the
+    live proxy from the body, the simulation from its draw; None: not counted);
     ``output_tokens``: a completion length the driver already knows (a public trace's record;
     None otherwise) -- never an estimate admission may use, which is the class's expected
     completion."""
@@ -59,7 +74,7 @@ class Arrived(Event):
         key: str | None = None,
         deadline_s: float | None = None,
         turns: int = 1,
-        tool_s: tuple[float, ...] = (),
+        tool_s: ToolTimes = (),
         prompt_tokens: int | None = None,
         output_tokens: int | None = None,
     ) -> None:
@@ -95,6 +110,9 @@ class Finished(Event):
 # A Failed reason that is not a failure of the work: the upstream did it, the answer was lost
 # (an ack_loss fault). The queue redelivers the job when its visibility timeout passes.
 ACK_LOST: Final = "upstream_ack_lost"
+# A Failed reason: an agent job's turn whose prompt would pass its class's context window
+# (classes.<c>.max_context_tokens); it is not sent, and no retry can fix it.
+CONTEXT_EXCEEDED: Final = "context_exceeded"
 
 
 class Failed(Event):

@@ -17,6 +17,8 @@ from __future__ import annotations
 import math
 from typing import Final
 
+from harness.engine.events import ToolTimes
+
 WAITING: Final = 0
 RUNNING: Final = 1
 RETRY_WAIT: Final = 2
@@ -70,7 +72,7 @@ class Job:
         deadline_at: float | None,
         seq: int,
         turns: int = 1,
-        tool_s: tuple[float, ...] = (),
+        tool_s: ToolTimes = (),
     ) -> None:
         self.id = id
         self.cls = cls

@@ -14,9 +14,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
-from harness.profile.schema import Latency, Profile
+from harness.profile.schema import JobShape, Latency, Profile, TurnRange
 from harness.profile.schema.arrival_kinds import SESSION_SHARDS, TRACE_FORMATS
-from harness.profile.schema.fields import MAX_ARRIVALS, MAX_PROMPT_CHARS, MAX_TIME_S
+from harness.profile.schema.fields import (
+    MAX_ARRIVALS,
+    MAX_MODEL_CALLS,
+    MAX_PROMPT_CHARS,
+    MAX_TIME_S,
+    MAX_TURNS,
+)
 
 MAX_TRACE_BYTES: Final = 256 << 20  # an arrivals.file is read whole: ~10 M rows
 
@@ -58,6 +64,48 @@ def check_tool_time(lat: Latency, where: str, err: Err) -> None:
         )
 
 
+def call_mean_s(p: Profile, name: str) -> float:
+    """One model call's expected latency for class ``name`` (a ``tokens`` latency at the
+    class's expected prompt and output tokens, starting alone)."""
+    c = p.classes[name]
+    lat = c.latency or p.upstream.latency
+    return lat.mean(*p.expected_tokens(c)) if lat.dist == "tokens" else lat.mean()
+
+
+def check_job_bounds(p: Profile, name: str, job: JobShape, err: Err) -> None:
+    """An agent job's size, before anything is drawn: its turns at most MAX_TURNS, and its
+    expected slot time (E[turns] calls and E[turns] - 1 tool times) within a week, as every
+    time a profile names (the simulation runs until the last job ends)."""
+    where = f"classes.{name}.job"
+    high = job.turn_range()[1]
+    if high > MAX_TURNS:
+        field = f"{where}.turns.high" if isinstance(job.turns, TurnRange) else f"{where}.turns"
+        raise err(
+            field,
+            f"{high:,} turns; the limit is {MAX_TURNS:,} model calls in one session (its "
+            "history alone would pass any context window)",
+        )
+    slot = job.slot_s(call_mean_s(p, name))
+    if slot > MAX_TIME_S:
+        raise err(
+            where,
+            f"a job is expected to hold its slot {slot:,.0f} s (E[turns] {job.mean_turns():g} x "
+            "the call's mean latency, plus E[turns] - 1 mean tool times), past a week "
+            f"({MAX_TIME_S:,.0f} s): the simulation would run until those jobs end; fewer "
+            "turns or a shorter tool_s",
+        )
+
+
+def expected_calls(p: Profile, arrivals: float) -> float:
+    """The run's expected model calls: each class's share of ``arrivals`` (its weight) x its
+    expected turns (1 for a one-call class); retries aside."""
+    total = sum(c.weight for c in p.classes.values()) or 1.0
+    return sum(
+        arrivals * c.weight / total * (c.job.mean_turns() if c.job is not None else 1.0)
+        for c in p.classes.values()
+    )
+
+
 def expected_arrivals(p: Profile) -> float:
     """The integral of the phases' rates over [0, duration_s]: the schedule's expected size."""
     total = 0.0
@@ -93,6 +141,14 @@ def check_bounds(p: Profile, err: Err) -> None:
                 "arrivals.phases",
                 f"{n:,.0f} arrivals expected (the phases' rates x their lengths); the "
                 f"limit is {MAX_ARRIVALS:,} (about 210 bytes each in memory)",
+            )
+        calls = expected_calls(p, n)
+        if calls > MAX_MODEL_CALLS:
+            raise err(
+                "arrivals.phases",
+                f"{calls:,.0f} model calls expected ({n:,.0f} arrivals, each class's share "
+                f"x its expected turns); the limit is {MAX_MODEL_CALLS:,} (a call costs the "
+                "simulation about what an arrival does)",
             )
     ex = p.engine.executors
     if ex.initial == 0 and not p.engine.scaling.enabled:

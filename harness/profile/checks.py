@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from harness.profile.bounds import check_bounds, check_tool_time
+from harness.profile.bounds import check_bounds, check_job_bounds, check_tool_time
 from harness.profile.schema import (
     FAULT_REQUIRED,
     Fault,
@@ -381,6 +381,7 @@ def check_job(ctx: Ctx, p: Profile, name: str, job: JobShape) -> None:
             )
         check_latency(ctx, job.tool_s, f"{where}.tool_s")
         check_tool_time(job.tool_s, f"{where}.tool_s", ctx.err)
+    check_job_bounds(p, name, job, ctx.err)
     c = p.classes[name]
     if c.review:
         raise ctx.err(

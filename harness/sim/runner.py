@@ -23,6 +23,7 @@ from mypy_extensions import i64
 from harness.engine.core import Engine
 from harness.engine.events import (
     ACK_LOST,
+    CONTEXT_EXCEEDED,
     Action,
     AnswerStarts,
     Complete,
@@ -61,6 +62,7 @@ _TICK: Final = 2
 _METRICS: Final = 3
 _CLIENT: Final = 4
 _NEXT: Final = 5  # a closed-loop session's next record (workload.sessions)
+_POLL_MASK: Final = 0x3FFF  # stop is also asked every 16,384 events (_Run.loop)
 
 PLAYS: Final[frozenset[Play]] = frozenset((BLINDS, LOSES_ANSWER))
 """What the simulation plays of the harness's fault kinds (upstream_model.fault_kinds.spec):
@@ -218,11 +220,12 @@ def simulate(
     ``keep_requests`` keeps one record per ended request (``SimResult.collector.records``;
     written as requests.jsonl by :func:`run_to_folder`).
     ``progress(t)`` is called with the simulated time every 16,384 arrivals (long runs show a
-    progress bar). ``stop(t)`` is asked once per simulated second (a signal arrived: the CLI's hook;
-    a test's hook delivers one at a chosen time); when it answers True the run ends there, marked
-    incomplete, work in progress counted in flight. ``schedule_seed`` (default: the seed) draws the
-    arrivals alone: a live run of seed S sends seed S's schedule, and its spread is that of the
-    other draws (latencies, faults, jitter) over that one schedule.
+    progress bar). ``stop(t)`` is asked at each simulated second's end and every 16,384 events
+    (a signal arrived: the CLI's hook; a test's hook delivers one at a chosen time); when it
+    answers True the run ends there, marked incomplete, work in progress counted in flight.
+    ``schedule_seed`` (default: the seed) draws the arrivals alone: a live run of seed S sends
+    seed S's schedule, and its spread is that of the other draws (latencies, faults, jitter)
+    over that one schedule.
 
     The cyclic garbage collector is off for the run: it allocates millions of short-lived
     objects and makes no reference cycles, so the collector would only rescan the live ones
@@ -375,7 +378,16 @@ class _Run:
         agenda = self.agenda
         jobs = self.jobs
         actions: list[Action]
+        stop = self.stop
+        polls = 0
         while True:
+            polls += 1
+            if not polls & _POLL_MASK and stop is not None and stop(self.now):
+                # also every 16,384 events, not only at a simulated second's end: a second of
+                # dense load (a burst, or hundreds of thousands of arrivals a second) can
+                # take many wall seconds, and Ctrl-C must stop the run within about one
+                self.halted = True
+                break
             nxt = self.nxt
             if nxt is not None and (len(agenda) == 0 or nxt.t <= agenda.first_time()):
                 now = self.now = nxt.t
@@ -539,7 +551,7 @@ class _Run:
                 id=rid,
                 reason=failure,
                 retry_after_s=ra,
-                retryable=failure not in MID_STREAM,
+                retryable=failure not in MID_STREAM and failure != CONTEXT_EXCEEDED,
                 attempt=attempt,
             ),
             now,

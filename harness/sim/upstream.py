@@ -26,7 +26,7 @@ from __future__ import annotations
 import heapq
 from typing import Final
 
-from harness.engine.events import ACK_LOST, Usage
+from harness.engine.events import ACK_LOST, CONTEXT_EXCEEDED, Usage
 from harness.ground.text_tokens import prompt_tokens
 from harness.profile import Fault, Profile
 from harness.upstream_model.bucket import TokenBucket
@@ -118,7 +118,7 @@ class JobTokens:
     """An agent class's token counts turn by turn: the class's own prompt and completion
     distributions (as a one-call job's), with the job's shared prefix and new input."""
 
-    __slots__ = ("cap", "completion", "new_input", "prompt", "prompt_default", "shared")
+    __slots__ = ("cap", "completion", "new_input", "prompt", "prompt_default", "shared", "window")
 
     def __init__(self, profile: Profile, name: str) -> None:
         c = profile.classes[name]
@@ -128,6 +128,7 @@ class JobTokens:
         self.cap = c.max_tokens
         self.shared = c.job.shared_prefix_tokens
         self.new_input = c.job.new_input_tokens
+        self.window = profile.context_window(name)
 
 
 class Session:
@@ -323,6 +324,13 @@ class SimUpstream:
             n = min(k[1], ct.cap) if k[1] is not None else n
         self.usage = (prompt, round(self.cached_share * prompt), n)
 
+    def past_window(self, cls: str, prompt: int) -> bool:
+        """An agent job's turn whose prompt passes its class's context window
+        (``max_context_tokens``): the call is not made, the turn fails ``context_exceeded``
+        at once, as the live proxy fails it before sending (the stub would answer 413)."""
+        jt = self.job_tokens.get(cls)
+        return jt is not None and prompt > jt.window
+
     def end_session(self, rid: str) -> None:
         """An agent job ended: its prompt is forgotten."""
         self.sessions.pop(rid, None)
@@ -342,6 +350,8 @@ class SimUpstream:
         elif self.job_tokens and cls in self.job_tokens:
             # the tokens stream: no latency draw moves
             prompt = self.job_turn(cls, rid, turn, None)[0]
+        if self.job_tokens and self.past_window(cls, prompt):
+            return 0.0, CONTEXT_EXCEEDED, None
         latency = self.samplers[cls]()
         if self.limiter is not None:
             refused = self._limit(now, cls, rid, prompt)
@@ -363,6 +373,8 @@ class SimUpstream:
             prompt = self.usage[0] if self.usage is not None else -1
         elif self.job_tokens and cls in self.job_tokens:
             prompt = self.job_turn(cls, rid, turn, None)[0]
+        if self.job_tokens and self.past_window(cls, prompt):
+            return 0.0, CONTEXT_EXCEEDED, None, None
         latency = self.samplers[cls]()
         if self.limiter is not None:
             refused = self._limit(now, cls, rid, prompt)
@@ -410,6 +422,8 @@ class SimUpstream:
             if trace is not None:  # one of the two counts is known
                 prompt = trace[0] if trace[0] is not None else prompt
                 n = min(trace[1], tc.cap) if trace[1] is not None else n
+        if cached >= 0 and self.past_window(cls, prompt):
+            return 0.0, CONTEXT_EXCEEDED, None, None
         if self.counting:
             self.usage = (prompt, round(self.cached_share * prompt) if cached < 0 else cached, n)
         if tc.latency is not None:

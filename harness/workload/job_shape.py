@@ -5,30 +5,70 @@ The draws belong to the request, as the upstream model's do (``harness.upstream_
 two keyed streams, ``job_turns`` and ``job_tool``, reseeded from (seed, request id), so the
 same request id draws the same shape in the simulation and, later, in the live proxy --
 whatever admission did to the other requests, and without touching the engine's random
-stream or the arrivals'. A fixed turn count draws nothing; the tool times are drawn in turn
-order, one per gap, by the latency samplers the upstream model uses.
+stream or the arrivals'. A fixed turn count draws nothing.
+
+The turns are drawn at arrival; the tool times lazily, by the latency samplers the upstream
+model uses: turn k's when turn k ends (:class:`ToolDraws`), from the same place in the job's
+``job_tool`` stream it would hold had all been drawn at arrival in turn order. The stream is
+counter-based and a sampler takes a fixed number of uniforms per draw (a lognormal two, an
+exponential or uniform one, a fixed value none), so the k-th draw starts at the job's first
+state plus k steps: the same numbers, in any order, and a job holds two integers, not
+``turns - 1`` floats.
 """
 
 from __future__ import annotations
 
 import zlib
 
+from harness.engine.events import ToolTimes
 from harness.profile import JobShape, Profile
 from harness.upstream_model.draws import KeyedRandom, fmix32
 from harness.upstream_model.latency import Sampler, sampler
 
-Shape = tuple[int, tuple[float, ...]]
-"""(turns, tool seconds after each turn but the last: turns - 1 of them)."""
+Shape = tuple[int, ToolTimes]
+"""(turns, the tool seconds after each turn but the last: ``()`` when there are none, else a
+:class:`ToolDraws` drawing turn k's when asked)."""
 
 M32 = 0xFFFFFFFF
 
 
 class _ClassShape:
-    __slots__ = ("high", "low", "tool")
+    """A class's turn range and tool sampler, and how far one tool draw moves the stream
+    (``step``: its uniforms x the counter's stride, modulo 2^32)."""
+
+    __slots__ = ("base", "high", "low", "rng", "step", "tool")
 
     def __init__(self, shape: JobShape, rng: KeyedRandom) -> None:
         self.low, self.high = shape.turn_range()
+        self.rng = rng
         self.tool: Sampler | None = sampler(shape.tool_s, rng) if shape.tool_s is not None else None
+        rng.reseed(0)
+        self.base = rng.getstate()  # reseed(key) sets the state to base ^ key
+        self.step = 0
+        if self.tool is not None:
+            self.tool()
+            self.step = (rng.getstate() - self.base) & M32
+
+    def at(self, start: int, k: int) -> float:
+        """Turn k's tool time for the job whose stream starts at ``start``."""
+        assert self.tool is not None
+        self.rng.reseed(((start + k * self.step) & M32) ^ self.base)
+        return self.tool()
+
+
+class ToolDraws:
+    """One job's tool times, drawn when asked: ``draws(k)`` is the time after turn k, the same
+    number whenever and however often it is asked (an executor killed mid-job restarts it at
+    turn 0)."""
+
+    __slots__ = ("_cls", "_start")
+
+    def __init__(self, cls: _ClassShape, start: int) -> None:
+        self._cls = cls
+        self._start = start
+
+    def __call__(self, k: int) -> float:
+        return self._cls.at(self._start, k)
 
 
 class ShapeDraws:
@@ -50,22 +90,25 @@ class ShapeDraws:
         return cls in self._classes
 
     def draw(self, cls: str, rid: str) -> Shape:
-        """Request ``rid`` of class ``cls``: its turns and tool times ((1, ()) for a class
-        without a job shape)."""
+        """Request ``rid`` of class ``cls``: its turns, and its tool times as a
+        :class:`ToolDraws` (``()`` for one turn or no tool time: all 0; (1, ()) for a class
+        without a job shape). Nothing of the tool times is drawn here."""
         c = self._classes.get(cls)
         if c is None:
             return 1, ()
         k = fmix32(zlib.crc32(rid.encode()) ^ self._seed)
         self._turns.reseed(k)
-        self._tool.reseed(k)
         turns = c.low if c.high == c.low else self._turns.randint(c.low, c.high)
-        tool = c.tool
-        if tool is None or turns == 1:
-            return turns, (0.0,) * (turns - 1)
-        return turns, tuple(tool() for _ in range(turns - 1))
+        if c.tool is None or turns == 1:
+            return turns, ()
+        self._tool.reseed(k)
+        return turns, ToolDraws(c, self._tool.getstate())
 
 
-def draw_shape(shape: JobShape, seed: int, rid: str) -> Shape:
-    """One request's shape: (turns, tool seconds between turns). The same (shape, seed, rid)
-    always draws the same."""
-    return ShapeDraws({"": shape}, seed).draw("", rid)
+def draw_shape(shape: JobShape, seed: int, rid: str) -> tuple[int, tuple[float, ...]]:
+    """One request's shape, its tool times all drawn: (turns, tool seconds between turns). The
+    same (shape, seed, rid) always draws the same."""
+    turns, tool = ShapeDraws({"": shape}, seed).draw("", rid)
+    if isinstance(tool, tuple):
+        return turns, (0.0,) * (turns - 1)
+    return turns, tuple(tool(k) for k in range(turns - 1))

@@ -157,3 +157,28 @@ def test_an_answer_without_readable_text_adds_an_empty_assistant_message() -> No
     assert answer_text(b'{"choices": []}', sse=False) == ""
     assert answer_text(b"data: {bad\n\ndata: [DONE]\n\n", sse=True) == ""
     assert filler(0) == "." and len(filler(7)) == 28
+
+
+def test_a_turn_past_the_context_window_is_not_sent_and_fails_the_job(tmp_path: Path) -> None:
+    """Prompts of 51, 83 then 115 tokens (the messages' text at four characters a token):
+    with a window of 100, turn 2 is not sent, not retried, and the job fails
+    context_exceeded, as the simulation fails it."""
+
+    async def go() -> None:
+        classes = agent(4) + "    max_context_tokens: 100\n"
+        app, up = make_app(
+            profile(FAST_RETRIES, classes=classes), numbered(), out=tmp_path, clock=MonotonicClock()
+        )
+        app.driver.start()
+        ex = await request(app)
+        assert ex.status != 200
+        assert len(up.requests) == 2  # turns 0 and 1; turn 2 never left the proxy
+        await app.aclose()
+        app.driver.stop_admitting()
+        app.driver.finish(complete=True)
+
+    run(go())
+    lines = decisions(tmp_path)
+    assert not [x for x in lines if x["kind"] == "backoff"]
+    fails = [x for x in lines if x["kind"] == "fail"]
+    assert [(x["reason"], x["attempts"]) for x in fails] == [("context_exceeded", 3)]

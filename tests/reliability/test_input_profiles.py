@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.profile import ProfileError, loads, yaml_guard
-from harness.profile.schema.fields import MAX_ARRIVALS, MAX_TOKENS
+from harness.profile.schema.fields import MAX_ARRIVALS, MAX_MODEL_CALLS, MAX_TOKENS, MAX_TURNS
 from tests.reliability.input_support import billion_laughs, cli
 
 OK = """name: t
@@ -20,6 +20,9 @@ arrivals: {phases: [{until_s: 60, rate_per_s: 1}]}
 classes: {a: {weight: 1}}
 upstream: {latency: {dist: fixed, value_s: 1}, timeout_s: 30}
 """
+
+AGENT = "{weight: 1, job: {turns: 3, tool_s: {dist: fixed, value_s: 1}}}"
+TURNS = "classes.a.job.turns"
 
 MAPPING_BOMB = "name: t\nk0: &k0 {a: 1}\n" + "".join(
     f"k{i}: &k{i} {{a: *k{i - 1}, b: *k{i - 1}, c: *k{i - 1}}}\n" for i in range(1, 30)
@@ -67,6 +70,33 @@ CASES: list[tuple[str, str, list[str], str]] = [
         "finite number",
     ),
     ("rate_per_s: 1e9", OK.replace("rate_per_s: 1", "rate_per_s: 1e9"), [], f"{MAX_ARRIVALS:,}"),
+    ("job.turns: 1e9", OK.replace("{weight: 1}", AGENT), [f"{TURNS}=1000000000"], f"{MAX_TURNS:,}"),
+    (
+        "job.turns.high: 1e9",
+        OK.replace("{weight: 1}", AGENT.replace("turns: 3", "turns: {low: 1, high: 1000000000}")),
+        [],
+        f"{TURNS}.high: 1,000,000,000 turns",
+    ),
+    (
+        "job.tool_s lognormal sigma 10",
+        OK.replace(
+            "{weight: 1}", AGENT.replace("fixed, value_s: 1", "lognormal, median_s: 1, sigma: 10")
+        ),
+        [],
+        "classes.a.job.tool_s.sigma: this tool time can draw",
+    ),
+    (
+        "a job expected to hold its slot past a week",
+        OK.replace("{weight: 1}", AGENT.replace("value_s: 1", "value_s: 600000")),
+        [f"{TURNS}=10"],
+        "past a week",
+    ),
+    (
+        "expected model calls past the limit",
+        OK.replace("{weight: 1}", AGENT).replace("rate_per_s: 1", "rate_per_s: 10000"),
+        [f"{TURNS}=10000"],
+        f"the limit is {MAX_MODEL_CALLS:,}",
+    ),
     ("seed 2**64", OK + f"seed: {2**64}\n", [], "9,223,372,036,854,775,807"),
     ("seed -1", OK + "seed: -1\n", [], "must be >= 0"),
     (
@@ -133,6 +163,20 @@ def test_bad_profile_is_refused_with_exit_2_and_a_message(
     assert out.clean_refusal(), (case, out.code, out.output[-500:], out.crash)
     assert says in out.output, (case, out.output[-500:])
     assert out.output.startswith("error: ") and len(out.output) < 2000
+
+
+def test_a_job_past_the_limits_is_refused_at_its_line(tmp_path: Path) -> None:
+    """In the file, the refusal names the line of the field: the turns, at validation, before
+    anything is drawn."""
+    path = tmp_path / "p.yaml"
+    path.write_text(
+        OK.replace(
+            "classes: {a: {weight: 1}}", "classes:\n  a:\n    job:\n      turns: 1000000000\n"
+        )
+    )
+    out = cli(["validate", str(path)])
+    assert out.clean_refusal(), out.output
+    assert f"{path}:7: classes.a.job.turns: 1,000,000,000 turns" in out.output
 
 
 def test_a_yaml_bomb_is_refused_before_expansion() -> None:

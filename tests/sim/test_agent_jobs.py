@@ -4,15 +4,17 @@ per request, turns as upstream calls with their own draws, prompts that grow tur
 
 from __future__ import annotations
 
+import zlib
 from pathlib import Path
 
 import orjson
 import pytest
 
-from harness.profile import JobShape, ProfileError, TurnRange, loads, to_dict
+from harness.profile import JobShape, Latency, ProfileError, TurnRange, loads, to_dict
 from harness.sim.runner import simulate
 from harness.sim.upstream import SimUpstream
-from harness.upstream_model.draws import RequestDraws
+from harness.upstream_model.draws import KeyedRandom, RequestDraws, fmix32
+from harness.upstream_model.latency import sampler
 from harness.workload.job_shape import ShapeDraws, draw_shape
 from tests.conftest import BASE
 
@@ -96,11 +98,38 @@ def test_a_shape_belongs_to_its_request_id_and_seed() -> None:
     assert 2 <= turns <= 8 and len(tool) == turns - 1 and all(t >= 0 for t in tool)
     draws = ShapeDraws({"agent": shape}, 7)
     draws.draw("agent", "r-000001")  # drawing others first changes nothing
-    assert draws.draw("agent", "r-000042") == a
+    n, lazy = draws.draw("agent", "r-000042")
+    assert n == turns and not isinstance(lazy, tuple)
+    assert tuple(lazy(k) for k in range(n - 1)) == tool
     many = {draw_shape(shape, 7, f"r-{i:06d}")[0] for i in range(200)}
     assert many == set(range(2, 9))  # both ends included
     assert draw_shape(JobShape(turns=3), 7, "x") == (3, (0.0, 0.0))
     assert ShapeDraws({}, 7).draw("chat", "x") == (1, ())
+
+
+@pytest.mark.parametrize(
+    "tool",
+    [
+        Latency(dist="lognormal", median_s=2.0, sigma=0.8),
+        Latency(dist="exponential", mean_s=2.0),
+        Latency(dist="uniform", low_s=1.0, high_s=3.0),
+        Latency(dist="fixed", value_s=1.5),
+    ],
+    ids=lambda lat: lat.dist,
+)
+def test_tool_times_are_drawn_when_asked_as_they_were_in_turn_order(tool: Latency) -> None:
+    """A job of 10,000 turns draws none of its tool times at arrival: each is drawn when its
+    turn ends, any number of times (a restarted job asks turn 0 again), and equals the one
+    drawn in turn order from the job's own stream, as all were drawn at arrival before."""
+    turns, lazy = ShapeDraws({"agent": JobShape(turns=10_000, tool_s=tool)}, 7).draw("agent", "r-9")
+    assert turns == 10_000 and callable(lazy) and not isinstance(lazy, tuple)
+    rng = KeyedRandom(7, "job_tool")  # the eager order: reseeded per request, turn by turn
+    rng.reseed(fmix32(zlib.crc32(b"r-9") ^ fmix32(fmix32(7) ^ 0)))
+    draw = sampler(tool, rng)
+    in_order = [draw() for _ in range(turns - 1)]
+    asked = [lazy(k) for k in (9_998, 0, 5_000)] + [lazy(k) for k in range(turns - 1)]
+    assert asked[:3] == [in_order[9_998], in_order[0], in_order[5_000]]
+    assert asked[3:] == in_order
 
 
 def test_turn_zero_keeps_the_one_call_key_and_later_turns_draw_apart() -> None:
@@ -330,3 +359,55 @@ def test_every_jobs_figure_may_be_named_by_a_threshold() -> None:
 
     jobs = simulate(loads(AGENT), 4, with_timeline=False).summary["jobs"]
     assert paths(jobs) == paths(_SHAPE["jobs"])
+
+
+WINDOW = """
+name: window
+duration_s: 60
+seed: 2
+arrivals: {phases: [{until_s: 60, rate_per_s: 0.5}]}
+classes:
+  agent:
+    weight: 1
+    max_context_tokens: 2000
+    prompt_tokens: {dist: fixed, value: 400}
+    completion_tokens: {dist: fixed, value: 300}
+    job: {turns: 6, new_input_tokens: 200, shared_prefix_tokens: 100, on_turn_failure: POLICY}
+upstream: {latency: {dist: fixed, value_s: 0.5}, timeout_s: 30}
+engine: {executors: {initial: 20}}
+"""
+
+
+@pytest.mark.parametrize("policy", ["retry", "fail", "end"])
+def test_a_turn_past_the_context_window_fails_and_ends_the_session(
+    tmp_path: Path, policy: str
+) -> None:
+    """Prompts of 500, 1000, 1500, 2000, then 2500 tokens: turn 4 passes the window of 2000.
+    It is not sent and not retried (whatever on_turn_failure says): the job fails
+    context_exceeded after its 4 answered turns, or (end) completes early with them."""
+    from harness.sim.runner import run_to_folder
+
+    res = run_to_folder(loads(WINDOW.replace("POLICY", policy)), 2, tmp_path)
+    lines = [orjson.loads(x) for x in (tmp_path / "decisions.jsonl").read_bytes().splitlines()]
+    arrived = {x["id"] for x in lines if x["kind"] == "admission"}
+    assert arrived and not any(x["kind"] == "backoff" for x in lines)
+    assert all(x.get("turn", 0) <= 4 for x in lines if x["kind"] == "dispatch")
+    counts = res.summary["counts"]
+    if policy == "end":
+        ended = [x for x in lines if x["kind"] == "complete"]
+        assert {x["id"] for x in ended} == arrived and {x["reason"] for x in ended} == {
+            "ended_early"
+        }
+    else:
+        fails = [x for x in lines if x["kind"] == "fail"]
+        assert {x["id"] for x in fails} == arrived and counts["failed"] == len(arrived)
+        assert {(x["reason"], x["attempts"]) for x in fails} == {("context_exceeded", 5)}
+
+
+def test_the_default_context_window_is_the_stubs_body_limit_in_tokens() -> None:
+    from harness.ground.text_tokens import CHARS_PER_TOKEN
+    from harness.stub.state import DEFAULT_MAX_BODY_BYTES
+
+    prof = loads(AGENT)
+    assert prof.classes["agent"].max_context_tokens is None  # unset: left out of the summary
+    assert prof.context_window("agent") == DEFAULT_MAX_BODY_BYTES // CHARS_PER_TOKEN

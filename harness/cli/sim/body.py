@@ -52,8 +52,9 @@ def run_one(
     log_format: str = "plain",
 ) -> int:
     """One seed into ``folder``. A stop signal (SIGINT, SIGTERM, SIGHUP) ends the simulation
-    at the next simulated second: partial results, marked incomplete, exit 3. ``at_second(t)``
-    is the test seam: called at each simulated second, it may deliver a signal at a chosen
+    at the next simulated second or within 16,384 events, whichever comes first: partial
+    results, marked incomplete, exit 3. ``at_second(t)`` is the test seam: called at each
+    simulated second (and every 16,384 events), it may deliver a signal at a chosen
     virtual time. A signal while the results are written (the summary, the report) lets the
     write finish -- no half files -- and then ends the run as interrupted (exit 3)."""
     with Interrupts().installed() as intr:

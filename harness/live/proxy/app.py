@@ -30,6 +30,7 @@ import orjson
 
 from harness.engine.events import (
     ACK_LOST,
+    CONTEXT_EXCEEDED,
     Admit,
     AnswerStarts,
     Dispatch,
@@ -37,6 +38,7 @@ from harness.engine.events import (
     Failed,
     Finished,
     Reject,
+    ToolTimes,
 )
 from harness.ground.text_tokens import CHARS_PER_TOKEN, content_chars, prompt_tokens
 from harness.live.proxy.acks import AckLoss
@@ -101,13 +103,15 @@ class ProxyApp(Answers):
         # Agent jobs (classes with job:): each request's turns and tool times, drawn by the
         # client's x-request-id as the simulation draws them by request id.
         self.jobs = driver.profile.job_classes()
+        # each agent class's context window: a turn whose prompt passes it is not sent
+        self.windows = {n: driver.profile.context_window(n) for n in self.jobs}
         self.shapes = ShapeDraws.of(driver.profile, driver.seed) if self.jobs else None
         # ``tokens:`` in the profile: each request's prompt is counted from its body before
         # admission (as the stub counts it), and each answer's usage goes back with Finished.
         self.counting = driver.profile.tokens is not None
         # A session trace replayed as jobs: each session's turns, tool times and records, by
         # the request id the load generator sends (the schedule's).
-        self.traced: dict[str, tuple[int, tuple[float, ...], tuple[tuple[int, int], ...]]] = {}
+        self.traced: dict[str, tuple[int, ToolTimes, tuple[tuple[int, int], ...]]] = {}
         if session_replay(driver.profile) == "job":
             for a, _ in session_plan(driver.profile, driver.seed):
                 if a.session is not None:
@@ -352,6 +356,16 @@ class ProxyApp(Answers):
         session = call.session is not None
         if session:  # an agent job's turn: its time to first token counts from here
             call.sent_at, call.ttft_at = clock.now(), -1.0
+            assert call.session is not None
+            if call.session.prompt_tokens() > self.windows[call.cls]:
+                # past the class's context window: not sent (the stub would answer 413), the
+                # turn fails at once and is not retried, as in the simulation
+                call.cause = CONTEXT_EXCEEDED
+                return self.driver.report(
+                    Failed(
+                        id=call.id, reason=CONTEXT_EXCEEDED, retryable=False, attempt=call.attempt
+                    )
+                )
 
         def report(ev: Event) -> None:
             call.cause = ev.reason if isinstance(ev, Failed) else None

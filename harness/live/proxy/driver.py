@@ -43,6 +43,7 @@ from harness.engine.events import (
     Scale,
     StopAdmitting,
     Tick,
+    ToolTimes,
 )
 from harness.engine.scrape import drain_time
 from harness.live.proxy.clock import MonotonicClock, RunClock
@@ -108,9 +109,10 @@ class Ticket:
         # the profile has no tokens section).
         self.prompt_tokens: int | None = None
         # An agent job's session (harness/live/proxy/session.py): its model calls and the
-        # tool time after each but the last, drawn at arrival; one call otherwise.
+        # tool time after each but the last (turns drawn at arrival, each tool time when its
+        # turn ends: harness/workload/job_shape.py); one call otherwise.
         self.turns = 1
-        self.tool_s: tuple[float, ...] = ()
+        self.tool_s: ToolTimes = ()
         self.turn = 0  # the turn being served
         self.session: Session | None = None
         # An agent job's attempt: when its call went out, when its first bytes came (-1: not

@@ -20,7 +20,7 @@ from typing import Any, Final
 
 import orjson
 
-from harness.ground.text_tokens import CHARS_PER_TOKEN, content_chars
+from harness.ground.text_tokens import CHARS_PER_TOKEN, content_chars, prompt_tokens
 from harness.serve.asgi import Headers
 from harness.wire import BadEvent, EventSplitter, chunk_object, delta_content, is_done
 
@@ -140,6 +140,11 @@ class Session:
         self._new_input = new_input_tokens
         self.turn = 0
         self._body: bytes | None = None
+
+    def prompt_tokens(self) -> int:
+        """The prompt tokens of the turn last built by :meth:`body`, as the stub counts them
+        (its messages' text at four characters a token)."""
+        return prompt_tokens(_chars(self._messages))
 
     def body(self, turn: int, last_answer: bytes | None, sse: bool) -> bytes:
         """The request body of ``turn``. Moving on from the turn before, its answer

@@ -14,6 +14,7 @@ from typing import Literal, get_args
 from harness.ground.text_tokens import prompt_tokens
 from harness.profile.schema.cost import Cost, Review
 from harness.profile.schema.fields import (
+    DEFAULT_MAX_CONTEXT_TOKENS,
     DEFAULT_MAX_WAIT_S,
     MAX_PROMPT_CHARS,
     MAX_SEED,
@@ -385,6 +386,18 @@ class RequestClass:
             le=MAX_TOKENS,
             why="the stub's limit",
             doc="the completion cap each request asks for (max_tokens or wire.max_tokens_field)",
+        ),
+    )
+    max_context_tokens: int | None = field(
+        default=None,
+        metadata=_c(
+            gt=0,
+            omit_none=True,
+            doc=(
+                "an agent job's context window: a turn whose prompt would pass it fails"
+                " (context_exceeded, not retried) and the session ends by on_turn_failure;"
+                " null: 262,144, the stub's 1 MiB body at ~4 characters a token"
+            ),
         ),
     )
     tenant: str | NamePool = field(
@@ -991,6 +1004,12 @@ class Profile:
     def checkpoint_by_class(self) -> dict[str, float]:
         """The classes whose work checkpoints, and how often."""
         return {n: c.checkpoint_s for n, c in self.classes.items() if c.checkpoint_s is not None}
+
+    def context_window(self, name: str) -> int:
+        """Class ``name``'s context window in tokens: its ``max_context_tokens``, else the
+        stub's body limit in tokens (DEFAULT_MAX_CONTEXT_TOKENS)."""
+        w = self.classes[name].max_context_tokens
+        return DEFAULT_MAX_CONTEXT_TOKENS if w is None else w
 
     def job_classes(self) -> dict[str, JobShape]:
         """The classes whose jobs are agent sessions (``job``), and their shape."""

@@ -23,7 +23,19 @@ MAX_TIME_S: Final = 604_800.0  # every time in a profile; a simulated week: 604,
 MAX_ARRIVALS: Final = 20_000_000  # expected scheduled arrivals; the sim holds ~210 B each
 MAX_TOKENS: Final = 131_072  # max_tokens, also the stub's own limit (a larger body blocks it)
 MAX_PROMPT_CHARS: Final = 1_000_000  # a class's prompt, after prompt_repeat
+# an agent job's turns (job.turns, or its high): one session's model calls in a row; agent
+# frameworks stop a session after tens of steps, and past 10,000 turns of even 30 tokens each
+# the history alone is 300,000 tokens, past any context window
+MAX_TURNS: Final = 10_000
+# the run's expected model calls (each class's expected arrivals x its expected turns): a call
+# costs the simulation about what an arrival does (a dispatch and an answer handled, their log
+# lines written), so the calls are bounded as the arrivals are
+MAX_MODEL_CALLS: Final = 20_000_000
 MAX_SEED: Final = 2**63 - 1
+# classes.<c>.max_context_tokens by default: the bundled stub's 1 MiB body limit (it answers
+# 413 past it) at ~4 characters a token, so an agent session the stub would refuse fails its
+# turn in the simulation too (harness.ground.text_tokens)
+DEFAULT_MAX_CONTEXT_TOKENS: Final = (1 << 20) // 4
 # a lognormal's sigma (latencies, token counts, the tokens model's jitter): its mean is
 # median * exp(sigma^2 / 2), past a float at sigma ~37.7; at 10 a draw's p99 is already
 # exp(23), 10^10 times its median, and the mean and every draw stay far inside a float
