@@ -11,7 +11,6 @@ from typing import Any
 import orjson
 import pytest
 
-import harness
 from harness.engine.core import Engine
 from harness.engine.events import Action, Arrived, Event, Finished
 from harness.ground.text_tokens import prompt_tokens
@@ -20,10 +19,11 @@ from harness.live.transport.upstream import ScriptedResponse, UpstreamRequest
 from harness.wire import event, usage_object
 from tests.live.proxy_support import make_app, profile, request
 from tests.live.test_proxy_upstream import SSE, decisions
+from tests.pure_rerun import COMPILED_SKIP, rerun_pure
 
-pytestmark = pytest.mark.skipif(
-    harness.compiled(), reason="watches Engine.handle, a native method when compiled"
-)
+# Engine.handle is a native method when compiled: the tests below are skipped there, and the
+# file runs whole in a pure-Python child instead (tests/pure_rerun.py).
+test_the_file_passes_in_pure_python_when_the_suite_is_compiled = rerun_pure(__file__)
 
 TOKENS = "tokens: {cached_share: 0.5}\n"
 PROMPT = "x" * 41  # 11 tokens at four characters a token
@@ -67,6 +67,7 @@ def body(stream: bool) -> dict[str, Any]:
     ("stream", "handler", "usage"),
     [(False, json_answer, (11, 5, 7)), (True, stream_answer, (11, 4, 9))],
 )
+@COMPILED_SKIP
 def test_the_prompt_is_counted_and_the_usage_comes_back(
     monkeypatch: pytest.MonkeyPatch, stream: bool, handler: Any, usage: tuple[int, int, int]
 ) -> None:
@@ -86,6 +87,7 @@ def test_the_prompt_is_counted_and_the_usage_comes_back(
     assert [f.usage for f in finished] == [usage]  # (prompt, cached, completion)
 
 
+@COMPILED_SKIP
 def test_without_a_tokens_section_the_proxy_counts_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     seen = watch(monkeypatch)
 
@@ -100,6 +102,7 @@ def test_without_a_tokens_section_the_proxy_counts_nothing(monkeypatch: pytest.M
     assert [e.usage for e in seen if type(e) is Finished] == [None]
 
 
+@COMPILED_SKIP
 def test_a_token_budget_rejects_with_429_and_the_ratelimit_token_headers() -> None:
     """A bucket of 30 tokens a minute: the first request (11 prompt + the class's 8 expected)
     fits, the
@@ -132,6 +135,7 @@ def test_a_token_budget_rejects_with_429_and_the_ratelimit_token_headers() -> No
     assert second.json()["error"]["code"] == "token_budget:tpm"
 
 
+@COMPILED_SKIP
 def test_a_queue_budget_holds_the_request_then_serves_it(tmp_path: Path) -> None:
     """over: queue: the second request does not fit, is held (admitted), and is served once
     the bucket has room; the decision log says hold, then release."""

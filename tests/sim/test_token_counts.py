@@ -9,15 +9,15 @@ from typing import Any
 
 import pytest
 
-import harness
 from harness.engine.core import Engine
 from harness.engine.events import Action, Arrived, Event, Finished
 from harness.profile import loads
 from harness.sim.runner import simulate
+from tests.pure_rerun import COMPILED_SKIP, rerun_pure
 
-pytestmark = pytest.mark.skipif(
-    harness.compiled(), reason="watches Engine.handle, a native method when compiled"
-)
+# Engine.handle is a native method when compiled: the tests below are skipped there, and the
+# file runs whole in a pure-Python child instead (tests/pure_rerun.py).
+test_the_file_passes_in_pure_python_when_the_suite_is_compiled = rerun_pure(__file__)
 
 ONE_CALL = """
 name: counted
@@ -73,6 +73,7 @@ def by_id(events: list[Event], tp: type[Any]) -> dict[str, list[Any]]:
 
 
 @pytest.mark.parametrize("timed", [False, True])
+@COMPILED_SKIP
 def test_admission_and_the_call_count_the_same_prompt(
     monkeypatch: pytest.MonkeyPatch, timed: bool
 ) -> None:
@@ -100,6 +101,7 @@ def test_admission_and_the_call_count_the_same_prompt(
     assert len(set(chat)) > 10 and all(100 <= p <= 900 for p in chat)
 
 
+@COMPILED_SKIP
 def test_without_a_tokens_section_nothing_is_counted(monkeypatch: pytest.MonkeyPatch) -> None:
     seen = watch(monkeypatch)
     simulate(loads(ONE_CALL.replace("tokens: {cached_share: 0.25}", ""), file="t.yaml"), 3)
@@ -108,6 +110,7 @@ def test_without_a_tokens_section_nothing_is_counted(monkeypatch: pytest.MonkeyP
     assert fins and all(e.usage is None for e in fins)
 
 
+@COMPILED_SKIP
 def test_an_agent_jobs_first_call_is_what_admission_counts(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
