@@ -50,7 +50,7 @@ from harness.upstream_model.fault_kinds.spec import BLINDS, LOSES_ANSWER, Play
 from harness.workload import outcomes
 from harness.workload.arrivals import Arrival, schedule_chunks, session_replay, stream
 from harness.workload.callers import retry_delay
-from harness.workload.honesty import Honesty
+from harness.workload.honesty import Honesty, kept
 from harness.workload.job_shape import ShapeDraws
 from harness.workload.outcomes import Answer
 from harness.workload.sessions import ClosedLoop
@@ -343,8 +343,7 @@ class _Run:
         self.seq = seq
         cr = profile.clients.retry
         self.clients = ClientRetries(cr, stream(seed, "clients")) if cr is not None else None
-        limits = profile.upstream.limits
-        if self.clients is not None and limits is not None and limits.on:
+        if self.clients is not None and kept(profile):
             self.clients.honesty = Honesty()
         # Arrivals in lists, taken by index; the next list once per _CHUNK arrivals.
         sched_seed = seed if schedule_seed is None else schedule_seed
