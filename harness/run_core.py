@@ -121,7 +121,8 @@ class RunCore:
         self.collector = Collector(
             profile.faults,
             profile.slo.turnaround_p95_s,
-            job_classes=frozenset(profile.job_classes()),
+            # per-call sessions' calls are one-call requests: summary.sessions, not jobs
+            job_classes=frozenset(profile.job_classes()) - profile.per_call_classes(),
         )
         self.log = log
         self.started_at = datetime.now(UTC)
@@ -166,6 +167,7 @@ class RunCore:
         effects: tuple[int, int] = (0, 0),
         token_figures: TokenFields | None = None,
         retry_after: Mapping[str, RetryAfterRule] | None = None,
+        sessions: Mapping[str, Any] | None = None,
     ) -> tuple[Summary, list[dict[str, object]]]:
         """summary.json and the timeline, for a run that ended at ``end`` (run seconds).
 
@@ -180,7 +182,8 @@ class RunCore:
         ``effects``: (duplicate effects, duplicates suppressed) as the simulated upstream
         counted them. ``token_figures``: TTFT, ITL and output tokens per second when the
         simulated upstream timed tokens (``results.summary.token_fields``). ``retry_after``: the
-        callers' Retry-After honesty per rule (``workload.honesty``), with upstream.limits."""
+        callers' Retry-After honesty per rule (``workload.honesty``), with upstream.limits.
+        ``sessions``: per-call agent sessions' figures (``recording.session_book``)."""
         eng, col = self.engine, self.collector
         col.advance(math.ceil(end) if end > 0 else 1.0, eng)
         if eng.cost is not None:
@@ -223,6 +226,7 @@ class RunCore:
             retry_after=retry_after,
             fairness=eng.queue.fair,
             token_ledger=None if eng.tokens is None else token_ledger(eng.tokens, self.profile),
+            sessions=sessions,
         )
         if trace is not None:
             summary["trace"] = trace.copy()

@@ -49,9 +49,14 @@ class Arrived(Event):
     live proxy from the body, the simulation from its draw; None: not counted);
     ``output_tokens``: a completion length the driver already knows (a public trace's record;
     None otherwise) -- never an estimate admission may use, which is the class's expected
-    completion."""
+    completion.
+    ``session_id``: a call of an agent session met call by call (``job.admission: per_call``):
+    the session's id (its first call's request id; None: not such a call), ``call_index`` its
+    place in the session (0: the first call, which starts it), ``session_calls`` how many calls
+    the session makes (the driver knows; 0: not said)."""
 
     __slots__ = (
+        "call_index",
         "cls",
         "deadline_s",
         "id",
@@ -59,6 +64,8 @@ class Arrived(Event):
         "output_tokens",
         "priority",
         "prompt_tokens",
+        "session_calls",
+        "session_id",
         "tenant",
         "tool_s",
         "turns",
@@ -77,6 +84,9 @@ class Arrived(Event):
         tool_s: ToolTimes = (),
         prompt_tokens: int | None = None,
         output_tokens: int | None = None,
+        session_id: str | None = None,
+        call_index: int = 0,
+        session_calls: int = 0,
     ) -> None:
         self.id = id
         self.cls = cls
@@ -88,6 +98,9 @@ class Arrived(Event):
         self.tool_s = tool_s
         self.prompt_tokens = prompt_tokens
         self.output_tokens = output_tokens
+        self.session_id = session_id
+        self.call_index = call_index
+        self.session_calls = session_calls
 
 
 Usage = tuple[int, int, int]

@@ -408,6 +408,7 @@ class Summary(TypedDict):
     fairness: NotRequired[Fairness]
     # token budgets and usage (engine.token_budget.TokenBook): only with a tokens section
     token_ledger: NotRequired[TokenLedger]
+    sessions: NotRequired[dict[str, Any]]
     # set by results.summary.finish, last: every written summary has them
     thresholds: NotRequired[list[ThresholdRow]]
     verdict: NotRequired[str]  # pass | fail | invalid

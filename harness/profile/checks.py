@@ -166,7 +166,7 @@ def check_trace_options(ctx: Ctx, p: Profile) -> None:
         raise ctx.err(
             "arrivals.trace.sessions",
             f"a {a.format} trace is sessions: give sessions: {{key: {fmt.header[0]}}} "
-            "(replay: job or closed_loop)",
+            "(replay: job, per_call or closed_loop)",
         )
     if (
         one_a_line
@@ -246,11 +246,17 @@ def check_trace_sessions(ctx: Ctx, p: Profile) -> None:
         check_latency(ctx, s.think_s, f"{where}.think_s")
     for name in _trace_classes(p):
         job = p.classes[name].job
-        if s.replay == "job" and job is None:
+        if s.replay in ("job", "per_call") and job is None:
             raise ctx.err(
                 f"classes.{name}.job",
-                f"a session replayed as a job needs class {name!r} to have a job shape "
-                "(job: {} will do: the trace gives its turns and tool time)",
+                f"a session replayed as a job or per call needs class {name!r} to have a job"
+                " shape (job: {} will do: the trace gives its turns and tool time)",
+            )
+        if job is not None and job.admission != "hold":
+            raise ctx.err(
+                f"classes.{name}.job.admission",
+                "a session trace says how its sessions meet admission: set"
+                " arrivals.trace.sessions.replay (job holds a slot; per_call: call by call)",
             )
         if s.replay == "closed_loop" and job is not None:
             raise ctx.err(

@@ -268,6 +268,7 @@ def build(
     retry_after: Mapping[str, RetryAfterRule] | None = None,
     fairness: FairLedger | None = None,
     token_ledger: TokenLedger | None = None,
+    sessions: Mapping[str, Any] | None = None,
 ) -> Summary:
     """summary.json for the run core (sim and proxy). ``token_figures``: the simulated
     upstream's ``ttft_s``, ``itl_s`` and ``output_tokens_per_s`` (:func:`token_fields`) when it
@@ -347,6 +348,8 @@ def build(
         summary["fairness"] = fairness_fields(profile.tokens.order, fairness, by_tenant)
     if token_ledger is not None:
         summary["token_ledger"] = token_ledger
+    if sessions is not None:
+        summary["sessions"] = dict(sessions)
     if token_figures is not None:  # the keys above, in place
         summary["ttft_s"] = token_figures["ttft_s"]
         summary["itl_s"] = token_figures["itl_s"]

@@ -39,6 +39,7 @@ from harness.engine.events import (
 from harness.ground.atomic import atomic_file
 from harness.profile import ClientRetry, Profile
 from harness.recording.recorder import DecisionLog
+from harness.recording.session_book import SessionBook
 from harness.recording.stats import Collector
 from harness.results import summary as summ
 from harness.run_core import Retried, RunCore
@@ -53,6 +54,7 @@ from harness.workload.callers import retry_delay
 from harness.workload.honesty import Honesty, kept
 from harness.workload.job_shape import ShapeDraws
 from harness.workload.outcomes import Answer
+from harness.workload.per_call import PerCall
 from harness.workload.sessions import ClosedLoop
 from harness.workload.traces import traced
 
@@ -152,6 +154,12 @@ class ClientRetries:
                         first.output_tokens,
                     )
                     nxt.id = f"{first.id}.{n + 1}"
+                    if first.session_id is not None:  # a per-call session's call: the same call
+                        nxt.session_id, nxt.call_index, nxt.session_calls = (
+                            first.session_id,
+                            first.call_index,
+                            first.session_calls,
+                        )
                     if first.session is not None:  # a traced session: the same turns again
                         nxt.turns, nxt.tool_s, nxt.session = (
                             first.turns,
@@ -347,7 +355,16 @@ class _Run:
             self.clients.honesty = Honesty()
         # Arrivals in lists, taken by index; the next list once per _CHUNK arrivals.
         sched_seed = seed if schedule_seed is None else schedule_seed
-        self.chunks = schedule_chunks(profile, sched_seed)
+        # Agent sessions met call by call (workload.per_call): the schedule holds each
+        # session's first call; a call's completion offers the next, as _NEXT.
+        self.per_call = PerCall(profile, sched_seed) if profile.per_call_classes() else None
+        self.book = SessionBook(profile.slo.turnaround_p95_s) if self.per_call else None
+        self.call_sent: dict[str, tuple[float, int]] = {}  # attempt id -> (dispatched, tokens)
+        self.chunks = (
+            schedule_chunks(profile, sched_seed)
+            if self.per_call is None
+            else self.per_call.chunks(profile, sched_seed)
+        )
         # A session trace replayed closed-loop: a record's end offers its session's next record.
         closed = session_replay(profile) == "closed_loop"
         self.sessions = ClosedLoop(profile, sched_seed) if closed else None
@@ -449,7 +466,9 @@ class _Run:
             self.clients.track(nxt)
         shapes = self.shapes
         if shapes is not None and nxt.cls in shapes:
-            if nxt.session is None:
+            if nxt.session_id is not None:
+                self.call_start(nxt)
+            elif nxt.session is None:
                 nxt.turns, nxt.tool_s = shapes.draw(nxt.cls, nxt.id)
             else:
                 self.traced_turns[nxt.id] = nxt.session
@@ -473,6 +492,62 @@ class _Run:
         self.nxt = self.batch[self.bi] if self.batch else None
         return actions
 
+    def call_start(self, a: Arrival) -> None:
+        """A per-call session's call arrives: one call (no turns of its own); a traced
+        session's first call gives the upstream its records' counts, by the session's id."""
+        per_call = self.per_call
+        if per_call is None or a.call_index:
+            return
+        s = per_call.session_of(a.id)
+        if s is not None and s.toks is not None:
+            self.traced_turns[a.id] = s.toks
+
+    def calls_ended(self, now: float, actions: list[Action]) -> None:
+        """Per-call sessions: each call's final outcome into the session book, the session's
+        next call put on the agenda at its offer time, or the session's prompt forgotten."""
+        per_call = self.per_call
+        book = self.book
+        assert per_call is not None and book is not None
+        for a in actions:
+            tp = type(a)
+            if tp is Complete:
+                outcome, reason = "completed", None
+            elif tp is Reject:
+                outcome, reason = "rejected", a.reason  # type: ignore[attr-defined]
+            elif tp is Expire:
+                outcome, reason = "expired", a.reason  # type: ignore[attr-defined]
+            elif tp is Fail:
+                outcome, reason = "failed", a.reason  # type: ignore[attr-defined]
+            else:
+                continue
+            rid: str = a.id  # type: ignore[attr-defined]
+            got = per_call.ended(rid, now, outcome == "completed")
+            if got is None:
+                continue
+            sess, k, t_k, follow = got
+            sent, tokens = self.call_sent.pop(rid, (now, 0))
+            first = sess.first
+            book.call(
+                first.id,
+                first.cls,
+                first.tenant,
+                k,
+                sess.calls,
+                t_session=first.t,
+                t_end=now,
+                outcome=outcome,
+                reason=reason,
+                turnaround_s=now - t_k,
+                tokens=tokens,
+                upstream_s=now - sent if outcome == "completed" else 0.0,
+                tool_s=sess.gap(k - 1) if k else 0.0,
+            )
+            if follow is None:
+                self.upstream.end_session(first.id)
+                continue
+            self.seq += 1
+            self.agenda.push(follow.t, self.seq, _NEXT, follow)
+
     def count(self, a: Arrival, retry: bool) -> None:
         """Counting: the arrival's prompt tokens before admission -- a trace's, else drawn once
         for the request (an agent job's first call adds its shared prefix; a traced session's
@@ -481,6 +556,10 @@ class _Run:
         up = self.upstream
         if a.session is not None:
             return  # a traced session: its records are its turns' counts
+        if a.call_index and a.session_id is not None:  # a per-call session's later call
+            if not retry:
+                a.prompt_tokens = up.turn_prompt(a.cls, a.session_id, a.call_index)
+            return
         if a.prompt_tokens is None:
             base = up.draw_prompt(a.cls, a.id)
         elif retry:
@@ -506,7 +585,9 @@ class _Run:
                 self.figs.trace[payload.id] = (payload.prompt_tokens, payload.output_tokens)
             shapes = self.shapes
             if shapes is not None and payload.cls in shapes:
-                if payload.session is None:
+                if payload.session_id is not None:
+                    pass  # a per-call session's call: one call, as its first attempt
+                elif payload.session is None:
                     payload.turns, payload.tool_s = shapes.draw(payload.cls, payload.id)
                 else:
                     self.traced_turns[payload.id] = payload.session
@@ -518,6 +599,8 @@ class _Run:
             self.scheduled += 1
             if self.clients is not None:
                 self.clients.track(payload)
+            if payload.session_id is not None:
+                self.call_start(payload)
             if self.tokens:
                 self.prompt_tokens += payload.prompt_tokens or 0
                 self.output_tokens += payload.output_tokens or 0
@@ -565,7 +648,9 @@ class _Run:
         if self.jobs is not None:
             for a in actions:  # an agent job that ended: its prompt is forgotten
                 tp = type(a)
-                if tp is Complete or tp is Fail or tp is Expire or tp is Reject:
+                if (tp is Complete or tp is Fail or tp is Expire or tp is Reject) and (
+                    self.per_call is None or self.per_call.session_of(a.id) is None  # type: ignore[attr-defined]
+                ):
                     self.upstream.end_session(a.id)  # type: ignore[attr-defined]
         if self.counting:
             for a in actions:  # a request that ended: its counts are dropped
@@ -585,6 +670,8 @@ class _Run:
                     if follow is not None:
                         self.seq += 1
                         self.agenda.push(follow.t, self.seq, _NEXT, follow)
+        if self.per_call is not None:
+            self.calls_ended(now, actions)
         self.col.apply(now, actions)
         if self.figs is not None:
             self.figs.apply(actions)
@@ -599,27 +686,37 @@ class _Run:
         upstream = self.upstream
         figs = self.figs
         answers = self.answers
+        # a per-call session's call k is, upstream, its session's turn k (the same prompt
+        # growth and draws as the turn of a held job)
+        key, turn = a.id, a.turn
+        sess = self.per_call.session_of(a.id) if self.per_call is not None else None
+        if sess is not None:
+            key, turn = sess.first.id, sess.pos
         if figs is not None:
             trace = upstream.known if self.counting else figs.trace
             dur, failure, ra, timing = upstream.call_timed(
-                now, a.cls, a.id, a.attempt, trace.get(a.id) if trace else None, a.turn
+                now, a.cls, key, a.attempt, trace.get(key) if trace else None, turn
             )
             col = self.col
             sent = col.requests[a.id][0] if a.id in col.requests else now
-            figs.dispatched(a.id, a.cls, now, sent, timing, a.turn)
+            figs.dispatched(a.id, a.cls, now, sent, timing, turn)
             if answers and a.cls in answers and timing is not None:
                 self.engine.handle(
                     AnswerStarts(id=a.id, attempt=a.attempt, at_s=now + timing[0]), now
                 )
         elif answers and a.cls in answers:
-            dur, failure, ra, first = upstream.call_streamed(now, a.cls, a.id, a.attempt, a.turn)
+            dur, failure, ra, first = upstream.call_streamed(now, a.cls, key, a.attempt, turn)
             if first is not None:
                 self.engine.handle(AnswerStarts(id=a.id, attempt=a.attempt, at_s=now + first), now)
         else:
-            dur, failure, ra = upstream.call(now, a.cls, a.id, a.attempt, a.turn)
+            dur, failure, ra = upstream.call(now, a.cls, key, a.attempt, turn)
         jobs = self.jobs
         if jobs is not None and a.cls in jobs.classes:
             jobs.prompt(a.id, a.turn, upstream.last_prompt)
+        if sess is not None:
+            u = upstream.usage if self.counting else None
+            toks = u[0] + u[2] if u is not None else upstream.last_prompt + upstream.last_output
+            self.call_sent[a.id] = (now, toks)
         self.seq += 1
         if self.checkpoints and a.attempt > 1 and failure is None:
             dur = max(0.0, dur - self.engine.jobs[a.id].progress_s)
@@ -646,6 +743,7 @@ class _Run:
                 clients.retried_rejects, clients.retried_fails, clients.retried_expires
             )
         upstream = self.upstream
+        book = self.book
         summary, timeline = self.core.finish(
             end,
             scheduled=self.scheduled,
@@ -655,6 +753,7 @@ class _Run:
             extra_thresholds=extra_thresholds,
             effects=(upstream.duplicate_effects, upstream.duplicates_suppressed),
             token_figures=figs.fields(end) if figs is not None else None,
+            sessions=None if book is None else book.block(end),
             retry_after=(
                 clients.honesty.block()
                 if clients is not None and clients.honesty is not None

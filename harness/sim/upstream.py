@@ -177,6 +177,7 @@ class SimUpstream:
         self.traced_turns: dict[str, tuple[tuple[int, int], ...]] = {}
         self.last_prompt = 0  # the prompt tokens of the last agent call (the collector's)
         self.last_cached = 0  # and how many of them were cached (the shared prefix, history)
+        self.last_output = 0  # and its completion tokens
         # ``tokens:`` in the profile: each request's prompt is drawn once before admission and
         # every call says its usage (None otherwise: profiles without tokens draw nothing more).
         tk = profile.tokens
@@ -246,6 +247,7 @@ class SimUpstream:
             if rec is not None:  # a traced session: turn k is its record k, as recorded
                 p, o = rec[turn] if turn < len(rec) else rec[-1]
                 self.last_prompt = p
+                self.last_output = min(o, jt.cap)
                 if turn and turn <= len(rec):  # the previous record's prompt and output
                     self.last_cached = min(p, rec[turn - 1][0] + rec[turn - 1][1])
                 else:
@@ -279,7 +281,22 @@ class SimUpstream:
                 n, _capped = completion_tokens(jt.completion, jt.cap, tok)
         s.out = n
         self.last_prompt = s.prompt
+        self.last_output = n
         return s.prompt, n
+
+    def turn_prompt(self, cls: str, rid: str, turn: int) -> int | None:
+        """The prompt tokens agent job ``rid``'s ``turn`` will send (its session so far: the
+        previous turn's prompt and output plus the new input; a traced session's record), as
+        admission counts a per-call session's later call before it is made; None when the
+        session's earlier turns are unknown here."""
+        rec = self.traced_turns.get(rid) if self.traced_turns else None
+        if rec is not None:
+            return rec[turn][0] if turn < len(rec) else rec[-1][0]
+        s = self.sessions.get(rid)
+        if s is None:
+            return None
+        jt = self.job_tokens[cls]
+        return s.prompt if turn == s.turn else s.prompt + s.out + jt.new_input
 
     def draw_prompt(self, cls: str, rid: str) -> int:
         """A request's prompt tokens, drawn once before admission (counting only): the class's

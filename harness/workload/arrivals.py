@@ -63,6 +63,10 @@ class Arrival(Arrived):
         self.tool_s = ()
         # A session trace replayed as one job: each turn's (prompt, output) tokens (its records).
         self.session: tuple[tuple[int, int], ...] | None = None
+        # A call of a session met call by call (job.admission: per_call; workload.per_call).
+        self.session_id = None
+        self.call_index = 0
+        self.session_calls = 0
 
     def __repr__(self) -> str:
         return f"Arrival({self.id}, t={self.t:.3f}, {self.cls})"

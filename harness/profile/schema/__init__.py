@@ -118,13 +118,16 @@ class TraceSessions:
             )
         ),
     )
-    replay: Literal["job", "closed_loop"] = field(
+    replay: Literal["job", "closed_loop", "per_call"] = field(
         default="job",
         metadata=_c(
             doc=(
                 "job: a session is one agent job holding its slot (turns = its records, tool"
-                " time = the gaps); closed_loop: each record is a one-call job, offered when the"
-                " record before it ended plus the think time (in harness sim and harness run alike)"
+                " time = the gaps: the hold way); per_call: each record is a model call through"
+                " admission on its own, offered when the call before it completed plus the gap,"
+                " and a call that does not complete strands the session; closed_loop: each"
+                " record is a one-call job, offered when the record before it ended plus the"
+                " think time (in harness sim and harness run alike)"
             )
         ),
     )
@@ -321,6 +324,18 @@ class JobShape:
             ge=0,
             le=MAX_TOKENS,
             doc="tokens at the head of every turn's prompt, common to the class (a system prompt)",
+        ),
+    )
+    admission: Literal["hold", "per_call"] = field(
+        default="hold",
+        metadata=_c(
+            doc=(
+                "how the session meets the queue: hold (admitted once, it keeps its slot"
+                " through its turns and tool time: an agent pod) or per_call (each model call"
+                " is its own request through admission, offered when the tool time after the"
+                " call before it has passed, as a gateway sees an agent; a call that does not"
+                " complete strands the session: summary.sessions)"
+            )
         ),
     )
     on_turn_failure: TurnFailure = field(
@@ -1014,6 +1029,20 @@ class Profile:
     def job_classes(self) -> dict[str, JobShape]:
         """The classes whose jobs are agent sessions (``job``), and their shape."""
         return {n: c.job for n, c in self.classes.items() if c.job is not None}
+
+    def per_call_classes(self) -> frozenset[str]:
+        """The agent classes whose sessions meet admission call by call: ``job.admission:
+        per_call``, or every class of a session trace replayed ``per_call``."""
+        t = self.arrivals.trace
+        if t is not None and t.sessions is not None and self.arrivals.process == "trace":
+            if t.sessions.replay == "per_call":
+                return frozenset(self.classes)
+            return frozenset()
+        return frozenset(
+            n
+            for n, c in self.classes.items()
+            if c.job is not None and c.job.admission == "per_call"
+        )
 
     def turn_failure_by_class(self) -> dict[str, str]:
         """The agent classes whose failed turn does not retry: ``fail`` or ``end``."""

@@ -1,0 +1,171 @@
+"""The session figures of agent sessions met call by call (``summary.sessions``): one book fed
+each call's final outcome, by the simulation as it runs and by a live run's merge from
+requests.jsonl, so both count a session alike.
+
+A session is **completed** when every call completed; **stranded** when a call ended without
+completing (refused, expired, failed for good) after an earlier call of it had completed --
+the work before it is wasted; **not started** when its first call did not complete (nothing
+was spent on it but that call); **unfinished** when the run ended first (a call in flight,
+tools running, or its next call's offer time past the duration). Every offered session is
+exactly one of the four: ``offered == completed + stranded + not_started + unfinished``.
+
+Wasted work is what a stranded session spent before it was stranded: its completed calls,
+their tokens (prompt + completion, as the endpoint reported them), their upstream seconds
+(from dispatch to the answer's end), and the tool seconds between its calls. Session goodput
+counts the completed sessions whose every call's turnaround was within
+``slo.turnaround_p95_s``, per second of the run; time to finish is from the session's first
+call's scheduled time to its last call's end.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.recording.quantiles import percentiles
+
+COMPLETED = "completed"
+
+
+class _Open:
+    __slots__ = ("cls", "done", "good", "t0", "tenant", "tokens", "tool_s", "upstream_s")
+
+    def __init__(self, cls: str, tenant: str, t0: float) -> None:
+        self.cls = cls
+        self.tenant = tenant
+        self.t0 = t0
+        self.done = 0  # calls completed
+        self.good = True  # every call within the SLO so far
+        self.tokens = 0
+        self.upstream_s = 0.0
+        self.tool_s = 0.0
+
+
+class _Tally:
+    __slots__ = ("completed", "finish", "good", "not_started", "offered", "stranded")
+
+    def __init__(self) -> None:
+        self.offered = 0
+        self.completed = 0
+        self.stranded = 0
+        self.not_started = 0
+        self.good = 0
+        self.finish: list[float] = []
+
+    def block(self, span: float) -> dict[str, Any]:
+        unfinished = self.offered - self.completed - self.stranded - self.not_started
+        p = percentiles(self.finish, ("p50", "p95"))
+        return {
+            "offered": self.offered,
+            "completed": self.completed,
+            "stranded": self.stranded,
+            "not_started": self.not_started,
+            "unfinished": unfinished,
+            "stranded_share": round(self.stranded / self.offered, 4) if self.offered else None,
+            "goodput_per_s": round(self.good / span, 4),
+            "time_to_finish_s": {"p50": p["p50"], "p95": p["p95"]},
+        }
+
+
+class SessionBook:
+    """Each per-call session's calls, as they end (:meth:`call`), into ``summary.sessions``
+    (:meth:`block`). ``slo_s``: the per-call turnaround a good session keeps to."""
+
+    __slots__ = ("_by_class", "_by_tenant", "_open", "_run", "calls", "reasons", "slo_s", "wasted")
+
+    def __init__(self, slo_s: float) -> None:
+        self.slo_s = slo_s
+        self._open: dict[str, _Open] = {}
+        self._run = _Tally()
+        self._by_class: dict[str, _Tally] = {}
+        self._by_tenant: dict[str, _Tally] = {}
+        self.reasons: dict[str, dict[str, int]] = {"stranded": {}, "not_started": {}}
+        self.wasted = {"calls": 0, "tokens": 0, "upstream_s": 0.0, "tool_s": 0.0}
+        self.calls = {"ended": 0, "completed": 0}
+
+    def _tallies(self, cls: str, tenant: str) -> tuple[_Tally, _Tally, _Tally]:
+        c = self._by_class.get(cls)
+        if c is None:
+            c = self._by_class[cls] = _Tally()
+        t = self._by_tenant.get(tenant)
+        if t is None:
+            t = self._by_tenant[tenant] = _Tally()
+        return self._run, c, t
+
+    def call(
+        self,
+        session: str,
+        cls: str,
+        tenant: str,
+        index: int,
+        calls: int,
+        *,
+        t_session: float,
+        t_end: float,
+        outcome: str,
+        reason: str | None,
+        turnaround_s: float | None,
+        tokens: int,
+        upstream_s: float,
+        tool_s: float,
+    ) -> None:
+        """Call ``index`` (from 0) of ``calls`` of session ``session`` (class and tenant: its
+        first call's) ended at ``t_end`` with ``outcome`` (``completed``, ``rejected``,
+        ``expired``, ``failed``, ...; ``reason`` the rule or failure). ``t_session``: the
+        session's first call's scheduled time; ``tool_s``: the tool time before this call."""
+        self.calls["ended"] += 1
+        s = self._open.get(session)
+        if s is None:
+            if index != 0:
+                return  # a session's first call was not seen: not this book's
+            s = self._open[session] = _Open(cls, tenant, t_session)
+            for tally in self._tallies(cls, tenant):
+                tally.offered += 1
+        s.tool_s += tool_s
+        if outcome == COMPLETED:
+            self.calls["completed"] += 1
+            s.done += 1
+            s.tokens += tokens
+            s.upstream_s += upstream_s
+            if turnaround_s is None or turnaround_s > self.slo_s:
+                s.good = False
+            if index + 1 < calls:
+                return
+            del self._open[session]
+            for tally in self._tallies(s.cls, s.tenant):
+                tally.completed += 1
+                tally.finish.append(t_end - s.t0)
+                if s.good:
+                    tally.good += 1
+            return
+        del self._open[session]
+        why = outcome if reason is None else f"{outcome}:{reason}"
+        kind = "stranded" if s.done else "not_started"
+        self.reasons[kind][why] = self.reasons[kind].get(why, 0) + 1
+        for tally in self._tallies(s.cls, s.tenant):
+            if s.done:
+                tally.stranded += 1
+            else:
+                tally.not_started += 1
+        if s.done:
+            w = self.wasted
+            w["calls"] += s.done
+            w["tokens"] += s.tokens
+            w["upstream_s"] += s.upstream_s
+            w["tool_s"] += s.tool_s
+
+    def block(self, duration_s: float) -> dict[str, Any]:
+        """``summary.sessions``: the run's figures, by class and by tenant."""
+        span = max(duration_s, 1e-9)
+        out = self._run.block(span)
+        w = self.wasted
+        out["wasted"] = {
+            "calls": w["calls"],
+            "tokens": w["tokens"],
+            "upstream_s": round(w["upstream_s"], 3),
+            "tool_s": round(w["tool_s"], 3),
+        }
+        out["reasons"] = {k: dict(sorted(v.items())) for k, v in self.reasons.items()}
+        out["calls"] = dict(self.calls)
+        out["by_class"] = {k: v.block(span) for k, v in sorted(self._by_class.items())}
+        out["by_tenant"] = {k: v.block(span) for k, v in sorted(self._by_tenant.items())}
+        return out
