@@ -185,6 +185,8 @@ class RunCore:
         callers' Retry-After honesty per rule (``workload.honesty``), with upstream.limits.
         ``sessions``: per-call agent sessions' figures (``recording.session_book``)."""
         eng, col = self.engine, self.collector
+        if sessions is not None and eng.sessions is not None:  # engine.sessions' figures
+            sessions = {**sessions, "admission": eng.sessions.figures()}
         col.advance(math.ceil(end) if end > 0 else 1.0, eng)
         if eng.cost is not None:
             eng.cost.accrue(end, len(eng.pool.execs))  # the executors up to the run's end

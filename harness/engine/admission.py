@@ -5,8 +5,9 @@ rule); per-tenant token bucket (``tenant_rate``); the token budgets (``token_bud
 harness/engine/token_budget.py); the cost budget's degraded mode for optional
 classes (``cost_budget``); ``max_queue_depth`` (``queue_full``); priority shedding (``shed_batch``,
 ``shed_standard``); oldest age (``queue_age``); depth vs concurrency (``queue_depth``); per-class
-slack (``deadline_slack``). A rule is off unless the profile switches it on, and a rule that is off
-is not in the table.
+slack (``deadline_slack``); then, past every rule, a new agent session's first call meets the
+active-session ceiling (``session_ceiling``, harness/engine/sessions.py). A rule is off unless
+the profile switches it on, and a rule that is off is not in the table.
 
 Each rule is a small class with one method, ``check(view, ev) -> float``: -1.0 to admit, else
 the *raw* number of seconds until it would admit again (the engine rounds that up to
@@ -47,13 +48,14 @@ class AdmissionView:
         "depth",
         "estimated_wait_s",
         "now",
+        "priority",
         "service_time_s",
     )
 
     def __init__(self, queue: JobQueue) -> None:
         """A view of ``queue``, empty until :meth:`at` fills it for an arrival."""
         self._queue = queue
-        self.at(0.0, 0, 0, 0.0, 0.0, 0.0)
+        self.at(0.0, 0, 0, 0.0, 0.0, 0.0, STANDARD)
 
     def at(
         self,
@@ -63,10 +65,12 @@ class AdmissionView:
         service_time_s: float,
         estimated_wait_s: float,
         age_s: float,
+        priority: int = STANDARD,
     ) -> AdmissionView:
         """This view, refreshed for another arrival. The engine keeps one and refreshes it
         (no object made and freed per arrival): a rule reads it during its check and keeps
-        nothing of it."""
+        nothing of it. ``priority``: the tier the arrival is checked in (its class's, or one up
+        for a session's later call under ``continuation: tier_up``)."""
         self.now = now
         self.depth = self._queue.depth
         self.busy = busy
@@ -74,6 +78,7 @@ class AdmissionView:
         self.service_time_s = service_time_s
         self.estimated_wait_s = estimated_wait_s
         self.age_s = age_s
+        self.priority = priority
         return self
 
     def drain(self, n: float) -> float:
@@ -115,6 +120,12 @@ class Rule:
 
     def check(self, v: AdmissionView, ev: Arrived) -> float:
         raise NotImplementedError
+
+    def within(self, v: AdmissionView, mult: float) -> bool:
+        """Whether a session's later call may skip this rule (``continuation: exempt``): the
+        queue (or its age) is under ``mult`` times the rule's limit. Rules that do not
+        measure the queue are never skipped."""
+        return False
 
 
 class TenantRate(Rule):
@@ -176,6 +187,9 @@ class QueueFull(Rule):
         d = v.depth
         return v.drain(d - self.ceiling + 1) if d >= self.ceiling else -1.0
 
+    def within(self, v: AdmissionView, mult: float) -> bool:
+        return v.depth < mult * self.ceiling
+
 
 class Shed(Rule):
     """Sheds one priority tier once the queue holds ``at`` items (a fill of max depth)."""
@@ -188,9 +202,12 @@ class Shed(Rule):
 
     def check(self, v: AdmissionView, ev: Arrived) -> float:
         d = v.depth
-        if ev.priority == self.priority and d >= self.at:
+        if v.priority == self.priority and d >= self.at:
             return v.drain(d - self.at + 1)
         return -1.0
+
+    def within(self, v: AdmissionView, mult: float) -> bool:
+        return v.depth < mult * self.at
 
 
 class QueueAge(Rule):
@@ -206,6 +223,9 @@ class QueueAge(Rule):
             return v.drain(v.count_older_than(v.now - self.limit_s))
         return -1.0
 
+    def within(self, v: AdmissionView, mult: float) -> bool:
+        return v.age_s <= mult * self.limit_s
+
 
 class QueueDepth(Rule):
     name = "queue_depth"
@@ -219,6 +239,9 @@ class QueueDepth(Rule):
         if v.busy >= c and v.depth > self.mult * c:
             return v.drain(v.depth - self.mult * c)
         return -1.0
+
+    def within(self, v: AdmissionView, mult: float) -> bool:
+        return v.depth <= mult * self.mult * v.concurrency
 
 
 class DeadlineSlack(Rule):
@@ -285,6 +308,20 @@ class Admission:
             if raw >= 0.0:
                 return rule.name, raw
         return "", -1.0
+
+    def check_exempt(self, v: AdmissionView, ev: Arrived, mult: float) -> tuple[str, float, str]:
+        """:meth:`check` for a session's later call under ``continuation: exempt``: a rule that
+        objects but whose queue is within ``mult`` times its limit is skipped. Returns the
+        verdict and the rules skipped (comma-separated; "" when none)."""
+        skipped = ""
+        for rule in self.rules:
+            raw = rule.check(v, ev)
+            if raw >= 0.0:
+                if rule.within(v, mult):
+                    skipped = rule.name if not skipped else skipped + "," + rule.name
+                    continue
+                return rule.name, raw, skipped
+        return "", -1.0, skipped
 
     def spend(self, tenant: str, now: float) -> None:
         """An admitted request takes its tenant's token."""

@@ -28,11 +28,14 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections import deque
 from typing import Final
 
 from harness.engine.dependency import backoff_s
 from harness.engine.events import (
     ACK_LOST,
+    CRITICAL,
+    PRIORITY_NAMES,
     Action,
     Admit,
     AnswerStarts,
@@ -47,6 +50,7 @@ from harness.engine.events import (
     Finished,
     MetricsSample,
     Reject,
+    SessionDecision,
     SignalRead,
     StopAdmitting,
     Tick,
@@ -60,12 +64,14 @@ from harness.engine.jobs import (
     RERUN,
     RETRY_WAIT,
     RUNNING,
+    SESSION_HELD,
     TOKEN_HELD,
     TOOL,
     WAITING,
     Job,
 )
 from harness.engine.scheduler import Scheduler, breaker_change
+from harness.engine.sessions import EXEMPT, SESSION_CEILING, TIER_UP, Held, SessionBook
 
 EWMA_ALPHA: Final = 0.1  # weight of each new service-time observation
 
@@ -105,6 +111,9 @@ class Engine(Scheduler):
             self.admitting = False
         else:
             raise TypeError(f"not an engine event: {event!r}")
+        ss = self.sessions
+        if ss is not None:  # per-call sessions' rules: the sessions that ended, held calls
+            self._sessions_after(ss, now, out)
         tk = self.tokens
         if tk is not None and tk.charges:
             for a in out:  # a request that ended: its token charges trued up
@@ -116,6 +125,10 @@ class Engine(Scheduler):
     # -- handlers ----------------------------------------------------------------------------
 
     def _arrived(self, ev: Arrived, now: float, out: list[Action]) -> None:
+        ss = self.sessions
+        if ss is not None and ev.session_id is not None:
+            self._session_arrived(ss, ev, now, out)
+            return
         counts = self.counts
         counts.arrivals += 1
         if self.cost is not None:
@@ -133,49 +146,80 @@ class Engine(Scheduler):
         elif bypass or not adm.on:
             reason, raw = "", -1.0
         else:
-            view = self.admission_view.at(now, self.busy, c, st, est, age)
+            view = self.admission_view.at(now, self.busy, c, st, est, age, ev.priority)
             reason, raw = adm.check(view, ev)
         if raw >= 0.0:
-            counts.rejected += 1
-            ra = math.ceil(raw) if raw < 86400.0 else 86400
-            tk = self.tokens
-            note = (
-                tk.decision(ev.id, "reject", now)
-                if tk is not None and reason.startswith("token_budget:")
-                else None
-            )
-            out.append(
-                Reject(
-                    id=ev.id,
-                    cls=ev.cls,
-                    priority=ev.priority,
-                    tenant=ev.tenant,
-                    reason=reason,
-                    retry_after_s=float(ra) if ra >= 1 else 1.0,
-                    estimated_wait_s=est,
-                    depth=q.depth,
-                    age_s=age,
-                    in_flight=self.busy,
-                    concurrency=c,
-                    service_time_s=st,
-                    deadline_s=ev.deadline_s,
-                    limits=adm.limits,
-                    raw_wait_s=raw,
-                    tokens=note,
-                )
-            )
-            if note is not None:  # after the Reject: a driver reads an arrival's answer first
-                out.append(note)
+            self._refuse(ev, ev.priority, reason, raw, est, age, now, out)
             return
+        job = self._take(ev, ev.priority, est, age, bypass, now, out)
+        self._enqueue(job, ev, now, out)
+
+    def _refuse(
+        self,
+        ev: Arrived,
+        priority: int,
+        reason: str,
+        raw: float,
+        est: float,
+        age: float,
+        now: float,
+        out: list[Action],
+    ) -> None:
+        """The arrival is rejected by the rule ``reason`` (``raw``: its seconds until it would
+        admit again)."""
+        self.counts.rejected += 1
+        ra = math.ceil(raw) if raw < 86400.0 else 86400
+        tk = self.tokens
+        note = (
+            tk.decision(ev.id, "reject", now)
+            if tk is not None and reason.startswith("token_budget:")
+            else None
+        )
+        q = self.queue
+        out.append(
+            Reject(
+                id=ev.id,
+                cls=ev.cls,
+                priority=priority,
+                tenant=ev.tenant,
+                reason=reason,
+                retry_after_s=float(ra) if ra >= 1 else 1.0,
+                estimated_wait_s=est,
+                depth=q.depth,
+                age_s=age,
+                in_flight=self.busy,
+                concurrency=self.pool.concurrency,
+                service_time_s=self.service_time_s,
+                deadline_s=ev.deadline_s,
+                limits=self.admission.limits,
+                raw_wait_s=raw,
+                tokens=note,
+            )
+        )
+        if note is not None:  # after the Reject: a driver reads an arrival's answer first
+            out.append(note)
+
+    def _take(
+        self,
+        ev: Arrived,
+        priority: int,
+        est: float,
+        age: float,
+        bypass: bool,
+        now: float,
+        out: list[Action],
+    ) -> Job:
+        """The arrival is admitted (in tier ``priority``): its job, and its Admit."""
+        adm = self.admission
         if not bypass:
             adm.spend(ev.tenant, now)
-        counts.admitted += 1
+        self.counts.admitted += 1
         self._seq += 1
         dl = ev.deadline_s
         job = Job(
             ev.id,
             ev.cls,
-            ev.priority,
+            priority,
             ev.tenant,
             ev.key,
             now,
@@ -184,6 +228,7 @@ class Engine(Scheduler):
             ev.turns,
             ev.tool_s,
         )
+        q = self.queue
         fair = q.fair
         if fair is not None:
             job.tok_est = fair.estimate(ev.cls, ev.prompt_tokens)
@@ -192,19 +237,24 @@ class Engine(Scheduler):
             Admit(
                 id=ev.id,
                 cls=ev.cls,
-                priority=ev.priority,
+                priority=priority,
                 tenant=ev.tenant,
                 estimated_wait_s=est,
                 depth=q.depth,
                 age_s=age,
                 in_flight=self.busy,
-                concurrency=c,
-                service_time_s=st,
+                concurrency=self.pool.concurrency,
+                service_time_s=self.service_time_s,
                 deadline_s=dl,
                 limits=adm.limits,
                 reason="admit_always" if bypass else None,
             )
         )
+        return job
+
+    def _enqueue(self, job: Job, ev: Arrived, now: float, out: list[Action]) -> None:
+        """An admitted job is held for its token budgets, or joins the queue (and starts, if a
+        slot is free)."""
         tk = self.tokens
         if tk is not None and tk.admit(
             ev.id, now, ev.cls, ev.tenant, ev.prompt_tokens, self._hold_s(ev)
@@ -212,6 +262,7 @@ class Engine(Scheduler):
             job.state = TOKEN_HELD  # admitted, held until its token budgets hold its charge
             out.append(tk.decision(ev.id, "hold", now))
             return
+        q = self.queue
         q.push(job)
         waits = self.waits
         if waits.lanes:
@@ -219,8 +270,196 @@ class Engine(Scheduler):
         due = now + waits.min_s
         if due < waits.check_at:
             waits.check_at = due
-        if self.busy < c:
+        if self.busy < self.pool.concurrency:
             self._dispatch(now, out)
+
+    def _session_arrived(self, ss: SessionBook, ev: Arrived, now: float, out: list[Action]) -> None:
+        """A per-call session's call (``engine.sessions``): a later call may ride a tier up or
+        skip the queue rules within their bound; a new session's first call meets the
+        ceiling once every rule admitted it; a session starts with its first call."""
+        counts = self.counts
+        counts.arrivals += 1
+        if self.cost is not None:
+            self.cost.accrue(now, len(self.pool.execs))
+        sid = ev.session_id
+        assert sid is not None
+        later = ev.call_index > 0
+        sess = ss.active.get(sid)
+        prio = ev.priority
+        lifted = later and ss.continuation == TIER_UP and prio > CRITICAL
+        if lifted:
+            prio -= 1
+        q = self.queue
+        c = self.pool.concurrency
+        st = self.service_time_s
+        est = q.ahead_of(prio) / c * st if c > 0 else st
+        oldest = q.oldest()
+        age = now - oldest.admitted_at if oldest is not None else 0.0
+        bypass = self.admit_always
+        adm = self.admission
+        tk = self.tokens
+        own = sess.reserved if sess is not None and later and sess.reserved else None
+        skipped = ""
+        if not self.admitting:
+            reason, raw = "shutting_down", 1.0
+        elif bypass or not adm.on:
+            reason, raw = "", -1.0
+        else:
+            view = self.admission_view.at(now, self.busy, c, st, est, age, prio)
+            if tk is not None:
+                tk.own = own
+                tk.opening = ss.reserve and sess is None and not later
+            if later and ss.continuation == EXEMPT:
+                reason, raw, skipped = adm.check_exempt(view, ev, ss.exempt_up_to)
+            else:
+                reason, raw = adm.check(view, ev)
+            if tk is not None:
+                tk.own = None
+                tk.opening = False
+        hold = False
+        if raw < 0.0 and not later and sess is None and not bypass and ss.full():
+            if ss.queue and self.admitting:
+                hold = True
+            else:
+                reason, raw = SESSION_CEILING, ss.retry_s(st)
+                ss.rejected += 1
+        if sess is not None:
+            ss.track(ev.id, sess, ev)  # a refused later call ends its session too
+        if raw >= 0.0:
+            self._refuse(ev, prio, reason, raw, est, age, now, out)
+            return
+        job = self._take(ev, prio, est, age, bypass, now, out)
+        if skipped:
+            ss.exempt(skipped)
+            out.append(
+                SessionDecision(
+                    id=ev.id, session=sid, decision="exempt", reason=skipped, active=len(ss.active)
+                )
+            )
+        if lifted:
+            ss.lifted += 1
+            names = PRIORITY_NAMES
+            out.append(
+                SessionDecision(
+                    id=ev.id,
+                    session=sid,
+                    decision="tier_up",
+                    reason=names[ev.priority] + "->" + names[prio],
+                    active=len(ss.active),
+                )
+            )
+        if hold:
+            job.state = SESSION_HELD
+            hold_s = self._hold_s(ev)
+            ss.held.append(Held(job, ev, now + hold_s if hold_s >= 0.0 else -1.0))
+            ss.held_total += 1
+            out.append(
+                SessionDecision(
+                    id=ev.id,
+                    session=sid,
+                    decision="hold",
+                    reason=SESSION_CEILING,
+                    active=len(ss.active),
+                )
+            )
+            return
+        if not later and sess is None:
+            self._session_start(ss, ev, sid, now, out)
+        if tk is not None and own is not None:
+            tk.own = own  # its charge comes out of its session's reservation first
+            self._enqueue(job, ev, now, out)
+            tk.own = None
+        else:
+            self._enqueue(job, ev, now, out)
+
+    def _session_start(
+        self, ss: SessionBook, ev: Arrived, sid: str, now: float, out: list[Action]
+    ) -> None:
+        """A session becomes active with its first call (admitted, or released from the
+        ceiling's hold); its expected remaining tokens are reserved."""
+        s = ss.start(ev, sid)
+        ss.track(ev.id, s, ev)
+        tk = self.tokens
+        if ss.reserve and tk is not None:
+            s.reserved = tk.reserve(now, ev.cls, ev.tenant, ev.prompt_tokens)
+            total = sum(s.reserved)
+            if total > 0.0:
+                out.append(
+                    SessionDecision(
+                        id=ev.id,
+                        session=sid,
+                        decision="reserve",
+                        reason=None,
+                        active=len(ss.active),
+                        tokens=round(total, 3),
+                    )
+                )
+
+    def _sessions_after(self, ss: SessionBook, now: float, out: list[Action]) -> None:
+        """The final outcomes among ``out`` end their sessions (their reservations given
+        back); held first calls then start as the ceiling has room, or expire. What that
+        dispatches may end more calls: it is read in turn."""
+        i = 0
+        tk = self.tokens
+        while True:
+            n = len(out)
+            while i < n:
+                a = out[i]
+                i += 1
+                tp = type(a)
+                if tp is Complete or tp is Fail or tp is Expire or tp is Reject:
+                    s = ss.ended(a.id, tp is Complete)  # type: ignore[attr-defined]
+                    if s is not None and s.reserved and tk is not None:
+                        tk.unreserve(s.cls, s.tenant, s.reserved)
+            if ss.held:
+                due = ss.next_due()
+                if not ss.full() or (due is not None and due <= now):
+                    self._release_sessions(ss, now, out)
+            if len(out) == n:
+                return
+
+    def _release_sessions(self, ss: SessionBook, now: float, out: list[Action]) -> None:
+        """First calls held by the ceiling: those whose wait ended expire (reason
+        ``session_ceiling``); then, in arrival order, as many start their sessions as the
+        ceiling has room for."""
+        held = ss.held
+        if any(0.0 <= h.until <= now for h in held):
+            keep: deque[Held] = deque()
+            for h in held:
+                if 0.0 <= h.until <= now:
+                    job = h.job
+                    del self.jobs[job.id]
+                    job.state = DONE
+                    ss.expired += 1
+                    self.counts.expired += 1
+                    out.append(
+                        Expire(
+                            id=job.id,
+                            age_s=now - job.admitted_at,
+                            reason=SESSION_CEILING,
+                            limit_s=h.until - job.admitted_at,
+                        )
+                    )
+                else:
+                    keep.append(h)
+            ss.held = held = keep
+        while held and not ss.full():
+            h = held.popleft()
+            job, ev = h.job, h.ev
+            sid = ev.session_id
+            assert sid is not None
+            job.state = WAITING
+            # Its wait in the queue counts from here: the hold was the ceiling's, and a queue
+            # rule (age_reject_s) reads the queue's own ages. Its deadline stays its own.
+            job.admitted_at = now
+            ss.released += 1
+            self._session_start(ss, ev, sid, now, out)
+            out.append(
+                SessionDecision(
+                    id=ev.id, session=sid, decision="release", reason=None, active=len(ss.active)
+                )
+            )
+            self._enqueue(job, ev, now, out)
 
     def _hold_s(self, ev: Arrived) -> float:
         """How long a request may be held for its token budgets: its class's deadline, else
@@ -357,6 +596,12 @@ class Engine(Scheduler):
         if job.state == WAITING:
             self.queue.remove(job)
             del self.jobs[job.id]
+            was_running = False
+        elif job.state == SESSION_HELD:
+            assert self.sessions is not None
+            self.sessions.held = deque(h for h in self.sessions.held if h.job is not job)
+            del self.jobs[job.id]
+            job.state = DONE
             was_running = False
         elif job.state == TOKEN_HELD:
             del self.jobs[job.id]

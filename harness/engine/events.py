@@ -218,7 +218,8 @@ Limits = tuple[tuple[str, int | float], ...]
 """The admission limits in force, as (name, value) pairs in name order: ``age_reject_s``,
 ``depth_mult``, ``max_queue_depth``, ``shed_batch_at``, ``shed_standard_at`` (depths),
 ``tenant_burst``, ``tenant_rate_per_s``, ``tokens_<name>`` (each token budget that rejects:
-its limit); a rule that is off gives none."""
+its limit), ``max_active_sessions`` (engine.sessions.max_active); a rule that is off gives
+none."""
 
 
 # Admit and Reject carry what the rules read (depth, in flight, concurrency, the service-time
@@ -370,6 +371,35 @@ class TokenDecision(Action):
         self.limit = limit
         self.estimate = estimate
         self.reset_s = reset_s
+
+
+class SessionDecision(Action):
+    """A per-call session's rule at work (``engine.sessions``): ``decision`` is ``exempt`` (a
+    later call skipped the rules named in ``reason``, comma-separated, under their bound),
+    ``tier_up`` (a later call rode one priority tier up; ``reason`` names the tiers, e.g.
+    ``batch->standard``), ``hold`` (a new session's first call admitted and held by the
+    ceiling; reason ``session_ceiling``), ``release`` (a held first call starts its session)
+    or ``reserve`` (a new session's expected remaining tokens reserved: ``tokens``, summed over
+    the budgets). ``session`` is the session's id, ``active`` the sessions active after it."""
+
+    __slots__ = ("active", "decision", "id", "reason", "session", "tokens")
+
+    def __init__(
+        self,
+        *,
+        id: str,
+        session: str,
+        decision: str,
+        reason: str | None,
+        active: int,
+        tokens: float | None = None,
+    ) -> None:
+        self.id = id
+        self.session = session
+        self.decision = decision
+        self.reason = reason
+        self.active = active
+        self.tokens = tokens
 
 
 class Dispatch(Action):

@@ -6,8 +6,10 @@ A job is WAITING in the queue, RUNNING, RETRY_WAIT (between attempts, keeping it
 (an agent job between two turns: it keeps its slot and makes no model call), RERUN (its
 executor was killed while draining: it waits for a slot to run again), HELD (it left the
 queue to start but the review stage is full), TOKEN_HELD (admitted, held before the queue
-until its token budgets hold its charge: ``tokens.budgets.*.over: queue``), IN_REVIEW (its
-model call is done; it waits for, or is with, a reviewer) or DONE. An executor is STARTING
+until its token budgets hold its charge: ``tokens.budgets.*.over: queue``), SESSION_HELD (a
+new agent session's first call, admitted and held until fewer sessions are active than
+``engine.sessions.max_active``), IN_REVIEW (its model call is done; it waits for, or is
+with, a reviewer) or DONE. An executor is STARTING
 (ready after ``startup_s``), READY (takes work) or DRAINING (takes no new work, leaves when its
 last job ends).
 """
@@ -28,6 +30,7 @@ HELD: Final = 5  # left the queue to start, held because the review stage is ful
 IN_REVIEW: Final = 6  # its model call is done; it waits for, or is with, a reviewer
 TOOL: Final = 7  # an agent job between turns: holds its slot, no model call
 TOKEN_HELD: Final = 8  # admitted, held until its token budgets hold its charge (over: queue)
+SESSION_HELD: Final = 9  # a new session's first call, held by engine.sessions.max_active
 
 STARTING: Final = 0
 READY: Final = 1

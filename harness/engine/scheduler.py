@@ -42,6 +42,7 @@ from harness.engine.jobs import (
     RERUN,
     RETRY_WAIT,
     RUNNING,
+    SESSION_HELD,
     TOKEN_HELD,
     TOOL,
     WAITING,
@@ -51,6 +52,7 @@ from harness.engine.pool import ExecutorPool
 from harness.engine.queue import JobQueue
 from harness.engine.review import ReviewStage
 from harness.engine.scaler import Scaler
+from harness.engine.sessions import SessionBook
 from harness.engine.token_budget import TokenBook
 from harness.engine.waits import MaxWait
 
@@ -152,6 +154,13 @@ class Scheduler:
         # The token budgets (``tokens.budgets``) and the requests' charges; None: no tokens.
         self.tokens = tokens
         self.admission = Admission(cfg.admission, self.cost, tokens)
+        # Per-call agent sessions' rules (engine.sessions; harness/engine/sessions.py); None:
+        # none, and a session's calls are met as any call.
+        scfg = cfg.sessions
+        self.sessions = SessionBook(scfg) if scfg is not None else None
+        if scfg is not None and scfg.max_active is not None:
+            adm = self.admission
+            adm.limits = tuple(sorted((*adm.limits, ("max_active_sessions", scfg.max_active))))
         self.admission_view = AdmissionView(self.queue)  # refreshed by each arrival's check
         self.checkpoint_by_class = dict(checkpoint_by_class or {})
         self.review = (
@@ -211,6 +220,7 @@ class Scheduler:
             or pool.draining
             or rv is not None
             or (self.tokens is not None and self.tokens.held)
+            or (self.sessions is not None and self.sessions.held)
         ):
             # The common case, on the hot path of every event: at most a max wait and the
             # autoscaler's next evaluation are pending.
@@ -238,6 +248,7 @@ class Scheduler:
             ),
             rv.next_deadline() if rv is not None else None,
             self.tokens.next_due(self.now) if self.tokens is not None else None,
+            self.sessions.next_due() if self.sessions is not None else None,
         ):
             if t is not None and (best is None or t < best):
                 best = t
@@ -279,6 +290,7 @@ class Scheduler:
             IN_REVIEW: "in_review",
             TOOL: "tool",
             TOKEN_HELD: "token_held",
+            SESSION_HELD: "session_held",
         }
         out: dict[str, int] = {}
         for job in self.jobs.values():

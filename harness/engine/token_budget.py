@@ -73,6 +73,7 @@ class Window:
         "limit",
         "peak",
         "reserved",
+        "sessions",
         "start_s",
         "window_s",
     )
@@ -88,6 +89,9 @@ class Window:
         self._entries: deque[Entry] = deque()  # sliding: charges in time order
         self.reserved = 0.0  # the charges of requests held for this window (queue)
         self.held = 0  # how many are held
+        # agent sessions' reserved tokens (engine.sessions.reserve_tokens): not charged, but
+        # counted against the limit by every request, as the held charges are
+        self.sessions = 0.0
         self.peak = 0.0  # the highest level charged
 
     def _advance(self, now: float) -> None:
@@ -156,7 +160,7 @@ class Window:
     def fits(self, now: float, amount: float, strict: bool) -> bool:
         """Whether ``amount`` more fits now, behind the held requests' reserved charges
         (``strict``: the level must stay under the limit, not at it: ``after``'s rule)."""
-        used = self.level(now) + self.reserved
+        used = self.level(now) + self.reserved + self.sessions
         if used <= 0.0:
             return True  # an empty window takes anything (a charge past the whole limit too)
         total = used + amount
@@ -167,7 +171,7 @@ class Window:
         if self.fits(now, amount, strict):
             return 0.0
         lim = self.limit
-        used = self.level(now) + self.reserved
+        used = self.level(now) + self.reserved + self.sessions
         room = lim - amount  # the level at which it fits (strictly below it: after)
         kind = self.kind
         if kind == BUCKET:
@@ -297,6 +301,7 @@ class TokenBook:
 
     __slots__ = (
         "_cached_share",
+        "_calls",
         "_expected",
         "budgets",
         "by_tenant",
@@ -309,6 +314,9 @@ class TokenBook:
         "last_level",
         "last_limit",
         "last_reset_s",
+        "opening",
+        "own",
+        "reserved_total",
         "sessions",
         "totals",
         "without_usage",
@@ -320,8 +328,22 @@ class TokenBook:
         cost: TokenCost,
         expected: Mapping[str, tuple[float, float]],
         start_s: float = 0.0,
+        calls: Mapping[str, float] | None = None,
     ) -> None:
         self.cost = cost
+        # class -> a session's expected calls (its job's mean turns): what a per-call session
+        # reserves (engine.sessions.reserve_tokens)
+        self._calls = dict(calls or {})
+        # the session reservation of the request being checked or admitted (one amount per
+        # budget, in budget order), set by the engine around a session's later call: its own
+        # reservation is room for it, and its charge is taken from it first
+        self.own: list[float] | None = None
+        # set by the engine around a new session's first call's check when sessions reserve
+        # tokens: the call fits only with its session's whole expected need (its charge and
+        # the reservation it is about to make), so a reservation is never promised past a
+        # limit (a queue-mode budget sees the reservation itself: it is made before the hold)
+        self.opening = False
+        self.reserved_total = 0.0  # tokens ever reserved for sessions
         self._expected = dict(expected)  # class -> (prompt, completion) expected tokens
         self._cached_share = tokens.cached_share
         self.budgets = [Budget(n, b, start_s) for n, b in sorted(tokens.budgets.items())]
@@ -367,14 +389,20 @@ class TokenBook:
     def check(self, now: float, cls: str, tenant: str, prompt: int | None) -> float:
         """-1.0 when every reject-mode budget takes the request, else the seconds its
         Retry-After says (honest: until its charge fits; or the budget's constant); the
-        objecting budget is ``last_budget`` (queue-mode budgets never object here)."""
-        for b in self.budgets:
+        objecting budget is ``last_budget`` (queue-mode budgets never object here). A session's
+        later call counts its session's reservation (``own``) as room of its own."""
+        own = self.own
+        for i, b in enumerate(self.budgets):
             if b.queue or not b.applies(cls):
                 continue
             key = b.key(cls, tenant)
             w = b.window(key)
             est = self.estimate(b, cls, prompt)
             need = 0.0 if b.after and not b.prompt_only else est
+            if own is not None and own[i] > 0.0 and w.fits(now, need - own[i], b.after):
+                continue
+            if self.opening:
+                need += self._more(cls) * est
             if w.fits(now, need, b.after):
                 continue
             b.rejected += 1
@@ -402,11 +430,19 @@ class TokenBook:
         c = Charge(rid)
         c.at = now
         hold = False
-        for b in self.budgets:
+        own = self.own
+        for j, b in enumerate(self.budgets):
             if not b.applies(cls):
                 continue
             w = b.window(b.key(cls, tenant))
             est = self.estimate(b, cls, prompt)
+            if own is not None and own[j] > 0.0:
+                # a session's later call: its charge comes out of its session's reservation
+                take = est if est < own[j] else own[j]
+                own[j] -= take
+                w.sessions -= take
+                if w.sessions < 1e-9:
+                    w.sessions = 0.0
             c.budgets.append(b)
             c.keys.append(b.key(cls, tenant))
             c.windows.append(w)
@@ -468,6 +504,39 @@ class TokenBook:
             estimate=round(self.last_estimate, 3),
             reset_s=round(self.last_reset_s, 3),
         )
+
+    def reserve(self, now: float, cls: str, tenant: str, prompt: int | None) -> list[float]:
+        """A per-call session starts: in each budget that charges its class, (the class's
+        expected calls - 1) x the per-call estimate the budget uses is reserved (the class's
+        expectation, never what a trace says the session will do). Returns the amounts, one
+        per budget in budget order (0: none)."""
+        more = self._more(cls)
+        out = [0.0] * len(self.budgets)
+        if more <= 0.0:
+            return out
+        for i, b in enumerate(self.budgets):
+            if b.applies(cls):
+                amount = more * self.estimate(b, cls, prompt)
+                b.window(b.key(cls, tenant)).sessions += amount
+                out[i] = amount
+                self.reserved_total += amount
+        return out
+
+    def _more(self, cls: str) -> float:
+        """A new session's expected calls after its first (0: none, or not an agent class)."""
+        more = self._calls.get(cls, 1.0) - 1.0
+        return more if more > 0.0 else 0.0
+
+    def unreserve(self, cls: str, tenant: str, left: list[float]) -> None:
+        """A session ended: what is left of its reservation is given back."""
+        for i, b in enumerate(self.budgets):
+            amount = left[i]
+            if amount > 0.0:
+                w = b.window(b.key(cls, tenant))
+                w.sessions -= amount
+                if w.sessions < 1e-9:
+                    w.sessions = 0.0
+                left[i] = 0.0
 
     def held_wait(self, rid: str) -> float:
         """The held request's last moment (its deadline or max wait), for its Expire."""
@@ -636,7 +705,8 @@ def book_for(profile: Profile, start_s: float = 0.0) -> TokenBook | None:
     if t is None:
         return None
     expected = {n: profile.expected_tokens(c) for n, c in profile.classes.items()}
-    return TokenBook(t, profile.token_cost(), expected, start_s)
+    calls = {n: c.job.mean_turns() for n, c in profile.classes.items() if c.job is not None}
+    return TokenBook(t, profile.token_cost(), expected, start_s, calls)
 
 
 __all__ = ["BUCKET", "FIXED", "REASON", "SLIDING", "Budget", "TokenBook", "Window", "book_for"]

@@ -373,6 +373,25 @@ def check_review(ctx: Ctx, p: Profile) -> None:
                 raise ctx.err(f"classes.{name}.review", "needs engine.review (the reviewers)")
 
 
+def check_sessions(ctx: Ctx, p: Profile) -> None:
+    """engine.sessions acts on per-call sessions' calls: it needs such a class; a queue needs a
+    ceiling to queue behind; a reservation needs budgets to reserve in."""
+    ss = p.engine.sessions
+    if ss is None:
+        return
+    where = "engine.sessions"
+    if not p.per_call_classes():
+        raise ctx.err(
+            where,
+            "acts on agent sessions met call by call: needs a class with job.admission:"
+            " per_call (or a session trace replayed per_call)",
+        )
+    if ss.over == "queue" and ss.max_active is None:
+        raise ctx.err(f"{where}.over", "queue needs engine.sessions.max_active (a ceiling)")
+    if ss.reserve_tokens and (p.tokens is None or not p.tokens.budgets):
+        raise ctx.err(f"{where}.reserve_tokens", "needs tokens.budgets (the budgets to reserve in)")
+
+
 def check_job(ctx: Ctx, p: Profile, name: str, job: JobShape) -> None:
     """An agent job's shape: its turns' range, a tool time that is a plain latency, and what
     it cannot be combined with yet."""
@@ -455,6 +474,7 @@ def check_profile(ctx: Ctx, p: Profile) -> None:
     check_cost(ctx, p)
     check_review(ctx, p)
     check_tokens(ctx, p)
+    check_sessions(ctx, p)
     check_wire(ctx, p.wire)
     dep = p.engine.dependency
     if dep.backoff_max_s < dep.backoff_base_s:

@@ -37,6 +37,7 @@ from harness.engine.events import (
     Reject,
     Reviewed,
     Scale,
+    SessionDecision,
     TokenDecision,
     TurnDone,
 )
@@ -226,6 +227,21 @@ def _token(t: float, a: TokenDecision) -> dict[str, object]:
     }
 
 
+def _session(t: float, a: SessionDecision) -> dict[str, object]:
+    """A per-call session's rule at work (engine.sessions): exempt, tier_up, hold, release,
+    reserve; the session, and the sessions active after it."""
+    return {
+        "active": a.active,
+        "decision": a.decision,
+        "id": a.id,
+        "kind": "session",
+        "reason": a.reason,
+        "session": a.session,
+        "t": t,
+        "tokens": a.tokens,
+    }
+
+
 def _review(t: float, a: Reviewed) -> dict[str, object]:
     return {
         "id": a.id,
@@ -254,6 +270,7 @@ RECORDS: dict[type, Callable[[float, Any], dict[str, object] | None]] = {
     Reviewed: _review,
     TurnDone: _turn,
     TokenDecision: _token,
+    SessionDecision: _session,
     Complete: _complete,  # an outcome, not a decision: it lands in the counts (ended_early aside)
     ReadSignal: lambda t, a: None,  # a request to the driver; the Scale it leads to is recorded
 }

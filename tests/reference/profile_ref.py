@@ -158,6 +158,29 @@ def _alerts() -> list[str]:
 
 # What a section's rows cannot say alone: how its keys work together, and where the long form is.
 SECTION_NOTES: dict[str, list[str]] = {
+    "engine": [
+        "`engine.sessions` gives agent sessions met call by call (a class's `job.admission:",
+        "per_call`, or a session trace replayed `per_call`) rules of their own, in the engine,",
+        "so `harness sim` and the live proxy apply them alike. A session is active from its",
+        "first call's admission until its last call completes, a call of it ends without",
+        "completing (refused, expired, failed) or the run ends. `max_active` caps the active",
+        "sessions: a new session's first call that every admission rule admitted is refused",
+        "(`over: reject`, reason `session_ceiling`, Retry-After the nearest-done session's",
+        "calls left x the service-time estimate) or held until a session ends (`over:",
+        "queue`; it expires, reason `session_ceiling`, at its class's `deadline_s`, else its",
+        "max wait; its queue wait counts from its release); later calls are never held.",
+        "`continuation: exempt` lets a later call skip `age_reject_s`, `max_queue_depth`,",
+        "`depth_mult` and priority shedding while the queue (or its oldest age) is within",
+        "`exempt_up_to` x the rule's limit, and meet them as any call past it;",
+        "`continuation: tier_up` checks and queues a later call one priority tier up (batch",
+        "-> standard -> critical). `reserve_tokens` (with `tokens.budgets`) admits a new",
+        "session's first call only when its charge plus its expected remaining tokens ((the",
+        "class's mean turns - 1) x the call's estimate) fit each budget that charges it,",
+        "reserves those tokens, charges its later calls from the reservation first and gives",
+        "the rest back when the session ends; other requests see each budget less the",
+        "reservations. Each rule's work is a decision record of kind `session`",
+        "([decisions.md](decisions.md)); `summary.sessions.admission` counts it.",
+    ],
     "upstream": [
         "`upstream.limits` gives the upstream the quotas OpenAI and Azure OpenAI enforce:",
         "`tokens_per_min` and `requests_per_min`, each a bucket holding one minute's limit and",

@@ -23,6 +23,7 @@ from harness.profile.schema.fields import (
     _t,
 )
 from harness.profile.schema.scaling import Scaling
+from harness.profile.schema.sessions import Sessions as Sessions
 from harness.profile.schema.tokens import TokenBudget as TokenBudget
 from harness.profile.schema.tokens import TokenPrices as TokenPrices
 from harness.profile.schema.tokens import Tokens as Tokens
@@ -794,6 +795,17 @@ class Engine:
     review: Review | None = field(
         default=None,
         metadata=_c(doc="the human review stage of classes marked review: true; null: none"),
+    )
+    sessions: Sessions | None = field(
+        default=None,
+        metadata=_c(
+            omit_none=True,
+            doc=(
+                "admission rules for agent sessions met call by call (job.admission: per_call):"
+                " an active-session ceiling, later calls' precedence, token reservation; null:"
+                " none"
+            ),
+        ),
     )
 
 
