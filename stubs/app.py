@@ -138,6 +138,7 @@ class StubApp:
         request_id: str | None = None
         keyed = False
         turn = 0
+        attempt = 0
         for name, value in scope["headers"]:
             if name == b"x-class":
                 class_header = value.decode("latin-1")
@@ -145,12 +146,15 @@ class StubApp:
                 request_id = value.decode("latin-1")
             elif name == b"x-harness-turn" and value.isdigit() and len(value) <= 6:
                 turn = int(value)
+            elif name == b"x-harness-attempt" and value.isdigit() and 0 < len(value) <= 6:
+                attempt = int(value)
             elif name in (b"idempotency-key", b"x-idempotency-key") and value:
                 keyed = True
         try:
             req = chat.ChatRequest(body, class_header, self.state.model, request_id, text=text)
             req.idempotency_key = keyed
             req.turn = turn
+            req.attempt = attempt
         except chat.BadRequest as e:
             self.state.counters.rejected += 1
             await self._error(send, rid, 400, e.body())

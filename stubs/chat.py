@@ -173,6 +173,7 @@ def _positive_int(req: dict[str, Any], name: str) -> int | None:
 
 class ChatRequest:
     __slots__ = (
+        "attempt",
         "class_header",
         "idempotency_key",
         "include_usage",
@@ -201,6 +202,9 @@ class ChatRequest:
         # An agent job's turn (x-harness-turn, from the proxy): its calls' draws are keyed by
         # (request id, attempt, turn), as the simulation's; 0 for any other call.
         self.turn = 0
+        # A per-call session's call (x-harness-attempt, from the proxy): the proxy's attempt
+        # of it, which keys its draws in place of the count of its id; 0: counted.
+        self.attempt = 0
         self.idempotency_key = False  # an Idempotency-Key came with it: duplicates suppressed
         try:
             req = orjson.loads(body)
@@ -312,7 +316,7 @@ async def handle(
     state: StubState, req: ChatRequest, rid: bytes, scope: Scope, receive: Receive, send: Send
 ) -> None:
     # -- draws: latency, token counts, faults, each from its stream of this request ----------
-    state.begin(req.request_id, req.turn)
+    state.begin(req.request_id, req.turn, req.attempt)
     cls = state.classes.pick(req.class_header, req.prompt)
     cap = req.max_tokens if req.max_tokens is not None else cls.max_tokens
     latency, timing, prompt, n, capped = draw_timing(

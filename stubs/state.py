@@ -132,14 +132,19 @@ class StubState:
         self._next_id += 1
         return self._next_id
 
-    def begin(self, request_id: str | None, turn: int = 0) -> None:
+    def begin(self, request_id: str | None, turn: int = 0, attempt: int = 0) -> None:
         """Reseed the draws for this request: by its ``x-request-id`` and how many times that id
         came (the proxy's retries resend it: attempt 2, 3...; an agent job's turns too, the
         engine's attempts counting across turns), and ``turn`` (``x-harness-turn``), as the
         simulation keys a dispatch by request id, attempt and turn; without the header, by its
-        arrival number at the stub."""
+        arrival number at the stub. ``attempt`` (``x-harness-attempt``, from the proxy with a
+        call of an agent session met call by call, whose id is its session's): the attempt
+        that keys the draws, not counted."""
         if request_id is None:
             self.draws.begin(f"#{self._next_id}", 1)
+            return
+        if attempt > 0:
+            self.draws.begin(request_id, attempt, turn)
             return
         seen = self._seen
         attempt = seen.pop(request_id, 0) + 1

@@ -282,12 +282,14 @@ def live_summary(
     extra_thresholds: Sequence[str] = (),
     trace: Trace | None = None,
     retry_after: Mapping[str, RetryAfterRule] | None = None,
+    sessions: Mapping[str, Any] | None = None,
 ) -> Summary:
     """A live run's summary.json (without ``meta``) from the generator's records (sorted by
     id), the proxy's summary if there is one, and the cross-checks' ``violations``.
     ``trace``: the ``trace`` block of a run whose arrivals came from a public trace.
     ``retry_after``: the callers' Retry-After honesty per rule (``workload.honesty``), as the
-    simulation writes it (before the thresholds, which may name it)."""
+    simulation writes it (before the thresholds, which may name it). ``sessions``: per-call
+    agent sessions' figures (``recording.session_book``), from the records."""
     counts = client_counts(recs, profile.slo.turnaround_p95_s)
     if complete:  # the schedule's own count: a lost record then breaks conservation
         counts["scheduled"] = scheduled
@@ -348,6 +350,8 @@ def live_summary(
         summary["trace"] = trace.copy()
     if retry_after is not None:
         summary["retry_after"] = {k: v.copy() for k, v in retry_after.items()}
+    if sessions is not None:
+        summary["sessions"] = dict(sessions)
     live_contract(summary, proxy)
     summ.finish(summary, profile, extra_thresholds)
     return summary

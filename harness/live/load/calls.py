@@ -30,6 +30,11 @@ exactly that answer's Retry-After, the Retry-After (null without one), the answe
 ``retry_after`` block from them. ``remaining_tokens`` is the last
 ``x-ratelimit-remaining-tokens`` an answer carried (null when none did).
 
+A call of an agent session met call by call (``job.admission: per_call``, or a session trace's
+``replay: per_call``) adds ``session`` (its session's id: its first call's), ``call`` (its
+place, from 0), ``session_calls`` (the session's number of calls) and ``tool_s`` (the tool time
+before it, profile seconds; 0 for the first call).
+
 ``outcome`` is ``completed``, ``rejected`` (``reason`` = the proxy's ``x-admission-reason``),
 ``failed`` (``reason`` e.g. ``upstream_503``, ``client_timeout``), ``expired`` (the proxy's
 queue deadline), ``dropped`` (the in-flight cap was full: never sent) or ``in_flight``
@@ -60,9 +65,12 @@ from harness.live.load.trace_bodies import ClassSizes, TracedBodies, traced_leng
 from harness.profile import ClientRetry, Profile, loads, to_dict
 from harness.profile.schema.arrival_kinds import PROCESSES, SESSION_SHARDS, TRACE_FORMATS
 from harness.wire import WAIT_HEADER, parse_retry_after, parse_wait
-from harness.workload.arrivals import Arrival, schedule
+from harness.wire.session_headers import CALL_HEADER, SESSION_CALLS_HEADER, SESSION_HEADER
+from harness.workload.agent_messages import Conversation
+from harness.workload.arrivals import Arrival, schedule, session_replay
 from harness.workload.callers import retry_delay, should_retry_header
 from harness.workload.honesty import refused
+from harness.workload.per_call import PerCall
 from harness.workload.traces import traced
 
 
@@ -177,13 +185,32 @@ class Plan:
             prof = dataclasses.replace(prof, arrivals=arr)
         return cls(profile=prof, **{k: data[k] for k in _PLAN_KEYS})
 
-    def arrivals(self) -> Iterator[Arrival]:
+    def arrivals(self, per_call: PerCall | None = None) -> Iterator[Arrival]:
+        """This process's share of the schedule; with ``per_call`` (agent sessions met call by
+        call), each session's first call, renumbered as :meth:`PerCall.chunks` numbers them:
+        a process's share is whole sessions (``max_requests`` then counts sessions)."""
+        if per_call is not None:
+            return self._sessions(per_call)
         arr: Iterator[Arrival] = schedule(self.profile, self.seed)
         if self.max_requests is not None:
             arr = islice(arr, self.max_requests)
         if self.n > 1:
             arr = islice(arr, self.index, None, self.n)
         return arr
+
+    def _sessions(self, per_call: PerCall) -> Iterator[Arrival]:
+        i = 0
+        for chunk in per_call.chunks(self.profile, self.seed):
+            for a in chunk:
+                if self.max_requests is not None and i >= self.max_requests:
+                    per_call.under_way.pop(a.id, None)  # never offered
+                    continue
+                mine = i % self.n == self.index
+                i += 1
+                if mine:
+                    yield a
+                elif a.session_id is not None:
+                    per_call.under_way.pop(a.id, None)  # another process's session
 
 
 def _remove(path: str) -> None:
@@ -218,6 +245,7 @@ class ClientRequest:
         "remaining",
         "retries",
         "retry_after",
+        "said",
         "sent",
         "should_retry",
         "status",
@@ -252,6 +280,8 @@ class ClientRequest:
         self.wait_needed: float | None = None
         self.retries: list[dict[str, Any]] = []
         self.remaining: int | None = None  # the last x-ratelimit-remaining-tokens heard
+        # a per-call session's call: its answer's text, which the session's next call carries
+        self.said: list[str] | None = [] if getattr(a, "session_id", None) is not None else None
 
     def begin(self) -> None:
         self.attempts += 1
@@ -260,6 +290,8 @@ class ClientRequest:
         self.refused_by = self.wait_needed = None
         self.end = self.ttft = self.gaps = self.tokens = None
         self.chars = 0
+        if self.said is not None:
+            self.said = []
 
     def settle(self, outcome: str, reason: str | None = None) -> None:
         self.outcome, self.reason = outcome, reason
@@ -431,6 +463,10 @@ class RequestSpec:
         if a.key is not None:
             h["x-key"] = a.key  # partition key: the proxy runs one request per key at a time
         h["x-request-id"] = a.id if attempt == 1 else f"{a.id}.{attempt}"
+        if a.session_id is not None:  # a per-call session's call: the proxy keys it upstream
+            h[SESSION_HEADER] = a.session_id
+            h[CALL_HEADER] = str(a.call_index)
+            h[SESSION_CALLS_HEADER] = str(a.session_calls)
         if a.cls in self.keyed:  # the caller's key: one per logical request, across retries
             h["idempotency-key"] = a.id
         return h
@@ -507,6 +543,63 @@ class RequestSpec:
         else:
             prompt, cap = self.caps[a.cls]
         return {"prompt": prompt, "completion": min(cap, estimate_tokens(call.chars))}, "estimated"
+
+
+class SessionCalls:
+    """The bodies of per-call sessions' calls, as an agent client sends them: a synthetic
+    job's call k carries its session's conversation (``harness.workload.agent_messages``, the
+    rule the proxy writes a held job's turns by: the class's shared prefix, the first user
+    message, then per earlier call its answer and the new input); a traced session's call is
+    its record's own body (its prompt tokens, ``trace_bodies``). A call's retries resend its
+    body."""
+
+    __slots__ = ("_conv", "_jobs", "_said", "_traced")
+
+    def __init__(self, profile: Profile) -> None:
+        self._jobs = profile.job_classes()
+        self._traced = session_replay(profile) == "per_call"
+        self._conv: dict[str, Conversation] = {}
+        self._said: dict[str, str] = {}  # a session's last answer, until its next call
+
+    def body(self, a: Arrival, base: bytes) -> bytes:
+        """Call ``a``'s body; ``base``: the body the generator sends for a lone request."""
+        sid = a.session_id
+        if self._traced or sid is None or a.cls not in self._jobs:
+            return base
+        if a.call_index == 0:
+            shape = self._jobs[a.cls]
+            conv = Conversation(
+                orjson.loads(base), base, shape.shared_prefix_tokens, shape.new_input_tokens
+            )
+            self._conv[sid] = conv
+        else:
+            got = self._conv.get(sid)
+            if got is None:  # not this process's session (cannot happen): sent as it is
+                return base
+            conv = got
+        return conv.body_said(a.call_index, self._said.pop(sid, ""))
+
+    def answered(self, session: str, said: str) -> None:
+        """The session's call completed with ``said``: its next call carries it."""
+        self._said[session] = said
+
+    def end(self, session: str) -> None:
+        """The session ended: its messages are forgotten."""
+        self._conv.pop(session, None)
+        self._said.pop(session, None)
+
+    def __len__(self) -> int:
+        return len(self._conv)
+
+
+def session_fields(rec: dict[str, Any], a: Arrival, tool_s: float) -> dict[str, Any]:
+    """A per-call session's call's record gets its session's fields (the module's schema)."""
+    if a.session_id is not None:
+        rec["session"] = a.session_id
+        rec["call"] = a.call_index
+        rec["session_calls"] = a.session_calls
+        rec["tool_s"] = round(tool_s, 6)
+    return rec
 
 
 def estimate_tokens(chars: int) -> int:

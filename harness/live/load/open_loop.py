@@ -26,6 +26,16 @@ after the caller's own retries; a dropped one when it was due), the simulation's
 for that offer time (``pending``) and then sends it as the walk would; its latency counts from
 that offer time. A process's share of the schedule is whole sessions (a session's records
 follow only from its own first), so ``--workers N`` splits sessions, never one session.
+
+Agent sessions met call by call (``job.admission: per_call``, or a session trace's ``replay:
+per_call``). The same pattern with :class:`harness.workload.per_call.PerCall`, which the
+simulation asks too: the schedule holds each session's first call (ids renumbered so a
+session's calls follow its first); when a call's request ends (its final answer, after the
+caller's retries), the session's next call is offered at that end plus the tool time after it
+(profile seconds, scaled as everything else), unless the duration cuts it; a call that did not
+complete (refused, expired, failed for good, dropped) ends the session. Each call carries its
+session's headers and its conversation so far (``calls.SessionCalls``), and its record its
+session's fields.
 """
 
 import locust  # noqa: F401 -- first: Locust monkey-patches the stdlib with gevent on import
@@ -47,11 +57,19 @@ from geventhttpclient.response import HTTPConnectionClosed
 from locust.contrib.fasthttp import FastHttpSession
 from locust.env import Environment
 
-from harness.live.load.calls import ClientRequest, Plan, RequestSpec, Retry
+from harness.live.load.calls import (
+    ClientRequest,
+    Plan,
+    RequestSpec,
+    Retry,
+    SessionCalls,
+    session_fields,
+)
 from harness.live.load.requests_jsonl import sent_marker
 from harness.live.load.response_reader import read_all, read_body, read_stream
 from harness.live.transport.tls import Tls
 from harness.workload.arrivals import session_replay
+from harness.workload.per_call import PerCall
 from harness.workload.sessions import ClosedLoop, record_end
 
 SPIN_S = 0.0015  # at most this last stretch before an arrival is spun, not slept...
@@ -96,6 +114,13 @@ class OpenLoop:
             else None
         )
         self.pending: dict[str, gevent.Greenlet] = {}
+        # per-call sessions: what follows each call, each call's body, and the tool time
+        # before each call offered after another (by its id)
+        self.per_call = (
+            PerCall(plan.profile, plan.seed) if plan.profile.per_call_classes() else None
+        )
+        self.calls = SessionCalls(plan.profile)
+        self.tool_before: dict[str, float] = {}
         self.buf: list[bytes] = []
         self.stopping = Event()
         self.abandoning = Event()  # a second stop: no drain, records written at once
@@ -129,7 +154,7 @@ class OpenLoop:
         plan, perf = self.plan, time.perf_counter
         start, scale = self.start, self.scale
         prev, gap = start, 1.0
-        for a in plan.arrivals():
+        for a in plan.arrivals(self.per_call):
             due = start + a.t * scale
             gap += 0.05 * (due - prev - gap)  # the mean gap, recently: spin CPU <= SPIN_SHARE
             spin = min(SPIN_S, SPIN_SHARE * gap)
@@ -150,18 +175,34 @@ class OpenLoop:
             rec = self.spec.dropped(
                 a, (time.perf_counter() - self.start) / self.scale, self.plan.index
             )
+            session_fields(rec, a, self.tool_before.pop(a.id, 0.0))
             self.emit(rec)
-            self._follow(rec)
+            self._follow(rec, None)
             return
         self.buf.append(sent_marker(a.id))  # recovery counts it in flight until its record
         self.in_flight[a.id] = gevent.spawn(self._request, a, due)
 
-    def _follow(self, rec: dict[str, Any]) -> None:
-        """A closed-loop session's record ended: wait for its next record's offer time."""
-        if self.sessions is None or self.stopping.is_set():
+    def _follow(self, rec: dict[str, Any], call: ClientRequest | None) -> None:
+        """A closed-loop session's record ended, or a per-call session's call (``call``: what
+        its answer said): wait for the session's next record or call's offer time."""
+        if self.stopping.is_set():
             return
         end = record_end(rec)
-        nxt = None if end is None else self.sessions.ended(rec["id"], end)
+        nxt = None
+        if self.sessions is not None:
+            nxt = None if end is None else self.sessions.ended(rec["id"], end)
+        elif self.per_call is not None and "session" in rec and end is not None:
+            done = rec["outcome"] == "completed"
+            got = self.per_call.ended(rec["id"], end, done)
+            if got is None:
+                return
+            s, k, _t, nxt = got
+            if nxt is None:
+                self.calls.end(s.first.id)
+                return
+            said = call.said if call is not None else None
+            self.calls.answered(s.first.id, "".join(said) if said else "")
+            self.tool_before[nxt.id] = s.gap(k)
         if nxt is not None:
             self.pending[nxt.id] = gevent.spawn(self._offer_later, nxt)
 
@@ -217,6 +258,8 @@ class OpenLoop:
         ended = False  # a final outcome (not abandoned): a closed-loop session goes on
         try:
             body = self.spec.body_for(a)  # every attempt sends the same bytes
+            if a.session_id is not None:  # a per-call session's call: its conversation
+                body = self.calls.body(a, body)
             while True:
                 # A total deadline per attempt: the client's read timeout alone lets an answer
                 # that drips a byte at a time run for ever.
@@ -243,9 +286,10 @@ class OpenLoop:
             call.abandon()
         finally:
             rec = self.spec.record(call, self.start, self.scale, self.plan.index)
+            session_fields(rec, a, self.tool_before.pop(a.id, 0.0))
             self.emit(rec)
             if ended:  # before it leaves in_flight: the drain then never sees neither
-                self._follow(rec)
+                self._follow(rec, call)
             self.in_flight.pop(a.id, None)
 
     def _attempt(self, call: ClientRequest, body: bytes) -> None:

@@ -16,6 +16,7 @@ import orjson
 
 from harness.live.load.calls import ClientRequest
 from harness.wire import BadEvent, EventSplitter, chunk_object, delta_content, is_done, usage_tokens
+from harness.workload.agent_messages import answer_text
 
 
 def read_all(r: Any) -> bytes | None:
@@ -32,6 +33,8 @@ def read_body(content: bytes | None, call: ClientRequest) -> None:
         call.settle("failed", "bad_body")
         return
     call.tokens = usage_tokens(obj.get("usage"))
+    if call.said is not None and content:  # a per-call session's next call carries the text
+        call.said.append(answer_text(content, False))
     if call.tokens is None:  # the estimate's input: the answer's text
         for choice in obj["choices"]:
             msg = choice.get("message") if isinstance(choice, dict) else None
@@ -76,6 +79,8 @@ def read_stream(r: Any, call: ClientRequest, perf: Any, proxied: bool) -> None:
                     gaps.append(now - last)
                 last = now
                 call.chars += len(content)
+                if call.said is not None:
+                    call.said.append(content)
             if obj.get("usage"):
                 call.tokens = usage_tokens(obj["usage"])
     call.settle("failed", "truncated")

@@ -14,6 +14,12 @@ readiness check of vLLM, SGLang and TGI) are the proxy's own; any other non-POST
 forwarded as is, outside admission (``GET /v1/models``, say: ``passthrough.py``).
 The control headers are read by ``request_class.py``.
 
+A call of an agent session met call by call (``job.admission: per_call``) is one request like
+any other, with its session's headers (``harness.wire.session_headers``) read into the
+engine's arrival. To the bundled stub it goes as its session's turn: ``x-request-id`` the
+session's id, ``x-harness-turn`` its place and ``x-harness-attempt`` the proxy's attempt of
+it, so the stub draws for call k of session S what the simulation draws for S's turn k.
+
 Client disconnects: a watcher task waits on ``receive()`` for ``http.disconnect``; it tells the
 engine (``Cancelled``: counted as failed/cancelled) and cancels the request's task, which
 aborts the upstream call. A request malformed (400) or too large (413) is no arrival.
@@ -51,6 +57,7 @@ from harness.live.transport import http
 from harness.live.transport.upstream import Upstream, UpstreamError, UpstreamResponse
 from harness.serve.asgi import Receive, Scope, Send
 from harness.wire import body_usage, done_rest, error_body, retry_after_s, sse_done
+from harness.wire.session_headers import ATTEMPT_HEADER
 from harness.workload.arrivals import session_plan, session_replay
 from harness.workload.job_shape import ShapeDraws
 
@@ -106,6 +113,9 @@ class ProxyApp(Answers):
         # each agent class's context window: a turn whose prompt passes it is not sent
         self.windows = {n: driver.profile.context_window(n) for n in self.jobs}
         self.shapes = ShapeDraws.of(driver.profile, driver.seed) if self.jobs else None
+        # classes whose sessions come call by call: each call is a request of its own
+        self.per_call = driver.profile.per_call_classes()
+        self.attempt_header = ATTEMPT_HEADER.encode()
         # ``tokens:`` in the profile: each request's prompt is counted from its body before
         # admission (as the stub counts it), and each answer's usage goes back with Finished.
         self.counting = driver.profile.tokens is not None
@@ -225,6 +235,11 @@ class ProxyApp(Answers):
         if isinstance(found, str):
             return await self._bad(send, "invalid_header", found)
         call = ProxiedRequest(*found)
+        sess = self.classes.session(split.control)
+        if isinstance(sess, str):
+            return await self._bad(send, "invalid_header", sess)
+        if sess is not None:
+            call.session_id, call.call_index, call.session_calls = sess
         if self.closed:
             return await self._refuse_closed(send)
         call.stream = doc.get("stream") is True
@@ -236,7 +251,7 @@ class ProxyApp(Answers):
         if self.forward_class and b"x-class" in split.control:
             call.fwd = [*split.forward, (b"x-class", split.control[b"x-class"])]
         call.id = self.driver.claim_id(http.header(call.fwd, b"x-request-id"))
-        if self.shapes is not None and call.cls in self.shapes:
+        if self.shapes is not None and call.cls in self.shapes and call.cls not in self.per_call:
             self._session(call, doc)
         if self.counting:
             call.prompt_tokens = self._prompt_tokens(call, doc)
@@ -306,6 +321,18 @@ class ProxyApp(Answers):
         else:
             call.fwd = session.fwd
 
+    def _session_call(self, call: ProxiedRequest, attempt: int) -> None:
+        """A per-call session's call, to the bundled stub: keyed as its session's turn (the
+        session's id, the call's place, this attempt), as the simulation keys it."""
+        if call.base_fwd is None:
+            call.base_fwd = [h for h in call.fwd if h[0] != b"x-request-id"]
+        assert call.session_id is not None
+        fwd = [*call.base_fwd, (b"x-request-id", call.session_id.encode("latin-1"))]
+        if call.call_index:
+            fwd.append((TURN_HEADER, b"%d" % call.call_index))
+        fwd.append((self.attempt_header, b"%d" % attempt))
+        call.fwd = fwd
+
     async def _serve(self, call: ProxiedRequest, send: Send) -> None:
         act = await call.next_action()
         while call.final is None:
@@ -316,6 +343,8 @@ class ProxyApp(Answers):
                 call.attempt = act.attempt
                 if call.session is not None:
                     self._turn(call, act)
+                elif call.session_id is not None and self.forward_class:
+                    self._session_call(call, act.attempt)
                 if self.killable:
                     await self._killable_attempt(call, send)
                 else:

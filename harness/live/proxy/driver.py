@@ -76,6 +76,7 @@ class Ticket:
 
     __slots__ = (
         "attempt",
+        "call_index",
         "cls",
         "deadline_s",
         "final",
@@ -88,6 +89,8 @@ class Ticket:
         "running",
         "sent_at",
         "session",
+        "session_calls",
+        "session_id",
         "t0",
         "tenant",
         "tool_s",
@@ -115,6 +118,12 @@ class Ticket:
         self.tool_s: ToolTimes = ()
         self.turn = 0  # the turn being served
         self.session: Session | None = None
+        # A call of an agent session met call by call (job.admission: per_call): its session's
+        # id, its place and the session's number of calls (x-harness-session, -call,
+        # -session-calls); None: not such a call.
+        self.session_id: str | None = None
+        self.call_index = 0
+        self.session_calls = 0
         # An agent job's attempt: when its call went out, when its first bytes came (-1: not
         # yet), in run seconds (summary.jobs.turn_ttft_s).
         self.sent_at = 0.0
@@ -235,6 +244,9 @@ class LiveDriver:
                 turns=t.turns,
                 tool_s=t.tool_s,
                 prompt_tokens=t.prompt_tokens,
+                session_id=t.session_id,
+                call_index=t.call_index,
+                session_calls=t.session_calls,
             ),
             now,
         )

@@ -27,6 +27,7 @@ class ProxiedRequest(Ticket):
     __slots__ = (
         "aborted",
         "answered",
+        "base_fwd",
         "body",
         "cause",
         "committed",
@@ -49,6 +50,8 @@ class ProxiedRequest(Ticket):
         self.task: asyncio.Task[object] | None = None
         self.gone = self.aborted = self.committed = self.responded = False
         self.last: tuple[int, Headers, bytes] | None = None
+        # A per-call session's call: the forwarded headers before its upstream key was set
+        self.base_fwd: Headers | None = None
         # An agent job's last answered turn (read whole): the client's answer when the job
         # ends early (on_turn_failure: end), its last turn failed.
         self.answered: tuple[int, Headers, bytes] | None = None

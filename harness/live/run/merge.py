@@ -31,12 +31,14 @@ import orjson
 
 from harness.profile import AlertRule, Profile, ProfileError
 from harness.recording.alerts import evaluate_alerts, signal_series
+from harness.recording.session_book import SessionBook
 from harness.results import benchmark_report
 from harness.results import summary as summ
 from harness.results.client_figures import live_summary, offered_span, trace_figures
 from harness.results.shapes import Jobs, Summary
 from harness.workload import honesty
 from harness.workload.arrivals import schedule, session_replay
+from harness.workload.per_call import PerCall
 from harness.workload.sessions import every_record, offered, record_end
 from harness.workload.traces import traced
 
@@ -248,6 +250,65 @@ def closed_loop_offered(
     return offered(profile, seed, ends)
 
 
+def per_call_offered(
+    profile: Profile, seed: int, recs: Sequence[Mapping[str, Any]], cap: int | None = None
+) -> list[str]:
+    """The ids per-call sessions offered, replayed from the records' ends through
+    :class:`PerCall` as the generator asked it: each session's first call (the first ``cap``
+    sessions under ``--max-requests``), and the next call after each call that ended,
+    completed, unless the duration cut it. In id order."""
+    pc = PerCall(profile, seed)
+    ids: dict[str, int] = {}
+    for chunk in pc.chunks(profile, seed):
+        for a in chunk:
+            if cap is None or len(ids) < cap:
+                ids[a.id] = a.index
+    # a session's calls in their order: each is under way once the one before has ended
+    for r in sorted(recs, key=lambda r: int(str(r["id"])[2:])):
+        end = record_end(r)
+        if end is None or "session" not in r or r["id"] not in ids:
+            continue
+        got = pc.ended(str(r["id"]), end, r["outcome"] == "completed")
+        if got is not None and got[3] is not None:
+            ids[got[3].id] = got[3].index
+    return sorted(ids, key=ids.__getitem__)
+
+
+def session_figures(profile: Profile, recs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """``summary.sessions`` from a per-call run's records, by the simulation's book: each
+    call's final outcome (a call still in flight leaves its session unfinished); turnaround
+    is the record's latency, tokens its usage, upstream seconds its latency less its queue
+    wait; class, tenant and start are its session's first call's."""
+    book = SessionBook(profile.slo.turnaround_p95_s)
+    calls = sorted((r for r in recs if "session" in r), key=lambda r: int(str(r["id"])[2:]))
+    first = {r["session"]: r for r in calls if r["call"] == 0}
+    for r in calls:
+        head = first.get(r["session"])
+        end = record_end(r)
+        if head is None or end is None:
+            continue
+        latency = r["latency_s"]
+        toks = r["tokens"] or {}
+        wait = r["queue_wait_s"] or 0.0
+        done = r["outcome"] == "completed"
+        book.call(
+            str(r["session"]),
+            str(head["class"]),
+            str(head["tenant"]),
+            int(r["call"]),
+            int(r["session_calls"]),
+            t_session=float(head["t_intended"]),
+            t_end=end,
+            outcome=str(r["outcome"]),
+            reason=r["reason"],
+            turnaround_s=latency,
+            tokens=int(toks.get("prompt", 0)) + int(toks.get("completion", 0)),
+            upstream_s=max(0.0, latency - wait) if done and latency is not None else 0.0,
+            tool_s=float(r.get("tool_s") or 0.0),
+        )
+    return book.block(profile.duration_s)
+
+
 # -- the proxy's side ----------------------------------------------------------------------------
 
 
@@ -338,7 +399,8 @@ def traced_rows(
     None when the file cannot be read any more (moved during the run): the summary then says
     what was achieved only."""
     last = max((int(r["id"][2:]) for r in recs), default=0)
-    closed = session_replay(profile) == "closed_loop"  # ids number every session's records
+    # ids number every session's records
+    closed = session_replay(profile) in ("closed_loop", "per_call")
     try:
         return [
             (a.prompt_tokens or 0, a.output_tokens or 0)
@@ -376,6 +438,10 @@ def merge(
         # offered when the record before ended: the records say which, not the schedule (cut
         # short, the records of ended ones not sent yet are unsent, as the schedule's are)
         offered_ids = closed_loop_offered(profile, seed, recs)
+        scheduled = len(offered_ids)
+    per_call = bool(profile.per_call_classes())
+    if per_call:  # likewise: each call was offered when the one before it completed
+        offered_ids = per_call_offered(profile, seed, recs, live.get("max_requests"))
         scheduled = len(offered_ids)
     ends = [r["t_end"] for r in recs if r["t_end"] is not None]
     cap = live.get("max_requests")
@@ -434,6 +500,7 @@ def merge(
         # the callers' Retry-After honesty, by the simulation's definition, from each
         # record's retries
         retry_after=honesty.from_records(recs) if honesty.kept(profile) else None,
+        sessions=session_figures(profile, recs) if per_call else None,
     )
     summary["meta"] = summ.meta(started_at, wall_s)
     summary["meta"]["wall_per_profile_s"] = float(live["time_scale"])

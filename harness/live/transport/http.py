@@ -4,8 +4,9 @@
 Header rules. Requests keep every end-to-end header -- ``Authorization``, ``api-key``,
 ``OpenAI-Organization``, cookies -- byte for byte; only connection-level headers
 (RFC 9110 section 7.6.1, plus any that ``Connection`` names) and the proxy's own control headers
-(``x-class``, ``x-priority``, ``x-tenant``, ``x-key``) are dropped. Nothing in this module
-logs or stores a header.
+(``x-class``, ``x-priority``, ``x-tenant``, ``x-key``; a per-call session's
+``x-harness-session``, ``x-harness-call``, ``x-harness-session-calls``) are dropped. Nothing in
+this module logs or stores a header.
 """
 
 from __future__ import annotations
@@ -13,7 +14,15 @@ from __future__ import annotations
 from harness.serve.asgi import Headers, Receive, Send
 from harness.wire import error_body
 
-CONTROL = (b"x-class", b"x-priority", b"x-tenant", b"x-key")
+CONTROL = (
+    b"x-class",
+    b"x-priority",
+    b"x-tenant",
+    b"x-key",
+    b"x-harness-session",
+    b"x-harness-call",
+    b"x-harness-session-calls",
+)
 _HOP = frozenset(
     (
         b"connection",
