@@ -183,3 +183,88 @@ def test_sessions_conserve_with_unfinished_counted_on_their_own(tmp_path: Path) 
         "sessions offered == completed + stranded + not_started + unfinished: "
         f"{ss['offered']} != {ss['offered'] - 1}"
     ]
+
+
+# -- 4. over seeds, compare, sweep and tune, the report ------------------------------------
+
+
+def _seeds(tmp_path: Path, on_fail: str, seeds: tuple[int, ...] = (1, 2, 3)) -> list[Any]:
+    prof = _held(tmp_path, on_fail)
+    return [simulate(prof, s).summary for s in seeds]
+
+
+def test_the_aggregate_sums_the_session_counts_and_takes_the_median_of_the_statistics(
+    tmp_path: Path,
+) -> None:
+    from harness.recording.quantiles import quantile
+    from harness.review.compare import aggregate
+
+    runs = _seeds(tmp_path, "fail")
+    agg = aggregate(runs)
+    ss = agg["sessions"]
+    assert ss["runs"] == 3
+    for k in ("offered", "completed", "stranded", "not_started", "unfinished"):
+        assert ss[k] == sum(r["sessions"][k] for r in runs)
+    assert ss["wasted"]["calls"] == sum(r["sessions"]["wasted"]["calls"] for r in runs)
+    shares = [r["sessions"]["stranded_share"] for r in runs]
+    assert ss["stranded_share"] == round(quantile(sorted(shares), 0.5), 6)
+    assert ss["by_class"]["agent"]["offered"] == ss["offered"]
+    assert sum(ss["reasons"]["stranded"].values()) == ss["stranded"]
+    # each seed's figure, as every other figure of the aggregate
+    assert agg["metrics"]["sessions.stranded_share"]["values"] == shares
+    plain = [{k: v for k, v in r.items() if k != "sessions"} for r in runs]
+    assert "sessions" not in aggregate(plain)  # type: ignore[arg-type]
+
+
+def test_compare_judges_the_session_figures_and_gates_them(tmp_path: Path) -> None:
+    """Failing a job on its first 429 strands sessions that retrying the turn keeps: the
+    review's session rows say so, gated by default."""
+    from harness.review.change import DEFAULT_GATE, apply_gate, review_seeds
+
+    base, new = _seeds(tmp_path, "retry"), _seeds(tmp_path, "fail")
+    rv = apply_gate(review_seeds(base, new, paired=True), DEFAULT_GATE, None, None)
+    rows = {r.figure: r for r in rv.rows}
+    stranded, goodput = rows["sessions.stranded_share"], rows["sessions.goodput_per_s"]
+    assert stranded.base == 0 and stranded.new is not None and stranded.new > 0.05
+    assert stranded.verdict == "regression" and stranded.gated
+    assert goodput.new is not None and goodput.base is not None and goodput.new < goodput.base
+    assert goodput.gated
+    assert rv.verdict == "regression"
+
+
+def test_compare_of_one_run_a_side_shows_the_session_figures(tmp_path: Path) -> None:
+    from harness.cli.compare.body import _single_cost_rows
+
+    (base,), (new,) = _seeds(tmp_path, "retry", (1,)), _seeds(tmp_path, "fail", (1,))
+    rows = {r.figure: r for r in _single_cost_rows(base, new)}
+    row = rows["sessions.stranded_share"]
+    assert (row.base, row.new) == (0.0, new["sessions"]["stranded_share"])
+    assert row.verdict == "n/a"
+
+
+def test_sweep_and_tune_may_optimise_and_constrain_session_figures() -> None:
+    from harness.search.grammar import parse_constraint, parse_objective
+
+    obj = parse_objective("max:sessions.goodput_per_s")
+    assert (obj.direction, obj.metric) == ("max", "sessions.goodput_per_s")
+    c = parse_constraint("sessions.by_class.agent.stranded_share <= 0.05")
+    assert (c.metric, c.op, c.limit) == ("sessions.by_class.agent.stranded_share", "<=", 0.05)
+
+
+def test_the_reports_show_a_sessions_section(tmp_path: Path) -> None:
+    from harness.render.report import build, render_markdown
+    from harness.render.seed_report import build as seed_build
+    from harness.review.compare import aggregate
+
+    runs = _seeds(tmp_path, "fail", (1, 2))
+    one = runs[0]["sessions"]
+    md = render_markdown(build(runs[0], None))
+    assert "## Sessions" in md
+    assert f"{one['offered']} agent sessions offered: {one['completed']} completed, " in md
+    assert f"wasted on stranded sessions: {one['wasted']['calls']} calls" in md
+    agg = aggregate(runs)
+    md = render_markdown(seed_build(agg, tmp_path, None))
+    assert f"{agg['sessions']['offered']} agent sessions offered, summed over 2 seeds" in md
+    assert "| sessions.stranded_share |" in md  # a key figure over the seeds
+    plain = {k: v for k, v in runs[0].items() if k != "sessions"}
+    assert "## Sessions" not in render_markdown(build(plain, None))  # type: ignore[arg-type]
