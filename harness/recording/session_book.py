@@ -1,20 +1,27 @@
-"""The session figures of agent sessions met call by call (``summary.sessions``): one book fed
-each call's final outcome, by the simulation as it runs and by a live run's merge from
-requests.jsonl, so both count a session alike.
+"""The session figures of agent sessions (``summary.sessions``): one book fed each call's final
+outcome -- per-call sessions' calls by the simulation as it runs (and by a live run's merge
+from requests.jsonl), held jobs' turns by the collector from the engine's actions (the
+simulation and the live proxy alike) -- so every mode counts a session alike.
 
-A session is **completed** when every call completed; **stranded** when a call ended without
-completing (refused, expired, failed for good) after an earlier call of it had completed --
-the work before it is wasted; **not started** when its first call did not complete (nothing
-was spent on it but that call); **unfinished** when the run ended first (a call in flight,
+A session is an agent's unit of work: a job held through its turns (``job.admission: hold``,
+each turn a call) or a session met call by call (``per_call``). It is **completed** when every
+call completed; **stranded** when a call ended without completing (refused, expired, failed
+for good; a held job that ended early under ``on_turn_failure: end``) after an earlier call of
+it had completed -- the work before it is wasted; **not started** when its first call did not
+complete (nothing was spent on it but that call; a held job refused, or expired or failed
+before its first turn answered); **unfinished** when the run ended first (a call in flight,
 tools running, or its next call's offer time past the duration). Every offered session is
-exactly one of the four: ``offered == completed + stranded + not_started + unfinished``.
+exactly one of the four: ``offered == completed + stranded + not_started + unfinished``, the
+unfinished counted on their own (the sessions still open at the end), so conservation checks
+the book.
 
 Wasted work is what a stranded session spent before it was stranded: its completed calls,
-their tokens (prompt + completion, as the endpoint reported them), their upstream seconds
-(from dispatch to the answer's end), and the tool seconds between its calls. Session goodput
-counts the completed sessions whose every call's turnaround was within
-``slo.turnaround_p95_s``, per second of the run; time to finish is from the session's first
-call's scheduled time to its last call's end.
+their tokens (prompt + completion, as the endpoint reported them; null where the mode does not
+count them: the live proxy's held jobs), their upstream seconds (from dispatch to the answer's
+end), and the tool seconds between its calls. Session goodput counts the completed sessions
+whose every call's turnaround was within ``slo.turnaround_p95_s`` (a held job: the job's own
+turnaround, its one request), per second of the run; time to finish is from the session's
+first call's scheduled time to its last call's end.
 """
 
 from __future__ import annotations
