@@ -268,3 +268,20 @@ def test_the_reports_show_a_sessions_section(tmp_path: Path) -> None:
     assert "| sessions.stranded_share |" in md  # a key figure over the seeds
     plain = {k: v for k, v in runs[0].items() if k != "sessions"}
     assert "## Sessions" not in render_markdown(build(plain, None))  # type: ignore[arg-type]
+
+
+def test_a_callers_retry_of_a_held_job_is_the_same_session(tmp_path: Path) -> None:
+    """With callers that retry 429s and 503s like the SDKs, a job sent again is one session
+    (its logical request), its earlier attempt's answered turns kept with it: one session per
+    logical arrival, and every session accounted for."""
+    text = (
+        HELD.replace("ON_FAIL", "fail").replace("age_reject_s: 60", "age_reject_s: 20")
+        + "clients: {retry: {max_retries: 2}}\n"
+    )
+    s = simulate(load(str(_write(tmp_path, text))), 1).summary
+    ss, c = s["sessions"], s["counts"]
+    assert c["client_retries"] > 0 and s["conservation"]["ok"]
+    assert ss["offered"] == c["arrivals"]
+    assert ss["completed"] == c["completed"]
+    assert ss["stranded"] + ss["not_started"] == c["failed"] + c["rejected"] + c["expired"]
+    assert ss["unfinished"] == c["in_flight_at_end"] == 0
