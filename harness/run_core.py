@@ -46,6 +46,7 @@ from harness.results.shapes import (
     EngineScaling,
     Review,
     ScalingClass,
+    Sessions,
     Summary,
     TokenFields,
     TokenLedger,
@@ -123,6 +124,9 @@ class RunCore:
             profile.slo.turnaround_p95_s,
             # per-call sessions' calls are one-call requests: summary.sessions, not jobs
             job_classes=frozenset(profile.job_classes()) - profile.per_call_classes(),
+            # summary.sessions: held jobs' sessions fed by the collector, per-call sessions'
+            # calls by the driver (the simulation), into the one book
+            sessions=bool(profile.job_classes() or profile.per_call_classes()),
         )
         self.log = log
         self.started_at = datetime.now(UTC)
@@ -167,7 +171,7 @@ class RunCore:
         effects: tuple[int, int] = (0, 0),
         token_figures: TokenFields | None = None,
         retry_after: Mapping[str, RetryAfterRule] | None = None,
-        sessions: Mapping[str, Any] | None = None,
+        sessions: Sessions | None = None,
     ) -> tuple[Summary, list[dict[str, object]]]:
         """summary.json and the timeline, for a run that ended at ``end`` (run seconds).
 
@@ -183,7 +187,9 @@ class RunCore:
         counted them. ``token_figures``: TTFT, ITL and output tokens per second when the
         simulated upstream timed tokens (``results.summary.token_fields``). ``retry_after``: the
         callers' Retry-After honesty per rule (``workload.honesty``), with upstream.limits.
-        ``sessions``: per-call agent sessions' figures (``recording.session_book``)."""
+        ``sessions``: the agent sessions' figures (``recording.session_book``) when the driver
+        made them; else the collector's book's (held jobs', and per-call sessions' calls a
+        driver fed it), absent without agent classes."""
         eng, col = self.engine, self.collector
         if sessions is not None and eng.sessions is not None:  # engine.sessions' figures
             sessions = {**sessions, "admission": eng.sessions.figures()}
@@ -228,7 +234,9 @@ class RunCore:
             retry_after=retry_after,
             fairness=eng.queue.fair,
             token_ledger=None if eng.tokens is None else token_ledger(eng.tokens, self.profile),
-            sessions=sessions,
+            sessions=sessions
+            if sessions is not None or col.sessions is None
+            else col.sessions.block(end),
         )
         if trace is not None:
             summary["trace"] = trace.copy()

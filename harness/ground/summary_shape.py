@@ -369,6 +369,60 @@ class Fairness(TypedDict):
     tenants: dict[str, FairnessTenant]
 
 
+class SessionGroup(TypedDict):
+    """The session figures of the run, or of one class or tenant (``sessions.by_class.<c>``,
+    ``sessions.by_tenant.<t>``): ``offered == completed + stranded + not_started +
+    unfinished``; ``stranded_share`` of the offered (null: none offered); ``goodput_per_s``:
+    completed sessions within the SLO per second of the run; ``time_to_finish_s`` of the
+    completed, from the session's scheduled start to its last call's end."""
+
+    offered: int
+    completed: int
+    stranded: int
+    not_started: int
+    unfinished: int
+    stranded_share: float | None
+    goodput_per_s: float
+    time_to_finish_s: Annotated[dict[str, float | None], Quantiles(("p50", "p95"))]
+
+
+class SessionWasted(TypedDict):
+    """``sessions.wasted``: what the stranded sessions spent before they were stranded (tokens
+    null where the mode does not count its calls' tokens)."""
+
+    calls: int
+    tokens: int | None
+    upstream_s: float
+    tool_s: float
+
+
+class SessionReasons(TypedDict):
+    """``sessions.reasons``: the stranded and the not-started sessions by why their last call
+    ended (``outcome:reason``, e.g. ``rejected:queue_age``)."""
+
+    stranded: dict[str, int]
+    not_started: dict[str, int]
+
+
+class SessionCalls(TypedDict):
+    """``sessions.calls``: the sessions' calls (a held job's turns) that ended, and of them
+    completed."""
+
+    ended: int
+    completed: int
+
+
+class Sessions(SessionGroup):
+    """``sessions``: agent sessions' outcomes (recording.session_book), held jobs' and
+    per-call sessions' alike: only when some class is an agent's."""
+
+    wasted: SessionWasted
+    reasons: SessionReasons
+    calls: SessionCalls
+    by_class: dict[str, SessionGroup]
+    by_tenant: dict[str, SessionGroup]
+
+
 class Summary(TypedDict):
     """summary.json, every mode (docs/reference/summary.md)."""
 
@@ -408,7 +462,8 @@ class Summary(TypedDict):
     fairness: NotRequired[Fairness]
     # token budgets and usage (engine.token_budget.TokenBook): only with a tokens section
     token_ledger: NotRequired[TokenLedger]
-    sessions: NotRequired[dict[str, Any]]
+    # agent sessions' outcomes (recording.session_book): only when some class is an agent's
+    sessions: NotRequired[Sessions]
     # set by results.summary.finish, last: every written summary has them
     thresholds: NotRequired[list[ThresholdRow]]
     verdict: NotRequired[str]  # pass | fail | invalid

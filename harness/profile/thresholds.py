@@ -107,6 +107,8 @@ def parse_threshold(expr: str) -> Threshold:
 # The summary's blocks whose keys are names from the profile: (path prefix, what they name).
 _NAMED: tuple[tuple[tuple[str, ...], str], ...] = (
     (("scaling", "by_class"), "class"),
+    (("sessions", "by_class"), "class"),
+    (("sessions", "by_tenant"), "tenant"),
     (("by_class",), "class"),
     (("by_tenant",), "tenant"),
     (("fairness", "tenants"), "tenant"),
@@ -151,10 +153,11 @@ def _paths(expr: str) -> list[str]:
 
 def check_names(profile: Profile, exprs: Iterable[str], *, headers: bool = False) -> None:
     """Every class, tenant and priority that ``exprs`` name (``by_class.<c>``,
-    ``scaling.by_class.<c>``, ``by_tenant.<t>``, ``fairness.tenants.<t>``, ``by_priority.<p>``)
-    is one a run of ``profile`` can have; else :class:`ThresholdError` with the nearest name.
-    Without this a threshold on a misspelt class passes validation and fails at the end of the
-    run (the figure is not in the results). ``headers``: see :func:`known_names`."""
+    ``scaling.by_class.<c>``, ``sessions.by_class.<c>``, ``by_tenant.<t>``,
+    ``sessions.by_tenant.<t>``, ``fairness.tenants.<t>``, ``by_priority.<p>``) is one a run of
+    ``profile`` can have; else :class:`ThresholdError` with the nearest name. Without this a
+    threshold on a misspelt class passes validation and fails at the end of the run (the
+    figure is not in the results). ``headers``: see :func:`known_names`."""
     from harness.profile.schema import PRIORITIES
 
     known = known_names(profile, headers=headers)

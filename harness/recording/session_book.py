@@ -1,26 +1,32 @@
-"""The session figures of agent sessions met call by call (``summary.sessions``): one book fed
-each call's final outcome, by the simulation as it runs and by a live run's merge from
-requests.jsonl, so both count a session alike.
+"""The session figures of agent sessions (``summary.sessions``): one book fed each call's final
+outcome -- per-call sessions' calls by the simulation as it runs (and by a live run's merge
+from requests.jsonl), held jobs' turns by the collector from the engine's actions (the
+simulation and the live proxy alike) -- so every mode counts a session alike.
 
-A session is **completed** when every call completed; **stranded** when a call ended without
-completing (refused, expired, failed for good) after an earlier call of it had completed --
-the work before it is wasted; **not started** when its first call did not complete (nothing
-was spent on it but that call); **unfinished** when the run ended first (a call in flight,
+A session is an agent's unit of work: a job held through its turns (``job.admission: hold``,
+each turn a call) or a session met call by call (``per_call``). It is **completed** when every
+call completed; **stranded** when a call ended without completing (refused, expired, failed
+for good; a held job that ended early under ``on_turn_failure: end``) after an earlier call of
+it had completed -- the work before it is wasted; **not started** when its first call did not
+complete (nothing was spent on it but that call; a held job refused, or expired or failed
+before its first turn answered); **unfinished** when the run ended first (a call in flight,
 tools running, or its next call's offer time past the duration). Every offered session is
-exactly one of the four: ``offered == completed + stranded + not_started + unfinished``.
+exactly one of the four: ``offered == completed + stranded + not_started + unfinished``, the
+unfinished counted on their own (the sessions still open at the end), so conservation checks
+the book.
 
 Wasted work is what a stranded session spent before it was stranded: its completed calls,
-their tokens (prompt + completion, as the endpoint reported them), their upstream seconds
-(from dispatch to the answer's end), and the tool seconds between its calls. Session goodput
-counts the completed sessions whose every call's turnaround was within
-``slo.turnaround_p95_s``, per second of the run; time to finish is from the session's first
-call's scheduled time to its last call's end.
+their tokens (prompt + completion, as the endpoint reported them; null where the mode does not
+count them: the live proxy's held jobs), their upstream seconds (from dispatch to the answer's
+end), and the tool seconds between its calls. Session goodput counts the completed sessions
+whose every call's turnaround was within ``slo.turnaround_p95_s`` (a held job: the job's own
+turnaround, its one request), per second of the run; time to finish is from the session's
+first call's scheduled time to its last call's end.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
+from harness.ground.summary_shape import SessionGroup, Sessions
 from harness.recording.quantiles import percentiles
 
 COMPLETED = "completed"
@@ -51,8 +57,7 @@ class _Tally:
         self.good = 0
         self.finish: list[float] = []
 
-    def block(self, span: float) -> dict[str, Any]:
-        unfinished = self.offered - self.completed - self.stranded - self.not_started
+    def block(self, span: float, unfinished: int) -> SessionGroup:
         p = percentiles(self.finish, ("p50", "p95"))
         return {
             "offered": self.offered,
@@ -117,9 +122,7 @@ class SessionBook:
         if s is None:
             if index != 0:
                 return  # a session's first call was not seen: not this book's
-            s = self._open[session] = _Open(cls, tenant, t_session)
-            for tally in self._tallies(cls, tenant):
-                tally.offered += 1
+            s = self._start(session, cls, tenant, t_session)
         s.tool_s += tool_s
         if outcome == COMPLETED:
             self.calls["completed"] += 1
@@ -130,14 +133,81 @@ class SessionBook:
                 s.good = False
             if index + 1 < calls:
                 return
-            del self._open[session]
+            self._end(session, t_end, COMPLETED, None)
+            return
+        self._end(session, t_end, outcome, reason)
+
+    # -- held sessions: an agent job that keeps its slot through its turns -------------------
+
+    def open(self, session: str, cls: str, tenant: str, t_session: float) -> None:
+        """A held agent job arrived at ``t_session`` (admitted or refused): one session
+        offered. Its turns follow (:meth:`turn`), then its end (:meth:`close`)."""
+        if session not in self._open:
+            self._start(session, cls, tenant, t_session)
+
+    def turn(self, session: str, *, tokens: int, upstream_s: float, tool_s: float) -> None:
+        """A held session's turn answered: one call completed, ``tokens`` (prompt +
+        completion), ``upstream_s`` its model call's seconds, ``tool_s`` the tool seconds
+        spent before it."""
+        s = self._open.get(session)
+        if s is None:
+            return
+        self.calls["ended"] += 1
+        self.calls["completed"] += 1
+        s.done += 1
+        s.tokens += tokens
+        s.upstream_s += upstream_s
+        s.tool_s += tool_s
+
+    def tool(self, session: str, tool_s: float) -> None:
+        """A held session's tool seconds between two of its turns."""
+        s = self._open.get(session)
+        if s is not None:
+            s.tool_s += tool_s
+
+    def close(
+        self,
+        session: str,
+        t_end: float,
+        outcome: str,
+        reason: str | None,
+        *,
+        turnaround_s: float | None,
+        tool_s: float = 0.0,
+    ) -> None:
+        """A held session's job ended at ``t_end``: ``completed`` (its turns all answered;
+        good when ``turnaround_s``, the job's, is within the SLO) or not (``rejected``,
+        ``expired``, ``failed``, ``ended_early``; ``reason`` the rule or failure). A call
+        that did not complete counts as one call ended. ``tool_s``: tool seconds spent since
+        the last answered turn."""
+        s = self._open.get(session)
+        if s is None:
+            return
+        s.tool_s += tool_s
+        if outcome == COMPLETED:
+            if turnaround_s is None or turnaround_s > self.slo_s:
+                s.good = False
+        else:
+            self.calls["ended"] += 1
+        self._end(session, t_end, outcome, reason)
+
+    # -- the books ---------------------------------------------------------------------------
+
+    def _start(self, session: str, cls: str, tenant: str, t_session: float) -> _Open:
+        s = self._open[session] = _Open(cls, tenant, t_session)
+        for tally in self._tallies(cls, tenant):
+            tally.offered += 1
+        return s
+
+    def _end(self, session: str, t_end: float, outcome: str, reason: str | None) -> None:
+        s = self._open.pop(session)
+        if outcome == COMPLETED:
             for tally in self._tallies(s.cls, s.tenant):
                 tally.completed += 1
                 tally.finish.append(t_end - s.t0)
                 if s.good:
                     tally.good += 1
             return
-        del self._open[session]
         why = outcome if reason is None else f"{outcome}:{reason}"
         kind = "stranded" if s.done else "not_started"
         self.reasons[kind][why] = self.reasons[kind].get(why, 0) + 1
@@ -153,19 +223,42 @@ class SessionBook:
             w["upstream_s"] += s.upstream_s
             w["tool_s"] += s.tool_s
 
-    def block(self, duration_s: float) -> dict[str, Any]:
+    def block(self, duration_s: float) -> Sessions:
         """``summary.sessions``: the run's figures, by class and by tenant."""
         span = max(duration_s, 1e-9)
-        out = self._run.block(span)
+        # the sessions still open: counted apart, so conservation checks the book
+        left: dict[tuple[str, str], int] = {}
+        for s in self._open.values():
+            left[("", "")] = left.get(("", ""), 0) + 1
+            left[("c", s.cls)] = left.get(("c", s.cls), 0) + 1
+            left[("t", s.tenant)] = left.get(("t", s.tenant), 0) + 1
+        run = self._run.block(span, left.get(("", ""), 0))
         w = self.wasted
-        out["wasted"] = {
-            "calls": w["calls"],
-            "tokens": w["tokens"],
-            "upstream_s": round(w["upstream_s"], 3),
-            "tool_s": round(w["tool_s"], 3),
+        r = self.reasons
+        return {
+            "offered": run["offered"],
+            "completed": run["completed"],
+            "stranded": run["stranded"],
+            "not_started": run["not_started"],
+            "unfinished": run["unfinished"],
+            "stranded_share": run["stranded_share"],
+            "goodput_per_s": run["goodput_per_s"],
+            "time_to_finish_s": run["time_to_finish_s"],
+            "wasted": {
+                "calls": int(w["calls"]),
+                "tokens": int(w["tokens"]),
+                "upstream_s": round(w["upstream_s"], 3),
+                "tool_s": round(w["tool_s"], 3),
+            },
+            "reasons": {
+                "stranded": dict(sorted(r["stranded"].items())),
+                "not_started": dict(sorted(r["not_started"].items())),
+            },
+            "calls": {"ended": self.calls["ended"], "completed": self.calls["completed"]},
+            "by_class": {
+                k: v.block(span, left.get(("c", k), 0)) for k, v in sorted(self._by_class.items())
+            },
+            "by_tenant": {
+                k: v.block(span, left.get(("t", k), 0)) for k, v in sorted(self._by_tenant.items())
+            },
         }
-        out["reasons"] = {k: dict(sorted(v.items())) for k, v in self.reasons.items()}
-        out["calls"] = dict(self.calls)
-        out["by_class"] = {k: v.block(span) for k, v in sorted(self._by_class.items())}
-        out["by_tenant"] = {k: v.block(span) for k, v in sorted(self._by_tenant.items())}
-        return out

@@ -32,6 +32,7 @@ from harness.engine.events import (
 )
 from harness.ground.summary_shape import Jobs
 from harness.recording.quantiles import percentiles
+from harness.recording.session_book import COMPLETED, SessionBook
 
 if TYPE_CHECKING:
     from harness.engine.core import Engine
@@ -124,6 +125,7 @@ class JobRecord:
         "answered",
         "calls",
         "last_call_at",
+        "outputs",
         "prompts",
         "slot_at",
         "tool_from",
@@ -139,19 +141,27 @@ class JobRecord:
         self.last_call_at = now
         self.tool_from = -1.0  # when its tool time began (-1: not between turns)
         self.tool_s = 0.0
-        self.prompts: list[int] = []  # each turn's prompt tokens, when the driver knows them
+        self.prompts: list[int] = []  # each turn's prompt tokens, as the driver counted them
+        self.outputs: list[int] = []  # each turn's completion tokens, beside them
 
 
 class JobTally:
     """``summary.jobs``: the agent jobs (classes with a ``job`` shape) of a run, from their
     actions (``Dispatch``, ``TurnDone`` and the final outcome), and the run's executor
     occupancy and model calls in flight, integrated over time from the engine's counts
-    (:meth:`occupancy`, called after each event)."""
+    (:meth:`occupancy`, called after each event).
+
+    ``book``: the session figures of held jobs (``summary.sessions``): each job is one session
+    of its turns, offered when it arrives (:meth:`arrive`), each answered turn a completed call,
+    ended by its final outcome (:meth:`refused` or :meth:`end`)."""
 
     __slots__ = (
         "_busy",
         "_calls",
+        "_keys",
+        "_retrying",
         "_t",
+        "book",
         "busy_area",
         "calls_area",
         "classes",
@@ -170,8 +180,13 @@ class JobTally:
         "turns_lost",
     )
 
-    def __init__(self, classes: frozenset[str]) -> None:
+    def __init__(self, classes: frozenset[str], book: SessionBook | None = None) -> None:
         self.classes = classes
+        self.book = book
+        # a simulated caller's retry of a job is the same session: attempt id -> session id,
+        # and the sessions whose attempt was withdrawn, by the first attempt's id
+        self._keys: dict[str, str] = {}
+        self._retrying: dict[str, str] = {}
         self.live: dict[str, JobRecord] = {}
         self.turns: list[float] = []  # per ended job that made a call: its turns
         self.turns_completed = 0
@@ -205,6 +220,49 @@ class JobTally:
         self._busy = busy
         self._calls = calls
 
+    # -- the held sessions (book) ---------------------------------------------------------
+
+    def _key(self, rid: str) -> str:
+        return self._keys.get(rid, rid) if self._keys else rid
+
+    def arrive(self, now: float, rid: str, cls: str, tenant: str, t0: float) -> None:
+        """A job arrived (admitted or refused, scheduled at ``t0``): a session offered, or the
+        next attempt of a session whose caller tries again (:meth:`withdraw`)."""
+        book = self.book
+        if book is None:
+            return
+        if self._retrying:
+            first = rid.partition(".")[0]
+            key = self._retrying.pop(first, None)
+            if key is not None:
+                self._keys[rid] = key
+                return
+        book.open(rid, cls, tenant, t0)
+
+    def refused(self, now: float, rid: str, reason: str) -> None:
+        """A job refused at admission: its session never started."""
+        if self.book is not None:
+            key = self._keys.pop(rid, rid) if self._keys else rid
+            self.book.close(key, now, "rejected", reason, turnaround_s=None)
+
+    def expired(self, now: float, rid: str, reason: str) -> None:
+        """A job expired waiting (before its first turn, or re-queued after some)."""
+        if self.book is None:
+            return
+        rec = self.live.get(rid)
+        tool = now - rec.tool_from if rec is not None and rec.tool_from >= 0.0 else 0.0
+        key = self._keys.pop(rid, rid) if self._keys else rid
+        self.book.close(key, now, "expired", reason, turnaround_s=None, tool_s=tool)
+
+    def withdraw(self, rid: str) -> None:
+        """The job's attempt ended and its caller sends it again: the session goes on."""
+        self.live.pop(rid, None)  # its next attempt is the job the figures count
+        if self.book is not None:
+            key = self._keys.pop(rid, rid) if self._keys else rid
+            self._retrying[rid.partition(".")[0]] = key
+
+    # -- as the jobs run --------------------------------------------------------------------
+
     def dispatch(self, now: float, a: Dispatch) -> None:
         rec = self.live.get(a.id)
         if rec is None:
@@ -215,21 +273,30 @@ class JobTally:
             rec.tool_from = -1.0  # restarted between turns: no tool time
         if rec.tool_from >= 0.0:
             rec.tool_s += now - rec.tool_from
+            if self.book is not None:
+                self.book.tool(self._key(a.id), now - rec.tool_from)
             rec.tool_from = -1.0
         rec.calls += 1
         rec.last_call_at = now
         self.model_calls += 1
 
-    def prompt(self, rid: str, turn: int, tokens: int) -> None:
-        """The driver's count of turn ``turn``'s prompt tokens (a retry's replaces it; a
-        session run again from turn 0 starts its list again)."""
+    def prompt(self, rid: str, turn: int, tokens: int, output: int = 0) -> None:
+        """The driver's count of turn ``turn``'s prompt tokens and, when it knows them, its
+        completion tokens (a retry's replace them; a session run again from turn 0 starts
+        its lists again)."""
         rec = self.live.get(rid)
         if rec is None:
             return
         ps = rec.prompts
         if turn < len(ps):
             del ps[turn:]
+            del rec.outputs[turn:]
         ps.append(tokens)
+        rec.outputs.append(output)
+
+    def _turn_tokens(self, rec: JobRecord, turn: int) -> int:
+        ps = rec.prompts
+        return ps[turn] + rec.outputs[turn] if turn < len(ps) else 0
 
     def turn_done(self, now: float, a: TurnDone) -> None:
         rec = self.live.get(a.id)
@@ -239,9 +306,27 @@ class JobTally:
         self.turn_latencies.append(a.service_s)
         rec.answered += 1
         rec.tool_from = now
+        if self.book is not None:
+            self.book.turn(
+                self._key(a.id),
+                tokens=self._turn_tokens(rec, a.turn),
+                upstream_s=a.service_s,
+                tool_s=0.0,
+            )
 
-    def end(self, now: float, rid: str, completed: bool, reason: str | None) -> None:
+    def end(
+        self,
+        now: float,
+        rid: str,
+        completed: bool,
+        reason: str | None,
+        turnaround_s: float | None = None,
+    ) -> None:
+        """A job's final outcome after admission: completed (``reason`` None, or
+        ``ended_early``) or failed (``reason`` why); ``turnaround_s``: a completed job's."""
         rec = self.live.pop(rid, None)
+        if self.book is not None:
+            self._session_end(now, rid, rec, completed, reason, turnaround_s)
         if rec is None:
             return
         if rec.tool_from >= 0.0:  # ended between turns (cancelled)
@@ -263,6 +348,33 @@ class JobTally:
             if len(ps) > 1:
                 self.growth += ps[-1] - ps[0]
                 self.growth_turns += len(ps) - 1
+
+    def _session_end(
+        self,
+        now: float,
+        rid: str,
+        rec: JobRecord | None,
+        completed: bool,
+        reason: str | None,
+        turnaround_s: float | None,
+    ) -> None:
+        book = self.book
+        assert book is not None
+        key = self._keys.pop(rid, rid) if self._keys else rid
+        tool = now - rec.tool_from if rec is not None and rec.tool_from >= 0.0 else 0.0
+        if completed and reason is None:  # its last turn answered: one call more
+            if rec is not None:
+                book.turn(
+                    key,
+                    tokens=self._turn_tokens(rec, rec.turns - 1),
+                    upstream_s=now - rec.last_call_at,
+                    tool_s=0.0,
+                )
+            book.close(key, now, COMPLETED, None, turnaround_s=turnaround_s, tool_s=tool)
+        elif completed:  # a turn failed and the job ended there (on_turn_failure: end)
+            book.close(key, now, reason or "ended_early", None, turnaround_s=None, tool_s=tool)
+        else:
+            book.close(key, now, "failed", reason, turnaround_s=None, tool_s=tool)
 
     def fields(self, end: float, tokens: bool) -> Jobs:
         """The summary's ``jobs`` block for a run that ended at ``end``; ``tokens``: whether
@@ -298,10 +410,14 @@ class Collector:
         faults: tuple[Fault, ...] = (),
         slo_s: float = math.inf,
         job_classes: frozenset[str] = frozenset(),
+        sessions: bool = False,
     ) -> None:
         self.faults = faults
+        # Agent sessions' figures (summary.sessions), kept when some class is an agent's:
+        # the held jobs' fed here, per-call sessions' calls by the driver that knows them.
+        self.sessions: SessionBook | None = SessionBook(slo_s) if sessions else None
         # Agent jobs' figures (summary.jobs), kept only when some class has a job shape.
-        self.jobs: JobTally | None = JobTally(job_classes) if job_classes else None
+        self.jobs: JobTally | None = JobTally(job_classes, self.sessions) if job_classes else None
         self.slo_s = slo_s
         self.requests: dict[str, tuple[float, Group]] = {}  # admitted, not yet ended
         self.groups: dict[tuple[str, int, str], Group] = {}
@@ -374,8 +490,10 @@ class Collector:
                 g.rejected += 1
                 self.rejected += 1
                 sec.rejected += 1
-                if self._t0:
-                    self._t0.pop(a.id, None)
+                t0 = self._t0.pop(a.id, now) if self._t0 else now
+                if jobs is not None and a.cls in jobs.classes and jobs.book is not None:
+                    jobs.arrive(now, a.id, a.cls, a.tenant, t0)
+                    jobs.refused(now, a.id, a.reason)
                 if self.records is not None:
                     self.records.append((a.id, a.cls, now, "rejected", None))
                 bump(self.rejected_by, a.reason)
@@ -387,10 +505,10 @@ class Collector:
                 if jobs is not None and a.cls in jobs.classes:
                     jobs.dispatch(now, a)
             elif tp is Complete:
-                if jobs is not None:
-                    jobs.end(now, a.id, True, a.reason)  # type: ignore[attr-defined]
                 t0, g = self.requests.pop(a.id)  # type: ignore[attr-defined]
                 ta = now - t0
+                if jobs is not None:
+                    jobs.end(now, a.id, True, a.reason, ta)  # type: ignore[attr-defined]
                 if self._stage_s:
                     stage = self._stage_s.pop(a.id, None)  # type: ignore[attr-defined]
                     if stage is not None:
@@ -412,12 +530,15 @@ class Collector:
                 g.admitted += 1
                 self.admitted += 1
                 sec.admitted += 1
-                self.requests[a.id] = (self._t0.pop(a.id, now) if self._t0 else now, g)
+                t0 = self._t0.pop(a.id, now) if self._t0 else now
+                self.requests[a.id] = (t0, g)
+                if jobs is not None and a.cls in jobs.classes and jobs.book is not None:
+                    jobs.arrive(now, a.id, a.cls, a.tenant, t0)
             elif tp is Fail:
                 assert isinstance(a, Fail)
                 _t0, g = self.requests.pop(a.id)
                 if jobs is not None:
-                    jobs.end(now, a.id, False, None)
+                    jobs.end(now, a.id, False, a.reason)
                 if self.records is not None:
                     self.records.append((a.id, g.cls, _t0, "failed", None))
                 g.failed += 1
@@ -434,6 +555,8 @@ class Collector:
                     jobs.turn_done(now, a)
             elif tp is Expire:
                 _t0, g = self.requests.pop(a.id)  # type: ignore[attr-defined]
+                if jobs is not None and jobs.book is not None and g.cls in jobs.classes:
+                    jobs.expired(now, a.id, a.reason)  # type: ignore[attr-defined]
                 if self.records is not None:
                     gone = (a.id, g.cls, _t0, "expired", None)  # type: ignore[attr-defined]
                     self.records.append(gone)
@@ -448,8 +571,8 @@ class Collector:
         _t0, g = self.requests.pop(rid)
         g.admitted -= 1
         self.admitted -= 1
-        if self.jobs is not None:
-            self.jobs.live.pop(rid, None)  # its next attempt is the job the figures count
+        if self.jobs is not None and g.cls in self.jobs.classes:
+            self.jobs.withdraw(rid)  # its next attempt is the job (and session) it goes on as
 
     def advance(self, now: float, engine: Engine) -> None:
         """Close every whole second before ``now``, sampling the engine's state at its end."""

@@ -138,6 +138,8 @@ SEED_FIGURES = (
     ("expired", "counts.expired / counts.arrivals", True),
     ("failed", "counts.failed / counts.arrivals", True),
     ("goodput /s", "goodput_per_s", False),
+    ("sessions stranded", "sessions.stranded_share", True),  # agent sessions only
+    ("session goodput /s", "sessions.goodput_per_s", False),
 )
 
 

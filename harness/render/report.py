@@ -402,14 +402,66 @@ def _jobs(s: Mapping[str, Any], slots_panel: bool) -> list[Block]:
     return [("h2", "Agent jobs"), ("p", text), ("list", facts)]
 
 
+def sessions_blocks(ss: Mapping[str, Any], seeds: int | None = None) -> list[Block]:
+    """Agent sessions (``summary.sessions``, or aggregate.json's over ``seeds``): how many
+    finished, were stranded, never started or were cut by the run's end, what the stranded
+    ones wasted, and the session goodput and time to finish, per class when there are
+    several."""
+    offered = ss.get("offered")
+    over = "" if seeds is None else f", summed over {seeds} seeds"
+    med = "" if seeds is None else " (median of the seeds')"
+    text = (
+        f"{fmt_num(offered)} agent sessions offered{over}: {fmt_num(ss.get('completed'))} "
+        f"completed, {fmt_num(ss.get('stranded'))} stranded "
+        f"({percent(ss.get('stranded'), offered)}; a call refused, expired or failed after an "
+        f"earlier one completed), {fmt_num(ss.get('not_started'))} never started, "
+        f"{fmt_num(ss.get('unfinished'))} unfinished at the run's end."
+    )
+    w = _map(ss.get("wasted"))
+    ttf = _map(ss.get("time_to_finish_s"))
+    reasons = _map(ss.get("reasons"))
+    stranded_by = ", ".join(f"{k} {v}" for k, v in _map(reasons.get("stranded")).items())
+    facts = [
+        f"stranded share: {fmt_num(ss.get('stranded_share'))}{med}; session goodput: "
+        f"{fmt_num(ss.get('goodput_per_s'))} per s{med}",
+        f"time to finish p50 / p95: {fmt_num(ttf.get('p50'))} / {fmt_num(ttf.get('p95'))} s" + med,
+        f"wasted on stranded sessions: {fmt_num(w.get('calls'))} calls, "
+        f"{fmt_num(w.get('tokens'))} tokens, {fmt_num(w.get('upstream_s'))} upstream s, "
+        f"{fmt_num(w.get('tool_s'))} tool s",
+    ]
+    if stranded_by:
+        facts.append(f"stranded by: {stranded_by}")
+    out: list[Block] = [("h2", "Sessions"), ("p", text), ("list", facts)]
+    by_class = _map(ss.get("by_class"))
+    if len(by_class) > 1:
+        head = ["class", "offered", "completed", "stranded", "not started", "stranded share"]
+        rows = [
+            [
+                str(name),
+                *(
+                    fmt_num(_map(g).get(k))
+                    for k in ("offered", "completed", "stranded", "not_started", "stranded_share")
+                ),
+            ]
+            for name, g in by_class.items()
+        ]
+        out.append(("table", (head, rows)))
+    return out
+
+
+def _sessions(s: Mapping[str, Any]) -> list[Block]:
+    ss = s.get("sessions")
+    return sessions_blocks(ss) if isinstance(ss, Mapping) else []
+
+
 def build(summary: Summary, image: str | None, *, slots_panel: bool = False) -> list[Block]:
     """The report as blocks, in the order a person reads it: the verdict and a one-line
     headline, the timeline picture, then the tables (counts, latency and SLO, gates and
-    alerts, agent jobs, details) and last the run's provenance. ``slots_panel``: the picture
-    has the agent jobs' executor slots panel."""
+    alerts, agent jobs, agent sessions, details) and last the run's provenance.
+    ``slots_panel``: the picture has the agent jobs' executor slots panel."""
     blocks = _lead(summary) + ([("img", image)] if image else [])
     blocks += [*_counts(summary), *_latency(summary), *_gates(summary)]
-    blocks += [*_jobs(summary, slots_panel), *_details(summary)]
+    blocks += [*_jobs(summary, slots_panel), *_sessions(summary), *_details(summary)]
     return blocks + _run_facts(summary)
 
 

@@ -17,7 +17,13 @@ from pathlib import Path
 from typing import Any, cast
 
 from harness.render.plots import plot_seeds, seed_worst
-from harness.render.report import Block, ReportError, render_html, render_markdown
+from harness.render.report import (
+    Block,
+    ReportError,
+    render_html,
+    render_markdown,
+    sessions_blocks,
+)
 from harness.results.fmt import fmt_num, fmt_spread
 from harness.results.shapes import Aggregate, Summary
 from harness.review.compare import FIGURES, aggregate
@@ -29,6 +35,8 @@ KEY_FIGURES: tuple[tuple[str, str], ...] = (
     ("scaling.replicas.mean", "up"),
     ("scaling.replica_seconds", "up"),
     ("scaling.cost_spent", "up"),
+    ("sessions.stranded_share", "up"),  # agent sessions only
+    ("sessions.goodput_per_s", "down"),
 )
 PER_SEED = (
     ("turnaround_s.p95", "p95 turnaround s"),
@@ -200,13 +208,16 @@ def _facts(agg: Mapping[str, Any], folder: Path) -> list[Block]:
 
 def build(agg: Aggregate, folder: Path, image: str | None) -> list[Block]:
     """The aggregate report as blocks: the verdict over seeds, the picture, the rule's rows,
-    the key figures, each seed, the provenance."""
+    the key figures, each seed, the agent sessions (when any), the provenance."""
     blocks = _lead(agg)
     if image:
         alt = "spread over seeds: p95 turnaround, rejected fraction, mean replicas; worst seed"
         blocks.append(("picture", (image, alt)))
     verdicts = _verdicts(folder, agg.get("seeds") or [])
     blocks += [*_holds(agg), *_key_figures(agg), *_per_seed(agg, verdicts)]
+    ss = agg.get("sessions")
+    if isinstance(ss, Mapping):
+        blocks += sessions_blocks(ss, int(ss.get("runs") or 0))
     return blocks + _facts(agg, folder)
 
 

@@ -340,6 +340,10 @@ def live_summary(
         jobs = proxy.get("jobs")
         if jobs is not None:  # agent jobs: the proxy's engine ran their sessions
             summary["jobs"] = jobs
+        sessions = proxy.get("sessions")
+        if sessions is not None:  # agent sessions: the proxy's engine met them
+            summary["sessions"] = sessions
+            summ.session_conservation(cons, sessions)
         fairness = proxy.get("fairness")
         if fairness is not None:  # tokens: the proxy's engine ordered its queue
             summary["fairness"] = fairness
@@ -378,6 +382,12 @@ def live_contract(summary: Summary, proxy: Mapping[str, Any] | None) -> None:
                 f"jobs.{key}",
                 "the proxy does not count its calls' prompt tokens (the simulation does)",
             )
+    if "sessions" in summary:
+        contract.unavailable(
+            summary,
+            "sessions.wasted.tokens",
+            "the proxy does not count its calls' tokens (the simulation does)",
+        )
     retries = ((proxy or {}).get("counts") or {}).get("upstream_retries")
     if proxy is None:
         contract.unavailable(

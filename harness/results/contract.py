@@ -113,6 +113,12 @@ def engine_modes(summary: Summary, mode: str) -> None:
                     f"jobs.{key}",
                     "the proxy does not count its calls' prompt tokens (the simulation does)",
                 )
+        if "sessions" in summary:
+            unavailable(
+                summary,
+                "sessions.wasted.tokens",
+                "the proxy does not count its calls' tokens (the simulation does)",
+            )
 
 
 def proxy_alone(summary: Summary) -> None:

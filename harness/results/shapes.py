@@ -36,6 +36,11 @@ from harness.ground.summary_shape import (
     Review,
     Scaling,
     ScalingClass,
+    SessionCalls,
+    SessionGroup,
+    SessionReasons,
+    Sessions,
+    SessionWasted,
     Summary,
     ThresholdCheck,
     ThresholdRow,
@@ -68,6 +73,11 @@ __all__ = [
     "Review",
     "Scaling",
     "ScalingClass",
+    "SessionCalls",
+    "SessionGroup",
+    "SessionReasons",
+    "SessionWasted",
+    "Sessions",
     "Summary",
     "ThresholdCheck",
     "ThresholdRow",
@@ -164,6 +174,14 @@ class ObjectiveRef(TypedDict):
 # -- aggregate.json (review.compare.aggregate) ---------------------------------------------
 
 
+class SessionsOverSeeds(Sessions):
+    """aggregate.json's ``sessions``: the seeds' summary.sessions, counts (and wasted work,
+    reasons, calls) summed, ``stranded_share``, ``goodput_per_s`` and ``time_to_finish_s``
+    the median of the seeds'; ``runs``: the seeds that had the block."""
+
+    runs: int
+
+
 class Aggregate(TypedDict):
     """aggregate.json of ``harness sim --seeds N`` (docs/reference/aggregate.md)."""
 
@@ -177,6 +195,8 @@ class Aggregate(TypedDict):
     holds: Holds | None
     profile: ProfileProvenance | None
     metrics: dict[str, dict[str, Any]]  # {expression: describe() over the seeds}
+    # only when some seed has summary.sessions (agent classes): review.compare.sessions_over_seeds
+    sessions: NotRequired[SessionsOverSeeds]
     seeds_finished: NotRequired[list[int]]  # an interrupted run only
     seeds_requested: NotRequired[int]  # an interrupted run only: --seeds N
 

@@ -39,6 +39,7 @@ from harness.results.shapes import (
     Jobs,
     Review,
     Scaling,
+    Sessions,
     Summary,
     TokenFields,
 )
@@ -94,6 +95,19 @@ def conservation(
         for k, v in engine_counts.items():
             check(f"engine {k} == recorded {k}", v, c[k])
     return {"ok": not violations, "violations": violations}
+
+
+def session_conservation(cons: Conservation, sessions: Sessions) -> None:
+    """Add ``summary.sessions``' check to ``cons``: every offered session is exactly one of
+    completed, stranded, not started or unfinished (each counted on its own)."""
+    ss = sessions
+    right = ss["completed"] + ss["stranded"] + ss["not_started"] + ss["unfinished"]
+    if ss["offered"] != right:
+        cons["violations"].append(
+            "sessions offered == completed + stranded + not_started + unfinished: "
+            f"{ss['offered']} != {right}"
+        )
+        cons["ok"] = False
 
 
 @functools.cache
@@ -268,7 +282,7 @@ def build(
     retry_after: Mapping[str, RetryAfterRule] | None = None,
     fairness: FairLedger | None = None,
     token_ledger: TokenLedger | None = None,
-    sessions: Mapping[str, Any] | None = None,
+    sessions: Sessions | None = None,
 ) -> Summary:
     """summary.json for the run core (sim and proxy). ``token_figures``: the simulated
     upstream's ``ttft_s``, ``itl_s`` and ``output_tokens_per_s`` (:func:`token_fields`) when it
@@ -349,7 +363,8 @@ def build(
     if token_ledger is not None:
         summary["token_ledger"] = token_ledger
     if sessions is not None:
-        summary["sessions"] = dict(sessions)
+        summary["sessions"] = sessions
+        session_conservation(cons, sessions)
     if token_figures is not None:  # the keys above, in place
         summary["ttft_s"] = token_figures["ttft_s"]
         summary["itl_s"] = token_figures["itl_s"]

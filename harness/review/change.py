@@ -88,6 +88,27 @@ JOBS = (
     Primary("jobs.turns_lost", "jobs.turns_lost", "up", Tolerance(relative=0.05, absolute=1.0), ""),
 )
 
+# Agent sessions (summary.sessions, held jobs and per-call sessions alike): the share of the
+# offered sessions stranded after they started (lower is better) and the sessions completed
+# within the SLO per second (higher is better); rows only when a side has the block, tested as
+# their own Holm family.
+SESSIONS = (
+    Primary(
+        "sessions.stranded_share",
+        "sessions.stranded_share",
+        "up",
+        Tolerance(absolute=0.01),
+        "",
+    ),
+    Primary(
+        "sessions.goodput_per_s",
+        "sessions.goodput_per_s",
+        "down",
+        Tolerance(relative=0.05),
+        "/s",
+    ),
+)
+
 
 # Cost: shown beside the primary figures, tested as their own Holm family (so adding them
 # leaves the primary figures' verdicts as they were). cost_spent only when both sides set it.
@@ -106,13 +127,16 @@ DEFAULT_GATE = (
     "expired_fraction",
     "goodput_per_s",
     "jobs.turns_lost",
+    "sessions.stranded_share",
+    "sessions.goodput_per_s",
     "replica_seconds",
     "cost_spent",
 )
-GATE_NAMES = tuple(f.name for f in (*PRIMARY, *JOBS, *COST))
+GATE_NAMES = tuple(f.name for f in (*PRIMARY, *JOBS, *SESSIONS, *COST))
 # Figures that are fractions of a count (an absolute margin >= 1 on them is no margin at all)
-FRACTIONS = tuple(
-    f.name for f in PRIMARY if f.expr.endswith(("/ counts.arrivals", "/ counts.completed"))
+FRACTIONS = (
+    *(f.name for f in PRIMARY if f.expr.endswith(("/ counts.arrivals", "/ counts.completed"))),
+    "sessions.stranded_share",
 )
 
 
@@ -382,8 +406,12 @@ GATE_RULE = (
 
 def parse_review_tolerance(text: str) -> tuple[str, Tolerance]:
     """``--tolerance NAME=5%`` or ``NAME=0.02`` for a figure the review shows (a primary,
-    lost-turns or cost figure, by its name or expression) or ``all``."""
-    names = {k: f.name for f in (*PRIMARY, *JOBS, *COST) for k in (f.name, f.expr.replace(" ", ""))}
+    lost-turns, session or cost figure, by its name or expression) or ``all``."""
+    names = {
+        k: f.name
+        for f in (*PRIMARY, *JOBS, *SESSIONS, *COST)
+        for k in (f.name, f.expr.replace(" ", ""))
+    }
     return parse_margin(text, names, FRACTIONS)
 
 
@@ -478,8 +506,8 @@ def _cost_rows(
     alpha: float,
     family: Sequence[Primary] = COST,
 ) -> list[Row]:
-    """One family of figures a side may lack (the cost, an agent profile's lost turns): a row
-    for each figure either side has, Holm over the family."""
+    """One family of figures a side may lack (the cost, an agent profile's lost turns or its
+    sessions): a row for each figure either side has, Holm over the family."""
     rows, pw, pb = [], [], []
     for fig in family:
         f = (
@@ -553,6 +581,7 @@ def review_seeds(
     _judge(rows, pw, pb, alpha)
     n = min(len(base), len(new))
     rows += _cost_rows(base, new, paired, margins, alpha, JOBS)
+    rows += _cost_rows(base, new, paired, margins, alpha, SESSIONS)
     rows += _cost_rows(base, new, paired, margins, alpha)
     out = Review("paired" if paired else "unpaired", f"{n} seeds", alpha, rows, overall(rows))
     return out

@@ -76,7 +76,7 @@ from harness.results.provenance import (
     stamp,
 )
 from harness.results.seed_rule import holds_over_seeds
-from harness.results.shapes import Aggregate, Summary
+from harness.results.shapes import Aggregate, SessionGroup, SessionsOverSeeds, Summary
 
 NOISE_ALPHA = 0.05
 
@@ -261,6 +261,7 @@ _SECTIONS = (
     "goodput_per_s",
     "output_tokens_per_s",
     "token_ledger",  # only with a tokens section: the usage charged, the budgets, the tenants
+    "sessions",  # only with agent classes: the sessions' outcomes (summary.sessions)
 )
 
 
@@ -306,7 +307,91 @@ def _zero_when_absent(key: str) -> bool:
     arrivals in that run, so its counts are 0 (its latencies stay undefined)."""
     if "/" in key:  # a ratio: expr_value already reads an absent reason as 0; 0/0 is undefined
         return False
-    return "_by_reason." in key or (key.startswith(_GROUPS) and ".counts." in key)
+    return (
+        "_by_reason." in key
+        or key.startswith("sessions.reasons.")
+        or (key.startswith(_GROUPS) and ".counts." in key)
+    )
+
+
+# summary.sessions' counts, summed over the seeds; its statistics, the median of the seeds'
+_SESSION_COUNTS = ("offered", "completed", "stranded", "not_started", "unfinished")
+_SESSION_STATS = ("stranded_share", "goodput_per_s")
+
+
+def _median(xs: Sequence[float | int | None]) -> float | None:
+    return describe(list(xs))["median"]  # type: ignore[no-any-return]
+
+
+def _session_group(groups: Sequence[Mapping[str, Any]]) -> SessionGroup:
+    def total(k: str) -> int:
+        return sum(int(g.get(k) or 0) for g in groups)
+
+    ttf = [g.get("time_to_finish_s") or {} for g in groups]
+    return {
+        "offered": total("offered"),
+        "completed": total("completed"),
+        "stranded": total("stranded"),
+        "not_started": total("not_started"),
+        "unfinished": total("unfinished"),
+        "stranded_share": _median([g.get("stranded_share") for g in groups]),
+        "goodput_per_s": _median([g.get("goodput_per_s") for g in groups]) or 0.0,
+        "time_to_finish_s": {q: _median([t.get(q) for t in ttf]) for q in ("p50", "p95")},
+    }
+
+
+def _summed(blocks: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for b in blocks:
+        for k, v in b.items():
+            out[k] = out.get(k, 0) + int(v)
+    return dict(sorted(out.items()))
+
+
+def sessions_over_seeds(summaries: Sequence[Summary]) -> SessionsOverSeeds | None:
+    """aggregate.json's ``sessions``: the seeds' ``summary.sessions`` -- counts summed, each
+    statistic (stranded share, session goodput, time to finish) the median of the seeds';
+    None when no seed has the block."""
+    blocks: list[Mapping[str, Any]] = [s["sessions"] for s in summaries if "sessions" in s]
+    if not blocks:
+        return None
+    run = _session_group(blocks)
+    wasted = [b.get("wasted") or {} for b in blocks]
+    tokens: list[int] = [int(w["tokens"]) for w in wasted if w.get("tokens") is not None]
+    reasons = [b.get("reasons") or {} for b in blocks]
+    calls = [b.get("calls") or {} for b in blocks]
+
+    def by(key: str) -> dict[str, SessionGroup]:
+        names = sorted({n for b in blocks for n in b.get(key) or {}})
+        return {n: _session_group([(b.get(key) or {}).get(n) or {} for b in blocks]) for n in names}
+
+    return {
+        "runs": len(blocks),
+        "offered": run["offered"],
+        "completed": run["completed"],
+        "stranded": run["stranded"],
+        "not_started": run["not_started"],
+        "unfinished": run["unfinished"],
+        "stranded_share": run["stranded_share"],
+        "goodput_per_s": run["goodput_per_s"],
+        "time_to_finish_s": run["time_to_finish_s"],
+        "wasted": {
+            "calls": sum(int(w.get("calls") or 0) for w in wasted),
+            "tokens": sum(tokens) if len(tokens) == len(wasted) else None,
+            "upstream_s": round(sum(float(w.get("upstream_s") or 0.0) for w in wasted), 3),
+            "tool_s": round(sum(float(w.get("tool_s") or 0.0) for w in wasted), 3),
+        },
+        "reasons": {
+            "stranded": _summed([r.get("stranded") or {} for r in reasons]),
+            "not_started": _summed([r.get("not_started") or {} for r in reasons]),
+        },
+        "calls": {
+            "ended": sum(int(c.get("ended") or 0) for c in calls),
+            "completed": sum(int(c.get("completed") or 0) for c in calls),
+        },
+        "by_class": by("by_class"),
+        "by_tenant": by("by_tenant"),
+    }
 
 
 def aggregate(summaries: Sequence[Summary]) -> Aggregate:
@@ -334,7 +419,7 @@ def aggregate(summaries: Sequence[Summary]) -> Aggregate:
     verdicts = Counter(str(s.get("verdict")) for s in summaries)
     setting = over_seeds_of(summaries[0]) if summaries else "every"
     head = stamp(AGGREGATE_SCHEMA)
-    return {
+    out: Aggregate = {
         # stamp(): spelled out, since a TypedDict takes no ``**`` of another with fewer keys
         "schema_version": head["schema_version"],
         "harness_version": head["harness_version"],
@@ -349,6 +434,10 @@ def aggregate(summaries: Sequence[Summary]) -> Aggregate:
         else None,
         "metrics": metrics,
     }
+    sessions = sessions_over_seeds(summaries)
+    if sessions is not None:
+        out["sessions"] = sessions
+    return out
 
 
 @dataclass(slots=True)

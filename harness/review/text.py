@@ -160,7 +160,8 @@ def to_markdown(rv: Review, sides: str) -> str:
         f"- gate: {GATE_RULE}; gated figures: {', '.join(rv.gate) or 'none'}",
         f"- a figure regresses when it is worse by more than its margin, one-sided at "
         f"family-wise alpha {rv.alpha:g} (Holm over the six primary figures, and over the "
-        f"lost turns and the cost figures apart); no detectable change when the {cl} interval "
+        f"lost turns, the session figures and the cost figures apart); no detectable change "
+        f"when the {cl} interval "
         "lies inside +-margin",
         "- Holm-adjusted p (worse / better): "
         + ", ".join(f"{r.figure} {r.p_worse:.2g} / {r.p_better:.2g}" for r in rv.rows),

@@ -39,7 +39,6 @@ from harness.engine.events import (
 from harness.ground.atomic import atomic_file
 from harness.profile import ClientRetry, Profile
 from harness.recording.recorder import DecisionLog
-from harness.recording.session_book import SessionBook
 from harness.recording.stats import Collector
 from harness.results import summary as summ
 from harness.run_core import Retried, RunCore
@@ -358,7 +357,7 @@ class _Run:
         # Agent sessions met call by call (workload.per_call): the schedule holds each
         # session's first call; a call's completion offers the next, as _NEXT.
         self.per_call = PerCall(profile, sched_seed) if profile.per_call_classes() else None
-        self.book = SessionBook(profile.slo.turnaround_p95_s) if self.per_call else None
+        self.book = col.sessions if self.per_call else None  # held jobs' too (one book)
         self.call_sent: dict[str, tuple[float, int]] = {}  # attempt id -> (dispatched, tokens)
         self.chunks = (
             schedule_chunks(profile, sched_seed)
@@ -712,7 +711,7 @@ class _Run:
             dur, failure, ra = upstream.call(now, a.cls, key, a.attempt, turn)
         jobs = self.jobs
         if jobs is not None and a.cls in jobs.classes:
-            jobs.prompt(a.id, a.turn, upstream.last_prompt)
+            jobs.prompt(a.id, a.turn, upstream.last_prompt, upstream.last_output)
         if sess is not None:
             u = upstream.usage if self.counting else None
             toks = u[0] + u[2] if u is not None else upstream.last_prompt + upstream.last_output

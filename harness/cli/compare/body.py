@@ -36,6 +36,7 @@ from harness.review.change import (
     DEFAULT_GATE,
     JOBS,
     PRIMARY,
+    SESSIONS,
     Primary,
     Review,
     Row,
@@ -229,10 +230,10 @@ def _holds(summaries: list[Summary]) -> Holds | None:
 
 
 def _single_cost_rows(b: Summary, n: Summary) -> list[Row]:
-    """One run per side: the lost turns and the cost shown, not tested (no spread to test
-    against)."""
+    """One run per side: the lost turns, the session figures and the cost shown, not tested
+    (no spread to test against)."""
     rows = []
-    for f in (*JOBS, *COST):
+    for f in (*JOBS, *SESSIONS, *COST):
         x, y = expr_value(b, f.expr), expr_value(n, f.expr)
         if x is None and y is None:
             continue

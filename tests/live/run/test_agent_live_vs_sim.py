@@ -46,6 +46,13 @@ def test_agent_jobs_live_lie_inside_the_20_seed_simulated_band(tmp_path: Path) -
     assert res.code in (0, 1), res.console
     s = res.summary
     assert s["complete"] and s["conservation"]["ok"], s["conservation"]
+    # each held job is one session, counted by the proxy's engine as the simulation counts it
+    ss = s["sessions"]
+    assert ss["offered"] == s["counts"]["arrivals"]
+    assert ss["completed"] == s["counts"]["completed"] - s["jobs"]["ended_early"]
+    assert ss["calls"]["completed"] == s["jobs"]["turns_completed"]
+    assert ss["wasted"]["calls"] <= s["jobs"]["turns_lost"]
+    assert ss["wasted"]["tokens"] is None  # the proxy does not count its calls' tokens
     prof = load(PROFILE)
     sims = [simulate(prof, seed, with_timeline=False).summary for seed in range(1, 21)]
     lines, outside = [], []

@@ -560,3 +560,55 @@ def test_the_proxys_fairness_block_is_the_live_runs(tmp_path: Path) -> None:
     assert s["token_ledger"] == ledger  # and charged the budgets
     plain = run_merge(tmp_path, recs)
     assert "fairness" not in plain and "token_ledger" not in plain  # no proxy, no queue of ours
+
+
+def test_the_proxys_sessions_block_is_the_live_runs_and_is_conserved(tmp_path: Path) -> None:
+    """Held agent jobs' sessions are counted by the proxy's engine: the merge takes its block,
+    the tokens null (the proxy does not count them), and checks that it adds up."""
+    recs = [rec(1), rec(2)]
+    proxy = tmp_path / "proxy"
+    proxy.mkdir()
+    (proxy / "decisions.jsonl").write_bytes(b"")
+    (proxy / "timeline.jsonl").write_bytes(b"")
+    counts = {
+        "arrivals": 2,
+        "admitted": 2,
+        "rejected": 0,
+        "completed": 2,
+        "failed": 0,
+        "expired": 0,
+        "rejected_by_reason": {},
+    }
+    group = {
+        "offered": 2,
+        "completed": 1,
+        "stranded": 1,
+        "not_started": 0,
+        "unfinished": 0,
+        "stranded_share": 0.5,
+        "goodput_per_s": 0.1,
+        "time_to_finish_s": {"p50": 3.0, "p95": 3.0},
+    }
+    sessions = {
+        **group,
+        "wasted": {"calls": 2, "tokens": 0, "upstream_s": 2.0, "tool_s": 1.0},
+        "reasons": {"stranded": {"failed:upstream_503": 1}, "not_started": {}},
+        "calls": {"ended": 5, "completed": 4},
+        "by_class": {"a": group},
+        "by_tenant": {"default": group},
+    }
+    summary = {"complete": True, "counts": counts, "sessions": sessions}
+    (proxy / "summary.json").write_bytes(orjson.dumps(summary))
+    s = run_merge(tmp_path, recs, proxy_dir=proxy)
+    assert s["sessions"]["stranded"] == 1 and s["sessions"]["by_class"]["a"] == group
+    assert s["sessions"]["wasted"]["tokens"] is None
+    assert "sessions.wasted.tokens" in s["unavailable"]
+    assert not any(v.startswith("sessions") for v in s["conservation"]["violations"])
+    broken = {**summary, "sessions": {**sessions, "unfinished": 1}}
+    (proxy / "summary.json").write_bytes(orjson.dumps(broken))
+    s = run_merge(tmp_path, recs, proxy_dir=proxy)
+    assert (
+        "sessions offered == completed + stranded + not_started + unfinished: 2 != 3"
+        in (s["conservation"]["violations"])
+    )
+    assert "sessions" not in run_merge(tmp_path, recs)
