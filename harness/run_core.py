@@ -35,7 +35,7 @@ from harness.engine.core import Engine
 from harness.engine.events import Action
 from harness.engine.fairness import FairLedger
 from harness.engine.token_budget import TokenBook, book_for
-from harness.ground.summary_shape import RetryAfterRule
+from harness.ground.summary_shape import RetryAfterRule, SessionAdmission
 from harness.profile import Profile
 from harness.recording.alerts import evaluate_alerts
 from harness.recording.quantiles import percentiles
@@ -191,8 +191,11 @@ class RunCore:
         made them; else the collector's book's (held jobs', and per-call sessions' calls a
         driver fed it), absent without agent classes."""
         eng, col = self.engine, self.collector
+        if sessions is None and col.sessions is not None:
+            sessions = col.sessions.block(end)
         if sessions is not None and eng.sessions is not None:  # engine.sessions' figures
-            sessions = {**sessions, "admission": eng.sessions.figures()}
+            sessions = sessions.copy()
+            sessions["admission"] = cast("SessionAdmission", eng.sessions.figures())
         col.advance(math.ceil(end) if end > 0 else 1.0, eng)
         if eng.cost is not None:
             eng.cost.accrue(end, len(eng.pool.execs))  # the executors up to the run's end
@@ -234,9 +237,7 @@ class RunCore:
             retry_after=retry_after,
             fairness=eng.queue.fair,
             token_ledger=None if eng.tokens is None else token_ledger(eng.tokens, self.profile),
-            sessions=sessions
-            if sessions is not None or col.sessions is None
-            else col.sessions.block(end),
+            sessions=sessions,
         )
         if trace is not None:
             summary["trace"] = trace.copy()

@@ -26,7 +26,7 @@ The book of sessions under way, sans-I/O like the rest of the engine:
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from harness.engine.events import Arrived
 
@@ -170,7 +170,7 @@ class SessionBook:
         for name in rules.split(","):
             self.exempted_by_rule[name] = self.exempted_by_rule.get(name, 0) + 1
 
-    def figures(self) -> dict[str, object]:
+    def figures(self) -> dict[str, Any]:
         """summary.sessions.admission: the rules in force and what they did."""
         return {
             "max_active": self.max_active,

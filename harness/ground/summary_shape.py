@@ -412,6 +412,25 @@ class SessionCalls(TypedDict):
     completed: int
 
 
+class SessionAdmission(TypedDict):
+    """``sessions.admission``: engine.sessions' rules in force and what they did
+    (harness/engine/sessions.py)."""
+
+    max_active: int | None
+    over: str
+    continuation: str
+    peak_active: int
+    active_at_end: int
+    started: int
+    ceiling_rejected: int
+    ceiling_held: int
+    ceiling_released: int
+    ceiling_expired: int
+    exempted: int
+    exempted_by_rule: dict[str, int]
+    lifted: int
+
+
 class Sessions(SessionGroup):
     """``sessions``: agent sessions' outcomes (recording.session_book), held jobs' and
     per-call sessions' alike: only when some class is an agent's."""
@@ -421,6 +440,7 @@ class Sessions(SessionGroup):
     calls: SessionCalls
     by_class: dict[str, SessionGroup]
     by_tenant: dict[str, SessionGroup]
+    admission: NotRequired[SessionAdmission]
 
 
 class Summary(TypedDict):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
 from harness.ground.summary_shape import RetryAfterRule
 from harness.profile import Profile
@@ -22,6 +22,7 @@ from harness.results.shapes import (
     Counts,
     Generator,
     GroupFigures,
+    Sessions,
     Summary,
     Tokens,
     Trace,
@@ -354,14 +355,21 @@ def live_summary(
         summary["trace"] = trace.copy()
     if retry_after is not None:
         summary["retry_after"] = {k: v.copy() for k, v in retry_after.items()}
-    if sessions is not None:
-        summary["sessions"] = dict(sessions)
-    live_contract(summary, proxy)
+    if sessions is not None:  # per-call sessions: from the generator's records
+        held = summary.get("sessions")
+        block = dict(sessions)
+        if held is not None and "admission" in held:  # engine.sessions: the proxy's figures
+            block["admission"] = held["admission"]
+        summary["sessions"] = cast("Sessions", block)
+        summ.session_conservation(cons, cast("Sessions", block))
+    live_contract(summary, proxy, per_call=sessions is not None)
     summ.finish(summary, profile, extra_thresholds)
     return summary
 
 
-def live_contract(summary: Summary, proxy: Mapping[str, Any] | None) -> None:
+def live_contract(
+    summary: Summary, proxy: Mapping[str, Any] | None, per_call: bool = False
+) -> None:
     """The figures a live run writes beside the generator's own, as the simulation writes
     them: the callers' retries (each record's attempts past its first), the proxy's retries
     of the upstream, and what the generator's records cannot know, null and named."""
@@ -382,7 +390,7 @@ def live_contract(summary: Summary, proxy: Mapping[str, Any] | None) -> None:
                 f"jobs.{key}",
                 "the proxy does not count its calls' prompt tokens (the simulation does)",
             )
-    if "sessions" in summary:
+    if "sessions" in summary and not per_call:  # per-call calls' records carry their usage
         contract.unavailable(
             summary,
             "sessions.wasted.tokens",

@@ -492,11 +492,14 @@ class _Run:
         return actions
 
     def call_start(self, a: Arrival) -> None:
-        """A per-call session's call arrives: one call (no turns of its own); a traced
-        session's first call gives the upstream its records' counts, by the session's id."""
+        """A per-call session's call arrives: one call (no turns of its own); a session's
+        first call offers the session (in the book even if the call is still out when the
+        run ends) and, traced, gives the upstream its records' counts, by the session's id."""
         per_call = self.per_call
         if per_call is None or a.call_index:
             return
+        if self.book is not None:
+            self.book.open(a.id, a.cls, a.tenant, a.t)
         s = per_call.session_of(a.id)
         if s is not None and s.toks is not None:
             self.traced_turns[a.id] = s.toks

@@ -14,6 +14,7 @@ from harness.engine.events import Complete, Reject
 from harness.profile import load
 from harness.sim.runner import simulate
 from harness.workload.job_shape import ShapeDraws
+from harness.workload.per_call import PerCall
 
 PROFILE = """\
 name: pc
@@ -122,3 +123,23 @@ def test_a_refused_later_call_strands_its_session_in_the_log(tmp_path: Path) -> 
 
     simulate(prof, 1, log=Log())  # type: ignore[arg-type]
     assert any(rej for _rid, rej in seen) and any(not rej for _rid, rej in seen)
+
+
+def test_a_session_whose_first_call_is_out_when_the_run_stops_is_offered_and_unfinished(
+    tmp_path: Path,
+) -> None:
+    """A run stopped early (Ctrl-C) with first calls still out: their sessions are offered,
+    unfinished, and the sessions still conserve."""
+    prof = _profile(tmp_path, age=1000)
+    s = simulate(prof, 1, stop=lambda t: t >= 100.5).summary
+    ss = s["sessions"]
+    assert not s["complete"]
+    pc = PerCall(prof, 1)
+    started = [a for chunk in pc.chunks(prof, 1) for a in chunk if a.t <= s["duration_s"]]
+    assert ss["offered"] == len(started)
+    assert s["counts"]["in_flight_at_end"] > 0
+    assert ss["unfinished"] > 0
+    assert ss["offered"] == (
+        ss["completed"] + ss["stranded"] + ss["not_started"] + ss["unfinished"]
+    )
+    assert s["conservation"]["ok"], s["conservation"]

@@ -35,7 +35,7 @@ from harness.recording.session_book import SessionBook
 from harness.results import benchmark_report
 from harness.results import summary as summ
 from harness.results.client_figures import live_summary, offered_span, trace_figures
-from harness.results.shapes import Jobs, Summary
+from harness.results.shapes import Jobs, Sessions, Summary
 from harness.workload import honesty
 from harness.workload.arrivals import schedule, session_replay
 from harness.workload.per_call import PerCall
@@ -274,7 +274,7 @@ def per_call_offered(
     return sorted(ids, key=ids.__getitem__)
 
 
-def session_figures(profile: Profile, recs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def session_figures(profile: Profile, recs: Sequence[Mapping[str, Any]]) -> Sessions:
     """``summary.sessions`` from a per-call run's records, by the simulation's book: each
     call's final outcome (a call still in flight leaves its session unfinished); turnaround
     is the record's latency, tokens its usage, upstream seconds its latency less its queue
@@ -285,7 +285,13 @@ def session_figures(profile: Profile, recs: Sequence[Mapping[str, Any]]) -> dict
     for r in calls:
         head = first.get(r["session"])
         end = record_end(r)
-        if head is None or end is None:
+        if head is None:
+            continue
+        if end is None:  # still out at the end: its session unfinished (offered if first)
+            if r is head:
+                book.open(
+                    str(r["session"]), str(r["class"]), str(r["tenant"]), float(r["t_intended"])
+                )
             continue
         latency = r["latency_s"]
         toks = r["tokens"] or {}
