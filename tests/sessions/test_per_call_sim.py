@@ -5,14 +5,14 @@ unfinished."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from harness.engine.events import Complete, Reject
 from harness.profile import load
-from harness.sim.runner import simulate
+from harness.sim.runner import run_to_folder, simulate
 from harness.workload.job_shape import ShapeDraws
 from harness.workload.per_call import PerCall
 
@@ -106,23 +106,25 @@ def test_hold_and_per_call_offer_the_same_sessions(tmp_path: Path) -> None:
 
 def test_a_refused_later_call_strands_its_session_in_the_log(tmp_path: Path) -> None:
     """The engine sees calls: a call after the first is a request of its own that age-reject
-    may refuse."""
+    may refuse, and the decision log says so; its session is counted stranded."""
     prof = _profile(tmp_path)
-    seen: list[tuple[str, bool]] = []
+    out = tmp_path / "run"
+    out.mkdir()
+    s = run_to_folder(prof, 1, out).summary
+    starts = _session_starts(prof, 1)
+    refused_later = [
+        r["id"]
+        for r in map(json.loads, (out / "decisions.jsonl").open())
+        if r["kind"] == "admission" and r["decision"] == "reject" and r["id"] not in starts
+    ]
+    assert refused_later
+    assert s["sessions"]["stranded"] > 0
+    assert s["sessions"]["reasons"]["stranded"] == {"rejected:queue_age": s["sessions"]["stranded"]}
 
-    class Log:
-        written = 0
 
-        def write(self, now: float, actions: list[Any]) -> None:
-            for a in actions:
-                if type(a) in (Complete, Reject):
-                    seen.append((a.id, type(a) is Reject))
-
-        def flush(self) -> None:
-            pass
-
-    simulate(prof, 1, log=Log())  # type: ignore[arg-type]
-    assert any(rej for _rid, rej in seen) and any(not rej for _rid, rej in seen)
+def _session_starts(prof: Any, seed: int) -> set[str]:
+    pc = PerCall(prof, seed)
+    return {a.id for chunk in pc.chunks(prof, seed) for a in chunk}
 
 
 def test_a_session_whose_first_call_is_out_when_the_run_stops_is_offered_and_unfinished(

@@ -25,6 +25,11 @@ from harness.engine.events import (
 from harness.profile import Profile, load, loads
 from harness.recording.recorder import record
 from harness.sim.runner import simulate
+from tests.pure_rerun import COMPILED_SKIP, rerun_pure
+
+# The tests that watch the simulation's actions through a stand-in decision log need the
+# pure-Python runner (compiled, it takes a real DecisionLog): they run in a pure child.
+test_the_file_passes_in_pure_python_when_the_suite_is_compiled = rerun_pure(__file__)
 
 SURGE = """\
 name: surge
@@ -88,6 +93,7 @@ def _stranded(prof: Profile) -> float:
 # -- 1. the active-session ceiling -------------------------------------------------------------
 
 
+@COMPILED_SKIP
 def test_the_ceiling_is_never_exceeded_and_refuses_new_sessions(tmp_path: Path) -> None:
     prof = _surge(tmp_path, "{max_active: 5}", "ceiling")
     log = Log()
@@ -203,6 +209,7 @@ def test_exempt_and_tier_up_each_strand_fewer_sessions_than_none(tmp_path: Path)
     assert tier_up < none
 
 
+@COMPILED_SKIP
 def test_exempt_skips_the_age_rule_only_within_its_bound(tmp_path: Path) -> None:
     prof = _surge(tmp_path, "{continuation: exempt, exempt_up_to: 1.1}", "bound")
     log = Log()
@@ -277,6 +284,7 @@ tokens:
 """
 
 
+@COMPILED_SKIP
 def test_a_reservation_keeps_started_sessions_from_token_refusals(tmp_path: Path) -> None:
     out: dict[str, Any] = {}
     for reserve in ("false", "true"):
