@@ -341,10 +341,10 @@ def live_summary(
         jobs = proxy.get("jobs")
         if jobs is not None:  # agent jobs: the proxy's engine ran their sessions
             summary["jobs"] = jobs
-        sessions = proxy.get("sessions")
-        if sessions is not None:  # agent sessions: the proxy's engine met them
-            summary["sessions"] = sessions
-            summ.session_conservation(cons, sessions)
+        held = proxy.get("sessions")
+        if held is not None:  # agent sessions: the proxy's engine met them
+            summary["sessions"] = held
+            summ.session_conservation(cons, held)
         fairness = proxy.get("fairness")
         if fairness is not None:  # tokens: the proxy's engine ordered its queue
             summary["fairness"] = fairness
@@ -356,10 +356,10 @@ def live_summary(
     if retry_after is not None:
         summary["retry_after"] = {k: v.copy() for k, v in retry_after.items()}
     if sessions is not None:  # per-call sessions: from the generator's records
-        held = summary.get("sessions")
+        proxied = summary.get("sessions")
         block = dict(sessions)
-        if held is not None and "admission" in held:  # engine.sessions: the proxy's figures
-            block["admission"] = held["admission"]
+        if proxied is not None and "admission" in proxied:  # engine.sessions: the proxy's
+            block["admission"] = proxied["admission"]
         summary["sessions"] = cast("Sessions", block)
         summ.session_conservation(cons, cast("Sessions", block))
     live_contract(summary, proxy, per_call=sessions is not None)

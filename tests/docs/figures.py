@@ -194,6 +194,32 @@ def _agent_tpm_expired(cost: str) -> str:
     return f"{100 * min(xs):.0f}-{100 * max(xs):.0f}"
 
 
+@functools.cache
+def agent_surge(variant: str) -> dict[str, Any]:
+    """agent-surge over 20 seeds, session-aware (``aware``: the scenario as it is) or
+    per-request (``naive``: engine.sessions=null)."""
+    out = _tmp() / f"agent-surge-{variant}"
+    args = [] if variant == "aware" else ["--set", "engine.sessions=null"]
+    harness(
+        "sim", "scenarios/agent-surge", "--seeds", "20", "--no-report", "--out", str(out), *args
+    )
+    return dict(json.loads((out / "aggregate.json").read_text()))
+
+
+def _surge(variant: str, figure: str, fmt: Callable[[float], str]) -> str:
+    m = _metric(agent_surge(variant), figure)
+    return f"{fmt(m['min'])}-{fmt(m['max'])}"
+
+
+def _surge_saving() -> str:
+    """The replica-seconds the session-aware rules saved, per seed (paired): its range in
+    percent of per-request admission's."""
+    a = agent_surge("aware")["metrics"]["scaling.replica_seconds"]["values"]
+    n = agent_surge("naive")["metrics"]["scaling.replica_seconds"]["values"]
+    xs = [100 * (y - x) / y for x, y in zip(a, n, strict=True)]
+    return f"{min(xs):.0f}-{max(xs):.0f}"
+
+
 def _sweep_json(name: str, *args: str) -> dict[str, Any]:
     out = _tmp() / name
     harness("sweep", *args, "--out", str(out))
@@ -348,7 +374,21 @@ FIGURES: dict[str, Callable[[], str]] = {
         "total_tokens", "token_ledger.budgets.tenant.peak_level", lambda x: f"{x:,.0f}"
     ),
     "install_sweep_rec": lambda: str(sweep_2_40()["recommendation"]["values"][AGE]),
+    # docs/autoscaling.md, agent-surge
+    "surge_stranded": lambda: _surge("aware", "sessions.stranded_share", _pct0),
+    "surge_naive_stranded": lambda: _surge("naive", "sessions.stranded_share", _pct0),
+    "surge_goodput": lambda: _surge("aware", "sessions.goodput_per_s", lambda x: f"{x:.3f}"),
+    "surge_naive_goodput": lambda: _surge("naive", "sessions.goodput_per_s", lambda x: f"{x:.3f}"),
+    "surge_not_started": lambda: _surge("aware", "sessions.not_started", lambda x: f"{x:.0f}"),
+    "surge_naive_wasted_calls": lambda: _surge(
+        "naive", "sessions.wasted.calls", lambda x: f"{x:,.0f}"
+    ),
+    "surge_saving": _surge_saving,
 }
+
+
+def _pct0(x: float) -> str:
+    return f"{100 * x:.0f}"
 
 
 def _pct_change(doc: dict[str, Any], figure: str) -> str:

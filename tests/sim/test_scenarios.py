@@ -39,6 +39,7 @@ NAIVE: dict[str, list[str]] = {
     "tpm-storm": ["upstream.limits.retry_after=60"],
     "noisy-neighbour": ["tokens.order=fifo"],
     "agent-context-tpm": ["tokens.cost=total_tokens"],
+    "agent-surge": ["engine.sessions=null"],
 }
 SCENARIOS = sorted(p.stem for p in (bundled_dir() / "scenarios").glob("*.yaml"))
 
@@ -88,3 +89,19 @@ def test_a_dependency_aware_policy_holds_then_ramps_one_step_at_a_time(tmp_path:
     assert ramp and all(r["to"] == r["from"] + 1 for r in ramp)
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["scaling"]["scale_up_suppressed"] == len(held)
+
+
+def test_session_aware_admission_strands_a_fifth_of_per_request_at_no_more_replica_seconds() -> (
+    None
+):
+    """agent-surge: per-request admission strands a large share of the sessions; the
+    session-aware rules (engine.sessions) strand at most a fifth of that, on the same seeds,
+    with no more replica-seconds."""
+    for seed in SEEDS:
+        aware = simulate(load("scenarios/agent-surge"), seed, with_timeline=False).summary
+        naive = simulate(
+            load("scenarios/agent-surge", NAIVE["agent-surge"]), seed, with_timeline=False
+        ).summary
+        assert naive["sessions"]["stranded_share"] >= 0.1, seed
+        assert aware["sessions"]["stranded_share"] <= naive["sessions"]["stranded_share"] / 5
+        assert aware["scaling"]["replica_seconds"] <= naive["scaling"]["replica_seconds"], seed
