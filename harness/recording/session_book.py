@@ -15,6 +15,12 @@ their tokens (prompt + completion, as the endpoint reported them), their upstrea
 counts the completed sessions whose every call's turnaround was within
 ``slo.turnaround_p95_s``, per second of the run; time to finish is from the session's first
 call's scheduled time to its last call's end.
+
+A call **cancelled** by its client (a user's cancel the coding-agent trace recorded, replayed
+``per_call``) neither completes nor strands its session: the user dropped that one answer,
+not the session, which goes on with its next call (``calls.cancelled`` counts them). A session
+whose last call was cancelled completes there; a cancelled call has no turnaround, so it does
+not take a session out of goodput, and its tokens and upstream time are not in wasted work.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from typing import Any
 from harness.recording.quantiles import percentiles
 
 COMPLETED = "completed"
+CANCELLED = "cancelled"
 
 
 class _Open:
@@ -80,7 +87,7 @@ class SessionBook:
         self._by_tenant: dict[str, _Tally] = {}
         self.reasons: dict[str, dict[str, int]] = {"stranded": {}, "not_started": {}}
         self.wasted = {"calls": 0, "tokens": 0, "upstream_s": 0.0, "tool_s": 0.0}
-        self.calls = {"ended": 0, "completed": 0}
+        self.calls = {"ended": 0, "completed": 0, "cancelled": 0}
 
     def _tallies(self, cls: str, tenant: str) -> tuple[_Tally, _Tally, _Tally]:
         c = self._by_class.get(cls)
@@ -110,7 +117,8 @@ class SessionBook:
     ) -> None:
         """Call ``index`` (from 0) of ``calls`` of session ``session`` (class and tenant: its
         first call's) ended at ``t_end`` with ``outcome`` (``completed``, ``rejected``,
-        ``expired``, ``failed``, ...; ``reason`` the rule or failure). ``t_session``: the
+        ``expired``, ``failed``, ``cancelled`` (by its client: the session goes on), ...;
+        ``reason`` the rule or failure). ``t_session``: the
         session's first call's scheduled time; ``tool_s``: the tool time before this call."""
         self.calls["ended"] += 1
         s = self._open.get(session)
@@ -121,13 +129,16 @@ class SessionBook:
             for tally in self._tallies(cls, tenant):
                 tally.offered += 1
         s.tool_s += tool_s
-        if outcome == COMPLETED:
-            self.calls["completed"] += 1
-            s.done += 1
-            s.tokens += tokens
-            s.upstream_s += upstream_s
-            if turnaround_s is None or turnaround_s > self.slo_s:
-                s.good = False
+        if outcome in (COMPLETED, CANCELLED):
+            if outcome == COMPLETED:
+                self.calls["completed"] += 1
+                s.done += 1
+                s.tokens += tokens
+                s.upstream_s += upstream_s
+                if turnaround_s is None or turnaround_s > self.slo_s:
+                    s.good = False
+            else:
+                self.calls["cancelled"] += 1
             if index + 1 < calls:
                 return
             del self._open[session]

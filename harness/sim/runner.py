@@ -26,6 +26,7 @@ from harness.engine.events import (
     CONTEXT_EXCEEDED,
     Action,
     AnswerStarts,
+    Cancelled,
     Complete,
     Dispatch,
     Expire,
@@ -64,6 +65,7 @@ _TICK: Final = 2
 _METRICS: Final = 3
 _CLIENT: Final = 4
 _NEXT: Final = 5  # a closed-loop session's next record (workload.sessions)
+_CANCEL: Final = 6  # a per-call session's call cancelled by its client (a traced user cancel)
 _POLL_MASK: Final = 0x3FFF  # stop is also asked every 16,384 events (_Run.loop)
 
 PLAYS: Final[frozenset[Play]] = frozenset((BLINDS, LOSES_ANSWER))
@@ -360,6 +362,7 @@ class _Run:
         self.per_call = PerCall(profile, sched_seed) if profile.per_call_classes() else None
         self.book = SessionBook(profile.slo.turnaround_p95_s) if self.per_call else None
         self.call_sent: dict[str, tuple[float, int]] = {}  # attempt id -> (dispatched, tokens)
+        self.gone: set[str] = set()  # a cancelled call's retry not yet arrived: cancelled too
         self.chunks = (
             schedule_chunks(profile, sched_seed)
             if self.per_call is None
@@ -493,10 +496,16 @@ class _Run:
         return actions
 
     def call_start(self, a: Arrival) -> None:
-        """A per-call session's call arrives: one call (no turns of its own); a traced
-        session's first call gives the upstream its records' counts, by the session's id."""
+        """A per-call session's call arrives: one call (no turns of its own); its client's
+        cancel (a traced user cancel) put on the agenda; a traced session's first call gives
+        the upstream its records' counts, by the session's id."""
         per_call = self.per_call
-        if per_call is None or a.call_index:
+        if per_call is None:
+            return
+        if a.cancel_s is not None:
+            self.seq += 1
+            self.agenda.push(a.t + a.cancel_s, self.seq, _CANCEL, a.id)
+        if a.call_index:
             return
         s = per_call.session_of(a.id)
         if s is not None and s.toks is not None:
@@ -517,11 +526,12 @@ class _Run:
             elif tp is Expire:
                 outcome, reason = "expired", a.reason  # type: ignore[attr-defined]
             elif tp is Fail:
-                outcome, reason = "failed", a.reason  # type: ignore[attr-defined]
+                reason = a.reason  # type: ignore[attr-defined]
+                outcome = "cancelled" if reason == "cancelled" else "failed"
             else:
                 continue
             rid: str = a.id  # type: ignore[attr-defined]
-            got = per_call.ended(rid, now, outcome == "completed")
+            got = per_call.ended(rid, now, outcome == "completed", outcome == "cancelled")
             if got is None:
                 continue
             sess, k, t_k, follow = got
@@ -593,7 +603,13 @@ class _Run:
                     self.traced_turns[payload.id] = payload.session
             if self.counting:
                 self.count(payload, True)
+            if self.gone and payload.id in self.gone:  # its call was cancelled while it waited
+                self.gone.discard(payload.id)
+                self.seq += 1
+                self.agenda.push(now, self.seq, _CANCEL, payload.id)  # once it has arrived
             return engine.handle(payload, now)
+        if kind == _CANCEL:
+            return self.cancel(payload, now)
         if kind == _NEXT:
             # A closed-loop session's next record: an arrival like the schedule's.
             self.scheduled += 1
@@ -614,6 +630,29 @@ class _Run:
         # Outages may overlap: the signals are known again when the last one ends.
         self.blind += -1 if payload else 1
         return engine.handle(MetricsSample(self.blind == 0), now)
+
+    def cancel(self, rid: str, now: float) -> list[Action]:
+        """Call ``rid``'s client cancels it (a traced user cancel, after the call's recorded
+        duration): its attempt under way is told to the engine as ``Cancelled``, the client
+        gone, which ends it as failed ``cancelled`` wherever it is (queued or running); a
+        caller's retry not yet sent is cancelled as it arrives. A call that already ended is
+        left as it ended (answered before the user would have cancelled it)."""
+        per_call = self.per_call
+        if per_call is None or per_call.session_of(rid) is None:
+            return []
+        dot = rid.find(".")
+        rid = rid if dot < 0 else rid[:dot]
+        target = rid
+        clients = self.clients
+        if clients is not None:
+            n = 0
+            for aid, (first, k) in clients.attempt.items():
+                if first.id == rid and k > n:
+                    target, n = aid, k
+            if target != rid and target not in self.engine.jobs:
+                self.gone.add(target)  # waiting to be sent again: cancelled when it arrives
+                return []
+        return self.engine.handle(Cancelled(target), now)
 
     def failed(self, payload: Any, now: float) -> list[Action]:
         """An attempt failed upstream: its effect counted if its answer was lost, its cause
