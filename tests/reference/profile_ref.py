@@ -158,6 +158,23 @@ def _alerts() -> list[str]:
 
 # What a section's rows cannot say alone: how its keys work together, and where the long form is.
 SECTION_NOTES: dict[str, list[str]] = {
+    "arrivals": [
+        "`format: copilot_agent` (the GitHub Copilot coding-agent trace, one session a line)",
+        "with `trace.sessions.replay: per_call`: each recorded model call is a request of its",
+        "own through admission, with its record's `tokens.prompt` and `tokens.completion`",
+        "(`tokens.cached` is checked, not replayed). A session's first call is offered at its",
+        "`timestamp` (rebased to the trace's earliest session, rescaled); call k+1 is offered",
+        "when call k ended plus the gap after call k: the summed `duration_ms` of the",
+        "session's `tool_batches` whose `request_id` is call k's `message_id` (0 when it asked",
+        "for none) -- the tools' own time, not start to start, and not the user's time before",
+        "the next turn. A call whose `result` is `UserCancel` is cancelled by its client its",
+        "recorded `duration_ms` after its offer, queued or running (`counts.cancelled`, a",
+        "failure of reason `cancelled`; an answer that came first stands), and its session",
+        "goes on with its next call: the user dropped one answer, not the session",
+        "(`summary.sessions`: neither completed nor stranded by it). With `replay: job` or",
+        "`closed_loop` such a call is replayed whole. Long form:",
+        "[docs/profiles.md](../profiles.md#the-github-copilot-coding-agent-trace-format-copilot_agent).",
+    ],
     "upstream": [
         "`upstream.limits` gives the upstream the quotas OpenAI and Azure OpenAI enforce:",
         "`tokens_per_min` and `requests_per_min`, each a bucket holding one minute's limit and",
