@@ -13,8 +13,9 @@ call of it had completed before, never started if it was the first. The one exce
 user's cancel the coding-agent trace recorded (``result: UserCancel``): the call carries its
 recorded ``duration_ms`` as ``Arrival.cancel_s``, its client cancels it that long after its
 offer (the engine's ``Cancelled``: failed ``cancelled``, queued or running; an answer that
-came first stands), and the session goes on with its next call as after a completed one. A call whose offer time
-is at or after ``duration_s`` is not offered: the session is unfinished at the run's end.
+came first stands), and the session goes on with its next call as after a completed one. A
+call whose offer time is at or after ``duration_s`` is not offered: the session is unfinished
+at the run's end.
 
 Ids: a session's calls are numbered one after another, as a closed-loop replay numbers a
 session's records (a session of 3 calls from ``r-000004`` has ``r-000004`` to ``r-000006``),
