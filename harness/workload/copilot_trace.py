@@ -383,8 +383,11 @@ def _sessions(
 ) -> Iterator[TracedSession]:
     """The kept sessions as :data:`TracedSession` tuples, made one at a time as the schedule
     takes them (a replayed job's are freed when it ends: the whole trace is never held as
-    Python numbers)."""
-    for start, _i, classes, prompts, outputs, gaps, sid, cancels in inside:
+    Python numbers). A session's compact numbers are let go once it is made: the kept
+    sessions shrink as the run takes them."""
+    inside.reverse()
+    while inside:
+        start, _i, classes, prompts, outputs, gaps, sid, cancels = inside.pop()
         t = (start - origin) * scale
         if t >= duration_s:
             return
