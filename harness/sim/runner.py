@@ -45,6 +45,7 @@ from harness.recording.stats import Collector
 from harness.results import summary as summ
 from harness.run_core import Retried, RunCore
 from harness.sim.agenda import Agenda
+from harness.sim.request_rows import RequestRows
 from harness.sim.token_timing import TokenFigures
 from harness.sim.upstream import MID_STREAM, SimUpstream
 from harness.upstream_model.fault_kinds import ANSWER_LOSING, BLINDING
@@ -223,12 +224,14 @@ def simulate(
     schedule_seed: int | None = None,
     keep_requests: bool = False,
     token_start_s: float = 0.0,
+    request_rows: RequestRows | None = None,
 ) -> SimResult:
     """Run ``profile`` in virtual time. ``token_start_s``: where the run starts on the clock
     fixed token windows align to (seconds; 0: on a window's edge; a live run starts at its
     UTC second of the minute, so 17.0 simulates one started 17 s into a minute).
     ``keep_requests`` keeps one record per ended request (``SimResult.collector.records``;
-    written as requests.jsonl by :func:`run_to_folder`).
+    written as requests.jsonl by :func:`run_to_folder`); with ``request_rows`` they are moved
+    there as they pile up (``records`` then holds the last ones only).
     ``progress(t)`` is called with the simulated time every 16,384 arrivals (long runs show a
     progress bar). ``stop(t)`` is asked at each simulated second's end and every 16,384 events
     (a signal arrived: the CLI's hook; a test's hook delivers one at a chosen time); when it
@@ -254,6 +257,7 @@ def simulate(
             schedule_seed,
             keep_requests,
             token_start_s,
+            request_rows,
         )
     finally:
         if gc_was_on:
@@ -278,8 +282,10 @@ def _simulate(
     schedule_seed: int | None,
     keep_requests: bool,
     token_start_s: float,
+    request_rows: RequestRows | None = None,
 ) -> SimResult:
     run = _Run(profile, seed, log, progress, stop, schedule_seed, keep_requests)
+    run.rows = request_rows if keep_requests else None
     if token_start_s and run.engine.tokens is not None:
         run.engine.tokens.set_start(token_start_s)
     run.loop()
@@ -389,6 +395,8 @@ class _Run:
         self.now = 0.0
         self.halted = False
         self.blind = 0  # metrics outages in progress
+        # requests.jsonl's records moved out as they pile up (run_to_folder), or all kept
+        self.rows: RequestRows | None = None
 
     def loop(self) -> None:
         """Until the schedule and the agenda are both empty, or ``stop`` says so: the next
@@ -407,6 +415,8 @@ class _Run:
                 # take many wall seconds, and Ctrl-C must stop the run within about one
                 self.halted = True
                 break
+            if not polls & _POLL_MASK and self.rows is not None:
+                self.spill()
             nxt = self.nxt
             if nxt is not None and (len(agenda) == 0 or nxt.t <= agenda.first_time()):
                 now = self.now = nxt.t
@@ -439,10 +449,19 @@ class _Run:
         per second, so the check costs nothing measurable). True: the run halts here."""
         self.core.advance(now)
         self.sec_end = self.core.sec_end
+        if self.rows is not None:
+            self.spill()
         if self.stop is not None and self.stop(now):
             self.halted = True
             return True
         return False
+
+    def spill(self) -> None:
+        """The ended requests' records moved to requests.jsonl's runs once enough piled up."""
+        rows = self.rows
+        records = self.col.records
+        if rows is not None and records is not None and len(records) >= rows.every:
+            rows.spill(records)
 
     def stale(self, t_top: float) -> bool:
         """A ``_TICK`` popped: True if it is stale, what it was set for having ended early (a
@@ -852,16 +871,40 @@ def run_to_folder(
     gzip writes decisions.jsonl.zst or .gz instead (results.logsink), compressed on a thread;
     ``off`` writes no decision log. A decision log of another form left in ``out`` by an
     earlier run is removed; ``summary.meta.decision_log`` names the file written (null: off)."""
-    from harness.recording.logsink import (  # threads, zlib
-        LOG_NAMES,
-        LOG_OFF,
-        BlockWriter,
-        ZstdSink,
-        log_name,
-        open_sink,
-    )
+    from harness.recording.logsink import LOG_NAMES, LOG_OFF, log_name  # threads, zlib
 
     name = None if log_format == LOG_OFF else log_name(log_format)
+    rows = RequestRows(out)  # requests.jsonl's records, moved out of memory as they pile up
+    try:
+        result = _to_folder(profile, seed, out, rows, name, log_format, extra_thresholds,
+                            progress, stop)  # fmt: skip
+        for other in LOG_NAMES.values():
+            if other != name:
+                (out / other).unlink(missing_ok=True)
+        result.summary["meta"]["decision_log"] = name
+        summ.write_jsonl(out / "timeline.jsonl", result.timeline)
+        assert result.collector is not None and result.collector.records is not None
+        rows.write(out / "requests.jsonl", result.collector.records)
+    finally:
+        rows.close()
+    summ.write_summary(out, result.summary)
+    return result
+
+
+def _to_folder(
+    profile: Profile,
+    seed: int | None,
+    out: Path,
+    rows: RequestRows,
+    name: str | None,
+    log_format: str,
+    extra_thresholds: tuple[str, ...],
+    progress: Callable[[float], None] | None,
+    stop: Callable[[float], bool] | None,
+) -> SimResult:
+    """:func:`run_to_folder`'s simulation, its decision log written into ``out``."""
+    from harness.recording.logsink import BlockWriter, ZstdSink, open_sink
+
     log: DecisionLog | None = None
     sink: ZstdSink | BlockWriter | None = None
     with contextlib.ExitStack() as stack:
@@ -878,6 +921,7 @@ def run_to_folder(
                 progress=progress,
                 stop=stop,
                 keep_requests=True,
+                request_rows=rows,
             )
             if log is not None:
                 log.flush()
@@ -887,14 +931,7 @@ def run_to_folder(
             raise
         if sink is not None:
             sink.close()
-    for other in LOG_NAMES.values():
-        if other != name:
-            (out / other).unlink(missing_ok=True)
-    result.summary["meta"]["decision_log"] = name
-    summ.write_jsonl(out / "timeline.jsonl", result.timeline)
-    assert result.collector is not None and result.collector.records is not None
-    summ.write_jsonl(out / "requests.jsonl", request_lines(result.collector.records))
-    summ.write_summary(out, result.summary)
+    return result
     return result
 
 
