@@ -15,7 +15,7 @@ from __future__ import annotations
 import heapq
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,16 @@ Record = tuple[str, str, float, str, float | None]
 """A collector's record of an ended request: id, class, arrival time, outcome, turnaround."""
 
 EVERY = 100_000
+
+
+def write_lines(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
+    """``rows`` as JSON lines at ``path`` (keys sorted, as ``results.summary.write_jsonl``
+    writes them), written line by line: a long run's timeline is never one more copy in
+    memory as bytes."""
+    opt = orjson.OPT_SORT_KEYS
+    with atomic_file(path) as out:
+        for row in rows:
+            out.write(orjson.dumps(row, option=opt) + b"\n")
 
 
 def line(rec: Record) -> dict[str, Any]:

@@ -45,7 +45,7 @@ from harness.recording.stats import Collector
 from harness.results import summary as summ
 from harness.run_core import Retried, RunCore
 from harness.sim.agenda import Agenda
-from harness.sim.request_rows import RequestRows
+from harness.sim.request_rows import RequestRows, write_lines
 from harness.sim.token_timing import TokenFigures
 from harness.sim.upstream import MID_STREAM, SimUpstream
 from harness.upstream_model.fault_kinds import ANSWER_LOSING, BLINDING
@@ -882,7 +882,7 @@ def run_to_folder(
             if other != name:
                 (out / other).unlink(missing_ok=True)
         result.summary["meta"]["decision_log"] = name
-        summ.write_jsonl(out / "timeline.jsonl", result.timeline)
+        write_lines(out / "timeline.jsonl", result.timeline)
         assert result.collector is not None and result.collector.records is not None
         rows.write(out / "requests.jsonl", result.collector.records)
     finally:

@@ -47,6 +47,9 @@ def test_requests_jsonl_from_runs_is_the_file_from_all_records(
     out = tmp_path / "out"
     run_to_folder(prof, 4, out, log_format="off")
     assert (out / "requests.jsonl").read_bytes() == whole
+    # the timeline, written line by line, is the file results.summary.write_jsonl writes
+    timeline = b"".join(orjson.dumps(r, option=orjson.OPT_SORT_KEYS) + b"\n" for r in kept.timeline)
+    assert (out / "timeline.jsonl").read_bytes() == timeline
     assert [f.name for f in out.iterdir() if f.name.startswith(".")] == []  # runs removed
 
 
