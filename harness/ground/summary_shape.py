@@ -406,10 +406,11 @@ class SessionReasons(TypedDict):
 
 class SessionCalls(TypedDict):
     """``sessions.calls``: the sessions' calls (a held job's turns) that ended, and of them
-    completed."""
+    completed, and cancelled by their client (a replayed user cancel: the session goes on)."""
 
     ended: int
     completed: int
+    cancelled: int
 
 
 class SessionAdmission(TypedDict):

@@ -22,6 +22,12 @@ end), and the tool seconds between its calls. Session goodput counts the complet
 whose every call's turnaround was within ``slo.turnaround_p95_s`` (a held job: the job's own
 turnaround, its one request), per second of the run; time to finish is from the session's
 first call's scheduled time to its last call's end.
+
+A call **cancelled** by its client (a user's cancel the coding-agent trace recorded, replayed
+``per_call``) neither completes nor strands its session: the user dropped that one answer,
+not the session, which goes on with its next call (``calls.cancelled`` counts them). A session
+whose last call was cancelled completes there; a cancelled call has no turnaround, so it does
+not take a session out of goodput, and its tokens and upstream time are not in wasted work.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from harness.ground.summary_shape import SessionGroup, Sessions
 from harness.recording.quantiles import percentiles
 
 COMPLETED = "completed"
+CANCELLED = "cancelled"
 
 
 class _Open:
@@ -85,7 +92,7 @@ class SessionBook:
         self._by_tenant: dict[str, _Tally] = {}
         self.reasons: dict[str, dict[str, int]] = {"stranded": {}, "not_started": {}}
         self.wasted = {"calls": 0, "tokens": 0, "upstream_s": 0.0, "tool_s": 0.0}
-        self.calls = {"ended": 0, "completed": 0}
+        self.calls = {"ended": 0, "completed": 0, "cancelled": 0}
 
     def _tallies(self, cls: str, tenant: str) -> tuple[_Tally, _Tally, _Tally]:
         c = self._by_class.get(cls)
@@ -115,7 +122,8 @@ class SessionBook:
     ) -> None:
         """Call ``index`` (from 0) of ``calls`` of session ``session`` (class and tenant: its
         first call's) ended at ``t_end`` with ``outcome`` (``completed``, ``rejected``,
-        ``expired``, ``failed``, ...; ``reason`` the rule or failure). ``t_session``: the
+        ``expired``, ``failed``, ``cancelled`` (by its client: the session goes on), ...;
+        ``reason`` the rule or failure). ``t_session``: the
         session's first call's scheduled time; ``tool_s``: the tool time before this call."""
         self.calls["ended"] += 1
         s = self._open.get(session)
@@ -124,13 +132,16 @@ class SessionBook:
                 return  # a session's first call was not seen: not this book's
             s = self._start(session, cls, tenant, t_session)
         s.tool_s += tool_s
-        if outcome == COMPLETED:
-            self.calls["completed"] += 1
-            s.done += 1
-            s.tokens += tokens
-            s.upstream_s += upstream_s
-            if turnaround_s is None or turnaround_s > self.slo_s:
-                s.good = False
+        if outcome in (COMPLETED, CANCELLED):
+            if outcome == COMPLETED:
+                self.calls["completed"] += 1
+                s.done += 1
+                s.tokens += tokens
+                s.upstream_s += upstream_s
+                if turnaround_s is None or turnaround_s > self.slo_s:
+                    s.good = False
+            else:
+                self.calls["cancelled"] += 1
             if index + 1 < calls:
                 return
             self._end(session, t_end, COMPLETED, None)
@@ -254,7 +265,11 @@ class SessionBook:
                 "stranded": dict(sorted(r["stranded"].items())),
                 "not_started": dict(sorted(r["not_started"].items())),
             },
-            "calls": {"ended": self.calls["ended"], "completed": self.calls["completed"]},
+            "calls": {
+                "ended": self.calls["ended"],
+                "completed": self.calls["completed"],
+                "cancelled": self.calls["cancelled"],
+            },
             "by_class": {
                 k: v.block(span, left.get(("c", k), 0)) for k, v in sorted(self._by_class.items())
             },

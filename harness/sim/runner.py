@@ -26,6 +26,7 @@ from harness.engine.events import (
     CONTEXT_EXCEEDED,
     Action,
     AnswerStarts,
+    Cancelled,
     Complete,
     Dispatch,
     Expire,
@@ -43,6 +44,7 @@ from harness.recording.stats import Collector
 from harness.results import summary as summ
 from harness.run_core import Retried, RunCore
 from harness.sim.agenda import Agenda
+from harness.sim.request_rows import RequestRows, write_lines
 from harness.sim.token_timing import TokenFigures
 from harness.sim.upstream import MID_STREAM, SimUpstream
 from harness.upstream_model.fault_kinds import ANSWER_LOSING, BLINDING
@@ -63,6 +65,7 @@ _TICK: Final = 2
 _METRICS: Final = 3
 _CLIENT: Final = 4
 _NEXT: Final = 5  # a closed-loop session's next record (workload.sessions)
+_CANCEL: Final = 6  # a per-call session's call cancelled by its client (a traced user cancel)
 _POLL_MASK: Final = 0x3FFF  # stop is also asked every 16,384 events (_Run.loop)
 
 PLAYS: Final[frozenset[Play]] = frozenset((BLINDS, LOSES_ANSWER))
@@ -220,12 +223,14 @@ def simulate(
     schedule_seed: int | None = None,
     keep_requests: bool = False,
     token_start_s: float = 0.0,
+    request_rows: RequestRows | None = None,
 ) -> SimResult:
     """Run ``profile`` in virtual time. ``token_start_s``: where the run starts on the clock
     fixed token windows align to (seconds; 0: on a window's edge; a live run starts at its
     UTC second of the minute, so 17.0 simulates one started 17 s into a minute).
     ``keep_requests`` keeps one record per ended request (``SimResult.collector.records``;
-    written as requests.jsonl by :func:`run_to_folder`).
+    written as requests.jsonl by :func:`run_to_folder`); with ``request_rows`` they are moved
+    there as they pile up (``records`` then holds the last ones only).
     ``progress(t)`` is called with the simulated time every 16,384 arrivals (long runs show a
     progress bar). ``stop(t)`` is asked at each simulated second's end and every 16,384 events
     (a signal arrived: the CLI's hook; a test's hook delivers one at a chosen time); when it
@@ -251,6 +256,7 @@ def simulate(
             schedule_seed,
             keep_requests,
             token_start_s,
+            request_rows,
         )
     finally:
         if gc_was_on:
@@ -275,8 +281,10 @@ def _simulate(
     schedule_seed: int | None,
     keep_requests: bool,
     token_start_s: float,
+    request_rows: RequestRows | None = None,
 ) -> SimResult:
     run = _Run(profile, seed, log, progress, stop, schedule_seed, keep_requests)
+    run.rows = request_rows if keep_requests else None
     if token_start_s and run.engine.tokens is not None:
         run.engine.tokens.set_start(token_start_s)
     run.loop()
@@ -359,6 +367,7 @@ class _Run:
         self.per_call = PerCall(profile, sched_seed) if profile.per_call_classes() else None
         self.book = col.sessions if self.per_call else None  # held jobs' too (one book)
         self.call_sent: dict[str, tuple[float, int]] = {}  # attempt id -> (dispatched, tokens)
+        self.gone: set[str] = set()  # a cancelled call's retry not yet arrived: cancelled too
         self.chunks = (
             schedule_chunks(profile, sched_seed)
             if self.per_call is None
@@ -385,6 +394,8 @@ class _Run:
         self.now = 0.0
         self.halted = False
         self.blind = 0  # metrics outages in progress
+        # requests.jsonl's records moved out as they pile up (run_to_folder), or all kept
+        self.rows: RequestRows | None = None
 
     def loop(self) -> None:
         """Until the schedule and the agenda are both empty, or ``stop`` says so: the next
@@ -403,6 +414,8 @@ class _Run:
                 # take many wall seconds, and Ctrl-C must stop the run within about one
                 self.halted = True
                 break
+            if not polls & _POLL_MASK and self.rows is not None:
+                self.spill()
             nxt = self.nxt
             if nxt is not None and (len(agenda) == 0 or nxt.t <= agenda.first_time()):
                 now = self.now = nxt.t
@@ -435,10 +448,19 @@ class _Run:
         per second, so the check costs nothing measurable). True: the run halts here."""
         self.core.advance(now)
         self.sec_end = self.core.sec_end
+        if self.rows is not None:
+            self.spill()
         if self.stop is not None and self.stop(now):
             self.halted = True
             return True
         return False
+
+    def spill(self) -> None:
+        """The ended requests' records moved to requests.jsonl's runs once enough piled up."""
+        rows = self.rows
+        records = self.col.records
+        if rows is not None and records is not None and len(records) >= rows.every:
+            rows.spill(records)
 
     def stale(self, t_top: float) -> bool:
         """A ``_TICK`` popped: True if it is stale, what it was set for having ended early (a
@@ -492,11 +514,17 @@ class _Run:
         return actions
 
     def call_start(self, a: Arrival) -> None:
-        """A per-call session's call arrives: one call (no turns of its own); a session's
-        first call offers the session (in the book even if the call is still out when the
-        run ends) and, traced, gives the upstream its records' counts, by the session's id."""
+        """A per-call session's call arrives: one call (no turns of its own); its client's
+        cancel (a traced user cancel) put on the agenda; a session's first call offers the
+        session (in the book even if the call is still out when the run ends) and, traced,
+        gives the upstream its records' counts, by the session's id."""
         per_call = self.per_call
-        if per_call is None or a.call_index:
+        if per_call is None:
+            return
+        if a.cancel_s is not None:
+            self.seq += 1
+            self.agenda.push(a.t + a.cancel_s, self.seq, _CANCEL, a.id)
+        if a.call_index:
             return
         if self.book is not None:
             self.book.open(a.id, a.cls, a.tenant, a.t)
@@ -519,11 +547,12 @@ class _Run:
             elif tp is Expire:
                 outcome, reason = "expired", a.reason  # type: ignore[attr-defined]
             elif tp is Fail:
-                outcome, reason = "failed", a.reason  # type: ignore[attr-defined]
+                reason = a.reason  # type: ignore[attr-defined]
+                outcome = "cancelled" if reason == "cancelled" else "failed"
             else:
                 continue
             rid: str = a.id  # type: ignore[attr-defined]
-            got = per_call.ended(rid, now, outcome == "completed")
+            got = per_call.ended(rid, now, outcome == "completed", outcome == "cancelled")
             if got is None:
                 continue
             sess, k, t_k, follow = got
@@ -595,7 +624,13 @@ class _Run:
                     self.traced_turns[payload.id] = payload.session
             if self.counting:
                 self.count(payload, True)
+            if self.gone and payload.id in self.gone:  # its call was cancelled while it waited
+                self.gone.discard(payload.id)
+                self.seq += 1
+                self.agenda.push(now, self.seq, _CANCEL, payload.id)  # once it has arrived
             return engine.handle(payload, now)
+        if kind == _CANCEL:
+            return self.cancel(payload, now)
         if kind == _NEXT:
             # A closed-loop session's next record: an arrival like the schedule's.
             self.scheduled += 1
@@ -616,6 +651,29 @@ class _Run:
         # Outages may overlap: the signals are known again when the last one ends.
         self.blind += -1 if payload else 1
         return engine.handle(MetricsSample(self.blind == 0), now)
+
+    def cancel(self, rid: str, now: float) -> list[Action]:
+        """Call ``rid``'s client cancels it (a traced user cancel, after the call's recorded
+        duration): its attempt under way is told to the engine as ``Cancelled``, the client
+        gone, which ends it as failed ``cancelled`` wherever it is (queued or running); a
+        caller's retry not yet sent is cancelled as it arrives. A call that already ended is
+        left as it ended (answered before the user would have cancelled it)."""
+        per_call = self.per_call
+        if per_call is None or per_call.session_of(rid) is None:
+            return []
+        dot = rid.find(".")
+        rid = rid if dot < 0 else rid[:dot]
+        target = rid
+        clients = self.clients
+        if clients is not None:
+            n = 0
+            for aid, (first, k) in clients.attempt.items():
+                if first.id == rid and k > n:
+                    target, n = aid, k
+            if target != rid and target not in self.engine.jobs:
+                self.gone.add(target)  # waiting to be sent again: cancelled when it arrives
+                return []
+        return self.engine.handle(Cancelled(target), now)
 
     def failed(self, payload: Any, now: float) -> list[Action]:
         """An attempt failed upstream: its effect counted if its answer was lost, its cause
@@ -815,16 +873,40 @@ def run_to_folder(
     gzip writes decisions.jsonl.zst or .gz instead (results.logsink), compressed on a thread;
     ``off`` writes no decision log. A decision log of another form left in ``out`` by an
     earlier run is removed; ``summary.meta.decision_log`` names the file written (null: off)."""
-    from harness.recording.logsink import (  # threads, zlib
-        LOG_NAMES,
-        LOG_OFF,
-        BlockWriter,
-        ZstdSink,
-        log_name,
-        open_sink,
-    )
+    from harness.recording.logsink import LOG_NAMES, LOG_OFF, log_name  # threads, zlib
 
     name = None if log_format == LOG_OFF else log_name(log_format)
+    rows = RequestRows(out)  # requests.jsonl's records, moved out of memory as they pile up
+    try:
+        result = _to_folder(profile, seed, out, rows, name, log_format, extra_thresholds,
+                            progress, stop)  # fmt: skip
+        for other in LOG_NAMES.values():
+            if other != name:
+                (out / other).unlink(missing_ok=True)
+        result.summary["meta"]["decision_log"] = name
+        write_lines(out / "timeline.jsonl", result.timeline)
+        assert result.collector is not None and result.collector.records is not None
+        rows.write(out / "requests.jsonl", result.collector.records)
+    finally:
+        rows.close()
+    summ.write_summary(out, result.summary)
+    return result
+
+
+def _to_folder(
+    profile: Profile,
+    seed: int | None,
+    out: Path,
+    rows: RequestRows,
+    name: str | None,
+    log_format: str,
+    extra_thresholds: tuple[str, ...],
+    progress: Callable[[float], None] | None,
+    stop: Callable[[float], bool] | None,
+) -> SimResult:
+    """:func:`run_to_folder`'s simulation, its decision log written into ``out``."""
+    from harness.recording.logsink import BlockWriter, ZstdSink, open_sink
+
     log: DecisionLog | None = None
     sink: ZstdSink | BlockWriter | None = None
     with contextlib.ExitStack() as stack:
@@ -841,6 +923,7 @@ def run_to_folder(
                 progress=progress,
                 stop=stop,
                 keep_requests=True,
+                request_rows=rows,
             )
             if log is not None:
                 log.flush()
@@ -850,14 +933,7 @@ def run_to_folder(
             raise
         if sink is not None:
             sink.close()
-    for other in LOG_NAMES.values():
-        if other != name:
-            (out / other).unlink(missing_ok=True)
-    result.summary["meta"]["decision_log"] = name
-    summ.write_jsonl(out / "timeline.jsonl", result.timeline)
-    assert result.collector is not None and result.collector.records is not None
-    summ.write_jsonl(out / "requests.jsonl", request_lines(result.collector.records))
-    summ.write_summary(out, result.summary)
+    return result
     return result
 
 

@@ -33,7 +33,7 @@ from harness.workload.traces import TracedSession, hint, read_sessions, read_tra
 class Arrival(Arrived):
     """One scheduled request; it is also the engine's ``Arrived`` event (no copy per arrival)."""
 
-    __slots__ = ("index", "session", "t")
+    __slots__ = ("cancel_s", "index", "session", "t")
 
     def __init__(
         self,
@@ -67,6 +67,8 @@ class Arrival(Arrived):
         self.session_id = None
         self.call_index = 0
         self.session_calls = 0
+        # Its client cancels it this long after it is offered (a traced user cancel); None: never.
+        self.cancel_s: float | None = None
 
     def __repr__(self) -> str:
         return f"Arrival({self.id}, t={self.t:.3f}, {self.cls})"
@@ -317,7 +319,7 @@ def session_arrivals(profile: Profile, seed: int) -> Iterator[tuple[Arrival, Tra
     job = session_replay(profile) == "job"
     index = 1
     for sess in read_sessions(profile, seed):
-        t, classes, toks, gaps, _name = sess
+        t, classes, toks, gaps, _name, _cancels = sess
         cls = classes[0]
         c = profile.classes[cls]
         ten = _pick(c.tenant, "tenant", pool_rng) or "default"

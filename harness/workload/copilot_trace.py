@@ -43,12 +43,24 @@ from harness.profile.schema.fields import MAX_TIME_S
 from harness.profile.walk import ProfileError
 from harness.upstream_model.draws import fmix32
 
-# one session: absolute start (s), reading order, classes, (prompt, output), gaps, name
 # one kept session, compact (about 24 bytes a call, not ~160 as tuples of Python numbers): its
 # absolute start (s), reading order, classes (None: every call the first class), prompt and
-# output tokens, gaps (s), name
-_Kept = tuple[float, int, tuple[str, ...] | None, "array[int]", "array[int]", "array[float]", str]
-TracedSession = tuple[float, tuple[str, ...], tuple[tuple[int, int], ...], tuple[float, ...], str]
+# output tokens, gaps (s), name, user cancels (call, seconds after its offer; mostly empty)
+_Kept = tuple[
+    float,
+    int,
+    tuple[str, ...] | None,
+    "array[int]",
+    "array[int]",
+    "array[float]",
+    str,
+    tuple[tuple[int, float], ...],
+]
+Cancels = tuple[tuple[int, float], ...]
+TracedSession = tuple[
+    float, tuple[str, ...], tuple[tuple[int, int], ...], tuple[float, ...], str, Cancels
+]
+USER_CANCEL: Final = "UserCancel"
 
 MANIFEST: Final = "manifest.json"
 _MS_FROM: Final = 1e11  # an epoch number at or past this is milliseconds (1e11 s: year 5138)
@@ -187,8 +199,8 @@ def _get(obj: dict[str, object], key: str, where: str) -> object:
     return obj[key]
 
 
-# start (epoch s), message_id, prompt, output, model, result
-Call = tuple[float, str, int, int, str, str]
+# start (epoch s), message_id, prompt, output, model, result, duration (s)
+Call = tuple[float, str, int, int, str, str, float]
 
 
 def parse_session(obj: object) -> tuple[str, list[Call], dict[str, float]]:
@@ -208,7 +220,7 @@ def parse_session(obj: object) -> tuple[str, list[Call], dict[str, float]]:
             w = f"{at}llm_calls.{ci}."
             call = _dict(call_value, w[:-1])
             t = epoch_s(_get(call, "timestamp", w), f"{w}timestamp")
-            _ms(_get(call, "duration_ms", w), f"{w}duration_ms")
+            dur = _ms(_get(call, "duration_ms", w), f"{w}duration_ms")
             mid = _get(call, "message_id", w)
             if not isinstance(mid, str | int) or isinstance(mid, bool):
                 raise Bad(f"{w}message_id", f"expected a string, got {mid!r}")
@@ -220,7 +232,7 @@ def parse_session(obj: object) -> tuple[str, list[Call], dict[str, float]]:
                 raise Bad(f"{w}tokens.cached", f"{cached} cached of a {prompt}-token prompt")
             model = call.get("model", "")
             result = call.get("result", "")
-            calls.append((t, str(mid), prompt, output, str(model), str(result)))
+            calls.append((t, str(mid), prompt, output, str(model), str(result), dur / 1000.0))
         batches = turn.get("tool_batches") or []
         if not isinstance(batches, list):
             raise Bad(f"{at}tool_batches", f"expected a list, got {type(batches).__name__}")
@@ -328,6 +340,7 @@ def read_copilot_sessions(profile: Profile, seed: int | None = None) -> Iterator
             prompts = array("q", [c[2] for c in calls])
             outputs = array("q", [c[3] for c in calls])
             gaps = array("d", [tools.get(c[1], 0.0) for c in calls[:-1]])
+            cancels = tuple((i, c[6]) for i, c in enumerate(calls) if c[5] == USER_CANCEL)
             if job and sum(gaps) > MAX_TIME_S:
                 raise Bad(
                     "tool_batches",
@@ -336,7 +349,7 @@ def read_copilot_sessions(profile: Profile, seed: int | None = None) -> Iterator
                 )
         except Bad as e:
             raise ProfileError(shard, n, e.field, f"bad trace row: {e}") from None
-        kept_.append((start, len(kept_), classes, prompts, outputs, gaps, sid))
+        kept_.append((start, len(kept_), classes, prompts, outputs, gaps, sid, cancels))
     if seen == 0:
         raise ProfileError(path, None, "arrivals.file", "the trace has no records")
     lo, hi = 0.0, math.inf
@@ -370,8 +383,11 @@ def _sessions(
 ) -> Iterator[TracedSession]:
     """The kept sessions as :data:`TracedSession` tuples, made one at a time as the schedule
     takes them (a replayed job's are freed when it ends: the whole trace is never held as
-    Python numbers)."""
-    for start, _i, classes, prompts, outputs, gaps, sid in inside:
+    Python numbers). A session's compact numbers are let go once it is made: the kept
+    sessions shrink as the run takes them."""
+    inside.reverse()
+    while inside:
+        start, _i, classes, prompts, outputs, gaps, sid, cancels = inside.pop()
         t = (start - origin) * scale
         if t >= duration_s:
             return
@@ -382,4 +398,5 @@ def _sessions(
             tuple(zip(prompts, outputs, strict=True)),
             tuple(gaps),
             sid,
+            cancels,
         )

@@ -9,8 +9,13 @@ a synthetic job's draw (``workload.job_shape``: the same keyed stream a held job
 same session has the same turns and tool times either way) or a trace's gap (the coding-agent
 trace's recorded tool batches; other session traces' start-to-start gaps). A call that ends
 any other way -- refused, expired, failed for good -- ends the session there: stranded if a
-call of it had completed before, never started if it was the first. A call whose offer time
-is at or after ``duration_s`` is not offered: the session is unfinished at the run's end.
+call of it had completed before, never started if it was the first. The one exception is a
+user's cancel the coding-agent trace recorded (``result: UserCancel``): the call carries its
+recorded ``duration_ms`` as ``Arrival.cancel_s``, its client cancels it that long after its
+offer (the engine's ``Cancelled``: failed ``cancelled``, queued or running; an answer that
+came first stands), and the session goes on with its next call as after a completed one. A
+call whose offer time is at or after ``duration_s`` is not offered: the session is unfinished
+at the run's end.
 
 Ids: a session's calls are numbered one after another, as a closed-loop replay numbers a
 session's records (a session of 3 calls from ``r-000004`` has ``r-000004`` to ``r-000006``),
@@ -36,6 +41,7 @@ from harness.workload.arrivals import (
     session_arrivals,
     session_replay,
 )
+from harness.workload.copilot_trace import Cancels
 from harness.workload.job_shape import ShapeDraws
 
 _CHUNK = 4096
@@ -44,7 +50,18 @@ _CHUNK = 4096
 class Session:
     """One session under way: what its next call is, and when its last one was offered."""
 
-    __slots__ = ("calls", "classes", "first", "gaps", "next_index", "pos", "t_call", "toks", "tool")
+    __slots__ = (
+        "calls",
+        "cancels",
+        "classes",
+        "first",
+        "gaps",
+        "next_index",
+        "pos",
+        "t_call",
+        "toks",
+        "tool",
+    )
 
     def __init__(
         self,
@@ -54,6 +71,7 @@ class Session:
         toks: tuple[tuple[int, int], ...] | None,
         classes: tuple[str, ...] | None,
         gaps: tuple[float, ...],
+        cancels: Cancels = (),
     ) -> None:
         self.first = first
         self.calls = calls
@@ -61,6 +79,7 @@ class Session:
         self.toks = toks
         self.classes = classes
         self.gaps = gaps
+        self.cancels = cancels  # (call, seconds after its offer its client cancels it)
         self.pos = 0  # the call under way (0: the first)
         self.next_index = first.index + 1
         self.t_call = first.t  # when the call under way was offered
@@ -73,6 +92,13 @@ class Session:
         if isinstance(tool, tuple):
             return tool[k] if k < len(tool) else 0.0
         return tool(k)
+
+    def cancel_s(self, k: int) -> float | None:
+        """When call ``k``'s client cancels it, in seconds after its offer (None: never)."""
+        for i, after in self.cancels:
+            if i == k:
+                return after
+        return None
 
 
 class PerCall:
@@ -99,8 +125,8 @@ class PerCall:
         state is kept from its first call to its end only."""
         if self._traced:
             out: list[Arrival] = []
-            for a, (_t, classes, toks, gaps, _name) in session_arrivals(profile, seed):
-                self._start(a, len(toks), (), toks, classes, gaps)
+            for a, (_t, classes, toks, gaps, _name, cancels) in session_arrivals(profile, seed):
+                self._start(a, len(toks), (), toks, classes, gaps, cancels)
                 out.append(a)
                 if len(out) >= _CHUNK:
                     yield out
@@ -128,11 +154,14 @@ class PerCall:
         toks: tuple[tuple[int, int], ...] | None,
         classes: tuple[str, ...] | None,
         gaps: tuple[float, ...],
+        cancels: Cancels = (),
     ) -> None:
         a.session_id = a.id
         a.call_index = 0
         a.session_calls = calls
-        self.under_way[a.id] = Session(a, calls, tool, toks, classes, gaps)
+        s = self.under_way[a.id] = Session(a, calls, tool, toks, classes, gaps, cancels)
+        if cancels:
+            a.cancel_s = s.cancel_s(0)
 
     def session_of(self, rid: str) -> Session | None:
         """The session of call ``rid`` (or of a caller's retry of it, ``r-000004.2``) while
@@ -141,18 +170,20 @@ class PerCall:
         return self.under_way.get(rid if dot < 0 else rid[:dot])
 
     def ended(
-        self, rid: str, now: float, completed: bool
+        self, rid: str, now: float, completed: bool, cancelled: bool = False
     ) -> tuple[Session, int, float, Arrival | None] | None:
-        """Call ``rid`` ended at ``now`` (its final outcome: ``completed`` or not): its session,
-        its place in it, when it was offered, and the session's next call at its offer time
-        (None: the session ended -- its last call, a call that did not complete, or the
-        duration cut the next); None when ``rid`` is not a per-call session's call under way."""
+        """Call ``rid`` ended at ``now`` (its final outcome: ``completed`` or not;
+        ``cancelled``: its client cancelled it, a user's cancel the trace recorded, after which
+        the session goes on as after a completed call): its session, its place in it, when it
+        was offered, and the session's next call at its offer time (None: the session ended --
+        its last call, a call that neither completed nor was cancelled, or the duration cut
+        the next); None when ``rid`` is not a per-call session's call under way."""
         dot = rid.find(".")
         s = self.under_way.pop(rid if dot < 0 else rid[:dot], None)
         if s is None:
             return None
         k, t_k = s.pos, s.t_call
-        if not completed or k + 1 >= s.calls:
+        if not (completed or cancelled) or k + 1 >= s.calls:
             return s, k, t_k, None
         t = now + s.gap(k)
         if t >= self._duration:
@@ -177,4 +208,6 @@ class PerCall:
         a.session_id = first.id
         a.call_index = s.pos
         a.session_calls = s.calls
+        if s.cancels:
+            a.cancel_s = s.cancel_s(s.pos)
         return a

@@ -69,7 +69,7 @@ class ClosedLoop:
         if at is None:
             return None
         k, pos = at
-        first, (_t, classes, toks, gaps, _name) = self._plan[k]
+        first, (_t, classes, toks, gaps, _name, _cancels) = self._plan[k]
         if pos >= len(toks):
             return None
         index = first.index + pos
@@ -132,7 +132,7 @@ def every_record(profile: Profile, seed: int) -> Iterator[Arrival]:
     time it would be offered if every call took no time), to look records up by id: the
     schedule itself holds only each session's first."""
     by_class = {n: (PRIORITY_OF[c.priority], c.deadline_s) for n, c in profile.classes.items()}
-    for first, (_t, classes, toks, gaps, _name) in session_plan(profile, seed):
+    for first, (_t, classes, toks, gaps, _name, _cancels) in session_plan(profile, seed):
         yield first
         t = first.t
         for pos in range(1, len(toks)):

@@ -44,7 +44,7 @@ from harness.profile.schema.arrival_kinds import (
 )
 from harness.profile.schema.fields import MAX_TIME_S
 from harness.profile.walk import ProfileError
-from harness.workload.copilot_trace import read_copilot_sessions
+from harness.workload.copilot_trace import Cancels, read_copilot_sessions
 
 # offset_s, class, prompt tokens, output tokens
 TracedRow = tuple[float, str, int, int]
@@ -358,9 +358,13 @@ def _timeline(path: str, times: list[float], opts: TraceOptions | None) -> list[
 
 # -- session traces ---------------------------------------------------------------------------
 
-TracedSession = tuple[float, tuple[str, ...], tuple[tuple[int, int], ...], tuple[float, ...], str]
+TracedSession = tuple[
+    float, tuple[str, ...], tuple[tuple[int, int], ...], tuple[float, ...], str, Cancels
+]
 """One session: its first record's offset_s; each record's class, (prompt, output) tokens;
-the gap from each record to the next (start to start, rescaled: len - 1 of them); its name."""
+the gap from each record to the next (start to start, rescaled: len - 1 of them); its name;
+its user cancels, ``(record, seconds after its offer)`` (the coding-agent trace's
+``result: UserCancel`` calls, honoured by ``replay: per_call``; empty for other formats)."""
 
 
 def _key_text(value: object) -> str | None:
@@ -489,6 +493,7 @@ def read_sessions(profile: Profile, seed: int | None = None) -> Iterable[TracedS
                 tuple((raw[i][3], raw[i][4]) for i, _t in recs),
                 tuple(recs[k + 1][1] - recs[k][1] for k in range(len(recs) - 1)),
                 names[recs[0][0]],
+                (),
             )
         )
     return out

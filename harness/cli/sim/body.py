@@ -75,6 +75,8 @@ def run_one(
                 stop=stop,
                 log_format=log_format,
             )
+        # written: the samples and the timeline go before the report reads the files again
+        result.collector, result.timeline = None, []
         _benchmark_report(folder, profile, console)
         if report:
             _report(folder, console)
