@@ -388,6 +388,7 @@ def sessions_over_seeds(summaries: Sequence[Summary]) -> SessionsOverSeeds | Non
         "calls": {
             "ended": sum(int(c.get("ended") or 0) for c in calls),
             "completed": sum(int(c.get("completed") or 0) for c in calls),
+            "cancelled": sum(int(c.get("cancelled") or 0) for c in calls),
         },
         "by_class": by("by_class"),
         "by_tenant": by("by_tenant"),
