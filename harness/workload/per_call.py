@@ -30,7 +30,8 @@ what follows what and when; both feed each call's end to a
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from harness.engine.events import PRIORITY_OF, ToolTimes
 from harness.profile import Profile
@@ -211,3 +212,9 @@ class PerCall:
         if s.cancels:
             a.cancel_s = s.cancel_s(s.pos)
         return a
+
+
+def user_cancel(rec: Mapping[str, Any]) -> bool:
+    """A live record of a call its client cancelled (a traced user cancel, replayed per call):
+    a failure of reason ``cancelled``, after which the session goes on."""
+    return rec.get("outcome") == "failed" and rec.get("reason") == "cancelled"

@@ -324,6 +324,13 @@ class ClientRequest:
             with contextlib.suppress(ValueError):
                 self.remaining = int(v)
 
+    def cancelled(self) -> None:
+        """Its client cancelled it (a traced user's cancel): a failure of reason
+        ``cancelled``, as the proxy counts a client that went away."""
+        if len(self.history) == self.attempts:
+            self.history.pop()
+        self.settle("failed", "cancelled")
+
     def timed_out(self) -> None:
         """The attempt's total deadline passed: that is its outcome, settled or not."""
         if len(self.history) == self.attempts:

@@ -69,7 +69,7 @@ from harness.live.load.requests_jsonl import sent_marker
 from harness.live.load.response_reader import read_all, read_body, read_stream
 from harness.live.transport.tls import Tls
 from harness.workload.arrivals import session_replay
-from harness.workload.per_call import PerCall
+from harness.workload.per_call import PerCall, user_cancel
 from harness.workload.sessions import ClosedLoop, record_end
 
 SPIN_S = 0.0015  # at most this last stretch before an arrival is spun, not slept...
@@ -193,7 +193,7 @@ class OpenLoop:
             nxt = None if end is None else self.sessions.ended(rec["id"], end)
         elif self.per_call is not None and "session" in rec and end is not None:
             done = rec["outcome"] == "completed"
-            got = self.per_call.ended(rec["id"], end, done)
+            got = self.per_call.ended(rec["id"], end, done, cancelled=user_cancel(rec))
             if got is None:
                 return
             s, k, _t, nxt = got
@@ -260,10 +260,17 @@ class OpenLoop:
             body = self.spec.body_for(a)  # every attempt sends the same bytes
             if a.session_id is not None:  # a per-call session's call: its conversation
                 body = self.calls.body(a, body)
+            # A traced user cancel (a coding-agent trace's UserCancel call replayed per call):
+            # the client gives up this long after the call was due, whatever it is doing then.
+            cancel_s = getattr(a, "cancel_s", None)
+            cancel_at = None if cancel_s is None else due + cancel_s * self.scale
             while True:
                 # A total deadline per attempt: the client's read timeout alone lets an answer
                 # that drips a byte at a time run for ever.
-                timer = gevent.Timeout(self.spec.timeout_wall_s)
+                limit = self.spec.timeout_wall_s
+                if cancel_at is not None:
+                    limit = min(limit, max(0.0, cancel_at - perf()))
+                timer = gevent.Timeout(limit)
                 timer.start()
                 try:
                     self._attempt(call, body)
@@ -273,11 +280,22 @@ class OpenLoop:
                 finally:
                     fired = not timer.pending
                     timer.close()
+                if fired and cancel_at is not None and perf() >= cancel_at:
+                    call.cancelled()  # the user's cancel: closed, never retried
+                    call.end = perf()
+                    ended = True
+                    break
                 if fired:  # whatever the HTTP client made of it (it may wrap the timeout)
                     call.timed_out()
                     call.end = perf()
                 wait = self.retry.wait(call)
                 if wait is None:
+                    ended = True
+                    break
+                if cancel_at is not None and perf() + wait[0] >= cancel_at:
+                    gevent.sleep(max(0.0, cancel_at - perf()))
+                    call.cancelled()  # cancelled while it waited to try again
+                    call.end = perf()
                     ended = True
                     break
                 gevent.sleep(wait[0])

@@ -38,7 +38,7 @@ from harness.results.client_figures import live_summary, offered_span, trace_fig
 from harness.results.shapes import Jobs, Sessions, Summary
 from harness.workload import honesty
 from harness.workload.arrivals import schedule, session_replay
-from harness.workload.per_call import PerCall
+from harness.workload.per_call import PerCall, user_cancel
 from harness.workload.sessions import every_record, offered, record_end
 from harness.workload.traces import traced
 
@@ -268,7 +268,7 @@ def per_call_offered(
         end = record_end(r)
         if end is None or "session" not in r or r["id"] not in ids:
             continue
-        got = pc.ended(str(r["id"]), end, r["outcome"] == "completed")
+        got = pc.ended(str(r["id"]), end, r["outcome"] == "completed", user_cancel(r))
         if got is not None and got[3] is not None:
             ids[got[3].id] = got[3].index
     return sorted(ids, key=ids.__getitem__)
@@ -305,8 +305,8 @@ def session_figures(profile: Profile, recs: Sequence[Mapping[str, Any]]) -> Sess
             int(r["session_calls"]),
             t_session=float(head["t_intended"]),
             t_end=end,
-            outcome=str(r["outcome"]),
-            reason=r["reason"],
+            outcome="cancelled" if user_cancel(r) else str(r["outcome"]),
+            reason=None if user_cancel(r) else r["reason"],
             turnaround_s=latency,
             tokens=int(toks.get("prompt", 0)) + int(toks.get("completion", 0)),
             upstream_s=max(0.0, latency - wait) if done and latency is not None else 0.0,
