@@ -22,7 +22,12 @@ from harness.profile import Profile, loads
 from harness.recording.session_book import SessionBook
 from harness.sim.runner import simulate
 from harness.workload.per_call import PerCall
+from tests.pure_rerun import COMPILED_SKIP, rerun_pure
 from tests.workload.test_copilot_trace import batch, call, lines
+
+# A test below watches the simulation's actions through a stand-in decision log, which the
+# compiled runner refuses: the file runs whole in a pure-Python child there.
+test_the_file_passes_in_pure_python_when_the_suite_is_compiled = rerun_pure(__file__)
 
 LATENCY_S = 5.0
 # s1 (ISO times, starts at 0): m1 asked for two tool batches (2.0 + 0.5 s), m2 for one (3.25 s).
@@ -211,6 +216,7 @@ def test_a_cancelled_call_neither_completes_nor_strands_its_session() -> None:
     assert b["wasted"]["calls"] == 0
 
 
+@COMPILED_SKIP
 def test_a_cancel_reaches_a_call_still_queued(trace: Path) -> None:
     """One executor, calls in turn: m1 0-5, m2 7.5-12.5, n1 (offered at 10) 12.5-17.5, m3
     (offered at 12.5 + 3.25) 17.5-22.5; n2, offered at 17.5 + 1, waits behind m3 and its user

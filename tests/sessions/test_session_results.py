@@ -119,7 +119,7 @@ def test_held_sessions_from_the_run_core_as_the_live_proxy_feeds_it(tmp_path: Pa
     summary = _two_jobs_through_the_core(tmp_path)
     ss = summary["sessions"]
     assert ss["offered"] == 2 and ss["completed"] == 1 and ss["unfinished"] == 1
-    assert ss["calls"] == {"ended": 4, "completed": 4}
+    assert ss["calls"] == {"ended": 4, "completed": 4, "cancelled": 0}
     assert ss["wasted"]["tokens"] is None
     assert "sessions.wasted.tokens" in summary["unavailable"]
 
