@@ -71,7 +71,7 @@ from harness.engine.jobs import (
     Job,
 )
 from harness.engine.scheduler import Scheduler, breaker_change
-from harness.engine.sessions import EXEMPT, SESSION_CEILING, TIER_UP, Held, SessionBook
+from harness.engine.sessions import EXEMPT, SESSION_CEILING, TIER_UP, Held, SessionRules
 
 EWMA_ALPHA: Final = 0.1  # weight of each new service-time observation
 
@@ -273,7 +273,9 @@ class Engine(Scheduler):
         if self.busy < self.pool.concurrency:
             self._dispatch(now, out)
 
-    def _session_arrived(self, ss: SessionBook, ev: Arrived, now: float, out: list[Action]) -> None:
+    def _session_arrived(
+        self, ss: SessionRules, ev: Arrived, now: float, out: list[Action]
+    ) -> None:
         """A per-call session's call (``engine.sessions``): a later call may ride a tier up or
         skip the queue rules within their bound; a new session's first call meets the
         ceiling once every rule admitted it; a session starts with its first call."""
@@ -373,7 +375,7 @@ class Engine(Scheduler):
             self._enqueue(job, ev, now, out)
 
     def _session_start(
-        self, ss: SessionBook, ev: Arrived, sid: str, now: float, out: list[Action]
+        self, ss: SessionRules, ev: Arrived, sid: str, now: float, out: list[Action]
     ) -> None:
         """A session becomes active with its first call (admitted, or released from the
         ceiling's hold); its expected remaining tokens are reserved."""
@@ -395,7 +397,7 @@ class Engine(Scheduler):
                     )
                 )
 
-    def _sessions_after(self, ss: SessionBook, now: float, out: list[Action]) -> None:
+    def _sessions_after(self, ss: SessionRules, now: float, out: list[Action]) -> None:
         """The final outcomes among ``out`` end their sessions (their reservations given
         back); held first calls then start as the ceiling has room, or expire. What that
         dispatches may end more calls: it is read in turn."""
@@ -418,7 +420,7 @@ class Engine(Scheduler):
             if len(out) == n:
                 return
 
-    def _release_sessions(self, ss: SessionBook, now: float, out: list[Action]) -> None:
+    def _release_sessions(self, ss: SessionRules, now: float, out: list[Action]) -> None:
         """First calls held by the ceiling: those whose wait ended expire (reason
         ``session_ceiling``); then, in arrival order, as many start their sessions as the
         ceiling has room for."""

@@ -52,7 +52,7 @@ from harness.engine.pool import ExecutorPool
 from harness.engine.queue import JobQueue
 from harness.engine.review import ReviewStage
 from harness.engine.scaler import Scaler
-from harness.engine.sessions import SessionBook
+from harness.engine.sessions import SessionRules
 from harness.engine.token_budget import TokenBook
 from harness.engine.waits import MaxWait
 
@@ -157,7 +157,7 @@ class Scheduler:
         # Per-call agent sessions' rules (engine.sessions; harness/engine/sessions.py); None:
         # none, and a session's calls are met as any call.
         scfg = cfg.sessions
-        self.sessions = SessionBook(scfg) if scfg is not None else None
+        self.sessions = SessionRules(scfg) if scfg is not None else None
         if scfg is not None and scfg.max_active is not None:
             adm = self.admission
             adm.limits = tuple(sorted((*adm.limits, ("max_active_sessions", scfg.max_active))))

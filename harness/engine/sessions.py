@@ -67,7 +67,7 @@ class Held:
         self.until = until
 
 
-class SessionBook:
+class SessionRules:
     """The sessions under way and the rules' figures (summary.sessions.admission)."""
 
     __slots__ = (
@@ -189,4 +189,4 @@ class SessionBook:
         }
 
 
-__all__ = ["SESSION_CEILING", "SessionBook"]
+__all__ = ["SESSION_CEILING", "SessionRules"]

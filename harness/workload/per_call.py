@@ -25,7 +25,7 @@ number of calls (``Arrived.session_id``, ``call_index``, ``session_calls``).
 
 The simulation and a live run's load generator both ask :class:`PerCall`, so they agree on
 what follows what and when; both feed each call's end to a
-:class:`~harness.workload.session_outcomes.SessionBook`, which keeps the session figures.
+:class:`~harness.recording.session_book.SessionBook`, which keeps the session figures.
 """
 
 from __future__ import annotations
