@@ -19,6 +19,11 @@ from harness.upstream_model.draws import RequestDraws
 from harness.workload.agent_messages import filler
 from stubs.state import StubState
 from tests.live.proxy_support import FAST_RETRIES, Exchange, ok, profile, request
+from tests.pure_rerun import COMPILED_SKIP, rerun_pure
+
+# A test below watches Engine.handle (a native method when compiled): the file runs whole in a
+# pure-Python child in a compiled suite.
+test_the_file_passes_in_pure_python_when_the_suite_is_compiled = rerun_pure(__file__)
 
 AGENT = (
     "  agent:\n    priority: standard\n"
@@ -45,6 +50,7 @@ def _header(req: UpstreamRequest, name: bytes) -> list[bytes]:
     return [v for k, v in req.headers if k.lower() == name]
 
 
+@COMPILED_SKIP
 def test_a_per_call_call_is_one_request_keyed_upstream_as_its_sessions_turn(
     tmp_path: Path,
 ) -> None:
