@@ -108,7 +108,7 @@ def rolling_p95(
 
 
 def rolling_p95_columns(
-    times: Sequence[float], at: list[float], vals: list[float], window: float
+    times: Sequence[float], at: Sequence[float], vals: Sequence[float], window: float
 ) -> list[float | None]:
     """``rolling_p95`` from two columns: completion times and their turnarounds.
 

@@ -8,14 +8,22 @@ from the request's scheduled send time (``arrived``; in sim, the arrival itself)
 Hot-path design: each (class, priority, tenant) triple gets one ``Group`` of counters and its
 own sample lists; every sample also goes into one flat list in completion order (the timeline's
 rolling p95 reads that). Per-class, per-priority and per-tenant figures are unions of groups,
-taken at the end:
-each group's samples are sorted once, and a union of sorted runs sorts in about linear time.
+taken at the end: each group's samples are sorted once, a class (priority, tenant) of one group
+shares that group's samples, and a union of several is sorted once.
+
+Memory: the hot path appends each sample, a Python float (24 bytes, and 8 for the list's
+pointer), to a list; once a simulated second the lists are emptied into packed columns of
+doubles (``array('d')``: 8 bytes a sample, no object), so a run of millions of requests keeps
+about 32 bytes a completed request for its four columns (turnaround twice, completion time,
+queue wait) instead of about 100, and the lists stay short. The figures read the columns; the
+values, and their order, are the same.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from array import array
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from harness.engine.events import (
@@ -42,9 +50,26 @@ if TYPE_CHECKING:
 TIMELINE_P95_WINDOW_S: Final = 60.0
 
 
+def column() -> array[float]:
+    """A packed column of doubles, empty."""
+    return array("d")
+
+
+def sort_column(values: array[float]) -> array[float]:
+    """``values`` sorted in place and returned: the order ``sorted`` gives (a stable sort of
+    the doubles, no Python object per value, no copy of the column)."""
+    if len(values) > 1:
+        import numpy as np  # lazily: only a run's figures sort
+
+        # a view of the column's buffer (held only here: the column can grow again after)
+        np.frombuffer(values, dtype=np.float64).sort(kind="stable")
+    return values
+
+
 class Tally:
-    """Counts and samples; arrivals = admitted + rejected. A class's or a priority's tally is
-    assembled at the end from the groups that make it up."""
+    """Counts and samples (each sorted, once :meth:`Collector.tallies` made it);
+    arrivals = admitted + rejected. A class's or a priority's tally is assembled at the end
+    from the groups that make it up."""
 
     __slots__ = (
         "admitted",
@@ -58,21 +83,75 @@ class Tally:
 
     def __init__(self) -> None:
         self.admitted = self.rejected = self.completed = self.failed = self.expired = 0
-        self.turnarounds: list[float] = []
-        self.queue_waits: list[float] = []
+        self.turnarounds: Sequence[float] = []
+        self.queue_waits: Sequence[float] = []
 
 
-class Group(Tally):
-    """The tally of one (class, priority, tenant) triple, fed as the run goes."""
+class Group:
+    """The counts and samples of one (class, priority, tenant) triple, fed as the run goes:
+    the newest samples in lists (``turnarounds``, ``queue_waits``), the older ones packed
+    (:meth:`pack`)."""
 
-    __slots__ = ("cls", "index", "priority", "tenant")
+    __slots__ = (
+        "admitted",
+        "cls",
+        "completed",
+        "expired",
+        "failed",
+        "index",
+        "packed_turnarounds",
+        "packed_waits",
+        "priority",
+        "queue_waits",
+        "rejected",
+        "sorted",
+        "tenant",
+        "turnarounds",
+    )
 
     def __init__(self, index: int, cls: str, priority: int, tenant: str) -> None:
-        super().__init__()
+        self.admitted = self.rejected = self.completed = self.failed = self.expired = 0
+        self.turnarounds: list[float] = []
+        self.queue_waits: list[float] = []
+        self.packed_turnarounds = column()
+        self.packed_waits = column()
+        self.sorted = False  # packed columns sorted (at the end) and nothing since
         self.index = index
         self.cls = cls
         self.priority = priority
         self.tenant = tenant
+
+    def pack(self) -> None:
+        """The listed samples moved into the packed columns (in their order)."""
+        if self.turnarounds:
+            self.packed_turnarounds.extend(self.turnarounds)
+            self.turnarounds.clear()
+            self.sorted = False
+        if self.queue_waits:
+            self.packed_waits.extend(self.queue_waits)
+            self.queue_waits.clear()
+            self.sorted = False
+
+    def sort(self) -> None:
+        """Every sample packed, each column sorted (idempotent)."""
+        self.pack()
+        if not self.sorted:
+            self.packed_turnarounds = sort_column(self.packed_turnarounds)
+            self.packed_waits = sort_column(self.packed_waits)
+            self.sorted = True
+
+
+def _union(groups: list[Group]) -> tuple[Sequence[float], Sequence[float]]:
+    """The sorted samples (turnarounds, queue waits) of ``groups``, each group sorted: one
+    group's own columns, or the concatenation sorted once."""
+    if len(groups) == 1:
+        return groups[0].packed_turnarounds, groups[0].packed_waits
+    ta = column()
+    qw = column()
+    for g in groups:
+        ta.extend(g.packed_turnarounds)
+        qw.extend(g.packed_waits)
+    return sort_column(ta), sort_column(qw)
 
 
 class Count:
@@ -425,8 +504,13 @@ class Collector:
         self.rejected_by: dict[str, Count] = {}
         self.failed_by: dict[str, Count] = {}
         self.expired_by: dict[str, Count] = {}
-        self.turnarounds: list[float] = []  # in completion order, beside completed_at
-        self.completed_at: list[float] = []
+        # Each completion's turnaround and time, in completion order: the newest in lists,
+        # the older ones packed once a second (:meth:`pack`); read whole as ``turnarounds``
+        # and ``completed_at``.
+        self.recent_turnarounds: list[float] = []
+        self.recent_at: list[float] = []
+        self.packed_turnarounds = column()
+        self.packed_at = column()
         self.admitted = self.rejected = 0
         self.completed = self.failed = self.expired = self.slo_breach = 0
         self.seconds: list[Second] = [Second()]
@@ -479,6 +563,29 @@ class Collector:
     def arrivals(self) -> int:
         return self.admitted + self.rejected
 
+    @property
+    def turnarounds(self) -> array[float]:
+        """Every completed request's turnaround, in completion order."""
+        self.pack()
+        return self.packed_turnarounds
+
+    @property
+    def completed_at(self) -> array[float]:
+        """Every completion's time, in completion order (beside :attr:`turnarounds`)."""
+        self.pack()
+        return self.packed_at
+
+    def pack(self) -> None:
+        """The samples listed so far moved into the packed columns (called once a closed
+        second, and before the columns are read)."""
+        if self.recent_turnarounds:
+            self.packed_turnarounds.extend(self.recent_turnarounds)
+            self.recent_turnarounds.clear()
+            self.packed_at.extend(self.recent_at)
+            self.recent_at.clear()
+        for g in self.groups.values():
+            g.pack()
+
     def apply(self, now: float, actions: list[Action]) -> None:
         sec = self.seconds[-1]
         jobs = self.jobs
@@ -516,8 +623,8 @@ class Collector:
                 g.completed += 1
                 self.completed += 1
                 sec.completed += 1
-                self.turnarounds.append(ta)
-                self.completed_at.append(now)
+                self.recent_turnarounds.append(ta)
+                self.recent_at.append(now)
                 g.turnarounds.append(ta)
                 if ta > self.slo_s:
                     self.slo_breach += 1
@@ -600,6 +707,7 @@ class Collector:
             if not engine.signals_known:
                 self.blind_s += 1.0
             secs.append(Second())
+        self.pack()
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -611,43 +719,34 @@ class Collector:
     def _sorted_groups(self) -> list[Group]:
         groups = sorted(self.groups.values(), key=lambda g: g.index)
         for g in groups:
-            g.turnarounds.sort()  # idempotent, and cheap once sorted
-            g.queue_waits.sort()
+            g.sort()  # idempotent
         return groups
 
-    def sorted_samples(self) -> tuple[list[float], list[float]]:
-        """(every turnaround, every queue wait), each sorted."""
-        ta: list[float] = []
-        qw: list[float] = []
-        for g in self._sorted_groups():
-            ta += g.turnarounds
-            qw += g.queue_waits
-        ta.sort()
-        qw.sort()
-        return ta, qw
+    def sorted_samples(self) -> tuple[Sequence[float], Sequence[float]]:
+        """(every turnaround, every queue wait), each sorted: a single group's own columns
+        (not copied), else the groups' union sorted once."""
+        return _union(self._sorted_groups())
 
     def tallies(self) -> tuple[dict[str, Tally], dict[str, Tally], dict[str, Tally]]:
         """Per class, per priority and per tenant: counts summed over groups, samples unions
-        of groups' (each sorted)."""
-        by_class: dict[str, Tally] = {}
-        by_prio: dict[str, Tally] = {}
-        by_tenant: dict[str, Tally] = {}
+        of groups' (each sorted; a tally of one group shares that group's columns)."""
+        out: tuple[dict[str, Tally], dict[str, Tally], dict[str, Tally]] = ({}, {}, {})
+        members: tuple[dict[str, list[Group]], ...] = ({}, {}, {})
         for g in self._sorted_groups():
-            c = by_class.setdefault(g.cls, Tally())
-            p = by_prio.setdefault(PRIORITY_NAMES[g.priority], Tally())
-            n = by_tenant.setdefault(g.tenant, Tally())
-            for t in (c, p, n):
-                t.admitted += g.admitted
-                t.rejected += g.rejected
-                t.completed += g.completed
-                t.failed += g.failed
-                t.expired += g.expired
-                t.turnarounds += g.turnarounds
-                t.queue_waits += g.queue_waits
-        for t in (*by_class.values(), *by_prio.values(), *by_tenant.values()):
-            t.turnarounds.sort()
-            t.queue_waits.sort()
-        return by_class, by_prio, by_tenant
+            keys = (g.cls, PRIORITY_NAMES[g.priority], g.tenant)
+            for by, key in zip(members, keys, strict=True):
+                by.setdefault(key, []).append(g)
+        for tallies, by in zip(out, members, strict=True):
+            for key, gs in by.items():
+                t = tallies[key] = Tally()
+                for g in gs:
+                    t.admitted += g.admitted
+                    t.rejected += g.rejected
+                    t.completed += g.completed
+                    t.failed += g.failed
+                    t.expired += g.expired
+                t.turnarounds, t.queue_waits = _union(gs)
+        return out
 
     def closed_seconds(self) -> Iterator[tuple[int, Second]]:
         secs = self.seconds[:-1] if len(self.seconds) > 1 else self.seconds

@@ -58,8 +58,8 @@ def _tally(t: Tally) -> GroupFigures:
             "failed": t.failed,
             "expired": t.expired,
         },
-        "turnaround_s": percentiles(t.turnarounds),
-        "queue_wait_s": percentiles(t.queue_waits),
+        "turnaround_s": percentiles(t.turnarounds, presorted=True),
+        "queue_wait_s": percentiles(t.queue_waits, presorted=True),
     }
 
 
@@ -333,8 +333,8 @@ def build(
         "effective": head["effective"],
         "counts": counts,
         "conservation": cons,
-        "turnaround_s": percentiles(turnarounds),
-        "queue_wait_s": percentiles(queue_waits),
+        "turnaround_s": percentiles(turnarounds, presorted=True),
+        "queue_wait_s": percentiles(queue_waits, presorted=True),
         "ttft_s": {"p50": None, "p95": None},
         "itl_s": itl_run_percentiles(()),
         "output_tokens_per_s": None,
@@ -391,7 +391,11 @@ def fairness_fields(order: str, ledger: FairLedger, by_tenant: Mapping[str, Tall
             "service": round(ledger.served[t], 1),
             "service_backlogged": round(ledger.served_backlogged[t], 1),
             "weight": w,
-            "wait_p95_s": percentiles(tally.queue_waits)["p95"] if tally is not None else None,
+            "wait_p95_s": (
+                percentiles(tally.queue_waits, ("p95",), presorted=True)["p95"]
+                if tally is not None
+                else None
+            ),
         }
         xs.append(ledger.served_backlogged[t] / w)
     index = jain(xs)
