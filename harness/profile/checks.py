@@ -266,6 +266,39 @@ def check_trace_sessions(ctx: Ctx, p: Profile) -> None:
             )
 
 
+def check_flow_control(ctx: Ctx, p: Profile) -> None:
+    """flow_control: objectives name classes, bands' priorities are distinct, a holdback
+    policy has its floor."""
+    fc = p.flow_control
+    if fc is None:
+        return
+    for name in fc.objectives:
+        if name not in p.classes:
+            raise ctx.err(
+                f"flow_control.objectives.{name}",
+                f"unknown class {name!r} (classes: {', '.join(p.classes)})",
+            )
+    seen: set[int] = set()
+    for i, b in enumerate(fc.priority_bands):
+        if b.priority in seen:
+            raise ctx.err(
+                f"flow_control.priority_bands.{i}.priority",
+                f"priority {b.priority} has a band already: one band a priority",
+            )
+        seen.add(b.priority)
+    ul = fc.usage_limit
+    if ul.policy == "priority-holdback":
+        if ul.min_ceiling is None:
+            raise ctx.err(
+                "flow_control.usage_limit.min_ceiling", "priority-holdback needs min_ceiling"
+            )
+        if ul.min_ceiling > ul.max_ceiling:
+            raise ctx.err(
+                "flow_control.usage_limit.min_ceiling",
+                f"must be <= max_ceiling ({ul.max_ceiling}), got {ul.min_ceiling}",
+            )
+
+
 def check_scaling(ctx: Ctx, p: Profile) -> None:
     """The replica range holds the initial pool, the fallback and the policies' periods."""
     sc = p.engine.scaling
@@ -455,6 +488,7 @@ def check_profile(ctx: Ctx, p: Profile) -> None:
     check_cost(ctx, p)
     check_review(ctx, p)
     check_tokens(ctx, p)
+    check_flow_control(ctx, p)
     check_wire(ctx, p.wire)
     dep = p.engine.dependency
     if dep.backoff_max_s < dep.backoff_base_s:
