@@ -240,16 +240,9 @@ class FlowControl:
         default=1_000_000,
         metadata=_c(
             gt=0,
-            doc="an endpoint's KV-cache capacity in tokens: KV use is the in-flight requests'"
-            " tokens over it",
-        ),
-    )
-    endpoint_batch: int = field(
-        default=8,
-        metadata=_c(
-            gt=0,
-            doc="requests an endpoint serves at once; more dispatched to it wait in its own"
-            " queue (the queue depth the utilization detector reads)",
+            doc="an endpoint's KV-cache capacity in tokens: KV use is its in-flight requests'"
+            " tokens over it (an endpoint is an executor; it serves"
+            " engine.executors.jobs_per_executor at once, the rest wait in its own queue)",
         ),
     )
 
