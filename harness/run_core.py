@@ -117,6 +117,12 @@ class RunCore:
             turn_failure_by_class=profile.turn_failure_by_class(),
             ledger=fair_ledger(profile),
             tokens=book_for(profile),
+            flow_control=profile.flow_control,
+            expected_tokens=(
+                {n: profile.expected_tokens(c) for n, c in profile.classes.items()}
+                if profile.flow_control is not None
+                else None
+            ),
         )
         self.collector = Collector(
             profile.faults,
