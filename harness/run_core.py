@@ -232,6 +232,7 @@ class RunCore:
             retry_after=retry_after,
             fairness=eng.queue.fair,
             token_ledger=None if eng.tokens is None else token_ledger(eng.tokens, self.profile),
+            flow_control=eng.flow,
             sessions=sessions,
         )
         if trace is not None:

@@ -72,7 +72,8 @@ class Flow:
         return h[0][3] if h else None
 
     def take(self) -> FlowItem:
-        """Remove the head (``head`` found it live)."""
+        """Remove the live head (the flow has one: ``n`` > 0)."""
+        self.head()
         item = heapq.heappop(self.heap)[3]
         self.drop(item)
         return item
