@@ -28,6 +28,7 @@ from harness.engine.events import (
     Dispatch,
     Expire,
     Fail,
+    FlowDecision,
     Held,
     ReadSignal,
     Reexecute,
@@ -35,10 +36,12 @@ from harness.engine.events import (
     SignalRead,
 )
 from harness.engine.fairness import FairLedger
+from harness.engine.flow_control.controller import FlowController
 from harness.engine.jobs import (
     DONE,
     HELD,
     IN_REVIEW,
+    READY,
     RERUN,
     RETRY_WAIT,
     RUNNING,
@@ -56,6 +59,7 @@ from harness.engine.waits import MaxWait
 
 if TYPE_CHECKING:
     from harness.profile import Engine as EngineConfig
+    from harness.profile.schema.flow_control import FlowControl
 
 
 def breaker_change(change: tuple[str, str, float], limit: float) -> BreakerChange:
@@ -107,6 +111,8 @@ class Scheduler:
         turn_failure_by_class: Mapping[str, str] | None = None,
         ledger: FairLedger | None = None,
         tokens: TokenBook | None = None,
+        flow_control: FlowControl | None = None,
+        expected_tokens: Mapping[str, tuple[float, float]] | None = None,
     ) -> None:
         """``horizon_s``: the run's planned end; the autoscaler's evaluations stop after it
         once no work remains (a timer that would otherwise keep a simulation alive).
@@ -117,7 +123,10 @@ class Scheduler:
         (``fail``: the job fails; ``end``: it completes with the turns it did).
         ``ledger``: the token ledger of a profile with ``tokens:`` (the queue's order within
         a tier and the fairness figures; harness/engine/fairness.py); ``tokens``: its token
-        budgets and the requests' charges (harness/engine/token_budget.py)."""
+        budgets and the requests' charges (harness/engine/token_budget.py).
+        ``flow_control``: the llm-d router's flow-control layer replaces the admission rules
+        and the queue (harness/engine/flow_control/); ``expected_tokens``: each class's
+        expected (prompt, completion) tokens, its load on an endpoint."""
         self.cfg = cfg
         self.rng = rng
         self.queue = JobQueue(ledger)
@@ -180,6 +189,16 @@ class Scheduler:
         self.waits = MaxWait(cfg.max_wait_s, max_wait_by_class)
         # A request held for its token budgets waits at most its class's max wait.
         self.hold_by_class: dict[str, float] = dict(max_wait_by_class or {})
+        # The llm-d flow-control layer (None: harness's own admission and queue).
+        self.flow = (
+            FlowController(
+                flow_control,
+                jobs_per_executor=cfg.executors.jobs_per_executor,
+                expected=expected_tokens or {},
+            )
+            if flow_control is not None
+            else None
+        )
         scaler = self.scaler
         if scaler is not None and scaler.prometheus:  # the first scrape, at 0: an empty engine
             scaler.scrape(self, 0.0)
@@ -211,6 +230,7 @@ class Scheduler:
             or pool.draining
             or rv is not None
             or (self.tokens is not None and self.tokens.held)
+            or self.flow is not None
         ):
             # The common case, on the hot path of every event: at most a max wait and the
             # autoscaler's next evaluation are pending.
@@ -238,6 +258,7 @@ class Scheduler:
             ),
             rv.next_deadline() if rv is not None else None,
             self.tokens.next_due(self.now) if self.tokens is not None else None,
+            self.flow.next_due() if self.flow is not None else None,
         ):
             if t is not None and (best is None or t < best):
                 best = t
@@ -302,6 +323,8 @@ class Scheduler:
             self.queue.release_key(job.key)
         if job.executor is not None:
             self.pool.release(job, self.now)
+        if self.flow is not None:
+            self.flow.ended(job.id)
 
     def _rerun(self, jobs: list[Job], out: list[Action]) -> None:
         """Jobs of an executor killed at its drain timeout wait for a slot, ahead of the
@@ -528,6 +551,9 @@ class Scheduler:
         rv = self.review
         if rv is not None:
             self._review(rv, now, out)
+        if self.flow is not None:
+            self._flow_dispatch(self.flow, now, out)
+            return
         c = self.pool.concurrency
         while self.busy < c and q.depth and br.allows():
             nxt = q.pop()
@@ -552,7 +578,7 @@ class Scheduler:
         self.breaker.on_start(job.id)
         if self.review is not None:
             self.review.started(job)
-        if self.scaler is not None:
+        if self.scaler is not None and self.flow is None:
             self.pool.assign(job)
         self.busy += 1
         job.state = RUNNING
@@ -569,6 +595,69 @@ class Scheduler:
                 turns=job.turns,
             )
         )
+
+    def _flow_dispatch(self, fc: FlowController, now: float, out: list[Action]) -> None:
+        """flow_control: the endpoints as the pool now has them, requests waiting on an
+        endpoint that has a free slot again start, queued requests past their budget expire,
+        then dispatch cycles until one dispatches nothing (harness/engine/flow_control/)."""
+        pool = self.pool
+        fc.regime(pool.ready > 0, now)
+        if self.scaler is not None or len(fc.eps) != pool.ready:
+            moved = fc.sync([e.id for e in pool.execs if e.state == READY])
+            if fc.homeless and fc.eps:
+                moved.extend(fc.homeless)
+                fc.homeless = []
+            for item in moved:
+                if fc.place(item):
+                    self._start(item.job, now, out)
+        if fc.freed:
+            for item in fc.startable():
+                self._start(item.job, now, out)
+        if fc.n:
+            due = fc.next_due()
+            if due is not None and due <= now:
+                policy = "no_endpoint_ttl" if fc.empty else "ttl"
+                for item, outcome, ttl in fc.expire(now):
+                    job = item.job
+                    job.state = DONE
+                    del self.jobs[job.id]
+                    self.counts.expired += 1
+                    out.append(
+                        Expire(id=job.id, age_s=now - job.admitted_at, reason=outcome, limit_s=ttl)
+                    )
+                    out.append(
+                        FlowDecision(
+                            id=job.id,
+                            decision="expire",
+                            outcome=outcome,
+                            policy=policy,
+                            priority=item.flow.band.priority,
+                            fairness_id=item.flow.fairness_id,
+                            waited_s=now - item.enqueued_at,
+                        )
+                    )
+        while True:
+            nxt = fc.cycle(now)
+            if nxt is None:
+                return
+            item = nxt
+            started = fc.place(item)
+            band = item.flow.band
+            out.append(
+                FlowDecision(
+                    id=item.job.id,
+                    decision="dispatch",
+                    outcome="dispatched",
+                    policy=f"{band.fairness}/{band.ordering}",
+                    priority=band.priority,
+                    fairness_id=item.flow.fairness_id,
+                    saturation=fc.sat,
+                    endpoint=item.endpoint,
+                    waited_s=now - item.enqueued_at,
+                )
+            )
+            if started:
+                self._start(item.job, now, out)
 
     def _again(self, job: Job, now: float, out: list[Action]) -> None:
         """A job holding its slot makes its next call now: a retry, its next turn, or a run

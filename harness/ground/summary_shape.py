@@ -369,6 +369,27 @@ class Fairness(TypedDict):
     tenants: dict[str, FairnessTenant]
 
 
+class FlowControlFlow(TypedDict):
+    """``flow_control.flows.<fairness id>@<priority>``: one flow of the llm-d flow control."""
+
+    fairness_id: str
+    priority: int
+    queue_wait_p95_s: float | None  # enqueue to dispatch, of the requests it dispatched
+    outcomes: dict[str, int]  # by llm-d name: dispatched, rejected-saturated, ...
+
+
+class FlowControlSaturation(TypedDict):
+    mean: float  # the pool's saturation averaged over the run's time
+    peak: float
+
+
+class FlowControlBlock(TypedDict):
+    """``flow_control``: only with ``flow_control:`` (harness/engine/flow_control/)."""
+
+    flows: dict[str, FlowControlFlow]
+    pool_saturation: FlowControlSaturation
+
+
 class Summary(TypedDict):
     """summary.json, every mode (docs/reference/summary.md)."""
 
@@ -408,6 +429,7 @@ class Summary(TypedDict):
     fairness: NotRequired[Fairness]
     # token budgets and usage (engine.token_budget.TokenBook): only with a tokens section
     token_ledger: NotRequired[TokenLedger]
+    flow_control: NotRequired[FlowControlBlock]
     sessions: NotRequired[dict[str, Any]]
     # set by results.summary.finish, last: every written summary has them
     thresholds: NotRequired[list[ThresholdRow]]
