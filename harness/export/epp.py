@@ -4,11 +4,13 @@ flow-control block names, and the block itself) followed by one ``InferenceObjec
 class (its priority; ``poolRef`` the InferencePool named by ``--deployment``).
 
 Plugin instances are named by their type (``edf-ordering-policy``), one instance a type: the
-profile has one parameter set for each policy. Every band's fairness and ordering are written
-out, defaults included, and every detector parameter, so the config reads the same whatever
-the router's defaults become. A cap of 0 (the router's default) is left out, as the router
-reads an absent cap and a "0" alike. Scheduling (profiles, scorers, the data layer) is not
-written: the router's defaults apply; harness rehearses admission, not endpoint picking.
+profile has one parameter set for each policy. Every listed band's fairness and ordering are
+written out, defaults included, and every detector and usage-limit parameter, so the config
+reads the same whatever the router's defaults become. A cap of 0 (the router's default) is
+left out, as the router reads an absent cap and a "0" alike, and so is a template the profile
+leaves null (``default_priority_band``: the router's own then applies, as in the engine).
+Scheduling (profiles, scorers, the data layer) is not written: the router's defaults apply;
+harness rehearses admission, not endpoint picking.
 
 Names and parameters: :mod:`harness.export.epp_api` (llm-d-router at ebab68792).
 """
@@ -87,7 +89,7 @@ def _plugins(fc: FlowControl, notes: Notes) -> list[dict[str, object]]:
             spec["parameters"] = params
         out.append(spec)
 
-    bands = _bands(fc) or [BandTemplate()]
+    bands = _bands(fc)
     for b in bands:
         kind = FAIRNESS_TYPES[b.fairness]
         if b.fairness == "program-aware" and kind not in seen:
@@ -163,7 +165,8 @@ def flow_control_block(fc: FlowControl) -> dict[str, object]:
         block["noEndpointRequestTTL"] = format_duration(fc.no_endpoint_request_ttl_s)
     if fc.priority_bands:
         block["priorityBands"] = [{"priority": b.priority, **_band(b)} for b in fc.priority_bands]
-    block["defaultPriorityBand"] = _band(fc.default_priority_band or BandTemplate())
+    if fc.default_priority_band is not None:
+        block["defaultPriorityBand"] = _band(fc.default_priority_band)
     if fc.default_negative_priority_band is not None:
         block["defaultNegativePriorityBand"] = _band(fc.default_negative_priority_band)
     block["usageLimitPolicyPluginRef"] = USAGE_LIMIT_TYPES[fc.usage_limit.policy]

@@ -301,8 +301,8 @@ def _plugins(doc: _Doc, cfg: dict[str, Any], st: _State) -> dict[str, _Plugin]:
         if known is None:
             st.note(
                 path,
-                f"{kind} ({name}) is not a flow-control plugin: endpoint picking (scorers,"
-                " filters, pickers, the data layer) is not admission, and not modelled",
+                f"{name} ({kind}) is not a flow-control plugin: endpoint picking (scorers,"
+                " filters, pickers, the data layer) is not admission",
             )
             continue
         if params is None:
@@ -493,7 +493,7 @@ class _Builder:
             if v is None:
                 continue
             if ckey == "inFlightLoadProducerName":
-                self.st.note(f"{pp}.{ckey}", "which in-flight load producer: not modelled")
+                self.st.note(f"{pp}.{ckey}", "which in-flight load producer (harness has one)")
                 continue
             if ckey == "concurrencyMode" and v not in ("requests", "tokens", "hybrid"):
                 raise self.doc.err(f"{pp}.{ckey}", f"{v!r}: expected requests, tokens or hybrid")
@@ -513,9 +513,7 @@ class _Builder:
                     raise self.doc.err(f"{pp}.strategy", f'{v!r}: only "las" is supported')
                 continue
             if ckey in ("evictionTtlSeconds", "evictionSweepSeconds"):
-                self.st.note(
-                    f"{pp}.{ckey}", "the plugin's metrics housekeeping, not admission: not modelled"
-                )
+                self.st.note(f"{pp}.{ckey}", "the plugin's metrics housekeeping, not admission")
                 continue
             pkey = {
                 "lasWeightService": "las_weight_service",
@@ -551,7 +549,7 @@ def _unmodelled(cfg: dict[str, Any], st: _State) -> None:
         ("parser", "how requests are parsed (deprecated), not admission"),
     ):
         if cfg.get(key) is not None:
-            st.note(key, f"{what}: not modelled")
+            st.note(key, what)
 
 
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
