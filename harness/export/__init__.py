@@ -159,8 +159,8 @@ def export(
         raise ExportError(
             f"{prof.source}: no flow_control section to export as {kind}: it writes the llm-d"
             " router's flow-control config from it; add e.g. flow_control: {max_requests:"
-            " 1000, objectives: {CLASS: {priority: 1}}} (docs/reference/profile.md, \"Flow"
-            " control\"), or start from a config with `harness import epp CONFIG`"
+            ' 1000, objectives: {CLASS: {priority: 1}}} (docs/reference/profile.md, "Flow'
+            ' control"), or start from a config with `harness import epp CONFIG`'
         )
     part = spec.manifest()(prof, target, notes, side_file)
     head = header(kind, prof.name, prof.sha256, notes, part.what)
