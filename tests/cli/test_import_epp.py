@@ -220,3 +220,13 @@ def test_the_gate_off_is_said_and_the_block_imported(tmp_path: Path) -> None:
     assert "not modelled featureGates: flowControl is not enabled" in r.stderr
     fc = loads(r.stdout).flow_control
     assert fc is not None and fc.max_requests == 100
+
+
+def test_import_prints_the_profiles_lint_warnings(tmp_path: Path) -> None:
+    path = tmp_path / "epp.yaml"
+    path.write_text(HEAD + "featureGates: [flowControl]\nflowControl:\n  maxRequests: 6k\n")
+    r = _cli("import", "epp", str(path))
+    assert r.exit_code == 0, r.stderr
+    assert "warning: flow_control.max_requests: 6,000 requests is above the per-band default" in (
+        " ".join(r.stderr.split())
+    )
