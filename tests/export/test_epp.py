@@ -133,3 +133,15 @@ def test_a_profile_without_flow_control_is_exit_2_naming_the_section(tmp_path: P
     assert r.code == 2
     assert "no flow_control section" in r.stderr
     assert r.stdout == ""
+
+
+def test_the_objectives_validate_against_the_routers_crd(tmp_path: Path) -> None:
+    """Against the InferenceObjective CRD of llm-d-router ebab68792 (tests/data), unknown
+    fields refused."""
+    from tests.export.support import validate_object
+
+    docs = ok("epp", _flow(tmp_path)).docs()
+    objectives = [d for d in docs if d["kind"] == "InferenceObjective"]
+    assert len(objectives) == 3
+    for d in objectives:
+        validate_object(d)
