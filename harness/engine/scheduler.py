@@ -36,7 +36,9 @@ from harness.engine.events import (
     SignalRead,
 )
 from harness.engine.fairness import FairLedger
+from harness.engine.flow_control import outcomes as fco
 from harness.engine.flow_control.controller import FlowController
+from harness.engine.flow_control.flows import FlowItem
 from harness.engine.jobs import (
     DONE,
     HELD,
@@ -636,10 +638,18 @@ class Scheduler:
                             waited_s=now - item.enqueued_at,
                         )
                     )
+        if fc.evict_wake is not None and now >= fc.evict_wake:
+            fc.evict_wake = None
         while True:
             nxt = fc.cycle(now)
             if nxt is None:
-                return
+                if not fc.victims:
+                    return
+                victims = fc.victims
+                fc.victims = []
+                for item in victims:
+                    self._evict(fc, item, now, out)
+                continue  # the capacity they held is free: the halted band may dispatch
             item = nxt
             started = fc.place(item)
             band = item.flow.band
@@ -658,6 +668,40 @@ class Scheduler:
             )
             if started:
                 self._start(item.job, now, out)
+
+    def _evict(self, fc: FlowController, item: FlowItem, now: float, out: list[Action]) -> None:
+        """flow_control's eviction: a dispatched sheddable request fails ``evicted``, its slot
+        (or its place in its endpoint's queue) freed."""
+        job = item.job
+        flow = item.flow
+        prio = flow.band.priority
+        if job.state == WAITING:  # in its endpoint's queue: it never started
+            fc.ended(job.id)
+            del self.jobs[job.id]
+            job.state = DONE
+            was_running = False
+        else:
+            self.breaker.abandon(job.id)
+            self._end(job, out)
+            was_running = True
+        fc.count(flow.fairness_id, prio, fco.EVICTED)
+        self.counts.failed += 1
+        out.append(
+            FlowDecision(
+                id=job.id,
+                decision="evict",
+                outcome=fco.EVICTED,
+                policy="eviction",
+                priority=prio,
+                fairness_id=flow.fairness_id,
+                saturation=fc.sat,
+                endpoint=item.endpoint,
+                waited_s=now - item.dispatched_at,
+            )
+        )
+        out.append(
+            Fail(id=job.id, reason=fco.EVICTED, attempts=job.attempt, was_running=was_running)
+        )
 
     def _again(self, job: Job, now: float, out: list[Action]) -> None:
         """A job holding its slot makes its next call now: a retry, its next turn, or a run
