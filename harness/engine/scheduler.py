@@ -37,6 +37,7 @@ from harness.engine.events import (
 )
 from harness.engine.fairness import FairLedger
 from harness.engine.flow_control import outcomes as fco
+from harness.engine.flow_control.backlog import FlowBacklog
 from harness.engine.flow_control.controller import FlowController
 from harness.engine.flow_control.flows import FlowItem
 from harness.engine.jobs import (
@@ -56,6 +57,7 @@ from harness.engine.pool import ExecutorPool
 from harness.engine.queue import JobQueue
 from harness.engine.review import ReviewStage
 from harness.engine.scaler import Scaler
+from harness.engine.scaling_view import Backlog
 from harness.engine.token_budget import TokenBook
 from harness.engine.waits import MaxWait
 
@@ -201,6 +203,8 @@ class Scheduler:
             if flow_control is not None
             else None
         )
+        # What the autoscaler and the timeline read as the waiting work.
+        self.backlog: Backlog = FlowBacklog(self.flow) if self.flow is not None else self.queue
         scaler = self.scaler
         if scaler is not None and scaler.prometheus:  # the first scrape, at 0: an empty engine
             scaler.scrape(self, 0.0)
@@ -267,7 +271,7 @@ class Scheduler:
         return best
 
     def oldest_age(self, now: float) -> float:
-        job = self.queue.oldest()
+        job = self.backlog.oldest()
         return now - job.admitted_at if job is not None else 0.0
 
     @property
