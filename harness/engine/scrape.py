@@ -20,7 +20,6 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-
 if TYPE_CHECKING:
     from harness.engine.scaling_view import ScalingView
     from harness.profile.schema.scaling import Scaling

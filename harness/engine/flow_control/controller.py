@@ -153,15 +153,21 @@ class FlowController:
             self.empty = empty
             self.since = now
 
-    def sync(self, ready_ids: list[int]) -> list[FlowItem]:
-        """The ready executors are ``ready_ids``: endpoints appear and leave. Returns the
-        requests waiting on endpoints that left (the caller dispatches them again)."""
+    def sync(self, ready_ids: list[int], present_ids: list[int] | None = None) -> list[FlowItem]:
+        """The ready executors are ``ready_ids`` (dispatch goes to them), the executors still
+        in the pool ``present_ids`` (default: the ready ones): a draining executor is no
+        longer an endpoint to dispatch to, but the requests running and queued on it stay
+        there (a terminating pod leaves the endpoint list and serves what it holds). Returns
+        the requests queued on executors that left the pool (killed at their drain timeout):
+        the caller dispatches them again."""
         eps = self.endpoints
-        if len(ready_ids) == len(self.eps) and all(
-            e.id == i for e, i in zip(self.eps, ready_ids, strict=True)
+        if (
+            len(ready_ids) == len(self.eps) == len(eps)
+            and all(e.id == i for e, i in zip(self.eps, ready_ids, strict=True))
+            and (present_ids is None or len(present_ids) == len(eps))
         ):
             return []
-        keep = set(ready_ids)
+        keep = set(ready_ids if present_ids is None else present_ids)
         orphans: list[FlowItem] = []
         for eid in [i for i in eps if i not in keep]:
             ep = eps.pop(eid)
