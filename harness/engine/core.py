@@ -464,6 +464,8 @@ class Engine(Scheduler):
                 item = fc.ended(job.id)
                 if item is not None:
                     fc.count(job.tenant, item.flow.band.priority, fco.REJECTED_CONTEXT_CANCELLED)
+                if job.executor is not None:  # it was in its endpoint's queue
+                    self.pool.release(job, now)
             del self.jobs[job.id]
             was_running = False
         elif job.state == TOKEN_HELD:

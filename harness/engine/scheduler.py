@@ -36,7 +36,10 @@ from harness.engine.events import (
     SignalRead,
 )
 from harness.engine.fairness import FairLedger
+from harness.engine.flow_control import outcomes as fco
+from harness.engine.flow_control.backlog import FlowBacklog
 from harness.engine.flow_control.controller import FlowController
+from harness.engine.flow_control.flows import FlowItem
 from harness.engine.jobs import (
     DONE,
     HELD,
@@ -54,6 +57,7 @@ from harness.engine.pool import ExecutorPool
 from harness.engine.queue import JobQueue
 from harness.engine.review import ReviewStage
 from harness.engine.scaler import Scaler
+from harness.engine.scaling_view import Backlog
 from harness.engine.token_budget import TokenBook
 from harness.engine.waits import MaxWait
 
@@ -199,6 +203,9 @@ class Scheduler:
             if flow_control is not None
             else None
         )
+        self.pool.flow_control = self.flow is not None
+        # What the autoscaler and the timeline read as the waiting work.
+        self.backlog: Backlog = FlowBacklog(self.flow) if self.flow is not None else self.queue
         scaler = self.scaler
         if scaler is not None and scaler.prometheus:  # the first scrape, at 0: an empty engine
             scaler.scrape(self, 0.0)
@@ -265,7 +272,7 @@ class Scheduler:
         return best
 
     def oldest_age(self, now: float) -> float:
-        job = self.queue.oldest()
+        job = self.backlog.oldest()
         return now - job.admitted_at if job is not None else 0.0
 
     @property
@@ -325,6 +332,12 @@ class Scheduler:
             self.pool.release(job, self.now)
         if self.flow is not None:
             self.flow.ended(job.id)
+
+    def _killed(self, jobs: list[Job], out: list[Action]) -> None:
+        if self.flow is not None:
+            self._flow_killed(jobs, out)
+        else:
+            self._rerun(jobs, out)
 
     def _rerun(self, jobs: list[Job], out: list[Action]) -> None:
         """Jobs of an executor killed at its drain timeout wait for a slot, ahead of the
@@ -419,7 +432,7 @@ class Scheduler:
         pool = self.pool
         killed = pool.poll(now)
         if killed:
-            self._rerun(killed, out)
+            self._killed(killed, out)
         if now >= sc.due and not sc.asked:
             if sc.external:  # the driver reads Prometheus; the evaluation waits for SignalRead
                 sc.asked = True
@@ -443,7 +456,7 @@ class Scheduler:
         if scale.to_replicas != pool.desired:
             killed = pool.resize(now, scale.to_replicas)
             if killed:
-                self._rerun(killed, out)
+                self._killed(killed, out)
         if cost is not None:
             cost.accrue(now, len(pool.execs))
 
@@ -603,13 +616,14 @@ class Scheduler:
         pool = self.pool
         fc.regime(pool.ready > 0, now)
         if self.scaler is not None or len(fc.eps) != pool.ready:
-            moved = fc.sync([e.id for e in pool.execs if e.state == READY])
+            moved = fc.sync(
+                [e.id for e in pool.execs if e.state == READY], [e.id for e in pool.execs]
+            )
             if fc.homeless and fc.eps:
                 moved.extend(fc.homeless)
                 fc.homeless = []
             for item in moved:
-                if fc.place(item):
-                    self._start(item.job, now, out)
+                self._place(fc, item, now, out)
         if fc.freed:
             for item in fc.startable():
                 self._start(item.job, now, out)
@@ -636,12 +650,20 @@ class Scheduler:
                             waited_s=now - item.enqueued_at,
                         )
                     )
+        if fc.evict_wake is not None and now >= fc.evict_wake:
+            fc.evict_wake = None
         while True:
             nxt = fc.cycle(now)
             if nxt is None:
-                return
+                if not fc.victims:
+                    return
+                victims = fc.victims
+                fc.victims = []
+                for item in victims:
+                    self._evict(fc, item, now, out)
+                continue  # the capacity they held is free: the halted band may dispatch
             item = nxt
-            started = fc.place(item)
+            started = self._place(fc, item, now, out, start=False)
             band = item.flow.band
             out.append(
                 FlowDecision(
@@ -658,6 +680,71 @@ class Scheduler:
             )
             if started:
                 self._start(item.job, now, out)
+
+    def _place(
+        self, fc: FlowController, item: FlowItem, now: float, out: list[Action], start: bool = True
+    ) -> bool:
+        """flow_control: put a dispatched request on an endpoint; with scaling, its executor
+        holds it (a draining executor leaves when what it holds ends). True: it starts now
+        (started here when ``start``)."""
+        placed = bool(fc.eps)  # else it waits for an endpoint (homeless)
+        started = fc.place(item)
+        if placed and self.scaler is not None:
+            self.pool.attach(item.job, item.endpoint)
+        if started and start:
+            self._start(item.job, now, out)
+        return started
+
+    def _flow_killed(self, jobs: list[Job], out: list[Action]) -> None:
+        """flow_control: an executor killed at its drain timeout (a pod killed past its grace
+        period). Its running requests fail ``drain_killed`` (the router does not run them
+        again); those in its queue are dispatched again when its endpoint goes."""
+        for job in jobs:
+            job.executor = None
+            if job.state == WAITING:
+                continue
+            self.breaker.abandon(job.id)
+            self._end(job, out)
+            self.counts.failed += 1
+            out.append(
+                Fail(id=job.id, reason="drain_killed", attempts=job.attempt, was_running=True)
+            )
+
+    def _evict(self, fc: FlowController, item: FlowItem, now: float, out: list[Action]) -> None:
+        """flow_control's eviction: a dispatched sheddable request fails ``evicted``, its slot
+        (or its place in its endpoint's queue) freed."""
+        job = item.job
+        flow = item.flow
+        prio = flow.band.priority
+        if job.state == WAITING:  # in its endpoint's queue: it never started
+            fc.ended(job.id)
+            if job.executor is not None:
+                self.pool.release(job, now)
+            del self.jobs[job.id]
+            job.state = DONE
+            was_running = False
+        else:
+            self.breaker.abandon(job.id)
+            self._end(job, out)
+            was_running = True
+        fc.count(flow.fairness_id, prio, fco.EVICTED)
+        self.counts.failed += 1
+        out.append(
+            FlowDecision(
+                id=job.id,
+                decision="evict",
+                outcome=fco.EVICTED,
+                policy="eviction",
+                priority=prio,
+                fairness_id=flow.fairness_id,
+                saturation=fc.sat,
+                endpoint=item.endpoint,
+                waited_s=now - item.dispatched_at,
+            )
+        )
+        out.append(
+            Fail(id=job.id, reason=fco.EVICTED, attempts=job.attempt, was_running=was_running)
+        )
 
     def _again(self, job: Job, now: float, out: list[Action]) -> None:
         """A job holding its slot makes its next call now: a retry, its next turn, or a run

@@ -15,6 +15,7 @@ from harness.profile.schema import (
 )
 from harness.profile.schema.arrival_kinds import PROCESSES, SESSION_SHARDS, TRACE_FORMATS, spoken
 from harness.profile.schema.fields import MAX_TOKENS
+from harness.profile.schema.scaling import FLOW_CONTROL_SIGNALS
 from harness.profile.schema.upstream import (
     LATENCY_FIELDS,
     LATENCY_OPTIONAL,
@@ -270,7 +271,14 @@ def check_flow_control(ctx: Ctx, p: Profile) -> None:
     """flow_control: objectives name classes, bands' priorities are distinct, a holdback
     policy has its floor."""
     fc = p.flow_control
+    sc = p.engine.scaling
     if fc is None:
+        if sc.enabled and sc.target == "hpa" and sc.hpa.signal in FLOW_CONTROL_SIGNALS:
+            raise ctx.err(
+                "engine.scaling.hpa.signal",
+                f"{sc.hpa.signal} is the llm-d flow-control layer's: it needs a flow_control"
+                " section",
+            )
         return
     for name in fc.objectives:
         if name not in p.classes:

@@ -194,6 +194,35 @@ def _agent_tpm_expired(cost: str) -> str:
     return f"{100 * min(xs):.0f}-{100 * max(xs):.0f}"
 
 
+@functools.cache
+def cold_start(naive: bool) -> dict[str, Any]:
+    """flow-control-cold-start over 20 seeds: its own no-endpoint TTL (300 s), or unset (its
+    naive variant: the 60 s default applies while the pool is empty)."""
+    out = _tmp() / f"cold-start-{'naive' if naive else 'good'}"
+    args = ["--set", "flow_control.no_endpoint_request_ttl_s=null"] if naive else []
+    harness(
+        "sim", "scenarios/flow-control-cold-start", "--seeds", "20", "--no-report",
+        "--out", str(out), *args,
+    )  # fmt: skip
+    return dict(json.loads((out / "aggregate.json").read_text()))
+
+
+def _cold_start(naive: bool, figure: str, fmt: Callable[[float], str]) -> str:
+    m = _metric(cold_start(naive), figure)
+    return f"{fmt(m['min'])}-{fmt(m['max'])}"
+
+
+def _cold_start_share() -> str:
+    """The naive variant's rejected-no-endpoints expiries over the arrivals, per seed: the
+    range in percent."""
+    m = cold_start(True)["metrics"]
+    xs = [
+        e / a
+        for e, a in zip(m["counts.expired"]["values"], m["counts.arrivals"]["values"], strict=True)
+    ]
+    return f"{100 * min(xs):.0f}-{100 * max(xs):.0f}"
+
+
 def _sweep_json(name: str, *args: str) -> dict[str, Any]:
     out = _tmp() / name
     harness("sweep", *args, "--out", str(out))
@@ -347,6 +376,10 @@ FIGURES: dict[str, Callable[[], str]] = {
     "agent_tpm_naive_peak": lambda: _agent_tpm(
         "total_tokens", "token_ledger.budgets.tenant.peak_level", lambda x: f"{x:,.0f}"
     ),
+    "cold_start_expired": lambda: _cold_start(False, "counts.expired", lambda x: f"{x:.0f}"),
+    "cold_start_p95": lambda: _cold_start(False, "turnaround_s.p95", lambda x: f"{x:.0f}"),
+    "cold_start_naive_expired": lambda: _cold_start(True, "counts.expired", lambda x: f"{x:.0f}"),
+    "cold_start_naive_share": _cold_start_share,
     "install_sweep_rec": lambda: str(sweep_2_40()["recommendation"]["values"][AGE]),
 }
 

@@ -13,7 +13,7 @@ import yaml
 
 from harness.export import KINDS
 from harness.export.targets import TARGETS
-from harness.profile.schema.scaling import HPA_SIGNALS
+from harness.profile.schema.scaling import FLOW_CONTROL_SIGNALS, HPA_SIGNALS
 from tests.export.support import (
     BUNDLED_SCENARIOS,
     SCALING_SCENARIOS,
@@ -67,7 +67,11 @@ def _scenario_text(name: str) -> str:
 def _spec(name: str, tmp_path: Path) -> str:
     if name in SMALL:
         fields, engine = SMALL[name]
-        return scaling(tmp_path, fields, engine, name=f"{name}.yaml")
+        path = scaling(tmp_path, fields, engine, name=f"{name}.yaml")
+        if name.removeprefix("hpa-") in FLOW_CONTROL_SIGNALS:  # the router's signals need it
+            with open(path, "a") as f:
+                f.write("flow_control: {}\n")
+        return path
     return f"scenarios/{name}"
 
 

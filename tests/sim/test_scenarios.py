@@ -39,6 +39,7 @@ NAIVE: dict[str, list[str]] = {
     "tpm-storm": ["upstream.limits.retry_after=60"],
     "noisy-neighbour": ["tokens.order=fifo"],
     "agent-context-tpm": ["tokens.cost=total_tokens"],
+    "flow-control-cold-start": ["flow_control.no_endpoint_request_ttl_s=null"],
 }
 SCENARIOS = sorted(p.stem for p in (bundled_dir() / "scenarios").glob("*.yaml"))
 

@@ -23,6 +23,23 @@ bands' ceilings from the usage-limit policy; the bands, highest priority first: 
 whose ceiling the saturation has reached, halt (the highest-priority work stays at the head);
 else the band's fairness policy picks a flow and its head is dispatched to an endpoint. One
 request a cycle; the engine runs cycles until one dispatches nothing, at every event.
+
+Eviction (``enable_eviction``; the router's reclamation controller and its
+``eviction-sheddable-filter`` and ``eviction-priority-then-time-ordering`` plugins). When a
+cycle halts at a band, the bands from it down are scanned for demand: a band whose priority is
+strictly above the next victim's, whose ceiling is above 0 and reached, and that has queued
+requests. The first such band triggers one decision: the evictable requests are the dispatched
+ones (running on an endpoint or in its queue) of priority < 0, lowest priority first, among
+equals the newest dispatch (the least KV cache sunk in it); the reclaim target is the
+saturation less the blocked band's ceiling, each request's credit the saturation over the
+requests in flight, and the decision evicts ``max(1, ceil(target / credit))`` of them, at most
+``EVICT_MAX_PER_DECISION`` (the router's default, 2), stopping at the first victim not strictly
+below the demand band's priority. Each is answered ``evicted`` (429). Pacing is the router's
+stop-and-wait: no decision while a revocation is unconfirmed or within
+``EVICT_GRACE_S`` (0.5 s, its default confirmation grace) of its confirmation. Simplified: an
+evicted request ends at once in the engine, so its confirmation is immediate (the router's
+10 s confirmation timeout never applies) and its capacity is visible to the next cycle; the
+grace still paces the decisions.
 """
 
 from __future__ import annotations
@@ -44,6 +61,11 @@ if TYPE_CHECKING:
     from harness.profile.schema.flow_control import FlowControl
 
 CHARS_PER_TOKEN = 4
+EVICT_MAX_PER_DECISION = 2
+"""The router's ``defaultMaxRevocationsPerDecision``."""
+EVICT_GRACE_S = 0.5
+"""The router's ``defaultEvictionConfirmationGrace``: no new decision until this long after
+the last eviction's confirmation."""
 BODY_OVERHEAD_BYTES = 200
 """A chat request's JSON around its prompt (model, messages' roles, max_tokens, stream): the
 simulation's body is its prompt tokens x 4 characters plus this."""
@@ -113,6 +135,11 @@ class FlowController:
         self.sat_area = 0.0
         self.sat_peak = 0.0
         self.sat_seen = False
+        # Eviction: the requests the last cycle decided to evict (the engine fails them), when
+        # the pacing gate opens again, and a wake-up while a halted cycle waits on it.
+        self.victims: list[FlowItem] = []
+        self.evict_gate_at = -math.inf
+        self.evict_wake: float | None = None
 
     # -- the pool ------------------------------------------------------------------------------
 
@@ -126,15 +153,21 @@ class FlowController:
             self.empty = empty
             self.since = now
 
-    def sync(self, ready_ids: list[int]) -> list[FlowItem]:
-        """The ready executors are ``ready_ids``: endpoints appear and leave. Returns the
-        requests waiting on endpoints that left (the caller dispatches them again)."""
+    def sync(self, ready_ids: list[int], present_ids: list[int] | None = None) -> list[FlowItem]:
+        """The ready executors are ``ready_ids`` (dispatch goes to them), the executors still
+        in the pool ``present_ids`` (default: the ready ones): a draining executor is no
+        longer an endpoint to dispatch to, but the requests running and queued on it stay
+        there (a terminating pod leaves the endpoint list and serves what it holds). Returns
+        the requests queued on executors that left the pool (killed at their drain timeout):
+        the caller dispatches them again."""
         eps = self.endpoints
-        if len(ready_ids) == len(self.eps) and all(
-            e.id == i for e, i in zip(self.eps, ready_ids, strict=True)
+        if (
+            len(ready_ids) == len(self.eps) == len(eps)
+            and all(e.id == i for e, i in zip(self.eps, ready_ids, strict=True))
+            and (present_ids is None or len(present_ids) == len(eps))
         ):
             return []
-        keep = set(ready_ids)
+        keep = set(ready_ids if present_ids is None else present_ids)
         orphans: list[FlowItem] = []
         for eid in [i for i in eps if i not in keep]:
             ep = eps.pop(eid)
@@ -241,15 +274,19 @@ class FlowController:
         return self.cfg.default_request_ttl_s, oc.REJECTED_TTL_EXPIRED
 
     def next_due(self) -> float | None:
+        """The next time flow control must look again: the oldest queued request's budget,
+        or the eviction gate's opening while a halted cycle waits on it."""
+        wake = self.evict_wake
         f = self._fifo
         while f and f[0].done:
             f.popleft()
         if not f:
-            return None
+            return wake
         ttl, _ = self.budget()
         if ttl <= 0:
-            return None
-        return max(f[0].enqueued_at, self.since) + ttl
+            return wake
+        due = max(f[0].enqueued_at, self.since) + ttl
+        return due if wake is None or due < wake else wake
 
     def expire(self, now: float) -> list[tuple[FlowItem, str, float]]:
         """The queued requests past their budget, oldest first: (item, outcome, budget)."""
@@ -283,8 +320,10 @@ class FlowController:
         prios = self.priorities
         ceilings = self.ceilings.compute(sat, prios)
         for i, p in enumerate(prios):
-            if sat >= ceilings[i]:
-                return None  # head-of-line blocking: this band and all below wait
+            if sat >= ceilings[i]:  # head-of-line blocking: this band and all below wait
+                if self.cfg.enable_eviction:
+                    self.reclaim(now, sat, prios, ceilings, i)
+                return None
             b = self.bands[p]
             if not b.n:
                 continue
@@ -300,6 +339,51 @@ class FlowController:
             fig.outcomes[oc.DISPATCHED] = fig.outcomes.get(oc.DISPATCHED, 0) + 1
             return item
         return None
+
+    def evictable(self) -> tuple[int, list[FlowItem]]:
+        """(requests in flight on the endpoints, the evictable ones in eviction order: priority
+        < 0, lowest priority first, among equals the newest dispatch)."""
+        in_flight = 0
+        out: list[FlowItem] = []
+        for ep in self.eps:
+            for q in (ep.running, ep.fifo):
+                in_flight += len(q)
+                out.extend(it for it in q if it.flow.band.priority < 0)
+        out.sort(key=lambda it: (it.flow.band.priority, -it.dispatched_at, -it.seq))
+        return in_flight, out
+
+    def reclaim(
+        self, now: float, sat: float, prios: list[int], ceilings: list[float], halt: int
+    ) -> None:
+        """The router's ``maybeReclaim`` on a halt at band index ``halt``: sets ``victims``."""
+        if now < self.evict_gate_at:
+            self.evict_wake = self.evict_gate_at
+            return
+        self.evict_wake = None
+        in_flight, cands = self.evictable()
+        if not cands:
+            return
+        victim_prio = cands[0].flow.band.priority
+        for j in range(halt, len(prios)):
+            p = prios[j]
+            if p <= victim_prio:
+                return
+            c = ceilings[j]
+            if c <= 0 or sat < c or not self.bands[p].n:
+                continue
+            credit = sat / in_flight
+            if not 0.0 < credit < math.inf:
+                return
+            n = max(1, math.ceil((sat - c) / credit))
+            n = min(n, EVICT_MAX_PER_DECISION, len(cands))
+            victims: list[FlowItem] = []
+            for it in cands[:n]:
+                if it.flow.band.priority >= p:
+                    break
+                victims.append(it)
+            self.victims = victims
+            self.evict_gate_at = now + EVICT_GRACE_S
+            return
 
     def pick(self, band: Band, now: float) -> Flow | None:
         fair = band.fairness
