@@ -15,11 +15,21 @@ import orjson
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from harness.engine.events import Tick
+from harness.engine.events import Fail, Tick
 from harness.engine.flow_control.controller import FlowController
 from harness.live.proxy.app import ProxyApp
 from harness.live.proxy.clock import ManualClock
-from tests.live.proxy_support import REQUEST, Gate, make_app, profile, request, start, until
+from harness.live.proxy.responses import ProxiedRequest
+from tests.live.proxy_support import (
+    REQUEST,
+    Exchange,
+    Gate,
+    make_app,
+    profile,
+    request,
+    start,
+    until,
+)
 
 FLOW = """flow_control:
   max_requests: 1
@@ -248,6 +258,43 @@ def test_without_flow_control_no_llm_d_series_or_headers() -> None:
         ex = await request(app, headers={"x-llm-d-inference-objective": "nobody"})
         assert ex.status == 200 and "x-llm-d-request-dropped-reason" not in ex.headers
         assert "flow_control" not in await scrape(app)
+        await app.aclose()
+
+    run(go())
+
+
+def test_an_eviction_answers_429_evicted_and_a_queued_cancel_is_counted_by_its_router_name() -> (
+    None
+):
+    async def go() -> None:
+        gate = Gate()
+        app, _ = make_app(profile(ONE_SLOT, CLASSES, FLOW), gate)
+        app.driver.start()
+        # the engine's word that flow control evicted a request in flight (its Fail, reason
+        # evicted) is answered as the router answers an eviction
+        call = ProxiedRequest("chat", 1, "alice", None, None)
+        call.final = Fail(id="r-000001", reason="evicted", attempts=1, was_running=True)
+        ex = Exchange(b"")
+        await app._respond(call, ex.send)
+        assert ex.status == 429
+        assert ex.headers["x-llm-d-request-dropped-reason"] == "evicted"
+        assert "retry-after" not in ex.headers and "retry-after-ms" not in ex.headers
+        # a caller that leaves while queued: the router's EvictedContextCancelled
+        first = start(app)
+        await until(lambda: gate.entered == 1, "first running")
+        leaving = start(app)
+        await queued(app, 1)
+        leaving.disconnect()
+        await leaving.task  # type: ignore[misc]
+        fams = families(await scrape(app))
+        total = {
+            s.labels["outcome"]: s.value
+            for s in fams["llm_d_epp_flow_control_requests"].samples
+            if s.name.endswith("_total")
+        }
+        assert total == {"Dispatched": 1, "EvictedContextCancelled": 1}
+        gate.open()
+        await first.task  # type: ignore[misc]
         await app.aclose()
 
     run(go())
