@@ -238,7 +238,7 @@ class Engine(Scheduler):
         counts = self.counts
         pool = self.pool
         fc.regime(pool.ready > 0, now)
-        prio = fc.cfg.priority_of(ev.cls)
+        prio, slo = fc.flow_of(ev.id, ev.cls)
         size, tokens = fc.size_of(ev.id, ev.cls, ev.prompt_tokens)
         fc.band(prio)
         full = fc.full(prio, size) if self.admitting else "shutdown"
@@ -311,7 +311,7 @@ class Engine(Scheduler):
                 limits=(),
             )
         )
-        fc.enqueue(job, prio, size, tokens, now)
+        fc.enqueue(job, prio, size, tokens, now, slo)
         self._dispatch(now, out)
 
     def _hold_s(self, ev: Arrived) -> float:

@@ -175,12 +175,19 @@ def flow_control_block(fc: FlowControl) -> dict[str, object]:
     return block
 
 
+def objective_name(cls: str) -> str:
+    """A class's InferenceObjective name: the class's own when it is a Kubernetes name, else
+    made into one (what its clients send in ``x-llm-d-inference-objective``)."""
+    if len(cls) > 253 or not _K8S_NAME.match(cls):
+        return re.sub(r"[^a-z0-9.-]+", "-", cls.lower()).strip("-.")[:253] or "objective"
+    return cls
+
+
 def _objective(
     cls: str, prof: Profile, fc: FlowControl, target: Target, notes: Notes
 ) -> dict[str, object]:
-    name = cls
-    if len(cls) > 253 or not _K8S_NAME.match(cls):
-        name = re.sub(r"[^a-z0-9.-]+", "-", cls.lower()).strip("-.")[:253] or "objective"
+    name = objective_name(cls)
+    if name != cls:
         notes.append(
             (
                 f"classes.{cls}",

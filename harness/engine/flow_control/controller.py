@@ -112,6 +112,8 @@ class FlowController:
         self.items: dict[str, FlowItem] = {}  # request id -> its item, until it ends
         self._fifo: deque[FlowItem] = deque()  # queued, in enqueue order (the TTL sweep)
         self._bodies: dict[str, int] = {}  # request id -> body bytes, said by a live driver
+        # request id -> (priority, TTFT SLO ms) its headers said, told by a live driver
+        self._said: dict[str, tuple[int | None, float | None]] = {}
         pa = cfg.program_aware
         self.las = AttainedService(
             pa.output_weight, pa.las_weight_service, pa.las_weight_head_wait, pa.las_half_life_s
@@ -206,6 +208,24 @@ class FlowController:
         """A live driver's word on a request's body size, before its ``Arrived``."""
         self._bodies[rid] = size
 
+    def note_request(self, rid: str, priority: int | None, slo_ttft_ms: float | None) -> None:
+        """A live driver's word on a request's flow, before its ``Arrived``: the priority of
+        the objective its ``x-llm-d-inference-objective`` names (an unknown one: 0, as the
+        router), and its ``x-llm-d-slo-ttft-ms``; None: its class's."""
+        self._said[rid] = (priority, slo_ttft_ms)
+
+    def flow_of(self, rid: str, cls: str) -> tuple[int, float | None]:
+        """A request's (priority, TTFT SLO ms): a live driver's word, else its class's."""
+        said = self._said.pop(rid, None) if self._said else None
+        prio = self.cfg.priority_of(cls)
+        slo = self.slo_ms.get(cls)
+        if said is not None:
+            if said[0] is not None:
+                prio = said[0]
+            if said[1] is not None:
+                slo = said[1]
+        return prio, slo
+
     def figures(self, tenant: str, priority: int) -> FlowFigures:
         k = (tenant, priority)
         f = self.flows.get(k)
@@ -247,11 +267,21 @@ class FlowController:
             self.priorities = sorted(self.bands, reverse=True)
         return b
 
-    def enqueue(self, job: Job, priority: int, size: int, tokens: float, now: float) -> FlowItem:
+    def enqueue(
+        self,
+        job: Job,
+        priority: int,
+        size: int,
+        tokens: float,
+        now: float,
+        slo_ttft_ms: float | None = None,
+    ) -> FlowItem:
+        """``slo_ttft_ms``: the request's own (None: its class's objective's)."""
         b = self.band(priority)
         flow = b.flow(job.tenant)
         ttl = self.cfg.ttl_s(not self.empty)
-        key = order_key(b.ordering, now, ttl, self.slo_ms.get(job.cls))
+        slo = slo_ttft_ms if slo_ttft_ms is not None else self.slo_ms.get(job.cls)
+        key = order_key(b.ordering, now, ttl, slo)
         item = FlowItem(job, flow, now, key, size, tokens)
         flow.push(item)
         self.n += 1
