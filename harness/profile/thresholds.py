@@ -30,7 +30,8 @@ class ThresholdError(ValueError):
     """A threshold expression that cannot be parsed or names an unknown path."""
 
 
-_PATH = r"[A-Za-z_][A-Za-z0-9_\-]*(?:\.[A-Za-z0-9_\-]+)*"
+# A step may hold "@": flow_control.flows.<fairness id>@<priority> (a flow's key).
+_PATH = r"[A-Za-z_][A-Za-z0-9_\-]*(?:\.[A-Za-z0-9_\-@]+)*"
 _NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 _RE = re.compile(
     rf"^\s*(?P<num>{_PATH})\s*(?:/\s*(?P<den>{_PATH})\s*)?"

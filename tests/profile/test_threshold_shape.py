@@ -97,3 +97,11 @@ def test_every_number_a_golden_summary_writes_is_a_threshold_path() -> None:
 
 def test_the_shape_is_read_from_summary() -> None:
     assert set(threshold_shape()) <= set(Summary.__annotations__)
+
+
+@pytest.mark.parametrize("flow", ["light@0", "batch-jobs@-10"])
+def test_a_flow_of_the_flow_control_block_is_a_threshold_path(flow: str) -> None:
+    # a flow's key is <fairness id>@<priority>: the "@" (and a negative priority) parse
+    t = parse_threshold(f"flow_control.flows.{flow}.queue_wait_p95_s <= 5")
+    assert (t.num, t.op, t.limit) == (f"flow_control.flows.{flow}.queue_wait_p95_s", "<=", 5.0)
+    assert known_path(f"flow_control.flows.{flow}.outcomes.rejected-saturated")
