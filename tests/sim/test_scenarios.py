@@ -39,6 +39,8 @@ NAIVE: dict[str, list[str]] = {
     "tpm-storm": ["upstream.limits.retry_after=60"],
     "noisy-neighbour": ["tokens.order=fifo"],
     "agent-context-tpm": ["tokens.cost=total_tokens"],
+    "flow-control-starvation": ["flow_control.priority_bands.0.fairness=global-strict"],
+    "flow-control-band-cap": ["flow_control.priority_bands.0.max_requests=0"],
 }
 SCENARIOS = sorted(p.stem for p in (bundled_dir() / "scenarios").glob("*.yaml"))
 
