@@ -90,3 +90,12 @@ def test_a_dependency_aware_policy_holds_then_ramps_one_step_at_a_time(tmp_path:
     assert ramp and all(r["to"] == r["from"] + 1 for r in ramp)
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["scaling"]["scale_up_suppressed"] == len(held)
+
+
+def test_the_band_cap_scenarios_naive_variant_is_what_validate_warns_of() -> None:
+    from harness.profile.lint import lint
+
+    assert lint(load("scenarios/flow-control-band-cap")) == []
+    (f,) = lint(load("scenarios/flow-control-band-cap", NAIVE["flow-control-band-cap"]))
+    assert f.path == "flow_control.max_requests"
+    assert "flow_control.priority_bands.0" in f.message and "5,000" in f.message
