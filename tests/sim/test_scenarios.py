@@ -40,6 +40,8 @@ NAIVE: dict[str, list[str]] = {
     "noisy-neighbour": ["tokens.order=fifo"],
     "agent-context-tpm": ["tokens.cost=total_tokens"],
     "flow-control-cold-start": ["flow_control.no_endpoint_request_ttl_s=null"],
+    "flow-control-starvation": ["flow_control.priority_bands.0.fairness=global-strict"],
+    "flow-control-band-cap": ["flow_control.priority_bands.0.max_requests=0"],
 }
 SCENARIOS = sorted(p.stem for p in (bundled_dir() / "scenarios").glob("*.yaml"))
 
@@ -89,3 +91,12 @@ def test_a_dependency_aware_policy_holds_then_ramps_one_step_at_a_time(tmp_path:
     assert ramp and all(r["to"] == r["from"] + 1 for r in ramp)
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["scaling"]["scale_up_suppressed"] == len(held)
+
+
+def test_the_band_cap_scenarios_naive_variant_is_what_validate_warns_of() -> None:
+    from harness.profile.lint import lint
+
+    assert lint(load("scenarios/flow-control-band-cap")) == []
+    (f,) = lint(load("scenarios/flow-control-band-cap", NAIVE["flow-control-band-cap"]))
+    assert f.path == "flow_control.max_requests"
+    assert "flow_control.priority_bands.0" in f.message and "5,000" in f.message
