@@ -118,6 +118,12 @@ class RunCore:
             turn_failure_by_class=profile.turn_failure_by_class(),
             ledger=fair_ledger(profile),
             tokens=book_for(profile),
+            flow_control=profile.flow_control,
+            expected_tokens=(
+                {n: profile.expected_tokens(c) for n, c in profile.classes.items()}
+                if profile.flow_control is not None
+                else None
+            ),
         )
         self.collector = Collector(
             profile.faults,
@@ -237,6 +243,7 @@ class RunCore:
             retry_after=retry_after,
             fairness=eng.queue.fair,
             token_ledger=None if eng.tokens is None else token_ledger(eng.tokens, self.profile),
+            flow_control=eng.flow,
             sessions=sessions,
         )
         if trace is not None:

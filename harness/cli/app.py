@@ -1,6 +1,7 @@
 """The `harness` command line: the typer app, its ``--version`` callback, and the registration
 of every command. Each command's options and body live in one home named for it: a module
-(``stub`` in :mod:`harness.cli.stub`) or, for the big ones, a folder whose ``__init__`` holds
+(``stub`` in :mod:`harness.cli.stub`; ``import`` in :mod:`harness.cli.import_cmd`, ``import`` being
+a keyword) or, for the big ones, a folder whose ``__init__`` holds
 the options and whose ``body`` the work (``sim``, ``compare``, ``sweep``, ``tune``, ``run``;
 ``calibrate`` and ``fit`` in :mod:`harness.cli.calibrate`). This module only registers them.
 
@@ -23,6 +24,7 @@ from harness.cli.calibrate import calibrate, fit
 from harness.cli.compare import compare
 from harness.cli.export import export_
 from harness.cli.help_render import apply as _help_render
+from harness.cli.import_cmd import import_
 from harness.cli.profiles import profiles
 from harness.cli.proxy import proxy
 from harness.cli.report import report
@@ -88,6 +90,7 @@ app.command()(proxy)
 app.command()(run)
 app.command()(worker)
 app.command(name="export")(export_)
+app.command(name="import")(import_)
 app.command()(calibrate)
 app.command(name="fit")(fit)
 app.command()(tune)

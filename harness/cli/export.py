@@ -1,6 +1,7 @@
 """The `export` command (registered on the app by :mod:`harness.cli.app`): a profile's tuned
 autoscaling policy and alerts as Kubernetes manifests, its token budgets as Envoy AI Gateway
-or LiteLLM configuration (:mod:`harness.export`)."""
+or LiteLLM configuration, its flow_control section as the llm-d router's config
+(:mod:`harness.export`)."""
 
 from __future__ import annotations
 
@@ -130,12 +131,12 @@ def export_(
     timeouts, the HPA's cluster-wide tolerance, ...) is printed on stderr and written as a
     comment at the top of the manifest: read it before you apply.
 
-    Every document written is a Kubernetes object: `harness export KIND P | kubectl apply -f -`
-    works for each kind. `hpa` also needs the prometheus-adapter externalRules entry that
-    serves the HPA's metric; it is configuration, not an object, so it follows the HPA as a
-    comment block, or goes to the file --adapter-rules names: merge it into the adapter's config
-    (Helm chart values: rules.external). Add the labels your Prometheus's ruleSelector needs to
-    the PrometheusRule.
+    Every document keda, hpa, alerts and envoy write is a Kubernetes object: `harness export
+    KIND P | kubectl apply -f -` works for each. `hpa` also needs the prometheus-adapter
+    externalRules entry that serves the HPA's metric; it is configuration, not an object, so it
+    follows the HPA as a comment block, or goes to the file --adapter-rules names: merge it into
+    the adapter's config (Helm chart values: rules.external). Add the labels your Prometheus's
+    ruleSelector needs to the PrometheusRule.
 
     `envoy` and `litellm` write the profile's token budgets (tokens.budgets) as a gateway
     enforces them: Envoy AI Gateway's route and Envoy Gateway's rate limit policy (`kubectl
@@ -144,6 +145,13 @@ def export_(
     response, counts in fixed windows, has no queue, sends no honest Retry-After) is printed
     the same way. Exit 2 when the profile is invalid or, for keda and hpa, has
     engine.scaling.enabled false, or, for envoy and litellm, has no tokens.budgets.
+
+    `epp` writes the profile's flow_control section as the llm-d router reads it: the
+    EndpointPickerConfig, the first document (the file the router's --config-file names, or
+    a ConfigMap's data: not an object to apply), then one InferenceObjective per class
+    (objects: `kubectl apply` them; poolRef names the InferencePool --deployment). Exit 2
+    without a flow_control section; `harness import epp` reads such a config back into a
+    profile.
     """
     from rich.markup import escape
 

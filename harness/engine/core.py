@@ -48,6 +48,7 @@ from harness.engine.events import (
     Fail,
     Failed,
     Finished,
+    FlowDecision,
     MetricsSample,
     Reject,
     SessionDecision,
@@ -57,6 +58,8 @@ from harness.engine.events import (
     TurnDone,
     tool_time,
 )
+from harness.engine.flow_control import outcomes as fco
+from harness.engine.flow_control.controller import FlowController
 from harness.engine.jobs import (
     DONE,
     HELD,
@@ -105,6 +108,9 @@ class Engine(Scheduler):
                 job.answer_at = event.at_s
         elif isinstance(event, MetricsSample):
             self._metrics(event.known)
+            if self.flow is not None:  # the detector reads the metrics: dispatch may resume
+                self.flow.metrics(event.known, now)
+                self._dispatch(now, out)
         elif isinstance(event, SignalRead):
             self._signal_read(event, now, out)
         elif isinstance(event, StopAdmitting):
@@ -133,6 +139,9 @@ class Engine(Scheduler):
         counts.arrivals += 1
         if self.cost is not None:
             self.cost.accrue(now, len(self.pool.execs))
+        if self.flow is not None:
+            self._flow_arrived(self.flow, ev, now, out)
+            return
         q = self.queue
         c = self.pool.concurrency
         st = self.service_time_s
@@ -463,6 +472,89 @@ class Engine(Scheduler):
             )
             self._enqueue(job, ev, now, out)
 
+    def _flow_arrived(self, fc: FlowController, ev: Arrived, now: float, out: list[Action]) -> None:
+        """flow_control: the request joins its flow's queue, or is refused when its band's or
+        the global cap is full (``rejected-saturated``; ``rejected-no-endpoints`` while the pool
+        has none) or the run is shutting down (``rejected-shutting-down``)."""
+        counts = self.counts
+        pool = self.pool
+        fc.regime(pool.ready > 0, now)
+        prio, slo = fc.flow_of(ev.id, ev.cls)
+        size, tokens = fc.size_of(ev.id, ev.cls, ev.prompt_tokens)
+        fc.band(prio)
+        full = fc.full(prio, size) if self.admitting else "shutdown"
+        st = self.service_time_s
+        if full is not None:
+            if full == "shutdown":
+                outcome = fco.REJECTED_SHUTTING_DOWN
+            else:
+                outcome = fco.REJECTED_NO_ENDPOINTS if fc.empty else fco.REJECTED_SATURATED
+            counts.rejected += 1
+            fc.count(ev.tenant, prio, outcome)
+            out.append(
+                Reject(
+                    id=ev.id,
+                    cls=ev.cls,
+                    priority=ev.priority,
+                    tenant=ev.tenant,
+                    reason=outcome,
+                    retry_after_s=0.0,  # the router sends no Retry-After
+                    estimated_wait_s=0.0,
+                    depth=fc.n,
+                    age_s=0.0,
+                    in_flight=self.busy,
+                    concurrency=pool.concurrency,
+                    service_time_s=st,
+                    deadline_s=ev.deadline_s,
+                    limits=(),
+                    raw_wait_s=-1.0,
+                )
+            )
+            out.append(
+                FlowDecision(
+                    id=ev.id,
+                    decision="reject",
+                    outcome=outcome,
+                    policy=full if full == "shutdown" else f"{full}_cap",
+                    priority=prio,
+                    fairness_id=ev.tenant,
+                )
+            )
+            return
+        counts.admitted += 1
+        self._seq += 1
+        job = Job(
+            ev.id,
+            ev.cls,
+            ev.priority,
+            ev.tenant,
+            ev.key,
+            now,
+            None,  # a class's deadline and max wait give way to the TTL
+            self._seq,
+            ev.turns,
+            ev.tool_s,
+        )
+        self.jobs[ev.id] = job
+        out.append(
+            Admit(
+                id=ev.id,
+                cls=ev.cls,
+                priority=ev.priority,
+                tenant=ev.tenant,
+                estimated_wait_s=0.0,
+                depth=fc.n,
+                age_s=0.0,
+                in_flight=self.busy,
+                concurrency=pool.concurrency,
+                service_time_s=st,
+                deadline_s=ev.deadline_s,
+                limits=(),
+            )
+        )
+        fc.enqueue(job, prio, size, tokens, now, slo)
+        self._dispatch(now, out)
+
     def _hold_s(self, ev: Arrived) -> float:
         """How long a request may be held for its token budgets: its class's deadline, else
         its max wait (the class's, else the engine's); -1.0: without end."""
@@ -480,6 +572,8 @@ class Engine(Scheduler):
             self.queue.settle(job, ev.usage)
         if ev.usage is not None and self.tokens is not None:
             self.tokens.used(ev.id, ev.usage)
+        if ev.usage is not None and self.flow is not None:
+            self.flow.charge(job.tenant, ev.usage, now)
         if job.turn + 1 < job.turns:
             self._turn_done(job, now, out)
             return
@@ -490,6 +584,8 @@ class Engine(Scheduler):
         if cost is not None:
             cost.call(now, job.cls)
             cost.accrue(now, len(self.pool.execs))
+        if self.flow is not None:
+            self.flow.ended(job.id)
         if job.executor is not None:
             self.pool.release(job, now)
             by_cls = self.service_by_class
@@ -515,7 +611,13 @@ class Engine(Scheduler):
             self.queue.release_key(job.key)
         self.counts.completed += 1
         out.append(Complete(id=job.id, service_s=service))
-        if self.queue.depth or self._retries or self.queue.has_deadlines() or self._reruns:
+        if (
+            self.queue.depth
+            or self._retries
+            or self.queue.has_deadlines()
+            or self._reruns
+            or self.flow is not None
+        ):
             self._dispatch(now, out)
 
     def _turn_done(self, job: Job, now: float, out: list[Action]) -> None:
@@ -596,7 +698,15 @@ class Engine(Scheduler):
         if job is None or job.state == DONE:
             return
         if job.state == WAITING:
-            self.queue.remove(job)
+            fc = self.flow
+            if fc is None:
+                self.queue.remove(job)
+            else:  # queued in its flow, or on an endpoint: the router's context-cancelled
+                item = fc.ended(job.id)
+                if item is not None:
+                    fc.count(job.tenant, item.flow.band.priority, fco.REJECTED_CONTEXT_CANCELLED)
+                if job.executor is not None:  # it was in its endpoint's queue
+                    self.pool.release(job, now)
             del self.jobs[job.id]
             was_running = False
         elif job.state == SESSION_HELD:

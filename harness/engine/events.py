@@ -602,4 +602,48 @@ class Reviewed(Action):
         self.sla_s = sla_s
 
 
+class FlowDecision(Action):
+    """Flow control's word on a request (a profile with ``flow_control:``): ``decision`` is
+    ``dispatch`` (it left its flow's queue for endpoint ``endpoint``), ``reject``, ``expire``
+    or ``evict``; ``outcome`` the llm-d outcome (``dispatched``, ``rejected-saturated``, ...);
+    ``policy`` what decided it (``<fairness>/<ordering>`` for a dispatch, ``global_cap`` or
+    ``band_cap`` for a reject, ``ttl`` or ``no_endpoint_ttl`` for an expiry, ``eviction``);
+    ``saturation`` the pool's at the time (None: not computed for this decision)."""
+
+    __slots__ = (
+        "decision",
+        "endpoint",
+        "fairness_id",
+        "id",
+        "outcome",
+        "policy",
+        "priority",
+        "saturation",
+        "waited_s",
+    )
+
+    def __init__(
+        self,
+        *,
+        id: str,
+        decision: str,
+        outcome: str,
+        policy: str,
+        priority: int,
+        fairness_id: str,
+        saturation: float | None = None,
+        endpoint: int | None = None,
+        waited_s: float | None = None,
+    ) -> None:
+        self.id = id
+        self.decision = decision
+        self.outcome = outcome
+        self.policy = policy
+        self.priority = priority
+        self.fairness_id = fairness_id
+        self.saturation = saturation
+        self.endpoint = endpoint
+        self.waited_s = waited_s
+
+
 FINAL_ACTIONS = (Complete, Fail, Expire)

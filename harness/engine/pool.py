@@ -48,6 +48,10 @@ class ExecutorPool:
         self.concurrency = self.ready * self.jobs_per_executor
         self.busy_while_draining_s = 0.0  # executor-seconds spent draining with work (summary)
         self.killed = 0  # executors killed at their drain timeout
+        # flow_control: flow control places requests on executors (its endpoints) itself; the
+        # pool only keeps which executor holds which request (running or in its queue), so a
+        # draining executor leaves when they end. The free-slot stack is not used.
+        self.flow_control = False
 
     def _new(self, state: int, ready_at: float) -> Executor:
         ex = Executor(self._next_id, state, ready_at)
@@ -147,6 +151,15 @@ class ExecutorPool:
         ex.jobs.append(job)
         job.executor = ex
 
+    def attach(self, job: Job, executor_id: int) -> None:
+        """flow_control: a request flow control placed on executor ``executor_id`` (running
+        or in its queue) holds it until the request ends."""
+        for ex in self.execs:
+            if ex.id == executor_id:
+                ex.jobs.append(job)
+                job.executor = ex
+                return
+
     def release(self, job: Job, now: float) -> None:
         """A job left its executor; a draining executor with no work left leaves."""
         ex = job.executor
@@ -155,7 +168,8 @@ class ExecutorPool:
             return
         ex.jobs.remove(job)
         if ex.state == READY:
-            self._free.append(ex)
+            if not self.flow_control:
+                self._free.append(ex)
         elif ex.state == DRAINING:
             self.busy_draining -= 1
             if not ex.jobs:

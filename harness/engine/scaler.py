@@ -42,7 +42,7 @@ from harness.engine.scaling_policy import (
     Signals,
     apply_limits,
 )
-from harness.engine.scrape import query_value
+from harness.engine.scrape import flow_signals, query_value
 
 if TYPE_CHECKING:
     from harness.engine.scaling_view import ScalingView
@@ -198,7 +198,7 @@ class Scaler:
         # A full review stage's classes would be held at the front of the queue: executors
         # would not run them.
         skip = rv.classes if rv is not None and rv.full() else frozenset()
-        backlog, per_class, plain, total = eng.queue.eligible_counts(skip)
+        backlog, per_class, plain, total = eng.backlog.eligible_counts(skip)
         for c, pn in per_class.items():  # seed 004's per-class backlog, over the evaluations
             seen = self.class_backlog.setdefault(c, [0, 0])
             seen[0] += pn[1]
@@ -232,6 +232,7 @@ class Scaler:
             "oldest_age_s": eng.oldest_age(now),
             "arrival_rate_per_s": arrival_rate,
             "drain_time_s": drain,
+            **flow_signals(eng),
         }
         sig = Signals(
             backlog=by_name,
@@ -249,9 +250,12 @@ class Scaler:
             "completion_rate_per_s": _r(completion_rate),
             "drain_time_s": None if math.isinf(drain) else _r(drain),
             "service_s": {c: _r(v.service_s) for c, v in classes.items()},
-            "active_keys": eng.queue.active_keys,
+            "active_keys": eng.backlog.active_keys,
             "plain_eligible": plain,
         }
+        if eng.flow is not None:
+            record["flow_control_queue"] = int(values["flow_control_queue"])
+            record["pool_saturation"] = _r(eng.flow.sat)
         if rv is not None:
             record["held_for_review"] = rv.held_now
             record["review_full"] = rv.full()

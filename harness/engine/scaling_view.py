@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from harness.engine.cost import CostLedger
     from harness.engine.dependency import CircuitBreaker
+    from harness.engine.flow_control.controller import FlowController
     from harness.engine.jobs import Job
     from harness.engine.pool import ExecutorPool
     from harness.engine.queue import JobQueue
@@ -30,6 +31,26 @@ class Tallies(Protocol):
     def completed(self) -> int: ...
 
 
+class Backlog(Protocol):
+    """The waiting work as the autoscaler and the timeline read it: the engine's queue, or,
+    under ``flow_control:``, the flow-control layer's (``flow_control/backlog.py``)."""
+
+    @property
+    def depth(self) -> int: ...
+
+    @property
+    def depth_by_tier(self) -> list[int]: ...
+
+    @property
+    def active_keys(self) -> int: ...
+
+    def oldest(self) -> Job | None: ...
+
+    def eligible_counts(
+        self, skip: frozenset[str] = ...
+    ) -> tuple[list[int], dict[str, list[int]], int, int]: ...
+
+
 class ScalingView(Protocol):
     """The engine's state as the autoscaler sees it: read only, but for ``signals_known``
     (the autoscaler says whether it can read its signals now)."""
@@ -38,6 +59,12 @@ class ScalingView(Protocol):
 
     @property
     def queue(self) -> JobQueue: ...
+
+    @property
+    def backlog(self) -> Backlog: ...
+
+    @property
+    def flow(self) -> FlowController | None: ...
 
     @property
     def pool(self) -> ExecutorPool: ...

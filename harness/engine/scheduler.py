@@ -28,6 +28,7 @@ from harness.engine.events import (
     Dispatch,
     Expire,
     Fail,
+    FlowDecision,
     Held,
     ReadSignal,
     Reexecute,
@@ -35,10 +36,15 @@ from harness.engine.events import (
     SignalRead,
 )
 from harness.engine.fairness import FairLedger
+from harness.engine.flow_control import outcomes as fco
+from harness.engine.flow_control.backlog import FlowBacklog
+from harness.engine.flow_control.controller import FlowController
+from harness.engine.flow_control.flows import FlowItem
 from harness.engine.jobs import (
     DONE,
     HELD,
     IN_REVIEW,
+    READY,
     RERUN,
     RETRY_WAIT,
     RUNNING,
@@ -52,12 +58,14 @@ from harness.engine.pool import ExecutorPool
 from harness.engine.queue import JobQueue
 from harness.engine.review import ReviewStage
 from harness.engine.scaler import Scaler
+from harness.engine.scaling_view import Backlog
 from harness.engine.sessions import SessionRules
 from harness.engine.token_budget import TokenBook
 from harness.engine.waits import MaxWait
 
 if TYPE_CHECKING:
     from harness.profile import Engine as EngineConfig
+    from harness.profile.schema.flow_control import FlowControl
 
 
 def breaker_change(change: tuple[str, str, float], limit: float) -> BreakerChange:
@@ -109,6 +117,8 @@ class Scheduler:
         turn_failure_by_class: Mapping[str, str] | None = None,
         ledger: FairLedger | None = None,
         tokens: TokenBook | None = None,
+        flow_control: FlowControl | None = None,
+        expected_tokens: Mapping[str, tuple[float, float]] | None = None,
     ) -> None:
         """``horizon_s``: the run's planned end; the autoscaler's evaluations stop after it
         once no work remains (a timer that would otherwise keep a simulation alive).
@@ -119,7 +129,10 @@ class Scheduler:
         (``fail``: the job fails; ``end``: it completes with the turns it did).
         ``ledger``: the token ledger of a profile with ``tokens:`` (the queue's order within
         a tier and the fairness figures; harness/engine/fairness.py); ``tokens``: its token
-        budgets and the requests' charges (harness/engine/token_budget.py)."""
+        budgets and the requests' charges (harness/engine/token_budget.py).
+        ``flow_control``: the llm-d router's flow-control layer replaces the admission rules
+        and the queue (harness/engine/flow_control/); ``expected_tokens``: each class's
+        expected (prompt, completion) tokens, its load on an endpoint."""
         self.cfg = cfg
         self.rng = rng
         self.queue = JobQueue(ledger)
@@ -189,6 +202,19 @@ class Scheduler:
         self.waits = MaxWait(cfg.max_wait_s, max_wait_by_class)
         # A request held for its token budgets waits at most its class's max wait.
         self.hold_by_class: dict[str, float] = dict(max_wait_by_class or {})
+        # The llm-d flow-control layer (None: harness's own admission and queue).
+        self.flow = (
+            FlowController(
+                flow_control,
+                jobs_per_executor=cfg.executors.jobs_per_executor,
+                expected=expected_tokens or {},
+            )
+            if flow_control is not None
+            else None
+        )
+        self.pool.flow_control = self.flow is not None
+        # What the autoscaler and the timeline read as the waiting work.
+        self.backlog: Backlog = FlowBacklog(self.flow) if self.flow is not None else self.queue
         scaler = self.scaler
         if scaler is not None and scaler.prometheus:  # the first scrape, at 0: an empty engine
             scaler.scrape(self, 0.0)
@@ -221,6 +247,7 @@ class Scheduler:
             or rv is not None
             or (self.tokens is not None and self.tokens.held)
             or (self.sessions is not None and self.sessions.held)
+            or self.flow is not None
         ):
             # The common case, on the hot path of every event: at most a max wait and the
             # autoscaler's next evaluation are pending.
@@ -249,13 +276,14 @@ class Scheduler:
             rv.next_deadline() if rv is not None else None,
             self.tokens.next_due(self.now) if self.tokens is not None else None,
             self.sessions.next_due() if self.sessions is not None else None,
+            self.flow.next_due() if self.flow is not None else None,
         ):
             if t is not None and (best is None or t < best):
                 best = t
         return best
 
     def oldest_age(self, now: float) -> float:
-        job = self.queue.oldest()
+        job = self.backlog.oldest()
         return now - job.admitted_at if job is not None else 0.0
 
     @property
@@ -314,6 +342,14 @@ class Scheduler:
             self.queue.release_key(job.key)
         if job.executor is not None:
             self.pool.release(job, self.now)
+        if self.flow is not None:
+            self.flow.ended(job.id)
+
+    def _killed(self, jobs: list[Job], out: list[Action]) -> None:
+        if self.flow is not None:
+            self._flow_killed(jobs, out)
+        else:
+            self._rerun(jobs, out)
 
     def _rerun(self, jobs: list[Job], out: list[Action]) -> None:
         """Jobs of an executor killed at its drain timeout wait for a slot, ahead of the
@@ -408,7 +444,7 @@ class Scheduler:
         pool = self.pool
         killed = pool.poll(now)
         if killed:
-            self._rerun(killed, out)
+            self._killed(killed, out)
         if now >= sc.due and not sc.asked:
             if sc.external:  # the driver reads Prometheus; the evaluation waits for SignalRead
                 sc.asked = True
@@ -432,7 +468,7 @@ class Scheduler:
         if scale.to_replicas != pool.desired:
             killed = pool.resize(now, scale.to_replicas)
             if killed:
-                self._rerun(killed, out)
+                self._killed(killed, out)
         if cost is not None:
             cost.accrue(now, len(pool.execs))
 
@@ -540,6 +576,9 @@ class Scheduler:
         rv = self.review
         if rv is not None:
             self._review(rv, now, out)
+        if self.flow is not None:
+            self._flow_dispatch(self.flow, now, out)
+            return
         c = self.pool.concurrency
         while self.busy < c and q.depth and br.allows():
             nxt = q.pop()
@@ -564,7 +603,7 @@ class Scheduler:
         self.breaker.on_start(job.id)
         if self.review is not None:
             self.review.started(job)
-        if self.scaler is not None:
+        if self.scaler is not None and self.flow is None:
             self.pool.assign(job)
         self.busy += 1
         job.state = RUNNING
@@ -580,6 +619,143 @@ class Scheduler:
                 queue_wait_s=now - job.admitted_at,
                 turns=job.turns,
             )
+        )
+
+    def _flow_dispatch(self, fc: FlowController, now: float, out: list[Action]) -> None:
+        """flow_control: the endpoints as the pool now has them, requests waiting on an
+        endpoint that has a free slot again start, queued requests past their budget expire,
+        then dispatch cycles until one dispatches nothing (harness/engine/flow_control/)."""
+        pool = self.pool
+        fc.regime(pool.ready > 0, now)
+        if self.scaler is not None or len(fc.eps) != pool.ready:
+            moved = fc.sync(
+                [e.id for e in pool.execs if e.state == READY], [e.id for e in pool.execs]
+            )
+            if fc.homeless and fc.eps:
+                moved.extend(fc.homeless)
+                fc.homeless = []
+            for item in moved:
+                self._place(fc, item, now, out)
+        if fc.freed:
+            for item in fc.startable():
+                self._start(item.job, now, out)
+        if fc.n:
+            due = fc.next_due()
+            if due is not None and due <= now:
+                policy = "no_endpoint_ttl" if fc.empty else "ttl"
+                for item, outcome, ttl in fc.expire(now):
+                    job = item.job
+                    job.state = DONE
+                    del self.jobs[job.id]
+                    self.counts.expired += 1
+                    out.append(
+                        Expire(id=job.id, age_s=now - job.admitted_at, reason=outcome, limit_s=ttl)
+                    )
+                    out.append(
+                        FlowDecision(
+                            id=job.id,
+                            decision="expire",
+                            outcome=outcome,
+                            policy=policy,
+                            priority=item.flow.band.priority,
+                            fairness_id=item.flow.fairness_id,
+                            waited_s=now - item.enqueued_at,
+                        )
+                    )
+        if fc.evict_wake is not None and now >= fc.evict_wake:
+            fc.evict_wake = None
+        while True:
+            nxt = fc.cycle(now)
+            if nxt is None:
+                if not fc.victims:
+                    return
+                victims = fc.victims
+                fc.victims = []
+                for item in victims:
+                    self._evict(fc, item, now, out)
+                continue  # the capacity they held is free: the halted band may dispatch
+            item = nxt
+            started = self._place(fc, item, now, out, start=False)
+            band = item.flow.band
+            out.append(
+                FlowDecision(
+                    id=item.job.id,
+                    decision="dispatch",
+                    outcome="dispatched",
+                    policy=f"{band.fairness}/{band.ordering}",
+                    priority=band.priority,
+                    fairness_id=item.flow.fairness_id,
+                    saturation=fc.sat,
+                    endpoint=item.endpoint,
+                    waited_s=now - item.enqueued_at,
+                )
+            )
+            if started:
+                self._start(item.job, now, out)
+
+    def _place(
+        self, fc: FlowController, item: FlowItem, now: float, out: list[Action], start: bool = True
+    ) -> bool:
+        """flow_control: put a dispatched request on an endpoint; with scaling, its executor
+        holds it (a draining executor leaves when what it holds ends). True: it starts now
+        (started here when ``start``)."""
+        placed = bool(fc.eps)  # else it waits for an endpoint (homeless)
+        started = fc.place(item)
+        if placed and self.scaler is not None:
+            self.pool.attach(item.job, item.endpoint)
+        if started and start:
+            self._start(item.job, now, out)
+        return started
+
+    def _flow_killed(self, jobs: list[Job], out: list[Action]) -> None:
+        """flow_control: an executor killed at its drain timeout (a pod killed past its grace
+        period). Its running requests fail ``drain_killed`` (the router does not run them
+        again); those in its queue are dispatched again when its endpoint goes."""
+        for job in jobs:
+            job.executor = None
+            if job.state == WAITING:
+                continue
+            self.breaker.abandon(job.id)
+            self._end(job, out)
+            self.counts.failed += 1
+            out.append(
+                Fail(id=job.id, reason="drain_killed", attempts=job.attempt, was_running=True)
+            )
+
+    def _evict(self, fc: FlowController, item: FlowItem, now: float, out: list[Action]) -> None:
+        """flow_control's eviction: a dispatched sheddable request fails ``evicted``, its slot
+        (or its place in its endpoint's queue) freed."""
+        job = item.job
+        flow = item.flow
+        prio = flow.band.priority
+        if job.state == WAITING:  # in its endpoint's queue: it never started
+            fc.ended(job.id)
+            if job.executor is not None:
+                self.pool.release(job, now)
+            del self.jobs[job.id]
+            job.state = DONE
+            was_running = False
+        else:
+            self.breaker.abandon(job.id)
+            self._end(job, out)
+            was_running = True
+        fc.count(flow.fairness_id, prio, fco.EVICTED)
+        self.counts.failed += 1
+        out.append(
+            FlowDecision(
+                id=job.id,
+                decision="evict",
+                outcome=fco.EVICTED,
+                policy="eviction",
+                priority=prio,
+                fairness_id=flow.fairness_id,
+                saturation=fc.sat,
+                endpoint=item.endpoint,
+                waited_s=now - item.dispatched_at,
+            )
+        )
+        out.append(
+            Fail(id=job.id, reason=fco.EVICTED, attempts=job.attempt, was_running=was_running)
         )
 
     def _again(self, job: Job, now: float, out: list[Action]) -> None:

@@ -25,9 +25,21 @@ if TYPE_CHECKING:
     from harness.profile.schema.scaling import Scaling
 
 
+def flow_signals(eng: ScalingView) -> dict[str, float]:
+    """The flow-control signals: ``flow_control_queue``, the requests in flow control's flows
+    (the router's ``llm_d_epp_flow_control_queue_size``, summed); ``pool_saturation``, its
+    last pool saturation x the replicas (desired), so that an AverageValue target t asks for
+    ceil(replicas x saturation / t), the HPA's Value rule on the saturation gauge. 0 without
+    ``flow_control:``."""
+    fc = eng.flow
+    if fc is None:
+        return {"flow_control_queue": 0.0, "pool_saturation": 0.0}
+    return {"flow_control_queue": float(fc.n), "pool_saturation": fc.sat * eng.pool.desired}
+
+
 def drain_time(eng: ScalingView) -> float:
     """``agent_queue_drain_time_seconds``: waiting work over the slots, at one service time."""
-    depth = eng.queue.depth
+    depth = eng.backlog.depth
     c = eng.pool.concurrency
     return depth / c * eng.service_time_s if c > 0 else (math.inf if depth else 0.0)
 
@@ -35,7 +47,7 @@ def drain_time(eng: ScalingView) -> float:
 def _service_estimate(eng: ScalingView, jpe: int, prior_s: float) -> float:
     """The drain-window query's service time: drain x ready (x jpe) / depth, kept when it is a
     positive finite number (``> 0 < +Inf``), else the profile's prior (``or on() vector``)."""
-    depth = eng.queue.depth
+    depth = eng.backlog.depth
     est = drain_time(eng) * eng.pool.ready
     if jpe != 1:
         est = est * jpe
@@ -48,7 +60,7 @@ def query_value(
 ) -> float:
     """The scaling query's value at ``now`` (see the module notes); ``arrival_rate``: the
     engine's own per-second rate over ``window_s`` (the query's ``rate()`` extrapolates)."""
-    d = eng.queue.depth_by_tier
+    d = eng.backlog.depth_by_tier
     depth = d[0] + d[1] + d[2]
     busy = eng.busy
     w = cfg.weights
@@ -76,6 +88,8 @@ def query_value(
             value = eng.oldest_age(now)
         elif signal == "arrival_rate_per_s":
             value = arrival_rate
+        elif signal in ("flow_control_queue", "pool_saturation"):
+            value = flow_signals(eng)[signal]
         else:  # drain_time_s, clamped so +Inf asks for max_replicas
             value = min(drain_time(eng), cfg.max_replicas * threshold)
     if cfg.min_replicas == 0:

@@ -20,6 +20,10 @@ each is an entry of the one table of targets (``targets.TARGETS``) and a module 
 - ``litellm`` (``litellm.py``): a LiteLLM proxy config.yaml and the tenants' keys as
   ``/key/generate`` bodies (:attr:`Exported.keys`); needs ``tokens.budgets``.
   ``token_gaps`` is their table of what the gateway does differently.
+- ``epp`` (``epp.py``): the llm-d router's EndpointPickerConfig (its ``flowControl`` block and
+  the plugins it names) and one InferenceObjective per class, from ``flow_control``; needs
+  that section. ``epp_api`` spells the router's API (plugin types, quantities, durations) for
+  it and for ``harness import epp`` (``epp_import.py``: a config back into a profile).
 
 This package's import loads the table only (the CLI reads it at startup); the targets' modules
 load when a manifest is written.
@@ -151,6 +155,13 @@ def export(
         from harness.export.token_gaps import token_gaps
 
         notes.extend(token_gaps(prof, kind))
+    if spec.needs_flow_control and prof.flow_control is None:
+        raise ExportError(
+            f"{prof.source}: no flow_control section to export as {kind}: it writes the llm-d"
+            " router's flow-control config from it; add e.g. flow_control: {max_requests:"
+            ' 1000, objectives: {CLASS: {priority: 1}}} (docs/reference/profile.md, "Flow'
+            ' control"), or start from a config with `harness import epp CONFIG`'
+        )
     part = spec.manifest()(prof, target, notes, side_file)
     head = header(kind, prof.name, prof.sha256, notes, part.what)
     return Exported(

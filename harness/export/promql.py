@@ -21,7 +21,13 @@ Targets, as the engine computes them (harness/engine/scaling_policy.py):
   is empty or no executor is ready. Threshold 1.
 - ``hpa``: the chosen signal, threshold ``target_per_replica``; ``drain_time_s`` is clamped at
   ``max_replicas x target_per_replica``, so its +Inf (work, no executor ready) asks for
-  max_replicas, as the engine does, instead of reaching KEDA as an infinite quantity.
+  max_replicas, as the engine does, instead of reaching KEDA as an infinite quantity. The
+  flow-control signals read the llm-d router's own series, not the proxy's:
+  ``flow_control_queue`` is ``sum(llm_d_epp_flow_control_queue_size)`` (threshold 1 is the
+  llm-d autoscaling guide's queue trigger), ``pool_saturation`` is
+  ``llm_d_epp_flow_control_pool_saturation{stage="effective"}`` x ``llm_d_epp_ready_endpoints``
+  (an AverageValue target t on it asks for ceil(endpoints x saturation / t)); with
+  ``min_replicas: 0`` their work is the router's queue plus its running requests.
 
 With ``min_replicas: 0`` the value is multiplied by ``(work > bool 0)`` (work: waiting plus
 running jobs), so it is 0 exactly when the engine would count the pool idle: KEDA deactivates
@@ -36,12 +42,18 @@ from dataclasses import dataclass
 
 from harness.ground.metric_params import PRIORITY_LABELS, WEIGHTS
 from harness.profile.schema import Profile
-from harness.profile.schema.scaling import Scaling
+from harness.profile.schema.scaling import FLOW_CONTROL_SIGNALS, Scaling
 
 DEPTH = "sum(agent_queue_depth)"
 INFLIGHT = "sum(agent_jobs_inflight)"
 WEIGHTED_DEPTH = "sum(agent_queue_weighted_depth)"
 PROXY_WEIGHTS = dict(zip(PRIORITY_LABELS, WEIGHTS, strict=True))  # agent_queue_weighted_depth's
+# The llm-d router's own series (its endpoint picker's metrics), for the flow-control signals:
+# what a KEDA ScaledObject in front of llm-d reads.
+FC_QUEUE = "sum(llm_d_epp_flow_control_queue_size)"
+FC_SATURATION = 'max(llm_d_epp_flow_control_pool_saturation{stage="effective"})'
+FC_READY = "max(llm_d_epp_ready_endpoints)"
+FC_RUNNING = "sum(llm_d_epp_request_running)"
 # Signals that count waiting items; agent_queue_depth includes those blocked behind their key.
 _COUNTS_DEPTH = {
     "weighted",
@@ -119,6 +131,8 @@ def _hpa_signal(prof: Profile) -> str:
         # +Inf (work, no executor ready) asks for max_replicas, as the engine does
         "drain_time_s": "clamp_max(max(agent_queue_drain_time_seconds), "
         f"{num(s.max_replicas * s.hpa.target_per_replica)})",
+        "flow_control_queue": FC_QUEUE,
+        "pool_saturation": f"{FC_SATURATION} * {FC_READY}",
     }[s.hpa.signal]
 
 
@@ -154,6 +168,11 @@ def _approximations(prof: Profile, signal: str) -> tuple[str, ...]:
             "drain_time_s: agent_queue_drain_time_seconds uses one service-time estimate "
             "for all classes; the engine sums per-class service times"
         )
+    if signal == "pool_saturation":
+        out.append(
+            "pool_saturation: the router's gauge x its ready endpoints; the engine's x the"
+            " replicas desired (starting ones included)"
+        )
     if signal == "arrival_rate_per_s":
         out.append(
             f"arrival_rate_per_s: rate() over {duration(s.window_s)} extrapolates to the "
@@ -178,7 +197,8 @@ def scaling_query(prof: Profile) -> ScalingQuery:
     else:
         value, threshold, signal = _hpa_signal(prof), s.hpa.target_per_replica, s.hpa.signal
     if s.min_replicas == 0:
-        work = f"({DEPTH} + {INFLIGHT} > bool 0)"
+        fc = signal in FLOW_CONTROL_SIGNALS  # llm-d's series: its queue and running requests
+        work = f"({FC_QUEUE} + {FC_RUNNING} > bool 0)" if fc else f"({DEPTH} + {INFLIGHT} > bool 0)"
         gated = f"({value})" if s.target == "weighted" else f"clamp_min({value}, {num(threshold)})"
         value = f"{gated} * {work}"
     return ScalingQuery(

@@ -254,8 +254,8 @@ def adapter_rule(prof: Profile, target: Target) -> AdapterRules:
     PromQL. The query is literal (no ``<<.LabelMatchers>>``): ``namespaced: false`` keeps the
     adapter from adding the HPA's namespace as a label matcher."""
     q = scaling_query(prof)
-    series = re.search(r"agent_[a-z_]+", q.promql)
-    assert series is not None  # every query reads at least one of the proxy's series
+    series = re.search(r"(?:agent|llm_d_epp)_[a-z_]+", q.promql)
+    assert series is not None  # every query reads one of the proxy's (or the router's) series
     name = series.group(0)
     return {
         "externalRules": [

@@ -1,5 +1,5 @@
 """The export targets: one table, :data:`TARGETS`, of one :class:`ExportTarget` per
-``harness export`` kind (keda, hpa, alerts, envoy, litellm).
+``harness export`` kind (keda, hpa, alerts, envoy, litellm, epp).
 
 To add a target: its module here, with a ``manifest`` function (:data:`Manifest`: the one
 Kubernetes object, what it is, any comment after it), and its entry below (its name, its
@@ -50,6 +50,7 @@ class ExportTarget:
     adapter_rules: bool = False  # takes --adapter-rules FILE
     needs_budgets: bool = False  # refused (exit 2) without tokens.budgets
     keys: bool = False  # takes --keys FILE
+    needs_flow_control: bool = False  # refused (exit 2) without a flow_control section
 
     def manifest(self) -> Manifest:
         found: Manifest = importlib.import_module(self.module).manifest
@@ -104,6 +105,16 @@ TARGETS: Final[dict[str, ExportTarget]] = {
             needs_scaling=False,
             needs_budgets=True,
             keys=True,
+        ),
+        ExportTarget(
+            name="epp",
+            module="harness.export.epp",
+            help=(
+                "the llm-d router's EndpointPickerConfig (flow control: bands, policies, caps,"
+                " TTLs, the saturation detector) and one InferenceObjective per class."
+            ),
+            needs_scaling=False,
+            needs_flow_control=True,
         ),
     )
 }

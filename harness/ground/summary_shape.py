@@ -444,6 +444,27 @@ class Sessions(SessionGroup):
     admission: NotRequired[SessionAdmission]
 
 
+class FlowControlFlow(TypedDict):
+    """``flow_control.flows.<fairness id>@<priority>``: one flow of the llm-d flow control."""
+
+    fairness_id: str
+    priority: int
+    queue_wait_p95_s: float | None  # enqueue to dispatch, of the requests it dispatched
+    outcomes: dict[str, int]  # by llm-d name: dispatched, rejected-saturated, ...
+
+
+class FlowControlSaturation(TypedDict):
+    mean: float  # the pool's saturation averaged over the run's time
+    peak: float
+
+
+class FlowControlBlock(TypedDict):
+    """``flow_control``: only with ``flow_control:`` (harness/engine/flow_control/)."""
+
+    flows: dict[str, FlowControlFlow]
+    pool_saturation: FlowControlSaturation
+
+
 class Summary(TypedDict):
     """summary.json, every mode (docs/reference/summary.md)."""
 
@@ -485,6 +506,8 @@ class Summary(TypedDict):
     token_ledger: NotRequired[TokenLedger]
     # agent sessions' outcomes (recording.session_book): only when some class is an agent's
     sessions: NotRequired[Sessions]
+    # the llm-d flow control's flows and saturation: only with a flow_control section
+    flow_control: NotRequired[FlowControlBlock]
     # set by results.summary.finish, last: every written summary has them
     thresholds: NotRequired[list[ThresholdRow]]
     verdict: NotRequired[str]  # pass | fail | invalid

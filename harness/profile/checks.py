@@ -15,6 +15,7 @@ from harness.profile.schema import (
 )
 from harness.profile.schema.arrival_kinds import PROCESSES, SESSION_SHARDS, TRACE_FORMATS, spoken
 from harness.profile.schema.fields import MAX_TOKENS
+from harness.profile.schema.scaling import FLOW_CONTROL_SIGNALS
 from harness.profile.schema.upstream import (
     LATENCY_FIELDS,
     LATENCY_OPTIONAL,
@@ -266,6 +267,52 @@ def check_trace_sessions(ctx: Ctx, p: Profile) -> None:
             )
 
 
+def check_flow_control(ctx: Ctx, p: Profile) -> None:
+    """flow_control: objectives name classes, bands' priorities are distinct, a holdback
+    policy has its floor; harness's own session rules do not mix with it."""
+    fc = p.flow_control
+    sc = p.engine.scaling
+    if fc is None:
+        if sc.enabled and sc.target == "hpa" and sc.hpa.signal in FLOW_CONTROL_SIGNALS:
+            raise ctx.err(
+                "engine.scaling.hpa.signal",
+                f"{sc.hpa.signal} is the llm-d flow-control layer's: it needs a flow_control"
+                " section",
+            )
+        return
+    if p.engine.sessions is not None:
+        raise ctx.err(
+            "engine.sessions",
+            "session rules are harness's own admission dialect; flow_control replaces it:"
+            " drop one of the two",
+        )
+    for name in fc.objectives:
+        if name not in p.classes:
+            raise ctx.err(
+                f"flow_control.objectives.{name}",
+                f"unknown class {name!r} (classes: {', '.join(p.classes)})",
+            )
+    seen: set[int] = set()
+    for i, b in enumerate(fc.priority_bands):
+        if b.priority in seen:
+            raise ctx.err(
+                f"flow_control.priority_bands.{i}.priority",
+                f"priority {b.priority} has a band already: one band a priority",
+            )
+        seen.add(b.priority)
+    ul = fc.usage_limit
+    if ul.policy == "priority-holdback":
+        if ul.min_ceiling is None:
+            raise ctx.err(
+                "flow_control.usage_limit.min_ceiling", "priority-holdback needs min_ceiling"
+            )
+        if ul.min_ceiling > ul.max_ceiling:
+            raise ctx.err(
+                "flow_control.usage_limit.min_ceiling",
+                f"must be <= max_ceiling ({ul.max_ceiling}), got {ul.min_ceiling}",
+            )
+
+
 def check_scaling(ctx: Ctx, p: Profile) -> None:
     """The replica range holds the initial pool, the fallback and the policies' periods."""
     sc = p.engine.scaling
@@ -475,6 +522,7 @@ def check_profile(ctx: Ctx, p: Profile) -> None:
     check_review(ctx, p)
     check_tokens(ctx, p)
     check_sessions(ctx, p)
+    check_flow_control(ctx, p)
     check_wire(ctx, p.wire)
     dep = p.engine.dependency
     if dep.backoff_max_s < dep.backoff_base_s:

@@ -22,6 +22,26 @@ What is found:
 - autoscaling whose range holds one size (``min_replicas`` equal to ``max_replicas`` or a fixed
   ceiling) or whose both directions are ``select_policy: Disabled``: no scale event can happen.
 
+And, for the ``flow_control`` section (the llm-d router's dialect), the pitfalls its config
+invites, each provable from the profile's classes and their priorities (the bands a run can
+use):
+
+- a global ``max_requests`` (or ``max_bytes``) above the per-band default (5000 requests, 1 GB)
+  of a band a class uses with its own cap left at 0: the check takes the smaller of the global
+  and the band's cap, so that band is held at the default, not at the global figure;
+- a global cap at or above the sum of the caps of every band the classes use: the bands'
+  own caps always bind first, so the global one never does;
+- a class of negative priority with no band listed for it and no
+  ``default_negative_priority_band``: its sheddable traffic is held like priority-0 traffic;
+- ``edf`` ordering with ``default_request_ttl_s: 0`` (the deadline is enqueue + TTL: with no
+  TTL every request's deadline is its enqueue time, which is fcfs), and ``slo-deadline``
+  ordering when no class has an ``slo_ttft_ms`` (no request carries the SLO header);
+- an ``hpa`` autoscaler on ``in_flight`` whose ``target_per_replica`` is above what the
+  saturation detector lets an endpoint hold before dispatch halts (``jobs_per_executor`` plus
+  ``queue_depth_threshold`` for the utilization detector, ``max_concurrency`` for the
+  concurrency detector counting requests): the signal never reaches the target, so the
+  autoscaler waits for a load the detector already calls saturated and never scales out on it.
+
 Not found, because it is not provable: an SLO or a tool time longer than the run. Work waits
 and runs on after the last arrival (scenarios/batch-flood's SLO, 600 s over a 300 s run, is
 met or breached by batch jobs that finish after it), so neither can be said never to act.
@@ -33,6 +53,12 @@ import math
 from dataclasses import dataclass
 
 from harness.profile.schema import Profile
+from harness.profile.schema.flow_control import (
+    BAND_MAX_BYTES,
+    BAND_MAX_REQUESTS,
+    BandTemplate,
+    FlowControl,
+)
 
 DEFAULT_SHED_FILL_STANDARD = 0.95  # the engine's level when shed_fill_standard is null
 
@@ -165,9 +191,175 @@ def _scaling(p: Profile) -> list[Finding]:
     return []
 
 
+def _band_path(fc: FlowControl, priority: int) -> str:
+    """Where the band a priority's requests go to is configured."""
+    for i, b in enumerate(fc.priority_bands):
+        if b.priority == priority:
+            return f"flow_control.priority_bands.{i}"
+    if priority < 0 and fc.default_negative_priority_band is not None:
+        return "flow_control.default_negative_priority_band"
+    if fc.default_priority_band is not None:
+        return "flow_control.default_priority_band"
+    return "the router's default band"
+
+
+def _used_bands(p: Profile, fc: FlowControl) -> dict[int, BandTemplate]:
+    """The band of each priority the classes have (a template makes one band a priority)."""
+    return {fc.priority_of(c): fc.band_for(fc.priority_of(c)) for c in sorted(p.classes)}
+
+
+def _caps(p: Profile, fc: FlowControl) -> list[Finding]:
+    out: list[Finding] = []
+    used = _used_bands(p, fc)
+    for key, what, default, total_of, own in (
+        ("max_requests", "requests", BAND_MAX_REQUESTS, BandTemplate.requests_cap, "max_requests"),
+        ("max_bytes", "bytes", BAND_MAX_BYTES, BandTemplate.bytes_cap, "max_bytes"),
+    ):
+        cap = getattr(fc, key)
+        if not cap:
+            continue
+        total = sum(total_of(b) for b in used.values())
+        at_default = [pr for pr, b in sorted(used.items(), reverse=True) if not getattr(b, own)]
+        if cap > default and at_default:
+            bands = ", ".join(f"{pr} ({_band_path(fc, pr)})" for pr in at_default)
+            also = (
+                f"; and the global cap never binds (the bands hold {total:,} at most together)"
+                if total <= cap
+                else ""
+            )
+            out.append(
+                Finding(
+                    f"flow_control.{key}",
+                    f"{cap:,} {what} is above the per-band default ({default:,}) that"
+                    + (
+                        f" the band of priority {bands} applies"
+                        if len(at_default) == 1
+                        else f" the bands of priorities {bands} apply"
+                    )
+                    + f" ({own} 0): the check takes the smaller of the"
+                    f" global and the band's cap, so those requests are capped at {default:,},"
+                    f" silently; set the band's {own}{also}",
+                )
+            )
+        elif total <= cap:
+            parts = ", ".join(
+                f"priority {pr} ({_band_path(fc, pr)}): {total_of(b):,}"
+                for pr, b in sorted(used.items(), reverse=True)
+            )
+            out.append(
+                Finding(
+                    f"flow_control.{key}",
+                    f"{cap:,} {what} never binds: the bands the classes use hold {total:,} at"
+                    f" most together ({parts}), and the check takes the smaller of the global"
+                    " and the band's cap",
+                )
+            )
+    return out
+
+
+def _negative(p: Profile, fc: FlowControl) -> list[Finding]:
+    if fc.default_negative_priority_band is not None:
+        return []
+    listed = {b.priority for b in fc.priority_bands}
+    loose = sorted(
+        c for c in p.classes if fc.priority_of(c) < 0 and fc.priority_of(c) not in listed
+    )
+    if not loose:
+        return []
+    said = ", ".join(f"{c} ({fc.priority_of(c)})" for c in loose)
+    return [
+        Finding(
+            "flow_control.default_negative_priority_band",
+            f"null, and no band is listed for the negative priorities of {said}: their"
+            " sheddable traffic gets the default band's caps and policies, like priority-0"
+            " traffic (set default_negative_priority_band, e.g. a small max_requests)",
+        )
+    ]
+
+
+def _bands_with_paths(fc: FlowControl) -> list[tuple[str, BandTemplate]]:
+    out: list[tuple[str, BandTemplate]] = [
+        (f"flow_control.priority_bands.{i}", b) for i, b in enumerate(fc.priority_bands)
+    ]
+    for key in ("default_priority_band", "default_negative_priority_band"):
+        t = getattr(fc, key)
+        if t is not None:
+            out.append((f"flow_control.{key}", t))
+    return out
+
+
+def _ordering(p: Profile, fc: FlowControl) -> list[Finding]:
+    out: list[Finding] = []
+    has_slo = any(o.slo_ttft_ms is not None for o in fc.objectives.values())
+    for where, b in _bands_with_paths(fc):
+        if b.ordering == "edf" and fc.default_request_ttl_s == 0:
+            out.append(
+                Finding(
+                    f"{where}.ordering",
+                    "edf orders by enqueue + TTL, and flow_control.default_request_ttl_s is 0"
+                    " (no TTL): every deadline is the enqueue time, so edf cannot order"
+                    " otherwise than fcfs",
+                )
+            )
+        if b.ordering == "slo-deadline" and not has_slo:
+            out.append(
+                Finding(
+                    f"{where}.ordering",
+                    "slo-deadline orders by received + the request's TTFT SLO, and no class has"
+                    " flow_control.objectives.<class>.slo_ttft_ms: no request carries one, so"
+                    " it cannot order",
+                )
+            )
+    return out
+
+
+def _autoscaler(p: Profile, fc: FlowControl) -> list[Finding]:
+    sc = p.engine.scaling
+    if not sc.enabled or sc.target != "hpa" or sc.hpa.signal != "in_flight":
+        return []
+    sat = fc.saturation
+    if sat.detector == "utilization":
+        jobs = p.engine.executors.jobs_per_executor
+        bound = jobs + sat.queue_depth_threshold
+        why = (
+            f"jobs_per_executor ({jobs}) + flow_control.saturation.queue_depth_threshold"
+            f" ({sat.queue_depth_threshold:g})"
+        )
+    elif sat.concurrency_mode == "requests":
+        bound = float(sat.max_concurrency)
+        why = f"flow_control.saturation.max_concurrency ({sat.max_concurrency})"
+    else:
+        return []
+    target = sc.hpa.target_per_replica
+    if target <= bound:
+        return []
+    return [
+        Finding(
+            "engine.scaling.hpa.target_per_replica",
+            f"{target:g} in flight a replica is above what the saturation detector lets an"
+            f" endpoint hold before dispatch halts ({why} = {bound:g}): the signal never"
+            " reaches the target, so the autoscaler never scales out on a load the detector"
+            " already calls saturated",
+        )
+    ]
+
+
+def _flow_control(p: Profile) -> list[Finding]:
+    fc = p.flow_control
+    if fc is None:
+        return []
+    return [
+        *_caps(p, fc),
+        *_negative(p, fc),
+        *_ordering(p, fc),
+        *_autoscaler(p, fc),
+    ]
+
+
 def lint(p: Profile) -> list[Finding]:
-    """The profile's rules that can never fire given the others (empty: none found)."""
-    return [*_admission(p), *_scaling(p)]
+    """The profile's rules that can never fire given the others, and the flow-control
+    pitfalls (empty: none found)."""
+    return [*_admission(p), *_scaling(p), *_flow_control(p)]
 
 
 __all__ = ["Finding", "lint"]

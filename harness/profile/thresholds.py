@@ -30,7 +30,8 @@ class ThresholdError(ValueError):
     """A threshold expression that cannot be parsed or names an unknown path."""
 
 
-_PATH = r"[A-Za-z_][A-Za-z0-9_\-]*(?:\.[A-Za-z0-9_\-]+)*"
+# A step may hold "@": flow_control.flows.<fairness id>@<priority> (a flow's key).
+_PATH = r"[A-Za-z_][A-Za-z0-9_\-]*(?:\.[A-Za-z0-9_\-@]+)*"
 _NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 _RE = re.compile(
     rf"^\s*(?P<num>{_PATH})\s*(?:/\s*(?P<den>{_PATH})\s*)?"
@@ -178,3 +179,36 @@ def check_names(profile: Profile, exprs: Iterable[str], *, headers: bool = False
                     near = did_you_mean(name, PRIORITIES if kind == "priority" else names)
                     why = f"unknown {where}{near}"
                 raise ThresholdError(f"{why}; this profile's {_PLURAL[kind]}: {shown or 'none'}")
+            if parts[:2] == ("flow_control", "flows") and len(parts) > 2:
+                _check_flow(profile, parts[2], expr, known["tenant"], headers)
+
+
+def _check_flow(
+    profile: Profile, flow: str, expr: str, tenants: list[str] | None, headers: bool
+) -> None:
+    """A flow a threshold names (``flow_control.flows.<fairness id>@<priority>``) is one a run
+    of ``profile`` can have: the profile has ``flow_control:``, the fairness id is one of its
+    tenants and the priority one of its classes' objective priorities (with ``headers``, any)."""
+    where = f"flow {flow!r} in {expr.strip()!r}"
+    fc = profile.flow_control
+    if fc is None:
+        raise ThresholdError(f"{where}: this profile has no flow_control section (no flows)")
+    fid, at, prio = flow.rpartition("@")
+    if not at or not fid or not prio.lstrip("-").isdigit():
+        raise ThresholdError(f"{where}: a flow is <fairness id>@<priority>, e.g. tenant@0")
+    flows = [
+        f"{c.tenant}@{fc.priority_of(name)}"
+        for name, c in profile.classes.items()
+        if isinstance(c.tenant, str)
+    ]
+    if tenants is None or headers or flow in flows:
+        return
+    if fid in tenants and not any(f.startswith(fid + "@") for f in flows):
+        return  # a tenant of a pool (tenant-0 ...): its priority is its class's
+    if fid in tenants:
+        own = sorted({f.rpartition("@")[2] for f in flows if f.startswith(fid + "@")})
+        raise ThresholdError(f"{where}: tenant {fid!r} has priority {', '.join(own)} here")
+    shown = ", ".join(dict.fromkeys(flows)) or "none"
+    raise ThresholdError(
+        f"unknown {where}{did_you_mean(flow, flows)}; this profile's flows: {shown}"
+    )

@@ -30,6 +30,7 @@ from harness.engine.events import (
     Dispatch,
     Expire,
     Fail,
+    FlowDecision,
     Held,
     Limits,
     ReadSignal,
@@ -242,6 +243,23 @@ def _session(t: float, a: SessionDecision) -> dict[str, object]:
     }
 
 
+def _flow(t: float, a: FlowDecision) -> dict[str, object]:
+    """Flow control's word on a request: the decision, the llm-d outcome, the policy."""
+    return {
+        "decision": a.decision,
+        "endpoint": a.endpoint,
+        "fairness_id": a.fairness_id,
+        "id": a.id,
+        "kind": "flow_control",
+        "outcome": a.outcome,
+        "policy": a.policy,
+        "priority": a.priority,
+        "saturation": None if a.saturation is None else round(a.saturation, 6),
+        "t": t,
+        "waited_s": None if a.waited_s is None else _ms(a.waited_s),
+    }
+
+
 def _review(t: float, a: Reviewed) -> dict[str, object]:
     return {
         "id": a.id,
@@ -271,6 +289,7 @@ RECORDS: dict[type, Callable[[float, Any], dict[str, object] | None]] = {
     TurnDone: _turn,
     TokenDecision: _token,
     SessionDecision: _session,
+    FlowDecision: _flow,
     Complete: _complete,  # an outcome, not a decision: it lands in the counts (ended_early aside)
     ReadSignal: lambda t, a: None,  # a request to the driver; the Scale it leads to is recorded
 }

@@ -38,6 +38,7 @@ from harness.engine.events import (
     Reviewed,
     TurnDone,
 )
+from harness.engine.flow_control.backlog import FlowBacklog
 from harness.ground.summary_shape import Jobs
 from harness.recording.quantiles import percentiles
 from harness.recording.session_book import COMPLETED, SessionBook
@@ -686,7 +687,7 @@ class Collector:
         secs = self.seconds
         while len(secs) <= now:
             end = float(len(secs))
-            q = engine.queue
+            q = engine.backlog  # the engine's queue, or flow control's waiting requests
             oldest = q.oldest()
             d = q.depth_by_tier
             secs[-1].state = {
@@ -697,6 +698,13 @@ class Collector:
                 "replicas_ready": engine.pool.ready,
                 "signals_known": engine.signals_known,
             }
+            fc = engine.flow
+            if fc is not None:  # flow control: its own queue, per band, and the saturation
+                secs[-1].state["flow_control"] = {
+                    "queued": fc.n,
+                    "by_band": {str(p): n for p, n in FlowBacklog(fc).by_band().items()},
+                    "pool_saturation": round(fc.sat, 4),
+                }
             if engine.scaler is not None:  # fixed pools keep their timeline lines as they were
                 secs[-1].state["replicas_draining"] = engine.pool.draining
                 secs[-1].state["bound_by"] = engine.scaler.bound_by

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -366,13 +366,17 @@ def plot_sweep(sweep: SweepResult, out: Path, objective: str, constraints: list[
     groups: dict[Any, list[Mapping[str, Any]]] = {}
     for p in points:
         groups.setdefault(p["values"].get(params[1]) if len(params) > 1 else None, []).append(p)
-    ordered = sorted(groups.items(), key=lambda kv: (kv[0] is None, kv[0]))
+    # A parameter of choices (words: a policy's name) is drawn in the grid's order, its x
+    # evenly spaced and labelled; numbers at their value.
+    xpos, xlabels = _axis([p["values"].get(x_name) for p in points])
+    gpos, _ = _axis(list(groups))
+    ordered = sorted(groups.items(), key=lambda kv: (kv[0] is None, gpos(kv[0])))
     cmap = plt.get_cmap("viridis")
     for ax, (key, (titles, limits)) in zip(axes[:, 0], panels.items(), strict=True):
         marked = False  # the legend's "infeasible" entry, on the first group that has one
         for gi, (g, group) in enumerate(ordered):
-            pts = sorted(group, key=lambda p: p["values"][x_name])
-            xs = [p["values"][x_name] for p in pts]
+            pts = sorted(group, key=lambda p: xpos(p["values"][x_name]))
+            xs = [xpos(p["values"][x_name]) for p in pts]
             ms = [_get(p, "metrics", key) or {} for p in pts]
             med = [_num(m.get("median")) for m in ms]
             color = "#1f77b4" if g is None else cmap(gi / max(1, len(groups) - 1))
@@ -409,9 +413,9 @@ def plot_sweep(sweep: SweepResult, out: Path, objective: str, constraints: list[
                 )
                 marked = True
             if isinstance(rec, Mapping) and len(params) > 1 and rec.get(params[1]) == g:
-                ys = [y for x, y in zip(xs, med, strict=True) if x == rec.get(x_name)]
+                ys = [y for x, y in zip(xs, med, strict=True) if x == xpos(rec.get(x_name))]
                 ax.scatter(
-                    [rec[x_name]] * len(ys), ys, marker="*", s=160, color="#2ca02c", zorder=4
+                    [xpos(rec[x_name])] * len(ys), ys, marker="*", s=160, color="#2ca02c", zorder=4
                 )
         if not any(isinstance(_get(p, "metrics", key, "median"), int | float) for p in points):
             ax.text(
@@ -427,7 +431,7 @@ def plot_sweep(sweep: SweepResult, out: Path, objective: str, constraints: list[
             ax.axhline(limit, color="#d62728", ls="--", lw=1.2, label=f"limit {op} {limit:g}")
         if isinstance(rec, Mapping) and x_name in rec:
             text = ", ".join(f"{k.rsplit('.', 1)[-1]}={v}" for k, v in rec.items())
-            ax.axvline(rec[x_name], color="#2ca02c", lw=1.5, label=f"recommended {text}")
+            ax.axvline(xpos(rec[x_name]), color="#2ca02c", lw=1.5, label=f"recommended {text}")
         ax.set_title("; ".join(titles), fontsize=10, loc="left")
         ax.set_ylabel(key if len(key) < 28 else key.replace(" / ", "\n/ "), fontsize=9)
         ax.grid(alpha=0.3)
@@ -444,10 +448,22 @@ def plot_sweep(sweep: SweepResult, out: Path, objective: str, constraints: list[
             transform=axes[0, 0].transAxes,
         )
     axes[-1, 0].set_xlabel(x_name)
+    if xlabels:
+        axes[-1, 0].set_xticks(range(len(xlabels)), xlabels)
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=100)
     plt.close(fig)
     return out
+
+
+def _axis(values: Sequence[Any]) -> tuple[Callable[[Any], float], list[str]]:
+    """Where a swept value goes on its axis, and the tick labels: numbers at their value (no
+    labels); a list of choices with a word in it at 0, 1, 2 ... in the order first seen."""
+    if not any(isinstance(v, str) for v in values):
+        return (lambda v: float(v) if isinstance(v, int | float) else math.nan), []
+    order = list(dict.fromkeys(values))
+    at = {v: float(i) for i, v in enumerate(order)}
+    return (lambda v: at.get(v, math.nan)), [str(v) for v in order]
 
 
 def _step(xs: Sequence[float]) -> float:

@@ -351,6 +351,9 @@ def live_summary(
         ledger = proxy.get("token_ledger")
         if ledger is not None:  # tokens: the proxy's engine charged the budgets
             summary["token_ledger"] = ledger
+        flow = proxy.get("flow_control")
+        if flow is not None:  # flow_control: the proxy's engine ran the llm-d flow control
+            summary["flow_control"] = flow
     if trace is not None:
         summary["trace"] = trace.copy()
     if retry_after is not None:

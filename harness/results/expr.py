@@ -15,13 +15,19 @@ from typing import Any
 def lookup(summary: Mapping[str, Any], path: str) -> float | None:
     """The number at a dotted ``path`` of a summary; None when absent or not a number."""
     node: Any = summary
-    for part in path.split("."):
+    parts = path.split(".")
+    for i, part in enumerate(parts):
         if not isinstance(node, Mapping):
             return None
         if part not in node:
             # Missing reason keys mean "zero of those", not "unknown".
             parent = path.rsplit(".", 1)[0]
             if parent.endswith(("_by_reason", "rejected_by_reason", "failed_by_reason")):
+                return 0.0
+            # A flow's outcomes (flow_control.flows.<flow>.outcomes) list only those it had;
+            # a flow that is not there at all is unknown.
+            flow = parent.startswith("flow_control.flows.") and parent.endswith(".outcomes")
+            if flow and i == len(parts) - 1:
                 return 0.0
             return None
         node = node[part]

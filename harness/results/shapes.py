@@ -218,11 +218,13 @@ class VerifyLive(TypedDict):
 
 # -- sweep.json (search.sweep.plan) --------------------------------------------------------
 
+ParamValue = int | float | str  # a swept or tuned value (search.grammar.Choice)
+
 
 class SweepPoint(TypedDict):
     """One point of the grid (docs/reference/sweep.md, "A point")."""
 
-    values: dict[str, float]
+    values: dict[str, ParamValue]  # a number, or a word of a choices grid (a policy's name)
     seeds: int
     verdicts: dict[str, int]
     metrics: dict[str, dict[str, Any]]  # {expression: describe() over the seeds}
@@ -242,7 +244,7 @@ class ObjectiveMedian(TypedDict):
 class SweepRecommendation(TypedDict):
     """sweep.json's ``recommendation``; an interrupted sweep's has only the required keys."""
 
-    values: dict[str, float] | None
+    values: dict[str, ParamValue] | None
     objective: NotRequired[ObjectiveMedian]
     margin: float | None
     margins: NotRequired[dict[str, float | None] | None]
@@ -251,8 +253,8 @@ class SweepRecommendation(TypedDict):
     feasible_points: NotRequired[int]
     at_grid_edge: NotRequired[bool]
     refine: NotRequired[list[dict[str, Any]]]  # edges whose inward neighbour is infeasible
-    best: NotRequired[dict[str, float]]
-    tied: NotRequired[list[dict[str, float]]]
+    best: NotRequired[dict[str, ParamValue]]
+    tied: NotRequired[list[dict[str, ParamValue]]]
     prefer: NotRequired[str]
     closest: NotRequired[dict[str, Any] | None]  # nothing feasible: values, relative_shortfall
     rule: str
@@ -288,8 +290,6 @@ class SweepResult(TypedDict):
 
 
 # -- tune.json (search.tune.study, search.tune.judge) --------------------------------------
-
-ParamValue = int | float | str  # a tuned value (search.tune.judge.Choice)
 
 
 class Trial(TypedDict):

@@ -22,8 +22,14 @@ import orjson
 
 import harness
 from harness.engine.fairness import FairLedger, jain
+from harness.engine.flow_control.controller import FlowController
 from harness.ground.atomic import write_atomic
-from harness.ground.summary_shape import RetryAfterRule, TokenLedger
+from harness.ground.summary_shape import (
+    FlowControlBlock,
+    FlowControlFlow,
+    RetryAfterRule,
+    TokenLedger,
+)
 from harness.profile import Profile, to_dict
 from harness.recording.quantiles import percentiles, quantile_runs
 from harness.recording.stats import Collector, Tally
@@ -283,6 +289,7 @@ def build(
     fairness: FairLedger | None = None,
     token_ledger: TokenLedger | None = None,
     sessions: Sessions | None = None,
+    flow_control: FlowController | None = None,
 ) -> Summary:
     """summary.json for the run core (sim and proxy). ``token_figures``: the simulated
     upstream's ``ttft_s``, ``itl_s`` and ``output_tokens_per_s`` (:func:`token_fields`) when it
@@ -362,6 +369,8 @@ def build(
         summary["fairness"] = fairness_fields(profile.tokens.order, fairness, by_tenant)
     if token_ledger is not None:
         summary["token_ledger"] = token_ledger
+    if flow_control is not None:
+        summary["flow_control"] = flow_control_fields(flow_control, duration_s)
     if sessions is not None:
         summary["sessions"] = sessions
         session_conservation(cons, sessions)
@@ -374,6 +383,27 @@ def build(
     contract.engine_modes(summary, mode)
     finish(summary, profile, extra_thresholds)
     return summary
+
+
+def flow_control_fields(fc: FlowController, end: float) -> FlowControlBlock:
+    """``flow_control``: per flow (``<fairness id>@<priority>``) its queue wait's p95 (enqueue
+    to dispatch) and its outcomes by llm-d name; the pool's saturation, its time mean and
+    peak."""
+    flows: dict[str, FlowControlFlow] = {}
+    for (fid, prio), f in sorted(fc.flows.items()):
+        flows[f"{fid}@{prio}"] = {
+            "fairness_id": fid,
+            "priority": prio,
+            "queue_wait_p95_s": percentiles(f.waits, ("p95",))["p95"],
+            "outcomes": dict(sorted(f.outcomes.items())),
+        }
+    return {
+        "flows": flows,
+        "pool_saturation": {
+            "mean": round(fc.saturation_mean(end), 6),
+            "peak": round(fc.sat_peak, 6),
+        },
+    }
 
 
 def fairness_fields(order: str, ledger: FairLedger, by_tenant: Mapping[str, Tally]) -> Fairness:

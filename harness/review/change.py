@@ -117,6 +117,40 @@ COST = (
     Primary("replicas_mean", "scaling.replicas.mean", "up", Tolerance(relative=0.05), ""),
     Primary("cost_spent", "scaling.cost_spent", "up", Tolerance(relative=0.05), ""),
 )
+# llm-d flow control (a profile with flow_control:): each flow's queue wait p95 (enqueue to
+# dispatch, summary.json's flow_control.flows.<fairness id>@<priority>), a row per flow either
+# side has, named "flow_wait <flow>", tested as its own Holm family. The overall figures do not
+# say which flow pays: under global-strict fairness a flood's backlog moves onto a light flow
+# (its wait up to the TTL, its expiries up) while the expired fraction may even fall. Its margin
+# is queue_wait_s.p95's in harness compare's key figures: 10 % or 2 s, the larger.
+FLOW_WAIT = Primary(
+    "flow_wait", "flow_control.flows", "up", Tolerance(relative=0.10, absolute=2.0), "s"
+)
+
+
+def flow_figures(sides: Sequence[Sequence[Summary]]) -> tuple[Primary, ...]:
+    """One :data:`FLOW_WAIT` figure per flow any summary of ``sides`` has, in key order."""
+    keys: set[str] = set()
+    for side in sides:
+        for s in side:
+            fc = s.get("flow_control")
+            if isinstance(fc, Mapping):
+                keys.update(str(k) for k in fc.get("flows") or {})
+    w = FLOW_WAIT
+    return tuple(
+        Primary(f"{w.name} {k}", f"{w.expr}.{k}.queue_wait_p95_s", w.worse, w.margin, w.unit)
+        for k in sorted(keys)
+    )
+
+
+def gates_row(figure: str, gate: Sequence[str]) -> bool:
+    """Whether ``figure`` (a row's name) is gated by ``gate``: named there, or a flow's wait
+    while ``flow_wait`` is."""
+    if figure in gate:
+        return True
+    return figure.startswith(FLOW_WAIT.name + " ") and FLOW_WAIT.name in gate
+
+
 # The figures whose regression beyond their margin fails a change (--gate), besides the
 # profile's own verdict over the seeds. p95 turnaround and the SLO-breach fraction are shown
 # and tested, but the SLO itself is what gates them: a p95 that moves within the SLO for less
@@ -129,10 +163,11 @@ DEFAULT_GATE = (
     "jobs.turns_lost",
     "sessions.stranded_share",
     "sessions.goodput_per_s",
+    "flow_wait",
     "replica_seconds",
     "cost_spent",
 )
-GATE_NAMES = tuple(f.name for f in (*PRIMARY, *JOBS, *SESSIONS, *COST))
+GATE_NAMES = tuple(f.name for f in (*PRIMARY, *JOBS, *SESSIONS, FLOW_WAIT, *COST))
 # Figures that are fractions of a count (an absolute margin >= 1 on them is no margin at all)
 FRACTIONS = (
     *(f.name for f in PRIMARY if f.expr.endswith(("/ counts.arrivals", "/ counts.completed"))),
@@ -406,10 +441,10 @@ GATE_RULE = (
 
 def parse_review_tolerance(text: str) -> tuple[str, Tolerance]:
     """``--tolerance NAME=5%`` or ``NAME=0.02`` for a figure the review shows (a primary,
-    lost-turns, session or cost figure, by its name or expression) or ``all``."""
+    lost-turns, session, flow-wait or cost figure, by its name or expression) or ``all``."""
     names = {
         k: f.name
-        for f in (*PRIMARY, *JOBS, *SESSIONS, *COST)
+        for f in (*PRIMARY, *JOBS, *SESSIONS, FLOW_WAIT, *COST)
         for k in (f.name, f.expr.replace(" ", ""))
     }
     return parse_margin(text, names, FRACTIONS)
@@ -476,7 +511,7 @@ def apply_gate(
     rv.slo = slo_answer(base_holds, new_holds)
     rv.broken = broken_constraints(base_holds, new_holds)
     for r in rv.rows:
-        r.gated = r.figure in rv.gate
+        r.gated = gates_row(r.figure, rv.gate)
     known = [r for r in rv.rows if r.verdict != "n/a"]
     gated = [r for r in known if r.gated]
     worse = bool(rv.broken) or any(r.verdict == "regression" for r in gated)
@@ -582,6 +617,9 @@ def review_seeds(
     n = min(len(base), len(new))
     rows += _cost_rows(base, new, paired, margins, alpha, JOBS)
     rows += _cost_rows(base, new, paired, margins, alpha, SESSIONS)
+    # each flow's margin is flow_wait's (--tolerance flow_wait=...)
+    flow_margins = None if margins is None else (lambda _f: margins(FLOW_WAIT))
+    rows += _cost_rows(base, new, paired, flow_margins, alpha, flow_figures((base, new)))
     rows += _cost_rows(base, new, paired, margins, alpha)
     out = Review("paired" if paired else "unpaired", f"{n} seeds", alpha, rows, overall(rows))
     return out

@@ -7,7 +7,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, Literal
+
+import yaml
 
 from harness.profile import LoadedProfile, Profile
 from harness.profile.thresholds import parse_threshold
@@ -23,6 +26,33 @@ STANDARD_METRICS = (
     "counts.expired",
     "scaling.replicas.mean",
 )
+
+
+Choice = int | float | str  # a searched value: a number, or a word (a policy's name)
+
+
+def parse_choice(text: str) -> Choice:
+    """One of ``PATH=a,b,c``'s values, read as YAML: a number or a word (never a bool, a
+    null or a collection)."""
+    v = yaml.safe_load(text) if text.strip() else None
+    if isinstance(v, bool) or not isinstance(v, int | float | str):
+        raise ValueError(f"choice {text.strip()!r} is not a number or a word")
+    return v
+
+
+def yaml_value(v: Choice) -> str:
+    """The ``--set`` text for a value (numbers without exponent, as a person writes them; a
+    word YAML would read as something else, e.g. ``'yes'``, quoted)."""
+    if isinstance(v, str):
+        try:
+            same = yaml.safe_load(v) == v
+        except yaml.YAMLError:
+            same = False
+        return v if same and v == v.strip() else "'" + v.replace("'", "''") + "'"
+    if isinstance(v, int):
+        return str(v)
+    text = format(Decimal(repr(v)).normalize(), "f")
+    return text if "." in text else f"{text}.0"
 
 
 def _canon(num: str, den: str | None) -> str:

@@ -23,6 +23,14 @@ it, e.g. ``retry_budget`` after ``upstream_429``):
 - failed, ``cancelled``: no answer: the caller left.
 - expired in the queue: status 504; Retry-After none; body ``timeout_error`` / ``deadline_expired``,
   ``max_wait_expired``.
+- flow control (``flow_control:``, the llm-d router's layer): a reject, expiry or failure whose
+  reason is one of the router's outcomes (``harness.engine.flow_control.outcomes``) is answered
+  as the router answers it: ``rejected-saturated`` 429, ``rejected-no-endpoints`` 503,
+  ``rejected-ttl-expired`` 429 (an expiry while the pool had no endpoints is
+  ``rejected-no-endpoints``, 503: the engine says which), ``evicted`` 429,
+  ``rejected-context-cancelled`` and ``rejected-shutting-down`` 503; never a Retry-After (the
+  router sends none, so the SDKs back off exponentially); body ``rate_limit_error`` (429) or
+  ``service_unavailable`` (503) / the outcome's name.
 
 Whether the caller retries is not decided here but by ``harness.workload.callers`` (the official
 SDKs' rules), from the status, Retry-After and ``x-should-retry`` given here. No answer sets
@@ -35,6 +43,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Final
+
+from harness.engine.flow_control.outcomes import STATUS as FLOW_CONTROL_STATUS
 
 UPSTREAM_PREFIX: Final = "upstream_"
 TIMEOUT_REASONS: Final = frozenset({"upstream_timeout"})
@@ -66,7 +76,20 @@ def upstream_status(reason: str | None) -> int | None:
     return int(tail) if tail.isdigit() and len(tail) == 3 else None
 
 
+def flow_control(reason: str, outcome: str) -> Answer | None:
+    """The llm-d router's answer for one of its outcomes (None: ``reason`` is not one): its
+    status, no Retry-After."""
+    status = FLOW_CONTROL_STATUS.get(reason)
+    if status is None:
+        return None
+    kind = "rate_limit_error" if status == 429 else "service_unavailable"
+    return Answer(status, kind, reason, None, outcome=outcome)
+
+
 def rejected(reason: str, retry_after_s: float) -> Answer:
+    fc = flow_control(reason, "rejected")
+    if fc is not None:
+        return fc
     if reason == "shutting_down":
         return Answer(503, "service_unavailable", reason, retry_after_s, outcome="rejected")
     return Answer(429, "rate_limit_error", reason, retry_after_s, outcome="rejected")
@@ -84,6 +107,9 @@ def failed(
     Retry-After its upstream answer carried."""
     if reason == "cancelled":
         return None
+    fc = flow_control(reason, "failed")
+    if fc is not None:
+        return fc
     if committed:
         return Answer(200, "upstream_error", reason, mid_stream=True)
     last = cause if cause is not None else reason
@@ -94,9 +120,12 @@ def failed(
 
 
 def expired(reason: str = "deadline") -> Answer:
-    """``reason``: the Expire's (``deadline`` or ``max_wait``)."""
+    """``reason``: the Expire's (``deadline`` or ``max_wait``, or a flow-control outcome)."""
+    fc = flow_control(reason, "expired")
+    if fc is not None:
+        return fc
     code = "max_wait_expired" if reason == "max_wait" else "deadline_expired"
     return Answer(504, "timeout_error", code, outcome="expired")
 
 
-__all__ = ["Answer", "expired", "failed", "rejected", "upstream_status"]
+__all__ = ["Answer", "expired", "failed", "flow_control", "rejected", "upstream_status"]

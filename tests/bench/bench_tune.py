@@ -32,7 +32,8 @@ from typing import Any
 
 from harness.cli.sweep.body import run_sweep
 from harness.results.expr import expr_value
-from harness.search.tune.judge import judge_holdout, yaml_value
+from harness.search.grammar import yaml_value
+from harness.search.tune.judge import judge_holdout
 from harness.search.tune.plan import plan_tune
 from harness.search.tune.study import run_tune
 from harness.sim.runner import run_summary

@@ -220,6 +220,75 @@ def _surge_saving() -> str:
     return f"{min(xs):.0f}-{max(xs):.0f}"
 
 
+@functools.cache
+def cold_start(naive: bool) -> dict[str, Any]:
+    """flow-control-cold-start over 20 seeds: its own no-endpoint TTL (300 s), or unset (its
+    naive variant: the 60 s default applies while the pool is empty)."""
+    out = _tmp() / f"cold-start-{'naive' if naive else 'good'}"
+    args = ["--set", "flow_control.no_endpoint_request_ttl_s=null"] if naive else []
+    harness(
+        "sim", "scenarios/flow-control-cold-start", "--seeds", "20", "--no-report",
+        "--out", str(out), *args,
+    )  # fmt: skip
+    return dict(json.loads((out / "aggregate.json").read_text()))
+
+
+def _cold_start(naive: bool, figure: str, fmt: Callable[[float], str]) -> str:
+    m = _metric(cold_start(naive), figure)
+    return f"{fmt(m['min'])}-{fmt(m['max'])}"
+
+
+def _cold_start_share() -> str:
+    """The naive variant's rejected-no-endpoints expiries over the arrivals, per seed: the
+    range in percent."""
+    m = cold_start(True)["metrics"]
+    xs = [
+        e / a
+        for e, a in zip(m["counts.expired"]["values"], m["counts.arrivals"]["values"], strict=True)
+    ]
+    return f"{100 * min(xs):.0f}-{100 * max(xs):.0f}"
+
+
+STARVE_NAIVE = "flow_control.priority_bands.0.fairness=global-strict"
+BAND_NAIVE = "flow_control.priority_bands.0.max_requests=0"
+
+
+@functools.cache
+def flow_seeds(scenario: str, override: str = "") -> tuple[dict[str, Any], ...]:
+    """A flow-control scenario's summaries at seeds 1..20 (its own policy, or with the one
+    ``--set`` of its naive variant): the per-flow figures are in each seed's summary.json."""
+    out = _tmp() / f"{scenario}-{'naive' if override else 'own'}"
+    args = ["--set", override] if override else []
+    harness(
+        "sim", f"scenarios/{scenario}", "--seeds", "20", "--no-report",
+        "--out", str(out), *args,
+    )  # fmt: skip
+    return tuple(json.loads((out / f"seed-{i}" / "summary.json").read_text()) for i in range(1, 21))
+
+
+def _span(xs: list[float], fmt: Callable[[float], str]) -> str:
+    """``min-max`` over the seeds (one value when they print alike)."""
+    lo, hi = fmt(min(xs)), fmt(max(xs))
+    return lo if lo == hi else f"{lo}-{hi}"
+
+
+def _flow_wait(scenario: str, flow: str, override: str = "") -> str:
+    xs = [
+        s["flow_control"]["flows"][flow]["queue_wait_p95_s"] for s in flow_seeds(scenario, override)
+    ]
+    return _span(xs, lambda x: f"{x:.1f}")
+
+
+def _flow_count(scenario: str, path: str, override: str = "") -> str:
+    xs: list[float] = []
+    for s in flow_seeds(scenario, override):
+        node: Any = s
+        for part in path.split("."):
+            node = node.get(part, 0) if isinstance(node, dict) else 0
+        xs.append(float(node))
+    return _span(xs, lambda x: f"{x:,.0f}")
+
+
 def _sweep_json(name: str, *args: str) -> dict[str, Any]:
     out = _tmp() / name
     harness("sweep", *args, "--out", str(out))
@@ -373,6 +442,10 @@ FIGURES: dict[str, Callable[[], str]] = {
     "agent_tpm_naive_peak": lambda: _agent_tpm(
         "total_tokens", "token_ledger.budgets.tenant.peak_level", lambda x: f"{x:,.0f}"
     ),
+    "cold_start_expired": lambda: _cold_start(False, "counts.expired", lambda x: f"{x:.0f}"),
+    "cold_start_p95": lambda: _cold_start(False, "turnaround_s.p95", lambda x: f"{x:.0f}"),
+    "cold_start_naive_expired": lambda: _cold_start(True, "counts.expired", lambda x: f"{x:.0f}"),
+    "cold_start_naive_share": _cold_start_share,
     "install_sweep_rec": lambda: str(sweep_2_40()["recommendation"]["values"][AGE]),
     # docs/autoscaling.md, agent-surge
     "surge_stranded": lambda: _surge("aware", "sessions.stranded_share", _pct0),
@@ -384,6 +457,27 @@ FIGURES: dict[str, Callable[[], str]] = {
         "naive", "sessions.wasted.calls", lambda x: f"{x:,.0f}"
     ),
     "surge_saving": _surge_saving,
+    # docs/autoscaling.md and docs/figures.md, the flow-control scenarios
+    "fc_starve_light_p95": lambda: _flow_wait("flow-control-starvation", "light@0"),
+    "fc_starve_flood_p95": lambda: _flow_wait("flow-control-starvation", "flood@0"),
+    "fc_starve_naive_light_p95": lambda: _flow_wait(
+        "flow-control-starvation", "light@0", STARVE_NAIVE
+    ),
+    "fc_starve_naive_flood_p95": lambda: _flow_wait(
+        "flow-control-starvation", "flood@0", STARVE_NAIVE
+    ),
+    "fc_starve_naive_light_expired": lambda: _flow_count(
+        "flow-control-starvation",
+        "flow_control.flows.light@0.outcomes.rejected-ttl-expired",
+        STARVE_NAIVE,
+    ),
+    "fc_band_arrivals": lambda: _flow_count("flow-control-band-cap", "counts.arrivals"),
+    "fc_band_wait_p95": lambda: _flow_wait("flow-control-band-cap", "batch@0"),
+    "fc_band_naive_refused": lambda: _flow_count(
+        "flow-control-band-cap",
+        "flow_control.flows.batch@0.outcomes.rejected-saturated",
+        BAND_NAIVE,
+    ),
 }
 
 

@@ -131,6 +131,7 @@ def validate_crd(doc: dict[str, Any], file: str) -> None:
 CRDS = {  # (API group, kind) -> its CustomResourceDefinition in tests/data
     ("keda.sh", "ScaledObject"): "keda.sh_scaledobjects.yaml",
     ("monitoring.coreos.com", "PrometheusRule"): "monitoring.coreos.com_prometheusrules.yaml",
+    ("llm-d.ai", "InferenceObjective"): "llm-d.ai_inferenceobjectives.yaml",
 }
 
 

@@ -9,7 +9,7 @@ from harness.export.targets import TARGETS
 
 
 def test_each_target_is_an_entry_and_a_module_of_export() -> None:
-    assert KINDS == tuple(TARGETS) == ("keda", "hpa", "alerts", "envoy", "litellm")
+    assert KINDS == tuple(TARGETS) == ("keda", "hpa", "alerts", "envoy", "litellm", "epp")
     for name, t in TARGETS.items():
         assert t.name == name and t.module.startswith("harness.export.")
         assert callable(t.manifest())

@@ -13,7 +13,7 @@ import yaml
 
 from harness.export import KINDS
 from harness.export.targets import TARGETS
-from harness.profile.schema.scaling import HPA_SIGNALS
+from harness.profile.schema.scaling import FLOW_CONTROL_SIGNALS, HPA_SIGNALS
 from tests.export.support import (
     BUNDLED_SCENARIOS,
     SCALING_SCENARIOS,
@@ -67,7 +67,11 @@ def _scenario_text(name: str) -> str:
 def _spec(name: str, tmp_path: Path) -> str:
     if name in SMALL:
         fields, engine = SMALL[name]
-        return scaling(tmp_path, fields, engine, name=f"{name}.yaml")
+        path = scaling(tmp_path, fields, engine, name=f"{name}.yaml")
+        if name.removeprefix("hpa-") in FLOW_CONTROL_SIGNALS:  # the router's signals need it
+            with open(path, "a") as f:
+                f.write("flow_control: {}\n")
+        return path
     return f"scenarios/{name}"
 
 
@@ -114,6 +118,16 @@ def test_every_document_on_stdout_is_an_object_the_cluster_accepts(name: str, ki
         docs = [d for d in yaml.safe_load_all(r.stdout) if d is not None]
         assert r.code == 0 and docs, r.stderr
         assert all(d.get("apiVersion") and d.get("kind") for d in docs) or kind == "litellm"
+        return
+    if TARGETS[kind].needs_flow_control:
+        if r.code == 2:  # no flow_control section: nothing on stdout
+            assert r.stdout == "" and "no flow_control section" in r.stderr, r.stderr
+            return
+        # the router's config file first (not an object to apply), then the objectives
+        first, *objectives = [d for d in yaml.safe_load_all(r.stdout) if d is not None]
+        assert r.code == 0 and first["kind"] == "EndpointPickerConfig", r.stderr
+        for doc in objectives:
+            validate_object(doc)
         return
     if kind != "alerts" and name not in SCALING_SCENARIOS:  # exit 2, nothing on stdout
         assert (r.code, r.stdout) == (2, ""), r.stderr

@@ -97,3 +97,57 @@ def test_every_number_a_golden_summary_writes_is_a_threshold_path() -> None:
 
 def test_the_shape_is_read_from_summary() -> None:
     assert set(threshold_shape()) <= set(Summary.__annotations__)
+
+
+@pytest.mark.parametrize("flow", ["light@0", "batch-jobs@-10"])
+def test_a_flow_of_the_flow_control_block_is_a_threshold_path(flow: str) -> None:
+    # a flow's key is <fairness id>@<priority>: the "@" (and a negative priority) parse
+    t = parse_threshold(f"flow_control.flows.{flow}.queue_wait_p95_s <= 5")
+    assert (t.num, t.op, t.limit) == (f"flow_control.flows.{flow}.queue_wait_p95_s", "<=", 5.0)
+    assert known_path(f"flow_control.flows.{flow}.outcomes.rejected-saturated")
+
+
+_FLOWS = """\
+name: t
+duration_s: 60
+arrivals: {process: poisson, phases: [{until_s: 60, rate_per_s: 1}]}
+classes: {a: {weight: 1, tenant: ta}, b: {weight: 1, tenant: tb}}
+flow_control: {objectives: {b: {priority: 10}}}
+thresholds: ["flow_control.flows.FLOW.queue_wait_p95_s <= 5"]
+"""
+
+
+@pytest.mark.parametrize(
+    ("flow", "says"),
+    [
+        ("tc@0", "unknown flow 'tc@0'"),
+        ("tb@0", "tenant 'tb' has priority 10 here"),
+        ("ta", "a flow is <fairness id>@<priority>"),
+    ],
+)
+def test_a_flow_the_run_cannot_have_is_exit_2_naming_file_line_and_field(
+    flow: str, says: str, tmp_path: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from harness.cli import app
+
+    path = tmp_path / "p.yaml"
+    path.write_text(_FLOWS.replace("FLOW", flow))
+    r = CliRunner().invoke(app, ["validate", str(path)])
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    text = " ".join(r.output.split())
+    assert f"{path}:6: thresholds.0:" in text and says in text
+    ok = tmp_path / "ok.yaml"
+    ok.write_text(_FLOWS.replace("FLOW", "tb@10"))
+    assert CliRunner().invoke(app, ["validate", str(ok)]).exit_code == 0
+
+
+def test_a_flow_without_flow_control_is_refused() -> None:
+    from harness.profile import ProfileError, loads
+
+    text = _FLOWS.replace("FLOW", "ta@0").replace(
+        "flow_control: {objectives: {b: {priority: 10}}}\n", ""
+    )
+    with pytest.raises(ProfileError, match="no flow_control section"):
+        loads(text, file="p.yaml")

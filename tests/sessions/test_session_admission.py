@@ -5,6 +5,8 @@ tier_up) and token reservation, in the simulation and in the engine itself."""
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -381,3 +383,25 @@ def test_bad_session_rules_are_refused_naming_the_field(tmp_path: Path) -> None:
 def test_a_profile_without_session_rules_has_no_session_figures(tmp_path: Path) -> None:
     s = simulate(_surge(tmp_path, None, "plain"), 1).summary
     assert "admission" not in s["sessions"]
+
+
+def test_session_rules_and_flow_control_do_not_mix(tmp_path: Path) -> None:
+    """engine.sessions are harness's own dialect; flow_control replaces it: exit 2 naming the
+    field, not one silently bypassing the other."""
+    p = tmp_path / "mix.yaml"
+    p.write_text(
+        "name: mix\nduration_s: 10\n"
+        "arrivals: {phases: [{until_s: 10, rate_per_s: 1}]}\n"
+        "classes: {agent: {weight: 1, job: {admission: per_call, turns: 3}}}\n"
+        "engine: {sessions: {continuation: exempt}}\n"
+        "flow_control: {}\n"
+    )
+    r = subprocess.run(
+        [sys.executable, "-m", "harness", "validate", str(p)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "engine.sessions" in r.stderr and "flow_control replaces it" in r.stderr
+    assert "Traceback" not in r.stderr

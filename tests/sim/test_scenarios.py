@@ -40,6 +40,9 @@ NAIVE: dict[str, list[str]] = {
     "noisy-neighbour": ["tokens.order=fifo"],
     "agent-context-tpm": ["tokens.cost=total_tokens"],
     "agent-surge": ["engine.sessions=null"],
+    "flow-control-cold-start": ["flow_control.no_endpoint_request_ttl_s=null"],
+    "flow-control-starvation": ["flow_control.priority_bands.0.fairness=global-strict"],
+    "flow-control-band-cap": ["flow_control.priority_bands.0.max_requests=0"],
 }
 SCENARIOS = sorted(p.stem for p in (bundled_dir() / "scenarios").glob("*.yaml"))
 
@@ -105,3 +108,12 @@ def test_session_aware_admission_strands_a_fifth_of_per_request_at_no_more_repli
         assert naive["sessions"]["stranded_share"] >= 0.1, seed
         assert aware["sessions"]["stranded_share"] <= naive["sessions"]["stranded_share"] / 5
         assert aware["scaling"]["replica_seconds"] <= naive["scaling"]["replica_seconds"], seed
+
+
+def test_the_band_cap_scenarios_naive_variant_is_what_validate_warns_of() -> None:
+    from harness.profile.lint import lint
+
+    assert lint(load("scenarios/flow-control-band-cap")) == []
+    (f,) = lint(load("scenarios/flow-control-band-cap", NAIVE["flow-control-band-cap"]))
+    assert f.path == "flow_control.max_requests"
+    assert "flow_control.priority_bands.0" in f.message and "5,000" in f.message

@@ -1,7 +1,8 @@
 """The ``export`` group: ``harness export KIND SCENARIO`` for every kind the command accepts (read
 from its ``kind`` argument's choices, so a new kind gets snapshots or fails the test) over two
 scenarios of the library, plus ``hpa --adapter-rules FILE``; the kinds that need token budgets
-(envoy, litellm) over the bundled ``token-budgets`` profile instead.
+(envoy, litellm) over the bundled ``token-budgets`` profile instead, and those that need a
+``flow_control`` section (epp) over ``tests/export/profiles/flow-control.yaml``.
 
 Per run, three files: ``KIND.yaml`` (stdout), ``KIND.stderr`` (the exit code, then stderr: the
 "not expressible" notes) and, for ``hpa--adapter-rules``, ``.rules.yaml`` (the file written).
@@ -27,6 +28,7 @@ from tests.snapshots.cli_help import ENV
 
 SCENARIOS = ("scenarios/metric-outage", "scenarios/sustained-increase")
 TOKEN_PROFILE = "token-budgets"  # envoy and litellm need tokens.budgets
+FLOW_PROFILE = "tests/export/profiles/flow-control.yaml"  # epp needs flow_control
 RULES = "adapter-rules.yaml"
 _ANSI = re.compile(rb"\x1b\[[0-9;]*[A-Za-z]")
 
@@ -83,6 +85,12 @@ def _needs_budgets(kind: str) -> bool:
     return TARGETS[kind].needs_budgets
 
 
+def _needs_flow_control(kind: str) -> bool:
+    from harness.export.targets import TARGETS
+
+    return TARGETS[kind].needs_flow_control
+
+
 def produce() -> dict[str, bytes]:
     files: dict[str, bytes] = {}
     for kind in kinds():  # the gateways' kinds over the bundled profile with token budgets
@@ -92,10 +100,16 @@ def produce() -> dict[str, bytes]:
                 out,
                 err,
             )
+    for kind in kinds():  # epp over the test profile with a flow_control section
+        if _needs_flow_control(kind):
+            root = Path(__file__).resolve().parents[2]
+            out, err = _invoke(["export", kind, str(root / FLOW_PROFILE)])
+            stem = f"{Path(FLOW_PROFILE).stem}/{kind}"
+            files[f"{stem}.yaml"], files[f"{stem}.stderr"] = out, err
     for spec in SCENARIOS:
         name = spec.rsplit("/", 1)[-1]
         for kind in kinds():
-            if _needs_budgets(kind):  # the scenarios have no token budgets
+            if _needs_budgets(kind) or _needs_flow_control(kind):  # the scenarios have neither
                 continue
             out, err = _invoke(["export", kind, spec])
             files[f"{name}/{kind}.yaml"], files[f"{name}/{kind}.stderr"] = out, err

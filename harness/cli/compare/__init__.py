@@ -57,9 +57,9 @@ def compare(
                 "A figure whose worsening beyond its margin is a regression (repeatable;"
                 " 'none': only the constraints BASE held). Default: rejection_fraction,"
                 " failed_fraction, expired_fraction, goodput_per_s, jobs.turns_lost,"
-                " sessions.stranded_share, sessions.goodput_per_s, replica_seconds,"
-                " cost_spent. Also: slo_breach_fraction, turnaround_s.p95,"
-                " replicas_mean."
+                " sessions.stranded_share, sessions.goodput_per_s, flow_wait (each flow's"
+                " queue wait p95 under flow_control), replica_seconds, cost_spent. Also:"
+                " slo_breach_fraction, turnaround_s.p95, replicas_mean."
             ),
             metavar="FIGURE",
         ),
@@ -79,8 +79,9 @@ def compare(
 
     The first line answers both. The change is a regression (exit 1) when a gated figure (by
     default rejections, failures, expiries, goodput, lost turns, stranded sessions, session
-    goodput and cost) is worse than BASE beyond its margin, or a constraint of the profile's
-    verdict that BASE held over its seeds no longer holds. Otherwise, NEW not holding its SLO
+    goodput, each flow's wait under flow control, and cost) is worse than BASE beyond its
+    margin, or a constraint of the profile's verdict that BASE held over its seeds no longer
+    holds. Otherwise, NEW not holding its SLO
     and thresholds over its seeds (the profile's verdict.over_seeds rule) exits 4; else 0. An
     invalid side is refused (exit 2) unless --allow-invalid. Figures are medians over seeds,
     robust to seed noise. Exit codes: docs/reference/exit-codes-and-admission.md; the method:

@@ -30,7 +30,11 @@ from harness.cli.options import (
 def sweep(
     profile: ProfileArg,
     param: Annotated[
-        list[str], typer.Option(help="PATH=START:STOP:STEP (STOP inclusive). One or two.")
+        list[str],
+        typer.Option(
+            help="PATH=START:STOP:STEP (STOP inclusive), PATH=A,B,C (numbers, or choices such"
+            " as policy names) or PATH=V. One or two."
+        ),
     ],
     seeds: Annotated[int, typer.Option(help="Seeds per point.", min=1)] = 10,
     jobs: JobsOpt = 0,

@@ -90,8 +90,10 @@ def run_sweep(
 
     where: dict[str, Any] | None = None
     if cluster:
-        # A sweep's values are numbers: none names a trace, so only the profile's ships.
-        with ClusterPool(cluster, bundle_for(plan.profile, plan.overrides, ()), stop=stop) as pool:
+        # A grid of choices may name traces (arrivals.file): each ships with the profile.
+        swept = [(n, [point[n] for point in plan.grid]) for n in plan.names]
+        bundle = bundle_for(plan.profile, plan.overrides, swept)
+        with ClusterPool(cluster, bundle, stop=stop) as pool:
             if on_cluster:
                 on_cluster(pool)
             shipped = functools.partial(run_bundle_chunk, metrics=plan.metrics)

@@ -59,6 +59,7 @@ import orjson
 import yaml
 
 from harness.engine.events import PRIORITY_NAMES
+from harness.export.epp import objective_name
 from harness.ground.text_tokens import CHARS_PER_TOKEN, prompt_tokens
 from harness.live.load.dialect import request_body, wire_headers, wire_path
 from harness.live.load.trace_bodies import ClassSizes, TracedBodies, traced_lengths
@@ -72,6 +73,11 @@ from harness.workload.callers import retry_delay, should_retry_header
 from harness.workload.honesty import refused
 from harness.workload.per_call import PerCall
 from harness.workload.traces import traced
+
+OBJECTIVE_HEADER = "x-llm-d-inference-objective"
+FAIRNESS_HEADER = "x-llm-d-inference-fairness-id"
+SLO_HEADER = "x-llm-d-slo-ttft-ms"
+DROPPED_HEADER = "x-llm-d-request-dropped-reason"
 
 
 def client_timeout_s(profile: Profile) -> float:
@@ -349,6 +355,13 @@ class ClientRequest:
         # What refused it, in workload.honesty's terms: the engine's rule, or the upstream's
         # status (the proxy passes an upstream's error answer on with its status; its own
         # failures, 502 and 504, carry no Retry-After and are upstream causes all the same)
+        dropped = h.get(DROPPED_HEADER)
+        if dropped and not admission and not said:
+            # the llm-d router's own answer (a real router as the target): its reason
+            if dropped == "rejected-ttl-expired":
+                said, proxied = "expired", True
+            elif dropped != "evicted":
+                admission, proxied = dropped, True
         rejected = proxied and admission and status in (429, 503)
         expired = proxied and said == "expired"
         by = None if expired or status < 400 else f"upstream_{status}"
@@ -357,7 +370,7 @@ class ClientRequest:
             self.settle("rejected", str(admission))
         elif expired:
             # the engine's reason (deadline or max_wait), as the simulation counts it
-            self.settle("expired", str(h.get("x-proxy-reason") or "deadline"))
+            self.settle("expired", str(h.get("x-proxy-reason") or dropped or "deadline"))
         elif proxied and said == "failed":
             self.settle("failed", str(h.get("x-proxy-reason") or f"http_{status}"))
         else:
@@ -439,11 +452,20 @@ class RequestSpec:
         self.traced = TracedBodies(prof, plan.model) if traced(prof) or self.sizes else None
         extra = wire_headers(prof.wire, plan.api_key_env)
         self.keyed = frozenset(n for n, c in prof.classes.items() if c.idempotency_key)
+        # flow_control: the llm-d router's request headers too (each request's fairness id is
+        # its tenant; the class's objective by the name export epp gives it, and its TTFT SLO)
+        fc = prof.flow_control
+        self.fairness = fc is not None
         for name, c in prof.classes.items():
             self.caps[name] = (prompt_tokens(len(c.prompt_text())), c.max_tokens)
             self.body[name] = request_body(c, plan.model, prof.wire)
             self.stream[name] = c.stream
             h = {"content-type": "application/json", "x-class": name, "x-priority": c.priority}
+            if fc is not None:
+                h[OBJECTIVE_HEADER] = objective_name(name)
+                o = fc.objectives.get(name)
+                if o is not None and o.slo_ttft_ms is not None:
+                    h[SLO_HEADER] = f"{o.slo_ttft_ms:g}"
             h.update(extra)
             self.headers[name] = h
 
@@ -467,6 +489,8 @@ class RequestSpec:
     def headers_for(self, a: Arrival, attempt: int) -> dict[str, str]:
         h = dict(self.headers[a.cls])
         h["x-tenant"] = a.tenant
+        if self.fairness:
+            h[FAIRNESS_HEADER] = a.tenant
         if a.key is not None:
             h["x-key"] = a.key  # partition key: the proxy runs one request per key at a time
         h["x-request-id"] = a.id if attempt == 1 else f"{a.id}.{attempt}"

@@ -50,7 +50,7 @@ from harness.ground.text_tokens import CHARS_PER_TOKEN, content_chars, prompt_to
 from harness.live.proxy.acks import AckLoss
 from harness.live.proxy.driver import LiveDriver
 from harness.live.proxy.passthrough import passthrough
-from harness.live.proxy.request_class import ClassTable
+from harness.live.proxy.request_class import ClassTable, FlowHeaders
 from harness.live.proxy.responses import Answers, ProxiedRequest
 from harness.live.proxy.session import TURN_HEADER, Session
 from harness.live.transport import http
@@ -95,6 +95,10 @@ class ProxyApp(Answers):
         self.timeout_s = driver.profile.upstream.timeout_s * self.scale
         self.closed = False  # results written: later requests are refused and not counted
         self.classes = ClassTable(driver.profile)
+        # flow_control: the llm-d router's request headers are read (request_class.FlowHeaders)
+        self.flow_headers = (
+            FlowHeaders(driver.profile) if driver.profile.flow_control is not None else None
+        )
         # Pass x-class on upstream: the bundled stub picks a class's latency and token model by
         # it (else by the closest prompt size, which sized prompts defeat); harness run sets it
         # for the stub only -- a real endpoint never sees the proxy's control headers.
@@ -231,7 +235,12 @@ class ProxyApp(Answers):
             return await self._bad(send, "invalid_json", "The request body is not valid JSON.")
         if type(doc) is not dict:
             return await self._bad(send, "invalid_json", "The request body must be a JSON object.")
-        found = self.classes.classify(split.control)
+        control = split.control
+        fh = self.flow_headers
+        flow_prio = flow_slo = None
+        if fh is not None:  # the llm-d router's headers: fairness id, objective, TTFT SLO
+            control, flow_prio, flow_slo = fh.read(control, split.forward)
+        found = self.classes.classify(control)
         if isinstance(found, str):
             return await self._bad(send, "invalid_header", found)
         call = ProxiedRequest(*found)
@@ -240,6 +249,11 @@ class ProxyApp(Answers):
             return await self._bad(send, "invalid_header", sess)
         if sess is not None:
             call.session_id, call.call_index, call.session_calls = sess
+        if fh is not None:
+            call.flow_priority, call.flow_slo_ms = flow_prio, flow_slo
+            call.body_bytes = len(body)
+            model = doc.get("model")
+            call.model = model if isinstance(model, str) else ""
         if self.closed:
             return await self._refuse_closed(send)
         call.stream = doc.get("stream") is True
@@ -248,8 +262,8 @@ class ProxyApp(Answers):
         call.target = scope["path"] + ("?" + qs.decode("latin-1") if qs else "")
         call.body = body
         call.fwd = split.forward
-        if self.forward_class and b"x-class" in split.control:
-            call.fwd = [*split.forward, (b"x-class", split.control[b"x-class"])]
+        if self.forward_class and b"x-class" in control:
+            call.fwd = [*split.forward, (b"x-class", control[b"x-class"])]
         call.id = self.driver.claim_id(http.header(call.fwd, b"x-request-id"))
         if self.shapes is not None and call.cls in self.shapes and call.cls not in self.per_call:
             self._session(call, doc)

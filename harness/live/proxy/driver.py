@@ -36,6 +36,7 @@ from harness.engine.events import (
     Event,
     Expire,
     Fail,
+    FlowDecision,
     MetricsSample,
     ReadSignal,
     Reexecute,
@@ -46,8 +47,9 @@ from harness.engine.events import (
     ToolTimes,
 )
 from harness.engine.scrape import drain_time
+from harness.live.proxy import metrics as pm
 from harness.live.proxy.clock import MonotonicClock, RunClock
-from harness.live.proxy.metrics import ProxyMetrics, QueueState, ScalingState
+from harness.live.proxy.metrics import FlowState, ProxyMetrics, QueueState, ScalingState
 from harness.live.proxy.outfiles import ProxyFiles, mark_broken
 from harness.live.proxy.prometheus import ProxySignal
 from harness.live.proxy.session import Session
@@ -76,13 +78,18 @@ class Ticket:
 
     __slots__ = (
         "attempt",
+        "body_bytes",
         "call_index",
         "cls",
         "deadline_s",
+        "fc_dispatched",
         "final",
+        "flow_priority",
+        "flow_slo_ms",
         "fut",
         "id",
         "key",
+        "model",
         "pending",
         "priority",
         "prompt_tokens",
@@ -111,6 +118,14 @@ class Ticket:
         # The prompt's tokens as counted from the body before admission (None: not counted,
         # the profile has no tokens section).
         self.prompt_tokens: int | None = None
+        # flow_control: the body's size (flow control's bytes; -1: not said), the flow's
+        # priority and TTFT SLO its llm-d headers said (None: its class's), the body's model
+        # (the llm-d metrics' model_name), and whether flow control dispatched it yet.
+        self.body_bytes = -1
+        self.flow_priority: int | None = None
+        self.flow_slo_ms: float | None = None
+        self.model = ""
+        self.fc_dispatched = False
         # An agent job's session (harness/live/proxy/session.py): its model calls and the
         # tool time after each but the last (turns drawn at arrival, each tool time when its
         # turn ends: harness/workload/job_shape.py); one call otherwise.
@@ -186,6 +201,12 @@ class LiveDriver:
         self.engine = self.core.engine
         self.collector = self.core.collector
         self.tickets: dict[str, Ticket] = {}
+        # flow_control: its series by the llm-d router's names (inference_pool: the profile's)
+        self.flow_metrics = (
+            self.metrics.attach_flow(self.flow_state, profile.name)
+            if self.engine.flow is not None
+            else None
+        )
         self._on = self._handlers()  # action type -> what the driver does with it
         self.last_scale: Scale | None = None  # the autoscaler's last evaluation, for /metrics
         # Waiting (admitted, not yet started) ids per tier, in admission order: the oldest age
@@ -233,6 +254,12 @@ class LiveDriver:
         t.id = rid
         t.t0 = now
         self.tickets[rid] = t
+        fc = self.engine.flow
+        if fc is not None:  # what only the request says: its body's size, its llm-d headers
+            if t.body_bytes >= 0:
+                fc.note_body(rid, t.body_bytes)
+            if t.flow_priority is not None or t.flow_slo_ms is not None:
+                fc.note_request(rid, t.flow_priority, t.flow_slo_ms)
         actions = self.engine.handle(
             Arrived(
                 rid,
@@ -251,6 +278,10 @@ class LiveDriver:
             now,
         )
         decision = actions[0]  # the engine answers an arrival first, then dispatches
+        if fc is not None:  # its flow's priority, for the metrics of its outcome
+            item = fc.items.get(rid)
+            if item is not None:
+                t.flow_priority = item.flow.band.priority
         if type(decision) is Reject:
             del self.tickets[rid]
         self._apply(now, actions)
@@ -306,6 +337,7 @@ class LiveDriver:
             Complete: self._on_complete,
             Fail: self._on_fail,
             Expire: self._on_expire,
+            FlowDecision: self._on_flow,
         }
 
     def _on_dispatch(self, a: Dispatch, now: float) -> None:
@@ -344,6 +376,11 @@ class LiveDriver:
 
     def _on_fail(self, a: Fail, now: float) -> None:
         t = self.tickets.pop(a.id, None)
+        fm = self.flow_metrics
+        if fm is not None and t is not None and a.reason == "cancelled" and not t.fc_dispatched:
+            # its caller went away while it was queued: the router's EvictedContextCancelled
+            prio = t.flow_priority if t.flow_priority is not None else 0
+            fm.finalized(pm.CANCELLED, t.tenant, prio, t.model, now - t.t0)
         self.metrics.outcome("failed", a.reason)
         # A drain kill: a stream under way is ended where it stands.
         self._ended(t, a, kill=a.reason == "drain_killed")
@@ -352,6 +389,25 @@ class LiveDriver:
         t = self.tickets.pop(a.id, None)
         self.metrics.outcome("expired")
         self._ended(t, a)
+
+    def _on_flow(self, a: FlowDecision, now: float) -> None:
+        """Flow control's word on a request: its outcome in the llm-d series."""
+        fm = self.flow_metrics
+        if fm is None:
+            return
+        t = self.tickets.get(a.id)
+        if a.decision == "dispatch":
+            outcome = pm.DISPATCHED
+            if t is not None:
+                t.fc_dispatched = True
+        elif a.decision == "reject":
+            outcome = pm.REJECTED.get(a.outcome, "RejectedOther")
+        elif a.decision == "expire":
+            outcome = pm.EXPIRED.get(a.outcome, "EvictedOther")
+        else:  # an in-flight eviction: flow control counted it dispatched already
+            return
+        model = t.model if t is not None else ""
+        fm.finalized(outcome, a.fairness_id, a.priority, model, a.waited_s or 0.0)
 
     def _ended(self, t: Ticket | None, a: Action, kill: bool = False) -> None:
         """The engine's final word on ``t``'s request: it is woken with it."""
@@ -492,6 +548,27 @@ class LiveDriver:
             blind=not eng.signals_known,
             scaling=self._scaling_state(),
         )
+
+    def flow_state(self) -> FlowState:
+        """Flow control now, for its gauges: the queued requests by flow and model, the pool's
+        saturation at the last dispatch cycle, the bands' and the global fill."""
+        fc = self.engine.flow
+        assert fc is not None
+        queued: dict[tuple[str, int, str], tuple[int, int]] = {}
+        tickets = self.tickets
+        for rid, item in fc.items.items():
+            if item.dispatched_at >= 0:
+                continue
+            t = tickets.get(rid)
+            k = (item.flow.fairness_id, item.flow.band.priority, t.model if t is not None else "")
+            n, b = queued.get(k, (0, 0))
+            queued[k] = (n + 1, b + item.bytes)
+        bands = [
+            (b.priority, b.n, b.requests_cap, b.bytes, b.bytes_cap)
+            for b in (fc.bands[p] for p in fc.priorities)
+        ]
+        cfg = fc.cfg
+        return FlowState(queued, fc.sat, bands, (fc.n, cfg.max_requests, fc.bytes, cfg.max_bytes))
 
     def _scaling_state(self) -> ScalingState | None:
         sc = self.engine.scaler

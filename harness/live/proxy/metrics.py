@@ -177,12 +177,18 @@ class ProxyMetrics:
             registry=r,
         )
         r.register(_Gauges(read_state))
+        self.flow: FlowMetrics | None = None  # flow_control's series (attach_flow)
         # Label children are cached: ``labels()`` costs more than the increment itself.
         self._admit = self.decisions.labels("admit", "none")
         self._reject: dict[str, Counter] = {}
         self._status: dict[int | str, Counter] = {}
         self._outcome: dict[tuple[str, str], Counter] = {}
         self.observe_turnaround = self.turnaround.observe
+
+    def attach_flow(self, read_state: Callable[[], FlowState], pool: str) -> FlowMetrics:
+        """A profile with flow_control: its series, by the llm-d router's names."""
+        self.flow = FlowMetrics(self.registry, read_state, pool)
+        return self.flow
 
     def admitted(self, reason: str | None) -> None:
         if reason is None:
@@ -212,3 +218,154 @@ class ProxyMetrics:
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+# -- the llm-d router's flow-control series (a profile with flow_control) ---------------------
+
+FC_PREFIXES = ("inference_extension", "llm_d_epp")
+"""The router exposes most flow-control series twice: the deprecated ``inference_extension_``
+name and the ``llm_d_epp_`` one (pkg/epp/metrics of llm-d-router at ebab68792); newer ones
+(``requests_total``, the capacity utilizations) only under ``llm_d_epp_``."""
+QUEUE_DURATION_BUCKETS = (
+    0.0001, 0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1,
+    0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+)  # fmt: skip
+"""The router's buckets for ``flow_control_request_queue_duration_seconds``."""
+FLOW_LABELS = ("fairness_id", "priority", "inference_pool", "model_name", "target_model_name")
+DURATION_LABELS = (
+    "fairness_id", "priority", "outcome", "inference_pool", "model_name", "target_model_name",
+)  # fmt: skip
+
+# The router's QueueOutcome names (its metrics' outcome label), by harness's llm-d outcome.
+DISPATCHED = "Dispatched"
+REJECTED = {
+    "rejected-saturated": "RejectedCapacity",
+    "rejected-no-endpoints": "RejectedNoEndpoints",
+    "rejected-shutting-down": "RejectedOther",
+}
+EXPIRED = {"rejected-ttl-expired": "EvictedTTL", "rejected-no-endpoints": "EvictedNoEndpoints"}
+CANCELLED = "EvictedContextCancelled"
+
+
+@dataclass(slots=True)
+class FlowState:
+    """Flow control at one instant, as its gauges show it."""
+
+    # (fairness id, priority, model) -> (requests queued, their body bytes)
+    queued: dict[tuple[str, int, str], tuple[int, int]]
+    saturation: float
+    # each band: (priority, requests queued, requests cap, bytes queued, bytes cap)
+    bands: list[tuple[int, int, int, int, int]]
+    # the global caps: (requests queued, cap, bytes queued, cap); a cap 0: not configured
+    total: tuple[int, int, int, int]
+
+
+class _FlowGauges(Collector):
+    def __init__(self, read: Callable[[], FlowState], pool: str) -> None:
+        self._read = read
+        self._pool = pool
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        s = self._read()
+        pool = self._pool
+        for prefix in FC_PREFIXES:
+            dep = "[Deprecated: Use llm_d_epp_flow_control_{}] " if prefix != "llm_d_epp" else ""
+            size = GaugeMetricFamily(
+                f"{prefix}_flow_control_queue_size",
+                dep.format("queue_size")
+                + "Current number of requests actively held in the Flow Control queue.",
+                labels=list(FLOW_LABELS),
+            )
+            size_b = GaugeMetricFamily(
+                f"{prefix}_flow_control_queue_bytes",
+                dep.format("queue_bytes") + "Current total size in bytes of requests actively"
+                " held in the Flow Control queue.",
+                labels=list(FLOW_LABELS),
+            )
+            for (fid, prio, model), (n, b) in sorted(s.queued.items()):
+                labels = [fid, str(prio), pool, model, model]
+                size.add_metric(labels, n)
+                size_b.add_metric(labels, b)
+            yield size
+            yield size_b
+            sat = GaugeMetricFamily(
+                f"{prefix}_flow_control_pool_saturation",
+                dep.format("pool_saturation") + "Pool saturation signal gating Flow Control"
+                " dispatch ('effective' is the value used for gating; 1.0 is the set point).",
+                labels=["inference_pool", "stage"],
+            )
+            sat.add_metric([pool, "effective"], s.saturation)
+            yield sat
+        util = GaugeMetricFamily(
+            "llm_d_epp_flow_control_capacity_utilization_requests",
+            "Fraction of a priority band's effective request-count capacity currently occupied.",
+            labels=["priority", "inference_pool"],
+        )
+        util_b = GaugeMetricFamily(
+            "llm_d_epp_flow_control_capacity_utilization_bytes",
+            "Fraction of a priority band's effective byte-size capacity currently occupied.",
+            labels=["priority", "inference_pool"],
+        )
+        for prio, n, cap, b, bcap in s.bands:
+            util.add_metric([str(prio), pool], n / cap)
+            util_b.add_metric([str(prio), pool], b / bcap)
+        yield util
+        yield util_b
+        n, cap, b, bcap = s.total
+        if cap:  # only when a global cap is configured, as the router
+            yield _one(
+                "llm_d_epp_flow_control_global_capacity_utilization_requests",
+                "Fraction of the global request-count capacity currently occupied.",
+                pool,
+                n / cap,
+            )
+        if bcap:
+            yield _one(
+                "llm_d_epp_flow_control_global_capacity_utilization_bytes",
+                "Fraction of the global byte-size capacity currently occupied.",
+                pool,
+                b / bcap,
+            )
+
+
+def _one(name: str, doc: str, pool: str, value: float) -> GaugeMetricFamily:
+    g = GaugeMetricFamily(name, doc, labels=["inference_pool"])
+    g.add_metric([pool], value)
+    return g
+
+
+class FlowMetrics:
+    """The flow-control series under the router's names, types and labels; ``pool`` is the
+    ``inference_pool`` label (the profile's name)."""
+
+    def __init__(
+        self, registry: CollectorRegistry, read_state: Callable[[], FlowState], pool: str
+    ) -> None:
+        self.pool = pool
+        self.requests = Counter(
+            "llm_d_epp_flow_control_requests_total",
+            "Total number of requests processed by the Flow Control layer.",
+            ["outcome", "priority", "inference_pool"],
+            registry=registry,
+        )
+        self.durations = tuple(
+            Histogram(
+                f"{prefix}_flow_control_request_queue_duration_seconds",
+                "Distribution of total time requests spend in the Flow Control layer (from"
+                " enqueue to final outcome).",
+                list(DURATION_LABELS),
+                buckets=QUEUE_DURATION_BUCKETS,
+                registry=registry,
+            )
+            for prefix in FC_PREFIXES
+        )
+        registry.register(_FlowGauges(read_state, pool))
+
+    def finalized(
+        self, outcome: str, fairness_id: str, priority: int, model: str, waited_s: float
+    ) -> None:
+        """A request's flow-control outcome (the router's name), after ``waited_s`` queued."""
+        prio = str(priority)
+        self.requests.labels(outcome, prio, self.pool).inc()
+        for h in self.durations:
+            h.labels(fairness_id, prio, outcome, self.pool, model, model).observe(waited_s)

@@ -13,6 +13,7 @@ or none (:meth:`ClassTable.session`).
 from __future__ import annotations
 
 from harness.engine.events import PRIORITY_OF
+from harness.export.epp import objective_name
 from harness.profile.schema import Profile
 
 # (class name, priority rank, tenant, partition key, deadline_s)
@@ -83,3 +84,69 @@ class ClassTable:
         if call >= calls:
             return "x-harness-call must be less than x-harness-session-calls."
         return sid.decode("latin-1"), call, calls
+
+
+# -- the llm-d router's request headers (a profile with flow_control) ------------------------
+
+FAIRNESS_ID = b"x-llm-d-inference-fairness-id"
+OBJECTIVE = b"x-llm-d-inference-objective"
+SLO_TTFT_MS = b"x-llm-d-slo-ttft-ms"
+
+# (the control headers, with x-class and x-tenant as the llm-d headers say; the flow's
+# priority and TTFT SLO in ms where they are the request's own, None: its class's)
+FlowSaid = tuple[dict[bytes, bytes], int | None, float | None]
+
+
+class FlowHeaders:
+    """The llm-d router's request headers under ``flow_control``, read as the router reads them:
+
+    - ``x-llm-d-inference-fairness-id``: the flow's fairness id, which is harness's tenant (it
+      overrides ``x-tenant``; absent, the tenant is as without it).
+    - ``x-llm-d-inference-objective``: an InferenceObjective by name, one per class as
+      ``harness export epp`` writes them (the class's name, or the Kubernetes name made of
+      it). Without ``x-class`` the request is that class. Its priority is the flow's; an
+      objective no class has, as the router's default for an unknown one, priority 0.
+    - ``x-llm-d-slo-ttft-ms``: the request's TTFT SLO for slo-deadline ordering; a value that
+      is not a positive number is no header, as in the router (absent: the class's objective's).
+    """
+
+    def __init__(self, profile: Profile) -> None:
+        fc = profile.flow_control
+        assert fc is not None
+        self.fc = fc
+        self.by_objective: dict[bytes, str] = {}
+        for name in profile.classes:
+            self.by_objective[objective_name(name).encode()] = name
+
+    def read(self, control: dict[bytes, bytes], forward: list[tuple[bytes, bytes]]) -> FlowSaid:
+        fairness = objective = slo = None
+        for k, v in forward:
+            if k == FAIRNESS_ID:
+                fairness = v.strip()
+            elif k == OBJECTIVE:
+                objective = v.strip()
+            elif k == SLO_TTFT_MS:
+                slo = v.strip()
+        if fairness is None and objective is None and slo is None:
+            return control, None, None
+        out = dict(control)
+        if fairness:
+            out[b"x-tenant"] = fairness
+        prio: int | None = None
+        if objective:
+            cls = self.by_objective.get(objective)
+            if cls is None:
+                prio = 0  # the router's default priority for an unknown objective
+            elif b"x-class" not in out:
+                out[b"x-class"] = cls.encode()
+            elif out[b"x-class"].strip() != cls.encode():
+                prio = self.fc.priority_of(cls)
+        ms: float | None = None
+        if slo:
+            try:
+                ms = float(slo)
+            except ValueError:
+                ms = None
+            if ms is not None and not (0.0 < ms < float("inf")):
+                ms = None
+        return out, prio, ms

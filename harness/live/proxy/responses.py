@@ -4,6 +4,12 @@
 word into an HTTP answer, as ``harness.workload.outcomes`` says: the upstream's answer passed on, a
 failure, an expiry, a rejection, a refusal after shutdown. Times in answers are wall seconds
 (profile seconds times the clock's scale).
+
+Under ``flow_control`` the engine's llm-d outcomes are answered as the llm-d router answers
+them (:func:`llm_d_answer`): the status of ``harness.engine.flow_control.outcomes.STATUS``, the
+outcome's name in ``x-llm-d-request-dropped-reason``, and no Retry-After; harness's own
+headers (``x-admission-reason``, ``x-proxy-outcome``, ``x-proxy-reason``) stay, so its load
+generator counts them as the simulation does.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ import asyncio
 import math
 
 from harness.engine.events import Complete, Expire, Fail, Reject
+from harness.engine.flow_control import outcomes as fco
 from harness.live.proxy.driver import Ticket
 from harness.live.proxy.passthrough import pass_on
 from harness.live.transport import http
@@ -65,6 +72,17 @@ class ProxiedRequest(Ticket):
         self.fwd: Headers = []
 
 
+DROPPED_REASON = b"x-llm-d-request-dropped-reason"
+
+
+def llm_d_answer(outcome: str) -> Answer:
+    """The llm-d router's answer to a flow-control outcome: its status, no Retry-After."""
+    status = fco.STATUS[outcome]
+    if status == 503:
+        return Answer(status, "service_unavailable", outcome, outcome="rejected")
+    return Answer(status, "rate_limit_error", outcome, outcome="rejected")
+
+
 def reset_duration(seconds: float) -> str:
     """OpenAI's ``x-ratelimit-reset-*`` form: ``250ms``, ``6s``, ``1m30s``."""
     if seconds < 1.0:
@@ -98,13 +116,18 @@ class Answers:
                 await pass_on(send, kept, extra)
         elif type(final) is Fail:
             assert isinstance(final, Fail)
-            ans = outcomes.failed(final.reason, call.cause)
-            if ans is None:  # cancelled: nobody is listening
-                return
             extra += [
                 (b"x-proxy-reason", final.reason.encode()),
                 (b"x-proxy-attempts", b"%d" % final.attempts),
             ]
+            if final.reason == fco.EVICTED:  # flow control evicted it for higher priority
+                ev = llm_d_answer(fco.EVICTED)
+                extra += [(b"x-proxy-outcome", b"failed"), (DROPPED_REASON, ev.code.encode())]
+                msg = "The request was evicted for higher-priority work."
+                return await self._answer(send, ev, msg, extra)
+            ans = outcomes.failed(final.reason, call.cause)
+            if ans is None:  # cancelled: nobody is listening
+                return
             if ans.passthrough and call.last is not None:  # the upstream's own error answer
                 return await pass_on(send, call.last, [*extra, (b"x-proxy-outcome", b"failed")])
             msg = f"The upstream call failed after {final.attempts} attempt(s): {final.reason}."
@@ -112,6 +135,15 @@ class Answers:
         elif type(final) is Expire:
             assert isinstance(final, Expire)
             age = final.age_s * self.scale
+            if final.reason in fco.OUTCOMES:  # flow control's queue-wait budget ran out
+                ans = llm_d_answer(final.reason)
+                msg = f"The request waited {age:.3f} s in flow control's queue, past its budget."
+                extra += [
+                    (b"x-proxy-outcome", b"expired"),
+                    (b"x-proxy-reason", final.reason.encode()),
+                    (DROPPED_REASON, final.reason.encode()),
+                ]
+                return await self._answer(send, ans, msg, extra)
             if final.reason == "max_wait":
                 msg = f"The request waited {age:.3f} s in the queue, past the longest wait allowed."
             elif final.reason == "token_budget":
@@ -136,6 +168,11 @@ class Answers:
         await http.send_json(send, ans.status, error_body(msg, ans.type, code=ans.code), out)
 
     async def _reject(self, send: Send, r: Reject) -> None:
+        if r.reason in fco.OUTCOMES:  # flow control refused it, as the llm-d router does
+            ans = llm_d_answer(r.reason)
+            msg = f"Request dropped by flow control ({r.reason})."
+            said = [(b"x-admission-reason", r.reason.encode()), (DROPPED_REASON, ans.code.encode())]
+            return await self._answer(send, ans, msg, said)
         wall = r.retry_after_s * self.scale
         msg = (
             f"The proxy is shutting down and admits no new requests; retry in {wall:.3f} s."

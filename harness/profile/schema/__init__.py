@@ -22,6 +22,7 @@ from harness.profile.schema.fields import (
     _c,
     _t,
 )
+from harness.profile.schema.flow_control import FlowControl as FlowControl
 from harness.profile.schema.scaling import Scaling
 from harness.profile.schema.sessions import Sessions as Sessions
 from harness.profile.schema.tokens import TokenBudget as TokenBudget
@@ -959,6 +960,17 @@ class Profile:
             doc=(
                 "what a request costs in tokens, the token budgets and the queue order; null:"
                 " requests are counted, not tokens"
+            ),
+        ),
+    )
+    flow_control: FlowControl | None = field(
+        default=None,
+        metadata=_c(
+            omit_none=True,
+            doc=(
+                "admission in the llm-d router's flow-control dialect (priority bands, fairness,"
+                " ordering, TTLs, caps, saturation-gated dispatch) instead of harness's own"
+                " rules; null: harness's rules"
             ),
         ),
     )

@@ -22,6 +22,8 @@ HpaSignal = Literal[
     "oldest_age_s",
     "arrival_rate_per_s",
     "drain_time_s",
+    "flow_control_queue",
+    "pool_saturation",
 ]
 HPA_SIGNALS: tuple[str, ...] = (
     "eligible_backlog",
@@ -31,7 +33,13 @@ HPA_SIGNALS: tuple[str, ...] = (
     "oldest_age_s",
     "arrival_rate_per_s",
     "drain_time_s",
+    "flow_control_queue",
+    "pool_saturation",
 )
+FLOW_CONTROL_SIGNALS: tuple[str, ...] = ("flow_control_queue", "pool_saturation")
+"""Signals only a profile with ``flow_control:`` has: the llm-d router's flow-control queue
+(requests in its flows) and its pool saturation x the replicas (AverageValue on it is the HPA's
+Value rule on the saturation gauge)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -40,6 +40,8 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
+import yaml
+
 from harness.batch.batches import Outcome, Task
 from harness.ground.atomic import write_atomic
 from harness.profile import LoadedProfile
@@ -56,13 +58,16 @@ from harness.review.compare import FIGURES
 from harness.search.grammar import (
     DEFAULT_OBJECTIVE,
     STANDARD_METRICS,
+    Choice,
     Constraint,
     Objective,
     judge_point,
     loaded_profile,
+    parse_choice,
     parse_objective,
     profile_constraints,
     slack,
+    yaml_value,
 )
 from harness.search.ties import (
     REASON_METRICS,
@@ -77,11 +82,13 @@ from harness.search.ties import (
 MAX_POINTS = 10_000
 
 
-def parse_param(text: str) -> tuple[str, list[float]]:
+def parse_param(text: str) -> tuple[str, list[Choice]]:
     """``PATH=START:STOP:STEP`` (STOP inclusive), ``PATH=A,B,C`` or ``PATH=V`` -> values.
 
     Decimal arithmetic, so ``0.1:0.3:0.1`` gives exactly 0.1, 0.2, 0.3; values are ints when
-    every number in the spec is an integer literal.
+    every number in the spec is an integer literal. A list that is not all numbers is a list
+    of choices, each read as YAML (a word such as a policy's name, or a number):
+    ``flow_control.priority_bands.0.fairness=global-strict,round-robin``.
     """
     path, sep, spec = text.partition("=")
     path, spec = path.strip(), spec.strip()
@@ -91,7 +98,9 @@ def parse_param(text: str) -> tuple[str, list[float]]:
     try:
         nums = [Decimal(p.strip()) for p in parts]
     except InvalidOperation:
-        raise ValueError(f"--param {text!r}: {spec!r} is not numbers") from None
+        if ":" in spec:
+            raise ValueError(f"--param {text!r}: {spec!r} is not numbers") from None
+        return path, _choices(text, parts)
     if not all(n.is_finite() for n in nums):
         raise ValueError(f"--param {text!r}: numbers must be finite")
     if ":" in spec:
@@ -107,18 +116,31 @@ def parse_param(text: str) -> tuple[str, list[float]]:
             raise ValueError(f"--param {text!r}: {count} values is too many (max {MAX_POINTS})")
         nums = [start + i * step for i in range(count)]
     integral = all("." not in p and "e" not in p.lower() for p in parts)
-    values: list[float] = [int(n) if integral else float(n) for n in nums]
+    values: list[Choice] = [int(n) if integral else float(n) for n in nums]
     return path, values
 
 
-def _yaml_number(v: float) -> str:
+def _choices(text: str, parts: list[str]) -> list[Choice]:
+    """``A,B,C`` with a word among them: the choices, in the order given."""
+    try:
+        values = [parse_choice(p) for p in parts]
+    except (ValueError, yaml.YAMLError) as e:
+        raise ValueError(f"--param {text!r}: {e}") from None
+    if len(set(values)) != len(values):
+        raise ValueError(f"--param {text!r}: choices repeat")
+    return values
+
+
+def _yaml_number(v: Choice) -> str:
+    if isinstance(v, str):
+        return yaml_value(v)
     if isinstance(v, int):
         return str(v)
     return format(Decimal(repr(v)).normalize(), "f") if "e" in repr(v) else repr(v)
 
 
-def _grid(parsed: list[tuple[str, list[float]]]) -> list[dict[str, float]]:
-    grid: list[dict[str, float]] = [{}]
+def _grid(parsed: list[tuple[str, list[Choice]]]) -> list[dict[str, Choice]]:
+    grid: list[dict[str, Choice]] = [{}]
     for path, values in parsed:
         grid = [{**g, path: v} for g in grid for v in values]
     return grid
@@ -133,7 +155,7 @@ class Plan:
     name: str
     sha256: str
     names: list[str]
-    grid: list[dict[str, float]]
+    grid: list[dict[str, Choice]]
     seed_list: list[int]
     objective: Objective
     constraints: list[Constraint]
@@ -172,8 +194,11 @@ def plan_sweep(
     base = loaded.profile
     for (path, values), text in zip(parsed, params, strict=True):
         # fail fast on a bad path or value, before the pool starts; the error names --param
+        # a range's ends bound it; a list's values are each the user's own (a misspelt
+        # choice in the middle would otherwise fail inside the pool)
         others = [f"{p}={_yaml_number(v[0])}" for p, v in parsed if p != path]
-        for v in {values[0], values[-1]}:
+        ranged = ":" in text.partition("=")[2]
+        for v in dict.fromkeys([values[0], values[-1]] if ranged else values):
             try:
                 sets = [*others, f"{path}={_yaml_number(v)}"]
                 loaded.with_overrides([profiles.parse_override(o, loaded.spec) for o in sets])
@@ -402,8 +427,12 @@ def _on_path(field: str, path: str) -> bool:
 
 def _inside_neighbour(points: Sequence[SweepPoint], p: SweepPoint, key: str) -> SweepPoint | None:
     """When ``p`` lies on the grid's edge along ``key``: the next point inward (the other keys
-    as at ``p``); else None."""
-    vals = sorted({q["values"][key] for q in points})
+    as at ``p``); else None. A key of choices (words) has no edge: its values have no order
+    a finer step or a wider range could follow."""
+    found = {q["values"][key] for q in points}
+    if any(isinstance(x, str) for x in found):
+        return None
+    vals = sorted(found)
     v = p["values"][key]
     if len(vals) < 2 or v not in (vals[0], vals[-1]):
         return None

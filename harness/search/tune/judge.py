@@ -30,11 +30,12 @@ import yaml
 from harness.recording.quantiles import describe
 from harness.results.seed_rule import SeedRule, meets
 from harness.results.shapes import Holdout, HoldoutCheck, Trial, TuneRecommendation
+from harness.search.grammar import Choice as Choice  # tn.Choice, for tune's modules
 from harness.search.grammar import Constraint, Objective, judge_point
+from harness.search.grammar import parse_choice as _choice
 from harness.search.ties import Prefer, acts, indistinguishable, pick_among_ties
 
 Kind = Literal["float", "int", "choices"]
-Choice = int | float | str
 STATES = ("complete", "stopped", "invalid", "failed")
 EARLY_STOP_AFTER = 3  # seeds a trial runs before the early-stop rule may end it
 EARLY_STOP_RULE = (
@@ -77,13 +78,6 @@ def _number(text: str, where: str) -> Decimal:
     if not d.is_finite():
         raise ValueError(f"{where}: numbers must be finite")
     return d
-
-
-def _choice(text: str) -> Choice:
-    v = yaml.safe_load(text) if text.strip() else None
-    if isinstance(v, bool) or not isinstance(v, int | float | str):
-        raise ValueError(f"choice {text.strip()!r} is not a number or a word")
-    return v
 
 
 def parse_tune_param(text: str) -> TuneParam:
@@ -129,21 +123,6 @@ def parse_tune_param(text: str) -> TuneParam:
     if len(set(choices)) != len(choices):
         raise ValueError(f"{where}: choices repeat")
     return TuneParam(path, "choices", choices=choices)
-
-
-def yaml_value(v: Choice) -> str:
-    """The ``--set`` text for a value (numbers without exponent, as a person writes them; a
-    word YAML would read as something else, e.g. ``'yes'``, quoted)."""
-    if isinstance(v, str):
-        try:
-            same = yaml.safe_load(v) == v
-        except yaml.YAMLError:
-            same = False
-        return v if same and v == v.strip() else "'" + v.replace("'", "''") + "'"
-    if isinstance(v, int):
-        return str(v)
-    text = format(Decimal(repr(v)).normalize(), "f")
-    return text if "." in text else f"{text}.0"
 
 
 # -------------------------------------------------------------------------------------------

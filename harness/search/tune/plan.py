@@ -17,6 +17,7 @@ from harness.search.grammar import (
     loaded_profile,
     parse_objective,
     profile_constraints,
+    yaml_value,
 )
 from harness.search.ties import REASON_METRICS, Prefer, default_prefer, parse_prefer
 from harness.search.tune import judge as tn
@@ -105,6 +106,8 @@ def plan_tune(
         contexts = [[_end_set(q, 0) for q in others], [_end_set(q, -1) for q in others]]
         for end in (0, -1):
             _check_value(loaded, p, _end_set(p, end), contexts)
+        for c in p.choices[1:-1]:  # every choice, not only the ends: each is the user's own
+            _check_value(loaded, p, f"{p.path}={yaml_value(c)}", contexts)
         inside = _fraction_inside(p)
         if inside is not None:  # ends that are whole numbers pass an integer key; 4.37 not
             try:
@@ -153,7 +156,7 @@ def plan_tune(
 
 def _end_set(p: tn.TuneParam, end: int) -> str:
     """``--set`` text for one end of a parameter's range (or its first/last choice)."""
-    return f"{p.path}={tn.yaml_value(_end_value(p, end))}"
+    return f"{p.path}={yaml_value(_end_value(p, end))}"
 
 
 def _fraction_inside(p: tn.TuneParam) -> float | None:
@@ -212,7 +215,7 @@ def invalid_reason(e: ProfileError, params: Sequence[tn.TuneParam]) -> str:
 def trial_overrides(values: Mapping[str, tn.Choice]) -> list[Override]:
     """A trial's values as typed overrides (each also as the ``--set`` text that reads back
     as it: what a worker's task and tune.json show)."""
-    return [Override(k, v, f"{k}={tn.yaml_value(v)}") for k, v in values.items()]
+    return [Override(k, v, f"{k}={yaml_value(v)}") for k, v in values.items()]
 
 
 def trial_sets(overrides: Sequence[Override | str], values: Mapping[str, tn.Choice]) -> list[str]:

@@ -311,3 +311,55 @@ def test_records_count_from_the_intended_time_in_profile_seconds(tmp_path: Path)
     drop = spec.dropped(a, a.t, 0)
     assert drop["outcome"] == "dropped" and drop["attempts"] == 0 and drop["t_sent"] is None
     assert set(drop) == set(rec)
+
+
+FLOWING = STREAMY.replace("name: streamy", "name: flowing").replace(
+    "  live: {weight: 1,", "  Live_Chat: {weight: 1, tenant: {pool: 2},"
+) + ("flow_control:\n  objectives:\n    chat: {priority: 2, slo_ttft_ms: 750}\n")
+
+
+def test_a_flow_control_profile_sends_the_llm_d_headers(tmp_path: Path) -> None:
+    cfg = make_config(
+        loads(FLOWING),
+        seed=5,
+        time_scale=0.5,
+        base_url="http://127.0.0.1:1",
+        path="/v1/chat/completions",
+        model="m",
+        api_key_env=None,
+        proxied=True,
+        max_requests=None,
+        workdir=tmp_path,
+    )
+    p = Plan.from_message({**cfg, "start_epoch": 0.0, "index": 0, "n": 1})
+    spec = RequestSpec(p)
+    seen = {}
+    for a in p.arrivals():
+        h = spec.headers_for(a, 1)
+        assert h["x-llm-d-inference-fairness-id"] == h["x-tenant"] == a.tenant
+        seen[a.cls] = h
+    assert seen["chat"]["x-llm-d-inference-objective"] == "chat"
+    assert seen["chat"]["x-llm-d-slo-ttft-ms"] == "750"
+    # export epp's Kubernetes name for the class; no SLO: no header
+    assert seen["Live_Chat"]["x-llm-d-inference-objective"] == "live-chat"
+    assert "x-llm-d-slo-ttft-ms" not in seen["Live_Chat"]
+    # without flow_control, none of them
+    plain = RequestSpec(plan(tmp_path))
+    assert not any(k.startswith("x-llm-d-") for h in plain.headers.values() for k in h)
+
+
+@pytest.mark.parametrize(
+    ("status", "reason", "outcome"),
+    [
+        (429, "rejected-saturated", "rejected"),
+        (503, "rejected-no-endpoints", "rejected"),
+        (429, "rejected-ttl-expired", "expired"),
+    ],
+)
+def test_a_routers_own_dropped_answer_is_counted_by_its_reason(
+    status: int, reason: str, outcome: str
+) -> None:
+    c = _call(0)
+    c.answered(status, {"x-llm-d-request-dropped-reason": reason}, None, False)
+    assert (c.outcome, c.reason) == (outcome, reason)
+    assert c.retry_after is None
