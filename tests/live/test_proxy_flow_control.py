@@ -298,3 +298,25 @@ def test_an_eviction_answers_429_evicted_and_a_queued_cancel_is_counted_by_its_r
         await app.aclose()
 
     run(go())
+
+
+def test_the_proxys_queue_gauges_see_the_flow_control_queue() -> None:
+    """Under flow_control harness's own queue stays empty: the proxy's queue state (its
+    agent_queue_* gauges, what KEDA or the HPA reads) counts the flow-control queue."""
+
+    async def go() -> None:
+        gate = Gate()
+        app, _ = make_app(profile(ONE_SLOT, CLASSES, CAPS), gate)
+        app.driver.start()
+        first = start(app)
+        await until(lambda: gate.entered == 1, "first running")
+        exs = [start(app, headers={"x-class": "chat"}) for _ in range(3)]
+        await queued(app, 3)
+        state = app.driver.queue_state()
+        assert sum(state.depth) == 3
+        gate.open()
+        for ex in [first, *exs]:
+            await ex.task  # type: ignore[misc]
+        await app.aclose()
+
+    run(go())

@@ -535,7 +535,7 @@ class LiveDriver:
             for admitted_at in w.values():
                 ages[i] = round(max(0.0, now - admitted_at), 6)
                 break
-        d = eng.queue.depth_by_tier
+        d = eng.backlog.depth_by_tier  # harness's queue, or the flow-control queue
         drain = drain_time(eng)  # the formula the exported query and the simulation read
         return QueueState(
             depth=(d[0], d[1], d[2]),
