@@ -371,7 +371,9 @@ def proxy(trees: dict[str, Path], rounds: int, seconds: float, tmp: Path) -> Non
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--base", default="91f0631", help="revision (default 91f0631: before issue 26)")
+    ap.add_argument(
+        "--base", default="91f0631", help="revision (default 91f0631: before the house, part 2)"
+    )
     ap.add_argument("--head", default="HEAD", help="revision, or WORKTREE (default HEAD)")
     ap.add_argument("--cases", default=",".join(CASES), help="among simpy, log, bare, pinned")
     ap.add_argument("--jobs", type=int, default=2, help="callgrind runs at once")

@@ -1,4 +1,4 @@
-"""Change review over many pairs: false alarms, power and direction (issue 16).
+"""Change review over many pairs: false alarms, power and direction.
 
 Pairs are equal in distribution but use the random streams differently: BASE is seed-burst,
 NEW is seed-burst with its one class split into two identical halves, and each pair uses its

@@ -1,5 +1,5 @@
 """The proxy answers each of the engine's outcomes exactly as ``harness.workload.outcomes`` says --
-the table the simulation's callers retry by -- so the two cannot drift (issue 12)."""
+the table the simulation's callers retry by -- so the two cannot drift."""
 
 from __future__ import annotations
 

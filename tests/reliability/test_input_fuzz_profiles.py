@@ -3,7 +3,7 @@
 Every input either validates or is refused with a ProfileError / ThresholdError (the CLI's
 exit 2 with a message) -- nothing else may escape. A mutated profile that validates is also
 run in the simulation when it is small, because "validates, then hangs or crashes" is the
-other half of the defect (issue 10, item 6). Derandomized: the same examples every run, so a
+other half of the defect. Derandomized: the same examples every run, so a
 failure reproduces; the counts are fixed (``max_examples``) and reported in
 docs/reliability.md.
 """

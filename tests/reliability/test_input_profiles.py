@@ -1,5 +1,5 @@
 """Bad profiles, overrides and options: each is refused with exit 2 and a message naming the
-file, line and limit -- never a traceback, a hang or a run that cannot finish (issue 10).
+file, line and limit -- never a traceback, a hang or a run that cannot finish.
 
 The table below is the one in docs/reliability.md ("Bad input"); hypothesis fuzzing of the
 same surfaces is in test_input_fuzz_profiles.py."""

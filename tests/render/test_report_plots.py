@@ -186,7 +186,7 @@ def test_report_survives_live_summaries_and_sparse_ones(tmp_path: Path) -> None:
 
 
 def test_report_opens_with_verdict_headline_then_picture(tmp_path: Path) -> None:
-    """A reader sees the verdict, the headline and the timeline before any table (issue 25)."""
+    """A reader sees the verdict, the headline and the timeline before any table."""
     folder = write(tmp_path / "run", summary(), timeline())
     write_report(folder)
     md = (folder / "report.md").read_text()

@@ -1,4 +1,4 @@
-"""Pairs of runs for the change-review tests and bench (issue 16): BASE is seed-burst, NEW is
+"""Pairs of runs for the change-review tests and bench: BASE is seed-burst, NEW is
 seed-burst at another ``age_reject_s`` or with its first class split into two identical halves
 (equal in distribution, other random streams); each pair uses its own seeds.
 

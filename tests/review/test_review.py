@@ -1,4 +1,4 @@
-"""Change review (issue 16): verdicts over many pairs, and the rules on constructed data.
+"""Change review: verdicts over many pairs, and the rules on constructed data.
 
 The many-pair tests are the issue's "must show" at family-wise alpha 0.01: over 100 pairs
 equal in distribution (seed-burst vs seed-burst with a class split in two identical halves,

@@ -1,5 +1,5 @@
 """The simulation of a *fitted* profile agrees with a live run against the stub serving the
-*true* one (issue 17: "sim with the fitted model vs live against that stub inside the sim's
+*true* one ("sim with the fitted model vs live against that stub inside the sim's
 seed band").
 
 Two things run side by side: ``harness calibrate --target stub`` of KNOWN (the stub serves

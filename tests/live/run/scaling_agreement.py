@@ -1,4 +1,4 @@
-"""Autoscaling, sim vs live (issue 15): one scenario run live against the bundled stub at
+"""Autoscaling, sim vs live: one scenario run live against the bundled stub at
 ``--time-scale 0.1``, compared with its simulation's band over N seeds.
 
 Replicas over time: at each profile second of the load's span (``duration_s``; after it each

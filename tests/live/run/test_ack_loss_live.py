@@ -1,4 +1,4 @@
-"""``ack_loss`` live (issue 15): the proxy, as the queue, loses answers while the fault is
+"""``ack_loss`` live: the proxy, as the queue, loses answers while the fault is
 active -- the upstream call still runs to its end, the stub applies its effect -- and tells the
 engine at the visibility timeout, which delivers the job again. The stub counts effects by
 ``x-request-id``: with an idempotency key the redelivered attempt's effect is suppressed,

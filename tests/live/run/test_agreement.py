@@ -1,8 +1,8 @@
 """Four cells of the sim-vs-live agreement matrix (tests/bench/bench_agreement.py, docs/
 agreement.md) as tests: the live run at ``--time-scale 0.25`` lies inside the band of 20
 simulated seeds, widened by the matrix's stated slack, on failed, rejected, completed, client
-retries, attempts and p95 turnaround. The first cell is issue 12's case: 429s at p = 0.5 with
-client and engine retries both on. Two runs at a time: about a minute of wall time.
+retries, attempts and p95 turnaround. The first cell is the case that started it: 429s at
+p = 0.5 with client and engine retries both on. Two runs at a time: about a minute of wall time.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Public LLM traces replayed live against the bundled stub (issue 17's must-show).
+"""Public LLM traces replayed live against the bundled stub.
 
 Each test writes a small trace in one format (Azure CSV, BurstGPT CSV, mooncake JSONL), works out
 what the file holds on its own (rebase, window, speed-up: not through harness.workload.traces), runs

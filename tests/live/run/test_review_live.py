@@ -1,4 +1,4 @@
-"""The human review stage live (issue 15: every engine feature runs live through the same
+"""The human review stage live (every engine feature runs live through the same
 engine): the proxy's engine holds units of a review class before their model call while the
 stage is full, and releases each answer when its review ends -- a streamed answer too, read
 whole upstream and sent then, never piped past the reviewer. The live run's review figures

@@ -1,4 +1,4 @@
-"""Autoscaling live agrees with the simulation (issue 15): four scenarios -- a short spike, a
+"""Autoscaling live agrees with the simulation: four scenarios -- a short spike, a
 metric outage, a scale-down while long tasks run (a 20 s drain timeout), and the metric outage
 again with the autoscaler reading its signal through a real Prometheus scraping the proxy every
 15 s (``engine.scaling.source: prometheus``; skipped, saying why, without the ``prometheus``
