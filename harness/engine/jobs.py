@@ -120,3 +120,26 @@ class Executor:
         self.ready_at = ready_at
         self.drain_at = math.inf
         self.jobs: list[Job] = []
+
+
+def count_waiting(
+    jobs: list[Job], skip: frozenset[str]
+) -> tuple[list[int], dict[str, list[int]], int, int]:
+    """``jobs`` but those of the classes in ``skip``, counted for the autoscaler's evaluation:
+    per priority tier, per class ``[its first job's priority, count]`` in first-seen order,
+    the key-less ones, and all (harness's queue and the flow-control queue count alike)."""
+    backlog = [0, 0, 0]
+    per_class: dict[str, list[int]] = {}
+    plain = total = 0
+    for j in jobs:
+        if j.cls in skip:
+            continue
+        backlog[j.priority] += 1
+        n = per_class.get(j.cls)
+        if n is None:
+            n = per_class[j.cls] = [j.priority, 0]
+        n[1] += 1
+        if j.key is None:
+            plain += 1
+        total += 1
+    return backlog, per_class, plain, total

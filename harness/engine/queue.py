@@ -26,7 +26,7 @@ from bisect import bisect_left
 from collections import deque
 
 from harness.engine.fairness import FIFO, ROUND_ROBIN, TOKEN_FAIR, FairLedger
-from harness.engine.jobs import DONE, WAITING, Job
+from harness.engine.jobs import DONE, WAITING, Job, count_waiting
 
 
 class Lane:
@@ -353,21 +353,7 @@ class JobQueue:
         count]`` in first-seen order, the key-less ones, and all. Counted here, compiled: the
         evaluation's own loop over every waiting job, interpreted, cost ~1.4 M instructions
         with 800 waiting (docs/figures.md)."""
-        backlog = [0, 0, 0]
-        per_class: dict[str, list[int]] = {}
-        plain = total = 0
-        for j in self.eligible():
-            if j.cls in skip:
-                continue
-            backlog[j.priority] += 1
-            n = per_class.get(j.cls)
-            if n is None:
-                n = per_class[j.cls] = [j.priority, 0]
-            n[1] += 1
-            if j.key is None:
-                plain += 1
-            total += 1
-        return backlog, per_class, plain, total
+        return count_waiting(self.eligible(), skip)
 
     @property
     def active_keys(self) -> int:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from harness.engine.jobs import WAITING, Job
+from harness.engine.jobs import WAITING, Job, count_waiting
 
 if TYPE_CHECKING:
     from harness.engine.flow_control.controller import FlowController
@@ -60,21 +60,7 @@ class FlowBacklog:
     ) -> tuple[list[int], dict[str, list[int]], int, int]:
         """As ``JobQueue.eligible_counts``: every waiting request is eligible (flow control
         has no partition keys)."""
-        backlog = [0, 0, 0]
-        per_class: dict[str, list[int]] = {}
-        plain = total = 0
-        for j in self.waiting():
-            if j.cls in skip:
-                continue
-            backlog[j.priority] += 1
-            n = per_class.get(j.cls)
-            if n is None:
-                n = per_class[j.cls] = [j.priority, 0]
-            n[1] += 1
-            if j.key is None:
-                plain += 1
-            total += 1
-        return backlog, per_class, plain, total
+        return count_waiting(self.waiting(), skip)
 
     @property
     def active_keys(self) -> int:
