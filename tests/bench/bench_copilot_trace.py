@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 START = 1780272000.0  # 2026-06-01T00:00:00Z
 PER_SHARD = 500
@@ -111,6 +112,25 @@ def write_day(folder: Path, sessions: int, span_s: float, seed: int = 1) -> int:
     return calls
 
 
+def sim_child(prof: Path, out: Path) -> tuple[int, float, float, dict[str, Any]]:
+    """``harness sim PROF --out OUT --no-report`` in a child process: its exit code, wall
+    seconds, peak RSS (MiB: the child's ru_maxrss, in KiB on Linux) and summary.json; a
+    child that failed otherwise than by its verdict ends the benchmark with its output."""
+    t0 = time.perf_counter()
+    r = subprocess.run(
+        [sys.executable, "-m", "harness", "sim", str(prof), "--out", str(out), "--no-report"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    wall = time.perf_counter() - t0
+    rss_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    if r.returncode not in (0, 1):
+        print(r.stdout[-2000:], r.stderr[-2000:])
+        raise SystemExit(r.returncode)
+    return r.returncode, wall, rss_mb, json.loads((out / "summary.json").read_text())
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sessions", type=int, default=100_000)
@@ -135,25 +155,12 @@ def main() -> None:
             "upstream: {latency: {dist: lognormal, median_s: 4, sigma: 0.6}, timeout_s: 120}\n"
             "engine: {executors: {initial: 2000}, service_time_prior_s: 300}\n"
         )
-        out = root / "out"
-        t0 = time.perf_counter()
-        r = subprocess.run(
-            [sys.executable, "-m", "harness", "sim", str(prof), "--out", str(out), "--no-report"],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        wall = time.perf_counter() - t0
-        rss_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-        if r.returncode not in (0, 1):
-            print(r.stdout[-2000:], r.stderr[-2000:])
-            raise SystemExit(r.returncode)
-        s = json.loads((out / "summary.json").read_text())
+        rc, wall, rss_mb, s = sim_child(prof, root / "out")
         c = s["counts"]
         print(
             f"harness sim: {wall:.0f} s wall, peak RSS {rss_mb:,.0f} MB; sessions "
             f"{c['arrivals']:,} (completed {c['completed']:,}), model calls "
-            f"{s['jobs']['model_calls']:,}, exit {r.returncode}"
+            f"{s['jobs']['model_calls']:,}, exit {rc}"
         )
 
 

@@ -19,16 +19,13 @@ counts of its summary.
 from __future__ import annotations
 
 import argparse
-import json
-import resource
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_copilot_trace import write_day
+from bench_copilot_trace import sim_child, write_day
 
 
 def profile_text(day: Path, span_s: float) -> str:
@@ -66,26 +63,13 @@ def main() -> None:
                   f"gzip, written in {gen_s:.0f} s", flush=True)  # fmt: skip
         prof = root / "copilot-per-call.yaml"
         prof.write_text(profile_text(day, args.span_s))
-        out = root / "out"
-        t0 = time.perf_counter()
-        r = subprocess.run(
-            [sys.executable, "-m", "harness", "sim", str(prof), "--out", str(out), "--no-report"],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        wall = time.perf_counter() - t0
-        rss_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-        if r.returncode not in (0, 1):
-            print(r.stdout[-2000:], r.stderr[-2000:])
-            raise SystemExit(r.returncode)
-        s = json.loads((out / "summary.json").read_text())
+        rc, wall, rss_mb, s = sim_child(prof, root / "out")
         c, ss = s["counts"], s["sessions"]
         print(
             f"harness sim (replay: per_call): {wall:.0f} s wall, peak RSS {rss_mb:,.0f} MB; "
             f"sessions offered {ss['offered']:,} (completed {ss['completed']:,}, stranded "
             f"{ss['stranded']:,}, unfinished {ss['unfinished']:,}); calls {c['arrivals']:,} "
-            f"(completed {c['completed']:,}, cancelled {c['cancelled']:,}); exit {r.returncode}"
+            f"(completed {c['completed']:,}, cancelled {c['cancelled']:,}); exit {rc}"
         )
 
 
